@@ -1,0 +1,49 @@
+/* config.h — the pool configuration: parsed from libconfig text or files, or built-in defaults.
+ * Every error names file:line: key and what was expected; unknown keys are errors. */
+#ifndef CLOPS_CONFIG_H
+#define CLOPS_CONFIG_H
+
+#include <stdint.h>
+
+enum { CONFIG_MAX_DEVICES = 8, CONFIG_MAX_OPS = 32, CONFIG_PATH_MAX = 1024 };
+
+/* One entry of `devices`: which OpenCL device to open. */
+struct config_device {
+    int32_t type;           /* CLOPS_DEVICE_GPU, CLOPS_DEVICE_CPU, or 0 for "any" */
+    char vendor[64];        /* case-insensitive substring of platform or device vendor; "" = any */
+    int32_t platform_index; /* -1 = any */
+    int32_t index;          /* among the matching devices, which one; default 0 */
+    int32_t queues;         /* command queues to open on it, 1..16; default 2 */
+    int32_t required;       /* 0: skipped with a warning when absent; default 1 */
+};
+
+/* One entry of `operators`: settings the core applies to one operator. */
+struct config_op {
+    char name[64];           /* must name a registered operator */
+    int32_t device;          /* index into the pool's opened devices; -1 = the primary (0) */
+    char build_options[512]; /* appended to the kernel build options of this operator */
+};
+
+struct pool_config {
+    char source[CONFIG_PATH_MAX]; /* file name, or "<string>", for messages */
+    struct config_device devices[CONFIG_MAX_DEVICES];
+    int32_t device_count;         /* 0 = defaults: first GPU, else the first CPU device */
+    int32_t cpu_fallback;         /* 1: when no listed device is found, use a CPU device */
+    int32_t profiling;            /* 1: queues record profiling events (device time in stats) */
+    char build_options[512];      /* for every kernel build, before per-operator options */
+    int32_t cache_enabled;        /* program binary cache on disk; default 1 */
+    char cache_dir[CONFIG_PATH_MAX];  /* "" = $XDG_CACHE_HOME/clops, else ~/.cache/clops */
+    char kernel_dir[CONFIG_PATH_MAX]; /* "" = embedded kernels; else read <dir>/<name>.cl */
+    struct config_op ops[CONFIG_MAX_OPS];
+    int32_t op_count;
+};
+
+void config_defaults(struct pool_config *cfg);
+/* Parse into `cfg` (first reset to defaults). On error: CLOPS_ERR_CONFIG (or CLOPS_ERR_IO when
+ * the file cannot be read) with the message set through err_set(). */
+int32_t config_parse_file(const char *path, struct pool_config *cfg);
+int32_t config_parse_string(const char *text, struct pool_config *cfg);
+/* The settings for operator `name`, or NULL when the configuration has none. */
+const struct config_op *config_find_op(const struct pool_config *cfg, const char *name);
+
+#endif

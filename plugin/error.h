@@ -1,0 +1,35 @@
+/* error.h — the thread-local last-error message, status names, OpenCL error names and the
+ * host log callback. Every failing path in the plugin goes through err_set()/err_cl(). */
+#ifndef CLOPS_ERROR_H
+#define CLOPS_ERROR_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdint.h>
+
+#include "clops.h"
+
+#if defined(__GNUC__)
+#define CLOPS_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLOPS_PRINTF(f, a)
+#endif
+
+/* Sets this thread's message (printf-style), logs it at CLOPS_LOG_DEBUG, returns `status`. */
+int32_t err_set(int32_t status, const char *fmt, ...) CLOPS_PRINTF(2, 3);
+/* For a failed OpenCL call: maps `code` to a status (allocation failures to
+ * CLOPS_ERR_OUT_OF_DEVICE_MEMORY, the rest to CLOPS_ERR_DEVICE) and appends the error's name,
+ * e.g. "gemm: clEnqueueNDRangeKernel failed: CL_OUT_OF_RESOURCES (-5)". */
+int32_t err_cl(cl_int code, const char *fmt, ...) CLOPS_PRINTF(2, 3);
+/* Appends text to this thread's message (used for build logs). */
+void err_append(const char *text);
+void err_clear(void);
+const char *err_last(void);
+
+const char *err_status_name(int32_t status);
+const char *err_cl_name(cl_int code);
+
+void log_set_callback(clops_log_fn fn, void *user, int32_t max_level);
+void log_msg(int32_t level, const char *fmt, ...) CLOPS_PRINTF(2, 3);
+
+#endif

@@ -1,0 +1,72 @@
+/* pool.h — the device pool: opened devices with their contexts and queues, built programs,
+ * statistics. Operators ask the pool for a device, a queue and a program; they never touch
+ * the OpenCL context setup themselves. Every function here is thread-safe. */
+#ifndef CLOPS_POOL_H
+#define CLOPS_POOL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <threads.h>
+
+#include "cache.h"
+#include "config.h"
+#include "error.h"
+
+struct pool_program; /* a built program, keyed by source name + options */
+
+struct pool_device {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue *queues;
+    int32_t queue_count;
+    atomic_uint next_queue;
+    struct clops_device_info info; /* struct_size = sizeof */
+    int32_t index;                 /* in the pool */
+};
+
+struct pool_op_counters {
+    atomic_llong calls;
+    atomic_llong failures;
+    atomic_llong device_ns;
+};
+
+struct clops_pool {
+    struct pool_config cfg;
+    struct program_cache cache;
+    struct pool_device *devices;
+    int32_t device_count;
+    mtx_t programs_lock;
+    struct pool_program *programs;
+    atomic_llong programs_built, programs_loaded, cache_rejected;
+    atomic_llong calls, bytes_uploaded, bytes_downloaded;
+    struct pool_op_counters *op_counters; /* registry_count() entries */
+};
+
+/* The device an operator runs on: the configured one for `op_name`, else the primary. */
+struct pool_device *pool_device_for_op(struct clops_pool *pool, const char *op_name);
+/* A queue of `dev`, handed out round-robin so that host threads spread over the queues. */
+cl_command_queue pool_acquire_queue(struct pool_device *dev);
+
+/* The program built from kernels/<source_name>.cl on `dev` with `options` (after the pool's and
+ * the operator's configured build options). Built once per pool, through the binary cache;
+ * the returned program is owned by the pool. On a build failure the message carries the log. */
+int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
+                         const char *source_name, const char *options, cl_program *out);
+
+/* Launches `kernel` on `queue` and waits for it. When profiling is on, adds the kernel's
+ * device time to *device_ns. `what` names the operator for messages. */
+int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
+                        cl_uint dims, const size_t *global, const size_t *local,
+                        int64_t *device_ns, const char *what);
+
+/* Records one operator call in the statistics. */
+void pool_record_call(struct clops_pool *pool, const char *op_name, int32_t status,
+                      int64_t device_ns);
+
+int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out);
+void pool_release(struct clops_pool *pool);
+void pool_fill_device_info(cl_platform_id platform, cl_device_id device,
+                           struct clops_device_info *out);
+
+#endif

@@ -1,0 +1,15 @@
+/* registry.h — the table of operators. Adding an operator is one line in registry.c. */
+#ifndef CLOPS_REGISTRY_H
+#define CLOPS_REGISTRY_H
+
+#include <stdint.h>
+
+#include "clops.h"
+
+int32_t registry_count(void);
+const struct clops_op *registry_at(int32_t index);
+const struct clops_op *registry_find(const char *name);
+int32_t registry_index(const struct clops_op *op);         /* -1 when unknown */
+int32_t registry_index_by_name(const char *name);          /* -1 when unknown */
+
+#endif

@@ -1,0 +1,50 @@
+/* tensor.h — checks on clops_tensor descriptors and staging of host tensors into device
+ * memory for the duration of one operator call. */
+#ifndef CLOPS_TENSOR_H
+#define CLOPS_TENSOR_H
+
+#include <stdint.h>
+
+#include "pool.h"
+
+struct clops_buffer {
+    struct clops_pool *pool;
+    struct pool_device *dev;
+    cl_mem mem;
+    int64_t bytes;
+};
+
+int64_t dtype_size(int32_t dtype); /* 0 for an invalid dtype */
+const char *dtype_name(int32_t dtype);
+
+/* Checks that `t` is a well-formed tensor of rank `rank` with a dtype in `dtypes` (bit mask):
+ * exactly one of data/buffer, extents >= 0, strides >= 1 on axes of extent > 1, offset >= 0,
+ * no int64 overflow of the addressed span, and a device buffer large enough and on `dev`.
+ * Messages read "<op>: parameter '<param>' ...". */
+int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *param,
+                     uint32_t dtypes, int32_t rank, const struct pool_device *dev);
+
+/* Elements from the tensor's first addressed element to its last, inclusive (0 when empty). */
+int64_t tensor_span(const struct clops_tensor *t);
+int64_t tensor_elements(const struct clops_tensor *t);
+
+/* A tensor made reachable by a kernel: `mem` + `offset` (elements). Host tensors get a
+ * temporary buffer holding their span; device tensors are used in place. */
+struct staged_tensor {
+    const struct clops_tensor *t;
+    cl_mem mem;
+    int64_t offset;
+    int32_t temporary;
+};
+
+/* Stages `t` for `dev`. upload = 1 copies host contents in (always needed for in/inout, and
+ * for outputs whose span has gaps the kernel does not write). */
+int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
+                     const struct clops_tensor *t, int32_t upload, struct staged_tensor *out,
+                     const char *op, const char *param);
+/* Copies a staged host output back (blocking). No-op for device tensors. */
+int32_t tensor_unstage_output(struct clops_pool *pool, cl_command_queue queue,
+                              struct staged_tensor *s, const char *op, const char *param);
+void tensor_release(struct staged_tensor *s);
+
+#endif
