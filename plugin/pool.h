@@ -66,6 +66,11 @@ void pool_record_call(struct clops_pool *pool, const char *op_name, int32_t stat
 
 int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out);
 void pool_release(struct clops_pool *pool);
+/* Every OpenCL device on the system (for devices_list). */
+int32_t pool_list_devices(struct clops_device_info *out, int32_t capacity, int32_t *count);
+/* Copies a struct that starts with struct_size into a host struct of possibly older size:
+ * only the members that fit the host's struct_size are written. */
+int32_t pool_copy_sized(void *dst, const void *src, size_t full_size);
 void pool_fill_device_info(cl_platform_id platform, cl_device_id device,
                            struct clops_device_info *out);
 

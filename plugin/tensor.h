@@ -47,4 +47,11 @@ int32_t tensor_unstage_output(struct clops_pool *pool, cl_command_queue queue,
                               struct staged_tensor *s, const char *op, const char *param);
 void tensor_release(struct staged_tensor *s);
 
+/* Device buffers (buffer.c), behind the table's buffer_* members. */
+int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out);
+int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, int64_t bytes);
+int32_t buffer_download(struct clops_buffer *b, int64_t offset, void *dst, int64_t bytes);
+void buffer_release(struct clops_buffer *b);
+int64_t buffer_size(const struct clops_buffer *b);
+
 #endif

@@ -1,0 +1,31 @@
+/* cli.h — what the `clops` command's source files share: exit codes, the loaded library, and
+ * the entry of the pipeline runner. */
+#ifndef CLOPS_CLI_H
+#define CLOPS_CLI_H
+
+#include "loader.h"
+
+/* The exit codes are part of the command's interface (documented in --help and README.md). */
+enum cli_exit {
+    CLI_OK = 0,
+    CLI_FAILED = 1, /* an operator or pipeline step failed, or a check failed */
+    CLI_USAGE = 2,  /* bad command line */
+    CLI_LOAD = 3,   /* libclops could not be loaded, or its ABI does not fit */
+    CLI_CONFIG = 4  /* a pool configuration or pipeline file is wrong */
+};
+
+struct cli {
+    struct host_library lib;
+    int verbose;
+};
+
+/* Prints "clops: <the library's last error>" and returns `code`. */
+int cli_library_error(const struct cli *cli, int code);
+/* The exit code for a failed pool creation: configuration problems are CLI_CONFIG. */
+int cli_pool_error(const struct cli *cli, int32_t status);
+
+/* `clops run FILE`: validates the pipeline file, then runs it. `output_dir` is where relative
+ * output paths are written. Returns an enum cli_exit. */
+int pipeline_run_file(struct cli *cli, const char *path, const char *output_dir);
+
+#endif

@@ -1,0 +1,110 @@
+/* loader.c — loading libclops by dlopen and negotiating its ABI, for the host programs. */
+#include "loader.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* Appends "; <text>" (or just <text> first) to the accumulated reasons. */
+static void add_reason(char *why, size_t size, const char *candidate, const char *text)
+{
+    size_t used = strlen(why);
+    snprintf(why + used, size - used, "%s%s: %s", used ? "; " : "", candidate, text);
+}
+
+/* The table must serve our major version and hold every member up to the last one this host
+ * calls (invoke); a shorter table comes from a plugin older than our header. Returns 0, or -1
+ * with the problem in `text`. */
+static int check_table(const struct clops_api *api, char *text, size_t size)
+{
+    if (api == NULL) {
+        snprintf(text, size, "clops_plugin_entry(%d) returned NULL: ABI %d is not served",
+                 CLOPS_ABI_MAJOR, CLOPS_ABI_MAJOR);
+        return -1;
+    }
+    if (api->abi_major != CLOPS_ABI_MAJOR) {
+        snprintf(text, size, "the table is for ABI %u, this host needs %d",
+                 (unsigned)api->abi_major, CLOPS_ABI_MAJOR);
+        return -1;
+    }
+    if (!CLOPS_API_HAS(api, invoke)) {
+        snprintf(text, size, "the table has %u bytes, this host needs %zu (ABI %d.%d)",
+                 (unsigned)api->struct_size,
+                 offsetof(struct clops_api, invoke) + sizeof api->invoke, CLOPS_ABI_MAJOR,
+                 CLOPS_ABI_MINOR);
+        return -1;
+    }
+    return 0;
+}
+
+static int try_load(struct host_library *lib, const char *candidate, char *why, size_t size)
+{
+    void *handle = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        add_reason(why, size, candidate, dlerror());
+        return -1;
+    }
+    /* POSIX guarantees a data pointer from dlsym() converts to a function pointer. */
+    clops_plugin_entry_fn entry = (clops_plugin_entry_fn)dlsym(handle, "clops_plugin_entry");
+    if (entry == NULL) {
+        add_reason(why, size, candidate, "no symbol clops_plugin_entry");
+        dlclose(handle);
+        return -1;
+    }
+    const struct clops_api *api = entry(CLOPS_ABI_MAJOR);
+    char problem[160];
+    if (check_table(api, problem, sizeof problem) != 0) {
+        add_reason(why, size, candidate, problem);
+        dlclose(handle);
+        return -1;
+    }
+    lib->handle = handle;
+    lib->api = api;
+    snprintf(lib->path, sizeof lib->path, "%s", candidate);
+    return 0;
+}
+
+int host_library_load(struct host_library *lib, const char *build_tree_path, char *why,
+                      size_t why_size)
+{
+    memset(lib, 0, sizeof *lib);
+    why[0] = '\0';
+    const char *named = getenv("CLOPS_LIBRARY");
+    if (named != NULL && named[0] != '\0') {
+        if (try_load(lib, named, why, why_size) == 0)
+            return 0;
+        size_t used = strlen(why);
+        snprintf(why + used, why_size - used, " (from $CLOPS_LIBRARY)");
+        return -1;
+    }
+    /* Only tried when present, so that an installed host does not report a stale build path. */
+    if (build_tree_path != NULL && access(build_tree_path, F_OK) == 0 &&
+        try_load(lib, build_tree_path, why, why_size) == 0)
+        return 0;
+    return try_load(lib, "libclops.so.1", why, why_size);
+}
+
+static const char *level_name(int32_t level)
+{
+    switch (level) {
+    case CLOPS_LOG_ERROR: return "error";
+    case CLOPS_LOG_WARNING: return "warning";
+    case CLOPS_LOG_INFO: return "info";
+    default: return "debug";
+    }
+}
+
+static void log_to_stderr(int32_t level, const char *message, void *user)
+{
+    (void)user;
+    fprintf(stderr, "%s: %s: %s\n", host_program_name, level_name(level), message);
+}
+
+void host_library_log_to_stderr(const struct host_library *lib, int verbose)
+{
+    lib->api->set_log_callback(log_to_stderr, NULL, verbose ? CLOPS_LOG_DEBUG : CLOPS_LOG_WARNING);
+}

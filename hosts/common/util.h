@@ -1,0 +1,48 @@
+/* util.h — small helpers shared by the clops host programs (cli, bench): dtype names, a
+ * monotonic clock, seeded random fills, allocation that exits on failure. */
+#ifndef CLOPS_HOST_UTIL_H
+#define CLOPS_HOST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define HOST_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define HOST_PRINTF(f, a)
+#endif
+
+/* "f32", "f64", ... for enum clops_dtype; "?" for anything else. */
+const char *host_dtype_name(int32_t dtype);
+/* The dtype named `name`, or CLOPS_DTYPE_INVALID. */
+int32_t host_dtype_from_name(const char *name);
+/* Bytes per element; 0 for an invalid dtype. */
+int64_t host_dtype_size(int32_t dtype);
+/* Writes the names of the dtypes in `mask` (CLOPS_DTYPE_BIT()s) as "f32,f64" into `out`. */
+void host_dtype_mask_names(uint32_t mask, char *out, size_t size);
+
+/* Milliseconds on a monotonic clock, for timing calls. */
+double host_now_ms(void);
+
+/* A deterministic random stream: the same seed gives the same numbers on every machine. */
+struct host_rng {
+    uint64_t state;
+};
+void host_rng_seed(struct host_rng *rng, uint64_t seed);
+/* Uniform in [-1, 1). */
+double host_rng_uniform(struct host_rng *rng);
+/* Fills `count` elements of `dtype` at `data`: floats uniform in [-1, 1), integers in 0..9. */
+void host_fill_random(void *data, int32_t dtype, int64_t count, struct host_rng *rng);
+
+/* malloc/calloc that print "<program>: out of memory" and exit(1) on failure: the host
+ * programs have nothing sensible to do without the memory. */
+void *host_xmalloc(size_t size);
+void *host_xcalloc(size_t count, size_t size);
+char *host_xstrdup(const char *s);
+/* The name used in messages ("clops", "clops-bench"); set once by main(). */
+extern const char *host_program_name;
+
+/* "1.5 GiB"-style rendering of a byte count into `out`. */
+void host_format_bytes(int64_t bytes, char *out, size_t size);
+
+#endif

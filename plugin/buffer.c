@@ -1,0 +1,85 @@
+/* buffer.c — device buffers on a pool's primary device, for tensors that stay on the device
+ * between calls. */
+#include <stdlib.h>
+
+#include "tensor.h"
+
+int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out)
+{
+    if (out == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "buffer_create: parameter 'out' is NULL");
+    *out = NULL;
+    if (pool == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "buffer_create: parameter 'pool' is NULL");
+    if (bytes <= 0)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "buffer_create: parameter 'bytes' = %lld; expected > 0", (long long)bytes);
+    struct clops_buffer *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "buffer_create: out of host memory");
+    b->pool = pool;
+    b->dev = &pool->devices[0];
+    b->bytes = bytes;
+    cl_int rc;
+    b->mem = clCreateBuffer(b->dev->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &rc);
+    if (rc != CL_SUCCESS) {
+        free(b);
+        return err_cl(rc, "buffer_create: allocating %lld bytes on '%s' failed", (long long)bytes,
+                      pool->devices[0].info.name);
+    }
+    *out = b;
+    return CLOPS_OK;
+}
+
+static int32_t check_transfer(const char *what, const struct clops_buffer *b, int64_t offset,
+                              const void *host, int64_t bytes)
+{
+    if (b == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'buffer' is NULL", what);
+    if (host == NULL && bytes > 0)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
+    if (offset < 0 || bytes < 0 || offset > b->bytes || bytes > b->bytes - offset)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: range [%lld, %lld + %lld) is outside the buffer of %lld bytes", what,
+                       (long long)offset, (long long)offset, (long long)bytes,
+                       (long long)b->bytes);
+    return CLOPS_OK;
+}
+
+int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, int64_t bytes)
+{
+    int32_t status = check_transfer("buffer_upload", b, offset, src, bytes);
+    if (status != CLOPS_OK || bytes == 0)
+        return status;
+    cl_int rc = clEnqueueWriteBuffer(pool_acquire_queue(b->dev), b->mem, CL_TRUE, (size_t)offset,
+                                     (size_t)bytes, src, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "buffer_upload: clEnqueueWriteBuffer failed");
+    atomic_fetch_add(&b->pool->bytes_uploaded, (long long)bytes);
+    return CLOPS_OK;
+}
+
+int32_t buffer_download(struct clops_buffer *b, int64_t offset, void *dst, int64_t bytes)
+{
+    int32_t status = check_transfer("buffer_download", b, offset, dst, bytes);
+    if (status != CLOPS_OK || bytes == 0)
+        return status;
+    /* A blocking read on any queue of the device: operators finish before they return, so
+     * the buffer's contents are complete whichever queue wrote them. */
+    cl_int rc = clEnqueueReadBuffer(pool_acquire_queue(b->dev), b->mem, CL_TRUE, (size_t)offset,
+                                    (size_t)bytes, dst, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "buffer_download: clEnqueueReadBuffer failed");
+    atomic_fetch_add(&b->pool->bytes_downloaded, (long long)bytes);
+    return CLOPS_OK;
+}
+
+void buffer_release(struct clops_buffer *b)
+{
+    if (b == NULL)
+        return;
+    clReleaseMemObject(b->mem);
+    free(b);
+}
+
+int64_t buffer_size(const struct clops_buffer *b) { return b == NULL ? 0 : b->bytes; }

@@ -1,0 +1,207 @@
+/* entry.c — the ABI table: the functions a host reaches through clops_plugin_entry(). Each one
+ * clears the thread's last error, checks its arguments and delegates to its module. */
+#include "entry.h"
+
+#include <string.h>
+
+#include "config.h"
+#include "error.h"
+#include "invoke.h"
+#include "pool.h"
+#include "registry.h"
+#include "tensor.h"
+
+static const char *api_version(void) { return CLOPS_VERSION_STRING; }
+
+static const char *api_last_error(void) { return err_last(); }
+
+static const char *api_status_name(int32_t status) { return err_status_name(status); }
+
+static void api_set_log_callback(clops_log_fn fn, void *user, int32_t max_level)
+{
+    log_set_callback(fn, user, max_level);
+}
+
+static int32_t api_devices_list(struct clops_device_info *out, int32_t capacity, int32_t *count)
+{
+    err_clear();
+    if (count == NULL || capacity < 0 || (capacity > 0 && out == NULL))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "devices_list: expected count non-NULL, capacity >= 0 and out non-NULL "
+                       "when capacity > 0");
+    return pool_list_devices(out, capacity, count);
+}
+
+static int32_t create_pool(const struct pool_config *cfg, struct clops_pool **out)
+{
+    if (out == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_create: parameter 'out' is NULL");
+    return pool_create(cfg, out);
+}
+
+static int32_t api_pool_create_default(struct clops_pool **out)
+{
+    err_clear();
+    struct pool_config cfg;
+    config_defaults(&cfg);
+    return create_pool(&cfg, out);
+}
+
+static int32_t api_pool_create_from_file(const char *path, struct clops_pool **out)
+{
+    err_clear();
+    if (out != NULL)
+        *out = NULL;
+    if (path == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "pool_create_from_file: parameter 'path' is NULL");
+    struct pool_config cfg;
+    int32_t status = config_parse_file(path, &cfg);
+    return status != CLOPS_OK ? status : create_pool(&cfg, out);
+}
+
+static int32_t api_pool_create_from_string(const char *text, struct clops_pool **out)
+{
+    err_clear();
+    if (out != NULL)
+        *out = NULL;
+    if (text == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "pool_create_from_string: parameter 'config_text' is NULL");
+    struct pool_config cfg;
+    int32_t status = config_parse_string(text, &cfg);
+    return status != CLOPS_OK ? status : create_pool(&cfg, out);
+}
+
+static void api_pool_release(struct clops_pool *pool) { pool_release(pool); }
+
+static int32_t api_pool_device_count(const struct clops_pool *pool)
+{
+    return pool == NULL ? 0 : pool->device_count;
+}
+
+static int32_t api_pool_device_info(const struct clops_pool *pool, int32_t index,
+                                    struct clops_device_info *out)
+{
+    err_clear();
+    if (pool == NULL || out == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_device_info: parameter '%s' is NULL",
+                       pool == NULL ? "pool" : "out");
+    if (index < 0 || index >= pool->device_count)
+        return err_set(CLOPS_ERR_NOT_FOUND,
+                       "pool_device_info: parameter 'index' = %d; the pool has %d device(s)",
+                       (int)index, (int)pool->device_count);
+    return pool_copy_sized(out, &pool->devices[index].info, sizeof pool->devices[index].info);
+}
+
+static int32_t api_pool_stats(const struct clops_pool *pool, struct clops_stats *out)
+{
+    err_clear();
+    if (pool == NULL || out == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_stats: parameter '%s' is NULL",
+                       pool == NULL ? "pool" : "out");
+    struct clops_stats s = {0};
+    s.struct_size = sizeof s;
+    s.programs_built = atomic_load(&pool->programs_built);
+    s.programs_loaded = atomic_load(&pool->programs_loaded);
+    s.cache_rejected = atomic_load(&pool->cache_rejected);
+    s.calls = atomic_load(&pool->calls);
+    s.bytes_uploaded = atomic_load(&pool->bytes_uploaded);
+    s.bytes_downloaded = atomic_load(&pool->bytes_downloaded);
+    return pool_copy_sized(out, &s, sizeof s);
+}
+
+static int32_t api_pool_op_stats(const struct clops_pool *pool, int32_t index,
+                                 struct clops_op_stats *out)
+{
+    err_clear();
+    if (pool == NULL || out == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_op_stats: parameter '%s' is NULL",
+                       pool == NULL ? "pool" : "out");
+    if (index < 0 || index >= registry_count())
+        return err_set(CLOPS_ERR_NOT_FOUND,
+                       "pool_op_stats: parameter 'index' = %d; there are %d operators",
+                       (int)index, (int)registry_count());
+    const struct pool_op_counters *c = &pool->op_counters[index];
+    struct clops_op_stats s = {0};
+    s.struct_size = sizeof s;
+    s.name = registry_at(index)->name;
+    s.calls = atomic_load(&c->calls);
+    s.failures = atomic_load(&c->failures);
+    s.device_ns = atomic_load(&c->device_ns);
+    return pool_copy_sized(out, &s, sizeof s);
+}
+
+static int32_t api_buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out)
+{
+    err_clear();
+    return buffer_create(pool, bytes, out);
+}
+
+static int32_t api_buffer_upload(struct clops_buffer *b, int64_t offset, const void *src,
+                                 int64_t bytes)
+{
+    err_clear();
+    return buffer_upload(b, offset, src, bytes);
+}
+
+static int32_t api_buffer_download(struct clops_buffer *b, int64_t offset, void *dst,
+                                   int64_t bytes)
+{
+    err_clear();
+    return buffer_download(b, offset, dst, bytes);
+}
+
+static void api_buffer_release(struct clops_buffer *b) { buffer_release(b); }
+
+static int64_t api_buffer_size(const struct clops_buffer *b) { return buffer_size(b); }
+
+static int32_t api_op_count(void) { return registry_count(); }
+
+static const struct clops_op *api_op_at(int32_t index) { return registry_at(index); }
+
+static const struct clops_op *api_op_find(const char *name)
+{
+    err_clear();
+    const struct clops_op *op = registry_find(name);
+    if (op == NULL)
+        err_set(CLOPS_ERR_NOT_FOUND, "op_find: no operator named '%s'",
+                name == NULL ? "(NULL)" : name);
+    return op;
+}
+
+static int32_t api_op_index(const struct clops_op *op) { return registry_index(op); }
+
+static const struct clops_api api_v1 = {
+    .struct_size = sizeof(struct clops_api),
+    .abi_major = CLOPS_ABI_MAJOR,
+    .abi_minor = CLOPS_ABI_MINOR,
+    .version = api_version,
+    .last_error = api_last_error,
+    .status_name = api_status_name,
+    .set_log_callback = api_set_log_callback,
+    .devices_list = api_devices_list,
+    .pool_create_default = api_pool_create_default,
+    .pool_create_from_file = api_pool_create_from_file,
+    .pool_create_from_string = api_pool_create_from_string,
+    .pool_release = api_pool_release,
+    .pool_device_count = api_pool_device_count,
+    .pool_device_info = api_pool_device_info,
+    .pool_stats = api_pool_stats,
+    .pool_op_stats = api_pool_op_stats,
+    .buffer_create = api_buffer_create,
+    .buffer_upload = api_buffer_upload,
+    .buffer_download = api_buffer_download,
+    .buffer_release = api_buffer_release,
+    .buffer_size = api_buffer_size,
+    .op_count = api_op_count,
+    .op_at = api_op_at,
+    .op_find = api_op_find,
+    .op_index = api_op_index,
+    .invoke = invoke_op,
+};
+
+const struct clops_api *entry_table(uint32_t abi_major)
+{
+    return abi_major == CLOPS_ABI_MAJOR ? &api_v1 : NULL;
+}

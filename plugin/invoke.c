@@ -1,0 +1,288 @@
+/* invoke.c — the generic call: matches tagged arguments to an operator's descriptor, checks
+ * every kind, fills defaults, then calls the typed entry point through libffi with a call
+ * interface (ffi_cif) prepared once per operator. */
+#include "invoke.h"
+
+#include <errno.h>
+#include <ffi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <threads.h>
+
+#include "error.h"
+#include "registry.h"
+
+enum { INVOKE_MAX_PARAMS = 32 };
+
+struct op_cif {
+    ffi_cif cif;
+    ffi_type *types[INVOKE_MAX_PARAMS + 1];
+    int32_t ready; /* 1 prepared, -1 failed */
+};
+
+static mtx_t cif_lock;
+static once_flag cif_once = ONCE_FLAG_INIT;
+static struct op_cif *cifs;
+
+static void cif_init(void)
+{
+    mtx_init(&cif_lock, mtx_plain);
+    cifs = calloc((size_t)registry_count(), sizeof *cifs);
+}
+
+static ffi_type *ffi_type_of(int32_t kind)
+{
+    switch (kind) {
+    case CLOPS_PARAM_INT64: return &ffi_type_sint64;
+    case CLOPS_PARAM_DOUBLE: return &ffi_type_double;
+    case CLOPS_PARAM_ENUM: return &ffi_type_sint32;
+    default: return &ffi_type_pointer; /* tensors and strings */
+    }
+}
+
+/* The operator's prepared call interface: (pool, params...) -> int32_t. */
+static int32_t get_cif(const struct clops_op *op, int32_t index, ffi_cif **out)
+{
+    call_once(&cif_once, cif_init);
+    if (cifs == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "invoke: out of host memory");
+    mtx_lock(&cif_lock);
+    struct op_cif *c = &cifs[index];
+    if (c->ready == 0) {
+        c->types[0] = &ffi_type_pointer;
+        for (int32_t i = 0; i < op->param_count; i++)
+            c->types[i + 1] = ffi_type_of(op->params[i].kind);
+        ffi_status s = ffi_prep_cif(&c->cif, FFI_DEFAULT_ABI, (unsigned)op->param_count + 1,
+                                    &ffi_type_sint32, c->types);
+        c->ready = s == FFI_OK ? 1 : -1;
+    }
+    int32_t ready = c->ready;
+    mtx_unlock(&cif_lock);
+    if (ready != 1)
+        return err_set(CLOPS_ERR_INTERNAL, "invoke: ffi_prep_cif failed for operator '%s'",
+                       op->name);
+    *out = &c->cif;
+    return CLOPS_OK;
+}
+
+const char *invoke_kind_name(int32_t kind)
+{
+    switch (kind) {
+    case CLOPS_PARAM_TENSOR_IN: return "tensor (in)";
+    case CLOPS_PARAM_TENSOR_OUT: return "tensor (out)";
+    case CLOPS_PARAM_TENSOR_INOUT: return "tensor (inout)";
+    case CLOPS_PARAM_INT64: return "int64";
+    case CLOPS_PARAM_DOUBLE: return "double";
+    case CLOPS_PARAM_ENUM: return "enum";
+    case CLOPS_PARAM_STRING: return "string";
+    default: return "unknown kind";
+    }
+}
+
+static int is_tensor_kind(int32_t kind)
+{
+    return kind == CLOPS_PARAM_TENSOR_IN || kind == CLOPS_PARAM_TENSOR_OUT ||
+           kind == CLOPS_PARAM_TENSOR_INOUT;
+}
+
+/* One parameter's value as the typed entry receives it. */
+union slot {
+    const void *pointer;
+    int64_t i64;
+    double f64;
+    int32_t i32;
+};
+
+static int32_t enum_index(const struct clops_param *p, const char *text)
+{
+    for (int32_t i = 0; p->enum_values != NULL && p->enum_values[i] != NULL; i++)
+        if (strcmp(p->enum_values[i], text) == 0)
+            return i;
+    return -1;
+}
+
+static int32_t enum_count(const struct clops_param *p)
+{
+    int32_t n = 0;
+    while (p->enum_values != NULL && p->enum_values[n] != NULL)
+        n++;
+    return n;
+}
+
+static int32_t bad_enum(const struct clops_op *op, const struct clops_param *p, const char *got)
+{
+    char allowed[256] = "";
+    for (int32_t i = 0; p->enum_values != NULL && p->enum_values[i] != NULL; i++) {
+        strncat(allowed, i ? ", " : "", sizeof allowed - strlen(allowed) - 1);
+        strncat(allowed, p->enum_values[i], sizeof allowed - strlen(allowed) - 1);
+    }
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter '%s' = %s; expected one of: %s",
+                   op->name, p->name, got, allowed);
+}
+
+static int32_t convert_arg(const struct clops_op *op, const struct clops_param *p,
+                           const struct clops_arg *a, union slot *out)
+{
+    int kinds_match = is_tensor_kind(p->kind) ? is_tensor_kind(a->kind) : a->kind == p->kind;
+    if (!kinds_match)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' expects a %s argument, got a %s argument", op->name,
+                       p->name, invoke_kind_name(p->kind), invoke_kind_name(a->kind));
+    switch (p->kind) {
+    case CLOPS_PARAM_INT64: out->i64 = a->i; return CLOPS_OK;
+    case CLOPS_PARAM_DOUBLE: out->f64 = a->d; return CLOPS_OK;
+    case CLOPS_PARAM_STRING: out->pointer = a->s; return CLOPS_OK;
+    case CLOPS_PARAM_ENUM: {
+        if (a->s != NULL) {
+            int32_t i = enum_index(p, a->s);
+            if (i < 0) {
+                char quoted[160];
+                snprintf(quoted, sizeof quoted, "\"%.150s\"", a->s);
+                return bad_enum(op, p, quoted);
+            }
+            out->i32 = i;
+        } else {
+            if (a->i < 0 || a->i >= enum_count(p)) {
+                char number[32];
+                snprintf(number, sizeof number, "%lld", (long long)a->i);
+                return bad_enum(op, p, number);
+            }
+            out->i32 = (int32_t)a->i;
+        }
+        return CLOPS_OK;
+    }
+    default:
+        if (a->tensor == NULL)
+            return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                           "%s: parameter '%s' is NULL (expected a tensor)", op->name, p->name);
+        out->pointer = a->tensor;
+        return CLOPS_OK;
+    }
+}
+
+static int32_t apply_default(const struct clops_op *op, const struct clops_param *p,
+                             union slot *out)
+{
+    if (p->default_value == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: missing required parameter '%s' (%s)",
+                       op->name, p->name, invoke_kind_name(p->kind));
+    char *end = NULL;
+    errno = 0;
+    switch (p->kind) {
+    case CLOPS_PARAM_INT64: out->i64 = strtoll(p->default_value, &end, 0); break;
+    case CLOPS_PARAM_DOUBLE: out->f64 = strtod(p->default_value, &end); break;
+    case CLOPS_PARAM_ENUM:
+        out->i32 = enum_index(p, p->default_value);
+        return out->i32 >= 0 ? CLOPS_OK
+                             : err_set(CLOPS_ERR_INTERNAL, "%s: bad default for '%s'", op->name,
+                                       p->name);
+    case CLOPS_PARAM_STRING: out->pointer = p->default_value; return CLOPS_OK;
+    default:
+        return err_set(CLOPS_ERR_INTERNAL, "%s: tensor parameter '%s' has a default", op->name,
+                       p->name);
+    }
+    if (end == p->default_value || *end != '\0' || errno != 0)
+        return err_set(CLOPS_ERR_INTERNAL, "%s: bad default \"%s\" for '%s'", op->name,
+                       p->default_value, p->name);
+    return CLOPS_OK;
+}
+
+static int32_t param_by_name(const struct clops_op *op, const char *name)
+{
+    for (int32_t i = 0; i < op->param_count; i++)
+        if (strcmp(op->params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int32_t unknown_name(const struct clops_op *op, const char *name)
+{
+    char names[512] = "";
+    for (int32_t i = 0; i < op->param_count; i++) {
+        strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+        strncat(names, op->params[i].name, sizeof names - strlen(names) - 1);
+    }
+    return err_set(CLOPS_ERR_NOT_FOUND, "%s: no parameter named '%s' (parameters: %s)", op->name,
+                   name, names);
+}
+
+/* Matches args to parameters: positional first, then named; each parameter at most once. */
+static int32_t bind_args(const struct clops_op *op, const struct clops_arg *args, int32_t nargs,
+                         union slot *slots, int32_t *given)
+{
+    int32_t next_position = 0, seen_named = 0;
+    for (int32_t k = 0; k < nargs; k++) {
+        const struct clops_arg *a = &args[k];
+        int32_t i;
+        if (a->name == NULL) {
+            if (seen_named)
+                return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                               "%s: argument #%d is positional but follows a named argument",
+                               op->name, (int)k + 1);
+            i = next_position++;
+            if (i >= op->param_count)
+                return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                               "%s: extra argument #%d (the operator takes %d parameters)",
+                               op->name, (int)k + 1, (int)op->param_count);
+        } else {
+            seen_named = 1;
+            i = param_by_name(op, a->name);
+            if (i < 0)
+                return unknown_name(op, a->name);
+            if (given[i])
+                return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                               "%s: parameter '%s' is given twice (argument #%d)", op->name,
+                               a->name, (int)k + 1);
+        }
+        int32_t status = convert_arg(op, &op->params[i], a, &slots[i]);
+        if (status != CLOPS_OK)
+            return status;
+        given[i] = 1;
+    }
+    for (int32_t i = 0; i < op->param_count; i++) {
+        if (given[i])
+            continue;
+        int32_t status = apply_default(op, &op->params[i], &slots[i]);
+        if (status != CLOPS_OK)
+            return status;
+    }
+    return CLOPS_OK;
+}
+
+int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op,
+                  const struct clops_arg *args, int32_t nargs)
+{
+    err_clear();
+    int32_t index = registry_index(op);
+    if (op == NULL || index < 0)
+        return err_set(CLOPS_ERR_NOT_FOUND,
+                       "invoke: parameter 'op' is %s (expected a descriptor from op_at or "
+                       "op_find)",
+                       op == NULL ? "NULL" : "not an operator of this library");
+    if (pool == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op->name);
+    if (nargs < 0 || (nargs > 0 && args == NULL))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: invoke with nargs = %d and args = %p; expected nargs >= 0 and args "
+                       "non-NULL when nargs > 0",
+                       op->name, (int)nargs, (const void *)args);
+    if (op->param_count > INVOKE_MAX_PARAMS)
+        return err_set(CLOPS_ERR_INTERNAL, "%s: too many parameters for invoke", op->name);
+    union slot slots[INVOKE_MAX_PARAMS];
+    int32_t given[INVOKE_MAX_PARAMS] = {0};
+    int32_t status = bind_args(op, args, nargs, slots, given);
+    if (status != CLOPS_OK)
+        return status;
+    ffi_cif *cif;
+    status = get_cif(op, index, &cif);
+    if (status != CLOPS_OK)
+        return status;
+    void *values[INVOKE_MAX_PARAMS + 1];
+    values[0] = &pool;
+    for (int32_t i = 0; i < op->param_count; i++)
+        values[i + 1] = &slots[i];
+    ffi_sarg result = 0;
+    ffi_call(cif, op->entry, &result, values);
+    return (int32_t)result;
+}

@@ -1,0 +1,585 @@
+/* pool.c — the device pool: picks devices from the configuration, opens a context and queues on
+ * each, builds programs once (through the binary cache) and keeps the statistics. */
+#include "pool.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <strings.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "registry.h"
+
+/* From cl_ext.h / the ICD loader: clGetPlatformIDs finds no ICD at all. */
+#define CLOPS_PLATFORM_NOT_FOUND_KHR (-1001)
+
+enum { MAX_PLATFORMS = 16, MAX_DEVICES_PER_PLATFORM = 64, PROGRAM_KEY_MAX = 4096 };
+
+struct pool_program {
+    struct pool_program *next;
+    const struct pool_device *dev;
+    char *source_name;
+    char *options;
+    cl_program program;
+};
+
+/* One OpenCL device seen on the system, before it is opened. */
+struct candidate {
+    cl_platform_id platform;
+    cl_device_id device;
+    struct clops_device_info info;
+};
+
+static void copy_info_string(cl_platform_id platform, cl_device_id device, cl_uint param,
+                             char *out, size_t size)
+{
+    cl_int rc = device != NULL ? clGetDeviceInfo(device, param, size, out, NULL)
+                               : clGetPlatformInfo(platform, param, size, out, NULL);
+    if (rc != CL_SUCCESS)
+        snprintf(out, size, "?");
+    out[size - 1] = '\0';
+}
+
+void pool_fill_device_info(cl_platform_id platform, cl_device_id device,
+                           struct clops_device_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    cl_device_type type = 0;
+    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    out->type = (type & CL_DEVICE_TYPE_GPU)   ? CLOPS_DEVICE_GPU
+                : (type & CL_DEVICE_TYPE_CPU) ? CLOPS_DEVICE_CPU
+                                              : CLOPS_DEVICE_OTHER;
+    copy_info_string(NULL, device, CL_DEVICE_NAME, out->name, sizeof out->name);
+    copy_info_string(NULL, device, CL_DEVICE_VENDOR, out->vendor, sizeof out->vendor);
+    copy_info_string(platform, NULL, CL_PLATFORM_NAME, out->platform, sizeof out->platform);
+    copy_info_string(NULL, device, CL_DRIVER_VERSION, out->driver_version,
+                     sizeof out->driver_version);
+    copy_info_string(NULL, device, CL_DEVICE_VERSION, out->opencl_version,
+                     sizeof out->opencl_version);
+    cl_ulong mem = 0, local = 0;
+    cl_uint units = 0;
+    cl_device_fp_config fp64 = 0;
+    clGetDeviceInfo(device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+    clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
+    clGetDeviceInfo(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+    clGetDeviceInfo(device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL);
+    out->global_mem_bytes = (int64_t)mem;
+    out->local_mem_bytes = (int64_t)local;
+    out->compute_units = (int32_t)units;
+    out->fp64 = fp64 != 0;
+}
+
+/* All devices of all platforms, in platform then device order. */
+static int32_t list_candidates(struct candidate **out, int32_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    cl_platform_id platforms[MAX_PLATFORMS];
+    cl_uint nplatforms = 0;
+    cl_int rc = clGetPlatformIDs(MAX_PLATFORMS, platforms, &nplatforms);
+    if (rc == CLOPS_PLATFORM_NOT_FOUND_KHR || nplatforms == 0)
+        return CLOPS_OK; /* no ICD installed: an empty list, the caller decides */
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "clGetPlatformIDs failed");
+    if (nplatforms > MAX_PLATFORMS)
+        nplatforms = MAX_PLATFORMS;
+    struct candidate *list = calloc((size_t)nplatforms * MAX_DEVICES_PER_PLATFORM, sizeof *list);
+    if (list == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "out of host memory listing devices");
+    int32_t n = 0;
+    for (cl_uint p = 0; p < nplatforms; p++) {
+        cl_device_id devices[MAX_DEVICES_PER_PLATFORM];
+        cl_uint ndevices = 0;
+        rc = clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, MAX_DEVICES_PER_PLATFORM, devices,
+                            &ndevices);
+        if (rc != CL_SUCCESS) /* a platform without devices answers CL_DEVICE_NOT_FOUND */
+            continue;
+        if (ndevices > MAX_DEVICES_PER_PLATFORM)
+            ndevices = MAX_DEVICES_PER_PLATFORM;
+        for (cl_uint d = 0; d < ndevices; d++) {
+            list[n].platform = platforms[p];
+            list[n].device = devices[d];
+            pool_fill_device_info(platforms[p], devices[d], &list[n].info);
+            list[n].info.platform_index = (int32_t)p;
+            list[n].info.device_index = (int32_t)d;
+            n++;
+        }
+    }
+    *out = list;
+    *count = n;
+    return CLOPS_OK;
+}
+
+int32_t pool_list_devices(struct clops_device_info *out, int32_t capacity, int32_t *count)
+{
+    struct candidate *list;
+    int32_t n;
+    int32_t status = list_candidates(&list, &n);
+    if (status != CLOPS_OK)
+        return status;
+    for (int32_t i = 0; i < n && i < capacity; i++)
+        pool_copy_sized(&out[i], &list[i].info, sizeof list[i].info);
+    *count = n;
+    free(list);
+    return CLOPS_OK;
+}
+
+int32_t pool_copy_sized(void *dst, const void *src, size_t full_size)
+{
+    uint32_t host_size;
+    memcpy(&host_size, dst, sizeof host_size);
+    if (host_size < 2 * sizeof(uint32_t))
+        return err_set(CLOPS_ERR_ABI_MISMATCH,
+                       "struct_size = %u is too small (set it to sizeof the struct)",
+                       (unsigned)host_size);
+    size_t n = host_size < full_size ? host_size : full_size;
+    memcpy((char *)dst + sizeof(uint32_t), (const char *)src + sizeof(uint32_t),
+           n - sizeof(uint32_t));
+    return CLOPS_OK;
+}
+
+static int contains_nocase(const char *haystack, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (const char *h = haystack; *h != '\0'; h++)
+        if (strncasecmp(h, needle, n) == 0)
+            return 1;
+    return n == 0;
+}
+
+static int candidate_matches(const struct candidate *c, const struct config_device *sel)
+{
+    if (sel->type != 0 && c->info.type != sel->type)
+        return 0;
+    if (sel->platform_index >= 0 && c->info.platform_index != sel->platform_index)
+        return 0;
+    if (sel->vendor[0] != '\0' && !contains_nocase(c->info.vendor, sel->vendor) &&
+        !contains_nocase(c->info.platform, sel->vendor) &&
+        !contains_nocase(c->info.name, sel->vendor))
+        return 0;
+    return 1;
+}
+
+static const char *type_word(int32_t type)
+{
+    return type == CLOPS_DEVICE_GPU ? "gpu" : type == CLOPS_DEVICE_CPU ? "cpu" : "any";
+}
+
+/* The candidate a selector picks, or -1. */
+static int32_t select_candidate(const struct candidate *list, int32_t n,
+                                const struct config_device *sel)
+{
+    int32_t seen = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!candidate_matches(&list[i], sel))
+            continue;
+        if (seen++ == sel->index)
+            return i;
+    }
+    return -1;
+}
+
+static int32_t first_of_type(const struct candidate *list, int32_t n, int32_t type)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (list[i].info.type == type)
+            return i;
+    return -1;
+}
+
+static int32_t open_device(struct clops_pool *pool, const struct candidate *c, int32_t queues,
+                           struct pool_device *dev)
+{
+    cl_int rc;
+    memset(dev, 0, sizeof *dev);
+    dev->platform = c->platform;
+    dev->device = c->device;
+    dev->info = c->info;
+    dev->index = pool->device_count;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+    dev->context = clCreateContext(props, 1, &c->device, NULL, NULL, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "pool: clCreateContext on '%s' failed", c->info.name);
+    dev->queues = calloc((size_t)queues, sizeof *dev->queues);
+    if (dev->queues == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
+    cl_command_queue_properties qprops = pool->cfg.profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
+    for (int32_t q = 0; q < queues; q++) {
+        /* clCreateCommandQueue is deprecated in 2.0 but is the call every 1.2 driver has. */
+        dev->queues[q] = clCreateCommandQueue(dev->context, c->device, qprops, &rc);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "pool: clCreateCommandQueue on '%s' failed", c->info.name);
+        dev->queue_count++;
+    }
+    dev->info.queues = queues;
+    atomic_init(&dev->next_queue, 0);
+    return CLOPS_OK;
+}
+
+static void close_device(struct pool_device *dev)
+{
+    for (int32_t q = 0; q < dev->queue_count; q++)
+        clReleaseCommandQueue(dev->queues[q]);
+    free(dev->queues);
+    if (dev->context != NULL)
+        clReleaseContext(dev->context);
+}
+
+/* Which candidates the configuration asks for, in pool order; *n_chosen <= CONFIG_MAX_DEVICES. */
+static int32_t choose_devices(const struct pool_config *cfg, const struct candidate *list,
+                              int32_t n, int32_t *chosen, int32_t *queues, int32_t *n_chosen)
+{
+    *n_chosen = 0;
+    if (cfg->device_count == 0) {
+        int32_t pick = first_of_type(list, n, CLOPS_DEVICE_GPU);
+        if (pick < 0)
+            pick = first_of_type(list, n, CLOPS_DEVICE_CPU);
+        if (pick < 0 && n > 0)
+            pick = 0;
+        if (pick >= 0) {
+            chosen[0] = pick;
+            queues[0] = 2;
+            *n_chosen = 1;
+        }
+    }
+    for (int32_t s = 0; s < cfg->device_count; s++) {
+        const struct config_device *sel = &cfg->devices[s];
+        int32_t pick = select_candidate(list, n, sel);
+        int duplicate = 0;
+        for (int32_t k = 0; pick >= 0 && k < *n_chosen; k++)
+            duplicate |= chosen[k] == pick;
+        if (pick < 0 || duplicate) {
+            const char *why = duplicate ? "is already in the pool" : "was not found";
+            if (sel->required && !cfg->cpu_fallback)
+                return err_set(CLOPS_ERR_NO_DEVICE,
+                               "%s: devices[%d] (type %s, vendor \"%s\", index %d) %s", cfg->source,
+                               (int)s, type_word(sel->type), sel->vendor, (int)sel->index, why);
+            log_msg(CLOPS_LOG_WARNING, "%s: devices[%d] (type %s, vendor \"%s\") %s; skipped",
+                    cfg->source, (int)s, type_word(sel->type), sel->vendor, why);
+            continue;
+        }
+        chosen[*n_chosen] = pick;
+        queues[*n_chosen] = sel->queues;
+        (*n_chosen)++;
+    }
+    if (*n_chosen == 0 && cfg->cpu_fallback) {
+        int32_t pick = first_of_type(list, n, CLOPS_DEVICE_CPU);
+        if (pick >= 0) {
+            log_msg(CLOPS_LOG_INFO, "pool: falling back to the CPU device '%s'", list[pick].info.name);
+            chosen[0] = pick;
+            queues[0] = 2;
+            *n_chosen = 1;
+        }
+    }
+    if (*n_chosen == 0)
+        return err_set(CLOPS_ERR_NO_DEVICE,
+                       "%s: no OpenCL device found (%d device(s) on the system; is an ICD such "
+                       "as pocl-opencl-icd installed?)",
+                       cfg->source, (int)n);
+    return CLOPS_OK;
+}
+
+int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
+{
+    *out = NULL;
+    struct clops_pool *pool = calloc(1, sizeof *pool);
+    if (pool == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
+    pool->cfg = *cfg;
+    if (mtx_init(&pool->programs_lock, mtx_plain) != thrd_success) {
+        free(pool);
+        return err_set(CLOPS_ERR_INTERNAL, "pool: mtx_init failed");
+    }
+    pool->op_counters = calloc((size_t)registry_count(), sizeof *pool->op_counters);
+    struct candidate *list = NULL;
+    int32_t n = 0, n_chosen = 0;
+    int32_t chosen[CONFIG_MAX_DEVICES], queues[CONFIG_MAX_DEVICES];
+    int32_t status = pool->op_counters == NULL
+                         ? err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory")
+                         : list_candidates(&list, &n);
+    if (status == CLOPS_OK)
+        status = choose_devices(cfg, list, n, chosen, queues, &n_chosen);
+    if (status == CLOPS_OK) {
+        pool->devices = calloc((size_t)n_chosen, sizeof *pool->devices);
+        if (pool->devices == NULL)
+            status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
+    }
+    for (int32_t i = 0; status == CLOPS_OK && i < n_chosen; i++) {
+        status = open_device(pool, &list[chosen[i]], queues[i], &pool->devices[i]);
+        pool->device_count++; /* counted even on failure, so release closes what was opened */
+    }
+    free(list);
+    if (status != CLOPS_OK) {
+        pool_release(pool);
+        return status;
+    }
+    cache_init(&pool->cache, cfg->cache_enabled, cfg->cache_dir);
+    for (int32_t i = 0; i < pool->device_count; i++)
+        log_msg(CLOPS_LOG_INFO, "pool: device %d: %s (%s)", (int)i, pool->devices[i].info.name,
+                pool->devices[i].info.platform);
+    *out = pool;
+    return CLOPS_OK;
+}
+
+void pool_release(struct clops_pool *pool)
+{
+    if (pool == NULL)
+        return;
+    struct pool_program *p = pool->programs;
+    while (p != NULL) {
+        struct pool_program *next = p->next;
+        clReleaseProgram(p->program);
+        free(p->source_name);
+        free(p->options);
+        free(p);
+        p = next;
+    }
+    for (int32_t i = 0; i < pool->device_count; i++)
+        close_device(&pool->devices[i]);
+    free(pool->devices);
+    free(pool->op_counters);
+    mtx_destroy(&pool->programs_lock);
+    free(pool);
+}
+
+struct pool_device *pool_device_for_op(struct clops_pool *pool, const char *op_name)
+{
+    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    if (settings != NULL && settings->device >= 0 && settings->device < pool->device_count)
+        return &pool->devices[settings->device];
+    return &pool->devices[0];
+}
+
+cl_command_queue pool_acquire_queue(struct pool_device *dev)
+{
+    unsigned q = atomic_fetch_add(&dev->next_queue, 1u);
+    return dev->queues[q % (unsigned)dev->queue_count];
+}
+
+/* ---- Programs -------------------------------------------------------------------------------- */
+
+/* The kernel source: from the configured override directory, else embedded. malloc'd. */
+static int32_t load_source(const struct clops_pool *pool, const char *source_name, char **text,
+                           size_t *size)
+{
+    if (pool->cfg.kernel_dir[0] == '\0') {
+        const char *embedded = kernels_find(source_name, size);
+        if (embedded == NULL)
+            return err_set(CLOPS_ERR_NOT_FOUND, "no embedded kernel source '%s.cl'", source_name);
+        *text = malloc(*size + 1);
+        if (*text == NULL)
+            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        memcpy(*text, embedded, *size + 1);
+        return CLOPS_OK;
+    }
+    char path[CONFIG_PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s.cl", pool->cfg.kernel_dir, source_name);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return err_set(CLOPS_ERR_IO, "kernel_dir: cannot open '%s': %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (*text == NULL || fread(*text, 1, (size_t)len, f) != (size_t)len) {
+        fclose(f);
+        free(*text);
+        return err_set(CLOPS_ERR_IO, "kernel_dir: cannot read '%s'", path);
+    }
+    fclose(f);
+    (*text)[len] = '\0';
+    *size = (size_t)len;
+    return CLOPS_OK;
+}
+
+static int32_t fail_build(cl_program program, const struct pool_device *dev, cl_int rc,
+                          const char *op_name, const char *source_name, const char *options)
+{
+    int32_t status = err_cl(rc, "%s: building kernels/%s.cl for '%s' with options \"%s\" failed",
+                            op_name, source_name, dev->info.name, options);
+    if (rc != CL_BUILD_PROGRAM_FAILURE)
+        return status;
+    size_t log_size = 0;
+    clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
+    char *log = malloc(log_size + 1);
+    if (log != NULL &&
+        clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) ==
+            CL_SUCCESS) {
+        log[log_size] = '\0';
+        err_append("\nbuild log:\n");
+        err_append(log);
+    }
+    free(log);
+    return CLOPS_ERR_BUILD;
+}
+
+static cl_program build_from_binary(const struct pool_device *dev, const unsigned char *binary,
+                                    size_t size, const char *options)
+{
+    cl_int rc, binary_status;
+    cl_program program = clCreateProgramWithBinary(dev->context, 1, &dev->device, &size, &binary,
+                                                   &binary_status, &rc);
+    if (rc != CL_SUCCESS || binary_status != CL_SUCCESS)
+        return NULL;
+    if (clBuildProgram(program, 1, &dev->device, options, NULL, NULL) != CL_SUCCESS) {
+        clReleaseProgram(program);
+        return NULL;
+    }
+    return program;
+}
+
+static void store_binary(const struct clops_pool *pool, const struct pool_device *dev,
+                         cl_program program, const char *key)
+{
+    size_t size = 0;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
+            CL_SUCCESS ||
+        size == 0)
+        return;
+    unsigned char *binary = malloc(size);
+    if (binary == NULL)
+        return;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) ==
+        CL_SUCCESS)
+        cache_store(&pool->cache, key, binary, size);
+    (void)dev;
+    free(binary);
+}
+
+static int32_t build_program(struct clops_pool *pool, const struct pool_device *dev,
+                             const char *op_name, const char *source_name, const char *options,
+                             cl_program *out)
+{
+    char *source;
+    size_t source_size;
+    int32_t status = load_source(pool, source_name, &source, &source_size);
+    if (status != CLOPS_OK)
+        return status;
+    char key[PROGRAM_KEY_MAX];
+    snprintf(key, sizeof key, "platform=%s|device=%s|driver=%s|source=%s:%016llx|options=%s",
+             dev->info.platform, dev->info.name, dev->info.driver_version, source_name,
+             (unsigned long long)cache_hash(source, source_size, 0), options);
+    if (pool->cache.enabled) {
+        unsigned char *binary = NULL;
+        size_t size = 0;
+        enum cache_result r = cache_load(&pool->cache, key, &binary, &size);
+        if (r == CACHE_HIT) {
+            *out = build_from_binary(dev, binary, size, options);
+            free(binary);
+            if (*out != NULL) {
+                atomic_fetch_add(&pool->programs_loaded, 1);
+                free(source);
+                return CLOPS_OK;
+            }
+            log_msg(CLOPS_LOG_WARNING, "cache: driver rejected the cached binary of %s.cl; "
+                    "rebuilding", source_name);
+            r = CACHE_CORRUPT;
+        }
+        if (r == CACHE_CORRUPT)
+            atomic_fetch_add(&pool->cache_rejected, 1);
+    }
+    cl_int rc;
+    const char *text = source;
+    cl_program program = clCreateProgramWithSource(dev->context, 1, &text, &source_size, &rc);
+    free(source);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clCreateProgramWithSource failed", op_name);
+    rc = clBuildProgram(program, 1, &dev->device, options, NULL, NULL);
+    if (rc != CL_SUCCESS) {
+        status = fail_build(program, dev, rc, op_name, source_name, options);
+        clReleaseProgram(program);
+        return status;
+    }
+    atomic_fetch_add(&pool->programs_built, 1);
+    if (pool->cache.enabled)
+        store_binary(pool, dev, program, key);
+    *out = program;
+    return CLOPS_OK;
+}
+
+int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
+                         const char *source_name, const char *options, cl_program *out)
+{
+    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    char full[2048];
+    int n = snprintf(full, sizeof full, "%s %s %s", pool->cfg.build_options,
+                     settings != NULL ? settings->build_options : "", options);
+    if (n < 0 || (size_t)n >= sizeof full)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: build options are too long (%d bytes)",
+                       op_name, n);
+    int32_t status = CLOPS_OK;
+    mtx_lock(&pool->programs_lock);
+    struct pool_program *p = pool->programs;
+    while (p != NULL && !(p->dev == dev && strcmp(p->source_name, source_name) == 0 &&
+                          strcmp(p->options, full) == 0))
+        p = p->next;
+    if (p == NULL) {
+        /* Builds hold the lock: a second thread wanting the same program waits for it instead
+         * of compiling it twice. */
+        cl_program program;
+        status = build_program(pool, dev, op_name, source_name, full, &program);
+        if (status == CLOPS_OK) {
+            p = calloc(1, sizeof *p);
+            char *name = strdup(source_name), *opts = strdup(full);
+            if (p == NULL || name == NULL || opts == NULL) {
+                free(p);
+                free(name);
+                free(opts);
+                clReleaseProgram(program);
+                p = NULL;
+                status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            } else {
+                p->dev = dev;
+                p->source_name = name;
+                p->options = opts;
+                p->program = program;
+                p->next = pool->programs;
+                pool->programs = p;
+            }
+        }
+    }
+    if (p != NULL)
+        *out = p->program;
+    mtx_unlock(&pool->programs_lock);
+    return status;
+}
+
+int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
+                        cl_uint dims, const size_t *global, const size_t *local,
+                        int64_t *device_ns, const char *what)
+{
+    cl_event event;
+    cl_int rc = clEnqueueNDRangeKernel(queue, kernel, dims, NULL, global, local, 0, NULL, &event);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clEnqueueNDRangeKernel failed", what);
+    rc = clWaitForEvents(1, &event);
+    if (rc == CL_SUCCESS && pool->cfg.profiling && device_ns != NULL) {
+        cl_ulong start = 0, end = 0;
+        if (clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start,
+                                    NULL) == CL_SUCCESS &&
+            clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
+                CL_SUCCESS &&
+            end >= start)
+            *device_ns += (int64_t)(end - start);
+    }
+    clReleaseEvent(event);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: kernel execution failed", what);
+    return CLOPS_OK;
+}
+
+void pool_record_call(struct clops_pool *pool, const char *op_name, int32_t status,
+                      int64_t device_ns)
+{
+    atomic_fetch_add(&pool->calls, 1);
+    int32_t i = registry_index_by_name(op_name);
+    if (i < 0)
+        return;
+    atomic_fetch_add(&pool->op_counters[i].calls, 1);
+    if (status != CLOPS_OK)
+        atomic_fetch_add(&pool->op_counters[i].failures, 1);
+    atomic_fetch_add(&pool->op_counters[i].device_ns, device_ns);
+}
