@@ -274,7 +274,7 @@ int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op,
     int32_t status = bind_args(op, args, nargs, slots, given);
     if (status != CLOPS_OK)
         return status;
-    ffi_cif *cif;
+    ffi_cif *cif = NULL;
     status = get_cif(op, index, &cif);
     if (status != CLOPS_OK)
         return status;

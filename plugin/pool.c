@@ -372,7 +372,8 @@ static int32_t load_source(const struct clops_pool *pool, const char *source_nam
         *text = malloc(*size + 1);
         if (*text == NULL)
             return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-        memcpy(*text, embedded, *size + 1);
+        memcpy(*text, embedded, *size);
+        (*text)[*size] = '\0';
         return CLOPS_OK;
     }
     char path[CONFIG_PATH_MAX + 128];
@@ -453,8 +454,8 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
                              const char *op_name, const char *source_name, const char *options,
                              cl_program *out)
 {
-    char *source;
-    size_t source_size;
+    char *source = NULL;
+    size_t source_size = 0;
     int32_t status = load_source(pool, source_name, &source, &source_size);
     if (status != CLOPS_OK)
         return status;

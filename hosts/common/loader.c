@@ -9,11 +9,13 @@
 
 #include "util.h"
 
-/* Appends "; <text>" (or just <text> first) to the accumulated reasons. */
+/* Appends "<candidate>: <text>" to the accumulated reasons; a NULL candidate for texts that
+ * already name it (dlerror()'s). */
 static void add_reason(char *why, size_t size, const char *candidate, const char *text)
 {
     size_t used = strlen(why);
-    snprintf(why + used, size - used, "%s%s: %s", used ? "; " : "", candidate, text);
+    snprintf(why + used, size - used, "%s%s%s%s", used ? "; " : "", candidate ? candidate : "",
+             candidate ? ": " : "", text);
 }
 
 /* The table must serve our major version and hold every member up to the last one this host
@@ -45,7 +47,7 @@ static int try_load(struct host_library *lib, const char *candidate, char *why, 
 {
     void *handle = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
-        add_reason(why, size, candidate, dlerror());
+        add_reason(why, size, NULL, dlerror());
         return -1;
     }
     /* POSIX guarantees a data pointer from dlsym() converts to a function pointer. */

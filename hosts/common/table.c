@@ -18,8 +18,7 @@ void table_row(struct table *t)
         int capacity = t->row_capacity ? 2 * t->row_capacity : 16;
         char **cells = host_xcalloc((size_t)capacity * (size_t)t->column_count, sizeof *cells);
         if (t->cells != NULL)
-            memcpy(cells, t->cells,
-                   (size_t)t->row_count * (size_t)t->column_count * sizeof *cells);
+            memcpy(cells, t->cells, (size_t)t->row_count * (size_t)t->column_count * sizeof *cells);
         free(t->cells);
         t->cells = cells;
         t->row_capacity = capacity;
@@ -49,18 +48,55 @@ static const char *cell_text(const struct table *t, int row, int col)
     return text != NULL ? text : "";
 }
 
+void host_print_wrapped(FILE *out, const char *text, int column, int indent, int width)
+{
+    int at = column, space = 0; /* space: a blank is due before the next word */
+    for (const char *p = text; *p != '\0';) {
+        if (*p == ' ' || *p == '\n') {
+            if (*p == '\n') {
+                fputc('\n', out);
+                at = 0;
+            }
+            space = *p == ' ' && at > 0;
+            p++;
+            continue;
+        }
+        int word = (int)strcspn(p, " \n");
+        if (at == 0 || (at > indent && at + space + word > width)) {
+            fprintf(out, "%s%*s", at == 0 ? "" : "\n", indent, "");
+            at = indent;
+        } else if (space) {
+            fputc(' ', out);
+            at++;
+        }
+        space = 0;
+        fwrite(p, 1, (size_t)word, out);
+        at += word;
+        p += word;
+    }
+    fputc('\n', out);
+}
+
 static void print_line(const struct table *t, FILE *out, int indent, const int *widths,
                        const char *const *texts)
 {
     fprintf(out, "%*s", indent, "");
+    int column = indent;
     for (int c = 0; c < t->column_count; c++) {
         int last = c == t->column_count - 1;
-        int width = widths[c];
         if (t->columns[c].align == TABLE_RIGHT)
-            fprintf(out, "%*s", width, texts[c]);
+            fprintf(out, "%*s", widths[c], texts[c]);
+        else if (!last)
+            fprintf(out, "%-*s", widths[c], texts[c]);
+        else if (t->width > 0)
+            host_print_wrapped(out, texts[c], column, column, t->width);
         else
-            fprintf(out, "%-*s", last ? 0 : width, texts[c]);
-        fputs(last ? "\n" : "  ", out);
+            fputs(texts[c], out);
+        column += widths[c] + 2;
+        if (!last)
+            fputs("  ", out);
+        else if (t->columns[c].align == TABLE_RIGHT || t->width <= 0)
+            fputc('\n', out);
     }
 }
 
@@ -82,6 +118,8 @@ void table_print(const struct table *t, FILE *out, int indent)
     int rule = 0;
     for (int c = 0; c < t->column_count; c++)
         rule += widths[c] + (c ? 2 : 0);
+    if (t->width > 0 && indent + rule > t->width)
+        rule = t->width - indent;
     fprintf(out, "%*s", indent, "");
     for (int i = 0; i < rule; i++)
         fputc('-', out);

@@ -21,6 +21,7 @@ struct table {
     int row_count;
     int row_capacity;
     int filled; /* cells given so far in the last row */
+    int width;  /* > 0: wrap the last column's text to keep lines within this many columns */
 };
 
 void table_init(struct table *t, const struct table_column *columns, int column_count);
@@ -32,5 +33,10 @@ void table_cell(struct table *t, const char *fmt, ...) HOST_PRINTF(2, 3);
  * free-text column (a doc string) does not drag trailing blanks along. */
 void table_print(const struct table *t, FILE *out, int indent);
 void table_free(struct table *t);
+
+/* Prints `text` word-wrapped within `width` columns, starting at column `column` (where the
+ * cursor already is); continuation lines are indented by `indent` spaces. Line breaks in
+ * `text` are kept. Ends with a newline. */
+void host_print_wrapped(FILE *out, const char *text, int column, int indent, int width);
 
 #endif

@@ -48,16 +48,24 @@ int64_t host_dtype_size(int32_t dtype)
 
 void host_dtype_mask_names(uint32_t mask, char *out, size_t size)
 {
-    size_t used = 0;
     out[0] = '\0';
-    for (int i = 0; i < DTYPE_COUNT; i++) {
-        if (!(mask & CLOPS_DTYPE_BIT(dtypes[i].dtype)))
-            continue;
-        int n = snprintf(out + used, size - used, "%s%s", used ? "," : "", dtypes[i].name);
-        if (n < 0 || (size_t)n >= size - used)
-            return;
-        used += (size_t)n;
-    }
+    for (int i = 0; i < DTYPE_COUNT; i++)
+        if (mask & CLOPS_DTYPE_BIT(dtypes[i].dtype))
+            host_append(out, size, ",", dtypes[i].name);
+}
+
+void host_append(char *out, size_t size, const char *separator, const char *item)
+{
+    size_t used = strnlen(out, size);
+    if (used + 1 < size)
+        snprintf(out + used, size - used, "%s%s", used ? separator : "", item);
+}
+
+void host_join(char *out, size_t size, const char *separator, const char *const *items)
+{
+    out[0] = '\0';
+    for (int i = 0; items != NULL && items[i] != NULL; i++)
+        host_append(out, size, separator, items[i]);
 }
 
 double host_now_ms(void)
@@ -76,7 +84,10 @@ static uint64_t rng_next(struct host_rng *rng)
     return z ^ (z >> 31);
 }
 
-void host_rng_seed(struct host_rng *rng, uint64_t seed) { rng->state = seed; }
+void host_rng_seed(struct host_rng *rng, uint64_t seed)
+{
+    rng->state = seed;
+}
 
 double host_rng_uniform(struct host_rng *rng)
 {
@@ -109,14 +120,20 @@ static void *check_alloc(void *p)
     return p;
 }
 
-void *host_xmalloc(size_t size) { return check_alloc(malloc(size ? size : 1)); }
+void *host_xmalloc(size_t size)
+{
+    return check_alloc(malloc(size ? size : 1));
+}
 
 void *host_xcalloc(size_t count, size_t size)
 {
     return check_alloc(calloc(count ? count : 1, size ? size : 1));
 }
 
-char *host_xstrdup(const char *s) { return check_alloc(strdup(s)); }
+char *host_xstrdup(const char *s)
+{
+    return check_alloc(strdup(s));
+}
 
 void host_format_bytes(int64_t bytes, char *out, size_t size)
 {

@@ -21,6 +21,13 @@ int64_t host_dtype_size(int32_t dtype);
 /* Writes the names of the dtypes in `mask` (CLOPS_DTYPE_BIT()s) as "f32,f64" into `out`. */
 void host_dtype_mask_names(uint32_t mask, char *out, size_t size);
 
+/* Appends `item` to the string in `out`, after `separator` unless `out` is empty; truncates
+ * at `size`. Builds lists such as "f32,f64" or "none|transpose". */
+void host_append(char *out, size_t size, const char *separator, const char *item);
+
+/* Joins a NULL-terminated list (NULL: none) into `out` with `separator`. */
+void host_join(char *out, size_t size, const char *separator, const char *const *items);
+
 /* Milliseconds on a monotonic clock, for timing calls. */
 double host_now_ms(void);
 

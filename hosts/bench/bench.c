@@ -1,0 +1,705 @@
+/* bench.c — clops-bench: clops' GEMM against CLBlast on the same device, both with operands
+ * already in device memory, and the first-call time of a pool with a cold vs a warm cache. */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <clblast_c.h>
+#include <errno.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loader.h"
+#include "table.h"
+#include "util.h"
+
+#ifndef CLOPS_BUILD_LIBRARY
+#define CLOPS_BUILD_LIBRARY NULL
+#endif
+
+enum bench_exit { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_LOAD = 3, EXIT_CONFIG = 4 };
+enum { MAX_SIZES = 16, COLD_N = 256 };
+
+static const char help[] =
+    "Usage: clops-bench [--sizes N,N,...] [--reps R] [--big] [--config FILE] [--no-cold]\n"
+    "\n"
+    "Times C = A B (square, row-major, no transposes) in f32 and f64 with clops and with\n"
+    "CLBlast on the pool's primary device, operands already in device memory: one warm-up\n"
+    "call each, the results compared with each other and 3 rows with a host computation (a\n"
+    "size whose results are wrong is not timed), then the median of R calls; TFLOP/s =\n"
+    "2 N^3 / time. Then the time of the first call of a new pool with an empty kernel cache\n"
+    "(a fresh XDG_CACHE_HOME) and with the cache filled.\n"
+    "\n"
+    "Options:\n"
+    "  -s, --sizes LIST   matrix orders, comma-separated (default 1024,2048,4096, and\n"
+    "                     8192 on a GPU or with --big)\n"
+    "  -r, --reps R       timed calls per measurement (default 5)\n"
+    "  -b, --big          add N = 8192 to the default sizes on a CPU device too\n"
+    "  -c, --config FILE  create the pools from FILE instead of the built-in defaults\n"
+    "  -n, --no-cold      skip the cold/warm cache measurement\n"
+    "  -v, --verbose      also print the library's info and debug messages\n"
+    "  -h, --help         print this help\n"
+    "\n"
+    "Environment: CLOPS_LIBRARY, the libclops.so to load (as for clops).\n"
+    "Exit status: 0 ok; 1 a call failed or clops and CLBlast disagree; 2 usage error;\n"
+    "3 libclops could not be loaded; 4 configuration error.\n";
+
+struct options {
+    int64_t sizes[MAX_SIZES];
+    int size_count; /* 0: the defaults */
+    int reps;
+    int big;
+    int cold;
+    int verbose;
+    const char *config;
+};
+
+struct bench {
+    struct options opt;
+    struct host_library lib;
+    const struct clops_op *gemm;
+    struct clops_pool *pool;
+    struct clops_device_info device;
+    cl_context context; /* CLBlast's own, on the same device */
+    cl_command_queue queue;
+    char cache_dir[64]; /* the cold cache measurement's; removed at exit */
+    int failures;
+};
+
+/* ---- command line ------------------------------------------------------------------------- */
+
+static int usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "clops-bench: %s '%s'\nTry 'clops-bench --help'.\n", what, arg);
+    return EXIT_USAGE;
+}
+
+static int parse_sizes(const char *text, struct options *opt)
+{
+    char *copy = host_xstrdup(text), *save = NULL;
+    int rc = 0;
+    opt->size_count = 0;
+    for (char *item = strtok_r(copy, ",", &save); item != NULL && rc == 0;
+         item = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long long n = strtoll(item, &end, 10);
+        if (*end != '\0' || n < 1 || n > 65536 || opt->size_count == MAX_SIZES)
+            rc = -1;
+        else
+            opt->sizes[opt->size_count++] = n;
+    }
+    free(copy);
+    return rc == 0 && opt->size_count > 0 ? 0 : -1;
+}
+
+/* Returns -1 to go on, or an exit code. */
+static int parse_options(int argc, char **argv, struct options *opt)
+{
+    static const struct option options[] = {
+        {"sizes", required_argument, NULL, 's'}, {"reps", required_argument, NULL, 'r'},
+        {"big", no_argument, NULL, 'b'},         {"config", required_argument, NULL, 'c'},
+        {"no-cold", no_argument, NULL, 'n'},     {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},        {0},
+    };
+    *opt = (struct options){.reps = 5, .cold = 1};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":s:r:bc:nvh", options, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 's':
+            if (parse_sizes(optarg, opt) != 0)
+                return usage_error("--sizes wants N,N,... with 1 <= N <= 65536, not", optarg);
+            break;
+        case 'r':
+            opt->reps = (int)strtol(optarg, &end, 10);
+            if (*end != '\0' || opt->reps < 1 || opt->reps > 1000)
+                return usage_error("--reps wants 1 to 1000, not", optarg);
+            break;
+        case 'b': opt->big = 1; break;
+        case 'c': opt->config = optarg; break;
+        case 'n': opt->cold = 0; break;
+        case 'v': opt->verbose = 1; break;
+        case 'h': fputs(help, stdout); return EXIT_OK;
+        case ':': return usage_error("option needs a value:", argv[optind - 1]);
+        default: return usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument", argv[optind]);
+    return -1;
+}
+
+/* ---- clops -------------------------------------------------------------------------------- */
+
+static int32_t create_pool(const struct bench *b, struct clops_pool **pool)
+{
+    const struct clops_api *api = b->lib.api;
+    return b->opt.config != NULL ? api->pool_create_from_file(b->opt.config, pool)
+                                 : api->pool_create_default(pool);
+}
+
+static void report_clops_error(const struct bench *b, const char *what)
+{
+    fprintf(stderr, "clops-bench: %s: %s\n", what, b->lib.api->last_error());
+}
+
+static int32_t clops_gemm(const struct bench *b, struct clops_pool *pool,
+                          const struct clops_tensor *t)
+{
+    /* The typed entry, as a host that knows the operator would call it: no argument packing. */
+    clops_gemm_fn gemm = (clops_gemm_fn)b->gemm->entry;
+    return gemm(pool, &t[0], &t[1], &t[2], CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1.0, 0.0);
+}
+
+/* ---- CLBlast on its own context ----------------------------------------------------------- */
+
+/* A device's (or, with device NULL, a platform's) string property, truncated to `size`:
+ * clGet*Info() fails outright when the buffer is shorter than the whole string. */
+static void info_string(cl_platform_id platform, cl_device_id device, cl_uint param, char *out,
+                        size_t size)
+{
+    size_t needed = 0;
+    out[0] = '\0';
+    cl_int rc = device != NULL ? clGetDeviceInfo(device, param, 0, NULL, &needed)
+                               : clGetPlatformInfo(platform, param, 0, NULL, &needed);
+    if (rc != CL_SUCCESS || needed == 0)
+        return;
+    char *text = host_xcalloc(1, needed);
+    rc = device != NULL ? clGetDeviceInfo(device, param, needed, text, NULL)
+                        : clGetPlatformInfo(platform, param, needed, text, NULL);
+    if (rc == CL_SUCCESS)
+        snprintf(out, size, "%s", text);
+    free(text);
+}
+
+static int device_matches(cl_platform_id platform, cl_device_id device,
+                          const struct clops_device_info *want)
+{
+    char name[sizeof want->name], platform_name[sizeof want->platform];
+    info_string(NULL, device, CL_DEVICE_NAME, name, sizeof name);
+    info_string(platform, NULL, CL_PLATFORM_NAME, platform_name, sizeof platform_name);
+    /* Both sides are truncated to the plugin's fixed-size fields the same way. */
+    return strcmp(name, want->name) == 0 && strcmp(platform_name, want->platform) == 0;
+}
+
+/* The pool's device: the same platform and device indices when the name agrees (machines
+ * with several identical GPUs), else the first device of that name. */
+static cl_device_id find_device(const struct clops_device_info *want)
+{
+    cl_platform_id platforms[16];
+    cl_uint platform_count = 0;
+    cl_device_id by_name = NULL;
+    if (clGetPlatformIDs(16, platforms, &platform_count) != CL_SUCCESS)
+        return NULL;
+    for (cl_uint p = 0; p < platform_count && p < 16; p++) {
+        cl_device_id devices[64];
+        cl_uint count = 0;
+        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 64, devices, &count) != CL_SUCCESS)
+            continue;
+        for (cl_uint d = 0; d < count && d < 64; d++) {
+            if (!device_matches(platforms[p], devices[d], want))
+                continue;
+            if ((int32_t)p == want->platform_index && (int32_t)d == want->device_index)
+                return devices[d];
+            by_name = by_name != NULL ? by_name : devices[d];
+        }
+    }
+    return by_name;
+}
+
+static int open_clblast(struct bench *b)
+{
+    cl_device_id device = find_device(&b->device);
+    if (device == NULL) {
+        fprintf(stderr, "clops-bench: no OpenCL device named '%s' for CLBlast\n", b->device.name);
+        return EXIT_FAILED;
+    }
+    cl_int err;
+    b->context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    if (err == CL_SUCCESS)
+        b->queue = clCreateCommandQueue(b->context, device, 0, &err);
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "clops-bench: cannot open a context for CLBlast: OpenCL error %d\n", err);
+        return EXIT_FAILED;
+    }
+    return EXIT_OK;
+}
+
+static CLBlastStatusCode clblast_gemm(struct bench *b, int32_t dtype, size_t n, cl_mem *m)
+{
+    cl_event event = NULL;
+    CLBlastStatusCode status =
+        dtype == CLOPS_F32
+            ? CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, n, n,
+                           1.0f, m[0], 0, n, m[1], 0, n, 0.0f, m[2], 0, n, &b->queue, &event)
+            : CLBlastDgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, n, n, n,
+                           1.0, m[0], 0, n, m[1], 0, n, 0.0, m[2], 0, n, &b->queue, &event);
+    if (status == CLBlastSuccess) {
+        clWaitForEvents(1, &event);
+        clReleaseEvent(event);
+    }
+    return status;
+}
+
+/* ---- one size ----------------------------------------------------------------------------- */
+
+/* Device operands of one size for both libraries, and the host data they came from. */
+struct operands {
+    int32_t dtype;
+    int64_t n;
+    size_t bytes; /* of one matrix */
+    void *host[3];
+    struct clops_buffer *buffers[3];
+    struct clops_tensor tensors[3];
+    cl_mem mems[3];
+};
+
+static void release_operands(const struct bench *b, struct operands *o)
+{
+    for (int i = 0; i < 3; i++) {
+        b->lib.api->buffer_release(o->buffers[i]);
+        if (o->mems[i] != NULL)
+            clReleaseMemObject(o->mems[i]);
+        free(o->host[i]);
+    }
+}
+
+static int upload_operands(struct bench *b, struct operands *o)
+{
+    const struct clops_api *api = b->lib.api;
+    struct host_rng rng;
+    host_rng_seed(&rng, (uint64_t)o->n);
+    for (int i = 0; i < 3; i++) {
+        o->host[i] = host_xcalloc(1, o->bytes);
+        if (i < 2)
+            host_fill_random(o->host[i], o->dtype, o->n * o->n, &rng);
+        if (api->buffer_create(b->pool, (int64_t)o->bytes, &o->buffers[i]) != CLOPS_OK ||
+            api->buffer_upload(o->buffers[i], 0, o->host[i], (int64_t)o->bytes) != CLOPS_OK) {
+            report_clops_error(b, "device buffer");
+            return -1;
+        }
+        o->tensors[i] = clops_matrix_on_device(o->buffers[i], o->dtype, o->n, o->n, o->n, 0);
+        cl_int err;
+        o->mems[i] = clCreateBuffer(b->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, o->bytes,
+                                    o->host[i], &err);
+        if (err != CL_SUCCESS) {
+            fprintf(stderr, "clops-bench: clCreateBuffer for CLBlast: OpenCL error %d\n", err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static double element(const void *data, int32_t dtype, int64_t i)
+{
+    return dtype == CLOPS_F32 ? ((const float *)data)[i] : ((const double *)data)[i];
+}
+
+/* max |x - y| / max |y| over `count` elements: a wrong kernel gives order 1, roundoff a few
+ * ulps times sqrt(N). NaN when y is all zeros, which random operands never give. */
+static double max_rel_diff(const void *x, const void *y, int32_t dtype, int64_t count)
+{
+    double worst = 0.0, scale = 0.0;
+    for (int64_t i = 0; i < count; i++) {
+        double d = fabs(element(x, dtype, i) - element(y, dtype, i));
+        worst = d > worst || isnan(d) ? d : worst;
+        scale = fmax(scale, fabs(element(y, dtype, i)));
+    }
+    return scale > 0.0 ? worst / scale : NAN;
+}
+
+/* Three rows of C recomputed on the host in long double: CLBlast agreeing with clops is no
+ * proof when both could be wrong the same way (an all-zero C, a driver bug). */
+static double host_spot_check(const struct operands *o, const void *ours)
+{
+    const int64_t n = o->n, rows[3] = {0, n / 2, n - 1};
+    double *ref = host_xcalloc((size_t)n, sizeof *ref);
+    double worst = 0.0;
+    for (int r = 0; r < 3; r++) {
+        for (int64_t j = 0; j < n; j++) {
+            long double sum = 0.0L;
+            for (int64_t k = 0; k < n; k++)
+                sum += (long double)element(o->host[0], o->dtype, rows[r] * n + k) *
+                       element(o->host[1], o->dtype, k * n + j);
+            ref[j] = (double)sum;
+        }
+        const char *row = (const char *)ours + (size_t)(rows[r] * n * host_dtype_size(o->dtype));
+        double *ours_row = host_xcalloc((size_t)n, sizeof *ours_row);
+        for (int64_t j = 0; j < n; j++)
+            ours_row[j] = element(row, o->dtype, j);
+        double d = max_rel_diff(ours_row, ref, CLOPS_F64, n);
+        worst = d > worst || isnan(d) ? d : worst;
+        free(ours_row);
+    }
+    free(ref);
+    return worst;
+}
+
+/* clops' result against CLBlast's (returned), and against the host's spot check (*host). */
+static double compare_results(struct bench *b, const struct operands *o, double *host)
+{
+    void *ours = host_xmalloc(o->bytes), *theirs = host_xmalloc(o->bytes);
+    double diff = NAN;
+    *host = NAN;
+    if (b->lib.api->buffer_download(o->buffers[2], 0, ours, (int64_t)o->bytes) == CLOPS_OK &&
+        clEnqueueReadBuffer(b->queue, o->mems[2], CL_TRUE, 0, o->bytes, theirs, 0, NULL, NULL) ==
+            CL_SUCCESS) {
+        diff = max_rel_diff(ours, theirs, o->dtype, o->n * o->n);
+        *host = host_spot_check(o, ours);
+    }
+    free(theirs);
+    free(ours);
+    return diff;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *values, int count)
+{
+    qsort(values, (size_t)count, sizeof *values, compare_doubles);
+    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
+}
+
+/* Median ms of R calls; NAN when a call fails. `which` 0 = clops, 1 = CLBlast. */
+static double time_calls(struct bench *b, struct operands *o, int which)
+{
+    double *ms = host_xcalloc((size_t)b->opt.reps, sizeof *ms);
+    int ok = 1;
+    for (int r = 0; r < b->opt.reps && ok; r++) {
+        double start = host_now_ms();
+        ok = which == 0 ? clops_gemm(b, b->pool, o->tensors) == CLOPS_OK
+                        : clblast_gemm(b, o->dtype, (size_t)o->n, o->mems) == CLBlastSuccess;
+        ms[r] = host_now_ms() - start;
+    }
+    double result = ok ? median(ms, b->opt.reps) : NAN;
+    free(ms);
+    return result;
+}
+
+static double tolerance_for(int32_t dtype)
+{
+    return dtype == CLOPS_F32 ? 1e-4 : 1e-12;
+}
+
+static void add_row_start(struct table *t, int32_t dtype, int64_t n)
+{
+    table_row(t);
+    table_cell(t, "%s", host_dtype_name(dtype));
+    if (n > 0)
+        table_cell(t, "%lld", (long long)n);
+    else
+        table_cell(t, "-");
+}
+
+static void add_timing_cells(struct table *t, int64_t n, double ours, double theirs, double diff)
+{
+    double flops = 2.0 * (double)n * (double)n * (double)n;
+    table_cell(t, "%.3f", ours);
+    table_cell(t, "%.3g", flops / (ours * 1e9));
+    table_cell(t, "%.3f", theirs);
+    table_cell(t, "%.3g", flops / (theirs * 1e9));
+    table_cell(t, "%.2f", theirs / ours);
+    table_cell(t, "%.1e", diff);
+}
+
+/* Device memory both libraries' operands need, with some room for the drivers. */
+static int fits_on_device(const struct bench *b, const struct operands *o)
+{
+    return 6.0 * (double)o->bytes < 0.8 * (double)b->device.global_mem_bytes;
+}
+
+static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *t)
+{
+    struct operands o = {.dtype = dtype, .n = n};
+    o.bytes = (size_t)(n * n * host_dtype_size(dtype));
+    add_row_start(t, dtype, n);
+    if (!fits_on_device(b, &o)) {
+        char need[32];
+        host_format_bytes((int64_t)(6 * o.bytes), need, sizeof need);
+        table_cell(t, "skipped: needs %s of device memory", need);
+        return;
+    }
+    if (upload_operands(b, &o) != 0) {
+        b->failures++;
+        table_cell(t, "FAILED: could not set up operands");
+        release_operands(b, &o);
+        return;
+    }
+    /* Warm-up: kernel builds and first-touch costs stay out of the timings. */
+    int32_t ours = clops_gemm(b, b->pool, o.tensors);
+    CLBlastStatusCode theirs = clblast_gemm(b, dtype, (size_t)n, o.mems);
+    double host = NAN;
+    double diff =
+        ours == CLOPS_OK && theirs == CLBlastSuccess ? compare_results(b, &o, &host) : NAN;
+    if (ours != CLOPS_OK)
+        report_clops_error(b, "gemm");
+    if (theirs != CLBlastSuccess)
+        fprintf(stderr, "clops-bench: CLBlast gemm failed: status %d\n", (int)theirs);
+    if (!(diff <= tolerance_for(dtype)) || !(host <= tolerance_for(dtype))) {
+        b->failures++;
+        table_cell(t, "FAILED: %s (max rel diff %.1e vs CLBlast, %.1e vs host)",
+                   isnan(diff) ? "a call failed" : "wrong results", diff, host);
+    } else {
+        double ours_ms = time_calls(b, &o, 0), theirs_ms = time_calls(b, &o, 1);
+        b->failures += isnan(ours_ms) || isnan(theirs_ms);
+        add_timing_cells(t, n, ours_ms, theirs_ms, diff);
+    }
+    release_operands(b, &o);
+}
+
+static void default_sizes(struct bench *b)
+{
+    static const int64_t sizes[] = {1024, 2048, 4096, 8192};
+    int big = b->opt.big || b->device.type == CLOPS_DEVICE_GPU;
+    b->opt.size_count = big ? 4 : 3;
+    memcpy(b->opt.sizes, sizes, sizeof sizes);
+}
+
+static void run_gemm_table(struct bench *b)
+{
+    static const struct table_column columns[] = {
+        {"dtype", TABLE_LEFT},          {"N", TABLE_RIGHT},
+        {"clops ms", TABLE_RIGHT},      {"clops TFLOP/s", TABLE_RIGHT},
+        {"CLBlast ms", TABLE_RIGHT},    {"CLBlast TFLOP/s", TABLE_RIGHT},
+        {"clops/CLBlast", TABLE_RIGHT}, {"max rel diff", TABLE_RIGHT},
+    };
+    static const int32_t dtypes[] = {CLOPS_F32, CLOPS_F64};
+    struct table t;
+    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    for (int d = 0; d < 2; d++) {
+        if (dtypes[d] == CLOPS_F64 && !b->device.fp64) {
+            add_row_start(&t, dtypes[d], 0);
+            table_cell(&t, "skipped: the device has no fp64");
+            continue;
+        }
+        for (int i = 0; i < b->opt.size_count; i++)
+            bench_size(b, dtypes[d], b->opt.sizes[i], &t);
+    }
+    printf("GEMM C = A B, row-major, operands on the device; median of %d calls after a warm-up\n"
+           "whose result was checked against CLBlast's and, for 3 rows, against the host's.\n"
+           "clops/CLBlast > 1 means clops is faster.\n\n",
+           b->opt.reps);
+    table_print(&t, stdout, 0);
+    table_free(&t);
+}
+
+/* ---- cold vs warm first call -------------------------------------------------------------- */
+
+struct first_call {
+    double create_ms, call_ms;
+    int64_t built, loaded;
+};
+
+/* A new pool's first gemm on N = COLD_N host matrices: what a short-lived host process pays. */
+static int time_first_call(struct bench *b, int32_t dtype, struct first_call *out)
+{
+    const struct clops_api *api = b->lib.api;
+    int64_t n = COLD_N;
+    void *m[3];
+    struct clops_tensor t[3];
+    for (int i = 0; i < 3; i++) {
+        m[i] = host_xcalloc((size_t)(n * n), (size_t)host_dtype_size(dtype));
+        t[i] = clops_matrix(m[i], dtype, n, n, n, 0);
+    }
+    struct clops_pool *pool = NULL;
+    double start = host_now_ms();
+    int32_t status = create_pool(b, &pool);
+    out->create_ms = host_now_ms() - start;
+    if (status == CLOPS_OK) {
+        start = host_now_ms();
+        status = clops_gemm(b, pool, t);
+        out->call_ms = host_now_ms() - start;
+    }
+    struct clops_stats stats = {.struct_size = sizeof stats};
+    if (status == CLOPS_OK)
+        status = api->pool_stats(pool, &stats);
+    out->built = stats.programs_built;
+    out->loaded = stats.programs_loaded;
+    if (status != CLOPS_OK)
+        report_clops_error(b, "first call");
+    api->pool_release(pool);
+    for (int i = 0; i < 3; i++)
+        free(m[i]);
+    return status == CLOPS_OK ? 0 : -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Points the caches at `dir` (NULL: restores what `saved` holds). Besides clops' own cache
+ * (XDG_CACHE_HOME/clops), the drivers' caches move too, or a "cold" build would be served
+ * from PoCL's or NVIDIA's kernel cache. The drivers read these variables once, at the
+ * process's first OpenCL call, and keep using the directory: that is why this measurement runs
+ * first, and why the directory stays until the process ends. */
+static const char *const cache_variables[] = {"XDG_CACHE_HOME", "POCL_CACHE_DIR",
+                                              "CUDA_CACHE_PATH"};
+enum { CACHE_VARIABLES = 3 };
+
+static void redirect_caches(const char *dir, char **saved)
+{
+    for (int i = 0; i < CACHE_VARIABLES; i++) {
+        const char *name = cache_variables[i];
+        if (dir == NULL) {
+            if (saved[i] != NULL)
+                setenv(name, saved[i], 1);
+            else
+                unsetenv(name);
+            free(saved[i]);
+            continue;
+        }
+        saved[i] = getenv(name) != NULL ? host_xstrdup(getenv(name)) : NULL;
+        char *value = NULL;
+        if (asprintf(&value, i == 0 ? "%s" : "%s/%s", dir, i == 1 ? "pocl" : "nv") >= 0)
+            setenv(name, value, 1);
+        free(value);
+    }
+}
+
+static void remove_cache_dir(const struct bench *b)
+{
+    if (b->cache_dir[0] != '\0')
+        nftw(b->cache_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void add_first_call_row(struct table *t, int32_t dtype, const char *cache,
+                               const struct first_call *f)
+{
+    table_row(t);
+    table_cell(t, "%s", host_dtype_name(dtype));
+    table_cell(t, "%s", cache);
+    table_cell(t, "%.1f", f->create_ms);
+    table_cell(t, "%.1f", f->call_ms);
+    table_cell(t, "%lld", (long long)f->built);
+    table_cell(t, "%lld", (long long)f->loaded);
+}
+
+static void run_cold_warm(struct bench *b, struct table *t)
+{
+    snprintf(b->cache_dir, sizeof b->cache_dir, "/tmp/clops-bench-cache-XXXXXX");
+    if (mkdtemp(b->cache_dir) == NULL) {
+        fprintf(stderr, "clops-bench: mkdtemp: %s\n", strerror(errno));
+        b->cache_dir[0] = '\0';
+        b->failures++;
+        return;
+    }
+    char *saved[CACHE_VARIABLES];
+    redirect_caches(b->cache_dir, saved);
+    static const int32_t dtypes[] = {CLOPS_F32, CLOPS_F64};
+    for (int d = 0; d < 2; d++) {
+        struct first_call cold, warm;
+        if (time_first_call(b, dtypes[d], &cold) != 0 ||
+            time_first_call(b, dtypes[d], &warm) != 0) {
+            b->failures += dtypes[d] == CLOPS_F32; /* f64 may be unsupported: not a failure */
+            continue;
+        }
+        add_first_call_row(t, dtypes[d], "cold (empty)", &cold);
+        add_first_call_row(t, dtypes[d], "warm (filled)", &warm);
+    }
+    /* clops' later pools use the usual cache again; the drivers keep theirs (see above). */
+    redirect_caches(NULL, saved);
+}
+
+static void measure_cold_warm(struct bench *b, struct table *t)
+{
+    static const struct table_column columns[] = {
+        {"dtype", TABLE_LEFT},           {"kernel cache", TABLE_LEFT},
+        {"pool create ms", TABLE_RIGHT}, {"first gemm ms", TABLE_RIGHT},
+        {"programs built", TABLE_RIGHT}, {"loaded", TABLE_RIGHT},
+    };
+    table_init(t, columns, (int)(sizeof columns / sizeof columns[0]));
+    run_cold_warm(b, t);
+}
+
+static void print_cold_warm(const struct table *t)
+{
+    printf("\nFirst call of a new pool (gemm, N = %d, host matrices), kernel cache empty vs "
+           "filled:\n\n",
+           COLD_N);
+    table_print(t, stdout, 0);
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+static void print_header(const struct bench *b)
+{
+    char memory[32], date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    host_format_bytes(b->device.global_mem_bytes, memory, sizeof memory);
+    printf("clops-bench %s, libclops %s from %s\n", date, b->lib.api->version(), b->lib.path);
+    printf("device: %s (%s, driver %s, %d CUs, %s)\n\n", b->device.name, b->device.platform,
+           b->device.driver_version, b->device.compute_units, memory);
+}
+
+static int open_pool(struct bench *b)
+{
+    int32_t status = create_pool(b, &b->pool);
+    if (status != CLOPS_OK) {
+        report_clops_error(b, "pool");
+        return status == CLOPS_ERR_CONFIG || status == CLOPS_ERR_IO || status == CLOPS_ERR_NOT_FOUND
+                   ? EXIT_CONFIG
+                   : EXIT_FAILED;
+    }
+    b->device.struct_size = sizeof b->device;
+    if (b->lib.api->pool_device_info(b->pool, 0, &b->device) != CLOPS_OK) {
+        report_clops_error(b, "pool_device_info");
+        return EXIT_FAILED;
+    }
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    /* libclops is never dlclose()d: OpenCL drivers are not safe to unload. */
+    static struct bench b;
+    host_program_name = "clops-bench";
+    int code = parse_options(argc, argv, &b.opt);
+    if (code >= 0)
+        return code;
+    char why[8192];
+    if (host_library_load(&b.lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
+        fprintf(stderr, "clops-bench: cannot load libclops: %s\n", why);
+        return EXIT_LOAD;
+    }
+    host_library_log_to_stderr(&b.lib, b.opt.verbose);
+    b.gemm = b.lib.api->op_find("gemm");
+    if (b.gemm == NULL) {
+        report_clops_error(&b, "op_find");
+        return EXIT_LOAD;
+    }
+    /* Before anything else touches OpenCL: see redirect_caches(). */
+    struct table cold_warm = {0};
+    if (b.opt.cold)
+        measure_cold_warm(&b, &cold_warm);
+    if ((code = open_pool(&b)) == EXIT_OK && (code = open_clblast(&b)) == EXIT_OK) {
+        if (b.opt.size_count == 0)
+            default_sizes(&b);
+        print_header(&b);
+        run_gemm_table(&b);
+        if (b.opt.cold)
+            print_cold_warm(&cold_warm);
+        code = b.failures > 0 ? EXIT_FAILED : EXIT_OK;
+    }
+    table_free(&cold_warm);
+    if (b.queue != NULL)
+        clReleaseCommandQueue(b.queue);
+    if (b.context != NULL)
+        clReleaseContext(b.context);
+    b.lib.api->pool_release(b.pool);
+    remove_cache_dir(&b);
+    return code;
+}

@@ -1,0 +1,501 @@
+/* clops.c — the `clops` command: lists OpenCL devices and operators, runs pipeline files.
+ * It reaches libclops only through dlopen() and the table of abi/clops.h. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "table.h"
+#include "util.h"
+
+/* The library built next to this program (a generator expression in CMakeLists.txt); an
+ * installed clops falls through to libclops.so.1 on the system path. */
+#ifndef CLOPS_BUILD_LIBRARY
+#define CLOPS_BUILD_LIBRARY NULL
+#endif
+#ifndef CLOPS_VERSION_STRING
+#define CLOPS_VERSION_STRING "unknown"
+#endif
+
+/* Long descriptions are wrapped to this many columns. */
+enum { TEXT_WIDTH = 100 };
+
+static const char global_help[] =
+    "Usage: clops [--verbose] COMMAND [ARGS...]\n"
+    "       clops --help | --version\n"
+    "\n"
+    "Embeddable OpenCL compute operators: inspect devices and operators, run pipelines.\n"
+    "\n"
+    "Commands:\n"
+    "  devices [--config FILE]   OpenCL devices, and those a pool opens\n"
+    "  ops [NAME]                the operators, or one operator's parameters\n"
+    "  run FILE.cfg              validate a pipeline file, then run it\n"
+    "Run 'clops COMMAND --help' for a command's options.\n"
+    "\n"
+    "Options:\n"
+    "  -v, --verbose   also print the library's info and debug messages\n"
+    "  -h, --help      print this help\n"
+    "  -V, --version   print the versions of clops and of the libclops it loads\n"
+    "\n"
+    "Environment:\n"
+    "  CLOPS_LIBRARY   the libclops.so to load; default: the one built next to clops,\n"
+    "                  then libclops.so.1 from the system library path\n"
+    "  XDG_CACHE_HOME  compiled kernels are cached in $XDG_CACHE_HOME/clops\n"
+    "                  (default ~/.cache/clops) unless the pool configuration says otherwise\n"
+    "\n"
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  an operator, a pipeline step or a check failed\n"
+    "  2  usage error\n"
+    "  3  libclops could not be loaded, or its ABI does not fit this clops\n"
+    "  4  error in a pool configuration or pipeline file\n";
+
+static const char devices_help[] =
+    "Usage: clops devices [--config FILE]\n"
+    "\n"
+    "Lists every OpenCL device the ICD loader sees, then creates a pool (the built-in\n"
+    "defaults: first GPU, else a CPU device; or FILE, a pool configuration such as\n"
+    "configs/clops.cfg) and shows which devices it opened.\n"
+    "\n"
+    "Options:\n"
+    "  -c, --config FILE  create the pool from FILE instead of the defaults\n"
+    "  -v, --verbose      also print the library's info and debug messages\n"
+    "  -h, --help         print this help\n";
+
+static const char ops_help[] =
+    "Usage: clops ops [NAME]\n"
+    "\n"
+    "Without NAME: one line per operator (name, version, summary).\n"
+    "With NAME: the operator's summary, documentation and parameters (kind, accepted\n"
+    "dtypes, enum values, default; parameters without a default are required).\n"
+    "\n"
+    "Options:\n"
+    "  -v, --verbose  also print the library's info and debug messages\n"
+    "  -h, --help     print this help\n";
+
+static const char run_help[] =
+    "Usage: clops run [--output-dir DIR] FILE.cfg\n"
+    "\n"
+    "Runs a pipeline: creates its tensors, calls its steps' operators, verifies its checks\n"
+    "and writes its outputs. The whole file is validated before anything runs. The format\n"
+    "is described at the top of configs/pipelines/demo.cfg. Relative paths: `pool` is\n"
+    "relative to FILE's directory, output files to DIR (default: the current directory).\n"
+    "Outputs are written only when every step and check succeeded.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output-dir DIR  where relative output files go\n"
+    "  -v, --verbose         also print the library's info and debug messages\n"
+    "  -h, --help            print this help\n";
+
+int cli_library_error(const struct cli *cli, int code)
+{
+    fprintf(stderr, "clops: %s\n", cli->lib.api->last_error());
+    return code;
+}
+
+int cli_pool_error(const struct cli *cli, int32_t status)
+{
+    int config =
+        status == CLOPS_ERR_CONFIG || status == CLOPS_ERR_IO || status == CLOPS_ERR_NOT_FOUND;
+    return cli_library_error(cli, config ? CLI_CONFIG : CLI_FAILED);
+}
+
+static int cli_load(struct cli *cli)
+{
+    char why[8192];
+    if (host_library_load(&cli->lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
+        fprintf(stderr, "clops: cannot load libclops: %s\n", why);
+        return CLI_LOAD;
+    }
+    host_library_log_to_stderr(&cli->lib, cli->verbose);
+    return CLI_OK;
+}
+
+static int usage_error(const char *command, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "clops: %s%s", command ? command : "", command ? ": " : "");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'clops %s%s--help'.\n", command ? command : "", command ? " " : "");
+    return CLI_USAGE;
+}
+
+/* ---- Option parsing shared by the commands ------------------------------------------------ */
+
+/* One command's options. getopt_long() does the parsing; `value` receives the argument of the
+ * command's single valued option, when it has one. */
+struct command_options {
+    const char *command;
+    const char *help;
+    const struct option *valued; /* NULL when the command takes no valued option */
+    const char **value;
+};
+
+/* Parses argv (argv[0] = the command's name). Returns -1 to go on, or an exit code when the
+ * command is done (help printed, usage error); *first is the index of the first operand. */
+static int parse_options(struct cli *cli, const struct command_options *spec, int argc, char **argv,
+                         int *first)
+{
+    struct option options[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"verbose", no_argument, NULL, 'v'},
+        spec->valued != NULL ? *spec->valued : (struct option){0},
+        {0},
+    };
+    char shortopts[8] = ":hv"; /* options may follow operands: clops run demo.cfg -v */
+    if (spec->valued != NULL) {
+        size_t n = strlen(shortopts);
+        shortopts[n] = (char)spec->valued->val;
+        shortopts[n + 1] = ':';
+    }
+    optind = 0; /* GNU getopt: 0 fully reinitialises for a new argument vector */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, shortopts, options, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(spec->help, stdout);
+            return CLI_OK;
+        } else if (c == 'v') {
+            cli->verbose = 1;
+        } else if (spec->valued != NULL && c == spec->valued->val) {
+            *spec->value = optarg;
+        } else if (c == ':') {
+            return usage_error(spec->command, "option '%s' needs a value", argv[optind - 1]);
+        } else {
+            return usage_error(spec->command, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    *first = optind;
+    return -1;
+}
+
+/* ---- clops devices -------------------------------------------------------------------------- */
+
+static const char *device_type_name(int32_t type)
+{
+    switch (type) {
+    case CLOPS_DEVICE_GPU: return "GPU";
+    case CLOPS_DEVICE_CPU: return "CPU";
+    default: return "other";
+    }
+}
+
+/* All devices the ICD loader sees; *count receives how many. The caller frees. */
+static struct clops_device_info *list_devices(const struct clops_api *api, int32_t *count)
+{
+    int32_t capacity = 16;
+    for (;;) {
+        struct clops_device_info *infos = host_xcalloc((size_t)capacity, sizeof *infos);
+        for (int32_t i = 0; i < capacity; i++)
+            infos[i].struct_size = sizeof infos[i];
+        if (api->devices_list(infos, capacity, count) != CLOPS_OK) {
+            free(infos);
+            return NULL;
+        }
+        if (*count <= capacity)
+            return infos;
+        free(infos);
+        capacity = *count;
+    }
+}
+
+static int same_device(const struct clops_device_info *a, const struct clops_device_info *b)
+{
+    return a->platform_index == b->platform_index && a->device_index == b->device_index &&
+           strcmp(a->name, b->name) == 0;
+}
+
+/* Which of the pool's devices `info` is: its index there, or -1. */
+static int pool_index_of(const struct clops_device_info *info,
+                         const struct clops_device_info *pool_devices, int32_t pool_count)
+{
+    for (int32_t i = 0; i < pool_count; i++)
+        if (same_device(info, &pool_devices[i]))
+            return i;
+    return -1;
+}
+
+static void print_device_table(const struct clops_device_info *infos, int32_t count,
+                               const struct clops_device_info *pool_devices, int32_t pool_count)
+{
+    static const struct table_column columns[] = {
+        {"#", TABLE_LEFT},    {"platform", TABLE_LEFT}, {"type", TABLE_LEFT},
+        {"name", TABLE_LEFT}, {"vendor", TABLE_LEFT},   {"driver", TABLE_LEFT},
+        {"CUs", TABLE_RIGHT}, {"memory", TABLE_RIGHT},  {"fp64", TABLE_LEFT},
+        {"pool", TABLE_LEFT},
+    };
+    struct table t;
+    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    for (int32_t i = 0; i < count; i++) {
+        const struct clops_device_info *d = &infos[i];
+        char memory[32];
+        host_format_bytes(d->global_mem_bytes, memory, sizeof memory);
+        int in_pool = pool_index_of(d, pool_devices, pool_count);
+        table_row(&t);
+        table_cell(&t, "%d.%d", d->platform_index, d->device_index);
+        table_cell(&t, "%s", d->platform);
+        table_cell(&t, "%s", device_type_name(d->type));
+        table_cell(&t, "%s", d->name);
+        table_cell(&t, "%s", d->vendor);
+        table_cell(&t, "%s", d->driver_version);
+        table_cell(&t, "%d", d->compute_units);
+        table_cell(&t, "%s", memory);
+        table_cell(&t, "%s", d->fp64 ? "yes" : "no");
+        if (in_pool == 0)
+            table_cell(&t, "* device 0 (primary)");
+        else if (in_pool > 0)
+            table_cell(&t, "* device %d", in_pool);
+        else
+            table_cell(&t, "-");
+    }
+    table_print(&t, stdout, 0);
+    table_free(&t);
+}
+
+static void print_pool_table(const struct clops_device_info *pool_devices, int32_t pool_count,
+                             const char *source)
+{
+    static const struct table_column columns[] = {
+        {"device", TABLE_RIGHT}, {"name", TABLE_LEFT},    {"platform", TABLE_LEFT},
+        {"OpenCL", TABLE_LEFT},  {"queues", TABLE_RIGHT},
+    };
+    printf("\nPool from %s: %d device%s\n", source, pool_count, pool_count == 1 ? "" : "s");
+    struct table t;
+    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    for (int32_t i = 0; i < pool_count; i++) {
+        table_row(&t);
+        table_cell(&t, "%d", i);
+        table_cell(&t, "%s", pool_devices[i].name);
+        table_cell(&t, "%s", pool_devices[i].platform);
+        table_cell(&t, "%s", pool_devices[i].opencl_version);
+        table_cell(&t, "%d", pool_devices[i].queues);
+    }
+    table_print(&t, stdout, 0);
+    table_free(&t);
+}
+
+/* The pool's devices; NULL with an exit code in *code on failure. The caller frees. */
+static struct clops_device_info *pool_devices(struct cli *cli, const char *config, int32_t *count,
+                                              int *code)
+{
+    const struct clops_api *api = cli->lib.api;
+    struct clops_pool *pool = NULL;
+    int32_t status = config != NULL ? api->pool_create_from_file(config, &pool)
+                                    : api->pool_create_default(&pool);
+    if (status != CLOPS_OK) {
+        *code = cli_pool_error(cli, status);
+        return NULL;
+    }
+    *count = api->pool_device_count(pool);
+    struct clops_device_info *infos =
+        host_xcalloc((size_t)(*count > 0 ? *count : 1), sizeof *infos);
+    for (int32_t i = 0; i < *count; i++) {
+        infos[i].struct_size = sizeof infos[i];
+        if (api->pool_device_info(pool, i, &infos[i]) != CLOPS_OK) {
+            *code = cli_library_error(cli, CLI_FAILED);
+            free(infos);
+            api->pool_release(pool);
+            return NULL;
+        }
+    }
+    api->pool_release(pool);
+    return infos;
+}
+
+static int cmd_devices(struct cli *cli, int argc, char **argv)
+{
+    const char *config = NULL;
+    static const struct option config_option = {"config", required_argument, NULL, 'c'};
+    struct command_options spec = {"devices", devices_help, &config_option, &config};
+    int first, code = parse_options(cli, &spec, argc, argv, &first);
+    if (code >= 0)
+        return code;
+    if (first < argc)
+        return usage_error("devices", "unexpected argument '%s'", argv[first]);
+    if ((code = cli_load(cli)) != CLI_OK)
+        return code;
+
+    int32_t count = 0;
+    struct clops_device_info *infos = list_devices(cli->lib.api, &count);
+    if (infos == NULL)
+        return cli_library_error(cli, CLI_FAILED);
+    if (count == 0)
+        printf("No OpenCL devices found (is an ICD such as pocl-opencl-icd installed?)\n");
+
+    int32_t pool_count = 0;
+    struct clops_device_info *in_pool = pool_devices(cli, config, &pool_count, &code);
+    print_device_table(infos, count, in_pool, in_pool != NULL ? pool_count : 0);
+    if (in_pool != NULL) {
+        print_pool_table(in_pool, pool_count, config != NULL ? config : "the built-in defaults");
+        code = CLI_OK;
+    }
+    free(in_pool);
+    free(infos);
+    return code;
+}
+
+/* ---- clops ops ------------------------------------------------------------------------------ */
+
+static const char *param_kind_name(int32_t kind)
+{
+    switch (kind) {
+    case CLOPS_PARAM_TENSOR_IN: return "tensor in";
+    case CLOPS_PARAM_TENSOR_OUT: return "tensor out";
+    case CLOPS_PARAM_TENSOR_INOUT: return "tensor inout";
+    case CLOPS_PARAM_INT64: return "int64";
+    case CLOPS_PARAM_DOUBLE: return "double";
+    case CLOPS_PARAM_ENUM: return "enum";
+    case CLOPS_PARAM_STRING: return "string";
+    default: return "?";
+    }
+}
+
+static void print_op_list(const struct clops_api *api)
+{
+    static const struct table_column columns[] = {
+        {"name", TABLE_LEFT}, {"version", TABLE_RIGHT}, {"summary", TABLE_LEFT}};
+    struct table t;
+    table_init(&t, columns, 3);
+    for (int32_t i = 0; i < api->op_count(); i++) {
+        const struct clops_op *op = api->op_at(i);
+        if (op == NULL)
+            continue;
+        table_row(&t);
+        table_cell(&t, "%s", op->name);
+        table_cell(&t, "%d", op->version);
+        table_cell(&t, "%s", op->summary);
+    }
+    table_print(&t, stdout, 0);
+    table_free(&t);
+}
+
+static void print_op_details(const struct clops_op *op)
+{
+    static const struct table_column columns[] = {
+        {"name", TABLE_LEFT},   {"kind", TABLE_LEFT},    {"dtypes", TABLE_LEFT},
+        {"values", TABLE_LEFT}, {"default", TABLE_LEFT}, {"doc", TABLE_LEFT},
+    };
+    printf("%s (version %d): %s\n\n", op->name, op->version, op->summary);
+    host_print_wrapped(stdout, op->doc != NULL ? op->doc : "", 0, 0, TEXT_WIDTH);
+    printf("\nParameters, in call order:\n");
+    struct table t;
+    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    t.width = TEXT_WIDTH;
+    for (int32_t i = 0; i < op->param_count; i++) {
+        const struct clops_param *p = &op->params[i];
+        char dtypes[64], values[256];
+        host_dtype_mask_names(p->dtypes, dtypes, sizeof dtypes);
+        host_join(values, sizeof values, "|", p->enum_values);
+        table_row(&t);
+        table_cell(&t, "%s", p->name);
+        table_cell(&t, "%s", param_kind_name(p->kind));
+        table_cell(&t, "%s", dtypes[0] ? dtypes : "-");
+        table_cell(&t, "%s", values[0] ? values : "-");
+        table_cell(&t, "%s", p->default_value != NULL ? p->default_value : "(required)");
+        table_cell(&t, "%s", p->doc != NULL ? p->doc : "");
+    }
+    table_print(&t, stdout, 2);
+    table_free(&t);
+}
+
+static int cmd_ops(struct cli *cli, int argc, char **argv)
+{
+    struct command_options spec = {"ops", ops_help, NULL, NULL};
+    int first, code = parse_options(cli, &spec, argc, argv, &first);
+    if (code >= 0)
+        return code;
+    if (argc - first > 1)
+        return usage_error("ops", "unexpected argument '%s'", argv[first + 1]);
+    if ((code = cli_load(cli)) != CLI_OK)
+        return code;
+    if (first == argc) {
+        print_op_list(cli->lib.api);
+        return CLI_OK;
+    }
+    const struct clops_op *op = cli->lib.api->op_find(argv[first]);
+    if (op == NULL) {
+        fprintf(stderr, "clops: %s\nRun 'clops ops' for the list.\n", cli->lib.api->last_error());
+        return CLI_USAGE;
+    }
+    print_op_details(op);
+    return CLI_OK;
+}
+
+/* ---- clops run ------------------------------------------------------------------------------ */
+
+static int cmd_run(struct cli *cli, int argc, char **argv)
+{
+    const char *output_dir = ".";
+    static const struct option dir_option = {"output-dir", required_argument, NULL, 'o'};
+    struct command_options spec = {"run", run_help, &dir_option, &output_dir};
+    int first, code = parse_options(cli, &spec, argc, argv, &first);
+    if (code >= 0)
+        return code;
+    if (first == argc)
+        return usage_error("run", "%s", "missing pipeline FILE");
+    if (argc - first > 1)
+        return usage_error("run", "unexpected argument '%s'", argv[first + 1]);
+    if ((code = cli_load(cli)) != CLI_OK)
+        return code;
+    return pipeline_run_file(cli, argv[first], output_dir);
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+static int print_version(struct cli *cli)
+{
+    printf("clops %s\n", CLOPS_VERSION_STRING);
+    int code = cli_load(cli);
+    if (code != CLI_OK)
+        return code;
+    const struct clops_api *api = cli->lib.api;
+    printf("libclops %s (ABI %u.%u, table of %u bytes) from %s\n", api->version(),
+           (unsigned)api->abi_major, (unsigned)api->abi_minor, (unsigned)api->struct_size,
+           cli->lib.path);
+    return CLI_OK;
+}
+
+static const struct {
+    const char *name;
+    int (*run)(struct cli *cli, int argc, char **argv);
+} commands[] = {
+    {"devices", cmd_devices},
+    {"ops", cmd_ops},
+    {"run", cmd_run},
+};
+
+int main(int argc, char **argv)
+{
+    /* The library is never dlclose()d: OpenCL drivers keep process-lifetime state that is not
+     * safe to unload, and leak reports need the driver's frames still mapped. */
+    struct cli cli = {0};
+    host_program_name = "clops";
+    static const struct option options[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},
+        {0},
+    };
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+hvV", options, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(global_help, stdout);
+            return CLI_OK;
+        } else if (c == 'v') {
+            cli.verbose = 1;
+        } else if (c == 'V') {
+            return print_version(&cli);
+        } else {
+            return usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind == argc) {
+        fputs(global_help, stderr);
+        return CLI_USAGE;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[optind], commands[i].name) == 0)
+            return commands[i].run(&cli, argc - optind, argv + optind);
+    return usage_error(NULL, "unknown command '%s'", argv[optind]);
+}

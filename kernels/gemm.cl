@@ -1,0 +1,136 @@
+/* gemm.cl — C = alpha * op(A) * op(B) + beta * C for one REAL type (float, or double with
+ * -DUSE_FP64), tiled in local memory and register-blocked; tile sizes are -D options per device. */
+
+#ifdef USE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#if !defined(REAL) || !defined(TILE_M) || !defined(TILE_N) || !defined(TILE_K) ||               \
+    !defined(WPT_M) || !defined(WPT_N)
+#error "gemm.cl needs -DREAL, -DTILE_M, -DTILE_N, -DTILE_K, -DWPT_M and -DWPT_N"
+#endif
+
+/* Work-items per work-group along M and N: each computes WPT_M x WPT_N elements of C. */
+#define RTS_M (TILE_M / WPT_M)
+#define RTS_N (TILE_N / WPT_N)
+#define WG_SIZE (RTS_M * RTS_N)
+
+/* Which WPT_M x WPT_N elements of the group's block work-item (tm, tn) owns. Strided (the
+ * default): rows tm + r*RTS_M and columns tn + c*RTS_N, so neighbouring work-items read
+ * neighbouring local addresses (no bank conflicts) and write neighbouring columns of C
+ * (coalesced stores), which is what GPUs want. Contiguous (-DCONTIGUOUS_BLOCK): rows
+ * tm*WPT_M + r and columns tn*WPT_N + c, for CPU compilers such as PoCL's that vectorise within
+ * a work-item, where contiguous local loads become vector loads. */
+#ifdef CONTIGUOUS_BLOCK
+#define BLOCK_ROW(tm, r) ((tm) * WPT_M + (r))
+#define BLOCK_COL(tn, c) ((tn) * WPT_N + (c))
+#else
+#define BLOCK_ROW(tm, r) ((tm) + (r) * RTS_M)
+#define BLOCK_COL(tn, c) ((tn) + (c) * RTS_N)
+#endif
+
+/* One element of padding per local row: the k-fast tile loads store with a stride of a row, and
+ * a row of a power-of-two length would put those stores all in one local memory bank. */
+#ifndef LOCAL_PAD
+#define LOCAL_PAD 1
+#endif
+
+#if TILE_M % WPT_M != 0 || TILE_N % WPT_N != 0
+#error "TILE_M and TILE_N must be multiples of WPT_M and WPT_N"
+#endif
+#if (TILE_M * TILE_K) % WG_SIZE != 0 || (TILE_K * TILE_N) % WG_SIZE != 0
+#error "each tile must split evenly over the work-group's loads"
+#endif
+
+/* Copies the TILE_K x tile_x block starting at (x0, k0) of an operand into `dst`, laid out
+ * k-major (dst[k][x], rows of tile_x + LOCAL_PAD). Element (x, k) of the operand lives at
+ * src[off + x*sx + k*sk]; outside xn x kn it reads as 0, so partial tiles need no other care.
+ * The work-group walks the tile along whichever axis is contiguous in global memory (k when
+ * sk == 1, else x), so neighbouring work-items read neighbouring addresses in both layouts. The
+ * choice depends on kernel arguments only: uniform over the work-group, no divergence. */
+static void load_tile(__local REAL *dst, const __global REAL *src, long off, long sx, long sk,
+                      int x0, int xn, int k0, int kn, const int tile_x, int lid)
+{
+    const int k_fast = sk == 1;
+    for (int l = 0; l < tile_x * TILE_K / WG_SIZE; l++) {
+        const int e = lid + l * WG_SIZE;
+        const int x = k_fast ? e / TILE_K : e % tile_x;
+        const int k = k_fast ? e % TILE_K : e / tile_x;
+        const int gx = x0 + x, gk = k0 + k;
+        REAL v = 0;
+        if (gx < xn && gk < kn)
+            v = src[off + gx * sx + gk * sk];
+        dst[k * (tile_x + LOCAL_PAD) + x] = v;
+    }
+}
+
+/* Work decomposition: a 1-D range of work-groups of WG_SIZE work-items; group g computes the
+ * TILE_M x TILE_N block (g / groups_n, g % groups_n) of C (1-D so that no grid dimension limit,
+ * such as 65535 blocks along y on CUDA devices, bounds M or N). Work-item lid = tm*RTS_N + tn
+ * accumulates its WPT_M x WPT_N elements of the block (BLOCK_ROW, BLOCK_COL) in registers.
+ *
+ * Memory traffic: per TILE_K step the group reads a TILE_M x TILE_K block of op(A) and a
+ * TILE_K x TILE_N block of op(B) from global memory once, so global reads total
+ * M*N*K * (1/TILE_N + 1/TILE_M) elements instead of the naive 2*M*N*K. From local memory each
+ * work-item reads WPT_M + WPT_N elements per k for WPT_M * WPT_N multiply-adds. C is read (only
+ * when beta != 0) and written exactly once per element, with no read of C at all for beta == 0
+ * so that NaN or garbage in C never reaches the result.
+ *
+ * Contract: C (row-major, ldc, offsets in elements) = alpha * op(A) * op(B) + beta * C, where
+ * op(A)(i,k) = A[offA + i*sAi + k*sAk] and op(B)(k,j) = B[offB + k*sBk + j*sBj]: strides express
+ * transposes and both storage orders. K == 0 (the host passes it also for alpha == 0) reads
+ * neither A nor B, which may then be NULL. */
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
+     const __global REAL *restrict A, const long offA, const long sAi, const long sAk,
+     const __global REAL *restrict B, const long offB, const long sBk, const long sBj,
+     __global REAL *C, const long offC, const long ldc)
+{
+    __local REAL As[TILE_K * (TILE_M + LOCAL_PAD)];
+    __local REAL Bs[TILE_K * (TILE_N + LOCAL_PAD)];
+
+    const int groups_n = (N + TILE_N - 1) / TILE_N;
+    const int group = (int)get_group_id(0);
+    const int i0 = group / groups_n * TILE_M;
+    const int j0 = group % groups_n * TILE_N;
+    const int lid = (int)get_local_id(0);
+    const int tm = lid / RTS_N;
+    const int tn = lid % RTS_N;
+
+    REAL acc[WPT_M][WPT_N];
+    for (int r = 0; r < WPT_M; r++)
+        for (int c = 0; c < WPT_N; c++)
+            acc[r][c] = 0;
+
+    for (int k0 = 0; k0 < K; k0 += TILE_K) {
+        load_tile(As, A, offA, sAi, sAk, i0, M, k0, K, TILE_M, lid);
+        load_tile(Bs, B, offB, sBj, sBk, j0, N, k0, K, TILE_N, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < TILE_K; k++) {
+            REAL a[WPT_M], b[WPT_N];
+            for (int r = 0; r < WPT_M; r++)
+                a[r] = As[k * (TILE_M + LOCAL_PAD) + BLOCK_ROW(tm, r)];
+            for (int c = 0; c < WPT_N; c++)
+                b[c] = Bs[k * (TILE_N + LOCAL_PAD) + BLOCK_COL(tn, c)];
+            for (int r = 0; r < WPT_M; r++)
+                for (int c = 0; c < WPT_N; c++)
+                    acc[r][c] += a[r] * b[c];
+        }
+        /* The next iteration's loads overwrite the tiles this one is still reading. */
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    for (int r = 0; r < WPT_M; r++) {
+        const int i = i0 + BLOCK_ROW(tm, r);
+        for (int c = 0; c < WPT_N; c++) {
+            const int j = j0 + BLOCK_COL(tn, c);
+            if (i >= M || j >= N)
+                continue;
+            const long at = offC + i * ldc + j;
+            REAL v = alpha * acc[r][c];
+            if (beta != 0)
+                v += beta * C[at];
+            C[at] = v;
+        }
+    }
+}

@@ -1,0 +1,476 @@
+/* config.c — reads a pool configuration (libconfig syntax, format in configs/clops.cfg) into
+ * struct pool_config, checking every key, type and range so that no mistake is silently ignored. */
+#include "config.h"
+
+#include <errno.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "registry.h"
+
+#define MEMBER_SIZE(type, member) sizeof(((type *)0)->member)
+
+/* Room for a key path such as "operators.gemm.build_options" in messages. */
+enum { KEY_PATH_MAX = 256, WHAT_MAX = 1024, QUOTED_VALUE_MAX = 80 };
+
+static const char source_string[] = "<string>";
+
+/* One parse: the name messages start with, and the configuration being filled. */
+struct parser {
+    const char *source;
+    struct pool_config *cfg;
+};
+
+struct field;
+/* Reads setting `s` (found under key path `path`) into the struct at `base`. */
+typedef int32_t (*field_parse_fn)(const struct parser *p, const struct field *f,
+                                  const config_setting_t *s, const char *path, void *base);
+
+/* One key a group accepts: how it is read, and where in the destination struct it goes. */
+struct field {
+    const char *key;
+    field_parse_fn parse;
+    size_t offset;    /* of the destination member */
+    size_t size;      /* strings: the capacity of the buffer, terminator included */
+    int32_t min, max; /* integers: the accepted range */
+};
+
+/* ---- Messages -------------------------------------------------------------------------------- */
+
+/* Every configuration error reads "file:line: key.path: what", so an editor can jump to it. */
+static int32_t fail(const struct parser *p, const config_setting_t *s, const char *path,
+                    const char *fmt, ...) CLOPS_PRINTF(4, 5);
+
+static int32_t fail(const struct parser *p, const config_setting_t *s, const char *path,
+                    const char *fmt, ...)
+{
+    char what[WHAT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    /* Settings from an @include'd file carry that file's name; the main source carries none. */
+    const char *file = config_setting_source_file(s);
+    return err_set(CLOPS_ERR_CONFIG, "%s:%u: %s%s%s", file != NULL ? file : p->source,
+                   (unsigned)config_setting_source_line(s), path, path[0] != '\0' ? ": " : "",
+                   what);
+}
+
+static const char *type_name(int type)
+{
+    switch (type) {
+    case CONFIG_TYPE_GROUP: return "a group { ... }";
+    case CONFIG_TYPE_INT: return "integer";
+    case CONFIG_TYPE_INT64: return "integer";
+    case CONFIG_TYPE_FLOAT: return "float";
+    case CONFIG_TYPE_STRING: return "string";
+    case CONFIG_TYPE_BOOL: return "boolean";
+    case CONFIG_TYPE_ARRAY: return "an array [ ... ]";
+    case CONFIG_TYPE_LIST: return "a list ( ... )";
+    default: return "nothing";
+    }
+}
+
+/* "integer 17", "string \"gpuu\"", "a list ( ... )": what the user wrote, for "got ...". Long
+ * strings are cut, since the message has a fixed size and the line number locates them. */
+static void describe_value(const config_setting_t *s, char *out, size_t size)
+{
+    int type = config_setting_type(s);
+    const char *name = type_name(type);
+    switch (type) {
+    case CONFIG_TYPE_INT: snprintf(out, size, "%s %d", name, config_setting_get_int(s)); break;
+    case CONFIG_TYPE_INT64:
+        snprintf(out, size, "%s %lld", name, config_setting_get_int64(s));
+        break;
+    case CONFIG_TYPE_FLOAT: snprintf(out, size, "%s %g", name, config_setting_get_float(s)); break;
+    case CONFIG_TYPE_BOOL:
+        snprintf(out, size, "%s %s", name, config_setting_get_bool(s) ? "true" : "false");
+        break;
+    case CONFIG_TYPE_STRING: {
+        const char *text = config_setting_get_string(s);
+        int cut = strlen(text) > QUOTED_VALUE_MAX;
+        snprintf(out, size, "%s \"%.*s%s\"", name, QUOTED_VALUE_MAX, text, cut ? "..." : "");
+        break;
+    }
+    default: snprintf(out, size, "%s", name); break;
+    }
+}
+
+static int32_t fail_type(const struct parser *p, const config_setting_t *s, const char *path,
+                         const char *expected)
+{
+    char got[QUOTED_VALUE_MAX + 32];
+    describe_value(s, got, sizeof got);
+    return fail(p, s, path, "expected %s, got %s", expected, got);
+}
+
+/* "a", "a.b" or "a[3]": the key path of a child setting, for messages. */
+static void child_path(char *out, const char *path, const char *key)
+{
+    snprintf(out, KEY_PATH_MAX, "%s%s%s", path, path[0] != '\0' ? "." : "", key);
+}
+
+/* ---- Scalars --------------------------------------------------------------------------------- */
+
+static int32_t parse_bool(const struct parser *p, const struct field *f, const config_setting_t *s,
+                          const char *path, void *base)
+{
+    if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+        return fail_type(p, s, path, "true or false");
+    *(int32_t *)((char *)base + f->offset) = config_setting_get_bool(s) ? 1 : 0;
+    return CLOPS_OK;
+}
+
+static int32_t parse_int(const struct parser *p, const struct field *f, const config_setting_t *s,
+                         const char *path, void *base)
+{
+    char expected[64];
+    snprintf(expected, sizeof expected, "an integer in %d..%d", (int)f->min, (int)f->max);
+    long long value;
+    if (config_setting_type(s) == CONFIG_TYPE_INT)
+        value = config_setting_get_int(s);
+    else if (config_setting_type(s) == CONFIG_TYPE_INT64)
+        value = config_setting_get_int64(s);
+    else
+        return fail_type(p, s, path, expected);
+    if (value < f->min || value > f->max)
+        return fail(p, s, path, "expected %s, got %lld", expected, value);
+    *(int32_t *)((char *)base + f->offset) = (int32_t)value;
+    return CLOPS_OK;
+}
+
+static int32_t parse_string(const struct parser *p, const struct field *f,
+                            const config_setting_t *s, const char *path, void *base)
+{
+    if (config_setting_type(s) != CONFIG_TYPE_STRING)
+        return fail_type(p, s, path, "a string");
+    const char *text = config_setting_get_string(s);
+    size_t length = strlen(text);
+    if (length >= f->size)
+        return fail(p, s, path, "string too long: %zu characters, at most %zu", length,
+                    f->size - 1);
+    memcpy((char *)base + f->offset, text, length + 1);
+    return CLOPS_OK;
+}
+
+static int32_t parse_device_type(const struct parser *p, const struct field *f,
+                                 const config_setting_t *s, const char *path, void *base)
+{
+    if (config_setting_type(s) != CONFIG_TYPE_STRING)
+        return fail_type(p, s, path, "a string, one of gpu, cpu, any");
+    const char *word = config_setting_get_string(s);
+    int32_t type;
+    if (strcmp(word, "gpu") == 0)
+        type = CLOPS_DEVICE_GPU;
+    else if (strcmp(word, "cpu") == 0)
+        type = CLOPS_DEVICE_CPU;
+    else if (strcmp(word, "any") == 0)
+        type = 0;
+    else
+        return fail(p, s, path, "expected one of gpu, cpu, any, got \"%.*s\"", QUOTED_VALUE_MAX,
+                    word);
+    *(int32_t *)((char *)base + f->offset) = type;
+    return CLOPS_OK;
+}
+
+/* ---- Groups ---------------------------------------------------------------------------------- */
+
+static const struct field *find_field(const struct field *fields, size_t count, const char *key)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(fields[i].key, key) == 0)
+            return &fields[i];
+    return NULL;
+}
+
+static int32_t fail_unknown_key(const struct parser *p, const config_setting_t *member,
+                                const char *path, const struct field *fields, size_t count)
+{
+    char expected[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < count && used < sizeof expected; i++)
+        used += (size_t)snprintf(expected + used, sizeof expected - used, "%s%s", i > 0 ? ", " : "",
+                                 fields[i].key);
+    return fail(p, member, path, "unknown key '%s' (expected one of %s)",
+                config_setting_name(member), expected);
+}
+
+/* Reads the members of `group` into `base`: every member must be one of `fields`, and fields are
+ * read in table order, whatever the order in the file, so later fields may depend on earlier. */
+static int32_t parse_group(const struct parser *p, const config_setting_t *group, const char *path,
+                           const struct field *fields, size_t count, void *base)
+{
+    if (config_setting_type(group) != CONFIG_TYPE_GROUP)
+        return fail_type(p, group, path, "a group { ... }");
+    int n = config_setting_length(group);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *member = config_setting_get_elem(group, (unsigned)i);
+        if (find_field(fields, count, config_setting_name(member)) == NULL)
+            return fail_unknown_key(p, member, path, fields, count);
+    }
+    for (size_t i = 0; i < count; i++) {
+        const config_setting_t *member = config_setting_get_member(group, fields[i].key);
+        if (member == NULL)
+            continue;
+        char member_path[KEY_PATH_MAX];
+        child_path(member_path, path, fields[i].key);
+        int32_t status = fields[i].parse(p, &fields[i], member, member_path, base);
+        if (status != CLOPS_OK)
+            return status;
+    }
+    return CLOPS_OK;
+}
+
+/* ---- devices --------------------------------------------------------------------------------- */
+
+static const struct field device_fields[] = {
+    {"type", parse_device_type, offsetof(struct config_device, type), 0, 0, 0},
+    {"vendor", parse_string, offsetof(struct config_device, vendor),
+     MEMBER_SIZE(struct config_device, vendor), 0, 0},
+    {"platform", parse_int, offsetof(struct config_device, platform_index), 0, 0, INT32_MAX},
+    {"index", parse_int, offsetof(struct config_device, index), 0, 0, INT32_MAX},
+    {"queues", parse_int, offsetof(struct config_device, queues), 0, 1, 16},
+    {"required", parse_bool, offsetof(struct config_device, required), 0, 0, 0},
+};
+
+static void device_defaults(struct config_device *dev)
+{
+    memset(dev, 0, sizeof *dev);
+    dev->type = 0;
+    dev->platform_index = -1;
+    dev->index = 0;
+    dev->queues = 2;
+    dev->required = 1;
+}
+
+static int32_t parse_devices(const struct parser *p, const struct field *f,
+                             const config_setting_t *s, const char *path, void *base)
+{
+    (void)f;
+    (void)base;
+    if (config_setting_type(s) != CONFIG_TYPE_LIST)
+        return fail_type(p, s, path, "a list ( { type = ...; }, ... )");
+    int n = config_setting_length(s);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *elem = config_setting_get_elem(s, (unsigned)i);
+        char elem_path[KEY_PATH_MAX];
+        snprintf(elem_path, sizeof elem_path, "%s[%d]", path, i);
+        if (i >= CONFIG_MAX_DEVICES)
+            return fail(p, elem, elem_path, "too many devices: %d listed, at most %d", n,
+                        (int)CONFIG_MAX_DEVICES);
+        struct config_device *dev = &p->cfg->devices[i];
+        int32_t status = parse_group(p, elem, elem_path, device_fields,
+                                     sizeof device_fields / sizeof device_fields[0], dev);
+        if (status != CLOPS_OK)
+            return status;
+        p->cfg->device_count = i + 1;
+    }
+    return CLOPS_OK;
+}
+
+/* ---- operators ------------------------------------------------------------------------------- */
+
+/* An operator's device indexes the pool's devices, which are at most those listed (or the one
+ * default device when none is listed). `devices` is read before `operators`, whatever the order
+ * in the file. */
+static int32_t parse_op_device(const struct parser *p, const struct field *f,
+                               const config_setting_t *s, const char *path, void *base)
+{
+    struct field bounded = *f;
+    bounded.max = p->cfg->device_count > 0 ? p->cfg->device_count - 1 : 0;
+    int32_t status = parse_int(p, &bounded, s, path, base);
+    if (status != CLOPS_OK)
+        err_append(p->cfg->device_count > 0
+                       ? " (an index into the devices list)"
+                       : " (without a devices list the pool has one device, 0)");
+    return status;
+}
+
+static const struct field op_fields[] = {
+    {"device", parse_op_device, offsetof(struct config_op, device), 0, 0, 0},
+    {"build_options", parse_string, offsetof(struct config_op, build_options),
+     MEMBER_SIZE(struct config_op, build_options), 0, 0},
+};
+
+static void op_defaults(struct config_op *op)
+{
+    memset(op, 0, sizeof *op);
+    op->device = -1;
+}
+
+static int32_t fail_unknown_operator(const struct parser *p, const config_setting_t *s,
+                                     const char *path)
+{
+    char registered[512] = "";
+    size_t used = 0;
+    for (int32_t i = 0; i < registry_count() && used < sizeof registered; i++)
+        used += (size_t)snprintf(registered + used, sizeof registered - used, "%s%s",
+                                 i > 0 ? ", " : "", registry_at(i)->name);
+    return fail(p, s, path, "unknown operator '%s' (registered: %s)", config_setting_name(s),
+                registered);
+}
+
+static int32_t parse_operators(const struct parser *p, const struct field *f,
+                               const config_setting_t *s, const char *path, void *base)
+{
+    (void)f;
+    (void)base;
+    if (config_setting_type(s) != CONFIG_TYPE_GROUP)
+        return fail_type(p, s, path, "a group { <operator> = { ... }; ... }");
+    int n = config_setting_length(s);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *member = config_setting_get_elem(s, (unsigned)i);
+        const char *name = config_setting_name(member);
+        char op_path[KEY_PATH_MAX];
+        child_path(op_path, path, name);
+        if (registry_find(name) == NULL)
+            return fail_unknown_operator(p, member, path);
+        if (i >= CONFIG_MAX_OPS)
+            return fail(p, member, op_path, "too many operators: %d configured, at most %d", n,
+                        (int)CONFIG_MAX_OPS);
+        struct config_op *op = &p->cfg->ops[i];
+        op_defaults(op);
+        if (strlen(name) >= sizeof op->name)
+            return fail(p, member, op_path, "operator name longer than %zu characters",
+                        sizeof op->name - 1);
+        strcpy(op->name, name);
+        int32_t status =
+            parse_group(p, member, op_path, op_fields, sizeof op_fields / sizeof op_fields[0], op);
+        if (status != CLOPS_OK)
+            return status;
+        p->cfg->op_count = i + 1;
+    }
+    return CLOPS_OK;
+}
+
+/* ---- cache and the top level ----------------------------------------------------------------- */
+
+static const struct field cache_fields[] = {
+    {"enabled", parse_bool, offsetof(struct pool_config, cache_enabled), 0, 0, 0},
+    {"dir", parse_string, offsetof(struct pool_config, cache_dir),
+     MEMBER_SIZE(struct pool_config, cache_dir), 0, 0},
+};
+
+static int32_t parse_cache(const struct parser *p, const struct field *f, const config_setting_t *s,
+                           const char *path, void *base)
+{
+    (void)f;
+    return parse_group(p, s, path, cache_fields, sizeof cache_fields / sizeof cache_fields[0],
+                       base);
+}
+
+/* `devices` comes before `operators`: an operator's device index is checked against it. */
+static const struct field top_fields[] = {
+    {"devices", parse_devices, 0, 0, 0, 0},
+    {"cpu_fallback", parse_bool, offsetof(struct pool_config, cpu_fallback), 0, 0, 0},
+    {"profiling", parse_bool, offsetof(struct pool_config, profiling), 0, 0, 0},
+    {"build_options", parse_string, offsetof(struct pool_config, build_options),
+     MEMBER_SIZE(struct pool_config, build_options), 0, 0},
+    {"cache", parse_cache, 0, 0, 0, 0},
+    {"kernel_dir", parse_string, offsetof(struct pool_config, kernel_dir),
+     MEMBER_SIZE(struct pool_config, kernel_dir), 0, 0},
+    {"operators", parse_operators, 0, 0, 0, 0},
+};
+
+void config_defaults(struct pool_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (int32_t i = 0; i < CONFIG_MAX_DEVICES; i++)
+        device_defaults(&cfg->devices[i]);
+    for (int32_t i = 0; i < CONFIG_MAX_OPS; i++)
+        op_defaults(&cfg->ops[i]);
+    cfg->device_count = 0;
+    cfg->cpu_fallback = 1;
+    cfg->profiling = 1;
+    cfg->cache_enabled = 1;
+    cfg->op_count = 0;
+}
+
+/* Turns a read (`read_ok` from config_read*) into `cfg`. On failure `cfg` is left at the
+ * defaults, so a caller that ignores the status still gets a consistent configuration. */
+static int32_t parse_config(config_t *cf, int read_ok, const char *source, struct pool_config *cfg)
+{
+    int32_t status;
+    if (!read_ok) {
+        const char *file = config_error_file(cf);
+        status = err_set(CLOPS_ERR_CONFIG, "%s:%d: %s", file != NULL ? file : source,
+                         config_error_line(cf), config_error_text(cf));
+    } else {
+        struct parser p = {source, cfg};
+        status = parse_group(&p, config_root_setting(cf), "", top_fields,
+                             sizeof top_fields / sizeof top_fields[0], cfg);
+    }
+    if (status != CLOPS_OK) {
+        config_defaults(cfg);
+        snprintf(cfg->source, sizeof cfg->source, "%s", source);
+    }
+    return status;
+}
+
+int32_t config_parse_string(const char *text, struct pool_config *cfg)
+{
+    config_defaults(cfg);
+    snprintf(cfg->source, sizeof cfg->source, "%s", source_string);
+    if (text == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "config_parse_string: parameter 'text' is NULL");
+    config_t cf;
+    config_init(&cf);
+    int read_ok = config_read_string(&cf, text) == CONFIG_TRUE;
+    int32_t status = parse_config(&cf, read_ok, source_string, cfg);
+    config_destroy(&cf);
+    return status;
+}
+
+/* Opened here rather than by config_read_file(), which reports only "file I/O error": the
+ * message must say which file and why. */
+static int32_t open_config_file(const char *path, FILE **out)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return err_set(CLOPS_ERR_IO, "%s: cannot open the configuration file: %s", path,
+                       strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return err_set(CLOPS_ERR_IO, "%s: cannot read the configuration file: %s", path,
+                       strerror(EISDIR));
+    }
+    *out = f;
+    return CLOPS_OK;
+}
+
+int32_t config_parse_file(const char *path, struct pool_config *cfg)
+{
+    config_defaults(cfg);
+    if (path == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "config_parse_file: parameter 'path' is NULL");
+    snprintf(cfg->source, sizeof cfg->source, "%s", path);
+    FILE *f = NULL;
+    int32_t status = open_config_file(path, &f);
+    if (status != CLOPS_OK)
+        return status;
+    config_t cf;
+    config_init(&cf);
+    int read_ok = config_read(&cf, f) == CONFIG_TRUE;
+    int read_failed = ferror(f);
+    fclose(f);
+    if (read_failed)
+        status = err_set(CLOPS_ERR_IO, "%s: error reading the configuration file", path);
+    else
+        status = parse_config(&cf, read_ok, path, cfg);
+    config_destroy(&cf);
+    return status;
+}
+
+const struct config_op *config_find_op(const struct pool_config *cfg, const char *name)
+{
+    for (int32_t i = 0; name != NULL && i < cfg->op_count; i++)
+        if (strcmp(cfg->ops[i].name, name) == 0)
+            return &cfg->ops[i];
+    return NULL;
+}

@@ -1,0 +1,563 @@
+/* gemm.c — the gemm operator, C = alpha * op(A) * op(B) + beta * C in f32 or f64: validates the
+ * call, reduces every layout to the one row-major-C kernel of kernels/gemm.cl, picks its tiles. */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pool.h"
+#include "tensor.h"
+
+static const char op_name[] = "gemm";
+
+/* ---- Tiles per device ------------------------------------------------------------------------ */
+
+/* The -D parameters of kernels/gemm.cl (its comment explains them). */
+struct gemm_tiles {
+    int32_t tile_m, tile_n, tile_k; /* the C block of a work-group, and the K step */
+    int32_t wpt_m, wpt_n;           /* the C block of a work-item, in registers */
+    int32_t contiguous;             /* 1: -DCONTIGUOUS_BLOCK (CPUs), 0: strided (GPUs) */
+};
+
+/* First match wins: `vendor` is a case-insensitive substring of the device's vendor ("" = any),
+ * `type` an enum clops_device_type (0 = any). `large` is used when it gives every compute unit
+ * a work-group, else `small`, whose more numerous groups keep a big GPU busy on small matrices.
+ * Starting points, to be tuned: on an H100 (clops-bench, f32, N = 4096) 128x128 tiles of 8x8
+ * reach 17.8 TFLOP/s against 10.0 for 64x64 of 4x4, which win at N <= 1024 (11.2 against 8.4).
+ * Under PoCL on 2 AVX-512 cores 64x128 contiguous tiles reach 50 GFLOP/s (f32, N = 1024)
+ * against 11 for 64x64 strided ones, as PoCL vectorises inside a work-item. */
+static const struct gemm_tuning {
+    const char *vendor;
+    int32_t type;
+    struct gemm_tiles large, small;
+} tunings[] = {
+    {"NVIDIA", CLOPS_DEVICE_GPU, {128, 128, 16, 8, 8, 0}, {64, 64, 16, 4, 4, 0}},
+    {"", CLOPS_DEVICE_GPU, {64, 64, 8, 4, 4, 0}, {64, 64, 8, 4, 4, 0}},
+    {"", CLOPS_DEVICE_CPU, {64, 128, 8, 16, 16, 1}, {64, 128, 8, 16, 16, 1}},
+    {"", 0, {32, 32, 8, 4, 4, 0}, {32, 32, 8, 4, 4, 0}},
+};
+
+/* For a device that cannot run the chosen tiles (work-group size, local memory): 64 work-items
+ * and 2 KiB of local memory in f64. */
+static const struct gemm_tiles fallback_tiles = {16, 16, 8, 2, 2, 0};
+
+static int64_t tiles_group_count(const struct gemm_tiles *t, int64_t m, int64_t n)
+{
+    return ((m + t->tile_m - 1) / t->tile_m) * ((n + t->tile_n - 1) / t->tile_n);
+}
+
+static struct gemm_tiles tiles_for_call(const struct pool_device *dev, int64_t m, int64_t n)
+{
+    for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++) {
+        const struct gemm_tuning *t = &tunings[i];
+        if ((t->type == 0 || t->type == dev->info.type) &&
+            (t->vendor[0] == '\0' || strcasestr(dev->info.vendor, t->vendor) != NULL))
+            return tiles_group_count(&t->large, m, n) >= dev->info.compute_units ? t->large
+                                                                                 : t->small;
+    }
+    return fallback_tiles;
+}
+
+static size_t tiles_group_size(const struct gemm_tiles *t)
+{
+    return (size_t)(t->tile_m / t->wpt_m) * (size_t)(t->tile_n / t->wpt_n);
+}
+
+/* The kernel's two local tiles, with their one element of row padding. */
+static int64_t tiles_local_bytes(const struct gemm_tiles *t, int64_t elem_size)
+{
+    return (int64_t)t->tile_k * (t->tile_m + 1 + t->tile_n + 1) * elem_size;
+}
+
+/* ---- The call reduced to the kernel's terms ------------------------------------------------- */
+
+/* What the kernel computes: the row-major M x N matrix Ck (ldc) = alpha * Ak * Bk + beta * Ck,
+ * with Ak(i,k) = ka[i*ka_si + k*ka_sk] and Bk(k,j) = kb[k*kb_sk + j*kb_sj]. For a row-major C
+ * that is op(A) op(B) itself; for a column-major C it is C^T = op(B)^T op(A)^T, so the kernel
+ * only ever writes rows (coalesced) whatever the layout. */
+struct gemm_plan {
+    int32_t dtype;
+    int64_t m, n, k; /* of the kernel's product; k = 0 when A and B are not read */
+    const struct clops_tensor *ka, *kb, *c;
+    const char *ka_param, *kb_param; /* "a" or "b", for messages */
+    int64_t ka_si, ka_sk, kb_sk, kb_sj, ldc;
+    double alpha, beta;
+};
+
+/* op(X) of a stored matrix: its extents and the strides of its rows and columns. */
+struct op_view {
+    int64_t rows, cols, row_stride, col_stride;
+};
+
+static struct op_view op_view(const struct clops_tensor *t, int32_t trans)
+{
+    int32_t r = trans ? 1 : 0;
+    struct op_view v = {t->shape[r], t->shape[1 - r], t->strides[r], t->strides[1 - r]};
+    return v;
+}
+
+static struct op_view transposed(struct op_view v)
+{
+    struct op_view t = {v.cols, v.rows, v.col_stride, v.row_stride};
+    return t;
+}
+
+/* Kernel indices are 32-bit ints with room for a tile past the end. */
+static const int64_t gemm_extent_max = INT32_MAX / 2;
+
+/* ---- Validation ------------------------------------------------------------------------------ */
+
+static const char *trans_name(int32_t trans)
+{
+    return trans ? "transpose" : "none";
+}
+
+static int32_t check_tensors(const struct pool_device *dev, const struct clops_tensor *a,
+                             const struct clops_tensor *b, const struct clops_tensor *c)
+{
+    const uint32_t real = CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64);
+    const struct clops_tensor *t[3] = {a, b, c};
+    const char *const names[3] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        int32_t status = tensor_check(t[i], op_name, names[i], real, 2, dev);
+        if (status != CLOPS_OK)
+            return status;
+    }
+    for (int i = 1; i < 3; i++)
+        if (t[i]->dtype != a->dtype)
+            return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                           "%s: parameter '%s' has dtype %s but 'a' has %s; a, b and c must "
+                           "have one dtype",
+                           op_name, names[i], dtype_name(t[i]->dtype), dtype_name(a->dtype));
+    if (a->dtype == CLOPS_F64 && !dev->info.fp64)
+        return err_set(CLOPS_ERR_UNSUPPORTED,
+                       "%s: parameter 'a' is f64 but device '%s' has no double precision "
+                       "(cl_khr_fp64)",
+                       op_name, dev->info.name);
+    return CLOPS_OK;
+}
+
+static int32_t check_trans(const char *param, int32_t trans)
+{
+    if (trans == CLOPS_NO_TRANS || trans == CLOPS_TRANS)
+        return CLOPS_OK;
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                   "%s: parameter '%s' = %d; expected 0 (none) or 1 (transpose)", op_name, param,
+                   (int)trans);
+}
+
+static int32_t check_shapes(const struct clops_tensor *a, const struct clops_tensor *b,
+                            const struct clops_tensor *c, int32_t trans_a, int32_t trans_b)
+{
+    struct op_view va = op_view(a, trans_a), vb = op_view(b, trans_b);
+    if (vb.rows != va.cols)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'b' has op(B) of shape %lldx%lld (trans_b = %s) but "
+                       "K = %lld from op(A) requires %lldxN",
+                       op_name, (long long)vb.rows, (long long)vb.cols, trans_name(trans_b),
+                       (long long)va.cols, (long long)va.cols);
+    if (c->shape[0] != va.rows || c->shape[1] != vb.cols)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'c' has shape %lldx%lld but op(A) op(B) is %lldx%lld "
+                       "(M from 'a', N from 'b')",
+                       op_name, (long long)c->shape[0], (long long)c->shape[1], (long long)va.rows,
+                       (long long)vb.cols);
+    const int64_t extents[3] = {va.rows, vb.cols, va.cols};
+    const char *const names[3] = {"M", "N", "K"};
+    for (int i = 0; i < 3; i++)
+        if (extents[i] > gemm_extent_max)
+            return err_set(CLOPS_ERR_UNSUPPORTED,
+                           "%s: %s = %lld exceeds the kernel's 32-bit indexing (at most %lld)",
+                           op_name, names[i], (long long)extents[i], (long long)gemm_extent_max);
+    return CLOPS_OK;
+}
+
+/* Row-major (unit column stride, rows far enough apart not to overlap) or column-major. Strides
+ * of axes of extent 1 do not matter. */
+static int is_row_major(const struct clops_tensor *t)
+{
+    return (t->shape[1] <= 1 || t->strides[1] == 1) &&
+           (t->shape[0] <= 1 || t->strides[0] >= t->shape[1]);
+}
+
+static int is_column_major(const struct clops_tensor *t)
+{
+    return (t->shape[0] <= 1 || t->strides[0] == 1) &&
+           (t->shape[1] <= 1 || t->strides[1] >= t->shape[0]);
+}
+
+/* A stored matrix with a unit stride must have its other stride, the leading dimension, at
+ * least the extent it steps over (BLAS: lda >= max(1, rows)); smaller means overlapping rows or
+ * columns, almost surely a wrong ld. Inputs may also be general strided views (the kernel takes
+ * any strides); the output C needs a unit stride. `dims` names the extents, e.g. {"M", "K"}. */
+static int32_t check_leading_dim(const struct clops_tensor *t, const char *param, const char *ld,
+                                 const char *const dims[2], int32_t is_output)
+{
+    if (is_row_major(t) || is_column_major(t))
+        return CLOPS_OK;
+    const long long s0 = (long long)t->strides[0], s1 = (long long)t->strides[1];
+    const char matrix = (char)toupper((unsigned char)param[0]); /* 'a' is A in the text */
+    if (s1 == 1)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' strides[0] (%s) = %lld is smaller than %s = %lld "
+                       "(row-major %c)",
+                       op_name, param, ld, s0, dims[1], (long long)t->shape[1], matrix);
+    if (s0 == 1)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' strides[1] (%s) = %lld is smaller than %s = %lld "
+                       "(column-major %c)",
+                       op_name, param, ld, s1, dims[0], (long long)t->shape[0], matrix);
+    if (!is_output)
+        return CLOPS_OK;
+    return err_set(CLOPS_ERR_UNSUPPORTED,
+                   "%s: parameter '%s' has strides {%lld, %lld}; expected one of them to be 1 "
+                   "(a row- or column-major C)",
+                   op_name, param, s0, s1);
+}
+
+static int32_t check_layouts(const struct clops_tensor *a, const struct clops_tensor *b,
+                             const struct clops_tensor *c, int32_t trans_a, int32_t trans_b)
+{
+    static const char *const a_dims[2][2] = {{"M", "K"}, {"K", "M"}};
+    static const char *const b_dims[2][2] = {{"K", "N"}, {"N", "K"}};
+    static const char *const c_dims[2] = {"M", "N"};
+    int32_t status = check_leading_dim(a, "a", "lda", a_dims[trans_a], 0);
+    if (status == CLOPS_OK)
+        status = check_leading_dim(b, "b", "ldb", b_dims[trans_b], 0);
+    if (status == CLOPS_OK)
+        status = check_leading_dim(c, "c", "ldc", c_dims, 1);
+    return status;
+}
+
+/* Whether the address ranges of x and y, first to last element, share memory. Ranges, not
+ * elements: interleaved views that share no element are rejected too, which is the safe side. */
+static int spans_overlap(const struct clops_tensor *x, const struct clops_tensor *y)
+{
+    int64_t nx = tensor_span(x), ny = tensor_span(y);
+    if (nx == 0 || ny == 0 || x->buffer != y->buffer)
+        return 0;
+    uintptr_t base_x = x->buffer != NULL ? 0 : (uintptr_t)x->data;
+    uintptr_t base_y = y->buffer != NULL ? 0 : (uintptr_t)y->data;
+    uintptr_t es = (uintptr_t)dtype_size(x->dtype);
+    uintptr_t lo_x = base_x + (uintptr_t)x->offset * es, hi_x = lo_x + (uintptr_t)nx * es;
+    uintptr_t lo_y = base_y + (uintptr_t)y->offset * es, hi_y = lo_y + (uintptr_t)ny * es;
+    return lo_x < hi_y && lo_y < hi_x;
+}
+
+static int32_t check_no_alias(const struct clops_tensor *a, const struct clops_tensor *b,
+                              const struct clops_tensor *c)
+{
+    const struct clops_tensor *inputs[2] = {a, b};
+    const char *const names[2] = {"a", "b"};
+    for (int i = 0; i < 2; i++)
+        if (spans_overlap(c, inputs[i]))
+            return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                           "%s: parameter 'c' overlaps parameter '%s' in memory; C is written "
+                           "while A and B are read, so it must not share storage with them",
+                           op_name, names[i]);
+    return CLOPS_OK;
+}
+
+/* Every check, before anything touches the device; fills the plan on success. */
+static int32_t gemm_check_args(const struct pool_device *dev, const struct clops_tensor *a,
+                               const struct clops_tensor *b, const struct clops_tensor *c,
+                               int32_t trans_a, int32_t trans_b, struct gemm_plan *plan)
+{
+    int32_t status = check_tensors(dev, a, b, c);
+    if (status == CLOPS_OK)
+        status = check_trans("trans_a", trans_a);
+    if (status == CLOPS_OK)
+        status = check_trans("trans_b", trans_b);
+    if (status == CLOPS_OK)
+        status = check_shapes(a, b, c, trans_a, trans_b);
+    if (status == CLOPS_OK)
+        status = check_layouts(a, b, c, trans_a, trans_b);
+    if (status == CLOPS_OK)
+        status = check_no_alias(a, b, c);
+    if (status != CLOPS_OK)
+        return status;
+
+    /* The kernel's left and right operands: op(A) op(B), or op(B)^T op(A)^T for C^T. */
+    struct op_view left = op_view(a, trans_a), right = op_view(b, trans_b);
+    *plan = (struct gemm_plan){.dtype = a->dtype,
+                               .ka = a,
+                               .kb = b,
+                               .c = c,
+                               .ka_param = "a",
+                               .kb_param = "b",
+                               .ldc = c->strides[0]};
+    if (!is_row_major(c)) {
+        struct op_view bt = transposed(right);
+        right = transposed(left);
+        left = bt;
+        plan->ka = b;
+        plan->kb = a;
+        plan->ka_param = "b";
+        plan->kb_param = "a";
+        plan->ldc = c->strides[1];
+    }
+    plan->m = left.rows;
+    plan->n = right.cols;
+    plan->k = left.cols;
+    plan->ka_si = left.row_stride;
+    plan->ka_sk = left.col_stride;
+    plan->kb_sk = right.row_stride;
+    plan->kb_sj = right.col_stride;
+    return CLOPS_OK;
+}
+
+/* ---- The device side ------------------------------------------------------------------------- */
+
+static int32_t build_options(const struct gemm_tiles *t, int32_t dtype, char *out, size_t size)
+{
+    int n = snprintf(
+        out, size, "-DREAL=%s%s -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DWPT_M=%d -DWPT_N=%d%s",
+        dtype == CLOPS_F64 ? "double" : "float", dtype == CLOPS_F64 ? " -DUSE_FP64" : "",
+        (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->wpt_m, (int)t->wpt_n,
+        t->contiguous ? " -DCONTIGUOUS_BLOCK" : "");
+    if (n < 0 || (size_t)n >= size)
+        return err_set(CLOPS_ERR_INTERNAL, "%s: build options do not fit %zu bytes", op_name, size);
+    return CLOPS_OK;
+}
+
+/* A new kernel object (clSetKernelArg on a shared one would race between host threads) from the
+ * pool's program for these tiles. *fits = 0 when the device cannot run the work-group. */
+static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, int32_t dtype,
+                             const struct gemm_tiles *tiles, cl_kernel *out, int *fits)
+{
+    char options[256];
+    cl_program program;
+    int32_t status = build_options(tiles, dtype, options, sizeof options);
+    if (status == CLOPS_OK)
+        status = pool_get_program(pool, dev, op_name, "gemm", options, &program);
+    if (status != CLOPS_OK)
+        return status;
+    cl_int rc;
+    *out = clCreateKernel(program, "gemm", &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clCreateKernel failed", op_name);
+    size_t max_group = 0;
+    rc = clGetKernelWorkGroupInfo(*out, dev->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max_group,
+                                  &max_group, NULL);
+    if (rc != CL_SUCCESS) {
+        clReleaseKernel(*out);
+        *out = NULL;
+        return err_cl(rc, "%s: clGetKernelWorkGroupInfo failed", op_name);
+    }
+    *fits = tiles_group_size(tiles) <= max_group;
+    return CLOPS_OK;
+}
+
+/* The kernel for the plan on `dev`, with the tiles of the tuning table, or the fallback ones
+ * when those do not fit the device's local memory or the kernel's work-group limit (should even
+ * these not fit, the launch reports CL_INVALID_WORK_GROUP_SIZE). */
+static int32_t get_kernel(struct clops_pool *pool, struct pool_device *dev,
+                          const struct gemm_plan *p, struct gemm_tiles *tiles, cl_kernel *out)
+{
+    *tiles = tiles_for_call(dev, p->m, p->n);
+    if (tiles_local_bytes(tiles, dtype_size(p->dtype)) > dev->info.local_mem_bytes)
+        *tiles = fallback_tiles;
+    int fits = 0;
+    int32_t status = create_kernel(pool, dev, p->dtype, tiles, out, &fits);
+    if (status != CLOPS_OK || fits || memcmp(tiles, &fallback_tiles, sizeof *tiles) == 0)
+        return status;
+    log_msg(CLOPS_LOG_INFO, "%s: '%s' cannot run %zu work-items per group; using smaller tiles",
+            op_name, dev->info.name, tiles_group_size(tiles));
+    clReleaseKernel(*out);
+    *out = NULL;
+    *tiles = fallback_tiles;
+    return create_kernel(pool, dev, p->dtype, tiles, out, &fits);
+}
+
+struct kernel_arg {
+    size_t size;
+    const void *value;
+};
+
+static int32_t set_kernel_args(cl_kernel kernel, const struct kernel_arg *args, cl_uint count)
+{
+    for (cl_uint i = 0; i < count; i++) {
+        cl_int rc = clSetKernelArg(kernel, i, args[i].size, args[i].value);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: clSetKernelArg(%u) failed", op_name, (unsigned)i);
+    }
+    return CLOPS_OK;
+}
+
+/* Binds the plan and the staged operands to the kernel's parameters, in its order. */
+static int32_t bind_plan(cl_kernel kernel, const struct gemm_plan *p,
+                         const struct staged_tensor *sa, const struct staged_tensor *sb,
+                         const struct staged_tensor *sc)
+{
+    const cl_int m = (cl_int)p->m, n = (cl_int)p->n, k = (cl_int)p->k;
+    const float alpha_f = (float)p->alpha, beta_f = (float)p->beta;
+    const int f64 = p->dtype == CLOPS_F64;
+    const size_t real = f64 ? sizeof(double) : sizeof(float);
+    const cl_long off_a = sa->offset, off_b = sb->offset, off_c = sc->offset;
+    const cl_long ka_si = p->ka_si, ka_sk = p->ka_sk, kb_sk = p->kb_sk, kb_sj = p->kb_sj;
+    const cl_long ldc = p->ldc;
+    const struct kernel_arg args[] = {
+        {sizeof m, &m},
+        {sizeof n, &n},
+        {sizeof k, &k},
+        {real, f64 ? (const void *)&p->alpha : (const void *)&alpha_f},
+        {real, f64 ? (const void *)&p->beta : (const void *)&beta_f},
+        {sizeof(cl_mem), &sa->mem},
+        {sizeof off_a, &off_a},
+        {sizeof ka_si, &ka_si},
+        {sizeof ka_sk, &ka_sk},
+        {sizeof(cl_mem), &sb->mem},
+        {sizeof off_b, &off_b},
+        {sizeof kb_sk, &kb_sk},
+        {sizeof kb_sj, &kb_sj},
+        {sizeof(cl_mem), &sc->mem},
+        {sizeof off_c, &off_c},
+        {sizeof ldc, &ldc},
+    };
+    return set_kernel_args(kernel, args, (cl_uint)(sizeof args / sizeof args[0]));
+}
+
+/* One work-group per TILE_M x TILE_N block of C, on a 1-D range (the kernel says why). */
+static int32_t launch(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
+                      const struct gemm_tiles *t, const struct gemm_plan *p, int64_t *device_ns)
+{
+    size_t local = tiles_group_size(t);
+    size_t global = local * (size_t)tiles_group_count(t, p->m, p->n);
+    return pool_run_kernel(pool, queue, kernel, 1, &global, &local, device_ns, op_name);
+}
+
+/* Stages the operands, runs the kernel once over the whole of C, copies C back. A and B are
+ * neither staged nor read when k = 0 (the kernel then takes NULL buffers). */
+static int32_t gemm_run(struct clops_pool *pool, struct pool_device *dev, const struct gemm_plan *p,
+                        int64_t *device_ns)
+{
+    cl_command_queue queue = pool_acquire_queue(dev);
+    struct staged_tensor sa = {0}, sb = {0}, sc = {0};
+    struct gemm_tiles tiles;
+    cl_kernel kernel = NULL;
+    int32_t status = get_kernel(pool, dev, p, &tiles, &kernel);
+    if (status != CLOPS_OK)
+        goto cleanup;
+    if (p->k > 0) {
+        status = tensor_stage(pool, dev, queue, p->ka, 1, &sa, op_name, p->ka_param);
+        if (status != CLOPS_OK)
+            goto cleanup;
+        status = tensor_stage(pool, dev, queue, p->kb, 1, &sb, op_name, p->kb_param);
+        if (status != CLOPS_OK)
+            goto cleanup;
+    }
+    /* Uploaded even for beta = 0: the kernel writes only C's elements, and a C with padded
+     * rows or columns comes back whole, gaps included. */
+    status = tensor_stage(pool, dev, queue, p->c, 1, &sc, op_name, "c");
+    if (status != CLOPS_OK)
+        goto cleanup;
+    status = bind_plan(kernel, p, &sa, &sb, &sc);
+    if (status != CLOPS_OK)
+        goto cleanup;
+    status = launch(pool, queue, kernel, &tiles, p, device_ns);
+    if (status != CLOPS_OK)
+        goto cleanup;
+    status = tensor_unstage_output(pool, queue, &sc, op_name, "c");
+cleanup:
+    tensor_release(&sc);
+    tensor_release(&sb);
+    tensor_release(&sa);
+    if (kernel != NULL)
+        clReleaseKernel(kernel);
+    return status;
+}
+
+/* ---- The entry point ------------------------------------------------------------------------- */
+
+static int32_t gemm_call(struct clops_pool *pool, const struct clops_tensor *a,
+                         const struct clops_tensor *b, const struct clops_tensor *c,
+                         int32_t trans_a, int32_t trans_b, double alpha, double beta,
+                         int64_t *device_ns)
+{
+    struct pool_device *dev = pool_device_for_op(pool, op_name);
+    struct gemm_plan plan;
+    int32_t status = gemm_check_args(dev, a, b, c, trans_a, trans_b, &plan);
+    if (status != CLOPS_OK)
+        return status;
+    plan.alpha = alpha;
+    plan.beta = beta;
+    /* BLAS: alpha = 0 reads neither A nor B (NaN in them does not leak into C). */
+    if (alpha == 0.0)
+        plan.k = 0;
+    /* Nothing to compute: an empty C, or C = 1 * C. */
+    if (plan.m == 0 || plan.n == 0 || (plan.k == 0 && beta == 1.0))
+        return CLOPS_OK;
+    return gemm_run(pool, dev, &plan, device_ns);
+}
+
+static int32_t gemm_entry(struct clops_pool *pool, const struct clops_tensor *a,
+                          const struct clops_tensor *b, const struct clops_tensor *c,
+                          int32_t trans_a, int32_t trans_b, double alpha, double beta)
+{
+    err_clear();
+    if (pool == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
+    int64_t device_ns = 0;
+    int32_t status = gemm_call(pool, a, b, c, trans_a, trans_b, alpha, beta, &device_ns);
+    pool_record_call(pool, op_name, status, device_ns);
+    return status;
+}
+
+_Static_assert(_Generic(&gemm_entry, clops_gemm_fn : 1, default : 0),
+               "gemm_entry must have the ABI's clops_gemm_fn prototype");
+
+/* ---- The descriptor -------------------------------------------------------------------------- */
+
+static const char *const trans_values[] = {"none", "transpose", NULL};
+
+static const struct clops_param gemm_params[] = {
+    {"a", CLOPS_PARAM_TENSOR_IN, CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64), NULL,
+     NULL, "A, rank 2: M x K, or K x M with trans_a = transpose. Any strides."},
+    {"b", CLOPS_PARAM_TENSOR_IN, CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64), NULL,
+     NULL, "B, rank 2: K x N, or N x K with trans_b = transpose. Any strides; a's dtype."},
+    {"c", CLOPS_PARAM_TENSOR_INOUT, CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64), NULL,
+     NULL,
+     "C, rank 2, M x N, a's dtype: row- or column-major (one unit stride, the other at least "
+     "the extent it steps over); read unless beta = 0, then written. Must not overlap a or b."},
+    {"trans_a", CLOPS_PARAM_ENUM, 0, trans_values, "none", "op(A): A itself or its transpose."},
+    {"trans_b", CLOPS_PARAM_ENUM, 0, trans_values, "none", "op(B): B itself or its transpose."},
+    {"alpha", CLOPS_PARAM_DOUBLE, 0, NULL, "1",
+     "Scales op(A) op(B); 0 reads neither A nor B. Rounded to float for f32."},
+    {"beta", CLOPS_PARAM_DOUBLE, 0, NULL, "0",
+     "Scales C's prior contents; 0 ignores them, NaN included. Rounded to float for f32."},
+};
+
+const struct clops_op op_gemm = {
+    .struct_size = sizeof(struct clops_op),
+    .version = 1,
+    .name = op_name,
+    .summary = "General matrix multiply: C = alpha * op(A) * op(B) + beta * C, f32 or f64.",
+    .doc =
+        "Computes C = alpha * op(A) * op(B) + beta * C, where op(X) is X or its transpose as "
+        "trans_a and trans_b say: op(A) is M x K, op(B) is K x N and C is M x N. a, b and c "
+        "have one dtype, f32 or f64 (f64 needs a device with cl_khr_fp64); products are "
+        "accumulated in that precision, tiled in local memory on the pool's device for gemm.\n"
+        "\n"
+        "Layouts are strides: element (i, j) of a tensor is at offset + i*strides[0] + "
+        "j*strides[1], so row-major (strides {ld, 1}), column-major ({1, ld}), transposed and "
+        "strided views of A and B are all taken in place, without copies. C must be row- or "
+        "column-major (one unit stride); a column-major C is computed as C^T = op(B)^T op(A)^T. "
+        "As in BLAS, a leading dimension smaller than the extent it steps over (lda < K for a "
+        "row-major A that is not transposed) is an error, and C must not overlap A or B.\n"
+        "\n"
+        "BLAS conventions: beta = 0 sets C = alpha * op(A) * op(B) without reading C, so NaN or "
+        "garbage in C never reaches the result; alpha = 0 or K = 0 sets C = beta * C without "
+        "reading A or B; M = 0 or N = 0 is a valid call that does nothing. Gaps between the rows "
+        "(or columns) of a padded C are left untouched.\n"
+        "\n"
+        "Errors: CLOPS_ERR_INVALID_ARGUMENT, naming the parameter, for a NULL or malformed "
+        "tensor, a rank other than 2, dtypes that differ, shapes that do not chain (op(B) must "
+        "have K rows, C must be M x N), a leading dimension too small, trans_a or trans_b other "
+        "than 0 or 1, or C overlapping A or B. CLOPS_ERR_UNSUPPORTED for a dtype other than f32 "
+        "and f64, f64 on a device without double precision, a C without a unit stride, or an "
+        "extent over 2^30 - 1. A rejected call touches neither the device nor C; device and "
+        "build failures carry the OpenCL error's name.",
+    .param_count = (int32_t)(sizeof gemm_params / sizeof gemm_params[0]),
+    .params = gemm_params,
+    .entry = (void (*)(void))gemm_entry,
+};

@@ -1,0 +1,267 @@
+/* test_abi.c — ABI negotiation, the table's shape, descriptors, struct_size growth, errors. */
+#include <check.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static clops_plugin_entry_fn entry_symbol(void)
+{
+    clops_plugin_entry_fn entry =
+        (clops_plugin_entry_fn)(uintptr_t)dlsym(tu_library(), "clops_plugin_entry");
+    ck_assert_ptr_nonnull(entry);
+    return entry;
+}
+
+START_TEST(test_entry_serves_major_1_only)
+{
+    clops_plugin_entry_fn entry = entry_symbol();
+    const struct clops_api *api = entry(1);
+    ck_assert_ptr_nonnull(api);
+    ck_assert_uint_eq(api->struct_size, sizeof(struct clops_api));
+    ck_assert_uint_eq(api->abi_major, 1);
+    ck_assert_uint_eq(api->abi_minor, CLOPS_ABI_MINOR);
+    ck_assert_ptr_null(entry(0));
+    ck_assert_ptr_null(entry(2));
+    ck_assert_ptr_null(entry(0xFFFFFFFFu));
+    ck_assert_ptr_eq(entry(1), api); /* a static table, the same on every call */
+}
+END_TEST
+
+START_TEST(test_table_has_every_member)
+{
+    const struct clops_api *api = tu_api();
+    ck_assert(CLOPS_API_HAS(api, invoke));
+    /* Every function pointer from `version` to the end is set. */
+    const char *begin = (const char *)&api->version;
+    const char *end = (const char *)api + api->struct_size;
+    for (const char *p = begin; p < end; p += sizeof(void (*)(void))) {
+        void (*fn)(void);
+        memcpy(&fn, p, sizeof fn);
+        ck_assert_msg(fn != NULL, "table member at offset %td is NULL", p - (const char *)api);
+    }
+    ck_assert_str_eq(api->version(), "0.1.0");
+}
+END_TEST
+
+START_TEST(test_internal_symbols_are_hidden)
+{
+    /* Only clops_plugin_entry is exported: internal names must not resolve. */
+    ck_assert_ptr_null(dlsym(tu_library(), "entry_table"));
+    ck_assert_ptr_null(dlsym(tu_library(), "pool_create"));
+    ck_assert_ptr_null(dlsym(tu_library(), "err_set"));
+    ck_assert_ptr_null(dlsym(tu_library(), "op_gemm"));
+}
+END_TEST
+
+START_TEST(test_struct_layouts_are_pinned)
+{
+    /* These offsets are the ABI: a change here breaks every compiled host. */
+    ck_assert_uint_eq(offsetof(struct clops_tensor, data), 0);
+    ck_assert_uint_eq(offsetof(struct clops_tensor, buffer), 8);
+    ck_assert_uint_eq(offsetof(struct clops_tensor, offset), 16);
+    ck_assert_uint_eq(offsetof(struct clops_tensor, dtype), 24);
+    ck_assert_uint_eq(offsetof(struct clops_tensor, rank), 28);
+    ck_assert_uint_eq(offsetof(struct clops_tensor, shape), 32);
+    ck_assert_uint_eq(offsetof(struct clops_tensor, strides), 64);
+    ck_assert_uint_eq(sizeof(struct clops_tensor), 96);
+    ck_assert_uint_eq(offsetof(struct clops_arg, tensor), 16);
+    ck_assert_uint_eq(sizeof(struct clops_arg), 48);
+    ck_assert_uint_eq(offsetof(struct clops_api, version), 8);
+}
+END_TEST
+
+START_TEST(test_status_names_are_distinct)
+{
+    const struct clops_api *api = tu_api();
+    for (int32_t a = CLOPS_OK; a <= CLOPS_ERR_INTERNAL; a++) {
+        ck_assert_ptr_null(strstr(api->status_name(a), "UNKNOWN"));
+        for (int32_t b = a + 1; b <= CLOPS_ERR_INTERNAL; b++)
+            ck_assert_str_ne(api->status_name(a), api->status_name(b));
+    }
+    ck_assert_str_eq(api->status_name(CLOPS_ERR_CONFIG), "CLOPS_ERR_CONFIG");
+    ck_assert_ptr_nonnull(strstr(api->status_name(999), "UNKNOWN"));
+}
+END_TEST
+
+START_TEST(test_descriptors_enumerate_and_find)
+{
+    const struct clops_api *api = tu_api();
+    int32_t n = api->op_count();
+    ck_assert_int_ge(n, 1);
+    for (int32_t i = 0; i < n; i++) {
+        const struct clops_op *op = api->op_at(i);
+        ck_assert_ptr_nonnull(op);
+        ck_assert_uint_eq(op->struct_size, sizeof(struct clops_op));
+        ck_assert_int_ge(op->version, 1);
+        ck_assert_int_gt((int)strlen(op->summary), 10);
+        ck_assert_int_gt((int)strlen(op->doc), 40);
+        ck_assert_ptr_nonnull(op->entry);
+        ck_assert_ptr_eq(api->op_find(op->name), op);
+        ck_assert_int_eq(api->op_index(op), i);
+        for (int32_t p = 0; p < op->param_count; p++) {
+            const struct clops_param *param = &op->params[p];
+            ck_assert_ptr_nonnull(param->name);
+            ck_assert_ptr_nonnull(param->doc);
+            ck_assert_int_ge(param->kind, CLOPS_PARAM_TENSOR_IN);
+            ck_assert_int_le(param->kind, CLOPS_PARAM_STRING);
+            int is_tensor = param->kind <= CLOPS_PARAM_TENSOR_INOUT;
+            ck_assert_int_eq(param->dtypes != 0, is_tensor);
+            ck_assert_int_eq(param->enum_values != NULL, param->kind == CLOPS_PARAM_ENUM);
+            if (is_tensor)
+                ck_assert_ptr_null(param->default_value);
+        }
+    }
+    ck_assert_ptr_null(api->op_at(-1));
+    ck_assert_ptr_null(api->op_at(n));
+}
+END_TEST
+
+START_TEST(test_gemm_descriptor_lists_its_parameters)
+{
+    const struct clops_op *op = tu_api()->op_find("gemm");
+    ck_assert_ptr_nonnull(op);
+    static const char *const names[] = {"a", "b", "c", "trans_a", "trans_b", "alpha", "beta"};
+    static const int32_t kinds[] = {CLOPS_PARAM_TENSOR_IN, CLOPS_PARAM_TENSOR_IN,
+                                    CLOPS_PARAM_TENSOR_INOUT, CLOPS_PARAM_ENUM, CLOPS_PARAM_ENUM,
+                                    CLOPS_PARAM_DOUBLE, CLOPS_PARAM_DOUBLE};
+    ck_assert_int_eq(op->param_count, 7);
+    for (int i = 0; i < 7; i++) {
+        ck_assert_str_eq(op->params[i].name, names[i]);
+        ck_assert_int_eq(op->params[i].kind, kinds[i]);
+    }
+    ck_assert_uint_eq(op->params[0].dtypes, CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64));
+    ck_assert_str_eq(op->params[3].enum_values[0], "none");
+    ck_assert_str_eq(op->params[3].enum_values[1], "transpose");
+    ck_assert_ptr_null(op->params[3].enum_values[2]);
+    ck_assert_str_eq(op->params[6].default_value, "0");
+}
+END_TEST
+
+START_TEST(test_op_find_unknown_names_it)
+{
+    const struct clops_api *api = tu_api();
+    ck_assert_ptr_null(api->op_find("gemmm"));
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "'gemmm'"));
+    ck_assert_ptr_null(api->op_find(NULL));
+}
+END_TEST
+
+START_TEST(test_devices_list_finds_a_device)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_device_info info[8];
+    for (int i = 0; i < 8; i++)
+        info[i].struct_size = sizeof info[i];
+    int32_t count = -1;
+    ck_assert_int_eq(api->devices_list(info, 8, &count), CLOPS_OK);
+    ck_assert_int_ge(count, 1);
+    ck_assert_int_gt((int)strlen(info[0].name), 0);
+    ck_assert_int_gt(info[0].compute_units, 0);
+    ck_assert_int_gt(info[0].global_mem_bytes, 0);
+    ck_assert_int_eq(api->devices_list(NULL, 0, &count), CLOPS_OK); /* counting only */
+    ck_assert_int_ge(count, 1);
+    ck_assert_int_eq(api->devices_list(NULL, 1, &count), CLOPS_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_older_host_struct_is_not_overrun)
+{
+    /* A host built against a header where clops_device_info ended before `fp64`. */
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = tu_pool();
+    unsigned char raw[sizeof(struct clops_device_info) + 16];
+    memset(raw, 0xAB, sizeof raw);
+    struct clops_device_info *info = (struct clops_device_info *)raw;
+    info->struct_size = offsetof(struct clops_device_info, fp64);
+    ck_assert_int_eq(api->pool_device_info(pool, 0, info), CLOPS_OK);
+    ck_assert_int_gt((int)strlen(info->name), 0);
+    for (size_t i = offsetof(struct clops_device_info, fp64); i < sizeof raw; i++)
+        ck_assert_uint_eq(raw[i], 0xAB);
+    info->struct_size = 4;
+    ck_assert_int_eq(api->pool_device_info(pool, 0, info), CLOPS_ERR_ABI_MISMATCH);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "struct_size"));
+    struct clops_device_info full = {.struct_size = sizeof full};
+    ck_assert_int_eq(api->pool_device_info(pool, 5, &full), CLOPS_ERR_NOT_FOUND);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "'index' = 5"));
+}
+END_TEST
+
+static void *error_in_other_thread(void *arg)
+{
+    (void)arg;
+    const struct clops_api *api = tu_api();
+    /* A fresh thread has no message, whatever the main thread did. */
+    int clean = strcmp(api->last_error(), "") == 0;
+    api->op_find("other-thread-op");
+    int own = strstr(api->last_error(), "other-thread-op") != NULL;
+    return (void *)(intptr_t)(clean && own);
+}
+
+START_TEST(test_last_error_is_per_thread)
+{
+    const struct clops_api *api = tu_api();
+    api->op_find("main-thread-op");
+    pthread_t t;
+    void *ok;
+    ck_assert_int_eq(pthread_create(&t, NULL, error_in_other_thread, NULL), 0);
+    pthread_join(t, &ok);
+    ck_assert_int_eq((int)(intptr_t)ok, 1);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "main-thread-op"));
+}
+END_TEST
+
+struct log_capture {
+    int count;
+    char last[512];
+};
+
+static void capture_log(int32_t level, const char *message, void *user)
+{
+    struct log_capture *c = user;
+    (void)level;
+    c->count++;
+    snprintf(c->last, sizeof c->last, "%s", message);
+}
+
+START_TEST(test_log_callback_receives_diagnostics)
+{
+    const struct clops_api *api = tu_api();
+    struct log_capture capture = {0};
+    api->set_log_callback(capture_log, &capture, CLOPS_LOG_DEBUG);
+    api->op_find("logged-op");
+    api->set_log_callback(NULL, NULL, CLOPS_LOG_WARNING);
+    ck_assert_int_ge(capture.count, 1);
+    ck_assert_ptr_nonnull(strstr(capture.last, "logged-op"));
+    int before = capture.count;
+    api->op_find("not-logged-op");
+    ck_assert_int_eq(capture.count, before);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("abi");
+    TCase *tc = tcase_create("abi");
+    tcase_add_test(tc, test_entry_serves_major_1_only);
+    tcase_add_test(tc, test_table_has_every_member);
+    tcase_add_test(tc, test_internal_symbols_are_hidden);
+    tcase_add_test(tc, test_struct_layouts_are_pinned);
+    tcase_add_test(tc, test_status_names_are_distinct);
+    tcase_add_test(tc, test_descriptors_enumerate_and_find);
+    tcase_add_test(tc, test_gemm_descriptor_lists_its_parameters);
+    tcase_add_test(tc, test_op_find_unknown_names_it);
+    tcase_add_test(tc, test_devices_list_finds_a_device);
+    tcase_add_test(tc, test_older_host_struct_is_not_overrun);
+    tcase_add_test(tc, test_last_error_is_per_thread);
+    tcase_add_test(tc, test_log_callback_receives_diagnostics);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

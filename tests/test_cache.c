@@ -1,0 +1,607 @@
+/* test_cache.c — the on-disk program cache: round trips, and that truncated, altered, foreign
+ * or garbage entries are rejected and removed without crashing, and that failures stay silent. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "clops.h"
+#include "error.h"
+#include "testutil.h"
+
+/* Layout offsets of an entry (see cache.c): magic 8, version 4, key length 8, key, binary
+ * length 8, binary, checksum 8. */
+enum { OFF_VERSION = 8, OFF_KEY_LENGTH = 12, OFF_KEY = 20, FIXED_SIZE = 36 };
+
+/* ---- Helpers ------------------------------------------------------------------------------- */
+
+static const char *scratch_dir(void)
+{
+    const char *dir = getenv("CLOPS_BINARY_DIR");
+    return dir != NULL && dir[0] != '\0' ? dir : "/tmp";
+}
+
+static void make_temp_dir(char *out, size_t size)
+{
+    snprintf(out, size, "%s/test_cache_XXXXXX", scratch_dir());
+    ck_assert_msg(mkdtemp(out) != NULL, "mkdtemp(%s): %s", out, strerror(errno));
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void remove_tree(const char *dir)
+{
+    nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A cache in a fresh directory of its own. */
+static void fresh_cache(struct program_cache *cache, char *dir, size_t size)
+{
+    make_temp_dir(dir, size);
+    cache_init(cache, 1, dir);
+    ck_assert_int_eq(cache->enabled, 1);
+    ck_assert_str_eq(cache->dir, dir);
+}
+
+/* The documented file name: the hex FNV-1a of the key, ".bin". */
+static void entry_file(const struct program_cache *cache, const char *key, char *out, size_t size)
+{
+    snprintf(out, size, "%s/%016llx.bin", cache->dir,
+             (unsigned long long)cache_hash(key, strlen(key), 0));
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    return st.st_size;
+}
+
+static unsigned char *random_bytes(size_t n)
+{
+    unsigned char *bytes = malloc(n);
+    ck_assert_ptr_nonnull(bytes);
+    for (size_t i = 0; i < n; i++)
+        bytes[i] = (unsigned char)((tu_uniform() + 1.0) * 128.0);
+    return bytes;
+}
+
+static void assert_hit(const struct program_cache *cache, const char *key,
+                       const unsigned char *expected, size_t size)
+{
+    unsigned char *binary = NULL;
+    size_t got = 0;
+    ck_assert_int_eq(cache_load(cache, key, &binary, &got), CACHE_HIT);
+    ck_assert_uint_eq(got, size);
+    ck_assert_int_eq(memcmp(binary, expected, size), 0);
+    free(binary);
+}
+
+static enum cache_result load_result(const struct program_cache *cache, const char *key)
+{
+    unsigned char *binary = (unsigned char *)1;
+    size_t size = 1;
+    enum cache_result r = cache_load(cache, key, &binary, &size);
+    if (r == CACHE_HIT) {
+        free(binary);
+    } else {
+        ck_assert_ptr_null(binary);
+        ck_assert_uint_eq(size, 0);
+    }
+    return r;
+}
+
+/* A corrupt entry is reported once and removed: the next load is a plain miss. */
+static void assert_corrupt_then_removed(const struct program_cache *cache, const char *key,
+                                        const char *path, const char *what)
+{
+    ck_assert_msg(load_result(cache, key) == CACHE_CORRUPT, "%s: not CACHE_CORRUPT", what);
+    ck_assert_msg(!file_exists(path), "%s: the corrupt entry was not removed", what);
+    ck_assert_int_eq(load_result(cache, key), CACHE_MISS);
+}
+
+static void write_file(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, size, f), size);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static unsigned char *read_file(const char *path, size_t *size)
+{
+    *size = (size_t)file_size(path);
+    unsigned char *data = malloc(*size);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(data, 1, *size, f), *size);
+    fclose(f);
+    return data;
+}
+
+static void put_u64(unsigned char *out, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (unsigned char)(v >> (8 * i));
+}
+
+static int warnings_seen;
+
+static void count_warnings(int32_t level, const char *message, void *user)
+{
+    (void)message;
+    (void)user;
+    if (level == CLOPS_LOG_WARNING)
+        warnings_seen++;
+}
+
+/* ---- Hash ---------------------------------------------------------------------------------- */
+
+START_TEST(test_hash_is_fnv1a_64_and_seed_changes_it)
+{
+    /* Reference values of 64-bit FNV-1a (Fowler, Noll, Vo: the published test vectors). */
+    ck_assert_uint_eq(cache_hash("", 0, 0), 0xcbf29ce484222325ull);
+    ck_assert_uint_eq(cache_hash("a", 1, 0), 0xaf63dc4c8601ec8cull);
+    ck_assert_uint_eq(cache_hash("foobar", 6, 0), 0x85944171f73967e8ull);
+    ck_assert_uint_ne(cache_hash("foobar", 6, 1), cache_hash("foobar", 6, 0));
+    ck_assert_uint_ne(cache_hash("foobar", 6, 1), cache_hash("foobar", 6, 2));
+}
+END_TEST
+
+/* ---- Round trips --------------------------------------------------------------------------- */
+
+START_TEST(test_store_then_load_returns_the_same_bytes)
+{
+    tu_seed(101);
+    struct program_cache cache;
+    char dir[1024], path[1200], key[128];
+    fresh_cache(&cache, dir, sizeof dir);
+    const size_t sizes[] = {1, 7, 4099, 65537, 1000003};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        snprintf(key, sizeof key, "platform=P|device=D%zu|options=-DN=%zu", i, sizes[i]);
+        ck_assert_int_eq(load_result(&cache, key), CACHE_MISS);
+        unsigned char *binary = random_bytes(sizes[i]);
+        cache_store(&cache, key, binary, sizes[i]);
+        entry_file(&cache, key, path, sizeof path);
+        ck_assert_msg(file_exists(path), "no entry file %s", path);
+        ck_assert_int_eq(file_size(path), (off_t)(FIXED_SIZE + strlen(key) + sizes[i]));
+        assert_hit(&cache, key, binary, sizes[i]);
+        /* A second load hits again: loading does not consume the entry. */
+        assert_hit(&cache, key, binary, sizes[i]);
+        free(binary);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_store_replaces_an_existing_entry)
+{
+    tu_seed(102);
+    struct program_cache cache;
+    char dir[1024];
+    fresh_cache(&cache, dir, sizeof dir);
+    unsigned char *first = random_bytes(333), *second = random_bytes(777);
+    cache_store(&cache, "key", first, 333);
+    cache_store(&cache, "key", second, 777);
+    assert_hit(&cache, "key", second, 777);
+    free(first);
+    free(second);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_no_temp_files_are_left_after_store)
+{
+    tu_seed(103);
+    struct program_cache cache;
+    char dir[1024], key[64];
+    fresh_cache(&cache, dir, sizeof dir);
+    enum { KEYS = 5 };
+    for (int i = 0; i < 2 * KEYS; i++) {
+        size_t size = 100 + (size_t)i * 37;
+        unsigned char *binary = random_bytes(size);
+        snprintf(key, sizeof key, "key-%d", i % KEYS); /* each key stored twice */
+        cache_store(&cache, key, binary, size);
+        free(binary);
+    }
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int entries = 0;
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        size_t n = strlen(e->d_name);
+        ck_assert_msg(n == 20 && strcmp(e->d_name + 16, ".bin") == 0, "stray file '%s'", e->d_name);
+        entries++;
+    }
+    closedir(d);
+    ck_assert_int_eq(entries, KEYS);
+    remove_tree(dir);
+}
+END_TEST
+
+/* ---- Damaged entries ----------------------------------------------------------------------- */
+
+START_TEST(test_truncated_entry_is_corrupt_and_removed)
+{
+    tu_seed(104);
+    struct program_cache cache;
+    char dir[1024], path[1200];
+    fresh_cache(&cache, dir, sizeof dir);
+    const char *key = "platform=Portable|device=cpu|source=gemm:0123|options=-DTS=16";
+    const size_t binary_size = 1031, key_length = strlen(key);
+    const size_t full = FIXED_SIZE + key_length + binary_size;
+    /* Empty, inside the magic, the version, the key length, the key, the binary length, the
+     * binary and the checksum, and one byte short. */
+    const size_t cuts[] = {0,
+                           5,
+                           OFF_VERSION + 2,
+                           OFF_KEY_LENGTH + 3,
+                           OFF_KEY,
+                           OFF_KEY + key_length / 2,
+                           OFF_KEY + key_length,
+                           OFF_KEY + key_length + 4,
+                           OFF_KEY + key_length + 8 + binary_size / 2,
+                           full - 8,
+                           full - 1};
+    unsigned char *binary = random_bytes(binary_size);
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        cache_store(&cache, key, binary, binary_size);
+        entry_file(&cache, key, path, sizeof path);
+        ck_assert_int_eq(file_size(path), (off_t)full);
+        ck_assert_int_eq(truncate(path, (off_t)cuts[i]), 0);
+        char what[64];
+        snprintf(what, sizeof what, "truncated at %zu of %zu bytes", cuts[i], full);
+        assert_corrupt_then_removed(&cache, key, path, what);
+    }
+    /* Trailing bytes after the checksum are damage too. */
+    cache_store(&cache, key, binary, binary_size);
+    FILE *f = fopen(path, "ab");
+    fputs("extra", f);
+    fclose(f);
+    assert_corrupt_then_removed(&cache, key, path, "trailing bytes");
+    free(binary);
+    remove_tree(dir);
+}
+END_TEST
+
+/* Stores an entry, changes one byte at `offset` (from the end when negative), and expects the
+ * load to reject and remove it. */
+static void check_flipped_byte(const struct program_cache *cache, const char *key, long offset,
+                               const char *what)
+{
+    char path[1200];
+    size_t size = 2053;
+    unsigned char *binary = random_bytes(size);
+    cache_store(cache, key, binary, size);
+    entry_file(cache, key, path, sizeof path);
+    size_t file_length;
+    unsigned char *data = read_file(path, &file_length);
+    size_t at = offset >= 0 ? (size_t)offset : file_length - (size_t)-offset;
+    data[at] ^= 0x20;
+    write_file(path, data, file_length);
+    assert_corrupt_then_removed(cache, key, path, what);
+    free(data);
+    free(binary);
+}
+
+START_TEST(test_altered_byte_is_corrupt)
+{
+    tu_seed(105);
+    struct program_cache cache;
+    char dir[1024];
+    fresh_cache(&cache, dir, sizeof dir);
+    const char *key = "device=X|options=";
+    long binary_start = OFF_KEY + (long)strlen(key) + 8;
+    check_flipped_byte(&cache, key, binary_start, "first byte of the binary");
+    check_flipped_byte(&cache, key, binary_start + 1000, "a byte inside the binary");
+    check_flipped_byte(&cache, key, -9, "last byte of the binary");
+    check_flipped_byte(&cache, key, -1, "a byte of the checksum");
+    check_flipped_byte(&cache, key, 0, "a byte of the magic");
+    check_flipped_byte(&cache, key, OFF_VERSION, "the format version");
+    check_flipped_byte(&cache, key, binary_start - 8, "the binary length");
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_garbage_file_is_corrupt)
+{
+    tu_seed(106);
+    struct program_cache cache;
+    char dir[1024], path[1200];
+    fresh_cache(&cache, dir, sizeof dir);
+    const char *key = "garbage-key";
+    entry_file(&cache, key, path, sizeof path);
+    const size_t sizes[] = {1, 35, 36, 37, 4096, 100000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        unsigned char *junk = random_bytes(sizes[i]);
+        write_file(path, junk, sizes[i]);
+        assert_corrupt_then_removed(&cache, key, path, "random bytes");
+        free(junk);
+    }
+    const char text[] = "CLOPSBIN is how it starts, but this is a text file.\n";
+    write_file(path, text, sizeof text - 1);
+    assert_corrupt_then_removed(&cache, key, path, "text after the magic");
+    remove_tree(dir);
+}
+END_TEST
+
+/* A valid entry whose length fields claim far more than the file holds: the load must compare
+ * them with the file size instead of allocating (under ASan a 2^62-byte malloc aborts). */
+START_TEST(test_huge_length_fields_are_corrupt_without_allocation)
+{
+    tu_seed(107);
+    struct program_cache cache;
+    char dir[1024], path[1200];
+    fresh_cache(&cache, dir, sizeof dir);
+    const char *key = "huge";
+    size_t key_length = strlen(key);
+    const uint64_t lies[] = {1ull << 62, UINT64_MAX, UINT64_MAX - 35, 1ull << 31, 1ull << 20};
+    for (size_t i = 0; i < sizeof lies / sizeof lies[0]; i++) {
+        /* The binary length lies. */
+        unsigned char *binary = random_bytes(64);
+        cache_store(&cache, key, binary, 64);
+        entry_file(&cache, key, path, sizeof path);
+        size_t length;
+        unsigned char *data = read_file(path, &length);
+        put_u64(data + OFF_KEY + key_length, lies[i]);
+        write_file(path, data, length);
+        assert_corrupt_then_removed(&cache, key, path, "binary length past the file");
+        /* The key length lies. */
+        cache_store(&cache, key, binary, 64);
+        put_u64(data + OFF_KEY + key_length, 64);
+        put_u64(data + OFF_KEY_LENGTH, lies[i]);
+        write_file(path, data, length);
+        assert_corrupt_then_removed(&cache, key, path, "key length past the file");
+        free(data);
+        free(binary);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
+/* Two keys whose entries share a file name (a 64-bit hash collision, staged by renaming): the
+ * full key stored in the entry tells them apart. The entry is valid, so it is kept. */
+START_TEST(test_entry_of_another_key_is_a_miss_and_kept)
+{
+    tu_seed(108);
+    struct program_cache cache;
+    char dir[1024], owner_path[1200], path[1200];
+    fresh_cache(&cache, dir, sizeof dir);
+    const char *owner = "key-A";
+    const char *others[] = {"key-B", "key-AB", "k", ""};
+    unsigned char *binary = random_bytes(500);
+    entry_file(&cache, owner, owner_path, sizeof owner_path);
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        cache_store(&cache, owner, binary, 500);
+        entry_file(&cache, others[i], path, sizeof path);
+        ck_assert_int_eq(rename(owner_path, path), 0);
+        ck_assert_msg(load_result(&cache, others[i]) == CACHE_MISS, "key '%s'", others[i]);
+        ck_assert_msg(file_exists(path), "the entry of another key was removed");
+        /* Storing the right binary under that name replaces the foreign entry. */
+        unsigned char *own = random_bytes(99);
+        cache_store(&cache, others[i], own, 99);
+        assert_hit(&cache, others[i], own, 99);
+        free(own);
+    }
+    free(binary);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_directory_in_place_of_an_entry_is_a_miss)
+{
+    struct program_cache cache;
+    char dir[1024], path[1200];
+    fresh_cache(&cache, dir, sizeof dir);
+    entry_file(&cache, "key", path, sizeof path);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    ck_assert_int_eq(load_result(&cache, "key"), CACHE_MISS);
+    ck_assert(file_exists(path));
+    /* Storing over it fails quietly and leaves no temp file behind. */
+    const unsigned char binary[3] = {1, 2, 3};
+    cache_store(&cache, "key", binary, sizeof binary);
+    ck_assert_int_eq(load_result(&cache, "key"), CACHE_MISS);
+    rmdir(path);
+    DIR *d = opendir(dir);
+    int files = 0;
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d))
+        files += e->d_name[0] != '.';
+    closedir(d);
+    ck_assert_int_eq(files, 0);
+    remove_tree(dir);
+}
+END_TEST
+
+/* ---- Directories --------------------------------------------------------------------------- */
+
+START_TEST(test_default_dir_honours_xdg_cache_home_then_home)
+{
+    char root[1024], xdg[1100], home[1100], expected[1200];
+    make_temp_dir(root, sizeof root);
+    snprintf(xdg, sizeof xdg, "%s/xdg", root);
+    snprintf(home, sizeof home, "%s/home", root);
+    struct program_cache cache;
+
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    setenv("HOME", home, 1);
+    cache_init(&cache, 1, "");
+    snprintf(expected, sizeof expected, "%s/clops", xdg);
+    ck_assert_int_eq(cache.enabled, 1);
+    ck_assert_str_eq(cache.dir, expected);
+    struct stat st;
+    ck_assert_int_eq(stat(expected, &st), 0);
+    ck_assert(S_ISDIR(st.st_mode));
+
+    /* Unset, empty or relative (which the XDG spec says to ignore): $HOME/.cache/clops. */
+    snprintf(expected, sizeof expected, "%s/.cache/clops", home);
+    const char *ignored[] = {NULL, "", "relative/cache"};
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
+        if (ignored[i] == NULL)
+            unsetenv("XDG_CACHE_HOME");
+        else
+            setenv("XDG_CACHE_HOME", ignored[i], 1);
+        cache_init(&cache, 1, NULL);
+        ck_assert_int_eq(cache.enabled, 1);
+        ck_assert_str_eq(cache.dir, expected);
+        ck_assert_int_eq(stat(expected, &st), 0);
+    }
+
+    /* A configured directory wins over both. */
+    snprintf(expected, sizeof expected, "%s/configured", root);
+    cache_init(&cache, 1, expected);
+    ck_assert_str_eq(cache.dir, expected);
+
+    /* Neither variable: no cache, with a warning, and no error. */
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+    warnings_seen = 0;
+    log_set_callback(count_warnings, NULL, CLOPS_LOG_WARNING);
+    cache_init(&cache, 1, "");
+    ck_assert_int_eq(cache.enabled, 0);
+    ck_assert_int_eq(warnings_seen, 1);
+    remove_tree(root);
+}
+END_TEST
+
+START_TEST(test_configured_dir_is_created_with_its_parents)
+{
+    char root[1024], dir[1100];
+    make_temp_dir(root, sizeof root);
+    snprintf(dir, sizeof dir, "%s/a/b/c/", root);
+    struct program_cache cache;
+    cache_init(&cache, 1, dir);
+    ck_assert_int_eq(cache.enabled, 1);
+    dir[strlen(dir) - 1] = '\0'; /* the trailing slash is dropped */
+    ck_assert_str_eq(cache.dir, dir);
+    struct stat st;
+    ck_assert_int_eq(stat(dir, &st), 0);
+    ck_assert(S_ISDIR(st.st_mode));
+    const unsigned char binary[] = "binary";
+    cache_store(&cache, "k", binary, sizeof binary);
+    assert_hit(&cache, "k", binary, sizeof binary);
+    /* An existing directory is fine too. */
+    cache_init(&cache, 1, dir);
+    ck_assert_int_eq(cache.enabled, 1);
+    assert_hit(&cache, "k", binary, sizeof binary);
+    remove_tree(root);
+}
+END_TEST
+
+START_TEST(test_disabled_cache_never_touches_the_disk)
+{
+    char dir[1024];
+    make_temp_dir(dir, sizeof dir);
+    struct program_cache cache;
+    cache_init(&cache, 0, dir);
+    ck_assert_int_eq(cache.enabled, 0);
+    const unsigned char binary[4] = {9, 8, 7, 6};
+    cache_store(&cache, "k", binary, sizeof binary);
+    ck_assert_int_eq(load_result(&cache, "k"), CACHE_MISS);
+    ck_assert_int_eq(rmdir(dir), 0); /* still empty */
+}
+END_TEST
+
+/* The cache is an optimisation: a directory it cannot create or write disables it with a
+ * warning; store does nothing and load misses, and neither reports an error. */
+START_TEST(test_unusable_dir_disables_the_cache_quietly)
+{
+    char root[1024], file[1100], dir[1200];
+    make_temp_dir(root, sizeof root);
+    warnings_seen = 0;
+    log_set_callback(count_warnings, NULL, CLOPS_LOG_WARNING);
+    const unsigned char binary[5] = {1, 2, 3, 4, 5};
+    struct program_cache cache;
+
+    /* A regular file where a parent directory should be: mkdir fails even for root. */
+    snprintf(file, sizeof file, "%s/not-a-dir", root);
+    write_file(file, "x", 1);
+    snprintf(dir, sizeof dir, "%s/cache", file);
+    cache_init(&cache, 1, dir);
+    ck_assert_int_eq(cache.enabled, 0);
+    ck_assert_int_eq(warnings_seen, 1);
+    err_clear();
+    cache_store(&cache, "k", binary, sizeof binary);
+    ck_assert_int_eq(load_result(&cache, "k"), CACHE_MISS);
+    ck_assert_str_eq(err_last(), "");
+
+    /* A read-only directory (only meaningful when not root, who may write anywhere). */
+    if (geteuid() != 0) {
+        snprintf(dir, sizeof dir, "%s/read-only", root);
+        ck_assert_int_eq(mkdir(dir, 0500), 0);
+        cache_init(&cache, 1, dir);
+        ck_assert_int_eq(cache.enabled, 0);
+        cache_store(&cache, "k", binary, sizeof binary);
+        ck_assert_int_eq(load_result(&cache, "k"), CACHE_MISS);
+        chmod(dir, 0700);
+    }
+
+    /* A directory that disappears after init: store logs a warning and writes nothing. */
+    snprintf(dir, sizeof dir, "%s/vanishing", root);
+    cache_init(&cache, 1, dir);
+    ck_assert_int_eq(cache.enabled, 1);
+    ck_assert_int_eq(rmdir(dir), 0);
+    warnings_seen = 0;
+    cache_store(&cache, "k", binary, sizeof binary);
+    ck_assert_int_eq(warnings_seen, 1);
+    ck_assert_int_eq(load_result(&cache, "k"), CACHE_MISS);
+    ck_assert(!file_exists(dir));
+    ck_assert_str_eq(err_last(), "");
+    remove_tree(root);
+}
+END_TEST
+
+static Suite *cache_suite(void)
+{
+    Suite *s = suite_create("cache");
+    TCase *entries = tcase_create("entries");
+    tcase_add_test(entries, test_hash_is_fnv1a_64_and_seed_changes_it);
+    tcase_add_test(entries, test_store_then_load_returns_the_same_bytes);
+    tcase_add_test(entries, test_store_replaces_an_existing_entry);
+    tcase_add_test(entries, test_no_temp_files_are_left_after_store);
+    suite_add_tcase(s, entries);
+
+    TCase *damage = tcase_create("damage");
+    tcase_add_test(damage, test_truncated_entry_is_corrupt_and_removed);
+    tcase_add_test(damage, test_altered_byte_is_corrupt);
+    tcase_add_test(damage, test_garbage_file_is_corrupt);
+    tcase_add_test(damage, test_huge_length_fields_are_corrupt_without_allocation);
+    tcase_add_test(damage, test_entry_of_another_key_is_a_miss_and_kept);
+    tcase_add_test(damage, test_directory_in_place_of_an_entry_is_a_miss);
+    suite_add_tcase(s, damage);
+
+    TCase *dirs = tcase_create("directories");
+    tcase_add_test(dirs, test_default_dir_honours_xdg_cache_home_then_home);
+    tcase_add_test(dirs, test_configured_dir_is_created_with_its_parents);
+    tcase_add_test(dirs, test_disabled_cache_never_touches_the_disk);
+    tcase_add_test(dirs, test_unusable_dir_disables_the_cache_quietly);
+    suite_add_tcase(s, dirs);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *runner = srunner_create(cache_suite());
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,483 @@
+/* test_config.c — the pool configuration parser: the shipped example, defaults, and that every
+ * kind of mistake is an error naming file:line: and the key. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clops.h"
+#include "config.h"
+#include "error.h"
+
+/* ---- Helpers ------------------------------------------------------------------------------- */
+
+static void assert_contains(const char *text, const char *fragment)
+{
+    ck_assert_msg(strstr(text, fragment) != NULL, "message \"%s\" lacks \"%s\"", text, fragment);
+}
+
+/* Parses `text`, which must fail with CLOPS_ERR_CONFIG and a message that starts with
+ * "<string>:<line>: " and contains `detail` (the key path and what is wrong with it). */
+static void expect_config_error(const char *text, int line, const char *detail)
+{
+    struct pool_config cfg;
+    err_clear();
+    int32_t status = config_parse_string(text, &cfg);
+    ck_assert_msg(status == CLOPS_ERR_CONFIG, "status %s for:\n%s", err_status_name(status), text);
+    char where[32];
+    snprintf(where, sizeof where, "<string>:%d: ", line);
+    const char *msg = err_last();
+    ck_assert_msg(strncmp(msg, where, strlen(where)) == 0,
+                  "message \"%s\" does not start with \"%s\"", msg, where);
+    assert_contains(msg, detail);
+}
+
+/* A writable scratch directory: the build tree under ctest, else /tmp. */
+static const char *scratch_dir(void)
+{
+    const char *dir = getenv("CLOPS_BINARY_DIR");
+    return dir != NULL && dir[0] != '\0' ? dir : "/tmp";
+}
+
+/* Writes `text` to a fresh temp file; its path goes to `path`. */
+static void write_temp_config(const char *text, char *path, size_t size)
+{
+    snprintf(path, size, "%s/test_config_XXXXXX", scratch_dir());
+    int fd = mkstemp(path);
+    ck_assert_msg(fd >= 0, "mkstemp(%s): %s", path, strerror(errno));
+    size_t length = strlen(text);
+    ck_assert_int_eq(write(fd, text, length), (ssize_t)length);
+    close(fd);
+}
+
+/* ---- Valid configurations ------------------------------------------------------------------ */
+
+START_TEST(test_shipped_example_parses_to_documented_values)
+{
+    const char *source_dir = getenv("CLOPS_SOURCE_DIR");
+    ck_assert_msg(source_dir != NULL, "CLOPS_SOURCE_DIR is not set (run through ctest)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/configs/clops.cfg", source_dir);
+    struct pool_config cfg;
+    int32_t status = config_parse_file(path, &cfg);
+    ck_assert_msg(status == CLOPS_OK, "%s: %s", err_status_name(status), err_last());
+    ck_assert_str_eq(cfg.source, path);
+
+    ck_assert_int_eq(cfg.device_count, 2);
+    ck_assert_int_eq(cfg.devices[0].type, CLOPS_DEVICE_GPU);
+    ck_assert_str_eq(cfg.devices[0].vendor, "");
+    ck_assert_int_eq(cfg.devices[0].platform_index, -1);
+    ck_assert_int_eq(cfg.devices[0].index, 0);
+    ck_assert_int_eq(cfg.devices[0].queues, 2);
+    ck_assert_int_eq(cfg.devices[0].required, 0);
+    ck_assert_int_eq(cfg.devices[1].type, CLOPS_DEVICE_CPU);
+    ck_assert_int_eq(cfg.devices[1].platform_index, -1);
+    ck_assert_int_eq(cfg.devices[1].index, 0);
+    ck_assert_int_eq(cfg.devices[1].queues, 1);
+    ck_assert_int_eq(cfg.devices[1].required, 0);
+
+    ck_assert_int_eq(cfg.cpu_fallback, 1);
+    ck_assert_int_eq(cfg.profiling, 1);
+    ck_assert_str_eq(cfg.build_options, "-cl-mad-enable");
+    ck_assert_int_eq(cfg.cache_enabled, 1);
+    ck_assert_str_eq(cfg.cache_dir, "");
+    ck_assert_str_eq(cfg.kernel_dir, "");
+
+    ck_assert_int_eq(cfg.op_count, 1);
+    const struct config_op *gemm = config_find_op(&cfg, "gemm");
+    ck_assert_ptr_nonnull(gemm);
+    ck_assert_str_eq(gemm->name, "gemm");
+    ck_assert_int_eq(gemm->device, 0);
+    ck_assert_str_eq(gemm->build_options, "");
+}
+END_TEST
+
+START_TEST(test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on)
+{
+    struct pool_config cfg;
+    memset(&cfg, 0x5a, sizeof cfg);
+    config_defaults(&cfg);
+    ck_assert_int_eq(cfg.device_count, 0);
+    ck_assert_int_eq(cfg.cpu_fallback, 1);
+    ck_assert_int_eq(cfg.profiling, 1);
+    ck_assert_int_eq(cfg.cache_enabled, 1);
+    ck_assert_str_eq(cfg.build_options, "");
+    ck_assert_str_eq(cfg.cache_dir, "");
+    ck_assert_str_eq(cfg.kernel_dir, "");
+    ck_assert_int_eq(cfg.op_count, 0);
+    for (int i = 0; i < CONFIG_MAX_OPS; i++)
+        ck_assert_int_eq(cfg.ops[i].device, -1);
+    ck_assert_ptr_null(config_find_op(&cfg, "gemm"));
+
+    /* An empty text is the defaults too, with "<string>" as the source for messages. */
+    struct pool_config parsed;
+    ck_assert_int_eq(config_parse_string("# nothing but a comment\n", &parsed), CLOPS_OK);
+    ck_assert_str_eq(parsed.source, "<string>");
+    memcpy(parsed.source, cfg.source, sizeof parsed.source);
+    ck_assert_int_eq(memcmp(&parsed, &cfg, sizeof cfg), 0);
+}
+END_TEST
+
+START_TEST(test_every_key_is_read_whatever_its_order)
+{
+    /* operators before devices: its device index is still checked against the devices. */
+    const char *text = "operators = { gemm = { build_options = \"-DTILE=8\"; device = 1; }; };\n"
+                       "devices = ( { type = \"any\"; vendor = \"pocl\"; platform = 1; index = 3;\n"
+                       "              queues = 16L; required = true; },\n"
+                       "            { type = \"cpu\"; } );\n"
+                       "cpu_fallback = false;\n"
+                       "profiling = false;\n"
+                       "build_options = \"-cl-mad-enable\";\n"
+                       "cache = { dir = \"relative/cache\"; enabled = false; };\n"
+                       "kernel_dir = \"kernels\";\n";
+    struct pool_config cfg;
+    int32_t status = config_parse_string(text, &cfg);
+    ck_assert_msg(status == CLOPS_OK, "%s", err_last());
+    ck_assert_int_eq(cfg.device_count, 2);
+    ck_assert_int_eq(cfg.devices[0].type, 0);
+    ck_assert_str_eq(cfg.devices[0].vendor, "pocl");
+    ck_assert_int_eq(cfg.devices[0].platform_index, 1);
+    ck_assert_int_eq(cfg.devices[0].index, 3);
+    ck_assert_int_eq(cfg.devices[0].queues, 16);
+    ck_assert_int_eq(cfg.devices[0].required, 1);
+    /* A device's keys left out take their defaults. */
+    ck_assert_int_eq(cfg.devices[1].type, CLOPS_DEVICE_CPU);
+    ck_assert_str_eq(cfg.devices[1].vendor, "");
+    ck_assert_int_eq(cfg.devices[1].platform_index, -1);
+    ck_assert_int_eq(cfg.devices[1].index, 0);
+    ck_assert_int_eq(cfg.devices[1].queues, 2);
+    ck_assert_int_eq(cfg.devices[1].required, 1);
+    ck_assert_int_eq(cfg.cpu_fallback, 0);
+    ck_assert_int_eq(cfg.profiling, 0);
+    ck_assert_str_eq(cfg.build_options, "-cl-mad-enable");
+    ck_assert_int_eq(cfg.cache_enabled, 0);
+    ck_assert_str_eq(cfg.cache_dir, "relative/cache"); /* kept as written */
+    ck_assert_str_eq(cfg.kernel_dir, "kernels");
+    const struct config_op *gemm = config_find_op(&cfg, "gemm");
+    ck_assert_ptr_nonnull(gemm);
+    ck_assert_int_eq(gemm->device, 1);
+    ck_assert_str_eq(gemm->build_options, "-DTILE=8");
+    ck_assert_ptr_null(config_find_op(&cfg, "lu"));
+}
+END_TEST
+
+START_TEST(test_operator_without_device_keeps_minus_one)
+{
+    struct pool_config cfg;
+    ck_assert_int_eq(config_parse_string("operators = { gemm = { }; };", &cfg), CLOPS_OK);
+    ck_assert_int_eq(cfg.op_count, 1);
+    ck_assert_int_eq(config_find_op(&cfg, "gemm")->device, -1);
+}
+END_TEST
+
+START_TEST(test_strings_exactly_at_the_limit_are_accepted)
+{
+    char vendor[64], text[256];
+    memset(vendor, 'v', sizeof vendor - 1);
+    vendor[sizeof vendor - 1] = '\0';
+    snprintf(text, sizeof text, "devices = ( { vendor = \"%s\"; } );", vendor);
+    struct pool_config cfg;
+    ck_assert_msg(config_parse_string(text, &cfg) == CLOPS_OK, "%s", err_last());
+    ck_assert_str_eq(cfg.devices[0].vendor, vendor);
+}
+END_TEST
+
+/* ---- Mistakes: each is CLOPS_ERR_CONFIG naming <source>:<line>: and the key --------------- */
+
+START_TEST(test_syntax_error_reports_its_line)
+{
+    expect_config_error("profiling = true;\nbuild_options = ;\n", 2, "syntax error");
+    expect_config_error("profiling = true;\n\n\nkernel_dir = \"unterminated;\n", 5, "syntax error");
+}
+END_TEST
+
+START_TEST(test_duplicate_key_reports_its_line)
+{
+    expect_config_error("profiling = true;\nprofiling = false;\n", 2, "duplicate setting");
+}
+END_TEST
+
+START_TEST(test_bad_device_type_lists_the_choices)
+{
+    struct pool_config cfg;
+    const char *text = "cpu_fallback = true;\ndevices = ( { type = \"gpuu\"; } );\n";
+    ck_assert_int_eq(config_parse_string(text, &cfg), CLOPS_ERR_CONFIG);
+    ck_assert_str_eq(err_last(),
+                     "<string>:2: devices[0].type: expected one of gpu, cpu, any, got \"gpuu\"");
+    /* Device types are words, not the enum's numbers. */
+    expect_config_error("devices = ( { type = 1; } );", 1, "devices[0].type: expected a string");
+}
+END_TEST
+
+START_TEST(test_value_of_the_wrong_type_is_rejected)
+{
+    expect_config_error("profiling = 1;", 1, "profiling: expected true or false, got integer 1");
+    expect_config_error("cpu_fallback = \"yes\";", 1,
+                        "cpu_fallback: expected true or false, got string \"yes\"");
+    expect_config_error("\ndevices = ( { queues = \"2\"; } );", 2,
+                        "devices[0].queues: expected an integer in 1..16, got string \"2\"");
+    expect_config_error("devices = ( { index = 1.5; } );", 1,
+                        "devices[0].index: expected an integer in 0..2147483647, got float 1.5");
+    expect_config_error("build_options = 5;", 1, "build_options: expected a string, got integer 5");
+    expect_config_error("cache = { enabled = true;\n dir = [1, 2]; };", 2,
+                        "cache.dir: expected a string, got an array");
+    expect_config_error("cache = true;", 1, "cache: expected a group { ... }, got boolean true");
+    /* A single device written as a group instead of a list of groups. */
+    expect_config_error("devices = { type = \"gpu\"; };", 1,
+                        "devices: expected a list ( { type = ...; }, ... ), got a group");
+    expect_config_error("devices = ( { type = \"gpu\"; },\n \"cpu\" );", 2,
+                        "devices[1]: expected a group { ... }, got string \"cpu\"");
+    expect_config_error("operators = ( );", 1, "operators: expected a group");
+    expect_config_error("operators = { gemm = 0; };", 1,
+                        "operators.gemm: expected a group { ... }, got integer 0");
+}
+END_TEST
+
+START_TEST(test_unknown_top_level_key_lists_the_expected_keys)
+{
+    expect_config_error("profiling = true;\n\nprofilling = false;\n", 3,
+                        "unknown key 'profilling' (expected one of devices, cpu_fallback, "
+                        "profiling, build_options, cache, kernel_dir, operators)");
+}
+END_TEST
+
+START_TEST(test_unknown_key_inside_second_device)
+{
+    const char *text = "devices = (\n"
+                       "    { type = \"gpu\"; },\n"
+                       "    { type = \"cpu\";\n"
+                       "      queue = 2; }\n"
+                       ");\n";
+    expect_config_error(text, 4,
+                        "devices[1]: unknown key 'queue' (expected one of type, vendor, platform, "
+                        "index, queues, required)");
+    expect_config_error("cache = { enable = false; };", 1,
+                        "cache: unknown key 'enable' (expected one of enabled, dir)");
+}
+END_TEST
+
+START_TEST(test_queues_outside_1_to_16_are_rejected)
+{
+    expect_config_error("devices = ( { queues = 0; } );", 1,
+                        "devices[0].queues: expected an integer in 1..16, got 0");
+    expect_config_error("devices = ( { queues = 17; } );", 1,
+                        "devices[0].queues: expected an integer in 1..16, got 17");
+    expect_config_error("devices = ( { queues = -2; } );", 1,
+                        "devices[0].queues: expected an integer in 1..16, got -2");
+}
+END_TEST
+
+START_TEST(test_negative_and_oversized_numbers_are_rejected)
+{
+    expect_config_error("devices = ( { platform = -1; } );", 1,
+                        "devices[0].platform: expected an integer in 0..2147483647, got -1");
+    expect_config_error("devices = ( { index = -3; } );", 1,
+                        "devices[0].index: expected an integer in 0..2147483647, got -3");
+    expect_config_error("devices = ( { index = 5000000000L; } );", 1,
+                        "devices[0].index: expected an integer in 0..2147483647, got 5000000000");
+    expect_config_error("operators = { gemm = { device = -1; }; };", 1,
+                        "operators.gemm.device: expected an integer in 0..0, got -1");
+}
+END_TEST
+
+START_TEST(test_operator_device_must_be_a_listed_device)
+{
+    expect_config_error("devices = ( { type = \"gpu\"; }, { type = \"cpu\"; } );\n"
+                        "operators = { gemm = { device = 2; }; };\n",
+                        2, "operators.gemm.device: expected an integer in 0..1, got 2");
+    /* Without a device list the pool has one device. */
+    expect_config_error("operators = { gemm = { device = 1; }; };", 1,
+                        "operators.gemm.device: expected an integer in 0..0, got 1");
+}
+END_TEST
+
+START_TEST(test_unknown_operator_names_the_registered_ones)
+{
+    expect_config_error("operators = {\n  gemmm = { device = 0; };\n};\n", 2,
+                        "operators: unknown operator 'gemmm' (registered: gemm)");
+}
+END_TEST
+
+START_TEST(test_unknown_key_inside_an_operator)
+{
+    expect_config_error("operators = {\n  gemm = {\n    device = 0;\n    options = \"-DX\";\n"
+                        "  };\n};\n",
+                        4,
+                        "operators.gemm: unknown key 'options' (expected one of device, "
+                        "build_options)");
+}
+END_TEST
+
+START_TEST(test_more_than_eight_devices_are_rejected)
+{
+    char text[1024] = "devices = (\n";
+    for (int i = 0; i < CONFIG_MAX_DEVICES + 1; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "  { index = %d; }%s\n", i,
+                 i < CONFIG_MAX_DEVICES ? "," : "");
+    strcat(text, ");\n");
+    /* Line 1 opens the list; the ninth device is on line 10. */
+    expect_config_error(text, 10, "devices[8]: too many devices: 9 listed, at most 8");
+}
+END_TEST
+
+/* `text` with `value` made of `length` copies of `c` in place of its %s. */
+static void format_with_long_value(char *out, size_t size, const char *text, char c, size_t length)
+{
+    char *value = malloc(length + 1);
+    ck_assert_ptr_nonnull(value);
+    memset(value, c, length);
+    value[length] = '\0';
+    snprintf(out, size, text, value);
+    free(value);
+}
+
+START_TEST(test_strings_too_long_for_their_buffers_are_rejected)
+{
+    static char text[4096];
+    format_with_long_value(text, sizeof text, "devices = ( { vendor = \"%s\"; } );", 'v', 64);
+    expect_config_error(text, 1, "devices[0].vendor: string too long: 64 characters, at most 63");
+    format_with_long_value(text, sizeof text, "\nbuild_options = \"%s\";", 'o', 512);
+    expect_config_error(text, 2, "build_options: string too long: 512 characters, at most 511");
+    format_with_long_value(text, sizeof text,
+                           "operators = { gemm = { build_options = \"%s\"; }; };", 'o', 600);
+    expect_config_error(text, 1,
+                        "operators.gemm.build_options: string too long: 600 characters, at most "
+                        "511");
+    format_with_long_value(text, sizeof text, "kernel_dir = \"%s\";", 'k', 1024);
+    expect_config_error(text, 1, "kernel_dir: string too long: 1024 characters, at most 1023");
+    format_with_long_value(text, sizeof text, "cache = { dir = \"%s\"; };", 'd', 3000);
+    expect_config_error(text, 1, "cache.dir: string too long: 3000 characters, at most 1023");
+}
+END_TEST
+
+START_TEST(test_failed_parse_leaves_the_defaults)
+{
+    struct pool_config cfg, defaults;
+    config_defaults(&defaults);
+    const char *text = "profiling = false;\ndevices = ( { type = \"cpu\"; queues = 99; } );\n";
+    ck_assert_int_eq(config_parse_string(text, &cfg), CLOPS_ERR_CONFIG);
+    ck_assert_str_eq(cfg.source, "<string>");
+    memcpy(defaults.source, cfg.source, sizeof cfg.source);
+    ck_assert_int_eq(memcmp(&cfg, &defaults, sizeof cfg), 0);
+}
+END_TEST
+
+/* ---- Files --------------------------------------------------------------------------------- */
+
+START_TEST(test_missing_file_is_an_io_error_naming_the_path)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/no-such-dir/clops.cfg", scratch_dir());
+    struct pool_config cfg;
+    ck_assert_int_eq(config_parse_file(path, &cfg), CLOPS_ERR_IO);
+    assert_contains(err_last(), path);
+    assert_contains(err_last(), strerror(ENOENT));
+}
+END_TEST
+
+START_TEST(test_directory_is_an_io_error)
+{
+    struct pool_config cfg;
+    ck_assert_int_eq(config_parse_file(scratch_dir(), &cfg), CLOPS_ERR_IO);
+    assert_contains(err_last(), scratch_dir());
+    assert_contains(err_last(), strerror(EISDIR));
+}
+END_TEST
+
+START_TEST(test_error_in_a_file_names_the_file_and_line)
+{
+    char path[1100], where[1200];
+    write_temp_config("# a pool\n"
+                      "devices = (\n"
+                      "    { type = \"gpu\"; required = false; },\n"
+                      "    { type = \"cpu\";\n"
+                      "      required = 0; }\n"
+                      ");\n",
+                      path, sizeof path);
+    struct pool_config cfg;
+    int32_t status = config_parse_file(path, &cfg);
+    unlink(path);
+    ck_assert_int_eq(status, CLOPS_ERR_CONFIG);
+    snprintf(where, sizeof where,
+             "%s:5: devices[1].required: expected true or false, got integer 0", path);
+    ck_assert_str_eq(err_last(), where);
+}
+END_TEST
+
+START_TEST(test_syntax_error_in_a_file_names_the_file_and_line)
+{
+    char path[1100], where[1200];
+    write_temp_config("profiling = true;\ncache = { enabled = true; dir = };\n", path, sizeof path);
+    struct pool_config cfg;
+    int32_t status = config_parse_file(path, &cfg);
+    unlink(path);
+    ck_assert_int_eq(status, CLOPS_ERR_CONFIG);
+    snprintf(where, sizeof where, "%s:2: ", path);
+    ck_assert_msg(strncmp(err_last(), where, strlen(where)) == 0, "message \"%s\" lacks \"%s\"",
+                  err_last(), where);
+    assert_contains(err_last(), "syntax error");
+}
+END_TEST
+
+START_TEST(test_valid_file_records_its_path_as_source)
+{
+    char path[1100];
+    write_temp_config("kernel_dir = \"../kernels\";\n", path, sizeof path);
+    struct pool_config cfg;
+    int32_t status = config_parse_file(path, &cfg);
+    unlink(path);
+    ck_assert_msg(status == CLOPS_OK, "%s", err_last());
+    ck_assert_str_eq(cfg.source, path);
+    ck_assert_str_eq(cfg.kernel_dir, "../kernels");
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *valid = tcase_create("valid");
+    tcase_add_test(valid, test_shipped_example_parses_to_documented_values);
+    tcase_add_test(valid, test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on);
+    tcase_add_test(valid, test_every_key_is_read_whatever_its_order);
+    tcase_add_test(valid, test_operator_without_device_keeps_minus_one);
+    tcase_add_test(valid, test_strings_exactly_at_the_limit_are_accepted);
+    suite_add_tcase(s, valid);
+
+    TCase *mistakes = tcase_create("mistakes");
+    tcase_add_test(mistakes, test_syntax_error_reports_its_line);
+    tcase_add_test(mistakes, test_duplicate_key_reports_its_line);
+    tcase_add_test(mistakes, test_bad_device_type_lists_the_choices);
+    tcase_add_test(mistakes, test_value_of_the_wrong_type_is_rejected);
+    tcase_add_test(mistakes, test_unknown_top_level_key_lists_the_expected_keys);
+    tcase_add_test(mistakes, test_unknown_key_inside_second_device);
+    tcase_add_test(mistakes, test_queues_outside_1_to_16_are_rejected);
+    tcase_add_test(mistakes, test_negative_and_oversized_numbers_are_rejected);
+    tcase_add_test(mistakes, test_operator_device_must_be_a_listed_device);
+    tcase_add_test(mistakes, test_unknown_operator_names_the_registered_ones);
+    tcase_add_test(mistakes, test_unknown_key_inside_an_operator);
+    tcase_add_test(mistakes, test_more_than_eight_devices_are_rejected);
+    tcase_add_test(mistakes, test_strings_too_long_for_their_buffers_are_rejected);
+    tcase_add_test(mistakes, test_failed_parse_leaves_the_defaults);
+    suite_add_tcase(s, mistakes);
+
+    TCase *files = tcase_create("files");
+    tcase_add_test(files, test_missing_file_is_an_io_error_naming_the_path);
+    tcase_add_test(files, test_directory_is_an_io_error);
+    tcase_add_test(files, test_error_in_a_file_names_the_file_and_line);
+    tcase_add_test(files, test_syntax_error_in_a_file_names_the_file_and_line);
+    tcase_add_test(files, test_valid_file_records_its_path_as_source);
+    suite_add_tcase(s, files);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *runner = srunner_create(config_suite());
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

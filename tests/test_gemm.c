@@ -1,0 +1,613 @@
+/* test_gemm.c — the gemm operator against a long double reference: awkward sizes, every
+ * transpose and storage order, padded leading dimensions, BLAS alpha/beta conventions, device
+ * tensors, and bad arguments rejected with the parameter named and nothing written. */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* ---- Host matrices ----------------------------------------------------------------------------
+ */
+
+/* A rows x cols matrix stored row- or column-major with leading dimension ld, which is the inner
+ * extent plus `pad` (and at least 1, as BLAS requires), from element `offset` of its allocation. */
+struct matrix {
+    int32_t dtype;
+    int64_t rows, cols, ld, offset;
+    int32_t col_major;
+    int64_t count; /* elements allocated, offset and gaps included; at least 1 */
+    void *data;
+};
+
+static int64_t elem_size(int32_t dtype)
+{
+    return dtype == CLOPS_F64 ? 8 : 4;
+}
+
+static int64_t max64(int64_t x, int64_t y)
+{
+    return x > y ? x : y;
+}
+
+static struct matrix matrix_new(int32_t dtype, int64_t rows, int64_t cols, int64_t pad,
+                                int64_t offset, int32_t col_major)
+{
+    struct matrix m = {.dtype = dtype,
+                       .rows = rows,
+                       .cols = cols,
+                       .offset = offset,
+                       .ld = max64(1, (col_major ? rows : cols) + pad),
+                       .col_major = col_major};
+    m.count = max64(1, offset + m.ld * (col_major ? cols : rows));
+    m.data = malloc((size_t)(m.count * elem_size(dtype)));
+    ck_assert_ptr_nonnull(m.data);
+    if (dtype == CLOPS_F64)
+        tu_fill_f64(m.data, m.count);
+    else
+        tu_fill_f32(m.data, m.count);
+    return m;
+}
+
+static struct matrix matrix_copy(const struct matrix *m)
+{
+    struct matrix c = *m;
+    size_t bytes = (size_t)(m->count * elem_size(m->dtype));
+    c.data = malloc(bytes);
+    ck_assert_ptr_nonnull(c.data);
+    memcpy(c.data, m->data, bytes);
+    return c;
+}
+
+static int64_t matrix_index(const struct matrix *m, int64_t i, int64_t j)
+{
+    return m->offset + (m->col_major ? i + j * m->ld : i * m->ld + j);
+}
+
+/* Whether element `at` of the allocation is an element of the matrix (else padding). */
+static int matrix_holds(const struct matrix *m, int64_t at)
+{
+    int64_t rel = at - m->offset, inner = m->col_major ? m->rows : m->cols;
+    int64_t outer = m->col_major ? m->cols : m->rows;
+    return rel >= 0 && rel / m->ld < outer && rel % m->ld < inner;
+}
+
+static long double matrix_get(const struct matrix *m, int64_t i, int64_t j)
+{
+    int64_t at = matrix_index(m, i, j);
+    return m->dtype == CLOPS_F64 ? ((const double *)m->data)[at] : ((const float *)m->data)[at];
+}
+
+static void matrix_fill(struct matrix *m, double value)
+{
+    for (int64_t i = 0; i < m->count; i++) {
+        if (m->dtype == CLOPS_F64)
+            ((double *)m->data)[i] = value;
+        else
+            ((float *)m->data)[i] = (float)value;
+    }
+}
+
+static struct clops_tensor matrix_tensor(const struct matrix *m)
+{
+    struct clops_tensor t = clops_matrix(m->data, m->dtype, m->rows, m->cols, m->ld, m->col_major);
+    t.offset = m->offset;
+    return t;
+}
+
+/* ---- Cases ------------------------------------------------------------------------------------
+ */
+
+struct gemm_case {
+    int32_t dtype;
+    int64_t m, n, k;
+    int32_t trans_a, trans_b;
+    int32_t a_col, b_col, c_col; /* storage orders: 1 = column-major */
+    int64_t pad;                 /* added to every leading dimension */
+    int64_t offset;              /* of every tensor, in elements */
+    double alpha, beta;
+    int32_t nan_c;  /* C starts as NaN (with beta = 0 none may survive) */
+    int32_t nan_ab; /* A and B hold NaN (with alpha = 0 none may reach C) */
+};
+
+struct operands {
+    struct matrix a, b, c0, c; /* c0: C before the call */
+};
+
+static void describe(const struct gemm_case *g, char *out, size_t size)
+{
+    snprintf(out, size,
+             "%s M=%lld N=%lld K=%lld trans=%d%d order(a,b,c)=%c%c%c pad=%lld offset=%lld "
+             "alpha=%g beta=%g",
+             g->dtype == CLOPS_F64 ? "f64" : "f32", (long long)g->m, (long long)g->n,
+             (long long)g->k, (int)g->trans_a, (int)g->trans_b, g->a_col ? 'C' : 'R',
+             g->b_col ? 'C' : 'R', g->c_col ? 'C' : 'R', (long long)g->pad, (long long)g->offset,
+             g->alpha, g->beta);
+}
+
+/* Fresh random operands: A stored K x M when transposed, B N x K when transposed. */
+static void make_operands(const struct gemm_case *g, struct operands *o)
+{
+    int64_t p = g->pad, off = g->offset;
+    o->a = g->trans_a ? matrix_new(g->dtype, g->k, g->m, p, off, g->a_col)
+                      : matrix_new(g->dtype, g->m, g->k, p, off, g->a_col);
+    o->b = g->trans_b ? matrix_new(g->dtype, g->n, g->k, p, off, g->b_col)
+                      : matrix_new(g->dtype, g->k, g->n, p, off, g->b_col);
+    o->c0 = matrix_new(g->dtype, g->m, g->n, p, off, g->c_col);
+    if (g->nan_c)
+        matrix_fill(&o->c0, NAN);
+    if (g->nan_ab) {
+        matrix_fill(&o->a, NAN);
+        matrix_fill(&o->b, NAN);
+    }
+    o->c = matrix_copy(&o->c0);
+}
+
+static void free_operands(struct operands *o)
+{
+    free(o->a.data);
+    free(o->b.data);
+    free(o->c0.data);
+    free(o->c.data);
+}
+
+static int has_fp64(void)
+{
+    struct clops_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(tu_api()->pool_device_info(tu_pool(), 0, &info), CLOPS_OK);
+    return info.fp64;
+}
+
+static clops_gemm_fn gemm_entry(void)
+{
+    const struct clops_op *op = tu_api()->op_find("gemm");
+    ck_assert_ptr_nonnull(op);
+    return (clops_gemm_fn)op->entry;
+}
+
+static int32_t call_on_host(const struct gemm_case *g, struct operands *o)
+{
+    struct clops_tensor a = matrix_tensor(&o->a), b = matrix_tensor(&o->b);
+    struct clops_tensor c = matrix_tensor(&o->c);
+    return gemm_entry()(tu_pool(), &a, &b, &c, g->trans_a, g->trans_b, g->alpha, g->beta);
+}
+
+/* A buffer holding m's allocation from element `offset` on (what is before is filler). */
+static struct clops_buffer *upload(const struct matrix *m, int64_t offset)
+{
+    const struct clops_api *api = tu_api();
+    int64_t es = elem_size(m->dtype);
+    struct clops_buffer *buf = NULL;
+    ck_assert_int_eq(api->buffer_create(tu_pool(), (offset + m->count) * es, &buf), CLOPS_OK);
+    ck_assert_int_eq(api->buffer_upload(buf, offset * es, m->data, m->count * es), CLOPS_OK);
+    return buf;
+}
+
+/* The same call on device tensors, their allocations `offset` elements into their buffers; C's
+ * allocation (gaps included) is downloaded into o->c. */
+static int32_t call_on_device(const struct gemm_case *g, struct operands *o, int64_t offset)
+{
+    const struct clops_api *api = tu_api();
+    const struct matrix *m[3] = {&o->a, &o->b, &o->c};
+    struct clops_buffer *buf[3];
+    struct clops_tensor t[3];
+    for (int i = 0; i < 3; i++) {
+        buf[i] = upload(m[i], offset);
+        t[i] = clops_matrix_on_device(buf[i], m[i]->dtype, m[i]->rows, m[i]->cols, m[i]->ld,
+                                      m[i]->col_major);
+        t[i].offset = offset + m[i]->offset;
+    }
+    int32_t status =
+        gemm_entry()(tu_pool(), &t[0], &t[1], &t[2], g->trans_a, g->trans_b, g->alpha, g->beta);
+    int64_t es = elem_size(o->c.dtype);
+    ck_assert_int_eq(api->buffer_download(buf[2], offset * es, o->c.data, o->c.count * es),
+                     CLOPS_OK);
+    for (int i = 0; i < 3; i++)
+        api->buffer_release(buf[i]);
+    return status;
+}
+
+static long double op_get(const struct matrix *x, int32_t trans, int64_t i, int64_t j)
+{
+    return trans ? matrix_get(x, j, i) : matrix_get(x, i, j);
+}
+
+/* Every element of C within (K + 2) * 2 * eps of the scale of what it sums, alpha |op(A)||op(B)|
+ * + |beta C0| (the standard bound for a dot product of length K, plus the roundings of the
+ * scaling), against a long double reference; every gap of a padded C unchanged, bit for bit. */
+static void check_against_reference(const struct gemm_case *g, const struct operands *o)
+{
+    char what[256];
+    describe(g, what, sizeof what);
+    const long double eps = g->dtype == CLOPS_F64 ? DBL_EPSILON : FLT_EPSILON;
+    const long double factor = 2.0L * (long double)(g->k + 2) * eps;
+    for (int64_t i = 0; i < g->m; i++) {
+        for (int64_t j = 0; j < g->n; j++) {
+            long double sum = 0, scale = 0;
+            for (int64_t k = 0; g->alpha != 0.0 && k < g->k; k++) {
+                long double p = op_get(&o->a, g->trans_a, i, k) * op_get(&o->b, g->trans_b, k, j);
+                sum += p;
+                scale += fabsl(p);
+            }
+            long double c0 = g->beta != 0.0 ? matrix_get(&o->c0, i, j) : 0.0L;
+            long double ref = (long double)g->alpha * sum + (long double)g->beta * c0;
+            long double bound = fabsl((long double)g->alpha) * scale + fabsl(g->beta * c0);
+            long double got = matrix_get(&o->c, i, j);
+            ck_assert_msg(fabsl(got - ref) <= factor * bound,
+                          "%s: C(%lld,%lld) = %.17Lg, want "
+                          "%.17Lg (tolerance %.3Lg)",
+                          what, (long long)i, (long long)j, got, ref, factor * bound);
+        }
+    }
+    int64_t es = elem_size(o->c.dtype);
+    for (int64_t at = 0; at < o->c.count; at++)
+        if (!matrix_holds(&o->c, at))
+            ck_assert_msg(
+                memcmp((char *)o->c.data + at * es, (char *)o->c0.data + at * es, (size_t)es) == 0,
+                "%s: the gap at element %lld of C was written", what, (long long)at);
+}
+
+static void run_case(const struct gemm_case *g)
+{
+    struct operands o;
+    make_operands(g, &o);
+    char what[256];
+    describe(g, what, sizeof what);
+    int32_t status = call_on_host(g, &o);
+    ck_assert_msg(status == CLOPS_OK, "%s: %s", what, tu_api()->last_error());
+    check_against_reference(g, &o);
+    free_operands(&o);
+}
+
+/* _i of a loop test over both dtypes: even f32, odd f64. 0 when f64 is to be skipped. */
+static int32_t dtype_of(int i)
+{
+    return i % 2 == 0 ? CLOPS_F32 : has_fp64() ? CLOPS_F64 : 0;
+}
+
+static const double alpha_beta[][2] = {{1, 0}, {2.5, -0.75}, {0, 1}, {-1, 0.5}};
+
+/* ---- Results ----------------------------------------------------------------------------------
+ */
+
+static const int64_t sizes[][3] = {{1, 1, 1},       {7, 7, 7},     {31, 31, 31},  {64, 64, 64},
+                                   {129, 129, 129}, {300, 17, 45}, {17, 300, 45}, {45, 17, 300}};
+enum { SIZE_COUNT = sizeof sizes / sizeof sizes[0] };
+
+START_TEST(test_gemm_sizes_and_transposes_match_reference)
+{
+    tu_seed(100 + (uint64_t)_i);
+    int32_t dtype = dtype_of(_i);
+    if (dtype == 0)
+        return;
+    const int64_t *s = sizes[_i / 2];
+    for (int t = 0; t < 4; t++) {
+        struct gemm_case g = {.dtype = dtype,
+                              .m = s[0],
+                              .n = s[1],
+                              .k = s[2],
+                              .trans_a = t & 1,
+                              .trans_b = t >> 1,
+                              .alpha = t % 2 ? 2.5 : 1,
+                              .beta = t % 2 ? -0.75 : 0};
+        run_case(&g);
+    }
+}
+END_TEST
+
+/* The eight storage orders of A, B and C, each dense and padded, every transpose, on a size
+ * spanning several partial tiles. */
+START_TEST(test_gemm_storage_orders_and_padding_match_reference)
+{
+    tu_seed(200 + (uint64_t)_i);
+    int32_t dtype = dtype_of(_i);
+    if (dtype == 0)
+        return;
+    int layout = _i / 2;
+    for (int t = 0; t < 4; t++) {
+        struct gemm_case g = {.dtype = dtype,
+                              .m = 67,
+                              .n = 131,
+                              .k = 29,
+                              .trans_a = t & 1,
+                              .trans_b = t >> 1,
+                              .a_col = layout & 1,
+                              .b_col = (layout >> 1) & 1,
+                              .c_col = (layout >> 2) & 1,
+                              .pad = layout >= 8 ? 3 : 0,
+                              .alpha = alpha_beta[t][0],
+                              .beta = alpha_beta[t][1]};
+        run_case(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_gemm_alpha_beta_conventions_match_reference)
+{
+    tu_seed(300 + (uint64_t)_i);
+    int32_t dtype = dtype_of(_i);
+    if (dtype == 0)
+        return;
+    const double extra[][2] = {{0, 0}, {0, -2}, {-0.5, 1}};
+    for (int v = 0; v < 7; v++) {
+        const double *ab = v < 4 ? alpha_beta[v] : extra[v - 4];
+        for (int c_col = 0; c_col < 2; c_col++) {
+            struct gemm_case g = {.dtype = dtype,
+                                  .m = 33,
+                                  .n = 29,
+                                  .k = 40,
+                                  .trans_a = v & 1,
+                                  .c_col = c_col,
+                                  .pad = 1,
+                                  .alpha = ab[0],
+                                  .beta = ab[1]};
+            run_case(&g);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_gemm_beta_zero_ignores_nan_in_c)
+{
+    tu_seed(400 + (uint64_t)_i);
+    int32_t dtype = dtype_of(_i);
+    if (dtype == 0)
+        return;
+    /* A product, an all-zero result (alpha = 0) and an empty sum (K = 0), over NaN. */
+    const double alphas[3] = {1.5, 0, 1};
+    const int64_t ks[3] = {19, 19, 0};
+    for (int v = 0; v < 3; v++)
+        for (int c_col = 0; c_col < 2; c_col++) {
+            struct gemm_case g = {.dtype = dtype,
+                                  .m = 40,
+                                  .n = 23,
+                                  .k = ks[v],
+                                  .c_col = c_col,
+                                  .alpha = alphas[v],
+                                  .beta = 0,
+                                  .nan_c = 1};
+            run_case(&g);
+        }
+}
+END_TEST
+
+START_TEST(test_gemm_alpha_zero_reads_neither_a_nor_b)
+{
+    tu_seed(500 + (uint64_t)_i);
+    int32_t dtype = dtype_of(_i);
+    if (dtype == 0)
+        return;
+    struct gemm_case g = {
+        .dtype = dtype, .m = 21, .n = 18, .k = 9, .alpha = 0, .beta = 0.5, .nan_ab = 1};
+    run_case(&g);
+}
+END_TEST
+
+START_TEST(test_gemm_empty_extents_are_valid)
+{
+    tu_seed(600 + (uint64_t)_i);
+    int32_t dtype = dtype_of(_i);
+    if (dtype == 0)
+        return;
+    /* M = 0 and N = 0 write nothing (every "element" of C is a gap); K = 0 gives beta * C. */
+    const int64_t shapes[][3] = {{0, 5, 4}, {5, 0, 4}, {0, 0, 0}, {6, 5, 0}, {1, 1, 0}};
+    for (int s = 0; s < 5; s++)
+        for (int t = 0; t < 4; t++) {
+            struct gemm_case g = {.dtype = dtype,
+                                  .m = shapes[s][0],
+                                  .n = shapes[s][1],
+                                  .k = shapes[s][2],
+                                  .trans_a = t & 1,
+                                  .trans_b = t >> 1,
+                                  .c_col = t == 3,
+                                  .alpha = 2,
+                                  .beta = t == 2 ? 0 : -1.5};
+            run_case(&g);
+        }
+}
+END_TEST
+
+START_TEST(test_gemm_offsets_are_honoured)
+{
+    tu_seed(700 + (uint64_t)_i);
+    int32_t dtype = dtype_of(_i);
+    if (dtype == 0)
+        return;
+    /* Views that start inside their allocations; what is before them is not touched. */
+    for (int t = 0; t < 4; t++) {
+        struct gemm_case g = {.dtype = dtype,
+                              .m = 13,
+                              .n = 11,
+                              .k = 17,
+                              .trans_a = t & 1,
+                              .b_col = t >> 1,
+                              .c_col = _i / 2,
+                              .pad = 2,
+                              .offset = 7 + t,
+                              .alpha = 1.25,
+                              .beta = 0.5};
+        run_case(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_gemm_device_tensors_match_host_tensors)
+{
+    tu_seed(800 + (uint64_t)_i);
+    int32_t dtype = dtype_of(_i);
+    if (dtype == 0)
+        return;
+    int variant = _i / 2;
+    struct gemm_case g = {.dtype = dtype,
+                          .m = 70,
+                          .n = 45,
+                          .k = 33,
+                          .trans_a = variant & 1,
+                          .b_col = 1,
+                          .c_col = variant >> 1,
+                          .pad = 2,
+                          .offset = 3,
+                          .alpha = -1.5,
+                          .beta = 0.25};
+    struct operands host, device;
+    make_operands(&g, &host);
+    device = host;
+    device.c = matrix_copy(&host.c0);
+    ck_assert_msg(call_on_host(&g, &host) == CLOPS_OK, "%s", tu_api()->last_error());
+    ck_assert_msg(call_on_device(&g, &device, 5) == CLOPS_OK, "%s", tu_api()->last_error());
+    check_against_reference(&g, &device);
+    ck_assert_msg(memcmp(host.c.data, device.c.data, (size_t)(host.c.count * elem_size(dtype))) ==
+                      0,
+                  "device tensors give a different C than host tensors");
+    free(device.c.data);
+    free_operands(&host);
+}
+END_TEST
+
+/* ---- Bad arguments ----------------------------------------------------------------------------
+ */
+
+enum { BAD_M = 5, BAD_K = 4, BAD_N = 6, BAD_ALLOC = 256 };
+
+/* A good f32 call (A 5x4, B 4x6, C 5x6, row-major) that one case of bad_cases() spoils. */
+struct bad_call {
+    struct clops_pool *pool;
+    struct clops_tensor a, b, c;
+    const struct clops_tensor *pa, *pb, *pc;
+    int32_t trans_a, trans_b;
+    int32_t status; /* expected */
+};
+
+static float bad_a[BAD_ALLOC], bad_b[BAD_ALLOC], bad_c[BAD_ALLOC];
+
+static struct clops_buffer *small_buffer(void)
+{
+    static struct clops_buffer *buf;
+    if (buf == NULL)
+        ck_assert_int_eq(tu_api()->buffer_create(tu_pool(), 16, &buf), CLOPS_OK);
+    return buf;
+}
+
+/* Spoils the good call in one way; returns what the message must say. */
+static const char *spoil(int which, struct bad_call *x)
+{
+    switch (which) {
+    case 0:
+        x->a.dtype = CLOPS_I32;
+        x->status = CLOPS_ERR_UNSUPPORTED;
+        return "'a' has dtype i32";
+    case 1: x->b.dtype = CLOPS_F64; return "'b' has dtype f64 but 'a' has f32";
+    case 2: x->c.dtype = 99; return "'c' has dtype";
+    case 3: x->b.shape[0] = BAD_K - 1; return "'b' has op(B) of shape 3x6";
+    case 4: x->c.shape[1] = BAD_N - 1; return "'c' has shape 5x5";
+    case 5:
+        x->a.strides[0] = BAD_K - 1;
+        return "'a' strides[0] (lda) = 3 is smaller than K = 4 (row-major A)";
+    case 6:
+        x->b = clops_matrix(bad_b, CLOPS_F32, BAD_K, BAD_N, BAD_K - 1, 1);
+        return "'b' strides[1] (ldb) = 3 is smaller than K = 4";
+    case 7: x->c.strides[0] = BAD_N - 2; return "'c' strides[0] (ldc) = 4 is smaller than N = 6";
+    case 8:
+        x->c.strides[0] = 14;
+        x->c.strides[1] = 2;
+        x->status = CLOPS_ERR_UNSUPPORTED;
+        return "'c' has strides {14, 2}";
+    case 9:
+        x->a.rank = 3;
+        x->a.shape[2] = 1;
+        return "'a' has rank 3";
+    case 10: x->pb = NULL; return "'b' is NULL";
+    case 11: x->c.buffer = small_buffer(); return "'c' must have exactly one";
+    case 12: x->a.shape[0] = -5; return "'a' has shape[0] = -5";
+    case 13: x->trans_a = 7; return "'trans_a' = 7";
+    case 14: x->trans_b = -1; return "'trans_b' = -1";
+    case 15: x->pool = NULL; return "'pool' is NULL";
+    case 16: x->c.strides[0] = 0; return "'c' has strides[0] = 0";
+    case 17: x->c.data = bad_a; return "'c' overlaps parameter 'a'";
+    case 18: x->b.offset = -1; return "'b' has offset -1";
+    case 19:
+        x->a.data = NULL;
+        x->a.buffer = small_buffer();
+        return "'a' addresses 80 bytes";
+    case 20: x->a.data = NULL; return "'a' must have exactly one";
+    case 21:
+        x->trans_a = CLOPS_TRANS;
+        return "'b' has op(B) of shape 4x6 (trans_b = none) but K = 5";
+    default: ck_abort_msg("no bad case %d", which); return NULL;
+    }
+}
+enum { BAD_CASE_COUNT = 22 };
+
+START_TEST(test_gemm_rejects_bad_arguments_naming_them)
+{
+    tu_seed(900 + (uint64_t)_i);
+    tu_fill_f32(bad_a, BAD_ALLOC);
+    tu_fill_f32(bad_b, BAD_ALLOC);
+    tu_fill_f32(bad_c, BAD_ALLOC);
+    struct bad_call x = {.pool = tu_pool(),
+                         .a = clops_matrix(bad_a, CLOPS_F32, BAD_M, BAD_K, BAD_K, 0),
+                         .b = clops_matrix(bad_b, CLOPS_F32, BAD_K, BAD_N, BAD_N, 0),
+                         .c = clops_matrix(bad_c, CLOPS_F32, BAD_M, BAD_N, BAD_N, 0),
+                         .status = CLOPS_ERR_INVALID_ARGUMENT};
+    x.pa = &x.a, x.pb = &x.b, x.pc = &x.c;
+    const char *needle = spoil(_i, &x);
+    float saved[3][BAD_ALLOC];
+    memcpy(saved[0], bad_a, sizeof bad_a);
+    memcpy(saved[1], bad_b, sizeof bad_b);
+    memcpy(saved[2], bad_c, sizeof bad_c);
+    const struct clops_api *api = tu_api();
+    int32_t got = gemm_entry()(x.pool, x.pa, x.pb, x.pc, x.trans_a, x.trans_b, 1.0, 0.0);
+    ck_assert_msg(got == x.status, "case %d: expected %s, got %s (%s)", _i,
+                  api->status_name(x.status), api->status_name(got), api->last_error());
+    ck_assert_msg(strstr(api->last_error(), needle) != NULL, "case %d: \"%s\" lacks \"%s\"", _i,
+                  api->last_error(), needle);
+    ck_assert_msg(strncmp(api->last_error(), "gemm: ", 6) == 0, "case %d: \"%s\"", _i,
+                  api->last_error());
+    ck_assert_msg(memcmp(saved[0], bad_a, sizeof bad_a) == 0 &&
+                      memcmp(saved[1], bad_b, sizeof bad_b) == 0 &&
+                      memcmp(saved[2], bad_c, sizeof bad_c) == 0,
+                  "case %d: a rejected call wrote memory", _i);
+}
+END_TEST
+
+START_TEST(test_gemm_f64_needs_a_device_with_fp64)
+{
+    if (has_fp64())
+        return; /* PoCL and most GPUs have it: nothing to reject */
+    double a[4] = {0}, b[4] = {0}, c[4] = {1, 2, 3, 4};
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F64, 2, 2, 2, 0);
+    struct clops_tensor tb = clops_matrix(b, CLOPS_F64, 2, 2, 2, 0);
+    struct clops_tensor tc = clops_matrix(c, CLOPS_F64, 2, 2, 2, 0);
+    ck_assert_int_eq(gemm_entry()(tu_pool(), &ta, &tb, &tc, 0, 0, 1, 0), CLOPS_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(tu_api()->last_error(), "'a' is f64"));
+    ck_assert(c[0] == 1 && c[3] == 4);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gemm");
+    TCase *tc = tcase_create("gemm");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_gemm_sizes_and_transposes_match_reference, 0, 2 * SIZE_COUNT);
+    tcase_add_loop_test(tc, test_gemm_storage_orders_and_padding_match_reference, 0, 2 * 16);
+    tcase_add_loop_test(tc, test_gemm_alpha_beta_conventions_match_reference, 0, 2);
+    tcase_add_loop_test(tc, test_gemm_beta_zero_ignores_nan_in_c, 0, 2);
+    tcase_add_loop_test(tc, test_gemm_alpha_zero_reads_neither_a_nor_b, 0, 2);
+    tcase_add_loop_test(tc, test_gemm_empty_extents_are_valid, 0, 2);
+    tcase_add_loop_test(tc, test_gemm_offsets_are_honoured, 0, 4);
+    tcase_add_loop_test(tc, test_gemm_device_tensors_match_host_tensors, 0, 8);
+    tcase_add_loop_test(tc, test_gemm_rejects_bad_arguments_naming_them, 0, BAD_CASE_COUNT);
+    tcase_add_test(tc, test_gemm_f64_needs_a_device_with_fp64);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    /* One process: the pool and its built programs are shared by the tests. */
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

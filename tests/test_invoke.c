@@ -1,0 +1,274 @@
+/* test_invoke.c — the generic invoke: bit-identical to the typed call, and every misuse
+ * rejected with a message naming the parameter, without running anything. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+enum { M = 37, N = 29, K = 41 };
+
+struct gemm_case {
+    int32_t dtype;
+    double a[M * K], b[K * N], c0[M * N];
+    float af[M * K], bf[K * N], cf0[M * N];
+};
+
+static struct gemm_case g;
+
+static void make_case(int32_t dtype, uint64_t seed)
+{
+    tu_seed(seed);
+    g.dtype = dtype;
+    tu_fill_f64(g.a, M * K);
+    tu_fill_f64(g.b, K * N);
+    tu_fill_f64(g.c0, M * N);
+    for (int i = 0; i < M * K; i++)
+        g.af[i] = (float)g.a[i];
+    for (int i = 0; i < K * N; i++)
+        g.bf[i] = (float)g.b[i];
+    for (int i = 0; i < M * N; i++)
+        g.cf0[i] = (float)g.c0[i];
+}
+
+/* Host matrices for the case: A is stored K×M when trans_a, B N×K when trans_b. */
+struct operands {
+    struct clops_tensor a, b, c;
+    void *cdata;
+    size_t cbytes;
+};
+
+static void make_operands(struct operands *o, int32_t trans_a, int32_t trans_b)
+{
+    int f64 = g.dtype == CLOPS_F64;
+    int64_t es = f64 ? 8 : 4;
+    void *a = f64 ? (void *)g.a : (void *)g.af;
+    void *b = f64 ? (void *)g.b : (void *)g.bf;
+    o->a = trans_a ? clops_matrix(a, g.dtype, K, M, M, 0) : clops_matrix(a, g.dtype, M, K, K, 0);
+    o->b = trans_b ? clops_matrix(b, g.dtype, N, K, K, 0) : clops_matrix(b, g.dtype, K, N, N, 0);
+    o->cbytes = (size_t)(M * N * es);
+    o->cdata = malloc(o->cbytes);
+    memcpy(o->cdata, f64 ? (void *)g.c0 : (void *)g.cf0, o->cbytes);
+    /* C column-major: the invoke path must handle layouts exactly as the typed path. */
+    o->c = clops_matrix(o->cdata, g.dtype, M, N, M, 1);
+}
+
+static const struct clops_op *gemm_op(void)
+{
+    const struct clops_op *op = tu_api()->op_find("gemm");
+    ck_assert_ptr_nonnull(op);
+    return op;
+}
+
+static void typed_call(struct operands *o, int32_t ta, int32_t tb, double alpha, double beta)
+{
+    clops_gemm_fn gemm = (clops_gemm_fn)gemm_op()->entry;
+    int32_t status = gemm(tu_pool(), &o->a, &o->b, &o->c, ta, tb, alpha, beta);
+    ck_assert_msg(status == CLOPS_OK, "typed gemm: %s", tu_api()->last_error());
+}
+
+static struct clops_arg tensor_arg(const char *name, const struct clops_tensor *t)
+{
+    struct clops_arg a = {.name = name, .kind = CLOPS_PARAM_TENSOR_IN, .tensor = t};
+    return a;
+}
+
+static struct clops_arg enum_arg(const char *name, const char *s, int64_t i)
+{
+    struct clops_arg a = {.name = name, .kind = CLOPS_PARAM_ENUM, .s = s, .i = i};
+    return a;
+}
+
+static struct clops_arg double_arg(const char *name, double d)
+{
+    struct clops_arg a = {.name = name, .kind = CLOPS_PARAM_DOUBLE, .d = d};
+    return a;
+}
+
+static void check_identical(int32_t dtype, int32_t ta, int32_t tb, double alpha, double beta,
+                            int named)
+{
+    make_case(dtype, (uint64_t)(dtype * 100 + ta * 10 + tb));
+    struct operands direct, generic;
+    make_operands(&direct, ta, tb);
+    make_operands(&generic, ta, tb);
+    typed_call(&direct, ta, tb, alpha, beta);
+    struct clops_arg args[7];
+    if (named) {
+        /* Named, in a scrambled order, enums by string. */
+        args[0] = double_arg("beta", beta);
+        args[1] = tensor_arg("c", &generic.c);
+        args[2] = enum_arg("trans_b", tb ? "transpose" : "none", 0);
+        args[3] = tensor_arg("b", &generic.b);
+        args[4] = double_arg("alpha", alpha);
+        args[5] = enum_arg("trans_a", ta ? "transpose" : "none", 0);
+        args[6] = tensor_arg("a", &generic.a);
+    } else {
+        /* Positional, enums by index. */
+        args[0] = tensor_arg(NULL, &generic.a);
+        args[1] = tensor_arg(NULL, &generic.b);
+        args[2] = tensor_arg(NULL, &generic.c);
+        args[3] = enum_arg(NULL, NULL, ta);
+        args[4] = enum_arg(NULL, NULL, tb);
+        args[5] = double_arg(NULL, alpha);
+        args[6] = double_arg(NULL, beta);
+    }
+    int32_t status = tu_api()->invoke(tu_pool(), gemm_op(), args, 7);
+    ck_assert_msg(status == CLOPS_OK, "invoke: %s", tu_api()->last_error());
+    ck_assert_msg(memcmp(direct.cdata, generic.cdata, direct.cbytes) == 0,
+                  "invoke and the typed call differ (dtype %d, ta %d, tb %d)", dtype, ta, tb);
+    /* And the result is a real product, not an untouched C. */
+    ck_assert(memcmp(direct.cdata, dtype == CLOPS_F64 ? (void *)g.c0 : (void *)g.cf0,
+                     direct.cbytes) != 0);
+    free(direct.cdata);
+    free(generic.cdata);
+}
+
+START_TEST(test_invoke_positional_is_bit_identical)
+{
+    int32_t dtype = _i < 4 ? CLOPS_F32 : CLOPS_F64;
+    check_identical(dtype, _i & 1, (_i >> 1) & 1, 1.25, -0.5, 0);
+}
+END_TEST
+
+START_TEST(test_invoke_named_is_bit_identical)
+{
+    int32_t dtype = _i < 4 ? CLOPS_F32 : CLOPS_F64;
+    check_identical(dtype, _i & 1, (_i >> 1) & 1, -0.75, 2.0, 1);
+}
+END_TEST
+
+START_TEST(test_invoke_applies_defaults)
+{
+    make_case(CLOPS_F64, 7);
+    struct operands direct, generic;
+    make_operands(&direct, 0, 0);
+    make_operands(&generic, 0, 0);
+    typed_call(&direct, CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1.0, 0.0);
+    struct clops_arg args[] = {tensor_arg("a", &generic.a), tensor_arg("b", &generic.b),
+                               tensor_arg("c", &generic.c)};
+    ck_assert_int_eq(tu_api()->invoke(tu_pool(), gemm_op(), args, 3), CLOPS_OK);
+    ck_assert(memcmp(direct.cdata, generic.cdata, direct.cbytes) == 0);
+    free(direct.cdata);
+    free(generic.cdata);
+}
+END_TEST
+
+/* Runs a bad invoke: asserts the status, that the message has `needle`, and that C and the
+ * operator's call count are unchanged. */
+static void expect_rejected(const struct clops_op *op, const struct clops_arg *args, int32_t n,
+                            int32_t status, const char *needle, const struct operands *o)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_op_stats before = {.struct_size = sizeof before};
+    struct clops_op_stats after = {.struct_size = sizeof after};
+    int32_t gemm_index = api->op_index(gemm_op());
+    ck_assert_int_eq(api->pool_op_stats(tu_pool(), gemm_index, &before), CLOPS_OK);
+    void *saved = malloc(o->cbytes);
+    memcpy(saved, o->cdata, o->cbytes);
+    int32_t got = api->invoke(tu_pool(), op, args, n);
+    ck_assert_msg(got == status, "expected %s, got %s (%s)", api->status_name(status),
+                  api->status_name(got), api->last_error());
+    ck_assert_msg(strstr(api->last_error(), needle) != NULL, "message \"%s\" lacks \"%s\"",
+                  api->last_error(), needle);
+    ck_assert(memcmp(saved, o->cdata, o->cbytes) == 0);
+    ck_assert_int_eq(api->pool_op_stats(tu_pool(), gemm_index, &after), CLOPS_OK);
+    ck_assert_int_eq(after.calls, before.calls);
+    free(saved);
+}
+
+START_TEST(test_invoke_rejects_misuse)
+{
+    make_case(CLOPS_F32, 3);
+    struct operands o;
+    make_operands(&o, 0, 0);
+    const struct clops_op *op = gemm_op();
+    struct clops_arg full[8] = {tensor_arg(NULL, &o.a), tensor_arg(NULL, &o.b),
+                                tensor_arg(NULL, &o.c), enum_arg(NULL, "none", 0),
+                                enum_arg(NULL, "none", 0), double_arg(NULL, 1.0),
+                                double_arg(NULL, 0.0), double_arg(NULL, 3.0)};
+
+    /* An extra positional argument. */
+    expect_rejected(op, full, 8, CLOPS_ERR_INVALID_ARGUMENT, "extra argument #8", &o);
+
+    /* A missing required parameter. */
+    expect_rejected(op, full, 2, CLOPS_ERR_INVALID_ARGUMENT, "missing required parameter 'c'",
+                    &o);
+
+    /* An unknown name. */
+    struct clops_arg unknown[4] = {full[0], full[1], full[2], double_arg("alpah", 2.0)};
+    expect_rejected(op, unknown, 4, CLOPS_ERR_NOT_FOUND, "no parameter named 'alpah'", &o);
+
+    /* A wrong kind: a double where a tensor is expected, an int64 where a double is. */
+    struct clops_arg wrong[3] = {full[0], double_arg(NULL, 1.0), full[2]};
+    expect_rejected(op, wrong, 3, CLOPS_ERR_INVALID_ARGUMENT, "parameter 'b' expects a tensor",
+                    &o);
+    struct clops_arg wrong2[4] = {full[0], full[1], full[2],
+                                  {.name = "alpha", .kind = CLOPS_PARAM_INT64, .i = 2}};
+    expect_rejected(op, wrong2, 4, CLOPS_ERR_INVALID_ARGUMENT, "'alpha' expects a double", &o);
+
+    /* Bad enum values, by string and by index. */
+    struct clops_arg bad_enum[4] = {full[0], full[1], full[2], enum_arg("trans_a", "transposed", 0)};
+    expect_rejected(op, bad_enum, 4, CLOPS_ERR_INVALID_ARGUMENT, "'trans_a' = \"transposed\"",
+                    &o);
+    bad_enum[3] = enum_arg("trans_b", NULL, 5);
+    expect_rejected(op, bad_enum, 4, CLOPS_ERR_INVALID_ARGUMENT, "'trans_b' = 5", &o);
+
+    /* The same parameter twice; a positional after a named one. */
+    struct clops_arg twice[4] = {full[0], full[1], tensor_arg("c", &o.c), tensor_arg("c", &o.c)};
+    expect_rejected(op, twice, 4, CLOPS_ERR_INVALID_ARGUMENT, "'c' is given twice", &o);
+    struct clops_arg order[3] = {tensor_arg("a", &o.a), tensor_arg(NULL, &o.b), full[2]};
+    expect_rejected(op, order, 3, CLOPS_ERR_INVALID_ARGUMENT, "follows a named", &o);
+
+    /* A NULL tensor. */
+    struct clops_arg null_tensor[3] = {full[0], full[1], tensor_arg(NULL, NULL)};
+    expect_rejected(op, null_tensor, 3, CLOPS_ERR_INVALID_ARGUMENT, "'c' is NULL", &o);
+
+    /* A negative count, a NULL args array, a descriptor that is not ours, no operator. */
+    expect_rejected(op, full, -1, CLOPS_ERR_INVALID_ARGUMENT, "nargs = -1", &o);
+    expect_rejected(op, NULL, 3, CLOPS_ERR_INVALID_ARGUMENT, "args", &o);
+    struct clops_op forged = *op;
+    expect_rejected(&forged, full, 7, CLOPS_ERR_NOT_FOUND, "not an operator", &o);
+    expect_rejected(NULL, full, 7, CLOPS_ERR_NOT_FOUND, "'op' is NULL", &o);
+    ck_assert_int_eq(tu_api()->invoke(NULL, op, full, 7), CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(tu_api()->last_error(), "'pool' is NULL"));
+    free(o.cdata);
+}
+END_TEST
+
+START_TEST(test_invoke_passes_operator_errors_through)
+{
+    /* Kinds right, values wrong: the operator itself rejects it, naming the parameter. */
+    make_case(CLOPS_F32, 4);
+    struct operands o;
+    make_operands(&o, 0, 0);
+    o.b.shape[0] = K + 1;
+    struct clops_arg args[3] = {tensor_arg(NULL, &o.a), tensor_arg(NULL, &o.b),
+                                tensor_arg(NULL, &o.c)};
+    int32_t status = tu_api()->invoke(tu_pool(), gemm_op(), args, 3);
+    ck_assert_int_eq(status, CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(tu_api()->last_error(), "'b'"));
+    free(o.cdata);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("invoke");
+    TCase *tc = tcase_create("invoke");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_invoke_positional_is_bit_identical, 0, 8);
+    tcase_add_loop_test(tc, test_invoke_named_is_bit_identical, 0, 8);
+    tcase_add_test(tc, test_invoke_applies_defaults);
+    tcase_add_test(tc, test_invoke_rejects_misuse);
+    tcase_add_test(tc, test_invoke_passes_operator_errors_through);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    /* One process: the pool and its built programs are shared by the tests. */
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,378 @@
+/* test_pool.c — the device pool: configuration from strings, device fallback, buffers,
+ * statistics, the binary cache across processes, build errors, and threads sharing a pool. */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* Runs C = A·B (f64, row-major, n×n) on `pool` and returns the largest error against a long
+ * double reference, or -1 when the call failed. */
+static double checked_gemm(struct clops_pool *pool, int n, uint64_t seed)
+{
+    double *a = malloc(sizeof(double) * (size_t)(n * n));
+    double *b = malloc(sizeof(double) * (size_t)(n * n));
+    double *c = malloc(sizeof(double) * (size_t)(n * n));
+    /* A private generator: tu_uniform's state is not shared between threads. */
+    uint64_t x = seed * 2654435761u + 1;
+    for (int i = 0; i < n * n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        a[i] = (double)(x % 2001) / 1000.0 - 1.0;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        b[i] = (double)(x % 2001) / 1000.0 - 1.0;
+        c[i] = NAN;
+    }
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F64, n, n, n, 0);
+    struct clops_tensor tb = clops_matrix(b, CLOPS_F64, n, n, n, 0);
+    struct clops_tensor tc = clops_matrix(c, CLOPS_F64, n, n, n, 0);
+    clops_gemm_fn gemm = (clops_gemm_fn)tu_api()->op_find("gemm")->entry;
+    double worst = -1;
+    if (gemm(pool, &ta, &tb, &tc, CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1.0, 0.0) == CLOPS_OK) {
+        worst = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                long double ref = 0;
+                for (int k = 0; k < n; k++)
+                    ref += (long double)a[i * n + k] * b[k * n + j];
+                double err = fabs((double)(ref - c[i * n + j]));
+                worst = isnan(err) ? INFINITY : err > worst ? err : worst;
+            }
+    }
+    free(a);
+    free(b);
+    free(c);
+    return worst;
+}
+
+struct worker {
+    struct clops_pool *pool;
+    int id;
+    int good;
+};
+
+static void *worker_run(void *arg)
+{
+    struct worker *w = arg;
+    for (int round = 0; round < 6; round++) {
+        double err = checked_gemm(w->pool, 40 + 9 * w->id + round, (uint64_t)(w->id * 100 + round));
+        if (err >= 0 && err < 1e-12)
+            w->good++;
+    }
+    return NULL;
+}
+
+START_TEST(test_two_threads_share_a_pool)
+{
+    struct clops_pool *pool = tu_pool();
+    struct worker w[2] = {{pool, 0, 0}, {pool, 1, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, worker_run, &w[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_int_eq(w[0].good, 6);
+    ck_assert_int_eq(w[1].good, 6);
+    struct clops_stats s = {.struct_size = sizeof s};
+    ck_assert_int_eq(tu_api()->pool_stats(pool, &s), CLOPS_OK);
+    ck_assert_int_ge(s.calls, 12);
+    /* Both threads wanted the same program: it was made once. */
+    ck_assert_int_eq(s.programs_built + s.programs_loaded, 1);
+}
+END_TEST
+
+START_TEST(test_pool_from_string_picks_cpu)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = NULL;
+    int32_t status = api->pool_create_from_string(
+        "devices = ( { type = \"cpu\"; queues = 3; } );\nprofiling = false;\n", &pool);
+    ck_assert_msg(status == CLOPS_OK, "%s", api->last_error());
+    ck_assert_int_eq(api->pool_device_count(pool), 1);
+    struct clops_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(api->pool_device_info(pool, 0, &info), CLOPS_OK);
+    ck_assert_int_eq(info.type, CLOPS_DEVICE_CPU);
+    ck_assert_int_eq(info.queues, 3);
+    double err = checked_gemm(pool, 17, 5);
+    ck_assert_double_ge(err, 0);
+    ck_assert_double_lt(err, 1e-12);
+    /* Profiling off: no device time is recorded. */
+    struct clops_op_stats os = {.struct_size = sizeof os};
+    ck_assert_int_eq(api->pool_op_stats(pool, api->op_index(api->op_find("gemm")), &os), CLOPS_OK);
+    ck_assert_int_eq(os.calls, 1);
+    ck_assert_int_eq(os.device_ns, 0);
+    api->pool_release(pool);
+}
+END_TEST
+
+START_TEST(test_missing_device_errors_or_falls_back)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = (struct clops_pool *)1;
+    const char *strict = "devices = ( { type = \"gpu\"; vendor = \"NoSuchVendor\"; } );\n"
+                         "cpu_fallback = false;\n";
+    ck_assert_int_eq(api->pool_create_from_string(strict, &pool), CLOPS_ERR_NO_DEVICE);
+    ck_assert_ptr_null(pool);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "devices[0]"));
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "NoSuchVendor"));
+    const char *lenient = "devices = ( { type = \"gpu\"; vendor = \"NoSuchVendor\"; } );\n"
+                          "cpu_fallback = true;\n";
+    ck_assert_int_eq(api->pool_create_from_string(lenient, &pool), CLOPS_OK);
+    struct clops_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(api->pool_device_info(pool, 0, &info), CLOPS_OK);
+    ck_assert_int_eq(info.type, CLOPS_DEVICE_CPU);
+    api->pool_release(pool);
+}
+END_TEST
+
+START_TEST(test_bad_config_string_names_line_and_key)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_from_string("profiling = true;\nqueuez = 2;\n", &pool),
+                     CLOPS_ERR_CONFIG);
+    ck_assert_ptr_null(pool);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "<string>:2"));
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "queuez"));
+    ck_assert_int_eq(api->pool_create_from_file("/nonexistent/clops.cfg", &pool), CLOPS_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "/nonexistent/clops.cfg"));
+}
+END_TEST
+
+START_TEST(test_buffers_round_trip_and_check_ranges)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = tu_pool();
+    struct clops_buffer *buf = NULL;
+    ck_assert_int_eq(api->buffer_create(pool, 1000, &buf), CLOPS_OK);
+    ck_assert_int_eq(api->buffer_size(buf), 1000);
+    unsigned char in[1000], out[1000];
+    for (int i = 0; i < 1000; i++)
+        in[i] = (unsigned char)(i * 7 + 3);
+    ck_assert_int_eq(api->buffer_upload(buf, 0, in, 1000), CLOPS_OK);
+    memset(out, 0, sizeof out);
+    ck_assert_int_eq(api->buffer_download(buf, 100, out, 900), CLOPS_OK);
+    ck_assert(memcmp(out, in + 100, 900) == 0);
+    ck_assert_int_eq(api->buffer_upload(buf, 900, in, 101), CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "outside the buffer of 1000 bytes"));
+    ck_assert_int_eq(api->buffer_download(buf, -1, out, 10), CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(api->buffer_download(buf, 0, NULL, 10), CLOPS_ERR_INVALID_ARGUMENT);
+    api->buffer_release(buf);
+    ck_assert_int_eq(api->buffer_create(pool, 0, &buf), CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "'bytes' = 0"));
+    ck_assert_ptr_null(buf);
+    ck_assert_int_eq(api->buffer_create(NULL, 8, &buf), CLOPS_ERR_INVALID_ARGUMENT);
+    /* A buffer far larger than any device: an error, not a crash. */
+    int32_t status = api->buffer_create(pool, (int64_t)1 << 62, &buf);
+    ck_assert_int_ne(status, CLOPS_OK);
+    ck_assert_ptr_null(buf);
+    api->buffer_release(NULL);
+}
+END_TEST
+
+START_TEST(test_stats_count_calls_and_device_time)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    ck_assert_double_ge(checked_gemm(pool, 64, 1), 0);
+    ck_assert_double_ge(checked_gemm(pool, 64, 2), 0);
+    struct clops_op_stats os = {.struct_size = sizeof os};
+    ck_assert_int_eq(api->pool_op_stats(pool, api->op_index(api->op_find("gemm")), &os), CLOPS_OK);
+    ck_assert_str_eq(os.name, "gemm");
+    ck_assert_int_eq(os.calls, 2);
+    ck_assert_int_eq(os.failures, 0);
+    ck_assert_int_gt(os.device_ns, 0); /* profiling is on by default */
+    struct clops_stats s = {.struct_size = sizeof s};
+    ck_assert_int_eq(api->pool_stats(pool, &s), CLOPS_OK);
+    ck_assert_int_eq(s.calls, 2);
+    ck_assert_int_ge(s.bytes_uploaded, 2 * 3 * 64 * 64 * 8);
+    ck_assert_int_ge(s.bytes_downloaded, 2 * 64 * 64 * 8);
+    ck_assert_int_eq(api->pool_op_stats(pool, 99, &os), CLOPS_ERR_NOT_FOUND);
+    api->pool_release(pool);
+}
+END_TEST
+
+/* ---- Cache across processes ---------------------------------------------------------------- */
+
+struct child_stats {
+    int status, correct;
+    long long built, loaded, rejected;
+};
+
+static struct child_stats run_child(const char *cache_home)
+{
+    const char *child = getenv("CLOPS_POOL_STATS_CHILD");
+    ck_assert_ptr_nonnull(child);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME='%s' '%s'", cache_home, child);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    struct child_stats s = {-1, 0, -1, -1, -1};
+    int n = fscanf(p, "status=%d built=%lld loaded=%lld rejected=%lld correct=%d", &s.status,
+                   &s.built, &s.loaded, &s.rejected, &s.correct);
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_int_eq(n, 5);
+    return s;
+}
+
+static int corrupt_cache_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strstr(e->d_name, ".bin") == NULL)
+            continue;
+        char path[4096 + 512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_int_eq(truncate(path, st.st_size / 2), 0);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+START_TEST(test_second_process_builds_nothing)
+{
+    char home[] = "/tmp/clops-cache-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(home));
+    struct child_stats first = run_child(home);
+    ck_assert_int_eq(first.status, CLOPS_OK);
+    ck_assert_int_eq(first.correct, 1);
+    ck_assert_int_eq(first.built, 1);
+    ck_assert_int_eq(first.loaded, 0);
+
+    struct child_stats second = run_child(home);
+    ck_assert_int_eq(second.correct, 1);
+    ck_assert_int_eq(second.built, 0);
+    ck_assert_int_eq(second.loaded, 1);
+
+    /* A truncated entry is detected, rebuilt and rewritten; the result stays right. */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/clops", home);
+    ck_assert_int_ge(corrupt_cache_entries(dir), 1);
+    struct child_stats third = run_child(home);
+    ck_assert_int_eq(third.correct, 1);
+    ck_assert_int_eq(third.built, 1);
+    ck_assert_int_eq(third.rejected, 1);
+    struct child_stats fourth = run_child(home);
+    ck_assert_int_eq(fourth.built, 0);
+    ck_assert_int_eq(fourth.loaded, 1);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", home);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(test_disabled_cache_always_builds)
+{
+    const struct clops_api *api = tu_api();
+    for (int round = 0; round < 2; round++) {
+        struct clops_pool *pool = NULL;
+        ck_assert_int_eq(api->pool_create_from_string("cache = { enabled = false; };", &pool),
+                         CLOPS_OK);
+        ck_assert_double_ge(checked_gemm(pool, 9, 1), 0);
+        struct clops_stats s = {.struct_size = sizeof s};
+        api->pool_stats(pool, &s);
+        ck_assert_int_eq(s.programs_built, 1);
+        ck_assert_int_eq(s.programs_loaded, 0);
+        api->pool_release(pool);
+    }
+}
+END_TEST
+
+/* ---- Kernel override directory and build errors ------------------------------------------- */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+START_TEST(test_build_failure_reports_the_log)
+{
+    const struct clops_api *api = tu_api();
+    char dir[] = "/tmp/clops-kernels-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256], config[512];
+    snprintf(path, sizeof path, "%s/gemm.cl", dir);
+    write_file(path, "__kernel void gemm(__global float *x) { x[0] = undeclared_name; }\n");
+    snprintf(config, sizeof config, "kernel_dir = \"%s\";\ncache = { enabled = false; };\n", dir);
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_from_string(config, &pool), CLOPS_OK);
+    float a[4] = {1, 2, 3, 4}, c[4] = {0};
+    struct clops_tensor t = clops_matrix(a, CLOPS_F32, 2, 2, 2, 0);
+    struct clops_tensor tc = clops_matrix(c, CLOPS_F32, 2, 2, 2, 0);
+    clops_gemm_fn gemm = (clops_gemm_fn)api->op_find("gemm")->entry;
+    int32_t status = gemm(pool, &t, &t, &tc, 0, 0, 1.0, 0.0);
+    ck_assert_int_eq(status, CLOPS_ERR_BUILD);
+    const char *msg = api->last_error();
+    ck_assert_ptr_nonnull(strstr(msg, "CL_BUILD_PROGRAM_FAILURE"));
+    ck_assert_ptr_nonnull(strstr(msg, "build log"));
+    ck_assert_ptr_nonnull(strstr(msg, "undeclared_name"));
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(c[i], 0.0f); /* nothing written */
+    struct clops_op_stats os = {.struct_size = sizeof os};
+    api->pool_op_stats(pool, api->op_index(api->op_find("gemm")), &os);
+    ck_assert_int_eq(os.failures, 1);
+    api->pool_release(pool);
+    /* A missing kernel file in the override directory is an I/O error naming the path. */
+    unlink(path);
+    ck_assert_int_eq(api->pool_create_from_string(config, &pool), CLOPS_OK);
+    ck_assert_int_eq(gemm(pool, &t, &t, &tc, 0, 0, 1.0, 0.0), CLOPS_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), path));
+    api->pool_release(pool);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_kernel_dir_override_is_used)
+{
+    const struct clops_api *api = tu_api();
+    const char *src = getenv("CLOPS_SOURCE_DIR");
+    ck_assert_ptr_nonnull(src);
+    char config[1024];
+    snprintf(config, sizeof config, "kernel_dir = \"%s/kernels\";\ncache = { enabled = false; };\n",
+             src);
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_from_string(config, &pool), CLOPS_OK);
+    double err = checked_gemm(pool, 31, 3);
+    ck_assert_double_ge(err, 0);
+    ck_assert_double_lt(err, 1e-12);
+    api->pool_release(pool);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pool");
+    TCase *tc = tcase_create("pool");
+    tcase_set_timeout(tc, 900);
+    tcase_add_test(tc, test_two_threads_share_a_pool);
+    tcase_add_test(tc, test_pool_from_string_picks_cpu);
+    tcase_add_test(tc, test_missing_device_errors_or_falls_back);
+    tcase_add_test(tc, test_bad_config_string_names_line_and_key);
+    tcase_add_test(tc, test_buffers_round_trip_and_check_ranges);
+    tcase_add_test(tc, test_stats_count_calls_and_device_time);
+    tcase_add_test(tc, test_second_process_builds_nothing);
+    tcase_add_test(tc, test_disabled_cache_always_builds);
+    tcase_add_test(tc, test_build_failure_reports_the_log);
+    tcase_add_test(tc, test_kernel_dir_override_is_used);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
