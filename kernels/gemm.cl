@@ -90,9 +90,10 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
     __local REAL Bs[TILE_K * (TILE_N + LOCAL_PAD)];
 
     const int groups_n = (N + TILE_N - 1) / TILE_N;
-    const int group = (int)get_group_id(0);
-    const int i0 = group / groups_n * TILE_M;
-    const int j0 = group % groups_n * TILE_N;
+    /* The group count can pass 2^31 where M and N are large and the tiles small. */
+    const long group = get_group_id(0);
+    const int i0 = (int)(group / groups_n) * TILE_M;
+    const int j0 = (int)(group % groups_n) * TILE_N;
     const int lid = (int)get_local_id(0);
     const int tm = lid / RTS_N;
     const int tn = lid % RTS_N;

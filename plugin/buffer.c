@@ -14,6 +14,14 @@ int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffe
     if (bytes <= 0)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                        "buffer_create: parameter 'bytes' = %lld; expected > 0", (long long)bytes);
+    /* Checked here because some drivers (NVIDIA's) allocate lazily and would accept any size
+     * now, to fail at first use. */
+    const struct pool_device *dev = &pool->devices[0];
+    if (bytes > dev->max_alloc_bytes)
+        return err_set(CLOPS_ERR_OUT_OF_DEVICE_MEMORY,
+                       "buffer_create: parameter 'bytes' = %lld exceeds the largest allocation "
+                       "'%s' allows (%lld bytes)",
+                       (long long)bytes, dev->info.name, (long long)dev->max_alloc_bytes);
     struct clops_buffer *b = calloc(1, sizeof *b);
     if (b == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "buffer_create: out of host memory");

@@ -32,14 +32,23 @@ struct candidate {
     struct clops_device_info info;
 };
 
+/* Copies an info string, truncated to `size`: drivers reject a short buffer outright (PoCL's
+ * CL_DEVICE_VERSION is longer than our 64 bytes), so ask for the length first. */
 static void copy_info_string(cl_platform_id platform, cl_device_id device, cl_uint param,
                              char *out, size_t size)
 {
-    cl_int rc = device != NULL ? clGetDeviceInfo(device, param, size, out, NULL)
-                               : clGetPlatformInfo(platform, param, size, out, NULL);
-    if (rc != CL_SUCCESS)
+    size_t needed = 0;
+    cl_int rc = device != NULL ? clGetDeviceInfo(device, param, 0, NULL, &needed)
+                               : clGetPlatformInfo(platform, param, 0, NULL, &needed);
+    char *full = rc == CL_SUCCESS && needed > 0 ? malloc(needed) : NULL;
+    if (full != NULL)
+        rc = device != NULL ? clGetDeviceInfo(device, param, needed, full, NULL)
+                            : clGetPlatformInfo(platform, param, needed, full, NULL);
+    if (full == NULL || rc != CL_SUCCESS)
         snprintf(out, size, "?");
-    out[size - 1] = '\0';
+    else
+        snprintf(out, size, "%.*s", (int)(needed - 1), full);
+    free(full);
 }
 
 void pool_fill_device_info(cl_platform_id platform, cl_device_id device,
@@ -215,6 +224,9 @@ static int32_t open_device(struct clops_pool *pool, const struct candidate *c, i
         dev->queue_count++;
     }
     dev->info.queues = queues;
+    cl_ulong max_alloc = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    dev->max_alloc_bytes = (int64_t)max_alloc;
     atomic_init(&dev->next_queue, 0);
     return CLOPS_OK;
 }
@@ -257,8 +269,10 @@ static int32_t choose_devices(const struct pool_config *cfg, const struct candid
                 return err_set(CLOPS_ERR_NO_DEVICE,
                                "%s: devices[%d] (type %s, vendor \"%s\", index %d) %s", cfg->source,
                                (int)s, type_word(sel->type), sel->vendor, (int)sel->index, why);
-            log_msg(CLOPS_LOG_WARNING, "%s: devices[%d] (type %s, vendor \"%s\") %s; skipped",
-                    cfg->source, (int)s, type_word(sel->type), sel->vendor, why);
+            /* An optional device that is absent is the configuration working as meant. */
+            log_msg(sel->required ? CLOPS_LOG_WARNING : CLOPS_LOG_INFO,
+                    "%s: devices[%d] (type %s, vendor \"%s\") %s; skipped", cfg->source, (int)s,
+                    type_word(sel->type), sel->vendor, why);
             continue;
         }
         chosen[*n_chosen] = pick;

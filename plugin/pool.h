@@ -22,6 +22,7 @@ struct pool_device {
     int32_t queue_count;
     atomic_uint next_queue;
     struct clops_device_info info; /* struct_size = sizeof */
+    int64_t max_alloc_bytes;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     int32_t index;                 /* in the pool */
 };
 

@@ -156,6 +156,11 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
     size_t bytes = (size_t)(tensor_span(t) * dtype_size(t->dtype));
     if (bytes == 0)
         return CLOPS_OK;
+    if ((int64_t)bytes > dev->max_alloc_bytes)
+        return err_set(CLOPS_ERR_OUT_OF_DEVICE_MEMORY,
+                       "%s: parameter '%s' spans %zu bytes, more than the largest allocation "
+                       "'%s' allows (%lld bytes)",
+                       op, param, bytes, dev->info.name, (long long)dev->max_alloc_bytes);
     cl_int rc;
     out->mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &rc);
     if (rc != CL_SUCCESS)

@@ -259,9 +259,5 @@ int main(void)
     tcase_add_test(tc, test_last_error_is_per_thread);
     tcase_add_test(tc, test_log_callback_receives_diagnostics);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s, 1);
 }

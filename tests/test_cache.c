@@ -599,9 +599,5 @@ static Suite *cache_suite(void)
 
 int main(void)
 {
-    SRunner *runner = srunner_create(cache_suite());
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(cache_suite(), 1);
 }

@@ -11,6 +11,7 @@
 #include "clops.h"
 #include "config.h"
 #include "error.h"
+#include "testutil.h"
 
 /* ---- Helpers ------------------------------------------------------------------------------- */
 
@@ -475,9 +476,5 @@ static Suite *config_suite(void)
 
 int main(void)
 {
-    SRunner *runner = srunner_create(config_suite());
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(config_suite(), 1);
 }

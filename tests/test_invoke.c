@@ -264,11 +264,5 @@ int main(void)
     tcase_add_test(tc, test_invoke_rejects_misuse);
     tcase_add_test(tc, test_invoke_passes_operator_errors_through);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    /* One process: the pool and its built programs are shared by the tests. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s, 0);
 }

@@ -66,3 +66,14 @@ void tu_fill_f64(double *x, int64_t n)
     for (int64_t i = 0; i < n; i++)
         x[i] = tu_uniform();
 }
+
+int tu_run_suite(Suite *suite, int fork)
+{
+    SRunner *runner = srunner_create(suite);
+    if (!fork)
+        srunner_set_fork_status(runner, CK_NOFORK);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

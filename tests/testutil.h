@@ -2,6 +2,7 @@
 #ifndef CLOPS_TESTUTIL_H
 #define CLOPS_TESTUTIL_H
 
+#include <check.h>
 #include <stdint.h>
 
 #include "clops.h"
@@ -18,5 +19,9 @@ void tu_seed(uint64_t seed);
 double tu_uniform(void);
 void tu_fill_f32(float *x, int64_t n);
 void tu_fill_f64(double *x, int64_t n);
+
+/* Runs a suite, in forked processes (fork = 1) or in this one (fork = 0: the pool and its built
+ * programs are shared by the tests); returns main()'s exit status. */
+int tu_run_suite(Suite *suite, int fork);
 
 #endif

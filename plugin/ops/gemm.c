@@ -10,6 +10,9 @@
 
 static const char op_name[] = "gemm";
 
+/* The dtypes of a, b and c (one of them for all three). */
+enum { GEMM_DTYPES = CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64) };
+
 /* ---- Tiles per device ------------------------------------------------------------------------ */
 
 /* The -D parameters of kernels/gemm.cl (its comment explains them). */
@@ -72,9 +75,10 @@ static int64_t tiles_local_bytes(const struct gemm_tiles *t, int64_t elem_size)
 /* ---- The call reduced to the kernel's terms ------------------------------------------------- */
 
 /* What the kernel computes: the row-major M x N matrix Ck (ldc) = alpha * Ak * Bk + beta * Ck,
- * with Ak(i,k) = ka[i*ka_si + k*ka_sk] and Bk(k,j) = kb[k*kb_sk + j*kb_sj]. For a row-major C
- * that is op(A) op(B) itself; for a column-major C it is C^T = op(B)^T op(A)^T, so the kernel
- * only ever writes rows (coalesced) whatever the layout. */
+ * with Ak(i,k) = ka[offset + i*ka_si + k*ka_sk] and Bk(k,j) = kb[offset + k*kb_sk + j*kb_sj],
+ * each with its tensor's offset. For a row-major C that is op(A) op(B) itself; for a
+ * column-major C it is C^T = op(B)^T op(A)^T, so the kernel only ever writes rows (coalesced)
+ * whatever the layout. */
 struct gemm_plan {
     int32_t dtype;
     int64_t m, n, k; /* of the kernel's product; k = 0 when A and B are not read */
@@ -115,11 +119,10 @@ static const char *trans_name(int32_t trans)
 static int32_t check_tensors(const struct pool_device *dev, const struct clops_tensor *a,
                              const struct clops_tensor *b, const struct clops_tensor *c)
 {
-    const uint32_t real = CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64);
     const struct clops_tensor *t[3] = {a, b, c};
     const char *const names[3] = {"a", "b", "c"};
     for (int i = 0; i < 3; i++) {
-        int32_t status = tensor_check(t[i], op_name, names[i], real, 2, dev);
+        int32_t status = tensor_check(t[i], op_name, names[i], GEMM_DTYPES, 2, dev);
         if (status != CLOPS_OK)
             return status;
     }
@@ -511,12 +514,11 @@ _Static_assert(_Generic(&gemm_entry, clops_gemm_fn : 1, default : 0),
 static const char *const trans_values[] = {"none", "transpose", NULL};
 
 static const struct clops_param gemm_params[] = {
-    {"a", CLOPS_PARAM_TENSOR_IN, CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64), NULL,
-     NULL, "A, rank 2: M x K, or K x M with trans_a = transpose. Any strides."},
-    {"b", CLOPS_PARAM_TENSOR_IN, CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64), NULL,
-     NULL, "B, rank 2: K x N, or N x K with trans_b = transpose. Any strides; a's dtype."},
-    {"c", CLOPS_PARAM_TENSOR_INOUT, CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64), NULL,
-     NULL,
+    {"a", CLOPS_PARAM_TENSOR_IN, GEMM_DTYPES, NULL, NULL,
+     "A, rank 2: M x K, or K x M with trans_a = transpose. Any strides."},
+    {"b", CLOPS_PARAM_TENSOR_IN, GEMM_DTYPES, NULL, NULL,
+     "B, rank 2: K x N, or N x K with trans_b = transpose. Any strides; a's dtype."},
+    {"c", CLOPS_PARAM_TENSOR_INOUT, GEMM_DTYPES, NULL, NULL,
      "C, rank 2, M x N, a's dtype: row- or column-major (one unit stride, the other at least "
      "the extent it steps over); read unless beta = 0, then written. Must not overlap a or b."},
     {"trans_a", CLOPS_PARAM_ENUM, 0, trans_values, "none", "op(A): A itself or its transpose."},
