@@ -112,7 +112,11 @@ static int32_t fail_type(const struct parser *p, const config_setting_t *s, cons
 /* "a", "a.b" or "a[3]": the key path of a child setting, for messages. */
 static void child_path(char *out, const char *path, const char *key)
 {
-    snprintf(out, KEY_PATH_MAX, "%s%s%s", path, path[0] != '\0' ? "." : "", key);
+    /* Key paths are bounded by the nesting of the format, far below KEY_PATH_MAX; a cut one
+     * would only shorten a message. */
+    int n = snprintf(out, KEY_PATH_MAX, "%s%s%s", path, path[0] != '\0' ? "." : "", key);
+    if (n >= KEY_PATH_MAX)
+        out[KEY_PATH_MAX - 1] = '\0';
 }
 
 /* ---- Scalars --------------------------------------------------------------------------------- */
