@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define CLOPS_ABI_MAJOR 1
-#define CLOPS_ABI_MINOR 0
+#define CLOPS_ABI_MINOR 1
 #define CLOPS_MAX_RANK 4
 
 /* True when the table `api` is large enough to hold `member`. */
@@ -130,7 +130,9 @@ struct clops_param {
     int32_t kind;   /* enum clops_param_kind */
     uint32_t dtypes; /* tensors: CLOPS_DTYPE_BIT()s accepted; 0 for other kinds */
     const char *const *enum_values; /* enums: NULL-terminated allowed strings; else NULL */
-    const char *default_value;      /* textual default; NULL when the parameter is required */
+    /* Textual default; NULL when the parameter is required. For a tensor the only default is
+     * CLOPS_OPTIONAL ("none"): the tensor may be left out (the typed entry then gets NULL). */
+    const char *default_value;
     const char *doc;
 };
 
@@ -149,6 +151,8 @@ struct clops_op {
     void (*entry)(void);
 };
 
+#define CLOPS_OPTIONAL "none"
+
 /* ---- Typed prototypes of the operators ------------------------------------------------------
  * Call them through `op->entry` of the descriptor found with op_find("gemm"). */
 
@@ -159,6 +163,45 @@ enum clops_transpose { CLOPS_NO_TRANS = 0, CLOPS_TRANS = 1 };
 typedef int32_t (*clops_gemm_fn)(struct clops_pool *pool, const struct clops_tensor *a,
                                  const struct clops_tensor *b, const struct clops_tensor *c,
                                  int32_t trans_a, int32_t trans_b, double alpha, double beta);
+
+/* lu: P·A = L·U with partial pivoting (LAPACK getrf). a (M×N, f32|f64) is overwritten by L
+ * (unit diagonal, not stored) and U; ipiv (i32, min(M,N)) receives 1-based row interchanges as
+ * LAPACK's; info (i32, 1 element) receives 0, or k > 0 when U(k,k) is exactly zero (the
+ * factorization still completes). pivoting: 0 = "partial", 1 = "none" (unsafe; for comparison). */
+typedef int32_t (*clops_lu_fn)(struct clops_pool *pool, const struct clops_tensor *a,
+                               const struct clops_tensor *ipiv, const struct clops_tensor *info,
+                               int32_t pivoting);
+
+/* solve: A·X = B (LAPACK gesv). a (N×N) is overwritten by its LU factors, b (N×NRHS) by X,
+ * ipiv and info as for lu. info > 0: A is singular and b is left untouched. */
+typedef int32_t (*clops_solve_fn)(struct clops_pool *pool, const struct clops_tensor *a,
+                                  const struct clops_tensor *b, const struct clops_tensor *ipiv,
+                                  const struct clops_tensor *info);
+
+/* lu_solve: solves with the factors and pivots from lu (LAPACK getrs); trans: 0 = A·X = B,
+ * 1 = Aᵀ·X = B. b (N×NRHS) is overwritten by X. */
+typedef int32_t (*clops_lu_solve_fn)(struct clops_pool *pool, const struct clops_tensor *lu,
+                                     const struct clops_tensor *ipiv,
+                                     const struct clops_tensor *b, int32_t trans);
+
+/* reduce: op (enum, see the descriptor: sum, min, max, norm2, argmin, argmax) over the whole of
+ * x (axis = -1) or along one axis of a 2-D x; results in out. */
+typedef int32_t (*clops_reduce_fn)(struct clops_pool *pool, const struct clops_tensor *x,
+                                   const struct clops_tensor *out, int32_t op, int64_t axis);
+
+/* transpose: y = xᵀ over the last two axes (rank 2, or rank 3 for a batch). In place when y
+ * views the same memory as x (square matrices only). */
+typedef int32_t (*clops_transpose_fn)(struct clops_pool *pool, const struct clops_tensor *x,
+                                      const struct clops_tensor *y);
+
+/* mandelbrot: iteration counts (u32, H×W) of the view centred on (center_x, center_y), `scale`
+ * wide in the complex plane, and optionally (NULL) an RGBA image (u8, H×W×4) through the
+ * palette; precision: 0 = f32, 1 = f64; split: "dynamic", or the GPU's fraction "0".."1". */
+typedef int32_t (*clops_mandelbrot_fn)(struct clops_pool *pool,
+                                       const struct clops_tensor *iterations,
+                                       const struct clops_tensor *image, double center_x,
+                                       double center_y, double scale, int64_t max_iterations,
+                                       int32_t precision, const char *split, int64_t tile);
 
 /* ---- Generic invoke ------------------------------------------------------------------------
  * One argument for invoke(): `kind` tags which member holds the value. `name` matches a
@@ -217,6 +260,15 @@ struct clops_op_stats {
     int64_t device_ns; /* kernel time from profiling events; 0 when profiling is off */
 };
 
+/* Work one device of a pool did for operators that share work between devices (Mandelbrot's
+ * tiles): how many pieces it took and how long it was busy. */
+struct clops_device_stats {
+    uint32_t struct_size; /* set by the host: sizeof(struct clops_device_stats) */
+    int32_t reserved;
+    int64_t tasks;
+    int64_t busy_ns;
+};
+
 /* ---- The table ---------------------------------------------------------------------------- */
 
 struct clops_api {
@@ -271,6 +323,11 @@ struct clops_api {
      * A rejected call does nothing. */
     int32_t (*invoke)(struct clops_pool *pool, const struct clops_op *op,
                       const struct clops_arg *args, int32_t nargs);
+
+    /* ---- Appended in ABI 1.1 (check with CLOPS_API_HAS) ---- */
+    /* Per-device work counters, `index` in the pool's device numbering. */
+    int32_t (*pool_device_stats)(const struct clops_pool *pool, int32_t index,
+                                 struct clops_device_stats *out);
 };
 
 /* The only entry symbol. Returns NULL when the plugin does not serve `abi_major` (it serves 1). */

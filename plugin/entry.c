@@ -132,6 +132,24 @@ static int32_t api_pool_op_stats(const struct clops_pool *pool, int32_t index,
     return pool_copy_sized(out, &s, sizeof s);
 }
 
+static int32_t api_pool_device_stats(const struct clops_pool *pool, int32_t index,
+                                     struct clops_device_stats *out)
+{
+    err_clear();
+    if (pool == NULL || out == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_device_stats: parameter '%s' is NULL",
+                       pool == NULL ? "pool" : "out");
+    if (index < 0 || index >= pool->device_count)
+        return err_set(CLOPS_ERR_NOT_FOUND,
+                       "pool_device_stats: parameter 'index' = %d; the pool has %d device(s)",
+                       (int)index, (int)pool->device_count);
+    struct clops_device_stats s = {0};
+    s.struct_size = sizeof s;
+    s.tasks = atomic_load(&pool->devices[index].tasks);
+    s.busy_ns = atomic_load(&pool->devices[index].busy_ns);
+    return pool_copy_sized(out, &s, sizeof s);
+}
+
 static int32_t api_buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out)
 {
     err_clear();
@@ -199,6 +217,7 @@ static const struct clops_api api_v1 = {
     .op_find = api_op_find,
     .op_index = api_op_index,
     .invoke = invoke_op,
+    .pool_device_stats = api_pool_device_stats,
 };
 
 const struct clops_api *entry_table(uint32_t abi_major)

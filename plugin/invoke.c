@@ -121,6 +121,11 @@ static int32_t bad_enum(const struct clops_op *op, const struct clops_param *p, 
                    op->name, p->name, got, allowed);
 }
 
+static int param_is_optional_tensor(const struct clops_param *p)
+{
+    return p->default_value != NULL && strcmp(p->default_value, CLOPS_OPTIONAL) == 0;
+}
+
 static int32_t convert_arg(const struct clops_op *op, const struct clops_param *p,
                            const struct clops_arg *a, union slot *out)
 {
@@ -153,7 +158,7 @@ static int32_t convert_arg(const struct clops_op *op, const struct clops_param *
         return CLOPS_OK;
     }
     default:
-        if (a->tensor == NULL)
+        if (a->tensor == NULL && !param_is_optional_tensor(p))
             return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                            "%s: parameter '%s' is NULL (expected a tensor)", op->name, p->name);
         out->pointer = a->tensor;
@@ -179,6 +184,10 @@ static int32_t apply_default(const struct clops_op *op, const struct clops_param
                                        p->name);
     case CLOPS_PARAM_STRING: out->pointer = p->default_value; return CLOPS_OK;
     default:
+        if (param_is_optional_tensor(p)) {
+            out->pointer = NULL;
+            return CLOPS_OK;
+        }
         return err_set(CLOPS_ERR_INTERNAL, "%s: tensor parameter '%s' has a default", op->name,
                        p->name);
     }

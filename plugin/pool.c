@@ -228,6 +228,8 @@ static int32_t open_device(struct clops_pool *pool, const struct candidate *c, i
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
     dev->max_alloc_bytes = (int64_t)max_alloc;
     atomic_init(&dev->next_queue, 0);
+    atomic_init(&dev->tasks, 0);
+    atomic_init(&dev->busy_ns, 0);
     return CLOPS_OK;
 }
 
@@ -584,6 +586,12 @@ int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kern
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: kernel execution failed", what);
     return CLOPS_OK;
+}
+
+void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t busy_ns)
+{
+    atomic_fetch_add(&dev->tasks, tasks);
+    atomic_fetch_add(&dev->busy_ns, busy_ns);
 }
 
 void pool_record_call(struct clops_pool *pool, const char *op_name, int32_t status,

@@ -24,6 +24,7 @@ struct pool_device {
     struct clops_device_info info; /* struct_size = sizeof */
     int64_t max_alloc_bytes;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     int32_t index;                 /* in the pool */
+    atomic_llong tasks, busy_ns;   /* clops_device_stats */
 };
 
 struct pool_op_counters {
@@ -60,6 +61,9 @@ int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const
 int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
                         cl_uint dims, const size_t *global, const size_t *local,
                         int64_t *device_ns, const char *what);
+
+/* Records work a device did for an operator that splits work between devices. */
+void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t busy_ns);
 
 /* Records one operator call in the statistics. */
 void pool_record_call(struct clops_pool *pool, const char *op_name, int32_t status,

@@ -82,7 +82,7 @@ START_TEST(test_shipped_example_parses_to_documented_values)
 
     ck_assert_int_eq(cfg.cpu_fallback, 1);
     ck_assert_int_eq(cfg.profiling, 1);
-    ck_assert_str_eq(cfg.build_options, "-cl-mad-enable");
+    ck_assert_str_eq(cfg.build_options, "");
     ck_assert_int_eq(cfg.cache_enabled, 1);
     ck_assert_str_eq(cfg.cache_dir, "");
     ck_assert_str_eq(cfg.kernel_dir, "");

@@ -195,6 +195,12 @@ START_TEST(test_stats_count_calls_and_device_time)
     ck_assert_int_ge(s.bytes_uploaded, 2 * 3 * 64 * 64 * 8);
     ck_assert_int_ge(s.bytes_downloaded, 2 * 64 * 64 * 8);
     ck_assert_int_eq(api->pool_op_stats(pool, 99, &os), CLOPS_ERR_NOT_FOUND);
+    /* GEMM runs on one device and shares no work: no tasks counted. */
+    struct clops_device_stats ds = {.struct_size = sizeof ds};
+    ck_assert_int_eq(api->pool_device_stats(pool, 0, &ds), CLOPS_OK);
+    ck_assert_int_eq(ds.tasks, 0);
+    ck_assert_int_eq(api->pool_device_stats(pool, 1, &ds), CLOPS_ERR_NOT_FOUND);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "'index' = 1"));
     api->pool_release(pool);
 }
 END_TEST

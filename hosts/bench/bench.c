@@ -1,6 +1,7 @@
 /* bench.c — clops-bench: clops' GEMM against CLBlast on the same device, both with operands
  * already in device memory, and the first-call time of a pool with a cold vs a warm cache. */
 #define CL_TARGET_OPENCL_VERSION 120
+#include "bench.h"
 #include <clblast_c.h>
 #include <errno.h>
 #include <ftw.h>
@@ -662,7 +663,7 @@ static int open_pool(struct bench *b)
     return EXIT_OK;
 }
 
-int main(int argc, char **argv)
+int bench_gemm_main(int argc, char **argv)
 {
     /* libclops is never dlclose()d: OpenCL drivers are not safe to unload. */
     static struct bench b;

@@ -1,0 +1,38 @@
+/* bench_main.c — clops-bench's dispatcher: the first argument names the area to measure
+ * (gemm when it names none, so that `clops-bench --sizes ...` times GEMM). */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+struct bench_area {
+    const char *name;
+    const char *summary;
+    int (*main)(int argc, char **argv);
+};
+
+static const struct bench_area areas[] = {
+    {"gemm", "GEMM f32/f64 against CLBlast, and cold vs warm first call", bench_gemm_main},
+};
+
+enum { AREA_COUNT = (int)(sizeof areas / sizeof areas[0]) };
+
+static void usage(void)
+{
+    printf("Usage: clops-bench [AREA] [options]   (AREA defaults to gemm)\n\nAreas:\n");
+    for (int i = 0; i < AREA_COUNT; i++)
+        printf("  %-12s %s\n", areas[i].name, areas[i].summary);
+    printf("\n`clops-bench AREA --help` lists an area's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--areas") == 0 || strcmp(argv[1], "help") == 0)) {
+        usage();
+        return 0;
+    }
+    for (int i = 0; argc >= 2 && i < AREA_COUNT; i++)
+        if (strcmp(argv[1], areas[i].name) == 0)
+            return areas[i].main(argc - 1, argv + 1);
+    return bench_gemm_main(argc, argv);
+}
