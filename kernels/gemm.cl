@@ -15,25 +15,30 @@
 #define RTS_N (TILE_N / WPT_N)
 #define WG_SIZE (RTS_M * RTS_N)
 
-/* Which WPT_M x WPT_N elements of the group's block work-item (tm, tn) owns. Strided (the
- * default): rows tm + r*RTS_M and columns tn + c*RTS_N, so neighbouring work-items read
- * neighbouring local addresses (no bank conflicts) and write neighbouring columns of C
- * (coalesced stores), which is what GPUs want. Contiguous (-DCONTIGUOUS_BLOCK): rows
- * tm*WPT_M + r and columns tn*WPT_N + c, for CPU compilers such as PoCL's that vectorise within
- * a work-item, where contiguous local loads become vector loads. */
-#ifdef CONTIGUOUS_BLOCK
-#define BLOCK_ROW(tm, r) ((tm) * WPT_M + (r))
-#define BLOCK_COL(tn, c) ((tn) * WPT_N + (c))
-#else
-#define BLOCK_ROW(tm, r) ((tm) + (r) * RTS_M)
-#define BLOCK_COL(tn, c) ((tn) + (c) * RTS_N)
+/* Which WPT_M x WPT_N elements of the group's block work-item (tm, tn) owns: runs of VW
+ * neighbouring rows (columns), the runs RTS_M*VW (RTS_N*VW) apart. VW = 1 gives the strided
+ * layout (neighbouring work-items read neighbouring local addresses and write neighbouring
+ * columns of C); VW = 4 lets each run be one 16-byte local load (float4), a quarter of the
+ * load instructions per multiply-add, which is what keeps a GPU's FMA units fed; VW = WPT_M =
+ * WPT_N gives contiguous blocks, for CPU compilers such as PoCL's that vectorise within a
+ * work-item. */
+#ifndef VW
+#define VW 1
 #endif
+#if WPT_M % VW != 0 || WPT_N % VW != 0
+#error "WPT_M and WPT_N must be multiples of VW"
+#endif
+#define BLOCK_ROW(tm, r) (((r) / VW) * (RTS_M * VW) + (tm) * VW + (r) % VW)
+#define BLOCK_COL(tn, c) (((c) / VW) * (RTS_N * VW) + (tn) * VW + (c) % VW)
 
-/* One element of padding per local row: the k-fast tile loads store with a stride of a row, and
- * a row of a power-of-two length would put those stores all in one local memory bank. */
+/* Local rows are padded: the k-fast tile stores write with a stride of a row, and a row of a
+ * power-of-two length would put those stores all in one bank. With VW > 1 the padding is VW
+ * elements, so that every run stays aligned for its vector load. */
 #ifndef LOCAL_PAD
-#define LOCAL_PAD 1
+#define LOCAL_PAD VW
 #endif
+#define LDA (TILE_M + LOCAL_PAD)
+#define LDB (TILE_N + LOCAL_PAD)
 
 #if TILE_M % WPT_M != 0 || TILE_N % WPT_N != 0
 #error "TILE_M and TILE_N must be multiples of WPT_M and WPT_N"
@@ -41,26 +46,58 @@
 #if (TILE_M * TILE_K) % WG_SIZE != 0 || (TILE_K * TILE_N) % WG_SIZE != 0
 #error "each tile must split evenly over the work-group's loads"
 #endif
+#if LOCAL_PAD % VW != 0
+#error "LOCAL_PAD must be a multiple of VW"
+#endif
 
-/* Copies the TILE_K x tile_x block starting at (x0, k0) of an operand into `dst`, laid out
- * k-major (dst[k][x], rows of tile_x + LOCAL_PAD). Element (x, k) of the operand lives at
- * src[off + x*sx + k*sk]; outside xn x kn it reads as 0, so partial tiles need no other care.
- * The work-group walks the tile along whichever axis is contiguous in global memory (k when
- * sk == 1, else x), so neighbouring work-items read neighbouring addresses in both layouts. The
- * choice depends on kernel arguments only: uniform over the work-group, no divergence. */
-static void load_tile(__local REAL *dst, const __global REAL *src, long off, long sx, long sk,
-                      int x0, int xn, int k0, int kn, const int tile_x, int lid)
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if VW > 1
+typedef CAT(REAL, VW) realv;
+#define VLOAD CAT(vload, VW)
+#define VSTORE CAT(vstore, VW)
+#endif
+
+/* Reads `count` = VW elements of a local row into the private array `dst` (one vector load:
+ * the run's start is a multiple of VW and the array is declared as vectors, so aligned). */
+#if VW > 1
+#define LOAD_RUN(dst, base, at) VSTORE(*(const __local realv *)((base) + (at)), 0, (dst))
+#else
+#define LOAD_RUN(dst, base, at) (*(dst) = (base)[at])
+#endif
+
+#define A_LOADS (TILE_M * TILE_K / WG_SIZE)
+#define B_LOADS (TILE_N * TILE_K / WG_SIZE)
+
+/* Fetches this work-item's share of the TILE_K x tile_x block starting at (x0, k0) of an
+ * operand into registers. Element (x, k) of the operand lives at src[off + x*sx + k*sk]; outside
+ * xn x kn it reads as 0, so partial tiles need no other care. The work-group walks the tile
+ * along whichever axis is contiguous in global memory (k when sk == 1, else x), so neighbouring
+ * work-items read neighbouring addresses in both layouts; the choice depends on kernel
+ * arguments only, uniform over the work-group. */
+static void fetch_tile(REAL *regs, const __global REAL *src, long off, long sx, long sk, int x0,
+                       int xn, int k0, int kn, const int tile_x, const int loads, int lid)
 {
     const int k_fast = sk == 1;
-    for (int l = 0; l < tile_x * TILE_K / WG_SIZE; l++) {
+    for (int l = 0; l < loads; l++) {
         const int e = lid + l * WG_SIZE;
         const int x = k_fast ? e / TILE_K : e % tile_x;
         const int k = k_fast ? e % TILE_K : e / tile_x;
         const int gx = x0 + x, gk = k0 + k;
-        REAL v = 0;
-        if (gx < xn && gk < kn)
-            v = src[off + gx * sx + gk * sk];
-        dst[k * (tile_x + LOCAL_PAD) + x] = v;
+        regs[l] = gx < xn && gk < kn ? src[off + gx * sx + gk * sk] : (REAL)0;
+    }
+}
+
+/* Stores fetched registers into the local tile, laid out k-major: dst[k * ld + x]. */
+static void store_tile(__local REAL *dst, const REAL *regs, long sk, const int tile_x,
+                       const int ld, const int loads, int lid)
+{
+    const int k_fast = sk == 1;
+    for (int l = 0; l < loads; l++) {
+        const int e = lid + l * WG_SIZE;
+        const int x = k_fast ? e / TILE_K : e % tile_x;
+        const int k = k_fast ? e % TILE_K : e / tile_x;
+        dst[k * ld + x] = regs[l];
     }
 }
 
@@ -86,12 +123,19 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
      const __global REAL *restrict B, const long offB, const long sBk, const long sBj,
      __global REAL *C, const long offC, const long ldc)
 {
-    __local REAL As[TILE_K * (TILE_M + LOCAL_PAD)];
-    __local REAL Bs[TILE_K * (TILE_N + LOCAL_PAD)];
+#if VW > 1
+    /* Declared as vectors for the alignment of LOAD_RUN's vector loads. */
+    __local realv As_v[TILE_K * LDA / VW];
+    __local realv Bs_v[TILE_K * LDB / VW];
+    __local REAL *As = (__local REAL *)As_v;
+    __local REAL *Bs = (__local REAL *)Bs_v;
+#else
+    __local REAL As[TILE_K * LDA];
+    __local REAL Bs[TILE_K * LDB];
+#endif
 
-    const int groups_n = (N + TILE_N - 1) / TILE_N;
-    /* The group count can pass 2^31 where M and N are large and the tiles small. */
-    const long group = get_group_id(0);
+    const long groups_n = (N + TILE_N - 1) / TILE_N;
+    const long group = (long)get_group_id(0);
     const int i0 = (int)(group / groups_n) * TILE_M;
     const int j0 = (int)(group % groups_n) * TILE_N;
     const int lid = (int)get_local_id(0);
@@ -103,21 +147,32 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
         for (int c = 0; c < WPT_N; c++)
             acc[r][c] = 0;
 
+    /* Register double-buffering: the next tiles' global loads are issued before the current
+     * tiles are multiplied, so their latency hides behind the arithmetic. */
+    REAL ra[A_LOADS], rb[B_LOADS];
+    if (K > 0) {
+        fetch_tile(ra, A, offA, sAi, sAk, i0, M, 0, K, TILE_M, A_LOADS, lid);
+        fetch_tile(rb, B, offB, sBj, sBk, j0, N, 0, K, TILE_N, B_LOADS, lid);
+    }
     for (int k0 = 0; k0 < K; k0 += TILE_K) {
-        load_tile(As, A, offA, sAi, sAk, i0, M, k0, K, TILE_M, lid);
-        load_tile(Bs, B, offB, sBj, sBk, j0, N, k0, K, TILE_N, lid);
+        store_tile(As, ra, sAk, TILE_M, LDA, A_LOADS, lid);
+        store_tile(Bs, rb, sBk, TILE_N, LDB, B_LOADS, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
+        if (k0 + TILE_K < K) {
+            fetch_tile(ra, A, offA, sAi, sAk, i0, M, k0 + TILE_K, K, TILE_M, A_LOADS, lid);
+            fetch_tile(rb, B, offB, sBj, sBk, j0, N, k0 + TILE_K, K, TILE_N, B_LOADS, lid);
+        }
         for (int k = 0; k < TILE_K; k++) {
             REAL a[WPT_M], b[WPT_N];
-            for (int r = 0; r < WPT_M; r++)
-                a[r] = As[k * (TILE_M + LOCAL_PAD) + BLOCK_ROW(tm, r)];
-            for (int c = 0; c < WPT_N; c++)
-                b[c] = Bs[k * (TILE_N + LOCAL_PAD) + BLOCK_COL(tn, c)];
+            for (int r = 0; r < WPT_M; r += VW)
+                LOAD_RUN(a + r, As, k * LDA + BLOCK_ROW(tm, r));
+            for (int c = 0; c < WPT_N; c += VW)
+                LOAD_RUN(b + c, Bs, k * LDB + BLOCK_COL(tn, c));
             for (int r = 0; r < WPT_M; r++)
                 for (int c = 0; c < WPT_N; c++)
                     acc[r][c] += a[r] * b[c];
         }
-        /* The next iteration's loads overwrite the tiles this one is still reading. */
+        /* The next iteration's stores overwrite the tiles this one is still reading. */
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 

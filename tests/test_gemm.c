@@ -166,11 +166,15 @@ static clops_gemm_fn gemm_entry(void)
     return (clops_gemm_fn)op->entry;
 }
 
+/* The pool host-tensor cases run on: the shared one, unless a test sets its own. */
+static struct clops_pool *case_pool;
+
 static int32_t call_on_host(const struct gemm_case *g, struct operands *o)
 {
     struct clops_tensor a = matrix_tensor(&o->a), b = matrix_tensor(&o->b);
     struct clops_tensor c = matrix_tensor(&o->c);
-    return gemm_entry()(tu_pool(), &a, &b, &c, g->trans_a, g->trans_b, g->alpha, g->beta);
+    struct clops_pool *pool = case_pool != NULL ? case_pool : tu_pool();
+    return gemm_entry()(pool, &a, &b, &c, g->trans_a, g->trans_b, g->alpha, g->beta);
 }
 
 /* A buffer holding m's allocation from element `offset` on (what is before is filler). */
@@ -302,6 +306,55 @@ START_TEST(test_gemm_sizes_and_transposes_match_reference)
         struct gemm_case g = dense_case(dtype, s[0], s[1], s[2], t, scalings[t][0], scalings[t][1]);
         run_case(&g);
     }
+}
+END_TEST
+
+/* The tiles other devices use (the NVIDIA rows of the table, the strided layout, the
+ * fallback), forced through the configuration so that they are checked on this machine too. */
+static const char *const tile_overrides[] = {
+    "-DTILE_M=128 -DTILE_N=128 -DTILE_K=16 -DWPT_M=8 -DWPT_N=8 -DVW=4",
+    "-DTILE_M=64 -DTILE_N=64 -DTILE_K=16 -DWPT_M=4 -DWPT_N=4 -DVW=4",
+    "-DTILE_M=64 -DTILE_N=32 -DTILE_K=8 -DWPT_M=4 -DWPT_N=4 -DVW=2",
+    "-DTILE_M=32 -DTILE_N=32 -DTILE_K=8 -DWPT_M=4 -DWPT_N=4 -DVW=1",
+    "-DTILE_M=16 -DTILE_N=16 -DTILE_K=8 -DWPT_M=2 -DWPT_N=2 -DVW=1",
+};
+enum { OVERRIDE_COUNT = sizeof tile_overrides / sizeof tile_overrides[0] };
+
+START_TEST(test_gemm_every_tile_layout_matches_reference)
+{
+    int32_t dtype = begin_iteration(9, _i);
+    if (dtype == 0)
+        return;
+    char config[512];
+    snprintf(config, sizeof config, "operators = { gemm = { build_options = \"%s\"; }; };",
+             tile_overrides[_i / 2]);
+    ck_assert_int_eq(tu_api()->pool_create_from_string(config, &case_pool), CLOPS_OK);
+    static const int64_t shapes[][3] = {{1, 1, 1}, {129, 67, 45}, {37, 200, 33}};
+    for (int s = 0; s < 3; s++)
+        for (int t = 0; t < 4; t++) {
+            struct gemm_case g = dense_case(dtype, shapes[s][0], shapes[s][1], shapes[s][2], t,
+                                            scalings[t][0], scalings[t][1]);
+            run_case(&g);
+        }
+    tu_api()->pool_release(case_pool);
+    case_pool = NULL;
+}
+END_TEST
+
+START_TEST(test_gemm_rejects_tiles_that_do_not_divide)
+{
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(tu_api()->pool_create_from_string(
+                         "operators = { gemm = { build_options = \"-DTILE_M=100 -DWPT_M=8\"; }; };",
+                         &pool),
+                     CLOPS_OK);
+    float x[4] = {1, 2, 3, 4}, y[4] = {0};
+    struct clops_tensor a = clops_matrix(x, CLOPS_F32, 2, 2, 2, 0);
+    struct clops_tensor c = clops_matrix(y, CLOPS_F32, 2, 2, 2, 0);
+    ck_assert_int_eq(gemm_entry()(pool, &a, &a, &c, 0, 0, 1.0, 0.0), CLOPS_ERR_CONFIG);
+    ck_assert_ptr_nonnull(strstr(tu_api()->last_error(), "operators.gemm.build_options"));
+    ck_assert_float_eq(y[0], 0.0f);
+    tu_api()->pool_release(pool);
 }
 END_TEST
 
@@ -568,6 +621,8 @@ int main(void)
     tcase_add_loop_test(tc, test_gemm_device_tensors_match_host_tensors, 0, 8);
     tcase_add_loop_test(tc, test_gemm_rejects_bad_arguments_naming_them, 0, BAD_CASE_COUNT);
     tcase_add_test(tc, test_gemm_f64_needs_a_device_with_fp64);
+    tcase_add_loop_test(tc, test_gemm_every_tile_layout_matches_reference, 0, 2 * OVERRIDE_COUNT);
+    tcase_add_test(tc, test_gemm_rejects_tiles_that_do_not_divide);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }

@@ -1,8 +1,10 @@
 /* gemm.c — the gemm operator, C = alpha * op(A) * op(B) + beta * C in f32 or f64: validates the
  * call, reduces every layout to the one row-major-C kernel of kernels/gemm.cl, picks its tiles. */
 #include <ctype.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pool.h"
@@ -19,7 +21,8 @@ enum { GEMM_DTYPES = CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64) };
 struct gemm_tiles {
     int32_t tile_m, tile_n, tile_k; /* the C block of a work-group, and the K step */
     int32_t wpt_m, wpt_n;           /* the C block of a work-item, in registers */
-    int32_t contiguous;             /* 1: -DCONTIGUOUS_BLOCK (CPUs), 0: strided (GPUs) */
+    int32_t vw;                     /* rows/columns per local vector load (-DVW): 1 strided,
+                                       4 for GPUs, = wpt for CPUs (contiguous blocks) */
 };
 
 /* First match wins: `vendor` is a case-insensitive substring of the device's vendor ("" = any),
@@ -34,15 +37,15 @@ static const struct gemm_tuning {
     int32_t type;
     struct gemm_tiles large, small;
 } tunings[] = {
-    {"NVIDIA", CLOPS_DEVICE_GPU, {128, 128, 16, 8, 8, 0}, {64, 64, 16, 4, 4, 0}},
-    {"", CLOPS_DEVICE_GPU, {64, 64, 8, 4, 4, 0}, {64, 64, 8, 4, 4, 0}},
-    {"", CLOPS_DEVICE_CPU, {64, 128, 8, 16, 16, 1}, {64, 128, 8, 16, 16, 1}},
-    {"", 0, {32, 32, 8, 4, 4, 0}, {32, 32, 8, 4, 4, 0}},
+    {"NVIDIA", CLOPS_DEVICE_GPU, {128, 128, 16, 8, 8, 4}, {64, 64, 16, 4, 4, 4}},
+    {"", CLOPS_DEVICE_GPU, {64, 64, 8, 4, 4, 4}, {64, 64, 8, 4, 4, 4}},
+    {"", CLOPS_DEVICE_CPU, {64, 128, 8, 16, 16, 16}, {64, 128, 8, 16, 16, 16}},
+    {"", 0, {32, 32, 8, 4, 4, 1}, {32, 32, 8, 4, 4, 1}},
 };
 
 /* For a device that cannot run the chosen tiles (work-group size, local memory): 64 work-items
  * and 2 KiB of local memory in f64. */
-static const struct gemm_tiles fallback_tiles = {16, 16, 8, 2, 2, 0};
+static const struct gemm_tiles fallback_tiles = {16, 16, 8, 2, 2, 1};
 
 static int64_t tiles_group_count(const struct gemm_tiles *t, int64_t m, int64_t n)
 {
@@ -66,10 +69,46 @@ static size_t tiles_group_size(const struct gemm_tiles *t)
     return (size_t)(t->tile_m / t->wpt_m) * (size_t)(t->tile_n / t->wpt_n);
 }
 
-/* The kernel's two local tiles, with their one element of row padding. */
+/* The kernel's two local tiles, with their rows padded by VW elements (gemm.cl says why). */
 static int64_t tiles_local_bytes(const struct gemm_tiles *t, int64_t elem_size)
 {
-    return (int64_t)t->tile_k * (t->tile_m + 1 + t->tile_n + 1) * elem_size;
+    return (int64_t)t->tile_k * (t->tile_m + t->vw + t->tile_n + t->vw) * elem_size;
+}
+
+/* Tiles named in the operator's configured build options ("-DTILE_M=64 -DVW=4 ...") replace
+ * the table's: the way to try other tiles on a device without rebuilding (see clops-bench's
+ * tune area). The same -D then reaches the compiler twice with one value, which C allows. */
+static struct gemm_tiles tiles_with_overrides(struct gemm_tiles t, const char *options)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+    } fields[] = {
+        {"-DTILE_M=", offsetof(struct gemm_tiles, tile_m)},
+        {"-DTILE_N=", offsetof(struct gemm_tiles, tile_n)},
+        {"-DTILE_K=", offsetof(struct gemm_tiles, tile_k)},
+        {"-DWPT_M=", offsetof(struct gemm_tiles, wpt_m)},
+        {"-DWPT_N=", offsetof(struct gemm_tiles, wpt_n)},
+        {"-DVW=", offsetof(struct gemm_tiles, vw)},
+    };
+    for (size_t i = 0; options != NULL && i < sizeof fields / sizeof fields[0]; i++) {
+        const char *at = strstr(options, fields[i].name);
+        if (at != NULL)
+            *(int32_t *)((char *)&t + fields[i].offset) =
+                (int32_t)strtol(at + strlen(fields[i].name), NULL, 10);
+    }
+    return t;
+}
+
+/* Overridden tiles must still make a kernel that compiles and covers C (gemm.cl's #errors). */
+static int tiles_are_valid(const struct gemm_tiles *t)
+{
+    if (t->tile_m < 1 || t->tile_n < 1 || t->tile_k < 1 || t->wpt_m < 1 || t->wpt_n < 1 ||
+        t->vw < 1 || t->tile_m % t->wpt_m || t->tile_n % t->wpt_n || t->wpt_m % t->vw ||
+        t->wpt_n % t->vw)
+        return 0;
+    int64_t group = (int64_t)(t->tile_m / t->wpt_m) * (t->tile_n / t->wpt_n);
+    return (t->tile_m * t->tile_k) % group == 0 && (t->tile_n * t->tile_k) % group == 0;
 }
 
 /* ---- The call reduced to the kernel's terms ------------------------------------------------- */
@@ -314,10 +353,10 @@ static int32_t gemm_check_args(const struct pool_device *dev, const struct clops
 static int32_t build_options(const struct gemm_tiles *t, int32_t dtype, char *out, size_t size)
 {
     int n = snprintf(
-        out, size, "-DREAL=%s%s -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DWPT_M=%d -DWPT_N=%d%s",
+        out, size, "-DREAL=%s%s -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DWPT_M=%d -DWPT_N=%d -DVW=%d",
         dtype == CLOPS_F64 ? "double" : "float", dtype == CLOPS_F64 ? " -DUSE_FP64" : "",
         (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->wpt_m, (int)t->wpt_n,
-        t->contiguous ? " -DCONTIGUOUS_BLOCK" : "");
+        (int)t->vw);
     if (n < 0 || (size_t)n >= size)
         return err_set(CLOPS_ERR_INTERNAL, "%s: build options do not fit %zu bytes", op_name, size);
     return CLOPS_OK;
@@ -357,7 +396,18 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, i
 static int32_t get_kernel(struct clops_pool *pool, struct pool_device *dev,
                           const struct gemm_plan *p, struct gemm_tiles *tiles, cl_kernel *out)
 {
+    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
     *tiles = tiles_for_call(dev, p->m, p->n);
+    if (settings != NULL) {
+        struct gemm_tiles wanted = tiles_with_overrides(*tiles, settings->build_options);
+        if (!tiles_are_valid(&wanted))
+            return err_set(CLOPS_ERR_CONFIG,
+                           "%s: operators.gemm.build_options \"%s\": the tiles do not divide "
+                           "(TILE_M %% WPT_M, TILE_N %% WPT_N, WPT %% VW and the tile loads over "
+                           "the work-group must all be exact)",
+                           op_name, settings->build_options);
+        *tiles = wanted;
+    }
     if (tiles_local_bytes(tiles, dtype_size(p->dtype)) > dev->info.local_mem_bytes)
         *tiles = fallback_tiles;
     int fits = 0;
