@@ -75,6 +75,29 @@ typedef CAT(REAL, VW) realv;
  * along whichever axis is contiguous in global memory (k when sk == 1, else x), so neighbouring
  * work-items read neighbouring addresses in both layouts; the choice depends on kernel
  * arguments only, uniform over the work-group. */
+#if WG_SIZE % TILE_K == 0 && WG_SIZE % TILE_M == 0 && WG_SIZE % TILE_N == 0
+/* Each work-item's loads are then a fixed step apart (WG_SIZE / TILE_K along x, or
+ * WG_SIZE / tile_x along k): one 64-bit address computation per tile instead of one per
+ * element, and no bounds checks on tiles inside the matrix. */
+static void fetch_tile(REAL *regs, const __global REAL *src, long off, long sx, long sk, int x0,
+                       int xn, int k0, int kn, const int tile_x, const int loads, int lid)
+{
+    const int k_fast = sk == 1;
+    const int x = k_fast ? lid / TILE_K : lid % tile_x;
+    const int k = k_fast ? lid % TILE_K : lid / tile_x;
+    const int dx = k_fast ? WG_SIZE / TILE_K : 0;
+    const int dk = k_fast ? 0 : WG_SIZE / tile_x;
+    const __global REAL *p = src + off + (long)(x0 + x) * sx + (long)(k0 + k) * sk;
+    const long step = dx * sx + dk * sk;
+    if (x0 + tile_x <= xn && k0 + TILE_K <= kn) {
+        for (int l = 0; l < loads; l++)
+            regs[l] = p[l * step];
+    } else {
+        for (int l = 0; l < loads; l++)
+            regs[l] = x + l * dx < xn - x0 && k + l * dk < kn - k0 ? p[l * step] : (REAL)0;
+    }
+}
+#else
 static void fetch_tile(REAL *regs, const __global REAL *src, long off, long sx, long sk, int x0,
                        int xn, int k0, int kn, const int tile_x, const int loads, int lid)
 {
@@ -87,6 +110,7 @@ static void fetch_tile(REAL *regs, const __global REAL *src, long off, long sx, 
         regs[l] = gx < xn && gk < kn ? src[off + gx * sx + gk * sk] : (REAL)0;
     }
 }
+#endif
 
 /* Stores fetched registers into the local tile, laid out k-major: dst[k * ld + x]. */
 static void store_tile(__local REAL *dst, const REAL *regs, long sk, const int tile_x,
