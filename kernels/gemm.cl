@@ -186,6 +186,9 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
             fetch_tile(ra, A, offA, sAi, sAk, i0, M, k0 + TILE_K, K, TILE_M, A_LOADS, lid);
             fetch_tile(rb, B, offB, sBj, sBk, j0, N, k0 + TILE_K, K, TILE_N, B_LOADS, lid);
         }
+        /* Unrolled so that the compiler can issue the local loads of step k + 1 while the
+         * multiply-adds of step k run. */
+#pragma unroll
         for (int k = 0; k < TILE_K; k++) {
             REAL a[WPT_M], b[WPT_N];
             for (int r = 0; r < WPT_M; r += VW)
