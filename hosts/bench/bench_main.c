@@ -13,6 +13,7 @@ struct bench_area {
 
 static const struct bench_area areas[] = {
     {"gemm", "GEMM f32/f64 against CLBlast, and cold vs warm first call", bench_gemm_main},
+    {"tune", "searches GEMM tile sets and prints the tuning-table entry", bench_tune_main},
 };
 
 enum { AREA_COUNT = (int)(sizeof areas / sizeof areas[0]) };
