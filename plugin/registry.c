@@ -5,9 +5,15 @@
 #include <string.h>
 
 extern const struct clops_op op_gemm;
+extern const struct clops_op op_reduce, op_transpose;
+extern const struct clops_op op_mandelbrot;
+extern const struct clops_op op_lu, op_solve, op_lu_solve;
 
 static const struct clops_op *const operators[] = {
     &op_gemm,
+    &op_reduce, &op_transpose,
+    &op_mandelbrot,
+    &op_lu, &op_solve, &op_lu_solve,
 };
 
 enum { OPERATOR_COUNT = (int)(sizeof operators / sizeof operators[0]) };

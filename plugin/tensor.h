@@ -47,6 +47,22 @@ int32_t tensor_unstage_output(struct clops_pool *pool, cl_command_queue queue,
                               struct staged_tensor *s, const char *op, const char *param);
 void tensor_release(struct staged_tensor *s);
 
+/* Whether the address ranges of x and y, first to last element, share memory (same host
+ * allocation range or same device buffer). Ranges, not elements: interleaved views that share no
+ * element count as overlapping too, which is the safe side. Both tensors already checked. */
+static inline int tensor_spans_overlap(const struct clops_tensor *x, const struct clops_tensor *y)
+{
+    int64_t nx = tensor_span(x), ny = tensor_span(y);
+    if (nx == 0 || ny == 0 || x->buffer != y->buffer)
+        return 0;
+    uintptr_t base_x = x->buffer != NULL ? 0 : (uintptr_t)x->data;
+    uintptr_t base_y = y->buffer != NULL ? 0 : (uintptr_t)y->data;
+    uintptr_t ex = (uintptr_t)dtype_size(x->dtype), ey = (uintptr_t)dtype_size(y->dtype);
+    uintptr_t lo_x = base_x + (uintptr_t)x->offset * ex, hi_x = lo_x + (uintptr_t)nx * ex;
+    uintptr_t lo_y = base_y + (uintptr_t)y->offset * ey, hi_y = lo_y + (uintptr_t)ny * ey;
+    return lo_x < hi_y && lo_y < hi_x;
+}
+
 /* Device buffers (buffer.c), behind the table's buffer_* members. */
 int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out);
 int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, int64_t bytes);

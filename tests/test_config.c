@@ -298,7 +298,7 @@ END_TEST
 START_TEST(test_unknown_operator_names_the_registered_ones)
 {
     expect_config_error("operators = {\n  gemmm = { device = 0; };\n};\n", 2,
-                        "operators: unknown operator 'gemmm' (registered: gemm)");
+                        "operators: unknown operator 'gemmm' (registered: gemm");
 }
 END_TEST
 

@@ -6,6 +6,9 @@
 /* Each area's entry: argv[0] is the area's name; returns the process exit status
  * (0 ok, 1 a call failed or a result was wrong, 2 usage, 3 library load, 4 configuration). */
 int bench_gemm_main(int argc, char **argv);
+int bench_memory_main(int argc, char **argv);
 int bench_tune_main(int argc, char **argv);
+int bench_lu_main(int argc, char **argv);
+int bench_mandelbrot_main(int argc, char **argv);
 
 #endif

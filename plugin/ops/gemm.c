@@ -613,3 +613,49 @@ const struct clops_op op_gemm = {
     .params = gemm_params,
     .entry = (void (*)(void))gemm_entry,
 };
+
+/* ---- Internal entry for other operators (gemm.h) -------------------------------------------- */
+
+#include "gemm.h" /* here, not at the top: checks the prototype of what follows */
+
+int32_t gemm_enqueue(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
+                     int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
+                     const struct gemm_operand *a, const struct gemm_operand *b, double beta,
+                     const struct gemm_operand *c, int64_t *device_ns)
+{
+    if (m == 0 || n == 0)
+        return CLOPS_OK;
+    struct gemm_plan p = {
+        .dtype = dtype, .m = m, .n = n, .k = alpha == 0.0 ? 0 : k, .alpha = alpha, .beta = beta};
+    const struct gemm_operand *left = a, *right = b;
+    if (c->col_stride == 1 || n == 1) {
+        p.ka_si = a->row_stride;
+        p.ka_sk = a->col_stride;
+        p.kb_sk = b->row_stride;
+        p.kb_sj = b->col_stride;
+        p.ldc = c->row_stride;
+    } else { /* a column-major C: the kernel writes C^T = B^T A^T, as gemm_check_args does */
+        left = b;
+        right = a;
+        p.m = n;
+        p.n = m;
+        p.ka_si = b->col_stride;
+        p.ka_sk = b->row_stride;
+        p.kb_sk = a->col_stride;
+        p.kb_sj = a->row_stride;
+        p.ldc = c->col_stride;
+    }
+    const struct staged_tensor sa = {.mem = left->mem, .offset = left->offset};
+    const struct staged_tensor sb = {.mem = right->mem, .offset = right->offset};
+    const struct staged_tensor sc = {.mem = c->mem, .offset = c->offset};
+    struct gemm_tiles tiles;
+    cl_kernel kernel = NULL;
+    int32_t status = get_kernel(pool, dev, &p, &tiles, &kernel);
+    if (status == CLOPS_OK)
+        status = bind_plan(kernel, &p, &sa, &sb, &sc);
+    if (status == CLOPS_OK)
+        status = launch(pool, queue, kernel, &tiles, &p, device_ns);
+    if (kernel != NULL)
+        clReleaseKernel(kernel);
+    return status;
+}

@@ -1,0 +1,560 @@
+/* bench_memory.c — clops-bench memory: the memory-bound operators against the device's memory
+ * bandwidth: reduce (sum of 2^26 f32 and its siblings) and transpose (8192^2), in GB/s. */
+#include "bench.h"
+
+#include <float.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+#include "table.h"
+#include "util.h"
+
+#ifndef CLOPS_BUILD_LIBRARY
+#define CLOPS_BUILD_LIBRARY NULL
+#endif
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_LOAD = 3, EXIT_CONFIG = 4 };
+enum { OP_SUM = 0, OP_MAX = 2, OP_NORM2 = 3, OP_ARGMAX = 5 }; /* reduce's enum indices */
+
+static const char help[] =
+    "Usage: clops-bench memory [--reduce-size N] [--transpose-size N] [--reps R]\n"
+    "                          [--config FILE] [--verbose]\n"
+    "\n"
+    "Times the memory-bound operators on the pool's primary device, operands already in\n"
+    "device memory (buffer_create), and reports bandwidth:\n"
+    "  reduce     sum, max, norm2, argmax of N f32 (GB/s = 4 N bytes read / time), and the\n"
+    "             sums along axis 1 and axis 0 of an N/1024 x 1024 row-major matrix;\n"
+    "  transpose  N x N f32 and f64 out of place, and f32 in place (GB/s counts the read and\n"
+    "             the write: 2 N^2 element sizes / time).\n"
+    "Each row is first run once and verified (reductions against a compensated long double\n"
+    "host computation within the operator's documented bounds, transposes bit for bit); a row\n"
+    "that fails is not timed. Then R calls: 'wall' is the median host time of one call\n"
+    "(launches and waits included), 'device' the mean kernel time from the pool's profiling\n"
+    "statistics (the configuration's `profiling`, on by default).\n"
+    "\n"
+    "Options:\n"
+    "  -n, --reduce-size N      elements reduced (default 2^26 on a GPU, 2^22 otherwise)\n"
+    "  -t, --transpose-size N   matrix order (default 8192 on a GPU, 2048 otherwise)\n"
+    "  -r, --reps R             timed calls per row (default 20)\n"
+    "  -c, --config FILE        create the pool from FILE instead of the built-in defaults\n"
+    "  -v, --verbose            also print the library's info and debug messages\n"
+    "  -h, --help               print this help\n"
+    "\n"
+    "Exit status: 0 ok; 1 a call failed or a result was wrong; 2 usage error; 3 libclops could\n"
+    "not be loaded; 4 configuration error.\n";
+
+struct options {
+    int64_t reduce_n, transpose_n; /* 0: the defaults */
+    int reps, verbose;
+    const char *config;
+};
+
+struct bench {
+    struct options opt;
+    struct host_library lib;
+    clops_reduce_fn reduce;
+    clops_transpose_fn transpose;
+    int32_t reduce_index, transpose_index; /* for pool_op_stats */
+    struct clops_pool *pool;
+    struct clops_device_info device;
+    struct table table;
+    int failures;
+};
+
+/* ---- command line ------------------------------------------------------------------------- */
+
+static int usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "clops-bench memory: %s '%s'\nTry 'clops-bench memory --help'.\n", what, arg);
+    return EXIT_USAGE;
+}
+
+static int parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(text, &end, 0);
+    if (*end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Returns -1 to go on, or an exit code. */
+static int parse_options(int argc, char **argv, struct options *opt)
+{
+    static const struct option options[] = {
+        {"reduce-size", required_argument, NULL, 'n'},
+        {"transpose-size", required_argument, NULL, 't'},
+        {"reps", required_argument, NULL, 'r'},
+        {"config", required_argument, NULL, 'c'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    *opt = (struct options){.reps = 20};
+    opterr = 0;
+    int c;
+    int64_t v;
+    while ((c = getopt_long(argc, argv, ":n:t:r:c:vh", options, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (parse_int(optarg, 1024, INT64_C(1) << 32, &opt->reduce_n) != 0)
+                return usage_error("--reduce-size wants 1024 to 2^32, not", optarg);
+            break;
+        case 't':
+            if (parse_int(optarg, 1, 65536, &opt->transpose_n) != 0)
+                return usage_error("--transpose-size wants 1 to 65536, not", optarg);
+            break;
+        case 'r':
+            if (parse_int(optarg, 1, 10000, &v) != 0)
+                return usage_error("--reps wants 1 to 10000, not", optarg);
+            opt->reps = (int)v;
+            break;
+        case 'c': opt->config = optarg; break;
+        case 'v': opt->verbose = 1; break;
+        case 'h': fputs(help, stdout); return EXIT_OK;
+        case ':': return usage_error("option needs a value:", argv[optind - 1]);
+        default: return usage_error("unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument", argv[optind]);
+    return -1;
+}
+
+/* ---- one measured row ------------------------------------------------------------------------ */
+
+/* A row of the table: `run` makes one call; `verify` checks what the first call left (0 = ok,
+ * else prints why); `bytes` is what one call must move through device memory. */
+struct job {
+    const char *op, *what;
+    int32_t dtype;
+    double bytes;
+    int32_t (*run)(struct bench *b, struct job *j);
+    int (*verify)(struct bench *b, struct job *j);
+    int32_t op_index; /* in op_at() numbering, for the device-time statistics */
+    /* Operands. */
+    struct clops_tensor x, out;
+    void *host_x;
+    int64_t n, rows, cols;
+    int32_t reduce_op;
+    int64_t axis;
+};
+
+static void report_error(const struct bench *b, const char *what)
+{
+    fprintf(stderr, "clops-bench memory: %s: %s\n", what, b->lib.api->last_error());
+}
+
+static int compare_doubles(const void *x, const void *y)
+{
+    double a = *(const double *)x, c = *(const double *)y;
+    return (a > c) - (a < c);
+}
+
+/* Kernel nanoseconds the pool has recorded for an operator so far. */
+static int64_t device_ns(const struct bench *b, int32_t op_index)
+{
+    struct clops_op_stats s = {.struct_size = sizeof s};
+    return b->lib.api->pool_op_stats(b->pool, op_index, &s) == CLOPS_OK ? s.device_ns : 0;
+}
+
+/* Median wall ms and mean device ms of R calls; wall NAN when a call fails. */
+static void time_job(struct bench *b, struct job *j, double *wall_ms, double *dev_ms)
+{
+    double *ms = host_xcalloc((size_t)b->opt.reps, sizeof *ms);
+    int64_t ns0 = device_ns(b, j->op_index);
+    int ok = 1;
+    for (int r = 0; r < b->opt.reps && ok; r++) {
+        double start = host_now_ms();
+        ok = j->run(b, j) == CLOPS_OK;
+        ms[r] = host_now_ms() - start;
+    }
+    if (!ok)
+        report_error(b, j->op);
+    *wall_ms =
+        ok ? (qsort(ms, (size_t)b->opt.reps, sizeof *ms, compare_doubles), ms[b->opt.reps / 2])
+           : NAN;
+    *dev_ms = (double)(device_ns(b, j->op_index) - ns0) / 1e6 / b->opt.reps;
+    free(ms);
+}
+
+static void measure(struct bench *b, struct job *j)
+{
+    struct table *t = &b->table;
+    table_row(t);
+    table_cell(t, "%s", j->op);
+    table_cell(t, "%s", j->what);
+    table_cell(t, "%s", host_dtype_name(j->dtype));
+    if (j->run(b, j) != CLOPS_OK) {
+        report_error(b, j->op);
+        b->failures++;
+        table_cell(t, "FAILED: the call failed");
+        return;
+    }
+    if (j->verify(b, j) != 0) {
+        b->failures++;
+        table_cell(t, "FAILED: wrong result (see stderr)");
+        return;
+    }
+    double wall, dev;
+    time_job(b, j, &wall, &dev);
+    b->failures += isnan(wall);
+    table_cell(t, "%.3f", wall);
+    table_cell(t, "%.1f", j->bytes / (wall * 1e6));
+    if (dev > 0) {
+        table_cell(t, "%.3f", dev);
+        table_cell(t, "%.1f", j->bytes / (dev * 1e6));
+    } else {
+        table_cell(t, "-");
+        table_cell(t, "-");
+    }
+}
+
+/* ---- device operands ------------------------------------------------------------------------- */
+
+static struct clops_buffer *device_copy(struct bench *b, const void *host, int64_t bytes)
+{
+    const struct clops_api *api = b->lib.api;
+    struct clops_buffer *buf = NULL;
+    if (api->buffer_create(b->pool, bytes, &buf) != CLOPS_OK ||
+        (host != NULL && api->buffer_upload(buf, 0, host, bytes) != CLOPS_OK)) {
+        report_error(b, "device buffer");
+        api->buffer_release(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static struct clops_tensor device_tensor(struct clops_buffer *buf, int32_t dtype, int64_t rows,
+                                         int64_t cols)
+{
+    struct clops_tensor t = clops_matrix_on_device(buf, dtype, rows, cols, cols, 0);
+    if (rows == 0) { /* a vector of `cols` elements */
+        t.rank = 1;
+        t.shape[0] = cols;
+        t.strides[0] = 1;
+    }
+    return t;
+}
+
+/* ---- reduce ---------------------------------------------------------------------------------- */
+
+static int32_t run_reduce(struct bench *b, struct job *j)
+{
+    return b->reduce(b->pool, &j->x, &j->out, j->reduce_op, j->axis);
+}
+
+/* The reduction of `n` floats from `stride` apart, in compensated long double; the sum of
+ * magnitudes for the tolerance goes to *abs_sum, the first extreme's index to *index. */
+static long double host_reduce(const float *x, int64_t n, int64_t stride, int32_t op,
+                               long double *abs_sum, int64_t *index)
+{
+    long double s = 0, c = 0, best = x[0];
+    *abs_sum = 0;
+    *index = 0;
+    for (int64_t i = 0; i < n; i++) {
+        long double v = x[i * stride], term = op == OP_NORM2 ? v * v : v;
+        long double t = s + term;
+        c += fabsl(s) >= fabsl(term) ? (s - t) + term : (term - t) + s;
+        s = t;
+        *abs_sum += fabsl(v);
+        if (v > best) {
+            best = v;
+            *index = i;
+        }
+    }
+    return op == OP_SUM ? s + c : op == OP_NORM2 ? sqrtl(s + c) : best;
+}
+
+/* Within reduce's documented bounds: sums 2u|S| + 4 n u^2 sum|x| (plus the final rounding),
+ * norm2 4u relative, max and argmax exact. */
+static int check_reduced(const struct job *j, double got, const float *x, int64_t n, int64_t stride,
+                         int64_t at)
+{
+    long double abs_sum;
+    int64_t index;
+    long double want = host_reduce(x, n, stride, j->reduce_op, &abs_sum, &index);
+    long double u = FLT_EPSILON / 2.0L, tol = 0;
+    if (j->reduce_op == OP_ARGMAX)
+        want = (long double)index;
+    else if (j->reduce_op == OP_SUM)
+        tol = 3 * u * fabsl(want) + 4 * (long double)n * u * u * abs_sum;
+    else if (j->reduce_op == OP_NORM2)
+        tol = 4 * u * want;
+    if (fabsl((long double)got - want) <= tol)
+        return 0;
+    fprintf(stderr,
+            "clops-bench memory: reduce %s result %lld: %.9g, want %.9Lg (tolerance %.3Lg)\n",
+            j->what, (long long)at, got, want, tol);
+    return -1;
+}
+
+static int verify_reduce_whole(struct bench *b, struct job *j)
+{
+    double got = 0;
+    if (j->reduce_op == OP_ARGMAX) {
+        int64_t index = -1;
+        if (b->lib.api->buffer_download(j->out.buffer, 0, &index, 8) != CLOPS_OK)
+            return report_error(b, "download"), -1;
+        got = (double)index;
+    } else {
+        float v = 0;
+        if (b->lib.api->buffer_download(j->out.buffer, 0, &v, 4) != CLOPS_OK)
+            return report_error(b, "download"), -1;
+        got = v;
+    }
+    return check_reduced(j, got, j->host_x, j->n, 1, 0);
+}
+
+/* Three of the results: the first, a middle and the last row (axis 1) or column (axis 0). */
+static int verify_reduce_axis(struct bench *b, struct job *j)
+{
+    int64_t count = j->axis == 1 ? j->rows : j->cols;
+    float *out = host_xcalloc((size_t)count, sizeof *out);
+    int rc = 0;
+    if (b->lib.api->buffer_download(j->out.buffer, 0, out, count * 4) != CLOPS_OK) {
+        report_error(b, "download");
+        rc = -1;
+    }
+    const int64_t picks[3] = {0, count / 2, count - 1};
+    const float *x = j->host_x;
+    for (int p = 0; p < 3 && rc == 0; p++) {
+        int64_t r = picks[p];
+        rc = j->axis == 1 ? check_reduced(j, out[r], x + r * j->cols, j->cols, 1, r)
+                          : check_reduced(j, out[r], x + r, j->rows, j->cols, r);
+    }
+    free(out);
+    return rc;
+}
+
+static void bench_reduce(struct bench *b, int64_t n)
+{
+    float *host = host_xmalloc((size_t)n * sizeof *host);
+    struct host_rng rng;
+    host_rng_seed(&rng, (uint64_t)n);
+    host_fill_random(host, CLOPS_F32, n, &rng);
+    struct clops_buffer *x = device_copy(b, host, n * 4),
+                        *out = device_copy(b, NULL, n / 1024 * 4 + 1024 * 8);
+    if (x == NULL || out == NULL) {
+        b->failures++;
+        goto done;
+    }
+    static const struct {
+        const char *what;
+        int32_t op;
+    } whole[] = {{"sum", OP_SUM}, {"max", OP_MAX}, {"norm2", OP_NORM2}, {"argmax", OP_ARGMAX}};
+    char what[4][64], axis_what[2][64];
+    for (int k = 0; k < 4; k++) {
+        snprintf(what[k], sizeof what[k], "%s, n = %lld", whole[k].what, (long long)n);
+        struct job j = {
+            .op = "reduce",
+            .what = what[k],
+            .dtype = CLOPS_F32,
+            .bytes = 4.0 * (double)n,
+            .run = run_reduce,
+            .verify = verify_reduce_whole,
+            .op_index = b->reduce_index,
+            .x = device_tensor(x, CLOPS_F32, 0, n),
+            .out = device_tensor(out, whole[k].op == OP_ARGMAX ? CLOPS_I64 : CLOPS_F32, 0, 1),
+            .host_x = host,
+            .n = n,
+            .reduce_op = whole[k].op,
+            .axis = -1};
+        measure(b, &j);
+    }
+    const int64_t cols = 1024, rows = n / cols;
+    for (int axis = 1; axis >= 0; axis--) {
+        snprintf(axis_what[axis], sizeof axis_what[axis], "sum axis %d, %lldx%lld", axis,
+                 (long long)rows, (long long)cols);
+        struct job j = {.op = "reduce",
+                        .what = axis_what[axis],
+                        .dtype = CLOPS_F32,
+                        .bytes = 4.0 * (double)(rows * cols),
+                        .run = run_reduce,
+                        .verify = verify_reduce_axis,
+                        .op_index = b->reduce_index,
+                        .x = device_tensor(x, CLOPS_F32, rows, cols),
+                        .out = device_tensor(out, CLOPS_F32, 0, axis == 1 ? rows : cols),
+                        .host_x = host,
+                        .rows = rows,
+                        .cols = cols,
+                        .reduce_op = OP_SUM,
+                        .axis = axis};
+        measure(b, &j);
+    }
+done:
+    b->lib.api->buffer_release(out);
+    b->lib.api->buffer_release(x);
+    free(host);
+}
+
+/* ---- transpose ------------------------------------------------------------------------------- */
+
+static int32_t run_transpose(struct bench *b, struct job *j)
+{
+    return b->transpose(b->pool, &j->x, &j->out);
+}
+
+/* The whole result, bit for bit: y(j, i) = x(i, j); in place, after an odd number of calls. */
+static int verify_transpose(struct bench *b, struct job *j)
+{
+    const int64_t n = j->n, es = host_dtype_size(j->dtype);
+    char *y = host_xmalloc((size_t)(n * n * es));
+    const char *x = j->host_x;
+    int rc = 0;
+    if (b->lib.api->buffer_download(j->out.buffer, 0, y, n * n * es) != CLOPS_OK) {
+        report_error(b, "download");
+        rc = -1;
+    }
+    for (int64_t r = 0; r < n && rc == 0; r++)
+        for (int64_t c = 0; c < n && rc == 0; c++)
+            if (memcmp(y + (c * n + r) * es, x + (r * n + c) * es, (size_t)es) != 0) {
+                fprintf(stderr,
+                        "clops-bench memory: transpose %s: y(%lld, %lld) != x(%lld, %lld)\n",
+                        j->what, (long long)c, (long long)r, (long long)r, (long long)c);
+                rc = -1;
+            }
+    free(y);
+    return rc;
+}
+
+static void bench_transpose(struct bench *b, int32_t dtype, int64_t n, int in_place)
+{
+    const int64_t es = host_dtype_size(dtype), bytes = n * n * es;
+    void *host = host_xmalloc((size_t)bytes);
+    struct host_rng rng;
+    host_rng_seed(&rng, (uint64_t)n);
+    host_fill_random(host, dtype, n * n, &rng);
+    struct clops_buffer *x = device_copy(b, host, bytes);
+    struct clops_buffer *y = in_place ? x : device_copy(b, NULL, bytes);
+    char what[64];
+    snprintf(what, sizeof what, "%lldx%lld%s", (long long)n, (long long)n,
+             in_place ? " in place" : "");
+    if (x == NULL || y == NULL) {
+        b->failures++;
+    } else {
+        struct job j = {.op = "transpose",
+                        .what = what,
+                        .dtype = dtype,
+                        .bytes = 2.0 * (double)bytes,
+                        .run = run_transpose,
+                        .verify = verify_transpose,
+                        .op_index = b->transpose_index,
+                        .x = device_tensor(x, dtype, n, n),
+                        .out = device_tensor(y, dtype, n, n),
+                        .host_x = host,
+                        .n = n};
+        measure(b, &j);
+    }
+    if (y != x)
+        b->lib.api->buffer_release(y);
+    b->lib.api->buffer_release(x);
+    free(host);
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+static int fits(const struct bench *b, double bytes)
+{
+    return bytes < 0.7 * (double)b->device.global_mem_bytes;
+}
+
+static void skip_row(struct bench *b, const char *op, const char *why)
+{
+    table_row(&b->table);
+    table_cell(&b->table, "%s", op);
+    table_cell(&b->table, "skipped: %s", why);
+}
+
+static int open_pool(struct bench *b)
+{
+    const struct clops_api *api = b->lib.api;
+    int32_t status = b->opt.config != NULL ? api->pool_create_from_file(b->opt.config, &b->pool)
+                                           : api->pool_create_default(&b->pool);
+    if (status != CLOPS_OK) {
+        report_error(b, "pool");
+        return status == CLOPS_ERR_CONFIG || status == CLOPS_ERR_IO ? EXIT_CONFIG : EXIT_FAILED;
+    }
+    b->device.struct_size = sizeof b->device;
+    if (api->pool_device_info(b->pool, 0, &b->device) != CLOPS_OK) {
+        report_error(b, "pool_device_info");
+        return EXIT_FAILED;
+    }
+    char memory[32];
+    host_format_bytes(b->device.global_mem_bytes, memory, sizeof memory);
+    printf("clops-bench memory, libclops %s from %s\n", api->version(), b->lib.path);
+    printf("device: %s (%s, driver %s, %d CUs, %s)%s%s\n\n", b->device.name, b->device.platform,
+           b->device.driver_version, b->device.compute_units, memory,
+           b->opt.config != NULL ? ", pool from " : "", b->opt.config != NULL ? b->opt.config : "");
+    return EXIT_OK;
+}
+
+static int find_ops(struct bench *b)
+{
+    const struct clops_api *api = b->lib.api;
+    const struct clops_op *reduce = api->op_find("reduce"), *transpose = api->op_find("transpose");
+    if (reduce == NULL || transpose == NULL) {
+        fprintf(stderr, "clops-bench memory: this libclops has no reduce or transpose operator\n");
+        return EXIT_LOAD;
+    }
+    b->reduce = (clops_reduce_fn)reduce->entry;
+    b->transpose = (clops_transpose_fn)transpose->entry;
+    b->reduce_index = api->op_index(reduce);
+    b->transpose_index = api->op_index(transpose);
+    return EXIT_OK;
+}
+
+static void run_all(struct bench *b)
+{
+    static const struct table_column columns[] = {
+        {"operator", TABLE_LEFT},     {"case", TABLE_LEFT},       {"dtype", TABLE_LEFT},
+        {"wall ms", TABLE_RIGHT},     {"wall GB/s", TABLE_RIGHT}, {"device ms", TABLE_RIGHT},
+        {"device GB/s", TABLE_RIGHT},
+    };
+    table_init(&b->table, columns, (int)(sizeof columns / sizeof columns[0]));
+    const int gpu = b->device.type == CLOPS_DEVICE_GPU;
+    int64_t rn = b->opt.reduce_n > 0 ? b->opt.reduce_n : INT64_C(1) << (gpu ? 26 : 22);
+    int64_t tn = b->opt.transpose_n > 0 ? b->opt.transpose_n : gpu ? 8192 : 2048;
+    if (fits(b, 4.0 * (double)rn))
+        bench_reduce(b, rn);
+    else
+        skip_row(b, "reduce", "too large for the device");
+    static const int32_t dtypes[3] = {CLOPS_F32, CLOPS_F64, CLOPS_F32};
+    for (int k = 0; k < 3; k++) {
+        if (fits(b, 2.0 * (double)(tn * tn * host_dtype_size(dtypes[k]))))
+            bench_transpose(b, dtypes[k], tn, k == 2);
+        else
+            skip_row(b, "transpose", "too large for the device");
+    }
+    printf("Memory-bound operators, operands on the device; wall = median of %d calls, device =\n"
+           "mean kernel time; GB/s = bytes read (reduce) or read + written (transpose) / time.\n\n",
+           b->opt.reps);
+    table_print(&b->table, stdout, 0);
+    table_free(&b->table);
+}
+
+int bench_memory_main(int argc, char **argv)
+{
+    /* libclops is never dlclose()d: OpenCL drivers are not safe to unload. */
+    static struct bench b;
+    host_program_name = "clops-bench";
+    int code = parse_options(argc, argv, &b.opt);
+    if (code >= 0)
+        return code;
+    char why[8192];
+    if (host_library_load(&b.lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
+        fprintf(stderr, "clops-bench memory: cannot load libclops: %s\n", why);
+        return EXIT_LOAD;
+    }
+    host_library_log_to_stderr(&b.lib, b.opt.verbose);
+    if ((code = find_ops(&b)) != EXIT_OK || (code = open_pool(&b)) != EXIT_OK)
+        return code;
+    run_all(&b);
+    b.lib.api->pool_release(b.pool);
+    return b.failures > 0 ? EXIT_FAILED : EXIT_OK;
+}

@@ -1,0 +1,413 @@
+/* reduce.cl — sum, min, max, norm2, argmin and argmax of one dtype (-DDTYPE, -DOP), over a whole
+ * strided tensor in two phases (per-work-group partial states, then one final work-group) or
+ * along the rows of a strided 2-D view; work-group size and vector width are -D options. */
+
+#if !defined(DTYPE) || !defined(OP) || !defined(WG) || !defined(VEC)
+#error "reduce.cl needs -DDTYPE, -DOP, -DWG and -DVEC"
+#endif
+
+/* DTYPE is enum clops_dtype; OP the index into the operator's enum values. */
+#define DT_F32 1
+#define DT_F64 2
+#define DT_I32 3
+#define DT_U32 4
+#define OP_SUM 0
+#define OP_MIN 1
+#define OP_MAX 2
+#define OP_NORM2 3
+#define OP_ARGMIN 4
+#define OP_ARGMAX 5
+
+#if DTYPE == DT_F64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#if DTYPE == DT_F32
+typedef float T;
+#define T_MAX INFINITY
+#define T_LOWEST (-INFINITY)
+#elif DTYPE == DT_F64
+typedef double T;
+#define T_MAX ((double)INFINITY)
+#define T_LOWEST ((double)-INFINITY)
+#elif DTYPE == DT_I32
+typedef int T;
+#define T_MAX INT_MAX
+#define T_LOWEST INT_MIN
+#elif DTYPE == DT_U32
+typedef uint T;
+#define T_MAX UINT_MAX
+#define T_LOWEST 0u
+#else
+#error "DTYPE must be 1 (f32), 2 (f64), 3 (i32) or 4 (u32)"
+#endif
+
+#define IS_FLOAT (DTYPE == DT_F32 || DTYPE == DT_F64)
+
+#if (WG & (WG - 1)) != 0
+#error "WG must be a power of two (the tree halves it)"
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if VEC > 1
+#define VLOAD CAT(vload, VEC)
+#define VSTORE CAT(vstore, VEC)
+#endif
+
+/* ---- The state of each operation: a streaming update per element, an associative merge, and
+ * the result. Every merge is order-independent (arg ties compare indices), so the result does
+ * not depend on the work decomposition except for float rounding, which compensation bounds. */
+
+#if IS_FLOAT && (OP == OP_SUM || OP == OP_NORM2)
+/* Neumaier's compensated sum: `c` gathers the rounding errors of `s` exactly (Fast2Sum with the
+ * larger operand first), so a sum is within about 2 eps |sum| + n eps^2 sum|x| whatever the
+ * order of its additions, and so whatever the work decomposition. */
+typedef struct {
+    T s, c;
+} csum;
+static csum csum_zero(void)
+{
+    csum z = {0, 0};
+    return z;
+}
+static void csum_add(csum *a, T x)
+{
+    T t = a->s + x;
+    a->c += fabs(a->s) >= fabs(x) ? (a->s - t) + x : (x - t) + a->s;
+    a->s = t;
+}
+static csum csum_merge(csum a, csum b)
+{
+    csum_add(&a, b.s);
+    a.c += b.c;
+    return a;
+}
+/* Once s is infinite or NaN it stays so, and c may hold inf - inf: the value is s itself. */
+static T csum_value(csum a)
+{
+    return isfinite(a.s) ? a.s + a.c : a.s;
+}
+#endif
+
+#if OP == OP_SUM && IS_FLOAT
+typedef csum state;
+typedef T result;
+static state st_identity(void)
+{
+    return csum_zero();
+}
+static void st_add(state *st, T x, long i)
+{
+    (void)i;
+    csum_add(st, x);
+}
+static state st_merge(state a, state b)
+{
+    return csum_merge(a, b);
+}
+static result st_result(state st)
+{
+    return csum_value(st);
+}
+
+#elif OP == OP_SUM
+/* Integers: 64-bit two's complement, exact while the sum fits (wraps modulo 2^64 past it). */
+typedef struct {
+    long s;
+} state;
+typedef long result;
+static state st_identity(void)
+{
+    state z = {0};
+    return z;
+}
+static void st_add(state *st, T x, long i)
+{
+    (void)i;
+    st->s += (long)x;
+}
+static state st_merge(state a, state b)
+{
+    a.s += b.s;
+    return a;
+}
+static result st_result(state st)
+{
+    return st.s;
+}
+
+#elif OP == OP_MIN || OP == OP_MAX
+/* NaN propagates: a NaN element makes the result NaN. */
+typedef struct {
+    T v;
+} state;
+typedef T result;
+#if OP == OP_MIN
+#define PICK(a, b) ((b) < (a) ? (b) : (a))
+#define IDENTITY T_MAX
+#else
+#define PICK(a, b) ((b) > (a) ? (b) : (a))
+#define IDENTITY T_LOWEST
+#endif
+static state st_identity(void)
+{
+    state z = {IDENTITY};
+    return z;
+}
+static void st_add(state *st, T x, long i)
+{
+    (void)i;
+#if IS_FLOAT
+    if (isnan(st->v) || isnan(x)) {
+        st->v = isnan(x) ? x : st->v;
+        return;
+    }
+#endif
+    st->v = PICK(st->v, x);
+}
+static state st_merge(state a, state b)
+{
+    st_add(&a, b.v, 0);
+    return a;
+}
+static result st_result(state st)
+{
+    return st.v;
+}
+
+#elif OP == OP_NORM2
+/* Blue's algorithm, as LAPACK 3.10's xNRM2: squares of elements above TBIG are summed scaled
+ * down by SBIG, below TSML scaled up by SSML, the rest as they are, so no square overflows or
+ * underflows (elements near the largest float or the smallest normal ones), with no division
+ * and no data-dependent rescaling; each of the three sums is compensated. A NaN element lands in
+ * `med` and makes the result NaN; an infinite one makes `big` infinite. Constants: powers of two
+ * from the format's exponent range and precision (LAPACK's la_constants). */
+#if DTYPE == DT_F32
+#define TSML 0x1p-63f
+#define TBIG 0x1p52f
+#define SSML 0x1p75f
+#define SBIG 0x1p-76f
+#else
+#define TSML 0x1p-511
+#define TBIG 0x1p486
+#define SSML 0x1p537
+#define SBIG 0x1p-538
+#endif
+typedef struct {
+    csum big, med, sml;
+} state;
+typedef T result;
+static state st_identity(void)
+{
+    state z = {csum_zero(), csum_zero(), csum_zero()};
+    return z;
+}
+static void st_add(state *st, T x, long i)
+{
+    (void)i;
+    T ax = fabs(x);
+    if (ax > TBIG)
+        csum_add(&st->big, (ax * SBIG) * (ax * SBIG));
+    else if (ax < TSML)
+        csum_add(&st->sml, (ax * SSML) * (ax * SSML));
+    else
+        csum_add(&st->med, ax * ax);
+}
+static state st_merge(state a, state b)
+{
+    a.big = csum_merge(a.big, b.big);
+    a.med = csum_merge(a.med, b.med);
+    a.sml = csum_merge(a.sml, b.sml);
+    return a;
+}
+/* LAPACK's combination: the medium sum joins whichever scaled sum is present. */
+static result st_result(state st)
+{
+    T big = csum_value(st.big), med = csum_value(st.med), sml = csum_value(st.sml);
+    const int has_med = med > 0 || isnan(med);
+    if (big > 0)
+        return sqrt(has_med ? big + (med * SBIG) * SBIG : big) / SBIG;
+    if (sml > 0 && has_med) {
+        T ymed = sqrt(med), ysml = sqrt(sml) / SSML;
+        T ymin = ysml > ymed ? ymed : ysml, ymax = ysml > ymed ? ysml : ymed;
+        return ymax * sqrt(1 + (ymin / ymax) * (ymin / ymax));
+    }
+    return sml > 0 ? sqrt(sml) / SSML : sqrt(med);
+}
+
+#elif OP == OP_ARGMIN || OP == OP_ARGMAX
+/* The index of the first extreme element; NaN counts as more extreme than any number, so the
+ * first NaN's index wins (as NumPy's argmin/argmax). The identity's index LONG_MAX loses every
+ * tie, and its value (+inf for argmin) ties with the most extreme numbers only. */
+typedef struct {
+    T v;
+    long i;
+} state;
+typedef long result;
+#if OP == OP_ARGMIN
+#define BEYOND(a, b) ((a) < (b))
+#define IDENTITY T_MAX
+#else
+#define BEYOND(a, b) ((a) > (b))
+#define IDENTITY T_LOWEST
+#endif
+static state st_identity(void)
+{
+    state z = {IDENTITY, LONG_MAX};
+    return z;
+}
+/* Whether b comes before a in the result's order. */
+static bool precedes(state b, state a)
+{
+#if IS_FLOAT
+    if (isnan(b.v) || isnan(a.v))
+        return isnan(b.v) && (!isnan(a.v) || b.i < a.i);
+#endif
+    return BEYOND(b.v, a.v) || (b.v == a.v && b.i < a.i);
+}
+static state st_merge(state a, state b)
+{
+    return precedes(b, a) ? b : a;
+}
+static void st_add(state *st, T x, long i)
+{
+    state e = {x, i};
+    *st = st_merge(*st, e);
+}
+static result st_result(state st)
+{
+    return st.i;
+}
+
+#else
+#error "OP must be 0..5"
+#endif
+
+/* The host allocates 64 bytes per partial state. */
+typedef char state_fits_64_bytes[sizeof(state) <= 64 ? 1 : -1];
+
+/* Reduces the states of the work-items sharing local column `lx` (`ny` of them, a power of two,
+ * at scratch[lx * ny + ly]) to scratch[lx * ny] by a tree: log2(ny) levels, each with a barrier,
+ * which keeps float rounding to O(log ny) merges. Every work-item of the group must call it. */
+static state tree_reduce(state mine, __local state *scratch, int lx, int ly, int ny)
+{
+    __local state *col = scratch + lx * ny;
+    col[ly] = mine;
+    for (int step = ny / 2; step > 0; step /= 2) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (ly < step)
+            col[ly] = st_merge(col[ly], col[ly + step]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return col[0];
+}
+
+/* Element i (in the row-major order of the logical shape) of a strided tensor of up to 4 axes,
+ * shape and strides padded in front with extents of 1. Below 2^32 elements the divisions are
+ * 32-bit: a GPU emulates 64-bit division in dozens of instructions. */
+static long strided_at(long i, long n, long4 shape, long4 strides)
+{
+    long i0, i1, i2, i3;
+    if (n <= UINT_MAX) {
+        uint rest = (uint)i, e3 = (uint)shape.s3, e2 = (uint)shape.s2, e1 = (uint)shape.s1;
+        i3 = rest % e3;
+        rest /= e3;
+        i2 = rest % e2;
+        rest /= e2;
+        i1 = rest % e1;
+        i0 = rest / e1;
+    } else {
+        long rest = i / shape.s3;
+        i3 = i % shape.s3;
+        i2 = rest % shape.s2;
+        rest /= shape.s2;
+        i1 = rest % shape.s1;
+        i0 = rest / shape.s1;
+    }
+    return i0 * strides.s0 + i1 * strides.s1 + i2 * strides.s2 + i3 * strides.s3;
+}
+
+/* Phase 1 of a whole-tensor reduction. Work decomposition: get_num_groups(0) groups of WG
+ * work-items walk the n elements with a grid stride, each folding its elements into a private
+ * state (VEC contiguous elements per load when `contiguous`, so a GPU issues 16-byte loads and
+ * neighbouring work-items read neighbouring vectors: coalesced); the group's states are merged
+ * by a tree in local memory and written to partials[group]. Traffic: each element read once,
+ * one state (<= 64 bytes) written per group. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+reduce_partial(__global const T *x, long offset, long n, long4 shape, long4 strides, int contiguous,
+               __global state *partials)
+{
+    __local state scratch[WG];
+    const long gid = get_global_id(0), threads = get_global_size(0);
+    state st = st_identity();
+    if (contiguous) {
+        __global const T *base = x + offset;
+#if VEC > 1
+        const long vectors = n / VEC;
+        for (long v = gid; v < vectors; v += threads) {
+            T e[VEC];
+            VSTORE(VLOAD(v, base), 0, e);
+            for (int k = 0; k < VEC; k++)
+                st_add(&st, e[k], v * VEC + k);
+        }
+        for (long i = vectors * VEC + gid; i < n; i += threads)
+            st_add(&st, base[i], i);
+#else
+        for (long i = gid; i < n; i += threads)
+            st_add(&st, base[i], i);
+#endif
+    } else {
+        for (long i = gid; i < n; i += threads)
+            st_add(&st, x[offset + strided_at(i, n, shape, strides)], i);
+    }
+    const int lid = (int)get_local_id(0);
+    state total = tree_reduce(st, scratch, 0, lid, WG);
+    if (lid == 0)
+        partials[get_group_id(0)] = total;
+}
+
+/* Phase 2: one work-group of WG work-items merges the `count` partial states (count = 0 gives
+ * the identity: 0 for an empty sum or norm) and writes the result to out[out_offset]. Traffic:
+ * count states read, one element written. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+reduce_final(__global const state *partials, int count, __global result *out, long out_offset)
+{
+    __local state scratch[WG];
+    const int lid = (int)get_local_id(0);
+    state st = st_identity();
+    for (int p = lid; p < count; p += WG)
+        st = st_merge(st, partials[p]);
+    state total = tree_reduce(st, scratch, 0, lid, WG);
+    if (lid == 0)
+        out[out_offset] = st_result(total);
+}
+
+/* Along one axis: `rows` results, row r reducing the `len` elements x[offset + r*row_stride +
+ * l*elem_stride]. Work decomposition: a work-group of WG work-items takes WG/ny rows, the ny
+ * work-items of a row walking it with stride ny, then a tree per row. When the elements of a row
+ * are the closer ones in memory (`lanes_fast`), neighbouring work-items are lanes of one row and
+ * read neighbouring elements; the host sizes ny to the row (about 16 elements a lane), so short
+ * rows share a group instead of idling most of it. When rows are the closer ones, neighbouring
+ * work-items take neighbouring rows, so each step of the walk reads neighbouring addresses
+ * (a column reduction of a row-major matrix). Traffic: each element read once, each result
+ * written once. */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+reduce_axis(__global const T *x, long offset, long rows, long len, long row_stride,
+            long elem_stride, int ny, int lanes_fast, __global result *out, long out_offset,
+            long out_stride)
+{
+    __local state scratch[WG];
+    const int lid = (int)get_local_id(0), nx = WG / ny;
+    const int lx = lanes_fast ? lid / ny : lid % nx, ly = lanes_fast ? lid % ny : lid / nx;
+    const long r = get_group_id(0) * nx + lx;
+    state st = st_identity();
+    if (r < rows) {
+        __global const T *row = x + offset + r * row_stride;
+        for (long l = ly; l < len; l += ny)
+            st_add(&st, row[l * elem_stride], l);
+    }
+    state total = tree_reduce(st, scratch, lx, ly, ny);
+    if (ly == 0 && r < rows)
+        out[out_offset + r * out_stride] = st_result(total);
+}

@@ -1,0 +1,96 @@
+/* transpose.cl — y = x^T over the last two axes of a batch of strided matrices, through square
+ * tiles in local memory; out of place, or in place for square matrices. Elements are copied as
+ * raw bits of -DT (uchar, uint or ulong), so every dtype of a size shares one program. */
+
+#if !defined(T) || !defined(TILE) || !defined(ROWS)
+#error "transpose.cl needs -DT, -DTILE and -DROWS"
+#endif
+#if TILE % ROWS != 0
+#error "TILE must be a multiple of ROWS"
+#endif
+
+/* A tile row has TILE + 1 elements: a column of the tile then walks the banks instead of
+ * hitting one bank TILE times (a local-memory bank conflict), whichever way it is read. */
+typedef T tile_t[TILE][TILE + 1];
+
+/* One matrix of the batch: element (i, j) at base + i*s_i + j*s_j; m x n. */
+struct view {
+    long base, s_i, s_j, m, n;
+};
+
+/* Reads the tile of x at rows m0.., columns n0.. into tile[i - m0][j - n0]. The work-group's
+ * TILE x ROWS work-items sweep it ROWS lines at a time; `i_fast` (x's rows are adjacent in
+ * memory: column-major) makes local x run down i instead of along j, so neighbouring
+ * work-items always read neighbouring addresses. Elements outside the matrix are skipped. */
+static void load_tile(__local tile_t *tile, __global const T *x, struct view v, long m0, long n0,
+                      int i_fast)
+{
+    const int tx = (int)get_local_id(0), ty = (int)get_local_id(1);
+    for (int k = ty; k < TILE; k += ROWS) {
+        const int li = i_fast ? tx : k, lj = i_fast ? k : tx;
+        const long i = m0 + li, j = n0 + lj;
+        if (i < v.m && j < v.n)
+            (*tile)[li][lj] = x[v.base + i * v.s_i + j * v.s_j];
+    }
+}
+
+/* Writes tile[i - m0][j - n0] to y(j, i), y's element (j, i) at base + j*s_i + i*s_j of `v`'s
+ * terms (v describes y as the n x m matrix it is: rows j, columns i). `i_fast` when y's
+ * columns i are adjacent in memory (y row-major), so that the writes coalesce. */
+static void store_tile(__local const tile_t *tile, __global T *y, struct view v, long m0, long n0,
+                       int i_fast)
+{
+    const int tx = (int)get_local_id(0), ty = (int)get_local_id(1);
+    for (int k = ty; k < TILE; k += ROWS) {
+        const int li = i_fast ? tx : k, lj = i_fast ? k : tx;
+        const long i = m0 + li, j = n0 + lj;
+        if (i < v.n && j < v.m)
+            y[v.base + j * v.s_i + i * v.s_j] = (*tile)[li][lj];
+    }
+}
+
+/* Out of place. Work decomposition: a TILE x ROWS work-group per TILE x TILE tile of one matrix
+ * (dimension 0: tiles along x's columns, 1: along its rows, 2: the batch); each work-item moves
+ * TILE/ROWS elements in and out. Traffic: every element read once and written once, both
+ * coalesced whatever the two layouts; local memory turns the tile around. */
+__kernel __attribute__((reqd_work_group_size(TILE, ROWS, 1))) void
+transpose(__global const T *x, long x_off, long xb, long xm, long xn, __global T *y, long y_off,
+          long yb, long yn, long ym, long m, long n, int x_i_fast, int y_i_fast)
+{
+    __local tile_t tile;
+    const long b = get_global_id(2);
+    const long m0 = get_group_id(1) * TILE, n0 = get_group_id(0) * TILE;
+    const struct view vx = {x_off + b * xb, xm, xn, m, n};
+    const struct view vy = {y_off + b * yb, yn, ym, n, m};
+    load_tile(&tile, x, vx, m0, n0, x_i_fast);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    store_tile(&tile, y, vy, m0, n0, y_i_fast);
+}
+
+/* In place, for n x n matrices (y is x). Work decomposition: dimension 0 numbers the pairs of
+ * tiles (I, J), I <= J, of the upper triangle; the group loads tiles (I, J) and (J, I), waits
+ * until both are in local memory, then writes each transposed into the other's place (a
+ * diagonal tile into its own). Groups touch disjoint pairs, so no tile is overwritten before it
+ * is read. Traffic: every element read once and written once. */
+__kernel __attribute__((reqd_work_group_size(TILE, ROWS, 1))) void
+transpose_square_in_place(__global T *x, long x_off, long xb, long xm, long xn, long n, int i_fast)
+{
+    __local tile_t upper, lower;
+    const long b = get_global_id(2), pair = get_group_id(0);
+    /* pair = J (J + 1) / 2 + I; the float estimate of J is corrected both ways. */
+    long J = (long)((sqrt(8.0f * (float)pair + 1.0f) - 1.0f) / 2.0f);
+    while (J * (J + 1) / 2 > pair)
+        J--;
+    while ((J + 1) * (J + 2) / 2 <= pair)
+        J++;
+    const long I = pair - J * (J + 1) / 2;
+    const struct view v = {x_off + b * xb, xm, xn, n, n};
+    /* The same strides for reading and writing: x's fast axis i is y's fast axis j. */
+    load_tile(&upper, x, v, I * TILE, J * TILE, i_fast);
+    if (I != J)
+        load_tile(&lower, x, v, J * TILE, I * TILE, i_fast);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    store_tile(&upper, x, v, I * TILE, J * TILE, !i_fast);
+    if (I != J)
+        store_tile(&lower, x, v, J * TILE, I * TILE, !i_fast);
+}

@@ -1,0 +1,913 @@
+/* lu.c — the lu operator (LAPACK getrf: P·A = L·U with partial pivoting), and the blocked
+ * factorization and triangular solves that solve.c shares (lu.h): panels factored by one
+ * work-group on the device, the O(N^3) work (trailing updates) in gemm.cl. */
+#include "lu.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+
+static const char op_name[] = "lu";
+
+/* ---- Block size per device ------------------------------------------------------------------ */
+
+/* Two block sizes. NB, the outer panel width, is the K of the trailing GEMM updates: a GPU
+ * wants it large enough for the GEMM to run near its peak. Each outer panel is itself factored
+ * blocked, in inner panels of PANEL_NB columns: those go to the one-work-group panel kernel,
+ * whose time grows with the square of its width, and the rest of the outer panel is updated by
+ * small GEMMs. On a CPU device 32 and 8 keep the tests at N = 127 or 300 crossing several
+ * blocks of both levels. Override per pool with "-DLU_NB=<n>" and "-DLU_PANEL_NB=<n>" in the
+ * operator's build_options (lu, solve). */
+static const struct {
+    int32_t type;
+    int64_t nb, panel_nb;
+} block_sizes[] = {
+    {CLOPS_DEVICE_GPU, 128, 16},
+    {CLOPS_DEVICE_CPU, 32, 8},
+    {0, 32, 8},
+};
+
+/* The value of "-D<name>=<n>" in the operator's configured build options, or `fallback`. */
+static int64_t configured_size(const struct clops_pool *pool, const char *op, const char *name,
+                               int64_t fallback)
+{
+    const struct config_op *cfg = config_find_op(&pool->cfg, op);
+    char key[32];
+    snprintf(key, sizeof key, "-D%s=", name);
+    const char *opt = cfg != NULL ? strstr(cfg->build_options, key) : NULL;
+    if (opt == NULL)
+        return fallback;
+    long long v = strtoll(opt + strlen(key), NULL, 10);
+    if (v >= 1 && v <= 1024)
+        return (int64_t)v;
+    log_msg(CLOPS_LOG_WARNING, "%s: ignoring %s%lld (expected 1..1024)", op, key, v);
+    return fallback;
+}
+
+static void block_sizes_for(const struct clops_pool *pool, const struct pool_device *dev,
+                            const char *op, int64_t *nb, int64_t *panel_nb)
+{
+    size_t i = 0;
+    while (block_sizes[i].type != 0 && block_sizes[i].type != dev->info.type)
+        i++;
+    *nb = configured_size(pool, op, "LU_NB", block_sizes[i].nb);
+    *panel_nb = configured_size(pool, op, "LU_PANEL_NB", block_sizes[i].panel_nb);
+}
+
+/* ---- Validation ------------------------------------------------------------------------------ */
+
+/* Kernel indices are 32-bit ints (gemm.cl's limit). */
+static const int64_t lu_extent_max = INT32_MAX / 2;
+
+static int is_row_major(const struct clops_tensor *t)
+{
+    return (t->shape[1] <= 1 || t->strides[1] == 1) &&
+           (t->shape[0] <= 1 || t->strides[0] >= t->shape[1]);
+}
+
+static int is_column_major(const struct clops_tensor *t)
+{
+    return (t->shape[0] <= 1 || t->strides[0] == 1) &&
+           (t->shape[1] <= 1 || t->strides[1] >= t->shape[0]);
+}
+
+/* LAPACK's lda >= max(1, M): the matrix is written in place, so rows or columns that overlap
+ * (a leading dimension too small) would corrupt each other. */
+static int32_t check_layout(const struct clops_tensor *t, const char *op, const char *param)
+{
+    if (is_row_major(t) || is_column_major(t))
+        return CLOPS_OK;
+    const long long s0 = (long long)t->strides[0], s1 = (long long)t->strides[1];
+    if (s1 == 1)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' strides[0] (the leading dimension) = %lld is smaller "
+                       "than its %lld columns (row-major)",
+                       op, param, s0, (long long)t->shape[1]);
+    if (s0 == 1)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' strides[1] (the leading dimension) = %lld is smaller "
+                       "than its %lld rows (column-major)",
+                       op, param, s1, (long long)t->shape[0]);
+    return err_set(CLOPS_ERR_UNSUPPORTED,
+                   "%s: parameter '%s' has strides {%lld, %lld}; expected one of them to be 1 "
+                   "(a row- or column-major matrix)",
+                   op, param, s0, s1);
+}
+
+int32_t lu_check_matrix(const struct clops_tensor *t, const char *op, const char *param,
+                        const struct pool_device *dev)
+{
+    int32_t status = tensor_check(t, op, param, LU_DTYPES, 2, dev);
+    if (status != CLOPS_OK)
+        return status;
+    if (t->dtype == CLOPS_F64 && !dev->info.fp64)
+        return err_set(CLOPS_ERR_UNSUPPORTED,
+                       "%s: parameter '%s' is f64 but device '%s' has no double precision "
+                       "(cl_khr_fp64)",
+                       op, param, dev->info.name);
+    for (int i = 0; i < 2; i++)
+        if (t->shape[i] > lu_extent_max)
+            return err_set(CLOPS_ERR_UNSUPPORTED,
+                           "%s: parameter '%s' has shape[%d] = %lld, over the kernels' 32-bit "
+                           "indexing (at most %lld)",
+                           op, param, i, (long long)t->shape[i], (long long)lu_extent_max);
+    return check_layout(t, op, param);
+}
+
+int32_t lu_check_i32_vector(const struct clops_tensor *t, const char *op, const char *param,
+                            int64_t min_len, int32_t exact, const struct pool_device *dev)
+{
+    int32_t status = tensor_check(t, op, param, CLOPS_DTYPE_BIT(CLOPS_I32), 1, dev);
+    if (status != CLOPS_OK)
+        return status;
+    if (t->shape[0] < min_len || (exact && t->shape[0] != min_len))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' has %lld elements; expected %s%lld", op, param,
+                       (long long)t->shape[0], exact ? "" : "at least ", (long long)min_len);
+    return CLOPS_OK;
+}
+
+int32_t lu_check_pivoting(int32_t pivoting, const char *op)
+{
+    if (pivoting == LU_PIVOTING_PARTIAL || pivoting == LU_PIVOTING_NONE)
+        return CLOPS_OK;
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                   "%s: parameter 'pivoting' = %d; expected 0 (partial) or 1 (none)", op,
+                   (int)pivoting);
+}
+
+int32_t lu_check_no_overlap(const struct clops_tensor *const *t, const char *const *names,
+                            int count, const char *op)
+{
+    for (int i = 0; i < count; i++)
+        for (int j = i + 1; j < count; j++)
+            if (tensor_spans_overlap(t[i], t[j]))
+                return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                               "%s: parameter '%s' overlaps parameter '%s' in memory; outputs "
+                               "must not share storage with other parameters",
+                               op, names[j], names[i]);
+    return CLOPS_OK;
+}
+
+/* ---- Context, scratch buffers, staging ------------------------------------------------------- */
+
+static int32_t create_kernel(struct lu_ctx *ctx, cl_program program, const char *name,
+                             cl_kernel *out)
+{
+    cl_int rc;
+    *out = clCreateKernel(program, name, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clCreateKernel(%s) failed", ctx->op, name);
+    return CLOPS_OK;
+}
+
+/* The panel kernel's work-group: wide on a GPU, where the panel's one work-group has an SM to
+ * itself and needs every warp to hide memory latency; narrow on a CPU, where PoCL runs a
+ * work-group on one core and more work-items only add loop overhead. A power of two (the
+ * kernel's tree reduction) within the device's limit. */
+static int32_t panel_group_size(const struct pool_device *dev)
+{
+    size_t max_group = 1;
+    if (clGetDeviceInfo(dev->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group, &max_group,
+                        NULL) != CL_SUCCESS)
+        max_group = 64;
+    size_t want = dev->info.type == CLOPS_DEVICE_GPU ? 1024 : 64, wg = 1;
+    while (wg * 2 <= want && wg * 2 <= max_group)
+        wg *= 2;
+    return (int32_t)wg;
+}
+
+static int32_t create_kernels(struct lu_ctx *ctx)
+{
+    char options[128];
+    snprintf(options, sizeof options, "-DREAL=%s -DPANEL_WG=%d",
+             ctx->dtype == CLOPS_F64 ? "double -DUSE_FP64" : "float", (int)ctx->panel_wg);
+    cl_program program;
+    int32_t status = pool_get_program(ctx->pool, ctx->dev, ctx->op, "lu", options, &program);
+    if (status == CLOPS_OK)
+        status = create_kernel(ctx, program, "lu_copy", &ctx->copy);
+    if (status == CLOPS_OK)
+        status = create_kernel(ctx, program, "lu_laswp", &ctx->laswp);
+    if (status == CLOPS_OK)
+        status = create_kernel(ctx, program, "lu_panel", &ctx->panel);
+    return status;
+}
+
+static void release_kernels(struct lu_ctx *ctx)
+{
+    cl_kernel *kernels[3] = {&ctx->copy, &ctx->laswp, &ctx->panel};
+    for (int i = 0; i < 3; i++) {
+        if (*kernels[i] != NULL)
+            clReleaseKernel(*kernels[i]);
+        *kernels[i] = NULL;
+    }
+}
+
+int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
+                    const char *op, int32_t dtype)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->pool = pool;
+    ctx->dev = dev;
+    ctx->queue = pool_acquire_queue(dev);
+    ctx->op = op;
+    ctx->dtype = dtype;
+    ctx->elem_size = dtype_size(dtype);
+    block_sizes_for(pool, dev, op, &ctx->nb, &ctx->panel_nb);
+    ctx->panel_wg = panel_group_size(dev);
+    int32_t status = create_kernels(ctx);
+    size_t kernel_max = 0;
+    if (status != CLOPS_OK ||
+        clGetKernelWorkGroupInfo(ctx->panel, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                 sizeof kernel_max, &kernel_max, NULL) != CL_SUCCESS ||
+        kernel_max >= (size_t)ctx->panel_wg)
+        return status;
+    /* The compiled kernel allows fewer work-items than the device (registers): rebuild. */
+    release_kernels(ctx);
+    while (ctx->panel_wg > 1 && (size_t)ctx->panel_wg > kernel_max)
+        ctx->panel_wg /= 2;
+    return create_kernels(ctx);
+}
+
+static void release_mem(cl_mem *m)
+{
+    if (*m != NULL)
+        clReleaseMemObject(*m);
+    *m = NULL;
+}
+
+void lu_ctx_release(struct lu_ctx *ctx)
+{
+    release_kernels(ctx);
+    release_mem(&ctx->ipiv_mem);
+    release_mem(&ctx->inv_mem);
+    release_mem(&ctx->tmp_mem);
+}
+
+/* A device buffer of at least `bytes`, kept across the steps of one call. */
+static int32_t ensure_buffer(struct lu_ctx *ctx, cl_mem *mem, int64_t *have, int64_t bytes)
+{
+    if (*mem != NULL && *have >= bytes)
+        return CLOPS_OK;
+    release_mem(mem);
+    cl_int rc;
+    *mem = clCreateBuffer(ctx->dev->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: allocating %lld bytes of scratch device memory failed", ctx->op,
+                      (long long)bytes);
+    *have = bytes;
+    return CLOPS_OK;
+}
+
+struct kernel_arg {
+    size_t size;
+    const void *value;
+};
+
+static int32_t run_kernel(struct lu_ctx *ctx, cl_kernel kernel, const struct kernel_arg *args,
+                          cl_uint count, cl_uint dims, const size_t *global, const size_t *local)
+{
+    for (cl_uint i = 0; i < count; i++) {
+        cl_int rc = clSetKernelArg(kernel, i, args[i].size, args[i].value);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: clSetKernelArg(%u) failed", ctx->op, (unsigned)i);
+    }
+    return pool_run_kernel(ctx->pool, ctx->queue, kernel, dims, global, local, &ctx->device_ns,
+                           ctx->op);
+}
+
+/* dst = src, rows x cols, each with its own strides (kernels/lu.cl: lu_copy). */
+static int32_t copy_matrix(struct lu_ctx *ctx, int64_t rows, int64_t cols, cl_mem src,
+                           const cl_long src_geom[3], cl_mem dst, const cl_long dst_geom[3])
+{
+    const cl_int r = (cl_int)rows, c = (cl_int)cols;
+    const struct kernel_arg args[] = {
+        {sizeof r, &r},
+        {sizeof c, &c},
+        {sizeof(cl_mem), &src},
+        {sizeof(cl_long), &src_geom[0]},
+        {sizeof(cl_long), &src_geom[1]},
+        {sizeof(cl_long), &src_geom[2]},
+        {sizeof(cl_mem), &dst},
+        {sizeof(cl_long), &dst_geom[0]},
+        {sizeof(cl_long), &dst_geom[1]},
+        {sizeof(cl_long), &dst_geom[2]},
+    };
+    const size_t global[2] = {(size_t)cols, (size_t)rows};
+    return run_kernel(ctx, ctx->copy, args, (cl_uint)(sizeof args / sizeof args[0]), 2, global,
+                      NULL);
+}
+
+int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *param,
+                 struct lu_staged *out)
+{
+    memset(out, 0, sizeof *out);
+    out->param = param;
+    const int64_t rows = t->shape[0], cols = t->shape[1];
+    int32_t status = tensor_stage(ctx->pool, ctx->dev, ctx->queue, t, 1, &out->st, ctx->op, param);
+    if (status != CLOPS_OK || rows == 0 || cols == 0)
+        return status;
+    out->m = (struct lu_matrix){out->st.mem, out->st.offset, rows > 1 ? t->strides[0] : cols, rows,
+                                cols};
+    if (is_row_major(t))
+        return CLOPS_OK;
+    /* A column-major tensor: factor a row-major copy, so that row swaps stay contiguous. */
+    cl_int rc;
+    out->copy = clCreateBuffer(ctx->dev->context, CL_MEM_READ_WRITE,
+                               (size_t)(rows * cols * ctx->elem_size), NULL, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: allocating a working copy of parameter '%s' failed", ctx->op, param);
+    out->m = (struct lu_matrix){out->copy, 0, cols, rows, cols};
+    const cl_long src[3] = {out->st.offset, t->strides[0], t->strides[1]};
+    const cl_long dst[3] = {0, cols, 1};
+    return copy_matrix(ctx, rows, cols, out->st.mem, src, out->copy, dst);
+}
+
+int32_t lu_unstage(struct lu_ctx *ctx, struct lu_staged *s)
+{
+    const struct clops_tensor *t = s->st.t;
+    if (s->copy != NULL) {
+        const cl_long src[3] = {0, s->m.cols, 1};
+        const cl_long dst[3] = {s->st.offset, t->strides[0], t->strides[1]};
+        int32_t status = copy_matrix(ctx, s->m.rows, s->m.cols, s->copy, src, s->st.mem, dst);
+        if (status != CLOPS_OK)
+            return status;
+    }
+    return tensor_unstage_output(ctx->pool, ctx->queue, &s->st, ctx->op, s->param);
+}
+
+void lu_staged_release(struct lu_staged *s)
+{
+    release_mem(&s->copy);
+    tensor_release(&s->st);
+}
+
+/* ---- i32 vectors (pivots, info) -------------------------------------------------------------- */
+
+int32_t lu_read_i32(struct lu_ctx *ctx, const struct clops_tensor *t, int32_t *values, int64_t n)
+{
+    const int64_t stride = n > 1 ? t->strides[0] : 1;
+    if (t->buffer == NULL) {
+        const int32_t *src = (const int32_t *)t->data + t->offset;
+        for (int64_t i = 0; i < n; i++)
+            values[i] = src[i * stride];
+        return CLOPS_OK;
+    }
+    if (n == 0)
+        return CLOPS_OK;
+    const int64_t span = (n - 1) * stride + 1;
+    int32_t *tmp = stride == 1 ? values : malloc((size_t)span * sizeof *tmp);
+    if (tmp == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", ctx->op);
+    cl_int rc =
+        clEnqueueReadBuffer(ctx->queue, t->buffer->mem, CL_TRUE, (size_t)t->offset * sizeof *tmp,
+                            (size_t)span * sizeof *tmp, tmp, 0, NULL, NULL);
+    for (int64_t i = 0; tmp != values && i < n; i++)
+        values[i] = tmp[i * stride];
+    if (tmp != values)
+        free(tmp);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: reading an i32 vector from the device failed", ctx->op);
+    return CLOPS_OK;
+}
+
+/* A strided device vector is read, patched and written back whole, so that the elements
+ * between the strided ones keep their contents. */
+int32_t lu_write_i32(struct lu_ctx *ctx, const struct clops_tensor *t, const int32_t *values,
+                     int64_t n)
+{
+    const int64_t stride = n > 1 ? t->strides[0] : 1;
+    if (t->buffer == NULL) {
+        int32_t *dst = (int32_t *)t->data + t->offset;
+        for (int64_t i = 0; i < n; i++)
+            dst[i * stride] = values[i];
+        return CLOPS_OK;
+    }
+    if (n == 0)
+        return CLOPS_OK;
+    const int64_t span = (n - 1) * stride + 1;
+    const size_t offset = (size_t)t->offset * sizeof(int32_t), bytes = (size_t)span * 4;
+    int32_t *tmp = stride == 1 ? (int32_t *)values : malloc(bytes);
+    if (tmp == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", ctx->op);
+    cl_int rc = CL_SUCCESS;
+    if (tmp != values) {
+        rc = clEnqueueReadBuffer(ctx->queue, t->buffer->mem, CL_TRUE, offset, bytes, tmp, 0, NULL,
+                                 NULL);
+        for (int64_t i = 0; i < n; i++)
+            tmp[i * stride] = values[i];
+    }
+    if (rc == CL_SUCCESS)
+        rc = clEnqueueWriteBuffer(ctx->queue, t->buffer->mem, CL_TRUE, offset, bytes, tmp, 0, NULL,
+                                  NULL);
+    if (tmp != values)
+        free(tmp);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: writing an i32 vector to the device failed", ctx->op);
+    return CLOPS_OK;
+}
+
+/* ---- Host blocks: diagonal blocks, inverted in double -----------------------------------------
+ */
+
+/* Diagonal blocks are inverted on the host in double whatever the dtype, so that an f32 inverse
+ * carries only its final rounding. `raw` holds the device's elements. */
+static void raw_to_double(const void *raw, int32_t dtype, int64_t n, double *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = dtype == CLOPS_F64 ? ((const double *)raw)[i] : ((const float *)raw)[i];
+}
+
+static void double_to_raw(const double *in, int32_t dtype, int64_t n, void *raw)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (dtype == CLOPS_F64)
+            ((double *)raw)[i] = in[i];
+        else
+            ((float *)raw)[i] = (float)in[i];
+    }
+}
+
+/* Downloads the rows x cols block at (r0, c0) of `m` into `raw` (row-major, rows*cols elements
+ * of the dtype). */
+static int32_t download_block(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t r0, int64_t c0,
+                              int64_t rows, int64_t cols, void *raw)
+{
+    const size_t es = (size_t)ctx->elem_size;
+    const size_t origin[3] = {(size_t)(m->offset + r0 * m->ld + c0) * es, 0, 0};
+    const size_t host_origin[3] = {0, 0, 0};
+    const size_t region[3] = {(size_t)cols * es, (size_t)rows, 1};
+    cl_int rc =
+        clEnqueueReadBufferRect(ctx->queue, m->mem, CL_TRUE, origin, host_origin, region,
+                                (size_t)m->ld * es, 0, (size_t)cols * es, 0, raw, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: downloading a %lldx%lld block failed", ctx->op, (long long)rows,
+                      (long long)cols);
+    return CLOPS_OK;
+}
+
+/* inv = T^-1 for the n x n lower triangular T(i, k) = t[i*si + k*sk] (unit: ones on the
+ * diagonal, not read); inv(i, k) = inv[i*vi + k*vk]. Negative strides turn an upper triangle
+ * into a lower one (see invert_triangular). Column by column, forward substitution. */
+static void invert_lower(const double *t, int64_t si, int64_t sk, int64_t n, int unit, double *inv,
+                         int64_t vi, int64_t vk)
+{
+    for (int64_t j = 0; j < n; j++) {
+        for (int64_t i = 0; i < j; i++)
+            inv[i * vi + j * vk] = 0.0;
+        inv[j * vi + j * vk] = unit ? 1.0 : 1.0 / t[j * si + j * sk];
+        for (int64_t i = j + 1; i < n; i++) {
+            long double s = 0.0L;
+            for (int64_t k = j; k < i; k++)
+                s += (long double)t[i * si + k * sk] * inv[k * vi + j * vk];
+            inv[i * vi + j * vk] = (double)(unit ? -s : -s / t[i * si + i * sk]);
+        }
+    }
+}
+
+/* inv (row-major n x n) = T^-1 for T lower or upper. An upper T read backwards in both indices
+ * is lower; so is its inverse, written backwards. */
+static void invert_triangular(const double *t, int64_t si, int64_t sk, int64_t n, int lower,
+                              int unit, double *inv)
+{
+    if (lower) {
+        invert_lower(t, si, sk, n, unit, inv, n, 1);
+        return;
+    }
+    const int64_t last = n - 1;
+    invert_lower(t + last * (si + sk), -si, -sk, n, unit, inv + last * (n + 1), -n, -1);
+}
+
+/* ---- Device steps ---------------------------------------------------------------------------- */
+
+/* Row interchanges k_begin .. k_end - 1 of `ipiv` (already in ctx->ipiv_mem) on the columns of
+ * m outside [skip_begin, skip_begin + skip_count). */
+static int32_t laswp(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t skip_begin,
+                     int64_t skip_count, int64_t k_begin, int64_t k_end, int32_t reverse)
+{
+    if (m->cols - skip_count <= 0 || k_end <= k_begin)
+        return CLOPS_OK;
+    const cl_long off = m->offset, ld = m->ld;
+    const cl_int cols = (cl_int)m->cols, sb = (cl_int)skip_begin, sc = (cl_int)skip_count;
+    const cl_int kb = (cl_int)k_begin, ke = (cl_int)k_end, rev = reverse;
+    const struct kernel_arg args[] = {
+        {sizeof(cl_mem), &m->mem},
+        {sizeof off, &off},
+        {sizeof ld, &ld},
+        {sizeof cols, &cols},
+        {sizeof sb, &sb},
+        {sizeof sc, &sc},
+        {sizeof(cl_mem), &ctx->ipiv_mem},
+        {sizeof kb, &kb},
+        {sizeof ke, &ke},
+        {sizeof rev, &rev},
+    };
+    const size_t global = (size_t)(m->cols - skip_count);
+    return run_kernel(ctx, ctx->laswp, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
+                      NULL);
+}
+
+/* ctx->ipiv_mem = ipiv[0 .. n - 1] (lu_solve's pivots, for laswp). */
+static int32_t upload_pivots(struct lu_ctx *ctx, const int32_t *ipiv, int64_t n)
+{
+    int32_t status =
+        ensure_buffer(ctx, &ctx->ipiv_mem, &ctx->ipiv_bytes, (n + 1) * (int64_t)sizeof(int32_t));
+    if (status != CLOPS_OK)
+        return status;
+    cl_int rc = clEnqueueWriteBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, 0,
+                                     (size_t)n * sizeof(int32_t), ipiv, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: uploading pivots failed", ctx->op);
+    return CLOPS_OK;
+}
+
+static struct gemm_operand operand(const struct lu_matrix *m, int64_t r0, int64_t c0)
+{
+    return (struct gemm_operand){m->mem, m->offset + r0 * m->ld + c0, m->ld, 1};
+}
+
+/* B(r0 : r0+n, c0 : c0+cols) = inv * B(...) for the host's n x n `inv`: the block goes to
+ * ctx->tmp_mem, inv to ctx->inv_mem, and a GEMM writes the product back in place. A triangular
+ * solve with a small diagonal block as one GEMM (as MAGMA does) rather than n dependent steps;
+ * with partial pivoting |L| <= 1, and the inverse is formed in double. */
+static int32_t apply_inverse(struct lu_ctx *ctx, const double *inv, int64_t n,
+                             const struct lu_matrix *b, int64_t r0, int64_t c0, int64_t cols,
+                             void *raw)
+{
+    const int64_t es = ctx->elem_size;
+    int32_t status = ensure_buffer(ctx, &ctx->inv_mem, &ctx->inv_bytes, n * n * es);
+    if (status == CLOPS_OK)
+        status = ensure_buffer(ctx, &ctx->tmp_mem, &ctx->tmp_bytes, n * cols * es);
+    if (status != CLOPS_OK)
+        return status;
+    double_to_raw(inv, ctx->dtype, n * n, raw);
+    cl_int rc = clEnqueueWriteBuffer(ctx->queue, ctx->inv_mem, CL_TRUE, 0, (size_t)(n * n * es),
+                                     raw, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: uploading an inverted diagonal block failed", ctx->op);
+    const size_t origin[3] = {(size_t)((b->offset + r0 * b->ld + c0) * es), 0, 0};
+    const size_t zero[3] = {0, 0, 0};
+    const size_t region[3] = {(size_t)(cols * es), (size_t)n, 1};
+    rc = clEnqueueCopyBufferRect(ctx->queue, b->mem, ctx->tmp_mem, origin, zero, region,
+                                 (size_t)(b->ld * es), 0, (size_t)(cols * es), 0, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: copying a block row failed", ctx->op);
+    const struct gemm_operand a_op = {ctx->inv_mem, 0, n, 1}, b_op = {ctx->tmp_mem, 0, cols, 1};
+    const struct gemm_operand c_op = operand(b, r0, c0);
+    return gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op,
+                        0.0, &c_op, &ctx->device_ns);
+}
+
+/* Host scratch of one call: a panel in double, the inverse of a diagonal block, and raw
+ * dtype-sized elements for transfers. */
+struct host_scratch {
+    double *block, *inv;
+    void *raw;
+};
+
+static int32_t host_scratch_alloc(struct lu_ctx *ctx, struct host_scratch *h, int64_t nb)
+{
+    h->block = malloc((size_t)(nb * nb) * sizeof(double));
+    h->inv = malloc((size_t)(nb * nb) * sizeof(double));
+    h->raw = malloc((size_t)(nb * nb * ctx->elem_size));
+    if (h->block == NULL || h->inv == NULL || h->raw == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", ctx->op);
+    return CLOPS_OK;
+}
+
+static void host_scratch_free(struct host_scratch *h)
+{
+    free(h->block);
+    free(h->inv);
+    free(h->raw);
+}
+
+/* The inverse of the n x n diagonal block at (b0, b0) of `m`, seen through op(T)(i,k) strides
+ * (si, sk) of a row-major n x n block, into h->inv: downloaded, converted to double, inverted. */
+static int32_t invert_diagonal_block(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t b0,
+                                     int64_t n, int32_t trans, int lower, int unit,
+                                     struct host_scratch *h)
+{
+    int32_t status = download_block(ctx, m, b0, b0, n, n, h->raw);
+    if (status != CLOPS_OK)
+        return status;
+    raw_to_double(h->raw, ctx->dtype, n * n, h->block);
+    invert_triangular(h->block, trans ? 1 : n, trans ? n : 1, n, lower, unit, h->inv);
+    return CLOPS_OK;
+}
+
+/* ---- getrf ----------------------------------------------------------------------------------- */
+
+/* Factors the rows x jb panel at (j, j) on the device (kernels/lu.cl: lu_panel), pivots into
+ * ctx->ipiv_mem[j ..], a zero pivot into ctx->ipiv_mem[min(M, N)] (info). */
+static int32_t factor_panel(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j, int64_t jb,
+                            int32_t pivoting, int64_t mn)
+{
+    const cl_long off = a->offset + j * a->ld + j, ld = a->ld;
+    const cl_int rows = (cl_int)(a->rows - j), nb = (cl_int)jb, row0 = (cl_int)j;
+    const cl_int partial = pivoting == LU_PIVOTING_PARTIAL, info_at = (cl_int)mn;
+    const struct kernel_arg args[] = {
+        {sizeof(cl_mem), &a->mem},
+        {sizeof off, &off},
+        {sizeof ld, &ld},
+        {sizeof rows, &rows},
+        {sizeof nb, &nb},
+        {sizeof row0, &row0},
+        {sizeof(cl_mem), &ctx->ipiv_mem},
+        {sizeof info_at, &info_at},
+        {sizeof partial, &partial},
+    };
+    const size_t local = (size_t)ctx->panel_wg;
+    return run_kernel(ctx, ctx->panel, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &local,
+                      &local);
+}
+
+/* Columns [c0, c1) of a, as a matrix of its own (rows unchanged, so pivots stay valid). */
+static struct lu_matrix column_range(const struct lu_matrix *a, int64_t c0, int64_t c1)
+{
+    struct lu_matrix v = *a;
+    v.offset += c0;
+    v.cols = c1 - c0;
+    return v;
+}
+
+/* Right-looking blocked LU of the first `count` columns from c0 of the rows c0 .. M - 1, with
+ * its interchanges and updates applied to the columns [c0, c1): c1 = N at the outer level
+ * (blocks of NB), the end of the outer panel at the inner one (blocks of PANEL_NB). Each step at
+ * column j, width jb: the panel A(j:M, j:j+jb) is factored (inner level, or the panel kernel);
+ * its interchanges are applied to the range's other columns; the block row right of the panel
+ * becomes U12 = L11^-1 A12 (L11 inverted on the host); the rows below get A22 -= L21 U12
+ * through gemm.cl. */
+static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t c0, int64_t c1,
+                            int64_t count, int inner, int32_t pivoting, int64_t mn,
+                            struct host_scratch *h)
+{
+    const int64_t nb = inner ? ctx->panel_nb : ctx->nb;
+    const struct lu_matrix range = column_range(a, c0, c1);
+    int32_t status = CLOPS_OK;
+    for (int64_t j = c0; status == CLOPS_OK && j < c0 + count; j += nb) {
+        const int64_t jb = c0 + count - j < nb ? c0 + count - j : nb;
+        const int64_t rows = a->rows - j, right = c1 - j - jb;
+        if (!inner && jb > ctx->panel_nb)
+            status = factor_range(ctx, a, j, j + jb, jb, 1, pivoting, mn, h);
+        else
+            status = factor_panel(ctx, a, j, jb, pivoting, mn);
+        if (status == CLOPS_OK && pivoting == LU_PIVOTING_PARTIAL)
+            status = laswp(ctx, &range, j - c0, jb, j, j + jb, 0);
+        if (status != CLOPS_OK || right == 0)
+            continue;
+        status = invert_diagonal_block(ctx, a, j, jb, 0, 1, 1, h);
+        if (status == CLOPS_OK)
+            status = apply_inverse(ctx, h->inv, jb, a, j, j + jb, right, h->raw);
+        if (status != CLOPS_OK || rows == jb)
+            continue;
+        const struct gemm_operand l21 = operand(a, j + jb, j), u12 = operand(a, j, j + jb);
+        const struct gemm_operand a22 = operand(a, j + jb, j + jb);
+        status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, rows - jb, right, jb,
+                              -1.0, &l21, &u12, 1.0, &a22, &ctx->device_ns);
+    }
+    return status;
+}
+
+/* The pivots and info the panels left in ctx->ipiv_mem. */
+static int32_t read_pivots(struct lu_ctx *ctx, int64_t mn, int32_t *ipiv, int32_t *info)
+{
+    cl_int rc = clEnqueueReadBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, 0,
+                                    (size_t)mn * sizeof(int32_t), ipiv, 0, NULL, NULL);
+    if (rc == CL_SUCCESS)
+        rc = clEnqueueReadBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, (size_t)mn * sizeof(int32_t),
+                                 sizeof(int32_t), info, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: downloading the pivots failed", ctx->op);
+    return CLOPS_OK;
+}
+
+int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivoting, int32_t *ipiv,
+                  int32_t *info)
+{
+    *info = 0;
+    const int64_t mn = a->rows < a->cols ? a->rows : a->cols;
+    if (mn == 0)
+        return CLOPS_OK;
+    const int64_t nb = ctx->nb < mn ? ctx->nb : mn;
+    struct host_scratch h = {0};
+    int32_t status = host_scratch_alloc(ctx, &h, nb);
+    if (status == CLOPS_OK)
+        status = ensure_buffer(ctx, &ctx->ipiv_mem, &ctx->ipiv_bytes,
+                               (mn + 1) * (int64_t)sizeof(int32_t));
+    if (status == CLOPS_OK) { /* info starts at 0 */
+        cl_int rc =
+            clEnqueueWriteBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, (size_t)mn * sizeof(int32_t),
+                                 sizeof(int32_t), info, 0, NULL, NULL);
+        if (rc != CL_SUCCESS)
+            status = err_cl(rc, "%s: clearing info failed", ctx->op);
+    }
+    if (status == CLOPS_OK)
+        status = factor_range(ctx, a, 0, a->cols, mn, 0, pivoting, mn, &h);
+    if (status == CLOPS_OK)
+        status = read_pivots(ctx, mn, ipiv, info);
+    host_scratch_free(&h);
+    return status;
+}
+
+/* ---- getrs ----------------------------------------------------------------------------------- */
+
+/* Solves op(T) X = B in place for a triangle of the factors in `lu`: the unit lower L (lower = 1)
+ * or U, transposed or not. Blocked by NB: each diagonal block is inverted on the host and
+ * applied with a GEMM, then the rest of B is updated by one GEMM with the block's column of
+ * op(T), from the top for a lower op(T), from the bottom for an upper one. */
+static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, int32_t trans,
+                    const struct lu_matrix *b, struct host_scratch *h)
+{
+    const int64_t n = lu->rows, nb = ctx->nb, nrhs = b->cols;
+    const int64_t si = trans ? 1 : lu->ld, sk = trans ? lu->ld : 1; /* op(T)(i,k) strides */
+    const int forward = lower != (trans != 0);
+    const int64_t blocks = (n + nb - 1) / nb;
+    int32_t status = CLOPS_OK;
+    for (int64_t s = 0; status == CLOPS_OK && s < blocks; s++) {
+        const int64_t b0 = (forward ? s : blocks - 1 - s) * nb;
+        const int64_t bs = n - b0 < nb ? n - b0 : nb;
+        status = invert_diagonal_block(ctx, lu, b0, bs, trans, forward, lower, h);
+        if (status == CLOPS_OK)
+            status = apply_inverse(ctx, h->inv, bs, b, b0, 0, nrhs, h->raw);
+        /* The rows of B still to solve: below the block (forward) or above it. */
+        const int64_t r0 = forward ? b0 + bs : 0, rows = forward ? n - b0 - bs : b0;
+        if (status != CLOPS_OK || rows == 0)
+            continue;
+        const struct gemm_operand t_op = {lu->mem, lu->offset + r0 * si + b0 * sk, si, sk};
+        const struct gemm_operand x_op = operand(b, b0, 0), c_op = operand(b, r0, 0);
+        status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, rows, nrhs, bs, -1.0,
+                              &t_op, &x_op, 1.0, &c_op, &ctx->device_ns);
+    }
+    return status;
+}
+
+/* LAPACK getrs: A = P L U, so A X = B is X = U^-1 L^-1 P^T B, and A^T X = B is
+ * X = P L^-T U^-T B. */
+int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
+                          const struct lu_matrix *b, int32_t trans)
+{
+    const int64_t n = lu->rows;
+    if (n == 0 || b->cols == 0)
+        return CLOPS_OK;
+    struct host_scratch h = {0};
+    const int64_t nb = ctx->nb < n ? ctx->nb : n;
+    int32_t status = host_scratch_alloc(ctx, &h, nb);
+    if (status == CLOPS_OK)
+        status = upload_pivots(ctx, ipiv, n);
+    if (status == CLOPS_OK && !trans)
+        status = laswp(ctx, b, 0, 0, 0, n, 0);
+    if (status == CLOPS_OK)
+        status = trsm(ctx, lu, !trans, trans, b, &h);
+    if (status == CLOPS_OK)
+        status = trsm(ctx, lu, trans, trans, b, &h);
+    if (status == CLOPS_OK && trans)
+        status = laswp(ctx, b, 0, 0, 0, n, 1);
+    host_scratch_free(&h);
+    return status;
+}
+
+/* ---- The lu operator ------------------------------------------------------------------------- */
+
+static int32_t lu_check_args(const struct pool_device *dev, const struct clops_tensor *a,
+                             const struct clops_tensor *ipiv, const struct clops_tensor *info,
+                             int32_t pivoting)
+{
+    int32_t status = lu_check_matrix(a, op_name, "a", dev);
+    if (status != CLOPS_OK)
+        return status;
+    const int64_t mn = a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1];
+    status = lu_check_i32_vector(ipiv, op_name, "ipiv", mn, 0, dev);
+    if (status == CLOPS_OK)
+        status = lu_check_i32_vector(info, op_name, "info", 1, 1, dev);
+    if (status == CLOPS_OK)
+        status = lu_check_pivoting(pivoting, op_name);
+    if (status != CLOPS_OK)
+        return status;
+    const struct clops_tensor *t[3] = {a, ipiv, info};
+    const char *const names[3] = {"a", "ipiv", "info"};
+    return lu_check_no_overlap(t, names, 3, op_name);
+}
+
+/* Factors the staged a, then writes a back, then ipiv and info. */
+static int32_t lu_run(struct lu_ctx *ctx, const struct clops_tensor *a,
+                      const struct clops_tensor *ipiv, const struct clops_tensor *info,
+                      int32_t pivoting)
+{
+    const int64_t mn = a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1];
+    int32_t *piv = malloc((size_t)(mn > 0 ? mn : 1) * sizeof *piv);
+    if (piv == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
+    int32_t inf = 0;
+    struct lu_staged sa;
+    int32_t status = lu_stage(ctx, a, "a", &sa);
+    if (status == CLOPS_OK)
+        status = lu_factor(ctx, &sa.m, pivoting, piv, &inf);
+    if (status == CLOPS_OK)
+        status = lu_unstage(ctx, &sa);
+    if (status == CLOPS_OK)
+        status = lu_write_i32(ctx, ipiv, piv, mn);
+    if (status == CLOPS_OK)
+        status = lu_write_i32(ctx, info, &inf, 1);
+    lu_staged_release(&sa);
+    free(piv);
+    return status;
+}
+
+static int32_t lu_call(struct clops_pool *pool, const struct clops_tensor *a,
+                       const struct clops_tensor *ipiv, const struct clops_tensor *info,
+                       int32_t pivoting, int64_t *device_ns)
+{
+    struct pool_device *dev = pool_device_for_op(pool, op_name);
+    int32_t status = lu_check_args(dev, a, ipiv, info, pivoting);
+    if (status != CLOPS_OK)
+        return status;
+    struct lu_ctx ctx;
+    status = lu_ctx_init(&ctx, pool, dev, op_name, a->dtype);
+    if (status == CLOPS_OK)
+        status = lu_run(&ctx, a, ipiv, info, pivoting);
+    *device_ns = ctx.device_ns;
+    lu_ctx_release(&ctx);
+    return status;
+}
+
+static int32_t lu_entry(struct clops_pool *pool, const struct clops_tensor *a,
+                        const struct clops_tensor *ipiv, const struct clops_tensor *info,
+                        int32_t pivoting)
+{
+    err_clear();
+    if (pool == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
+    int64_t device_ns = 0;
+    int32_t status = lu_call(pool, a, ipiv, info, pivoting, &device_ns);
+    pool_record_call(pool, op_name, status, device_ns);
+    return status;
+}
+
+_Static_assert(_Generic(&lu_entry, clops_lu_fn : 1, default : 0),
+               "lu_entry must have the ABI's clops_lu_fn prototype");
+
+/* ---- The descriptor -------------------------------------------------------------------------- */
+
+static const char *const pivoting_values[] = {"partial", "none", NULL};
+
+static const struct clops_param lu_params[] = {
+    {"a", CLOPS_PARAM_TENSOR_INOUT, LU_DTYPES, NULL, NULL,
+     "A, rank 2, M x N, f32 or f64, row- or column-major (leading dimension at least the extent "
+     "it steps over): overwritten by L (below the diagonal, unit diagonal not stored) and U."},
+    {"ipiv", CLOPS_PARAM_TENSOR_OUT, CLOPS_DTYPE_BIT(CLOPS_I32), NULL, NULL,
+     "i32, rank 1, at least min(M, N) elements: the first min(M, N) receive LAPACK's 1-based "
+     "pivots (row i was interchanged with row ipiv[i], in order i = 1, 2, ...)."},
+    {"info", CLOPS_PARAM_TENSOR_OUT, CLOPS_DTYPE_BIT(CLOPS_I32), NULL, NULL,
+     "i32, rank 1, 1 element: 0, or the first (1-based) k with U(k, k) exactly zero."},
+    {"pivoting", CLOPS_PARAM_ENUM, 0, pivoting_values, "partial",
+     "partial: row interchanges as LAPACK's getrf. none: no interchanges (unsafe: unstable, or "
+     "a division by zero, whenever a leading minor is small or singular; for comparison)."},
+};
+
+const struct clops_op op_lu = {
+    .struct_size = sizeof(struct clops_op),
+    .version = 1,
+    .name = op_name,
+    .summary = "LU factorization with partial pivoting, P·A = L·U (LAPACK getrf), f32 or f64.",
+    .doc = "Factors the M x N matrix A as P·A = L·U with partial pivoting (row interchanges), as "
+           "LAPACK's getrf: L is M x min(M,N) unit lower triangular (trapezoidal when M > N), U is "
+           "min(M,N) x N upper triangular (trapezoidal when M < N), and both overwrite A. ipiv "
+           "receives the interchanges 1-based, as LAPACK's: for i = 1 .. min(M,N) in order, row i "
+           "was swapped with row ipiv[i] >= i. The pivot of each column is its first entry of "
+           "largest magnitude on or below the diagonal, so pivots equal LAPACK's wherever no two "
+           "candidates tie to within rounding.\n"
+           "\n"
+           "Singular matrices: info receives 0, or the first k (1-based) with U(k,k) exactly zero; "
+           "as in LAPACK the factorization still completes (the zero column is not scaled) and the "
+           "call returns CLOPS_OK; U is then singular and must not be used to solve.\n"
+           "\n"
+           "Algorithm: right-looking blocked LU on a row-major working matrix on the pool's device "
+           "(the tensor itself when row-major, else a copy), so that row interchanges stay "
+           "contiguous. Each step factors an (M-j) x NB panel, applies its interchanges to the "
+           "other columns, forms U12 = L11^-1 A12 as one GEMM with L11's inverse (computed on the "
+           "host in double from the NB x NB block), and updates A22 -= L21 U12 with the gemm "
+           "operator's kernel. The panel is itself factored the same way in blocks of PANEL_NB "
+           "columns, each by a kernel that runs on one work-group (pivot search, interchange, "
+           "scaling, rank-1 updates, column by column, as LAPACK's getf2). NB and PANEL_NB are 128 "
+           "and 16 on GPUs, 32 and 8 elsewhere; -DLU_NB=<n> and -DLU_PANEL_NB=<n> in the "
+           "operator's build_options override them. pivoting = none skips the interchanges (the "
+           "course seed's Doolittle scheme): unstable, kept for comparison only.\n"
+           "\n"
+           "Overlap: a, ipiv and info must not share memory.\n"
+           "\n"
+           "Errors: CLOPS_ERR_INVALID_ARGUMENT, naming the parameter, for a NULL or malformed "
+           "tensor, a rank other than 2 (a) or 1 (ipiv, info), a negative extent, a leading "
+           "dimension too small, ipiv shorter than min(M,N), info not of 1 element, a pivoting "
+           "value other than 0 or 1, tensors that overlap. CLOPS_ERR_UNSUPPORTED for a dtype "
+           "other than f32/f64 (a) or i32 (ipiv, info), f64 on a device without double "
+           "precision, a matrix with no unit stride, or an extent over 2^30 - 1. A rejected call "
+           "writes nothing.",
+    .param_count = (int32_t)(sizeof lu_params / sizeof lu_params[0]),
+    .params = lu_params,
+    .entry = (void (*)(void))lu_entry,
+};

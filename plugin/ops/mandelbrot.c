@@ -1,0 +1,1028 @@
+/* mandelbrot.c — the mandelbrot operator: iteration counts (and an RGBA image) of a view of the
+ * Mandelbrot set, cut into tiles that the pool's devices (GPUs and the CPU) share. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <threads.h>
+#include <time.h>
+
+#include "pool.h"
+#include "tensor.h"
+
+static const char op_name[] = "mandelbrot";
+
+enum { PRECISION_F32 = 0, PRECISION_F64 = 1 };
+enum { TILE_MAX = 4096, CHUNK_MAX = 64, WORKERS_MAX = CONFIG_MAX_DEVICES * 16 };
+/* Work-items a launch should have at least, by device kind: a GPU needs about 2^20 to keep
+ * every multiprocessor busy (an H100 holds 132 x 2048 resident work-items), a CPU far fewer,
+ * just enough to hide the launch's overhead. */
+enum { GPU_LAUNCH_ITEMS = 1 << 20, CPU_LAUNCH_ITEMS = 1 << 14 };
+static const int64_t iterations_max = INT64_C(1) << 31;
+/* Pixel coordinates are ints in the kernel, with room for a tile past the end. */
+static const int64_t extent_max = INT32_MAX / 2;
+
+/* The two sides of a split: which devices a fraction goes to. */
+enum { SIDE_GPU = 0, SIDE_CPU = 1 };
+
+/* ---- The call, validated --------------------------------------------------------------------- */
+
+struct mandel_plan {
+    const struct clops_tensor *iters, *image; /* image may be NULL */
+    int64_t h, w;
+    int32_t tile, tiles_x, tile_count;
+    double center_x, center_y, px, half_w, half_h; /* rounded to the precision for f32 */
+    uint32_t max_iterations;
+    int32_t precision;
+    int32_t dynamic;  /* 1: dynamic scheduling; 0: the static split below */
+    double gpu_share; /* static: the share of tiles for the GPU side, 0 .. 1 */
+};
+
+static int32_t check_outputs(const struct pool_device *primary, const struct clops_tensor *iters,
+                             const struct clops_tensor *image)
+{
+    int32_t status =
+        tensor_check(iters, op_name, "iterations", CLOPS_DTYPE_BIT(CLOPS_U32), 2, primary);
+    if (status != CLOPS_OK || image == NULL)
+        return status;
+    status = tensor_check(image, op_name, "image", CLOPS_DTYPE_BIT(CLOPS_U8), 3, primary);
+    if (status != CLOPS_OK)
+        return status;
+    if (image->shape[0] != iters->shape[0] || image->shape[1] != iters->shape[1] ||
+        image->shape[2] != 4)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'image' has shape %lldx%lldx%lld but 'iterations' is "
+                       "%lldx%lld; expected %lldx%lldx4 (RGBA)",
+                       op_name, (long long)image->shape[0], (long long)image->shape[1],
+                       (long long)image->shape[2], (long long)iters->shape[0],
+                       (long long)iters->shape[1], (long long)iters->shape[0],
+                       (long long)iters->shape[1]);
+    return CLOPS_OK;
+}
+
+/* The bytes a tensor addresses, first to last, from the start of its memory (host address or
+ * buffer offset): two outputs must not share any. */
+static void byte_range(const struct clops_tensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+    uintptr_t es = (uintptr_t)dtype_size(t->dtype);
+    uintptr_t base = t->buffer != NULL ? 0 : (uintptr_t)t->data;
+    *lo = base + (uintptr_t)t->offset * es;
+    *hi = *lo + (uintptr_t)tensor_span(t) * es;
+}
+
+static int32_t check_no_overlap(const struct clops_tensor *iters, const struct clops_tensor *image)
+{
+    if (image == NULL || image->buffer != iters->buffer || tensor_span(image) == 0 ||
+        tensor_span(iters) == 0)
+        return CLOPS_OK;
+    uintptr_t lo_a, hi_a, lo_b, hi_b;
+    byte_range(iters, &lo_a, &hi_a);
+    byte_range(image, &lo_b, &hi_b);
+    if (lo_a < hi_b && lo_b < hi_a)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'image' overlaps parameter 'iterations' in memory; they "
+                       "must not share storage",
+                       op_name);
+    return CLOPS_OK;
+}
+
+static int32_t check_extents(const struct clops_tensor *iters, int64_t tile)
+{
+    if (tile < 1 || tile > TILE_MAX)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'tile' = %lld; expected 1 to %d (the tile edge in pixels)",
+                       op_name, (long long)tile, TILE_MAX);
+    for (int a = 0; a < 2; a++)
+        if (iters->shape[a] > extent_max)
+            return err_set(CLOPS_ERR_UNSUPPORTED,
+                           "%s: parameter 'iterations' has shape[%d] = %lld; at most %lld", op_name,
+                           a, (long long)iters->shape[a], (long long)extent_max);
+    int64_t tiles = ((iters->shape[0] + tile - 1) / tile) * ((iters->shape[1] + tile - 1) / tile);
+    if (tiles > INT32_MAX)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'tile' = %lld cuts the %lldx%lld image into %lld tiles; at "
+                       "most %d (use larger tiles)",
+                       op_name, (long long)tile, (long long)iters->shape[0],
+                       (long long)iters->shape[1], (long long)tiles, INT32_MAX);
+    return CLOPS_OK;
+}
+
+/* "dynamic" (or NULL), or a decimal fraction 0 .. 1 such as "0", "0.25", "1", "1.0". Parsed by
+ * hand: strtod() reads "0,5" in some locales and accepts "nan", "inf" and hex. The digits make an
+ * integer divided once by a power of ten, so that up to 18 digits the value is the correctly
+ * rounded double, as strtod() gives (later digits are below double precision and ignored). */
+static int parse_fraction(const char *text, double *out)
+{
+    int64_t mantissa = 0, scale = 1;
+    int digits = 0, used = 0, point = 0;
+    for (const char *s = text; *s != '\0'; s++) {
+        if (*s == '.' && !point) {
+            point = 1;
+            continue;
+        }
+        if (*s < '0' || *s > '9')
+            return 0;
+        digits++;
+        if (used == 18 || scale == INT64_C(1000000000000000000))
+            continue;
+        mantissa = mantissa * 10 + (*s - '0');
+        used += mantissa > 0;
+        scale *= point ? 10 : 1;
+    }
+    *out = (double)mantissa / (double)scale;
+    return digits > 0 && *out <= 1.0;
+}
+
+static int32_t check_split(const char *split, struct mandel_plan *plan)
+{
+    plan->dynamic = split == NULL || strcmp(split, "dynamic") == 0;
+    if (plan->dynamic || parse_fraction(split, &plan->gpu_share))
+        return CLOPS_OK;
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                   "%s: parameter 'split' = \"%s\"; expected \"dynamic\" or a decimal fraction "
+                   "from \"0\" to \"1\" (the GPU side's share of tiles)",
+                   op_name, split);
+}
+
+/* The view, rounded to the precision: the kernel and any host reference start from these. */
+static int32_t check_view(double center_x, double center_y, double scale, int32_t precision,
+                          struct mandel_plan *plan)
+{
+    if (!isfinite(center_x) || !isfinite(center_y))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' = %g; expected a finite number", op_name,
+                       isfinite(center_x) ? "center_y" : "center_x",
+                       isfinite(center_x) ? center_y : center_x);
+    if (!(scale > 0.0) || !isfinite(scale))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'scale' = %g; expected a finite number > 0 (the view's "
+                       "width in the complex plane)",
+                       op_name, scale);
+    const int f32 = precision == PRECISION_F32;
+    double px = plan->w > 0 ? scale / (double)plan->w : scale;
+    plan->center_x = f32 ? (float)center_x : center_x;
+    plan->center_y = f32 ? (float)center_y : center_y;
+    plan->px = f32 ? (float)px : px;
+    plan->half_w = f32 ? (float)(0.5 * (double)plan->w) : 0.5 * (double)plan->w;
+    plan->half_h = f32 ? (float)(0.5 * (double)plan->h) : 0.5 * (double)plan->h;
+    if (!isfinite(plan->center_x) || !isfinite(plan->center_y))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameters 'center_x', 'center_y' = (%g, %g) overflow f32; use "
+                       "precision f64",
+                       op_name, center_x, center_y);
+    if (plan->px < (f32 ? FLT_MIN : DBL_MIN) || !isfinite(plan->px))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'scale' = %g gives a pixel size of %g, out of the normal "
+                       "range of %s%s",
+                       op_name, scale, px, f32 ? "f32" : "f64", f32 ? "; use precision f64" : "");
+    return CLOPS_OK;
+}
+
+static int32_t mandel_check_args(const struct pool_device *primary,
+                                 const struct clops_tensor *iters, const struct clops_tensor *image,
+                                 double center_x, double center_y, double scale,
+                                 int64_t max_iterations, int32_t precision, const char *split,
+                                 int64_t tile, struct mandel_plan *plan)
+{
+    int32_t status = check_outputs(primary, iters, image);
+    if (status == CLOPS_OK)
+        status = check_no_overlap(iters, image);
+    if (status == CLOPS_OK)
+        status = check_extents(iters, tile);
+    if (status != CLOPS_OK)
+        return status;
+    if (max_iterations < 1 || max_iterations > iterations_max)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'max_iterations' = %lld; expected 1 to 2^31", op_name,
+                       (long long)max_iterations);
+    if (precision != PRECISION_F32 && precision != PRECISION_F64)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'precision' = %d; expected 0 (f32) or 1 (f64)", op_name,
+                       (int)precision);
+    *plan = (struct mandel_plan){.iters = iters,
+                                 .image = image,
+                                 .h = iters->shape[0],
+                                 .w = iters->shape[1],
+                                 .tile = (int32_t)tile,
+                                 .max_iterations = (uint32_t)max_iterations,
+                                 .precision = precision};
+    plan->tiles_x = (int32_t)((plan->w + tile - 1) / tile);
+    plan->tile_count = plan->tiles_x * (int32_t)((plan->h + tile - 1) / tile);
+    status = check_view(center_x, center_y, scale, precision, plan);
+    if (status == CLOPS_OK)
+        status = check_split(split, plan);
+    return status;
+}
+
+/* ---- Sides and the tile lists ---------------------------------------------------------------- */
+
+/* The side a device works for. A pool without any GPU but with several devices lets its
+ * primary device stand in for the GPU side, so that a fraction still splits the work (and is
+ * testable on a machine with CPU devices only). */
+static int device_side(const struct clops_pool *pool, int32_t d)
+{
+    int has_gpu = 0;
+    for (int32_t i = 0; i < pool->device_count; i++)
+        has_gpu |= pool->devices[i].info.type == CLOPS_DEVICE_GPU;
+    if (!has_gpu)
+        return d == 0 && pool->device_count > 1 ? SIDE_GPU : SIDE_CPU;
+    return pool->devices[d].info.type == CLOPS_DEVICE_GPU ? SIDE_GPU : SIDE_CPU;
+}
+
+/* Tile numbers that workers take from both ends: GPU-side workers take chunks from the front,
+ * CPU-side workers from the back, so that whatever a CPU still works on at the end lies past
+ * `back`, where the GPU side can find it. */
+struct tile_list {
+    int32_t *ids;
+    int32_t len;
+    atomic_llong ends; /* front << 32 | back: [front, back) are still to be taken */
+};
+
+static long long pack_ends(int32_t front, int32_t back)
+{
+    return (long long)((uint64_t)(uint32_t)front << 32 | (uint32_t)back);
+}
+
+/* The lists: one of every tile, row-major, for dynamic scheduling; for a fraction f, tile t
+ * goes to the GPU side's list when floor((t+1) f) > floor(t f) (floor(T f) tiles in all, spread
+ * evenly over the image, since costly tiles cluster around the set), the others to the CPU
+ * side's. A side without devices gives its tiles to the other. */
+struct tile_lists {
+    struct tile_list list[2];
+    int32_t count; /* 1 (dynamic) or 2 */
+};
+
+static int32_t lists_build(const struct clops_pool *pool, const struct mandel_plan *p,
+                           struct tile_lists *l)
+{
+    memset(l, 0, sizeof *l);
+    int present[2] = {0, 0};
+    for (int32_t d = 0; d < pool->device_count; d++)
+        present[device_side(pool, d)] = 1;
+    l->count = p->dynamic ? 1 : 2;
+    for (int32_t s = 0; s < l->count; s++) {
+        l->list[s].ids = malloc((size_t)p->tile_count * sizeof(int32_t));
+        if (l->list[s].ids == NULL)
+            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
+    }
+    for (int32_t t = 0; t < p->tile_count; t++) {
+        int side = 0;
+        if (!p->dynamic) {
+            int gpu = floor((t + 1) * p->gpu_share) > floor(t * p->gpu_share);
+            side = present[SIDE_GPU] && (gpu || !present[SIDE_CPU]) ? SIDE_GPU : SIDE_CPU;
+        }
+        l->list[side].ids[l->list[side].len++] = t;
+    }
+    for (int32_t s = 0; s < 2; s++)
+        atomic_init(&l->list[s].ends, pack_ends(0, l->list[s].len));
+    return CLOPS_OK;
+}
+
+static void lists_free(struct tile_lists *l)
+{
+    free(l->list[0].ids);
+    free(l->list[1].ids);
+}
+
+/* ---- Workers --------------------------------------------------------------------------------- */
+
+/* What became of a tile. With dynamic scheduling over both sides, a GPU-side worker that finds
+ * nothing left to take renders again the tiles a CPU-side worker is still on (stolen): a GPU is
+ * so much faster that waiting for the CPU's last tile can cost more than the CPU ever saved.
+ * Whoever finishes a tile first delivers it (done) and the other drops its copy: both are the
+ * same bits. A CPU renders its tiles in bands and gives them up between bands once they are
+ * done, so it holds the call up by at most one band. */
+enum { TILE_TAKEN = 0, TILE_STOLEN = 1, TILE_DONE = 2 };
+/* Pixels per band of a CPU's tiles: a few milliseconds of a deep zoom on a CPU. */
+enum { BAND_ITEMS = 1 << 12 };
+
+/* Where a worker's kernel writes one output: straight into the device buffer (the output is a
+ * buffer on the primary device, which this worker runs on), or into compact T x T slots on its
+ * device, downloaded and then scattered into host memory (HOST) or uploaded and placed into the
+ * device buffer by the primary device (PLACE). Tiles that two workers may both render always go
+ * through compact slots, so that only the one that finishes first writes the output. */
+enum delivery { DELIVER_NONE = 0, DELIVER_DIRECT, DELIVER_HOST, DELIVER_PLACE };
+
+/* One host thread per (device, queue) of the devices that take part: it takes chunks of tiles
+ * from its list, renders them on its queue and delivers them into the outputs. */
+struct worker {
+    struct mandel_call *call;
+    struct pool_device *dev;
+    cl_command_queue queue;
+    int32_t list, side, max_chunk, group_size;
+    int32_t steals;        /* GPU side, dynamic, with a CPU side: re-renders CPU tiles at the end */
+    int32_t in_bands;      /* CPU side, dynamic, with a GPU side: its tiles may be stolen */
+    int32_t bound_compact; /* how the render kernel's outputs are bound: -1 not yet, 0, 1 */
+    cl_kernel render;
+    cl_mem ids, staged[2]; /* on dev: tile numbers, compact outputs */
+    void *host[2];         /* compact outputs downloaded */
+    int32_t chunk_ids[CHUNK_MAX];
+    /* PLACE only: the primary device's queue, kernel and staging buffers. */
+    cl_command_queue place_queue;
+    cl_kernel place;
+    int32_t place_group, place_ids_host[CHUNK_MAX];
+    cl_mem place_ids, place_staged[2];
+    int64_t tiles, busy_ns, device_ns;
+    int32_t status;
+    char message[1024];
+};
+
+struct mandel_call {
+    struct clops_pool *pool;
+    const struct mandel_plan *plan;
+    struct tile_lists lists;
+    atomic_uchar *state; /* per tile: TILE_TAKEN, TILE_STOLEN or TILE_DONE */
+    int32_t worker_count;
+    int32_t stealing;            /* dynamic, with workers on both sides */
+    atomic_int stolen, given_up; /* tiles, for the log */
+    atomic_int failed;
+};
+
+static size_t staged_bytes(const struct mandel_plan *p, int32_t chunk)
+{
+    return (size_t)chunk * (size_t)p->tile * (size_t)p->tile * 4u;
+}
+
+static const struct clops_tensor *output_tensor(const struct mandel_plan *p, int o)
+{
+    return o == 0 ? p->iters : p->image;
+}
+
+/* How output o of a chunk is delivered; `compact` chunks never write outputs directly. */
+static enum delivery delivery_for(const struct worker *w, int o, int compact)
+{
+    const struct clops_tensor *t = output_tensor(w->call->plan, o);
+    if (t == NULL)
+        return DELIVER_NONE;
+    if (t->buffer == NULL)
+        return DELIVER_HOST;
+    return w->dev == &w->call->pool->devices[0] && !compact ? DELIVER_DIRECT : DELIVER_PLACE;
+}
+
+static int32_t set_args(cl_kernel kernel, const char *name, cl_uint first, cl_uint count,
+                        const size_t *sizes, const void *const *values)
+{
+    for (cl_uint i = 0; i < count; i++) {
+        cl_int rc = clSetKernelArg(kernel, first + i, sizes[i], values[i]);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: clSetKernelArg(%s, %u) failed", op_name, name, first + i);
+    }
+    return CLOPS_OK;
+}
+
+static int32_t set_int_arg(cl_kernel kernel, const char *name, cl_uint index, cl_int value)
+{
+    return set_args(kernel, name, index, 1, (const size_t[]){sizeof value},
+                    (const void *const[]){&value});
+}
+
+/* From argument `first` on: an output's buffer, then (render kernel: with_flag) whether it is
+ * compact, then its offset and `strides` strides. A NULL `t` is a compact or absent output: its
+ * offset and strides are unused and passed as 0. */
+static int32_t set_output_args(cl_kernel kernel, const char *name, cl_uint first,
+                               const struct clops_tensor *t, cl_mem mem, int with_flag,
+                               cl_uint strides)
+{
+    cl_long off = 0, s[3] = {0, 0, 0};
+    for (int32_t a = 0; t != NULL && a < t->rank; a++)
+        s[a] = t->strides[a];
+    if (t != NULL)
+        off = t->offset;
+    const size_t sizes[] = {sizeof(cl_mem), sizeof off, sizeof s[0], sizeof s[1], sizeof s[2]};
+    const void *const values[] = {&mem, &off, &s[0], &s[1], &s[2]};
+    int32_t status = set_args(kernel, name, first, 1, sizes, values);
+    if (status == CLOPS_OK && with_flag)
+        status = set_int_arg(kernel, name, first + 1, t == NULL);
+    if (status == CLOPS_OK)
+        status = set_args(kernel, name, first + 1 + (with_flag ? 1 : 0), 1 + strides, sizes + 1,
+                          values + 1);
+    return status;
+}
+
+static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
+                             const struct mandel_plan *p, const char *name, cl_kernel *out)
+{
+    const char *options =
+        p->precision == PRECISION_F64 ? "-DREAL=double -DUSE_FP64" : "-DREAL=float";
+    cl_program program;
+    int32_t status = pool_get_program(pool, dev, op_name, op_name, options, &program);
+    if (status != CLOPS_OK)
+        return status;
+    cl_int rc;
+    *out = clCreateKernel(program, name, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clCreateKernel(%s) on '%s' failed", op_name, name, dev->info.name);
+    return CLOPS_OK;
+}
+
+static int32_t create_buffer(cl_context context, size_t bytes, cl_mem *out)
+{
+    cl_int rc;
+    *out = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: allocating %zu bytes of device memory failed", op_name, bytes);
+    return CLOPS_OK;
+}
+
+/* The render kernel's fixed arguments: the view and the geometry (0 .. 13). */
+static int32_t bind_render(struct worker *w)
+{
+    const struct mandel_plan *p = w->call->plan;
+    const float f[5] = {(float)p->center_x, (float)p->center_y, (float)p->px, (float)p->half_w,
+                        (float)p->half_h};
+    const double d[5] = {p->center_x, p->center_y, p->px, p->half_w, p->half_h};
+    const int f64 = p->precision == PRECISION_F64;
+    const size_t real = f64 ? sizeof(double) : sizeof(float);
+    const cl_uint maxit = p->max_iterations;
+    const cl_int h = (cl_int)p->h, wd = (cl_int)p->w, t = p->tile, tx = p->tiles_x, zero = 0;
+    const void *view[5]; /* center_x, center_y, px, half_w, half_h in the kernel's REAL */
+    for (int k = 0; k < 5; k++)
+        view[k] = f64 ? (const void *)&d[k] : (const void *)&f[k];
+    /* count, row0 and rows (10 .. 12) are set per launch. */
+    const size_t sizes[] = {real,         real,        real,      real,          real,
+                            sizeof maxit, sizeof h,    sizeof wd, sizeof t,      sizeof tx,
+                            sizeof zero,  sizeof zero, sizeof t,  sizeof(cl_mem)};
+    const void *const values[] = {view[0], view[1], view[2], view[3], view[4], &maxit, &h,
+                                  &wd,     &t,      &tx,     &zero,   &zero,   &t,     &w->ids};
+    return set_args(w->render, "mandelbrot", 0, 14, sizes, values);
+}
+
+/* The render kernel's outputs (14 .. 18 and 19 .. 24) for a direct or a compact chunk. */
+static int32_t bind_outputs(struct worker *w, int compact)
+{
+    if (w->bound_compact == compact)
+        return CLOPS_OK;
+    int32_t status = CLOPS_OK;
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
+        const struct clops_tensor *out = output_tensor(w->call->plan, o);
+        const enum delivery d = delivery_for(w, o, compact);
+        cl_mem mem = d == DELIVER_NONE     ? NULL
+                     : d == DELIVER_DIRECT ? out->buffer->mem
+                                           : w->staged[o];
+        status = set_output_args(w->render, "mandelbrot", o == 0 ? 14 : 19,
+                                 d == DELIVER_DIRECT ? out : NULL, mem, 1, o == 0 ? 2 : 3);
+    }
+    w->bound_compact = status == CLOPS_OK ? compact : -1;
+    return status;
+}
+
+/* The place kernel's fixed arguments (on the primary device): geometry, the compact tiles
+ * uploaded there, and the device outputs they go to. */
+static int32_t bind_place(struct worker *w)
+{
+    const struct mandel_plan *p = w->call->plan;
+    const cl_int h = (cl_int)p->h, wd = (cl_int)p->w, t = p->tile, tx = p->tiles_x, count = 0;
+    const size_t sizes[] = {sizeof h,     sizeof wd,      sizeof t,       sizeof tx,
+                            sizeof count, sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem)};
+    const void *const values[] = {
+        &h, &wd, &t, &tx, &count, &w->place_ids, &w->place_staged[0], &w->place_staged[1]};
+    int32_t status = set_args(w->place, "mandelbrot_place", 0, 8, sizes, values);
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
+        const struct clops_tensor *out = output_tensor(p, o);
+        const int place = out != NULL && out->buffer != NULL;
+        status = set_output_args(w->place, "mandelbrot_place", o == 0 ? 8 : 12, place ? out : NULL,
+                                 place ? out->buffer->mem : NULL, 0, o == 0 ? 2 : 3);
+    }
+    return status;
+}
+
+/* Work-items per work-group: 128 on GPUs (4 warps, enough to hide the loop's latency without
+ * starving the scheduler of groups), 64 elsewhere, within what the kernel allows. */
+static int32_t group_size_for(cl_kernel kernel, const struct pool_device *dev, int32_t *out)
+{
+    size_t allowed = 0;
+    cl_int rc = clGetKernelWorkGroupInfo(kernel, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                         sizeof allowed, &allowed, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clGetKernelWorkGroupInfo on '%s' failed", op_name, dev->info.name);
+    size_t want = dev->info.type == CLOPS_DEVICE_GPU ? 128 : 64;
+    *out = (int32_t)(allowed < want ? (allowed > 0 ? allowed : 1) : want);
+    return CLOPS_OK;
+}
+
+static int32_t clamp32(int64_t x, int32_t lo, int32_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : (int32_t)x;
+}
+
+/* Buffers and the kernel for outputs delivered by the primary device (PLACE). */
+static int32_t setup_place(struct worker *w, struct pool_device *primary)
+{
+    const struct mandel_plan *p = w->call->plan;
+    w->place_queue = pool_acquire_queue(primary);
+    int32_t status = create_kernel(w->call->pool, primary, p, "mandelbrot_place", &w->place);
+    if (status == CLOPS_OK)
+        status = group_size_for(w->place, primary, &w->place_group);
+    if (status == CLOPS_OK)
+        status =
+            create_buffer(primary->context, (size_t)w->max_chunk * sizeof(cl_int), &w->place_ids);
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++)
+        if (delivery_for(w, o, 1) == DELIVER_PLACE)
+            status =
+                create_buffer(primary->context, staged_bytes(p, w->max_chunk), &w->place_staged[o]);
+    if (status == CLOPS_OK)
+        status = bind_place(w);
+    return status;
+}
+
+/* Compact slots on the device and in host memory for output o. */
+static int32_t setup_staging(struct worker *w, int o)
+{
+    const size_t bytes = staged_bytes(w->call->plan, w->max_chunk);
+    int32_t status = create_buffer(w->dev->context, bytes, &w->staged[o]);
+    w->host[o] = status == CLOPS_OK ? malloc(bytes) : NULL;
+    if (status == CLOPS_OK && w->host[o] == NULL)
+        status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
+    return status;
+}
+
+/* Everything a worker needs, made before any thread starts. */
+static int32_t worker_setup(struct mandel_call *c, struct worker *w, struct pool_device *dev,
+                            int32_t list, int32_t side)
+{
+    const struct mandel_plan *p = c->plan;
+    *w = (struct worker){.call = c, .dev = dev, .list = list, .side = side, .bound_compact = -1};
+    w->queue = pool_acquire_queue(dev);
+    w->steals = c->stealing && side == SIDE_GPU;
+    w->in_bands = c->stealing && side == SIDE_CPU;
+    int64_t items = dev->info.type == CLOPS_DEVICE_GPU ? GPU_LAUNCH_ITEMS : CPU_LAUNCH_ITEMS;
+    w->max_chunk = clamp32(items / ((int64_t)p->tile * p->tile), 1, CHUNK_MAX);
+    const int may_compact = w->steals || w->in_bands;
+    int32_t status = create_kernel(c->pool, dev, p, "mandelbrot", &w->render);
+    if (status == CLOPS_OK)
+        status = group_size_for(w->render, dev, &w->group_size);
+    if (status == CLOPS_OK)
+        status = create_buffer(dev->context, (size_t)w->max_chunk * sizeof(cl_int), &w->ids);
+    int any_place = 0;
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
+        const enum delivery usual = delivery_for(w, o, 0);
+        if (usual == DELIVER_NONE || (usual == DELIVER_DIRECT && !may_compact))
+            continue;
+        status = setup_staging(w, o);
+        any_place |= delivery_for(w, o, 1) == DELIVER_PLACE;
+    }
+    if (status == CLOPS_OK)
+        status = bind_render(w);
+    if (status == CLOPS_OK && any_place)
+        status = setup_place(w, &c->pool->devices[0]);
+    return status;
+}
+
+static void worker_release(struct worker *w)
+{
+    cl_mem mems[] = {w->ids,       w->staged[0],       w->staged[1],
+                     w->place_ids, w->place_staged[0], w->place_staged[1]};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        if (mems[i] != NULL)
+            clReleaseMemObject(mems[i]);
+    if (w->render != NULL)
+        clReleaseKernel(w->render);
+    if (w->place != NULL)
+        clReleaseKernel(w->place);
+    free(w->host[0]);
+    free(w->host[1]);
+}
+
+/* ---- Taking tiles ---------------------------------------------------------------------------- */
+
+/* Takes the next chunk of the worker's list into chunk_ids, from the front (GPU side) or the
+ * back (CPU side); returns its length, 0 when the list is done. Guided: a chunk is at most
+ * max_chunk tiles and at most 1/(2 workers) of what is left, so that the large chunks a GPU
+ * takes early do not leave other devices waiting at the end. */
+static int32_t take_chunk(struct worker *w)
+{
+    struct tile_list *l = &w->call->lists.list[w->list];
+    long long ends = atomic_load(&l->ends), next;
+    int32_t n, first;
+    do {
+        const int32_t front = (int32_t)(ends >> 32), back = (int32_t)(uint32_t)ends;
+        if (front >= back)
+            return 0;
+        n = clamp32((back - front) / (2 * w->call->worker_count), 1, w->max_chunk);
+        first = w->side == SIDE_GPU ? front : back - n;
+        next = w->side == SIDE_GPU ? pack_ends(front + n, back) : pack_ends(front, back - n);
+    } while (!atomic_compare_exchange_weak(&l->ends, &ends, next));
+    memcpy(w->chunk_ids, l->ids + first, (size_t)n * sizeof(int32_t));
+    return n;
+}
+
+/* Once the list is empty: up to max_chunk tiles that CPU-side workers took (those past the
+ * list's final `back`) and have not finished, marked stolen. */
+static int32_t steal_chunk(struct worker *w)
+{
+    struct mandel_call *c = w->call;
+    const struct tile_list *l = &c->lists.list[w->list];
+    int32_t n = 0;
+    for (int32_t i = (int32_t)(uint32_t)atomic_load(&l->ends); i < l->len && n < w->max_chunk;
+         i++) {
+        unsigned char taken = TILE_TAKEN;
+        if (atomic_compare_exchange_strong(&c->state[l->ids[i]], &taken, TILE_STOLEN))
+            w->chunk_ids[n++] = l->ids[i];
+    }
+    atomic_fetch_add(&c->stolen, n);
+    return n;
+}
+
+/* Whether other workers delivered every tile of this worker's chunk. Stolen is not enough: a
+ * GPU side slower than the CPU (a small integrated GPU) must not make the CPU drop a tile that
+ * it would finish first. */
+static int chunk_delivered_elsewhere(const struct worker *w, int32_t n)
+{
+    for (int32_t k = 0; k < n; k++)
+        if (atomic_load(&w->call->state[w->chunk_ids[k]]) != TILE_DONE)
+            return 0;
+    return 1;
+}
+
+/* ---- Rendering and delivering a chunk -------------------------------------------------------- */
+
+/* Copies compact slot `k` (tile `tile`) of output o into the host tensor: rows are memcpy'd when
+ * the tensor's pixels are packed, else element by element through the strides. */
+static void scatter_tile(const struct mandel_plan *p, int o, const unsigned char *slots, int32_t k,
+                         int32_t tile)
+{
+    const struct clops_tensor *t = output_tensor(p, o);
+    const int64_t T = p->tile, i0 = (tile / p->tiles_x) * T, j0 = (tile % p->tiles_x) * T;
+    const int64_t rows = p->h - i0 < T ? p->h - i0 : T, cols = p->w - j0 < T ? p->w - j0 : T;
+    const int64_t es = dtype_size(t->dtype), channels = o == 0 ? 1 : 4;
+    const int64_t s2 = o == 0 ? 0 : t->strides[2];
+    const int packed = o == 0 ? t->strides[1] == 1 : t->strides[1] == 4 && s2 == 1;
+    unsigned char *base = (unsigned char *)t->data;
+    for (int64_t ti = 0; ti < rows; ti++) {
+        const unsigned char *src = slots + ((k * T + ti) * T) * 4;
+        const int64_t row = t->offset + (i0 + ti) * t->strides[0] + j0 * t->strides[1];
+        if (packed) {
+            memcpy(base + row * es, src, (size_t)(cols * 4));
+            continue;
+        }
+        for (int64_t tj = 0; tj < cols; tj++)
+            for (int64_t ch = 0; ch < channels; ch++)
+                memcpy(base + (row + tj * t->strides[1] + ch * s2) * es,
+                       src + (tj * channels + ch) * es, (size_t)es);
+    }
+}
+
+/* A launch's work-items: `rows` rows of n tiles, rounded up to whole work-groups. */
+static size_t global_size(const struct worker *w, int32_t n, int32_t rows, int32_t group)
+{
+    size_t items = (size_t)n * (size_t)rows * (size_t)w->call->plan->tile;
+    return (items + (size_t)group - 1) / (size_t)group * (size_t)group;
+}
+
+static int32_t write_blocking(cl_command_queue queue, cl_mem mem, size_t bytes, const void *src,
+                              struct clops_pool *pool)
+{
+    cl_int rc = clEnqueueWriteBuffer(queue, mem, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: uploading %zu bytes failed", op_name, bytes);
+    atomic_fetch_add(&pool->bytes_uploaded, (long long)bytes);
+    return CLOPS_OK;
+}
+
+/* Tiles downloaded from compact slots, going to buffers on the primary device: upload, then
+ * place the claimed ones (the others' numbers become -1). */
+static int32_t deliver_place(struct worker *w, int32_t n, const int *claimed)
+{
+    struct clops_pool *pool = w->call->pool;
+    for (int32_t k = 0; k < n; k++)
+        w->place_ids_host[k] = claimed[k] ? w->chunk_ids[k] : -1;
+    int32_t status = write_blocking(w->place_queue, w->place_ids, (size_t)n * sizeof(cl_int),
+                                    w->place_ids_host, pool);
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++)
+        if (w->place_staged[o] != NULL)
+            status = write_blocking(w->place_queue, w->place_staged[o],
+                                    staged_bytes(w->call->plan, n), w->host[o], pool);
+    if (status == CLOPS_OK)
+        status = set_int_arg(w->place, "mandelbrot_place", 4, n);
+    if (status != CLOPS_OK)
+        return status;
+    size_t global = global_size(w, n, w->call->plan->tile, w->place_group);
+    size_t local = (size_t)w->place_group;
+    return pool_run_kernel(pool, w->place_queue, w->place, 1, &global, &local, &w->device_ns,
+                           op_name);
+}
+
+/* Delivers the claimed tiles of a chunk rendered with `compact` (direct outputs are already
+ * written). */
+static int32_t deliver(struct worker *w, int32_t n, int compact, const int *claimed)
+{
+    struct clops_pool *pool = w->call->pool;
+    const struct mandel_plan *p = w->call->plan;
+    int any_place = 0;
+    for (int o = 0; o < 2; o++) {
+        const enum delivery d = delivery_for(w, o, compact);
+        if (d != DELIVER_HOST && d != DELIVER_PLACE)
+            continue;
+        size_t bytes = staged_bytes(p, n);
+        cl_int rc = clEnqueueReadBuffer(w->queue, w->staged[o], CL_TRUE, 0, bytes, w->host[o], 0,
+                                        NULL, NULL);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: downloading %zu bytes of tiles failed", op_name, bytes);
+        atomic_fetch_add(&pool->bytes_downloaded, (long long)bytes);
+        any_place |= d == DELIVER_PLACE;
+        for (int32_t k = 0; d == DELIVER_HOST && k < n; k++)
+            if (claimed[k])
+                scatter_tile(p, o, w->host[o], k, w->chunk_ids[k]);
+    }
+    return any_place ? deliver_place(w, n, claimed) : CLOPS_OK;
+}
+
+/* Renders chunk_ids[0 .. n-1] (in bands where a GPU may take them over), claims the tiles no one
+ * delivered yet and delivers them; *delivered counts them. */
+static int32_t render_chunk(struct worker *w, int32_t n, int stolen, int32_t *delivered)
+{
+    struct clops_pool *pool = w->call->pool;
+    const int32_t T = w->call->plan->tile;
+    const int compact = stolen || w->in_bands, may_give_up = w->in_bands && !stolen;
+    const int32_t band = may_give_up ? clamp32(BAND_ITEMS / ((int64_t)n * T), 1, T) : T;
+    *delivered = 0;
+    int32_t status = bind_outputs(w, compact);
+    if (status == CLOPS_OK)
+        status = write_blocking(w->queue, w->ids, (size_t)n * sizeof(cl_int), w->chunk_ids, pool);
+    if (status == CLOPS_OK)
+        status = set_int_arg(w->render, "mandelbrot", 10, n);
+    for (int32_t row0 = 0; row0 < T && status == CLOPS_OK; row0 += band) {
+        if (may_give_up && chunk_delivered_elsewhere(w, n)) {
+            atomic_fetch_add(&w->call->given_up, n);
+            return CLOPS_OK;
+        }
+        const int32_t rows = T - row0 < band ? T - row0 : band;
+        status = set_int_arg(w->render, "mandelbrot", 11, row0);
+        if (status == CLOPS_OK)
+            status = set_int_arg(w->render, "mandelbrot", 12, rows);
+        size_t global = global_size(w, n, rows, w->group_size), local = (size_t)w->group_size;
+        if (status == CLOPS_OK)
+            status = pool_run_kernel(pool, w->queue, w->render, 1, &global, &local, &w->device_ns,
+                                     op_name);
+    }
+    if (status != CLOPS_OK)
+        return status;
+    int claimed[CHUNK_MAX];
+    for (int32_t k = 0; k < n; k++) {
+        claimed[k] = atomic_exchange(&w->call->state[w->chunk_ids[k]], TILE_DONE) != TILE_DONE;
+        *delivered += claimed[k];
+    }
+    return *delivered > 0 ? deliver(w, n, compact, claimed) : CLOPS_OK;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A worker's thread: chunks until its list is done (and nothing is left to steal) or another
+ * worker failed. The error message is thread-local, so a failure's text is copied for the
+ * calling thread to report. */
+static int worker_main(void *arg)
+{
+    struct worker *w = arg;
+    while (!atomic_load(&w->call->failed)) {
+        int stolen = 0;
+        int32_t n = take_chunk(w), delivered = 0;
+        if (n == 0 && w->steals) {
+            n = steal_chunk(w);
+            stolen = 1;
+        }
+        if (n == 0)
+            break;
+        int64_t start = now_ns();
+        int32_t status = render_chunk(w, n, stolen, &delivered);
+        w->busy_ns += now_ns() - start;
+        w->tiles += delivered;
+        if (status != CLOPS_OK) {
+            w->status = status;
+            snprintf(w->message, sizeof w->message, "%s", err_last());
+            atomic_store(&w->call->failed, 1);
+            break;
+        }
+    }
+    return 0;
+}
+
+/* ---- The whole call -------------------------------------------------------------------------- */
+
+/* One worker per queue of each device whose list has tiles. f64 needs every one of them to
+ * have double precision. */
+static int32_t plan_workers(struct mandel_call *c, struct pool_device **devs, int32_t *sides)
+{
+    struct clops_pool *pool = c->pool;
+    int has_side[2] = {0, 0};
+    c->worker_count = 0;
+    for (int32_t d = 0; d < pool->device_count; d++) {
+        struct pool_device *dev = &pool->devices[d];
+        const int32_t side = device_side(pool, d);
+        if (c->lists.list[c->plan->dynamic ? 0 : side].len == 0)
+            continue;
+        if (c->plan->precision == PRECISION_F64 && !dev->info.fp64)
+            return err_set(CLOPS_ERR_UNSUPPORTED,
+                           "%s: parameter 'precision' is f64 but device '%s' of the pool has no "
+                           "double precision (cl_khr_fp64)",
+                           op_name, dev->info.name);
+        for (int32_t q = 0; q < dev->queue_count && c->worker_count < WORKERS_MAX; q++) {
+            devs[c->worker_count] = dev;
+            sides[c->worker_count++] = side;
+            has_side[side] = 1;
+        }
+    }
+    c->stealing = c->plan->dynamic && has_side[SIDE_GPU] && has_side[SIDE_CPU];
+    return CLOPS_OK;
+}
+
+/* Runs workers 1.. on threads of their own and worker 0 on the calling one; joins them. */
+static int32_t run_workers(struct worker *workers, int32_t count)
+{
+    thrd_t threads[WORKERS_MAX];
+    int32_t started = 1, status = CLOPS_OK;
+    for (; started < count; started++)
+        if (thrd_create(&threads[started], worker_main, &workers[started]) != thrd_success) {
+            status =
+                err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: cannot start a worker thread", op_name);
+            atomic_store(&workers[0].call->failed, 1);
+            break;
+        }
+    if (status == CLOPS_OK)
+        worker_main(&workers[0]);
+    for (int32_t i = 1; i < started; i++)
+        thrd_join(threads[i], NULL);
+    for (int32_t i = 0; i < count && status == CLOPS_OK; i++)
+        if (workers[i].status != CLOPS_OK)
+            status = err_set(workers[i].status, "%s", workers[i].message);
+    return status;
+}
+
+static int32_t mandel_run(struct clops_pool *pool, const struct mandel_plan *p, int64_t *device_ns)
+{
+    struct mandel_call call = {.pool = pool, .plan = p};
+    atomic_init(&call.failed, 0);
+    atomic_init(&call.stolen, 0);
+    atomic_init(&call.given_up, 0);
+    struct pool_device *devs[WORKERS_MAX];
+    int32_t sides[WORKERS_MAX];
+    struct worker *workers = calloc(WORKERS_MAX, sizeof *workers);
+    call.state = calloc((size_t)p->tile_count, sizeof *call.state); /* all TILE_TAKEN (0) */
+    int32_t status = workers == NULL || call.state == NULL
+                         ? err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name)
+                         : lists_build(pool, p, &call.lists);
+    if (status == CLOPS_OK)
+        status = plan_workers(&call, devs, sides);
+    for (int32_t i = 0; status == CLOPS_OK && i < call.worker_count; i++)
+        status = worker_setup(&call, &workers[i], devs[i], p->dynamic ? 0 : sides[i], sides[i]);
+    if (status == CLOPS_OK)
+        status = run_workers(workers, call.worker_count);
+    for (int32_t i = 0; workers != NULL && i < call.worker_count; i++) {
+        if (workers[i].dev != NULL && workers[i].tiles + workers[i].busy_ns > 0)
+            pool_record_device_work(workers[i].dev, workers[i].tiles, workers[i].busy_ns);
+        *device_ns += workers[i].device_ns;
+        worker_release(&workers[i]);
+    }
+    if (call.stealing)
+        log_msg(CLOPS_LOG_DEBUG, "%s: %d tiles, %d workers, %d tiles stolen, %d given up", op_name,
+                (int)p->tile_count, (int)call.worker_count, atomic_load(&call.stolen),
+                atomic_load(&call.given_up));
+    lists_free(&call.lists);
+    free(call.state);
+    free(workers);
+    return status;
+}
+
+/* The configuration can add build options to every kernel; those that let the compiler fuse or
+ * reassociate break the promise that every device renders a tile to the same bits. */
+static void warn_unsafe_options(const struct clops_pool *pool)
+{
+    static const char *const unsafe[] = {"-cl-mad-enable", "-cl-unsafe-math-optimizations",
+                                         "-cl-fast-relaxed-math"};
+    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    for (size_t i = 0; i < sizeof unsafe / sizeof unsafe[0]; i++)
+        if (strstr(pool->cfg.build_options, unsafe[i]) != NULL ||
+            (settings != NULL && strstr(settings->build_options, unsafe[i]) != NULL))
+            log_msg(CLOPS_LOG_WARNING,
+                    "%s: build option %s is configured: tiles may differ in their last bits "
+                    "between devices and from a host computation",
+                    op_name, unsafe[i]);
+}
+
+static int32_t mandel_call_checked(struct clops_pool *pool, const struct clops_tensor *iters,
+                                   const struct clops_tensor *image, double center_x,
+                                   double center_y, double scale, int64_t max_iterations,
+                                   int32_t precision, const char *split, int64_t tile,
+                                   int64_t *device_ns)
+{
+    struct mandel_plan plan;
+    int32_t status = mandel_check_args(&pool->devices[0], iters, image, center_x, center_y, scale,
+                                       max_iterations, precision, split, tile, &plan);
+    if (status != CLOPS_OK || plan.tile_count == 0)
+        return status;
+    warn_unsafe_options(pool);
+    return mandel_run(pool, &plan, device_ns);
+}
+
+static int32_t mandelbrot_entry(struct clops_pool *pool, const struct clops_tensor *iterations,
+                                const struct clops_tensor *image, double center_x, double center_y,
+                                double scale, int64_t max_iterations, int32_t precision,
+                                const char *split, int64_t tile)
+{
+    err_clear();
+    if (pool == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
+    int64_t device_ns = 0;
+    int32_t status = mandel_call_checked(pool, iterations, image, center_x, center_y, scale,
+                                         max_iterations, precision, split, tile, &device_ns);
+    pool_record_call(pool, op_name, status, device_ns);
+    return status;
+}
+
+_Static_assert(_Generic(&mandelbrot_entry, clops_mandelbrot_fn : 1, default : 0),
+               "mandelbrot_entry must have the ABI's clops_mandelbrot_fn prototype");
+
+/* ---- The descriptor -------------------------------------------------------------------------- */
+
+static const char *const precision_values[] = {"f32", "f64", NULL};
+
+static const struct clops_param mandelbrot_params[] = {
+    {"iterations", CLOPS_PARAM_TENSOR_OUT, CLOPS_DTYPE_BIT(CLOPS_U32), NULL, NULL,
+     "H x W (u32, any strides): per pixel, the iterations run before escape, or "
+     "max_iterations for points that did not escape."},
+    {"image", CLOPS_PARAM_TENSOR_OUT, CLOPS_DTYPE_BIT(CLOPS_U8), NULL, CLOPS_OPTIONAL,
+     "H x W x 4 (u8, any strides): RGBA colours of the counts through the palette; optional. "
+     "Must not overlap iterations."},
+    {"center_x", CLOPS_PARAM_DOUBLE, 0, NULL, "-0.5", "Real part of the view's centre."},
+    {"center_y", CLOPS_PARAM_DOUBLE, 0, NULL, "0", "Imaginary part of the view's centre."},
+    {"scale", CLOPS_PARAM_DOUBLE, 0, NULL, "3",
+     "Width of the view in the complex plane, > 0; pixels are square, scale / W on a side."},
+    {"max_iterations", CLOPS_PARAM_INT64, 0, NULL, "1024", "Iterations per pixel, 1 to 2^31."},
+    {"precision", CLOPS_PARAM_ENUM, 0, precision_values, "f32",
+     "Arithmetic of the iteration: f32, or f64 for deep zooms (needs cl_khr_fp64)."},
+    {"split", CLOPS_PARAM_STRING, 0, NULL, "dynamic",
+     "How tiles are shared between devices: \"dynamic\", or the GPU side's share as a decimal "
+     "fraction \"0\" to \"1\"."},
+    {"tile", CLOPS_PARAM_INT64, 0, NULL, "256", "Tile edge in pixels, 1 to 4096."},
+};
+
+const struct clops_op op_mandelbrot = {
+    .struct_size = sizeof(struct clops_op),
+    .version = 1,
+    .name = op_name,
+    .summary = "Mandelbrot set iteration counts and RGBA image, tiles shared by GPU and CPU.",
+    .doc =
+        "Renders the view of the Mandelbrot set centred on (center_x, center_y), scale wide, "
+        "into iterations (H x W, u32) and optionally image (H x W x 4, u8 RGBA).\n"
+        "\n"
+        "Pixel (i, j) (row i from the top, column j) is the point c = (cx, cy) with "
+        "cx = center_x + ((j + 0.5) - W/2) * px and cy = center_y - ((i + 0.5) - H/2) * px, "
+        "evaluated in that order in the chosen precision from center_x, center_y, "
+        "px = scale / W (divided in double) and W/2, H/2, each rounded to the precision first. "
+        "From z = 0 each step computes x2 = x*x and y2 = y*y, stops if x2 + y2 > 4, else sets "
+        "t = x*y, y = (t + t) + cy, x = (x2 - y2) + cx; the count is the number of steps taken, "
+        "at most max_iterations (so a point escaping at exactly max_iterations reads as "
+        "inside). No operation is contracted into an fma (the kernel sets FP_CONTRACT OFF and "
+        "clops passes no fast-math option): the result is bit-identical on every IEEE device "
+        "and to a host computation of these steps. Configured build options such as "
+        "-cl-mad-enable or -cl-fast-relaxed-math would break that; a warning is logged.\n"
+        "\n"
+        "Palette: points with count = max_iterations are black; others cycle every 256 "
+        "iterations through 4 colours, (0,7,100), (32,107,203), (237,255,255), (255,170,0): "
+        "with p = (4 n) mod 1024, s = p / 256, w = p mod 256, each channel is "
+        "(C[s] (256 - w) + C[(s + 1) mod 4] w) / 256 in integers; alpha is 255.\n"
+        "\n"
+        "Work split: the image is cut into tile x tile tiles (partial at the right and bottom), "
+        "numbered row-major. Every device of the pool takes part, with one host thread per "
+        "command queue of each device. The GPU side is the pool's GPU devices and the CPU side "
+        "the others; a pool with no GPU and several devices lets its primary device be the GPU "
+        "side. split = \"dynamic\": one list of every tile in order; GPU-side threads take "
+        "chunks from its front, CPU-side threads from its back (a chunk is up to 2^20 pixels on "
+        "a GPU, 2^14 on a CPU, and at most 1/(2 threads) of what is left), so whichever device "
+        "is free takes more. When the list is empty, GPU-side threads render again the tiles "
+        "CPU-side threads are still on; whoever finishes first delivers the tile. CPU-side "
+        "threads render in bands of 2^12 pixels and give a tile up between bands once it was "
+        "delivered, so a slow CPU never holds the call up by more than one band. split = f (\"0\" "
+        ".. \"1\"): "
+        "tile t is the GPU side's when floor((t+1) f) > floor(t f), floor(T f) tiles spread "
+        "evenly over the image, and the CPU side's otherwise; each side shares its own tiles "
+        "dynamically, without taking over; a side with no device gives its tiles to the other. "
+        "Per device, the tiles it delivered and its busy time (summed over its threads, "
+        "abandoned work included) go to pool_device_stats; a call's tiles sum to the tile "
+        "count. The configuration's operators.mandelbrot.device is not used; its "
+        "build_options are.\n"
+        "\n"
+        "Outputs: host tensors receive each tile downloaded from the device that rendered it. "
+        "Device tensors (buffers on the primary device) are written in place by the primary "
+        "device's tiles; tiles of other devices, and tiles two devices may both render, are "
+        "downloaded, uploaded to the primary device and copied into place there.\n"
+        "\n"
+        "Errors: CLOPS_ERR_INVALID_ARGUMENT, naming the parameter, for a NULL or malformed "
+        "tensor, a rank other than 2 (iterations) or 3 (image), an image not H x W x 4, outputs "
+        "that overlap, a non-finite centre, scale <= 0 or not finite or giving a pixel size out "
+        "of the precision's normal range, max_iterations outside 1 .. 2^31, a precision other "
+        "than 0 or 1, a split other than \"dynamic\" or a decimal fraction 0 .. 1, or a tile "
+        "outside 1 .. 4096 (or cutting the image into more than 2^31 - 1 tiles). "
+        "CLOPS_ERR_UNSUPPORTED for dtypes other than u32 and u8, an extent over 2^30 - 1, or f64 "
+        "on a device without double precision. A rejected call writes nothing. An empty image "
+        "is a valid call that does nothing.",
+    .param_count = (int32_t)(sizeof mandelbrot_params / sizeof mandelbrot_params[0]),
+    .params = mandelbrot_params,
+    .entry = (void (*)(void))mandelbrot_entry,
+};

@@ -1,0 +1,548 @@
+/* reduce.c — the reduce operator: sum, min, max, norm2, argmin or argmax of a strided tensor,
+ * whole (two passes of kernels/reduce.cl) or along one axis of a matrix; validation and plans. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+#include "tensor.h"
+
+static const char op_name[] = "reduce";
+
+enum reduce_op { OP_SUM = 0, OP_MIN, OP_MAX, OP_NORM2, OP_ARGMIN, OP_ARGMAX, OP_COUNT };
+static const char *const op_values[] = {"sum", "min", "max", "norm2", "argmin", "argmax", NULL};
+
+enum {
+    X_DTYPES = CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64) |
+               CLOPS_DTYPE_BIT(CLOPS_I32) | CLOPS_DTYPE_BIT(CLOPS_U32),
+    OUT_DTYPES = X_DTYPES | CLOPS_DTYPE_BIT(CLOPS_I64),
+    STATE_BYTES = 64, /* the largest partial state of reduce.cl, which checks it */
+};
+
+/* ---- Launch parameters per device ------------------------------------------------------------ */
+
+/* wg: work-items per group (-DWG, a power of two); groups_per_cu: phase-1 groups per compute
+ * unit, enough in flight to hide memory latency while each work-item still folds many elements;
+ * vec: elements per load of a contiguous x (-DVEC); rows_per_group: rows a group takes in a
+ * column-wise axis reduction. Starting points: on a GPU 16-byte loads and ~2000 resident threads
+ * per SM are what reaches memory bandwidth; PoCL runs a group's work-items as a loop on one core,
+ * so fewer, smaller groups do there. */
+struct reduce_tuning {
+    const char *vendor; /* case-insensitive substring of the device vendor; "" = any */
+    int32_t type;       /* enum clops_device_type; 0 = any */
+    int32_t wg, groups_per_cu, vec, rows_per_group;
+};
+
+static const struct reduce_tuning tunings[] = {
+    {"NVIDIA", CLOPS_DEVICE_GPU, 256, 8, 4, 32},
+    {"", CLOPS_DEVICE_GPU, 256, 4, 4, 32},
+    {"", CLOPS_DEVICE_CPU, 64, 4, 4, 16},
+    {"", 0, 64, 4, 1, 16},
+};
+
+/* -DWG=, -DVEC=, -DGROUPS_PER_CU= and -DROWS_PER_GROUP= in the operator's configured build
+ * options replace the table's values (how to tune on a new device without rebuilding). */
+static int32_t option_int(const char *options, const char *key, int32_t fallback)
+{
+    const char *at = options != NULL ? strstr(options, key) : NULL;
+    return at != NULL ? (int32_t)strtol(at + strlen(key), NULL, 10) : fallback;
+}
+
+static int is_power_of_two(int64_t v)
+{
+    return v > 0 && (v & (v - 1)) == 0;
+}
+
+static int32_t tuning_for(struct clops_pool *pool, const struct pool_device *dev,
+                          struct reduce_tuning *out)
+{
+    size_t i = 0;
+    while (!((tunings[i].type == 0 || tunings[i].type == dev->info.type) &&
+             (tunings[i].vendor[0] == '\0' || strcasestr(dev->info.vendor, tunings[i].vendor))))
+        i++; /* the last row matches every device */
+    *out = tunings[i];
+    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    const char *opts = settings != NULL ? settings->build_options : NULL;
+    out->wg = option_int(opts, "-DWG=", out->wg);
+    out->vec = option_int(opts, "-DVEC=", out->vec);
+    out->groups_per_cu = option_int(opts, "-DGROUPS_PER_CU=", out->groups_per_cu);
+    out->rows_per_group = option_int(opts, "-DROWS_PER_GROUP=", out->rows_per_group);
+    if (!is_power_of_two(out->wg) || out->wg > 1024 ||
+        (out->vec != 1 && out->vec != 2 && out->vec != 4 && out->vec != 8 && out->vec != 16) ||
+        out->groups_per_cu < 1 || !is_power_of_two(out->rows_per_group) ||
+        out->rows_per_group > out->wg)
+        return err_set(CLOPS_ERR_CONFIG,
+                       "%s: operators.reduce.build_options \"%s\": WG must be a power of two "
+                       "<= 1024, VEC 1, 2, 4, 8 or 16, GROUPS_PER_CU >= 1, ROWS_PER_GROUP a "
+                       "power of two <= WG",
+                       op_name, opts != NULL ? opts : "");
+    return CLOPS_OK;
+}
+
+/* ---- The call reduced to the kernels' terms ----------------------------------------------------
+ */
+
+/* Whole tensor (axis = -1): n elements of x, as up to 4 axes with adjacent ones merged, so that
+ * any dense layout becomes one contiguous run. Along an axis: `rows` results, row r reducing
+ * x[offset + r*row_stride + l*elem_stride] for l < len. */
+struct reduce_plan {
+    int32_t dtype, op;
+    int64_t axis;
+    const struct clops_tensor *x, *out;
+    int64_t n;
+    int32_t contiguous;
+    int64_t shape[4], strides[4];
+    int64_t rows, len, row_stride, elem_stride;
+};
+
+/* Drops axes of extent 1 and merges an axis into the one before it when the two step through
+ * memory as one (outer stride = inner stride * inner extent). Row-major flattening order, and so
+ * the element indices argmin/argmax report, are unchanged. Padded in front with extents of 1. */
+static void plan_whole(const struct clops_tensor *x, struct reduce_plan *p)
+{
+    int64_t shape[4], strides[4];
+    int k = 0;
+    p->n = tensor_elements(x);
+    for (int32_t i = 0; i < x->rank; i++) {
+        if (x->shape[i] == 1)
+            continue;
+        if (k > 0 && strides[k - 1] == x->strides[i] * x->shape[i]) {
+            shape[k - 1] *= x->shape[i];
+            strides[k - 1] = x->strides[i];
+        } else {
+            shape[k] = x->shape[i];
+            strides[k] = x->strides[i];
+            k++;
+        }
+    }
+    p->contiguous = k == 0 || (k == 1 && strides[0] == 1);
+    for (int i = 0; i < 4; i++) {
+        int from = i - (4 - k);
+        p->shape[i] = from >= 0 ? shape[from] : 1;
+        p->strides[i] = from >= 0 ? strides[from] : 0;
+    }
+}
+
+static void plan_axis(const struct clops_tensor *x, struct reduce_plan *p)
+{
+    int32_t a = (int32_t)p->axis, other = 1 - a;
+    p->rows = x->shape[other];
+    p->len = x->shape[a];
+    p->row_stride = x->strides[other];
+    p->elem_stride = x->strides[a];
+}
+
+/* What `out` must be: the dtype of the result of `op` on x of `dtype`. */
+static int32_t result_dtype(int32_t op, int32_t dtype)
+{
+    if (op == OP_ARGMIN || op == OP_ARGMAX)
+        return CLOPS_I64;
+    if (op == OP_SUM && (dtype == CLOPS_I32 || dtype == CLOPS_U32))
+        return CLOPS_I64;
+    return dtype;
+}
+
+/* ---- Validation ------------------------------------------------------------------------------ */
+
+static int32_t check_x(const struct pool_device *dev, const struct clops_tensor *x)
+{
+    if (x != NULL && (x->rank < 1 || x->rank > CLOPS_MAX_RANK))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'x' has rank %d; expected 1 to %d", op_name, (int)x->rank,
+                       CLOPS_MAX_RANK);
+    int32_t status = tensor_check(x, op_name, "x", X_DTYPES, x != NULL ? x->rank : 1, dev);
+    if (status == CLOPS_OK && x->dtype == CLOPS_F64 && !dev->info.fp64)
+        status = err_set(CLOPS_ERR_UNSUPPORTED,
+                         "%s: parameter 'x' is f64 but device '%s' has no double precision "
+                         "(cl_khr_fp64)",
+                         op_name, dev->info.name);
+    return status;
+}
+
+static int32_t check_op_axis(const struct clops_tensor *x, int32_t op, int64_t axis)
+{
+    if (op < 0 || op >= OP_COUNT)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'op' = %d; expected 0..5 (sum, min, max, norm2, argmin, "
+                       "argmax)",
+                       op_name, (int)op);
+    if (op == OP_NORM2 && x->dtype != CLOPS_F32 && x->dtype != CLOPS_F64)
+        return err_set(CLOPS_ERR_UNSUPPORTED,
+                       "%s: parameter 'x' has dtype %s; norm2 takes f32 or f64", op_name,
+                       dtype_name(x->dtype));
+    if (axis == -1 || (x->rank == 2 && (axis == 0 || axis == 1)))
+        return CLOPS_OK;
+    if (x->rank != 2)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'axis' = %lld but x has rank %d; expected -1 (the whole "
+                       "tensor), or 0 or 1 for a rank-2 x",
+                       op_name, (long long)axis, (int)x->rank);
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                   "%s: parameter 'axis' = %lld; expected -1 (the whole tensor), 0 or 1", op_name,
+                   (long long)axis);
+}
+
+static int32_t check_out(const struct pool_device *dev, const struct reduce_plan *p)
+{
+    int32_t status = tensor_check(p->out, op_name, "out", OUT_DTYPES, 1, dev);
+    if (status != CLOPS_OK)
+        return status;
+    int32_t want = result_dtype(p->op, p->dtype);
+    if (p->out->dtype != want)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'out' has dtype %s; %s of %s x gives %s", op_name,
+                       dtype_name(p->out->dtype), op_values[p->op], dtype_name(p->dtype),
+                       dtype_name(want));
+    int64_t count = p->axis < 0 ? 1 : p->rows;
+    if (p->out->shape[0] != count)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'out' has shape[0] = %lld; expected %lld (%s)", op_name,
+                       (long long)p->out->shape[0], (long long)count,
+                       p->axis < 0 ? "one result for the whole tensor"
+                                   : "x's extent along the axis not reduced");
+    if (tensor_spans_overlap(p->x, p->out))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'out' overlaps parameter 'x' in memory; results are "
+                       "written while x is read",
+                       op_name);
+    return CLOPS_OK;
+}
+
+/* min, max and the arg ops have no value for no elements. */
+static int32_t check_not_empty(const struct reduce_plan *p)
+{
+    int empty = p->axis < 0 ? p->n == 0 : p->rows > 0 && p->len == 0;
+    if (!empty || p->op == OP_SUM || p->op == OP_NORM2)
+        return CLOPS_OK;
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                   "%s: parameter 'x' has no elements%s; %s of nothing is undefined (sum and "
+                   "norm2 give 0)",
+                   op_name, p->axis < 0 ? "" : " along the axis", op_values[p->op]);
+}
+
+/* Every check, before anything touches the device; fills the plan on success. */
+static int32_t reduce_check_args(const struct pool_device *dev, const struct clops_tensor *x,
+                                 const struct clops_tensor *out, int32_t op, int64_t axis,
+                                 struct reduce_plan *p)
+{
+    int32_t status = check_x(dev, x);
+    if (status == CLOPS_OK)
+        status = check_op_axis(x, op, axis);
+    if (status != CLOPS_OK)
+        return status;
+    *p = (struct reduce_plan){.dtype = x->dtype, .op = op, .axis = axis, .x = x, .out = out};
+    if (axis < 0)
+        plan_whole(x, p);
+    else
+        plan_axis(x, p);
+    status = check_out(dev, p);
+    if (status == CLOPS_OK)
+        status = check_not_empty(p);
+    return status;
+}
+
+/* ---- The device side ------------------------------------------------------------------------- */
+
+struct kernel_arg {
+    size_t size;
+    const void *value;
+};
+
+static int32_t set_kernel_args(cl_kernel kernel, const struct kernel_arg *args, cl_uint count)
+{
+    for (cl_uint i = 0; i < count; i++) {
+        cl_int rc = clSetKernelArg(kernel, i, args[i].size, args[i].value);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: clSetKernelArg(%u) failed", op_name, (unsigned)i);
+    }
+    return CLOPS_OK;
+}
+
+/* A new kernel object (clSetKernelArg on a shared one would race between host threads). */
+static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
+                             const struct reduce_plan *p, const struct reduce_tuning *t,
+                             const char *name, cl_kernel *out)
+{
+    char options[128];
+    snprintf(options, sizeof options, "-DDTYPE=%d -DOP=%d -DWG=%d -DVEC=%d", (int)p->dtype,
+             (int)p->op, (int)t->wg, (int)t->vec);
+    cl_program program;
+    int32_t status = pool_get_program(pool, dev, op_name, "reduce", options, &program);
+    if (status != CLOPS_OK)
+        return status;
+    cl_int rc;
+    *out = clCreateKernel(program, name, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clCreateKernel(%s) failed", op_name, name);
+    return CLOPS_OK;
+}
+
+/* The work-group size the device can run: the tuned one, or the largest power of two below the
+ * device's limit (small embedded devices). */
+static int32_t fit_group_size(const struct pool_device *dev, struct reduce_tuning *t)
+{
+    size_t max_group = 0;
+    cl_int rc = clGetDeviceInfo(dev->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group,
+                                &max_group, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clGetDeviceInfo(CL_DEVICE_MAX_WORK_GROUP_SIZE) failed", op_name);
+    while ((size_t)t->wg > max_group && t->wg > 1)
+        t->wg /= 2;
+    while (t->rows_per_group > t->wg)
+        t->rows_per_group /= 2;
+    return CLOPS_OK;
+}
+
+/* Phase-1 groups: enough to fill the device, but no more than there are vectors to load. */
+static int64_t partial_groups(const struct pool_device *dev, const struct reduce_tuning *t,
+                              int64_t n)
+{
+    int64_t per_group = (int64_t)t->wg * t->vec;
+    int64_t wanted = (n + per_group - 1) / per_group;
+    int64_t most =
+        (int64_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * t->groups_per_cu;
+    return wanted < most ? wanted : most;
+}
+
+static int32_t run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
+                          size_t global, size_t local, int64_t *device_ns)
+{
+    return pool_run_kernel(pool, queue, kernel, 1, &global, &local, device_ns, op_name);
+}
+
+/* Whole tensor: phase 1 into `groups` partial states, phase 2 into out (n = 0 skips phase 1
+ * and phase 2 merges no states: the identity, 0 for sum and norm2). */
+static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
+                         const struct reduce_plan *p, const struct reduce_tuning *t,
+                         const struct staged_tensor *sx, const struct staged_tensor *so,
+                         int64_t *device_ns)
+{
+    const int64_t groups = p->n > 0 ? partial_groups(dev, t, p->n) : 0;
+    cl_mem partials = NULL;
+    cl_kernel partial = NULL, final = NULL;
+    cl_int rc = CL_SUCCESS;
+    int32_t status = CLOPS_OK;
+    if (groups > 0) {
+        partials = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, (size_t)groups * STATE_BYTES,
+                                  NULL, &rc);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: allocating %lld partial results failed", op_name,
+                          (long long)groups);
+        const cl_long4 shape = {{p->shape[0], p->shape[1], p->shape[2], p->shape[3]}};
+        const cl_long4 strides = {{p->strides[0], p->strides[1], p->strides[2], p->strides[3]}};
+        const cl_long off = sx->offset, n = p->n;
+        const cl_int contiguous = p->contiguous;
+        const struct kernel_arg args[] = {
+            {sizeof(cl_mem), &sx->mem},
+            {sizeof off, &off},
+            {sizeof n, &n},
+            {sizeof shape, &shape},
+            {sizeof strides, &strides},
+            {sizeof contiguous, &contiguous},
+            {sizeof(cl_mem), &partials},
+        };
+        status = create_kernel(pool, dev, p, t, "reduce_partial", &partial);
+        if (status == CLOPS_OK)
+            status = set_kernel_args(partial, args, sizeof args / sizeof args[0]);
+        if (status == CLOPS_OK)
+            status = run_kernel(pool, queue, partial, (size_t)(groups * t->wg), (size_t)t->wg,
+                                device_ns);
+    }
+    if (status == CLOPS_OK) {
+        const cl_int count = (cl_int)groups;
+        const cl_long out_off = so->offset;
+        const struct kernel_arg args[] = {
+            {sizeof(cl_mem), &partials},
+            {sizeof count, &count},
+            {sizeof(cl_mem), &so->mem},
+            {sizeof out_off, &out_off},
+        };
+        status = create_kernel(pool, dev, p, t, "reduce_final", &final);
+        if (status == CLOPS_OK)
+            status = set_kernel_args(final, args, sizeof args / sizeof args[0]);
+        if (status == CLOPS_OK)
+            status = run_kernel(pool, queue, final, (size_t)t->wg, (size_t)t->wg, device_ns);
+    }
+    if (final != NULL)
+        clReleaseKernel(final);
+    if (partial != NULL)
+        clReleaseKernel(partial);
+    if (partials != NULL)
+        clReleaseMemObject(partials);
+    return status;
+}
+
+static int32_t pow2_at_least(int64_t v)
+{
+    int32_t p = 1;
+    while (p < v && p < (1 << 30))
+        p *= 2;
+    return p;
+}
+
+/* Along an axis: when a row's elements are the closer ones in memory, ny lanes per row with
+ * about 16 elements each (so short rows share a group); otherwise rows_per_group neighbouring
+ * rows per group, neighbouring work-items on neighbouring rows (reduce.cl). */
+static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
+                        const struct reduce_plan *p, const struct reduce_tuning *t,
+                        const struct staged_tensor *sx, const struct staged_tensor *so,
+                        int64_t *device_ns)
+{
+    const cl_int lanes_fast = p->elem_stride <= p->row_stride || p->rows == 1;
+    const int32_t lanes = pow2_at_least((p->len + 15) / 16);
+    const cl_int ny = lanes_fast ? (lanes < t->wg ? lanes : t->wg) : t->wg / t->rows_per_group;
+    const cl_long off = sx->offset, rows = p->rows, len = p->len, rs = p->row_stride,
+                  es = p->elem_stride, out_off = so->offset, out_stride = p->out->strides[0];
+    const struct kernel_arg args[] = {
+        {sizeof(cl_mem), &sx->mem},
+        {sizeof off, &off},
+        {sizeof rows, &rows},
+        {sizeof len, &len},
+        {sizeof rs, &rs},
+        {sizeof es, &es},
+        {sizeof ny, &ny},
+        {sizeof lanes_fast, &lanes_fast},
+        {sizeof(cl_mem), &so->mem},
+        {sizeof out_off, &out_off},
+        {sizeof out_stride, &out_stride},
+    };
+    cl_kernel kernel = NULL;
+    int32_t status = create_kernel(pool, dev, p, t, "reduce_axis", &kernel);
+    if (status == CLOPS_OK)
+        status = set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
+    if (status == CLOPS_OK) {
+        const int64_t rows_per_group = t->wg / ny;
+        size_t groups = (size_t)((p->rows + rows_per_group - 1) / rows_per_group);
+        status = run_kernel(pool, queue, kernel, groups * (size_t)t->wg, (size_t)t->wg, device_ns);
+    }
+    if (kernel != NULL)
+        clReleaseKernel(kernel);
+    return status;
+}
+
+/* Outputs with gaps (a strided out) are uploaded first so that the gaps come back unchanged. */
+static int has_gaps(const struct clops_tensor *t)
+{
+    return tensor_span(t) != tensor_elements(t);
+}
+
+static int32_t reduce_run(struct clops_pool *pool, struct pool_device *dev,
+                          const struct reduce_plan *p, int64_t *device_ns)
+{
+    struct reduce_tuning tuning;
+    int32_t status = tuning_for(pool, dev, &tuning);
+    if (status == CLOPS_OK)
+        status = fit_group_size(dev, &tuning);
+    if (status != CLOPS_OK)
+        return status;
+    cl_command_queue queue = pool_acquire_queue(dev);
+    struct staged_tensor sx = {0}, so = {0};
+    status = tensor_stage(pool, dev, queue, p->x, 1, &sx, op_name, "x");
+    if (status == CLOPS_OK)
+        status = tensor_stage(pool, dev, queue, p->out, has_gaps(p->out), &so, op_name, "out");
+    if (status == CLOPS_OK)
+        status = p->axis < 0 ? run_whole(pool, dev, queue, p, &tuning, &sx, &so, device_ns)
+                             : run_axis(pool, dev, queue, p, &tuning, &sx, &so, device_ns);
+    if (status == CLOPS_OK)
+        status = tensor_unstage_output(pool, queue, &so, op_name, "out");
+    tensor_release(&so);
+    tensor_release(&sx);
+    return status;
+}
+
+/* ---- The entry point ------------------------------------------------------------------------- */
+
+static int32_t reduce_call(struct clops_pool *pool, const struct clops_tensor *x,
+                           const struct clops_tensor *out, int32_t op, int64_t axis,
+                           int64_t *device_ns)
+{
+    struct pool_device *dev = pool_device_for_op(pool, op_name);
+    struct reduce_plan plan;
+    int32_t status = reduce_check_args(dev, x, out, op, axis, &plan);
+    if (status != CLOPS_OK)
+        return status;
+    if (axis >= 0 && plan.rows == 0)
+        return CLOPS_OK; /* no results to write */
+    return reduce_run(pool, dev, &plan, device_ns);
+}
+
+static int32_t reduce_entry(struct clops_pool *pool, const struct clops_tensor *x,
+                            const struct clops_tensor *out, int32_t op, int64_t axis)
+{
+    err_clear();
+    if (pool == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
+    int64_t device_ns = 0;
+    int32_t status = reduce_call(pool, x, out, op, axis, &device_ns);
+    pool_record_call(pool, op_name, status, device_ns);
+    return status;
+}
+
+_Static_assert(_Generic(&reduce_entry, clops_reduce_fn : 1, default : 0),
+               "reduce_entry must have the ABI's clops_reduce_fn prototype");
+
+/* ---- The descriptor -------------------------------------------------------------------------- */
+
+static const struct clops_param reduce_params[] = {
+    {"x", CLOPS_PARAM_TENSOR_IN, X_DTYPES, NULL, NULL,
+     "The input: rank 1 to 4 with axis = -1, rank 2 with axis 0 or 1. Any strides. f32, f64, "
+     "i32 or u32 (norm2: f32 or f64)."},
+    {"out", CLOPS_PARAM_TENSOR_OUT, OUT_DTYPES, NULL, NULL,
+     "The results, rank 1: 1 element for axis = -1, else x's extent along the other axis. "
+     "dtype: x's for sum, min, max and norm2, except i64 for the sum of i32 or u32; i64 for "
+     "argmin and argmax. Any stride; must not overlap x."},
+    {"op", CLOPS_PARAM_ENUM, 0, op_values, NULL, "The reduction."},
+    {"axis", CLOPS_PARAM_INT64, 0, NULL, "-1",
+     "-1: the whole tensor; 0: down the columns of a matrix (one result per column); 1: along "
+     "its rows (one result per row)."},
+};
+
+const struct clops_op op_reduce = {
+    .struct_size = sizeof(struct clops_op),
+    .version = 1,
+    .name = op_name,
+    .summary = "sum, min, max, norm2, argmin or argmax over a tensor or along a matrix axis.",
+    .doc = "Reduces x with `op` over all its elements (axis = -1; x of rank 1 to 4, any strides) "
+           "or along axis 0 or 1 of a rank-2 x (out[j] reduces column j for axis 0, out[i] row i "
+           "for axis 1). A whole tensor is reduced in two passes: work-groups stream x (16-byte "
+           "loads when it is dense) into per-group partial results, and one work-group merges "
+           "those; an axis reduction gives a row to a team of work-items (short rows share a "
+           "work-group), or neighbouring rows to neighbouring work-items when those are closer "
+           "in memory.\n"
+           "\n"
+           "Accuracy: float sums are compensated (Neumaier) in every work-item and at every merge; "
+           "the result is within 3u |sum| + 4 n u^2 sum|x_i| of the exact sum (u = 2^-24 for "
+           "f32, 2^-53 for f64), whatever the order the device adds in. "
+           "norm2 is Blue's one-pass algorithm as in LAPACK 3.10's xNRM2: squares of large and of "
+           "tiny elements "
+           "are summed in separate accumulators scaled by powers of two, so nothing overflows or "
+           "underflows for elements near the largest or the smallest normal floats; with "
+           "compensated sums the relative error is within 4u. Integer sums (i32, u32) are "
+           "exact in 64 bits and written as i64; beyond int64 they wrap modulo 2^64 (impossible "
+           "below 2^31 elements). min and max of integers are exact.\n"
+           "\n"
+           "Special values: NaN propagates: a NaN element makes sum, min, max and norm2 NaN; "
+           "argmin and argmax return the index of the first NaN (NaN ranks beyond every number). "
+           "Infinities follow IEEE arithmetic (sum of +inf and -inf is NaN; norm2 with an infinite "
+           "element is +inf unless a NaN is present). Ties: argmin and argmax return the first "
+           "index. Indices are i64 positions in the row-major order of x's shape (for axis = -1), "
+           "or along the axis; strides and offset do not enter them.\n"
+           "\n"
+           "Empty x (or an axis of extent 0 with results to write): sum and norm2 give 0; min, "
+           "max, argmin and argmax are CLOPS_ERR_INVALID_ARGUMENT naming 'x'. A rank-2 x whose "
+           "other axis has extent 0 gives no results and is a valid call.\n"
+           "\n"
+           "Errors: CLOPS_ERR_INVALID_ARGUMENT, naming the parameter, for a NULL or malformed "
+           "tensor, x of rank 0 or above 4, an op outside 0..5, an axis other than -1 (any rank) "
+           "or 0 and 1 (rank 2), an out of the wrong dtype, rank or extent, a device buffer too "
+           "small, or out overlapping x. CLOPS_ERR_UNSUPPORTED for a dtype x or out cannot have, "
+           "norm2 of integers, or f64 on a device without double precision. A rejected call "
+           "touches neither the device nor out.\n"
+           "\n"
+           "Tuning: operators.reduce.build_options may set -DWG= (work-group size), -DVEC= "
+           "(elements per load), -DGROUPS_PER_CU= and -DROWS_PER_GROUP=.",
+    .param_count = (int32_t)(sizeof reduce_params / sizeof reduce_params[0]),
+    .params = reduce_params,
+    .entry = (void (*)(void))reduce_entry,
+};

@@ -1,0 +1,413 @@
+/* transpose.c — the transpose operator: y = x^T over the last two axes of a matrix or a batch,
+ * out of place for any layouts, or in place for square matrices; kernels in transpose.cl. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+#include "tensor.h"
+
+static const char op_name[] = "transpose";
+
+enum {
+    TRANSPOSE_DTYPES = CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64) |
+                       CLOPS_DTYPE_BIT(CLOPS_I32) | CLOPS_DTYPE_BIT(CLOPS_U32) |
+                       CLOPS_DTYPE_BIT(CLOPS_U8)
+};
+
+/* ---- Tiles per device ------------------------------------------------------------------------ */
+
+/* TILE x TILE elements per work-group, moved by TILE x ROWS work-items (-DTILE, -DROWS). 32 x 8
+ * is the classic GPU choice: a warp reads one 32-element line of a tile, and each work-item moves
+ * 4 elements, which hides latency without a large group. */
+static const struct transpose_tiles {
+    const char *vendor; /* case-insensitive substring of the device vendor; "" = any */
+    int32_t type;       /* enum clops_device_type; 0 = any */
+    int32_t tile, rows;
+} tunings[] = {
+    {"NVIDIA", CLOPS_DEVICE_GPU, 32, 8},
+    {"", CLOPS_DEVICE_GPU, 32, 8},
+    {"", CLOPS_DEVICE_CPU, 32, 8},
+    {"", 0, 16, 4},
+};
+
+static int32_t option_int(const char *options, const char *key, int32_t fallback)
+{
+    const char *at = options != NULL ? strstr(options, key) : NULL;
+    return at != NULL ? (int32_t)strtol(at + strlen(key), NULL, 10) : fallback;
+}
+
+/* The table's tiles for `dev`, or those named in operators.transpose.build_options (-DTILE=,
+ * -DROWS=), shrunk to the device's work-group limit. */
+static int32_t tiles_for(struct clops_pool *pool, const struct pool_device *dev,
+                         struct transpose_tiles *out)
+{
+    size_t i = 0;
+    while (!((tunings[i].type == 0 || tunings[i].type == dev->info.type) &&
+             (tunings[i].vendor[0] == '\0' || strcasestr(dev->info.vendor, tunings[i].vendor))))
+        i++; /* the last row matches every device */
+    *out = tunings[i];
+    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    const char *opts = settings != NULL ? settings->build_options : NULL;
+    out->tile = option_int(opts, "-DTILE=", out->tile);
+    out->rows = option_int(opts, "-DROWS=", out->rows);
+    if (out->tile < 1 || out->tile > 64 || out->rows < 1 || out->tile % out->rows != 0)
+        return err_set(CLOPS_ERR_CONFIG,
+                       "%s: operators.transpose.build_options \"%s\": TILE must be 1..64 and a "
+                       "multiple of ROWS",
+                       op_name, opts != NULL ? opts : "");
+    size_t max_group = 0;
+    cl_int rc = clGetDeviceInfo(dev->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group,
+                                &max_group, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clGetDeviceInfo(CL_DEVICE_MAX_WORK_GROUP_SIZE) failed", op_name);
+    while ((size_t)(out->tile * out->rows) > max_group && out->rows > 1)
+        out->rows = out->rows % 2 == 0 && out->tile % (out->rows / 2) == 0 ? out->rows / 2 : 1;
+    return CLOPS_OK;
+}
+
+/* ---- The call ----------------------------------------------------------------------------------
+ */
+
+/* A batch of `batch` m x n matrices x and their n x m transposes y; strides of the batch, row
+ * and column axes (batch strides 0 for rank 2). */
+struct transpose_plan {
+    const struct clops_tensor *x, *y;
+    int64_t batch, m, n;
+    int64_t xb, xm, xn, yb, yn, ym;
+    int32_t in_place;
+};
+
+static void plan_from(const struct clops_tensor *x, const struct clops_tensor *y,
+                      struct transpose_plan *p)
+{
+    const int32_t r = x->rank - 2;
+    *p = (struct transpose_plan){.x = x,
+                                 .y = y,
+                                 .batch = r > 0 ? x->shape[0] : 1,
+                                 .m = x->shape[r],
+                                 .n = x->shape[r + 1],
+                                 .xb = r > 0 ? x->strides[0] : 0,
+                                 .xm = x->strides[r],
+                                 .xn = x->strides[r + 1],
+                                 .yb = r > 0 ? y->strides[0] : 0,
+                                 .yn = y->strides[r],
+                                 .ym = y->strides[r + 1]};
+}
+
+/* ---- Validation ------------------------------------------------------------------------------ */
+
+/* The same view of the same memory: what "in place" means. */
+static int same_view(const struct clops_tensor *x, const struct clops_tensor *y)
+{
+    if (x->data != y->data || x->buffer != y->buffer || x->offset != y->offset ||
+        x->rank != y->rank)
+        return 0;
+    for (int32_t i = 0; i < x->rank; i++)
+        if (x->shape[i] != y->shape[i] || (x->shape[i] > 1 && x->strides[i] != y->strides[i]))
+            return 0;
+    return 1;
+}
+
+/* Whether no two elements of t share an address: with the axes of extent > 1 ordered by
+ * stride, each stride must step over everything the smaller ones span. Written elements that
+ * alias each other would make the result depend on the order of the writes. */
+static int elements_are_distinct(const struct clops_tensor *t)
+{
+    int64_t extent[CLOPS_MAX_RANK], stride[CLOPS_MAX_RANK];
+    int k = 0;
+    for (int32_t i = 0; i < t->rank; i++)
+        if (t->shape[i] > 1) {
+            int j = k++;
+            while (j > 0 && stride[j - 1] > t->strides[i]) { /* insertion sort by stride */
+                extent[j] = extent[j - 1];
+                stride[j] = stride[j - 1];
+                j--;
+            }
+            extent[j] = t->shape[i];
+            stride[j] = t->strides[i];
+        }
+    for (int j = 1; j < k; j++)
+        if (stride[j] < stride[j - 1] * extent[j - 1])
+            return 0;
+    return 1;
+}
+
+static int32_t check_tensors(const struct pool_device *dev, const struct clops_tensor *x,
+                             const struct clops_tensor *y)
+{
+    if (x != NULL && x->rank != 2 && x->rank != 3)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'x' has rank %d; expected 2 (a matrix) or 3 (a batch)",
+                       op_name, (int)x->rank);
+    int32_t status = tensor_check(x, op_name, "x", TRANSPOSE_DTYPES, x != NULL ? x->rank : 2, dev);
+    if (status == CLOPS_OK)
+        status = tensor_check(y, op_name, "y", TRANSPOSE_DTYPES, x->rank, dev);
+    if (status == CLOPS_OK && y->dtype != x->dtype)
+        status = err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                         "%s: parameter 'y' has dtype %s but 'x' has %s; expected the same",
+                         op_name, dtype_name(y->dtype), dtype_name(x->dtype));
+    return status;
+}
+
+/* "3x17x31" for messages. */
+static void shape_text(const int64_t *shape, int32_t rank, char *out, size_t size)
+{
+    int used = 0;
+    for (int32_t i = 0; i < rank && used >= 0 && (size_t)used < size; i++)
+        used +=
+            snprintf(out + used, size - (size_t)used, "%s%lld", i ? "x" : "", (long long)shape[i]);
+}
+
+static int32_t check_shape(const struct clops_tensor *x, const struct clops_tensor *y)
+{
+    int64_t want[CLOPS_MAX_RANK];
+    memcpy(want, x->shape, sizeof want);
+    want[x->rank - 2] = x->shape[x->rank - 1];
+    want[x->rank - 1] = x->shape[x->rank - 2];
+    if (memcmp(want, y->shape, (size_t)x->rank * sizeof want[0]) == 0)
+        return CLOPS_OK;
+    char expected[96], got[96];
+    shape_text(want, x->rank, expected, sizeof expected);
+    shape_text(y->shape, y->rank, got, sizeof got);
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                   "%s: parameter 'y' has shape %s; expected %s (x's last two axes swapped)",
+                   op_name, got, expected);
+}
+
+static int32_t check_memory(const struct clops_tensor *x, const struct clops_tensor *y)
+{
+    if (!elements_are_distinct(y))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'y' has strides under which elements share memory; every "
+                       "element written must have its own address",
+                       op_name);
+    if (!same_view(x, y) && tensor_spans_overlap(x, y))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'y' overlaps parameter 'x' in memory without being the "
+                       "same view; in place needs y to be exactly x (same memory, offset, "
+                       "shape and strides) and square matrices",
+                       op_name);
+    return CLOPS_OK;
+}
+
+/* Every check, before anything touches the device. */
+static int32_t transpose_check_args(const struct pool_device *dev, const struct clops_tensor *x,
+                                    const struct clops_tensor *y, struct transpose_plan *p)
+{
+    int32_t status = check_tensors(dev, x, y);
+    if (status == CLOPS_OK)
+        status = check_shape(x, y);
+    if (status == CLOPS_OK)
+        status = check_memory(x, y);
+    if (status != CLOPS_OK)
+        return status;
+    plan_from(x, y, p);
+    p->in_place = same_view(x, y) && tensor_span(x) > 0;
+    return CLOPS_OK;
+}
+
+/* ---- The device side ------------------------------------------------------------------------- */
+
+static const char *element_type(int32_t dtype)
+{
+    switch (dtype_size(dtype)) {
+    case 1: return "uchar";
+    case 8: return "ulong";
+    default: return "uint";
+    }
+}
+
+struct kernel_arg {
+    size_t size;
+    const void *value;
+};
+
+static int32_t set_kernel_args(cl_kernel kernel, const struct kernel_arg *args, cl_uint count)
+{
+    for (cl_uint i = 0; i < count; i++) {
+        cl_int rc = clSetKernelArg(kernel, i, args[i].size, args[i].value);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: clSetKernelArg(%u) failed", op_name, (unsigned)i);
+    }
+    return CLOPS_OK;
+}
+
+static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, int32_t dtype,
+                             const struct transpose_tiles *t, const char *name, cl_kernel *out)
+{
+    char options[96];
+    snprintf(options, sizeof options, "-DT=%s -DTILE=%d -DROWS=%d", element_type(dtype),
+             (int)t->tile, (int)t->rows);
+    cl_program program;
+    int32_t status = pool_get_program(pool, dev, op_name, "transpose", options, &program);
+    if (status != CLOPS_OK)
+        return status;
+    cl_int rc;
+    *out = clCreateKernel(program, name, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clCreateKernel(%s) failed", op_name, name);
+    return CLOPS_OK;
+}
+
+static int64_t tile_count(int64_t extent, int32_t tile)
+{
+    return (extent + tile - 1) / tile;
+}
+
+/* Binds and launches one of the two kernels; `in_place` picks which. */
+static int32_t launch(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
+                      const struct transpose_plan *p, const struct transpose_tiles *t,
+                      const struct staged_tensor *sx, const struct staged_tensor *sy,
+                      int64_t *device_ns)
+{
+    const cl_long x_off = sx->offset, xb = p->xb, xm = p->xm, xn = p->xn, y_off = sy->offset;
+    const cl_long yb = p->yb, yn = p->yn, ym = p->ym, m = p->m, n = p->n;
+    /* The axis of smaller stride is the one whose neighbours are adjacent in memory. */
+    const cl_int x_i_fast = p->m > 1 && (p->n == 1 || p->xm < p->xn);
+    const cl_int y_i_fast = p->m > 1 && (p->n == 1 || p->ym < p->yn);
+    const struct kernel_arg out_of_place[] = {
+        {sizeof(cl_mem), &sx->mem},
+        {sizeof x_off, &x_off},
+        {sizeof xb, &xb},
+        {sizeof xm, &xm},
+        {sizeof xn, &xn},
+        {sizeof(cl_mem), &sy->mem},
+        {sizeof y_off, &y_off},
+        {sizeof yb, &yb},
+        {sizeof yn, &yn},
+        {sizeof ym, &ym},
+        {sizeof m, &m},
+        {sizeof n, &n},
+        {sizeof x_i_fast, &x_i_fast},
+        {sizeof y_i_fast, &y_i_fast},
+    };
+    const struct kernel_arg in_place[] = {
+        {sizeof(cl_mem), &sx->mem},
+        {sizeof x_off, &x_off},
+        {sizeof xb, &xb},
+        {sizeof xm, &xm},
+        {sizeof xn, &xn},
+        {sizeof n, &n},
+        {sizeof x_i_fast, &x_i_fast},
+    };
+    const int64_t tn = tile_count(p->n, t->tile), tm = tile_count(p->m, t->tile);
+    size_t local[3] = {(size_t)t->tile, (size_t)t->rows, 1};
+    size_t global[3] = {(size_t)(tn * t->tile), (size_t)(tm * t->rows), (size_t)p->batch};
+    if (p->in_place)
+        global[0] = (size_t)(tn * (tn + 1) / 2 * t->tile), global[1] = (size_t)t->rows;
+    cl_kernel kernel = NULL;
+    int32_t status =
+        create_kernel(pool, dev, p->x->dtype, t,
+                      p->in_place ? "transpose_square_in_place" : "transpose", &kernel);
+    if (status == CLOPS_OK)
+        status = p->in_place ? set_kernel_args(kernel, in_place, 7)
+                             : set_kernel_args(kernel, out_of_place, 14);
+    if (status == CLOPS_OK)
+        status = pool_run_kernel(pool, queue, kernel, 3, global, local, device_ns, op_name);
+    if (kernel != NULL)
+        clReleaseKernel(kernel);
+    return status;
+}
+
+/* Outputs with gaps are uploaded first so that the gaps come back unchanged. */
+static int has_gaps(const struct clops_tensor *t)
+{
+    return tensor_span(t) != tensor_elements(t);
+}
+
+static int32_t transpose_run(struct clops_pool *pool, struct pool_device *dev,
+                             const struct transpose_plan *p, int64_t *device_ns)
+{
+    struct transpose_tiles tiles;
+    int32_t status = tiles_for(pool, dev, &tiles);
+    if (status != CLOPS_OK)
+        return status;
+    cl_command_queue queue = pool_acquire_queue(dev);
+    struct staged_tensor sx = {0}, sy = {0};
+    /* In place, x's staging is y's: one copy in, the same copy back. */
+    status = tensor_stage(pool, dev, queue, p->x, 1, &sx, op_name, "x");
+    if (status == CLOPS_OK && !p->in_place)
+        status = tensor_stage(pool, dev, queue, p->y, has_gaps(p->y), &sy, op_name, "y");
+    if (status == CLOPS_OK)
+        status = launch(pool, dev, queue, p, &tiles, &sx, &sy, device_ns);
+    if (status == CLOPS_OK)
+        status = tensor_unstage_output(pool, queue, p->in_place ? &sx : &sy, op_name, "y");
+    tensor_release(&sy);
+    tensor_release(&sx);
+    return status;
+}
+
+/* ---- The entry point ------------------------------------------------------------------------- */
+
+static int32_t transpose_call(struct clops_pool *pool, const struct clops_tensor *x,
+                              const struct clops_tensor *y, int64_t *device_ns)
+{
+    struct pool_device *dev = pool_device_for_op(pool, op_name);
+    struct transpose_plan plan;
+    int32_t status = transpose_check_args(dev, x, y, &plan);
+    if (status != CLOPS_OK)
+        return status;
+    if (plan.batch == 0 || plan.m == 0 || plan.n == 0)
+        return CLOPS_OK;
+    return transpose_run(pool, dev, &plan, device_ns);
+}
+
+static int32_t transpose_entry(struct clops_pool *pool, const struct clops_tensor *x,
+                               const struct clops_tensor *y)
+{
+    err_clear();
+    if (pool == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
+    int64_t device_ns = 0;
+    int32_t status = transpose_call(pool, x, y, &device_ns);
+    pool_record_call(pool, op_name, status, device_ns);
+    return status;
+}
+
+_Static_assert(_Generic(&transpose_entry, clops_transpose_fn : 1, default : 0),
+               "transpose_entry must have the ABI's clops_transpose_fn prototype");
+
+/* ---- The descriptor -------------------------------------------------------------------------- */
+
+static const struct clops_param transpose_params[] = {
+    {"x", CLOPS_PARAM_TENSOR_IN, TRANSPOSE_DTYPES, NULL, NULL,
+     "M x N, or a batch B x M x N. Any strides."},
+    {"y", CLOPS_PARAM_TENSOR_OUT, TRANSPOSE_DTYPES, NULL, NULL,
+     "N x M (B x N x M), x's dtype, any strides with distinct elements. Either disjoint from "
+     "x, or x itself (same memory, offset, shape and strides) for square matrices: in place."},
+};
+
+const struct clops_op op_transpose = {
+    .struct_size = sizeof(struct clops_op),
+    .version = 1,
+    .name = op_name,
+    .summary = "y = x^T over the last two axes: a matrix, or a batch; in place when square.",
+    .doc = "Writes y(b, j, i) = x(b, i, j) for a matrix x (rank 2, M x N; y is N x M) or a batch "
+           "of them (rank 3, B x M x N; y is B x N x M). Elements are copied bit for bit, so every "
+           "dtype (f32, f64, i32, u32, u8) is exact; f64 needs no double-precision device. Any "
+           "strides on both sides: row-major, column-major, padded or strided views; the kernel "
+           "moves TILE x TILE tiles through local memory so that reads and writes are coalesced "
+           "whatever the two layouts.\n"
+           "\n"
+           "In place: when y is exactly x (the same data pointer or buffer, offset, shape and "
+           "strides) the matrices are square (y's shape must be x's with the last two axes "
+           "swapped) and each is transposed in place, tile pairs swapped through local memory. Any "
+           "other overlap of y with x (a y over part of x, or over x with other strides, such as a "
+           "non-square 'in place' transpose) is rejected, as is a y whose strides make two "
+           "elements share an address. Gaps in a padded y are left untouched. Empty extents are a "
+           "valid call that writes nothing.\n"
+           "\n"
+           "Errors: CLOPS_ERR_INVALID_ARGUMENT, naming the parameter, for a NULL or malformed "
+           "tensor, a rank other than 2 or 3 (y's must be x's), dtypes that differ, a y shape that "
+           "is not x's transposed, a device buffer too small, or y overlapping x other than in "
+           "place. CLOPS_ERR_UNSUPPORTED for another dtype (i64). A rejected call touches neither "
+           "the device nor y.\n"
+           "\n"
+           "Tuning: operators.transpose.build_options may set -DTILE= and -DROWS= (TILE a "
+           "multiple of ROWS, at most 64).",
+    .param_count = (int32_t)(sizeof transpose_params / sizeof transpose_params[0]),
+    .params = transpose_params,
+    .entry = (void (*)(void))transpose_entry,
+};
