@@ -203,6 +203,9 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
+    /* beta == 0 takes a branch of its own that never loads C, so that NaN or garbage there
+     * cannot reach the result whatever the compiler makes of the select. */
+    const int read_c = beta != (REAL)0;
     for (int r = 0; r < WPT_M; r++) {
         const int i = i0 + BLOCK_ROW(tm, r);
         for (int c = 0; c < WPT_N; c++) {
@@ -210,10 +213,10 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
             if (i >= M || j >= N)
                 continue;
             const long at = offC + i * ldc + j;
-            REAL v = alpha * acc[r][c];
-            if (beta != 0)
-                v += beta * C[at];
-            C[at] = v;
+            if (read_c)
+                C[at] = alpha * acc[r][c] + beta * C[at];
+            else
+                C[at] = alpha * acc[r][c];
         }
     }
 }

@@ -147,3 +147,31 @@ __kernel void lu_panel(__global REAL *a, long off, long ld, int rows, int nb, in
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
+
+/* inv = T^-1 for the n x n lower triangular T(i, k) = t[t_off + i*ti + k*tk] (unit = 1: ones on
+ * the diagonal, not read); inv(i, k) = inv[v_off + i*vi + k*vk]. Negative strides read an
+ * upper triangle backwards in both indices, which makes it lower (and its inverse, written
+ * backwards, too). A triangular solve with an NB x NB diagonal block then becomes one GEMM
+ * with its inverse (as MAGMA does) instead of NB dependent steps; with partial pivoting
+ * |L| <= 1. Work decomposition: one work-item per column j of the inverse, forward
+ * substitution down the column, which only reads its own earlier entries: no synchronization.
+ * Memory traffic: T's n^2/2 elements read by every work-item (from cache), each element of the
+ * inverse written once and read back by its own work-item. */
+__kernel void lu_invert_lower(int n, int unit, __global const REAL *t, long t_off, long ti, long tk,
+                              __global REAL *inv, long v_off, long vi, long vk)
+{
+    const int j = (int)get_global_id(0);
+    if (j >= n)
+        return;
+    const __global REAL *tt = t + t_off;
+    __global REAL *x = inv + v_off + j * vk;
+    for (int i = 0; i < j; i++)
+        x[i * vi] = 0;
+    x[j * vi] = unit ? 1 : 1 / tt[j * ti + j * tk];
+    for (int i = j + 1; i < n; i++) {
+        REAL s = 0;
+        for (int k = j; k < i; k++)
+            s += tt[i * ti + k * tk] * x[k * vi];
+        x[i * vi] = unit ? -s : -s / tt[i * ti + i * tk];
+    }
+}

@@ -23,24 +23,25 @@
 #endif
 
 #if DTYPE == DT_F32
-typedef float T;
+#define T_NAME float
 #define T_MAX INFINITY
 #define T_LOWEST (-INFINITY)
 #elif DTYPE == DT_F64
-typedef double T;
+#define T_NAME double
 #define T_MAX ((double)INFINITY)
 #define T_LOWEST ((double)-INFINITY)
 #elif DTYPE == DT_I32
-typedef int T;
+#define T_NAME int
 #define T_MAX INT_MAX
 #define T_LOWEST INT_MIN
 #elif DTYPE == DT_U32
-typedef uint T;
+#define T_NAME uint
 #define T_MAX UINT_MAX
 #define T_LOWEST 0u
 #else
 #error "DTYPE must be 1 (f32), 2 (f64), 3 (i32) or 4 (u32)"
 #endif
+typedef T_NAME T;
 
 #define IS_FLOAT (DTYPE == DT_F32 || DTYPE == DT_F64)
 
@@ -51,8 +52,13 @@ typedef uint T;
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #if VEC > 1
-#define VLOAD CAT(vload, VEC)
+typedef CAT(T_NAME, VEC) TV;
 #define VSTORE CAT(vstore, VEC)
+#if OP == OP_SUM || OP == OP_MIN || OP == OP_MAX
+#define LANES VEC
+#else
+#define LANES 1
+#endif
 #endif
 
 /* ---- The state of each operation: a streaming update per element, an associative merge, and
@@ -344,14 +350,30 @@ reduce_partial(__global const T *x, long offset, long n, long4 shape, long4 stri
     if (contiguous) {
         __global const T *base = x + offset;
 #if VEC > 1
-        const long vectors = n / VEC;
+        /* Vector-typed loads need VEC-element alignment (buffers start aligned): the first
+         * `head` elements up to that boundary and the last partial vector are read singly. */
+        const long head = min((long)((VEC - offset % VEC) % VEC), n);
+        const long vectors = (n - head) / VEC;
+        __global const TV *vbase = (__global const TV *)(base + head);
+        /* Sums, min and max keep one state per vector lane: VEC independent dependency chains
+         * instead of one, so a compensated sum is not bound by the latency of its additions.
+         * The larger states of norm2 and the arg ops lose more to register pressure (measured
+         * under PoCL: 2x slower) than they gain, and keep one. Merged at the end like any
+         * partial states. */
+        state lane[LANES];
+        for (int k = 0; k < LANES; k++)
+            lane[k] = st_identity();
         for (long v = gid; v < vectors; v += threads) {
             T e[VEC];
-            VSTORE(VLOAD(v, base), 0, e);
+            VSTORE(vbase[v], 0, e);
             for (int k = 0; k < VEC; k++)
-                st_add(&st, e[k], v * VEC + k);
+                st_add(&lane[k % LANES], e[k], head + v * VEC + k);
         }
-        for (long i = vectors * VEC + gid; i < n; i += threads)
+        for (int k = 0; k < LANES; k++)
+            st = st_merge(st, lane[k]);
+        for (long i = gid; i < head; i += threads)
+            st_add(&st, base[i], i);
+        for (long i = head + vectors * VEC + gid; i < n; i += threads)
             st_add(&st, base[i], i);
 #else
         for (long i = gid; i < n; i += threads)

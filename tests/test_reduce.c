@@ -250,8 +250,10 @@ START_TEST(test_reduce_every_op_at_awkward_sizes_matches_long_double)
     tu_seed(100 + (uint64_t)_i);
     char what[64];
     for (int shift = 0; shift < 2; shift++) {
-        void *data = random_data(dtype, n, shift ? 0.0 : -1.0);
+        /* Offsets 0..3 move the vector loads' alignment boundary. */
+        void *data = random_data(dtype, n + 3, shift ? 0.0 : -1.0);
         struct clops_tensor t = vector(data, dtype, n);
+        t.offset = (_i + shift) % 4;
         snprintf(what, sizeof what, "dtype %d n=%lld lo=%d", (int)dtype, (long long)n, shift - 1);
         check_all_ops(what, &t);
         free(data);
@@ -317,6 +319,23 @@ START_TEST(test_reduce_arg_ties_give_the_first_index)
     ck_assert_int_eq(out, 1777);
     ck_assert_int_eq(reduce_entry()(tu_pool(), &t, &o, ARGMAX, -1), CLOPS_OK);
     ck_assert_int_eq(out, 901);
+    /* Ties in every row (axis 1: lanes of a row) and every column (axis 0: neighbouring
+     * work-items on neighbouring columns) of the same data as a 50 x 100 matrix. */
+    struct clops_tensor m = clops_matrix(data, dtype, 50, 100, 100, 0);
+    int64_t idx[100];
+    for (int axis = 0; axis < 2; axis++)
+        for (int op = ARGMIN; op <= ARGMAX; op++) {
+            int64_t count = axis == 0 ? 100 : 50, len = axis == 0 ? 50 : 100;
+            struct clops_tensor oi = vector(idx, CLOPS_I64, count);
+            ck_assert_int_eq(reduce_entry()(tu_pool(), &m, &oi, op, axis), CLOPS_OK);
+            for (int64_t r = 0; r < count; r++) {
+                int64_t stride = m.strides[axis];
+                struct clops_tensor line =
+                    view(data, dtype, 1, &len, &stride, r * m.strides[1 - axis]);
+                ck_assert_msg(idx[r] == reference(&line, op).index, "%s axis %d result %lld: %lld",
+                              op_names[op], axis, (long long)r, (long long)idx[r]);
+            }
+        }
     /* All equal: index 0. */
     for (int64_t i = 0; i < N; i++)
         set(data, dtype, i, 4);
@@ -599,6 +618,13 @@ START_TEST(test_reduce_through_invoke_by_name)
     ck_assert_msg(api->invoke(tu_pool(), api->op_find("reduce"), args, 3) == CLOPS_OK, "%s",
                   api->last_error());
     ck_assert_double_eq(out, 13.0);
+    /* An op outside the enum's strings is rejected by name, out untouched. */
+    args[2].s = "mean";
+    out = -1;
+    ck_assert_int_eq(api->invoke(tu_pool(), api->op_find("reduce"), args, 3),
+                     CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "op"));
+    ck_assert_double_eq(out, -1.0);
 }
 END_TEST
 

@@ -1,12 +1,13 @@
 #!/bin/sh
-# hosts/bench/device-run.sh BUILD_DIR [BENCH_OPTIONS...] — run on the GPU machine through the
-# `device` tool: the suites on its NVIDIA OpenCL device, then clops-bench. The machine reaches no
-# package registry: carry BUILD_DIR (built here) and .device/ (runtime .debs from
-# ../shared/device/fetch-runtime-debs.sh, prelude.sh, and lib/ with libsubunit for the tests).
+# hosts/bench/device-run.sh BUILD_DIR [AREA...] — run on the GPU machine through the `device`
+# tool: every test suite on its NVIDIA OpenCL device, then clops-bench's areas (default: all).
+# The machine reaches no package registry: carry BUILD_DIR (built here) and .device/ (runtime
+# .debs from ../shared/device/fetch-runtime-debs.sh, prelude.sh, and lib/ with libsubunit for
+# the tests). Test output goes to $OUT/tests.log, the areas' tables to $OUT/bench.txt.
 set -u
 build=$1
 shift
-bench_options="$*"
+areas=${*:-gemm lu memory mandelbrot}
 # POSIX sh's `.` passes no arguments: the prelude reads its folder from $1.
 set -- .device/debs
 . .device/prelude.sh
@@ -17,10 +18,17 @@ export CLOPS_POOL_STATS_CHILD="$PWD/$build/tests/pool_stats_child"
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 "$build/hosts/cli/clops" devices
-for t in test_abi test_invoke test_pool test_gemm; do
-    "$build/tests/$t" >"$out/$t.log" 2>&1
-    echo "$t: exit $? — $(grep -E '^[0-9]+%' "$out/$t.log")"
+for t in "$build"/tests/test_*; do
+    name=$(basename "$t")
+    "$t" >"$out/$name.log" 2>&1
+    echo "$name: exit $? — $(grep -E '^[0-9]+%' "$out/$name.log")"
+    { echo "== $name"; cat "$out/$name.log"; } >>"$out/tests.log"
+    rm -f "$out/$name.log"
 done
-"$build/hosts/cli/clops" run --output-dir /tmp/demo-out configs/pipelines/demo.cfg
-# shellcheck disable=SC2086 # the options are words
-"$build/hosts/bench/clops-bench" $bench_options 2>&1 | tee "$out/bench.txt"
+for area in $areas; do
+    options=
+    [ "$area" = mandelbrot ] && options="--config configs/gpu_cpu.cfg"
+    echo "== clops-bench $area $options"
+    # shellcheck disable=SC2086 # the options are words
+    "$build/hosts/bench/clops-bench" "$area" $options 2>&1 | tee -a "$out/bench.txt"
+done

@@ -3,8 +3,6 @@
  * work-group on the device, the O(N^3) work (trailing updates) in gemm.cl. */
 #include "lu.h"
 
-#include <float.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,13 +192,15 @@ static int32_t create_kernels(struct lu_ctx *ctx)
         status = create_kernel(ctx, program, "lu_laswp", &ctx->laswp);
     if (status == CLOPS_OK)
         status = create_kernel(ctx, program, "lu_panel", &ctx->panel);
+    if (status == CLOPS_OK)
+        status = create_kernel(ctx, program, "lu_invert_lower", &ctx->invert);
     return status;
 }
 
 static void release_kernels(struct lu_ctx *ctx)
 {
-    cl_kernel *kernels[3] = {&ctx->copy, &ctx->laswp, &ctx->panel};
-    for (int i = 0; i < 3; i++) {
+    cl_kernel *kernels[4] = {&ctx->copy, &ctx->laswp, &ctx->panel, &ctx->invert};
+    for (int i = 0; i < 4; i++) {
         if (*kernels[i] != NULL)
             clReleaseKernel(*kernels[i]);
         *kernels[i] = NULL;
@@ -411,77 +411,6 @@ int32_t lu_write_i32(struct lu_ctx *ctx, const struct clops_tensor *t, const int
     return CLOPS_OK;
 }
 
-/* ---- Host blocks: diagonal blocks, inverted in double -----------------------------------------
- */
-
-/* Diagonal blocks are inverted on the host in double whatever the dtype, so that an f32 inverse
- * carries only its final rounding. `raw` holds the device's elements. */
-static void raw_to_double(const void *raw, int32_t dtype, int64_t n, double *out)
-{
-    for (int64_t i = 0; i < n; i++)
-        out[i] = dtype == CLOPS_F64 ? ((const double *)raw)[i] : ((const float *)raw)[i];
-}
-
-static void double_to_raw(const double *in, int32_t dtype, int64_t n, void *raw)
-{
-    for (int64_t i = 0; i < n; i++) {
-        if (dtype == CLOPS_F64)
-            ((double *)raw)[i] = in[i];
-        else
-            ((float *)raw)[i] = (float)in[i];
-    }
-}
-
-/* Downloads the rows x cols block at (r0, c0) of `m` into `raw` (row-major, rows*cols elements
- * of the dtype). */
-static int32_t download_block(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t r0, int64_t c0,
-                              int64_t rows, int64_t cols, void *raw)
-{
-    const size_t es = (size_t)ctx->elem_size;
-    const size_t origin[3] = {(size_t)(m->offset + r0 * m->ld + c0) * es, 0, 0};
-    const size_t host_origin[3] = {0, 0, 0};
-    const size_t region[3] = {(size_t)cols * es, (size_t)rows, 1};
-    cl_int rc =
-        clEnqueueReadBufferRect(ctx->queue, m->mem, CL_TRUE, origin, host_origin, region,
-                                (size_t)m->ld * es, 0, (size_t)cols * es, 0, raw, 0, NULL, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: downloading a %lldx%lld block failed", ctx->op, (long long)rows,
-                      (long long)cols);
-    return CLOPS_OK;
-}
-
-/* inv = T^-1 for the n x n lower triangular T(i, k) = t[i*si + k*sk] (unit: ones on the
- * diagonal, not read); inv(i, k) = inv[i*vi + k*vk]. Negative strides turn an upper triangle
- * into a lower one (see invert_triangular). Column by column, forward substitution. */
-static void invert_lower(const double *t, int64_t si, int64_t sk, int64_t n, int unit, double *inv,
-                         int64_t vi, int64_t vk)
-{
-    for (int64_t j = 0; j < n; j++) {
-        for (int64_t i = 0; i < j; i++)
-            inv[i * vi + j * vk] = 0.0;
-        inv[j * vi + j * vk] = unit ? 1.0 : 1.0 / t[j * si + j * sk];
-        for (int64_t i = j + 1; i < n; i++) {
-            long double s = 0.0L;
-            for (int64_t k = j; k < i; k++)
-                s += (long double)t[i * si + k * sk] * inv[k * vi + j * vk];
-            inv[i * vi + j * vk] = (double)(unit ? -s : -s / t[i * si + i * sk]);
-        }
-    }
-}
-
-/* inv (row-major n x n) = T^-1 for T lower or upper. An upper T read backwards in both indices
- * is lower; so is its inverse, written backwards. */
-static void invert_triangular(const double *t, int64_t si, int64_t sk, int64_t n, int lower,
-                              int unit, double *inv)
-{
-    if (lower) {
-        invert_lower(t, si, sk, n, unit, inv, n, 1);
-        return;
-    }
-    const int64_t last = n - 1;
-    invert_lower(t + last * (si + sk), -si, -sk, n, unit, inv + last * (n + 1), -n, -1);
-}
-
 /* ---- Device steps ---------------------------------------------------------------------------- */
 
 /* Row interchanges k_begin .. k_end - 1 of `ipiv` (already in ctx->ipiv_mem) on the columns of
@@ -530,74 +459,56 @@ static struct gemm_operand operand(const struct lu_matrix *m, int64_t r0, int64_
     return (struct gemm_operand){m->mem, m->offset + r0 * m->ld + c0, m->ld, 1};
 }
 
-/* B(r0 : r0+n, c0 : c0+cols) = inv * B(...) for the host's n x n `inv`: the block goes to
- * ctx->tmp_mem, inv to ctx->inv_mem, and a GEMM writes the product back in place. A triangular
- * solve with a small diagonal block as one GEMM (as MAGMA does) rather than n dependent steps;
- * with partial pivoting |L| <= 1, and the inverse is formed in double. */
-static int32_t apply_inverse(struct lu_ctx *ctx, const double *inv, int64_t n,
-                             const struct lu_matrix *b, int64_t r0, int64_t c0, int64_t cols,
-                             void *raw)
+/* ctx->inv_mem (n x n, row-major) = op(T)^-1 for the diagonal block at (b0, b0) of `m`: its
+ * lower triangle (unit: the factor L) when `lower`, else its upper one, transposed when `trans`
+ * (kernels/lu.cl: lu_invert_lower, which an upper triangle reaches read backwards). */
+static int32_t invert_diagonal_block(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t b0,
+                                     int64_t n, int32_t trans, int lower, int unit)
 {
-    const int64_t es = ctx->elem_size;
-    int32_t status = ensure_buffer(ctx, &ctx->inv_mem, &ctx->inv_bytes, n * n * es);
-    if (status == CLOPS_OK)
-        status = ensure_buffer(ctx, &ctx->tmp_mem, &ctx->tmp_bytes, n * cols * es);
+    int32_t status = ensure_buffer(ctx, &ctx->inv_mem, &ctx->inv_bytes, n * n * ctx->elem_size);
     if (status != CLOPS_OK)
         return status;
-    double_to_raw(inv, ctx->dtype, n * n, raw);
-    cl_int rc = clEnqueueWriteBuffer(ctx->queue, ctx->inv_mem, CL_TRUE, 0, (size_t)(n * n * es),
-                                     raw, 0, NULL, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: uploading an inverted diagonal block failed", ctx->op);
-    const size_t origin[3] = {(size_t)((b->offset + r0 * b->ld + c0) * es), 0, 0};
+    const cl_long si = trans ? 1 : m->ld, sk = trans ? m->ld : 1, last = n - 1;
+    const cl_long base = m->offset + b0 * m->ld + b0;
+    const cl_long t_off = lower ? base : base + last * (si + sk);
+    const cl_long ti = lower ? si : -si, tk = lower ? sk : -sk;
+    const cl_long v_off = lower ? 0 : last * (n + 1), vi = lower ? n : -n, vk = lower ? 1 : -1;
+    const cl_int nn = (cl_int)n, u = unit;
+    const struct kernel_arg args[] = {
+        {sizeof nn, &nn}, {sizeof u, &u},   {sizeof(cl_mem), &m->mem},       {sizeof t_off, &t_off},
+        {sizeof ti, &ti}, {sizeof tk, &tk}, {sizeof(cl_mem), &ctx->inv_mem}, {sizeof v_off, &v_off},
+        {sizeof vi, &vi}, {sizeof vk, &vk},
+    };
+    const size_t global = (size_t)n;
+    return run_kernel(ctx, ctx->invert, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
+                      NULL);
+}
+
+/* B(r0 : r0+n, c0 : c0+cols) = inv * B(...) with the n x n inverse in ctx->inv_mem: the block
+ * goes to ctx->tmp_mem and a GEMM writes the product back in place. */
+static int32_t apply_inverse(struct lu_ctx *ctx, int64_t n, const struct lu_matrix *b, int64_t r0,
+                             int64_t c0, int64_t cols)
+{
+    const int64_t es = ctx->elem_size;
+    int32_t status = ensure_buffer(ctx, &ctx->tmp_mem, &ctx->tmp_bytes, n * cols * es);
+    if (status != CLOPS_OK)
+        return status;
+    /* The origin as (byte in row, row): NVIDIA's driver rejects (CL_INVALID_VALUE) an origin
+     * whose byte part plus the region's width passes the row pitch, as one offset in bytes
+     * would for any block below the first row. */
+    const size_t pitch = (size_t)(b->ld * es), start = (size_t)((b->offset + r0 * b->ld + c0) * es);
+    const size_t origin[3] = {start % pitch, start / pitch, 0};
     const size_t zero[3] = {0, 0, 0};
     const size_t region[3] = {(size_t)(cols * es), (size_t)n, 1};
-    rc = clEnqueueCopyBufferRect(ctx->queue, b->mem, ctx->tmp_mem, origin, zero, region,
-                                 (size_t)(b->ld * es), 0, (size_t)(cols * es), 0, 0, NULL, NULL);
+    cl_int rc =
+        clEnqueueCopyBufferRect(ctx->queue, b->mem, ctx->tmp_mem, origin, zero, region,
+                                (size_t)(b->ld * es), 0, (size_t)(cols * es), 0, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: copying a block row failed", ctx->op);
     const struct gemm_operand a_op = {ctx->inv_mem, 0, n, 1}, b_op = {ctx->tmp_mem, 0, cols, 1};
     const struct gemm_operand c_op = operand(b, r0, c0);
     return gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op,
                         0.0, &c_op, &ctx->device_ns);
-}
-
-/* Host scratch of one call: a panel in double, the inverse of a diagonal block, and raw
- * dtype-sized elements for transfers. */
-struct host_scratch {
-    double *block, *inv;
-    void *raw;
-};
-
-static int32_t host_scratch_alloc(struct lu_ctx *ctx, struct host_scratch *h, int64_t nb)
-{
-    h->block = malloc((size_t)(nb * nb) * sizeof(double));
-    h->inv = malloc((size_t)(nb * nb) * sizeof(double));
-    h->raw = malloc((size_t)(nb * nb * ctx->elem_size));
-    if (h->block == NULL || h->inv == NULL || h->raw == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", ctx->op);
-    return CLOPS_OK;
-}
-
-static void host_scratch_free(struct host_scratch *h)
-{
-    free(h->block);
-    free(h->inv);
-    free(h->raw);
-}
-
-/* The inverse of the n x n diagonal block at (b0, b0) of `m`, seen through op(T)(i,k) strides
- * (si, sk) of a row-major n x n block, into h->inv: downloaded, converted to double, inverted. */
-static int32_t invert_diagonal_block(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t b0,
-                                     int64_t n, int32_t trans, int lower, int unit,
-                                     struct host_scratch *h)
-{
-    int32_t status = download_block(ctx, m, b0, b0, n, n, h->raw);
-    if (status != CLOPS_OK)
-        return status;
-    raw_to_double(h->raw, ctx->dtype, n * n, h->block);
-    invert_triangular(h->block, trans ? 1 : n, trans ? n : 1, n, lower, unit, h->inv);
-    return CLOPS_OK;
 }
 
 /* ---- getrf ----------------------------------------------------------------------------------- */
@@ -640,11 +551,10 @@ static struct lu_matrix column_range(const struct lu_matrix *a, int64_t c0, int6
  * (blocks of NB), the end of the outer panel at the inner one (blocks of PANEL_NB). Each step at
  * column j, width jb: the panel A(j:M, j:j+jb) is factored (inner level, or the panel kernel);
  * its interchanges are applied to the range's other columns; the block row right of the panel
- * becomes U12 = L11^-1 A12 (L11 inverted on the host); the rows below get A22 -= L21 U12
+ * becomes U12 = L11^-1 A12 (one GEMM with L11's inverse); the rows below get A22 -= L21 U12
  * through gemm.cl. */
 static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t c0, int64_t c1,
-                            int64_t count, int inner, int32_t pivoting, int64_t mn,
-                            struct host_scratch *h)
+                            int64_t count, int inner, int32_t pivoting, int64_t mn)
 {
     const int64_t nb = inner ? ctx->panel_nb : ctx->nb;
     const struct lu_matrix range = column_range(a, c0, c1);
@@ -653,16 +563,16 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
         const int64_t jb = c0 + count - j < nb ? c0 + count - j : nb;
         const int64_t rows = a->rows - j, right = c1 - j - jb;
         if (!inner && jb > ctx->panel_nb)
-            status = factor_range(ctx, a, j, j + jb, jb, 1, pivoting, mn, h);
+            status = factor_range(ctx, a, j, j + jb, jb, 1, pivoting, mn);
         else
             status = factor_panel(ctx, a, j, jb, pivoting, mn);
         if (status == CLOPS_OK && pivoting == LU_PIVOTING_PARTIAL)
             status = laswp(ctx, &range, j - c0, jb, j, j + jb, 0);
         if (status != CLOPS_OK || right == 0)
             continue;
-        status = invert_diagonal_block(ctx, a, j, jb, 0, 1, 1, h);
+        status = invert_diagonal_block(ctx, a, j, jb, 0, 1, 1);
         if (status == CLOPS_OK)
-            status = apply_inverse(ctx, h->inv, jb, a, j, j + jb, right, h->raw);
+            status = apply_inverse(ctx, jb, a, j, j + jb, right);
         if (status != CLOPS_OK || rows == jb)
             continue;
         const struct gemm_operand l21 = operand(a, j + jb, j), u12 = operand(a, j, j + jb);
@@ -693,12 +603,8 @@ int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivotin
     const int64_t mn = a->rows < a->cols ? a->rows : a->cols;
     if (mn == 0)
         return CLOPS_OK;
-    const int64_t nb = ctx->nb < mn ? ctx->nb : mn;
-    struct host_scratch h = {0};
-    int32_t status = host_scratch_alloc(ctx, &h, nb);
-    if (status == CLOPS_OK)
-        status = ensure_buffer(ctx, &ctx->ipiv_mem, &ctx->ipiv_bytes,
-                               (mn + 1) * (int64_t)sizeof(int32_t));
+    int32_t status =
+        ensure_buffer(ctx, &ctx->ipiv_mem, &ctx->ipiv_bytes, (mn + 1) * (int64_t)sizeof(int32_t));
     if (status == CLOPS_OK) { /* info starts at 0 */
         cl_int rc =
             clEnqueueWriteBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, (size_t)mn * sizeof(int32_t),
@@ -707,21 +613,20 @@ int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivotin
             status = err_cl(rc, "%s: clearing info failed", ctx->op);
     }
     if (status == CLOPS_OK)
-        status = factor_range(ctx, a, 0, a->cols, mn, 0, pivoting, mn, &h);
+        status = factor_range(ctx, a, 0, a->cols, mn, 0, pivoting, mn);
     if (status == CLOPS_OK)
         status = read_pivots(ctx, mn, ipiv, info);
-    host_scratch_free(&h);
     return status;
 }
 
 /* ---- getrs ----------------------------------------------------------------------------------- */
 
 /* Solves op(T) X = B in place for a triangle of the factors in `lu`: the unit lower L (lower = 1)
- * or U, transposed or not. Blocked by NB: each diagonal block is inverted on the host and
+ * or U, transposed or not. Blocked by NB: each diagonal block is inverted on the device and
  * applied with a GEMM, then the rest of B is updated by one GEMM with the block's column of
  * op(T), from the top for a lower op(T), from the bottom for an upper one. */
 static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, int32_t trans,
-                    const struct lu_matrix *b, struct host_scratch *h)
+                    const struct lu_matrix *b)
 {
     const int64_t n = lu->rows, nb = ctx->nb, nrhs = b->cols;
     const int64_t si = trans ? 1 : lu->ld, sk = trans ? lu->ld : 1; /* op(T)(i,k) strides */
@@ -731,9 +636,9 @@ static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, i
     for (int64_t s = 0; status == CLOPS_OK && s < blocks; s++) {
         const int64_t b0 = (forward ? s : blocks - 1 - s) * nb;
         const int64_t bs = n - b0 < nb ? n - b0 : nb;
-        status = invert_diagonal_block(ctx, lu, b0, bs, trans, forward, lower, h);
+        status = invert_diagonal_block(ctx, lu, b0, bs, trans, forward, lower);
         if (status == CLOPS_OK)
-            status = apply_inverse(ctx, h->inv, bs, b, b0, 0, nrhs, h->raw);
+            status = apply_inverse(ctx, bs, b, b0, 0, nrhs);
         /* The rows of B still to solve: below the block (forward) or above it. */
         const int64_t r0 = forward ? b0 + bs : 0, rows = forward ? n - b0 - bs : b0;
         if (status != CLOPS_OK || rows == 0)
@@ -754,20 +659,15 @@ int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const 
     const int64_t n = lu->rows;
     if (n == 0 || b->cols == 0)
         return CLOPS_OK;
-    struct host_scratch h = {0};
-    const int64_t nb = ctx->nb < n ? ctx->nb : n;
-    int32_t status = host_scratch_alloc(ctx, &h, nb);
-    if (status == CLOPS_OK)
-        status = upload_pivots(ctx, ipiv, n);
+    int32_t status = upload_pivots(ctx, ipiv, n);
     if (status == CLOPS_OK && !trans)
         status = laswp(ctx, b, 0, 0, 0, n, 0);
     if (status == CLOPS_OK)
-        status = trsm(ctx, lu, !trans, trans, b, &h);
+        status = trsm(ctx, lu, !trans, trans, b);
     if (status == CLOPS_OK)
-        status = trsm(ctx, lu, trans, trans, b, &h);
+        status = trsm(ctx, lu, trans, trans, b);
     if (status == CLOPS_OK && trans)
         status = laswp(ctx, b, 0, 0, 0, n, 1);
-    host_scratch_free(&h);
     return status;
 }
 
@@ -889,8 +789,8 @@ const struct clops_op op_lu = {
            "Algorithm: right-looking blocked LU on a row-major working matrix on the pool's device "
            "(the tensor itself when row-major, else a copy), so that row interchanges stay "
            "contiguous. Each step factors an (M-j) x NB panel, applies its interchanges to the "
-           "other columns, forms U12 = L11^-1 A12 as one GEMM with L11's inverse (computed on the "
-           "host in double from the NB x NB block), and updates A22 -= L21 U12 with the gemm "
+           "other columns, forms U12 = L11^-1 A12 as one GEMM with L11's inverse (one work-item "
+           "per column of it), and updates A22 -= L21 U12 with the gemm "
            "operator's kernel. The panel is itself factored the same way in blocks of PANEL_NB "
            "columns, each by a kernel that runs on one work-group (pivot search, interchange, "
            "scaling, rank-1 updates, column by column, as LAPACK's getf2). NB and PANEL_NB are 128 "

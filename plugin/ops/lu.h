@@ -22,7 +22,7 @@ struct lu_ctx {
     int64_t nb;       /* outer panel width, and the triangular solves' block */
     int64_t panel_nb; /* inner panel width: the panel kernel's */
     int32_t panel_wg; /* work-items of the panel kernel's one work-group */
-    cl_kernel copy, laswp, panel;
+    cl_kernel copy, laswp, panel, invert;
     cl_mem ipiv_mem, inv_mem, tmp_mem; /* pivots; an inverted diagonal block; a block row */
     int64_t ipiv_bytes, inv_bytes, tmp_bytes;
     int64_t device_ns;
