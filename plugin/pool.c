@@ -588,6 +588,58 @@ int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kern
     return CLOPS_OK;
 }
 
+int32_t pool_enqueue_kernel(cl_command_queue queue, cl_kernel kernel, cl_uint dims,
+                            const size_t *global, const size_t *local, const char *what)
+{
+    cl_int rc = clEnqueueNDRangeKernel(queue, kernel, dims, NULL, global, local, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clEnqueueNDRangeKernel failed", what);
+    return CLOPS_OK;
+}
+
+int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_event *start)
+{
+    *start = NULL;
+    if (!pool->cfg.profiling)
+        return CLOPS_OK;
+    cl_int rc = clEnqueueMarkerWithWaitList(queue, 0, NULL, start);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "clEnqueueMarkerWithWaitList failed");
+    return CLOPS_OK;
+}
+
+/* A marker's profiling time, or 0 when the driver gives none. */
+static cl_ulong event_time(cl_event event, cl_profiling_info what)
+{
+    cl_ulong t = 0;
+    if (clGetEventProfilingInfo(event, what, sizeof t, &t, NULL) != CL_SUCCESS)
+        return 0;
+    return t;
+}
+
+int32_t pool_chain_end(struct clops_pool *pool, cl_command_queue queue, cl_event start,
+                       int64_t *device_ns, const char *what)
+{
+    cl_event end = NULL;
+    cl_int rc = start != NULL ? clEnqueueMarkerWithWaitList(queue, 0, NULL, &end) : CL_SUCCESS;
+    if (rc == CL_SUCCESS)
+        rc = clFinish(queue);
+    if (rc == CL_SUCCESS && end != NULL && device_ns != NULL) {
+        cl_ulong t0 = event_time(start, CL_PROFILING_COMMAND_START);
+        cl_ulong t1 = event_time(end, CL_PROFILING_COMMAND_END);
+        if (t0 != 0 && t1 > t0)
+            *device_ns += (int64_t)(t1 - t0);
+    }
+    if (end != NULL)
+        clReleaseEvent(end);
+    if (start != NULL)
+        clReleaseEvent(start);
+    (void)pool;
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: waiting for the device failed", what);
+    return CLOPS_OK;
+}
+
 void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t busy_ns)
 {
     atomic_fetch_add(&dev->tasks, tasks);

@@ -62,6 +62,18 @@ int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kern
                         cl_uint dims, const size_t *global, const size_t *local,
                         int64_t *device_ns, const char *what);
 
+/* Enqueues `kernel` without waiting, for operators that chain many kernels on one in-order
+ * queue (LU: thousands per call, where a wait after each would cost more than the kernels).
+ * The chain's device time comes from pool_chain_begin/end. */
+int32_t pool_enqueue_kernel(cl_command_queue queue, cl_kernel kernel, cl_uint dims,
+                            const size_t *global, const size_t *local, const char *what);
+/* Marks the start of a chain on `queue`; *start is NULL when profiling is off. */
+int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_event *start);
+/* Waits for everything enqueued on `queue`, adds the chain's device time (from the start
+ * marker to the end) to *device_ns when profiling, and releases `start` (may be NULL). */
+int32_t pool_chain_end(struct clops_pool *pool, cl_command_queue queue, cl_event start,
+                       int64_t *device_ns, const char *what);
+
 /* Records work a device did for an operator that splits work between devices. */
 void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t busy_ns);
 

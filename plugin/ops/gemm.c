@@ -653,8 +653,14 @@ int32_t gemm_enqueue(struct clops_pool *pool, struct pool_device *dev, cl_comman
     int32_t status = get_kernel(pool, dev, &p, &tiles, &kernel);
     if (status == CLOPS_OK)
         status = bind_plan(kernel, &p, &sa, &sb, &sc);
-    if (status == CLOPS_OK)
-        status = launch(pool, queue, kernel, &tiles, &p, device_ns);
+    /* Not waited for: callers chain it with their own kernels, and pool_chain_end waits and
+     * counts the chain's device time (so device_ns is theirs to fill). */
+    (void)device_ns;
+    if (status == CLOPS_OK) {
+        size_t local = tiles_group_size(&tiles);
+        size_t global = local * (size_t)tiles_group_count(&tiles, p.m, p.n);
+        status = pool_enqueue_kernel(queue, kernel, 1, &global, &local, op_name);
+    }
     if (kernel != NULL)
         clReleaseKernel(kernel);
     return status;

@@ -219,7 +219,11 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     ctx->elem_size = dtype_size(dtype);
     block_sizes_for(pool, dev, op, &ctx->nb, &ctx->panel_nb);
     ctx->panel_wg = panel_group_size(dev);
-    int32_t status = create_kernels(ctx);
+    /* Every kernel of the call goes on this one in-order queue without a wait in between;
+     * lu_ctx_release waits once and takes the device time of the whole chain. */
+    int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start);
+    if (status == CLOPS_OK)
+        status = create_kernels(ctx);
     size_t kernel_max = 0;
     if (status != CLOPS_OK ||
         clGetKernelWorkGroupInfo(ctx->panel, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
@@ -240,12 +244,17 @@ static void release_mem(cl_mem *m)
     *m = NULL;
 }
 
-void lu_ctx_release(struct lu_ctx *ctx)
+int32_t lu_ctx_release(struct lu_ctx *ctx)
 {
+    int32_t status = CLOPS_OK;
+    if (ctx->queue != NULL)
+        status = pool_chain_end(ctx->pool, ctx->queue, ctx->chain_start, &ctx->device_ns, ctx->op);
+    ctx->chain_start = NULL;
     release_kernels(ctx);
     release_mem(&ctx->ipiv_mem);
     release_mem(&ctx->inv_mem);
     release_mem(&ctx->tmp_mem);
+    return status;
 }
 
 /* A device buffer of at least `bytes`, kept across the steps of one call. */
@@ -276,8 +285,7 @@ static int32_t run_kernel(struct lu_ctx *ctx, cl_kernel kernel, const struct ker
         if (rc != CL_SUCCESS)
             return err_cl(rc, "%s: clSetKernelArg(%u) failed", ctx->op, (unsigned)i);
     }
-    return pool_run_kernel(ctx->pool, ctx->queue, kernel, dims, global, local, &ctx->device_ns,
-                           ctx->op);
+    return pool_enqueue_kernel(ctx->queue, kernel, dims, global, local, ctx->op);
 }
 
 /* dst = src, rows x cols, each with its own strides (kernels/lu.cl: lu_copy). */
@@ -730,9 +738,9 @@ static int32_t lu_call(struct clops_pool *pool, const struct clops_tensor *a,
     status = lu_ctx_init(&ctx, pool, dev, op_name, a->dtype);
     if (status == CLOPS_OK)
         status = lu_run(&ctx, a, ipiv, info, pivoting);
+    int32_t finished = lu_ctx_release(&ctx);
     *device_ns = ctx.device_ns;
-    lu_ctx_release(&ctx);
-    return status;
+    return status != CLOPS_OK ? status : finished;
 }
 
 static int32_t lu_entry(struct clops_pool *pool, const struct clops_tensor *a,

@@ -26,6 +26,7 @@ struct lu_ctx {
     cl_mem ipiv_mem, inv_mem, tmp_mem; /* pivots; an inverted diagonal block; a block row */
     int64_t ipiv_bytes, inv_bytes, tmp_bytes;
     int64_t device_ns;
+    cl_event chain_start; /* pool_chain_begin's marker; NULL when profiling is off */
 };
 
 /* A row-major matrix in device memory: element (i, j) at offset + i*ld + j of `mem`. */
@@ -57,7 +58,9 @@ int32_t lu_check_no_overlap(const struct clops_tensor *const *t, const char *con
 
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
                     const char *op, int32_t dtype);
-void lu_ctx_release(struct lu_ctx *ctx);
+/* Waits for the call's kernels (adding their device time) and frees the context; returns the
+ * wait's status. */
+int32_t lu_ctx_release(struct lu_ctx *ctx);
 
 /* Stages `t` (its contents uploaded) and views it as a row-major matrix. */
 int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *param,

@@ -121,8 +121,8 @@ static int32_t solve_entry(struct clops_pool *pool, const struct clops_tensor *a
     status = lu_ctx_init(&ctx, pool, dev, solve_name, a->dtype);
     if (status == CLOPS_OK)
         status = solve_run(&ctx, a, b, ipiv, info);
-    lu_ctx_release(&ctx);
-    return record(pool, solve_name, status, ctx.device_ns);
+    int32_t finished = lu_ctx_release(&ctx);
+    return record(pool, solve_name, status != CLOPS_OK ? status : finished, ctx.device_ns);
 }
 
 _Static_assert(_Generic(&solve_entry, clops_solve_fn : 1, default : 0),
@@ -239,8 +239,8 @@ static int32_t lu_solve_entry(struct clops_pool *pool, const struct clops_tensor
     status = lu_ctx_init(&ctx, pool, dev, lu_solve_name, lu->dtype);
     if (status == CLOPS_OK)
         status = lu_solve_run(&ctx, lu, ipiv, b, trans);
-    lu_ctx_release(&ctx);
-    return record(pool, lu_solve_name, status, ctx.device_ns);
+    int32_t finished = lu_ctx_release(&ctx);
+    return record(pool, lu_solve_name, status != CLOPS_OK ? status : finished, ctx.device_ns);
 }
 
 _Static_assert(_Generic(&lu_solve_entry, clops_lu_solve_fn : 1, default : 0),
