@@ -501,18 +501,13 @@ static int32_t apply_inverse(struct lu_ctx *ctx, int64_t n, const struct lu_matr
     int32_t status = ensure_buffer(ctx, &ctx->tmp_mem, &ctx->tmp_bytes, n * cols * es);
     if (status != CLOPS_OK)
         return status;
-    /* The origin as (byte in row, row): NVIDIA's driver rejects (CL_INVALID_VALUE) an origin
-     * whose byte part plus the region's width passes the row pitch, as one offset in bytes
-     * would for any block below the first row. */
-    const size_t pitch = (size_t)(b->ld * es), start = (size_t)((b->offset + r0 * b->ld + c0) * es);
-    const size_t origin[3] = {start % pitch, start / pitch, 0};
-    const size_t zero[3] = {0, 0, 0};
-    const size_t region[3] = {(size_t)(cols * es), (size_t)n, 1};
-    cl_int rc =
-        clEnqueueCopyBufferRect(ctx->queue, b->mem, ctx->tmp_mem, origin, zero, region,
-                                (size_t)(b->ld * es), 0, (size_t)(cols * es), 0, 0, NULL, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: copying a block row failed", ctx->op);
+    /* With the copy kernel, not clEnqueueCopyBufferRect: NVIDIA's driver rejects some rect
+     * origins inside a matrix with CL_INVALID_VALUE (seen on the H100). */
+    const cl_long src_geom[3] = {b->offset + r0 * b->ld + c0, b->ld, 1};
+    const cl_long dst_geom[3] = {0, cols, 1};
+    status = copy_matrix(ctx, n, cols, b->mem, src_geom, ctx->tmp_mem, dst_geom);
+    if (status != CLOPS_OK)
+        return status;
     const struct gemm_operand a_op = {ctx->inv_mem, 0, n, 1}, b_op = {ctx->tmp_mem, 0, cols, 1};
     const struct gemm_operand c_op = operand(b, r0, c0);
     return gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op,
