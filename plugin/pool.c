@@ -588,6 +588,17 @@ int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kern
     return CLOPS_OK;
 }
 
+int32_t pool_set_kernel_args(cl_kernel kernel, cl_uint first, const struct kernel_arg *args,
+                             cl_uint count, const char *op)
+{
+    for (cl_uint i = 0; i < count; i++) {
+        cl_int rc = clSetKernelArg(kernel, first + i, args[i].size, args[i].value);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: clSetKernelArg(%u) failed", op, (unsigned)(first + i));
+    }
+    return CLOPS_OK;
+}
+
 int32_t pool_enqueue_kernel(cl_command_queue queue, cl_kernel kernel, cl_uint dims,
                             const size_t *global, const size_t *local, const char *what)
 {

@@ -62,6 +62,17 @@ int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kern
                         cl_uint dims, const size_t *global, const size_t *local,
                         int64_t *device_ns, const char *what);
 
+/* One kernel argument: its size and where its value is. */
+struct kernel_arg {
+    size_t size;
+    const void *value;
+};
+
+/* Sets args[0 .. count) as the kernel's arguments `first` onward; `op` names the operator in
+ * messages ("gemm: clSetKernelArg(3) failed: ..."). */
+int32_t pool_set_kernel_args(cl_kernel kernel, cl_uint first, const struct kernel_arg *args,
+                             cl_uint count, const char *op);
+
 /* Enqueues `kernel` without waiting, for operators that chain many kernels on one in-order
  * queue (LU: thousands per call, where a wait after each would cost more than the kernels).
  * The chain's device time comes from pool_chain_begin/end. */

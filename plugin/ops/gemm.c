@@ -271,28 +271,13 @@ static int32_t check_layouts(const struct clops_tensor *a, const struct clops_te
     return status;
 }
 
-/* Whether the address ranges of x and y, first to last element, share memory. Ranges, not
- * elements: interleaved views that share no element are rejected too, which is the safe side. */
-static int spans_overlap(const struct clops_tensor *x, const struct clops_tensor *y)
-{
-    int64_t nx = tensor_span(x), ny = tensor_span(y);
-    if (nx == 0 || ny == 0 || x->buffer != y->buffer)
-        return 0;
-    uintptr_t base_x = x->buffer != NULL ? 0 : (uintptr_t)x->data;
-    uintptr_t base_y = y->buffer != NULL ? 0 : (uintptr_t)y->data;
-    uintptr_t es = (uintptr_t)dtype_size(x->dtype);
-    uintptr_t lo_x = base_x + (uintptr_t)x->offset * es, hi_x = lo_x + (uintptr_t)nx * es;
-    uintptr_t lo_y = base_y + (uintptr_t)y->offset * es, hi_y = lo_y + (uintptr_t)ny * es;
-    return lo_x < hi_y && lo_y < hi_x;
-}
-
 static int32_t check_no_alias(const struct clops_tensor *a, const struct clops_tensor *b,
                               const struct clops_tensor *c)
 {
     const struct clops_tensor *inputs[2] = {a, b};
     const char *const names[2] = {"a", "b"};
     for (int i = 0; i < 2; i++)
-        if (spans_overlap(c, inputs[i]))
+        if (tensor_spans_overlap(c, inputs[i]))
             return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                            "%s: parameter 'c' overlaps parameter '%s' in memory; C is written "
                            "while A and B are read, so it must not share storage with them",
@@ -422,21 +407,6 @@ static int32_t get_kernel(struct clops_pool *pool, struct pool_device *dev,
     return create_kernel(pool, dev, p->dtype, tiles, out, &fits);
 }
 
-struct kernel_arg {
-    size_t size;
-    const void *value;
-};
-
-static int32_t set_kernel_args(cl_kernel kernel, const struct kernel_arg *args, cl_uint count)
-{
-    for (cl_uint i = 0; i < count; i++) {
-        cl_int rc = clSetKernelArg(kernel, i, args[i].size, args[i].value);
-        if (rc != CL_SUCCESS)
-            return err_cl(rc, "%s: clSetKernelArg(%u) failed", op_name, (unsigned)i);
-    }
-    return CLOPS_OK;
-}
-
 /* Binds the plan and the staged operands to the kernel's parameters, in its order. */
 static int32_t bind_plan(cl_kernel kernel, const struct gemm_plan *p,
                          const struct staged_tensor *sa, const struct staged_tensor *sb,
@@ -467,7 +437,7 @@ static int32_t bind_plan(cl_kernel kernel, const struct gemm_plan *p,
         {sizeof off_c, &off_c},
         {sizeof ldc, &ldc},
     };
-    return set_kernel_args(kernel, args, (cl_uint)(sizeof args / sizeof args[0]));
+    return pool_set_kernel_args(kernel, 0, args, (cl_uint)(sizeof args / sizeof args[0]), op_name);
 }
 
 /* One work-group per TILE_M x TILE_N block of C, on a 1-D range (the kernel says why). */

@@ -272,19 +272,12 @@ static int32_t ensure_buffer(struct lu_ctx *ctx, cl_mem *mem, int64_t *have, int
     return CLOPS_OK;
 }
 
-struct kernel_arg {
-    size_t size;
-    const void *value;
-};
-
 static int32_t run_kernel(struct lu_ctx *ctx, cl_kernel kernel, const struct kernel_arg *args,
                           cl_uint count, cl_uint dims, const size_t *global, const size_t *local)
 {
-    for (cl_uint i = 0; i < count; i++) {
-        cl_int rc = clSetKernelArg(kernel, i, args[i].size, args[i].value);
-        if (rc != CL_SUCCESS)
-            return err_cl(rc, "%s: clSetKernelArg(%u) failed", ctx->op, (unsigned)i);
-    }
+    int32_t status = pool_set_kernel_args(kernel, 0, args, count, ctx->op);
+    if (status != CLOPS_OK)
+        return status;
     return pool_enqueue_kernel(ctx->queue, kernel, dims, global, local, ctx->op);
 }
 

@@ -244,21 +244,6 @@ static int32_t reduce_check_args(const struct pool_device *dev, const struct clo
 
 /* ---- The device side ------------------------------------------------------------------------- */
 
-struct kernel_arg {
-    size_t size;
-    const void *value;
-};
-
-static int32_t set_kernel_args(cl_kernel kernel, const struct kernel_arg *args, cl_uint count)
-{
-    for (cl_uint i = 0; i < count; i++) {
-        cl_int rc = clSetKernelArg(kernel, i, args[i].size, args[i].value);
-        if (rc != CL_SUCCESS)
-            return err_cl(rc, "%s: clSetKernelArg(%u) failed", op_name, (unsigned)i);
-    }
-    return CLOPS_OK;
-}
-
 /* A new kernel object (clSetKernelArg on a shared one would race between host threads). */
 static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
                              const struct reduce_plan *p, const struct reduce_tuning *t,
@@ -344,7 +329,7 @@ static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_co
         };
         status = create_kernel(pool, dev, p, t, "reduce_partial", &partial);
         if (status == CLOPS_OK)
-            status = set_kernel_args(partial, args, sizeof args / sizeof args[0]);
+            status = pool_set_kernel_args(partial, 0, args, sizeof args / sizeof args[0], op_name);
         if (status == CLOPS_OK)
             status = run_kernel(pool, queue, partial, (size_t)(groups * t->wg), (size_t)t->wg,
                                 device_ns);
@@ -360,7 +345,7 @@ static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_co
         };
         status = create_kernel(pool, dev, p, t, "reduce_final", &final);
         if (status == CLOPS_OK)
-            status = set_kernel_args(final, args, sizeof args / sizeof args[0]);
+            status = pool_set_kernel_args(final, 0, args, sizeof args / sizeof args[0], op_name);
         if (status == CLOPS_OK)
             status = run_kernel(pool, queue, final, (size_t)t->wg, (size_t)t->wg, device_ns);
     }
@@ -410,7 +395,7 @@ static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_com
     cl_kernel kernel = NULL;
     int32_t status = create_kernel(pool, dev, p, t, "reduce_axis", &kernel);
     if (status == CLOPS_OK)
-        status = set_kernel_args(kernel, args, sizeof args / sizeof args[0]);
+        status = pool_set_kernel_args(kernel, 0, args, sizeof args / sizeof args[0], op_name);
     if (status == CLOPS_OK) {
         const int64_t rows_per_group = t->wg / ny;
         size_t groups = (size_t)((p->rows + rows_per_group - 1) / rows_per_group);

@@ -219,21 +219,6 @@ static const char *element_type(int32_t dtype)
     }
 }
 
-struct kernel_arg {
-    size_t size;
-    const void *value;
-};
-
-static int32_t set_kernel_args(cl_kernel kernel, const struct kernel_arg *args, cl_uint count)
-{
-    for (cl_uint i = 0; i < count; i++) {
-        cl_int rc = clSetKernelArg(kernel, i, args[i].size, args[i].value);
-        if (rc != CL_SUCCESS)
-            return err_cl(rc, "%s: clSetKernelArg(%u) failed", op_name, (unsigned)i);
-    }
-    return CLOPS_OK;
-}
-
 static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, int32_t dtype,
                              const struct transpose_tiles *t, const char *name, cl_kernel *out)
 {
@@ -302,8 +287,8 @@ static int32_t launch(struct clops_pool *pool, struct pool_device *dev, cl_comma
         create_kernel(pool, dev, p->x->dtype, t,
                       p->in_place ? "transpose_square_in_place" : "transpose", &kernel);
     if (status == CLOPS_OK)
-        status = p->in_place ? set_kernel_args(kernel, in_place, 7)
-                             : set_kernel_args(kernel, out_of_place, 14);
+        status = p->in_place ? pool_set_kernel_args(kernel, 0, in_place, 7, op_name)
+                             : pool_set_kernel_args(kernel, 0, out_of_place, 14, op_name);
     if (status == CLOPS_OK)
         status = pool_run_kernel(pool, queue, kernel, 3, global, local, device_ns, op_name);
     if (kernel != NULL)
