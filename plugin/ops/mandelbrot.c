@@ -17,9 +17,10 @@ static const char op_name[] = "mandelbrot";
 enum { PRECISION_F32 = 0, PRECISION_F64 = 1 };
 enum { TILE_MAX = 4096, CHUNK_MAX = 64, WORKERS_MAX = CONFIG_MAX_DEVICES * 16 };
 /* Work-items a launch should have at least, by device kind: a GPU needs about 2^20 to keep
- * every multiprocessor busy (an H100 holds 132 x 2048 resident work-items), a CPU far fewer,
- * just enough to hide the launch's overhead. */
-enum { GPU_LAUNCH_ITEMS = 1 << 20, CPU_LAUNCH_ITEMS = 1 << 14 };
+ * every multiprocessor busy (an H100 holds 132 x 2048 resident work-items), and 4 times that
+ * makes the wait after each launch rarer; a CPU needs far fewer, just enough to hide the
+ * launch's overhead. */
+enum { GPU_LAUNCH_ITEMS = 1 << 22, CPU_LAUNCH_ITEMS = 1 << 14 };
 static const int64_t iterations_max = INT64_C(1) << 31;
 /* Pixel coordinates are ints in the kernel, with room for a tile past the end. */
 static const int64_t extent_max = INT32_MAX / 2;
