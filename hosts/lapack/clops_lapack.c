@@ -1,0 +1,638 @@
+/* clops_lapack.c — a drop-in subset of BLAS/LAPACK (gemm, getrf, getrs, gesv, cblas gemm) that
+ * runs on clops: LAPACK's argument checks, quick returns and results, with clops loaded by
+ * dlopen on the first call that has work to do. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clops.h"
+#include "loader.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- xerbla: LAPACK's error handler ---------------------------------------------------------
+ * Weak, so that a program's own xerbla_ replaces it (calls to it go through the PLT). Unlike the
+ * reference XERBLA, which STOPs, it returns, as OpenBLAS's and MKL's do: the routine then
+ * returns with INFO = -position. */
+EXPORT __attribute__((weak)) void xerbla_(const char *srname, const int *info, size_t srname_len)
+{
+    int len = (int)strnlen(srname, srname_len);
+    while (len > 0 && srname[len - 1] == ' ')
+        len--;
+    fprintf(stderr, "** On entry to %.*s parameter number %d had an illegal value\n", len, srname,
+            *info);
+}
+
+/* LAPACK names routines padded to 6 characters ('DGEMM ', 'DGESV '), as xerbla receives them. */
+static void report_illegal(const char *srname, int position)
+{
+    xerbla_(srname, &position, strlen(srname));
+}
+
+/* ---- Configuration and host fallbacks (the next BLAS/LAPACK in the lookup order) ---------- */
+
+enum routine { SGEMM, DGEMM, SGETRF, DGETRF, SGETRS, DGETRS, SGESV, DGESV, ROUTINE_COUNT };
+
+static const char *const routine_symbols[ROUTINE_COUNT] = {
+    "sgemm_", "dgemm_", "sgetrf_", "dgetrf_", "sgetrs_", "dgetrs_", "sgesv_", "dgesv_"};
+
+static struct {
+    pthread_once_t once;
+    int64_t offload_min; /* CLOPS_LAPACK_OFFLOAD_MIN: fewer matrix elements stay on the host */
+    void (*host[ROUTINE_COUNT])(void);
+} config = {.once = PTHREAD_ONCE_INIT};
+
+static void config_init(void)
+{
+    const char *min = getenv("CLOPS_LAPACK_OFFLOAD_MIN");
+    config.offload_min = min != NULL ? strtoll(min, NULL, 10) : 0;
+    for (int i = 0; i < ROUTINE_COUNT; i++)
+        /* POSIX guarantees a data pointer from dlsym() converts to a function pointer. */
+        config.host[i] = (void (*)(void))dlsym(RTLD_NEXT, routine_symbols[i]);
+}
+
+/* The host routine to run instead of clops for a call of `elements` matrix elements, or NULL. */
+static void (*host_for_small(enum routine r, int64_t elements))(void)
+{
+    pthread_once(&config.once, config_init);
+    return elements < config.offload_min ? config.host[r] : NULL;
+}
+
+static void (*host_routine(enum routine r))(void)
+{
+    pthread_once(&config.once, config_init);
+    return config.host[r];
+}
+
+/* ---- clops: loaded once, on the first call with work to do --------------------------------- */
+
+static struct {
+    pthread_once_t once;
+    struct host_library lib;
+    struct clops_pool *pool; /* NULL when clops could not be loaded or no pool opened */
+    const struct clops_op *gemm, *lu, *solve, *lu_solve;
+    atomic_int reported; /* whether a clops failure was printed */
+    atomic_int loaded;   /* set once clops_init has run: pool etc. are readable */
+} clops = {.once = PTHREAD_ONCE_INIT};
+
+/* The first clops failure is printed, later ones are not: a program calling dgemm in a loop
+ * on a machine without a device should not flood stderr. */
+static void report_clops_failure_once(const char *what, const char *detail)
+{
+    if (atomic_exchange(&clops.reported, 1) != 0)
+        return;
+    fprintf(stderr,
+            "clops_lapack: %s: %s (reported once; calls go to the next BLAS/LAPACK in the link "
+            "order where there is one)\n",
+            what, detail);
+}
+
+static void print_stats(void);
+
+static void clops_init(void)
+{
+    char why[2048];
+    if (host_library_load(&clops.lib, NULL, why, sizeof why) != 0) {
+        report_clops_failure_once("cannot load libclops", why);
+        return;
+    }
+    const struct clops_api *api = clops.lib.api;
+    clops.gemm = api->op_find("gemm");
+    clops.lu = api->op_find("lu");
+    clops.solve = api->op_find("solve");
+    clops.lu_solve = api->op_find("lu_solve");
+    if (!clops.gemm || !clops.lu || !clops.solve || !clops.lu_solve) {
+        report_clops_failure_once(clops.lib.path, "lacks one of gemm, lu, solve, lu_solve");
+        return;
+    }
+    const char *path = getenv("CLOPS_CONFIG");
+    struct clops_pool *pool = NULL;
+    int32_t status = path != NULL && path[0] != '\0' ? api->pool_create_from_file(path, &pool)
+                                                     : api->pool_create_default(&pool);
+    if (status != CLOPS_OK) {
+        report_clops_failure_once(api->status_name(status), api->last_error());
+        return;
+    }
+    clops.pool = pool;
+    const char *stats = getenv("CLOPS_LAPACK_STATS");
+    if (stats != NULL && strcmp(stats, "1") == 0)
+        atexit(print_stats);
+}
+
+/* The pool, loading clops on first use; NULL when clops is unavailable. */
+static struct clops_pool *clops_pool(void)
+{
+    pthread_once(&clops.once, clops_init);
+    atomic_store(&clops.loaded, 1);
+    return clops.pool;
+}
+
+static void report_clops_error(int32_t status)
+{
+    const struct clops_api *api = clops.lib.api;
+    report_clops_failure_once(api->status_name(status), api->last_error());
+}
+
+/* Operator calls of our pool that succeeded: the pool is ours alone, so these are exactly the
+ * BLAS/LAPACK calls that ran in clops. */
+EXPORT int clops_lapack_calls(void)
+{
+    /* Never loads clops: before the first offloaded call, nothing ran there. */
+    if (!atomic_load(&clops.loaded) || clops.pool == NULL)
+        return 0;
+    const struct clops_api *api = clops.lib.api;
+    int64_t done = 0;
+    for (int32_t i = 0; i < api->op_count(); i++) {
+        struct clops_op_stats st = {.struct_size = sizeof st};
+        if (api->pool_op_stats(clops.pool, i, &st) == CLOPS_OK)
+            done += st.calls - st.failures;
+    }
+    return (int)done;
+}
+
+static void print_stats(void)
+{
+    struct clops_stats st = {.struct_size = sizeof st};
+    clops.lib.api->pool_stats(clops.pool, &st);
+    fprintf(stderr,
+            "clops_lapack: %d calls ran in clops (%s); pool: %lld operator calls, %lld bytes "
+            "uploaded, %lld downloaded\n",
+            clops_lapack_calls(), clops.lib.path, (long long)st.calls, (long long)st.bytes_uploaded,
+            (long long)st.bytes_downloaded);
+}
+
+/* ---- Shared helpers ------------------------------------------------------------------------- */
+
+static int lsame(char c, char upper)
+{
+    return c == upper || c == upper + ('a' - 'A');
+}
+
+static int max1(int x)
+{
+    return x > 1 ? x : 1;
+}
+
+/* A column-major Fortran matrix as a clops tensor: strides {1, ld}, no copy. */
+static struct clops_tensor fortran_matrix(const void *data, int32_t dtype, int rows, int cols,
+                                          int ld)
+{
+    return clops_matrix((void *)data, dtype, rows, cols, ld, 1);
+}
+
+static struct clops_tensor i32_vector(int *data, int n)
+{
+    struct clops_tensor t = {.data = data, .dtype = CLOPS_I32, .rank = 1};
+    t.shape[0] = n;
+    t.strides[0] = 1;
+    return t;
+}
+
+/* What a routine did: finished (also on errors and quick returns), or left the work to the host
+ * routine because the call is small or clops failed. */
+enum outcome { DONE, RUN_ON_HOST };
+
+/* INFO for a call clops could not run, outside LAPACK's range: -1000 - enum clops_status. */
+static int info_for_clops_failure(int32_t status)
+{
+    return -1000 - (int)status;
+}
+
+/* ---- gemm ----------------------------------------------------------------------------------- */
+
+struct gemm_call {
+    int32_t dtype;
+    const char *srname;
+    char transa, transb;
+    int m, n, k;
+    double alpha, beta;
+    const void *a, *b;
+    void *c;
+    int lda, ldb, ldc;
+};
+
+/* Reference BLAS's checks, in its order; returns the bad parameter's position or 0. */
+static int gemm_check(const struct gemm_call *g)
+{
+    const int nota = lsame(g->transa, 'N'), notb = lsame(g->transb, 'N');
+    const int nrowa = nota ? g->m : g->k, nrowb = notb ? g->k : g->n;
+    if (!nota && !lsame(g->transa, 'C') && !lsame(g->transa, 'T'))
+        return 1;
+    if (!notb && !lsame(g->transb, 'C') && !lsame(g->transb, 'T'))
+        return 2;
+    if (g->m < 0)
+        return 3;
+    if (g->n < 0)
+        return 4;
+    if (g->k < 0)
+        return 5;
+    if (g->lda < max1(nrowa))
+        return 8;
+    if (g->ldb < max1(nrowb))
+        return 10;
+    if (g->ldc < max1(g->m))
+        return 13;
+    return 0;
+}
+
+/* C = beta C, as the reference does when alpha = 0 or K = 0: A and B are not read, and beta = 0
+ * sets C to zero whatever it held. */
+static void gemm_scale_c(const struct gemm_call *g)
+{
+    for (int j = 0; j < g->n; j++)
+        for (int i = 0; i < g->m; i++) {
+            size_t at = (size_t)i + (size_t)j * (size_t)g->ldc;
+            if (g->dtype == CLOPS_F64) {
+                double *c = g->c;
+                c[at] = g->beta == 0.0 ? 0.0 : g->beta * c[at];
+            } else {
+                float *c = g->c;
+                c[at] = g->beta == 0.0 ? 0.0f : (float)g->beta * c[at];
+            }
+        }
+}
+
+/* Bytes from a column-major matrix's first element to just past its last. */
+static size_t matrix_span_bytes(const struct clops_tensor *t)
+{
+    size_t elements = (size_t)(t->shape[1] - 1) * (size_t)t->strides[1] + (size_t)t->shape[0];
+    return elements * (t->dtype == CLOPS_F64 ? sizeof(double) : sizeof(float));
+}
+
+/* LAPACK's blocked codes multiply blocks of one array (dgetrf: A22 -= A21 A12, all inside A):
+ * no element is shared, but the address ranges interleave, which clops refuses for C (it stages
+ * spans). An input whose range meets C's is copied, packed, into `*copy` (freed by the caller);
+ * it is O(MK + KN) next to the product's O(MNK). */
+static int32_t unshare_input(struct clops_tensor *x, const struct clops_tensor *c, void **copy)
+{
+    const char *x_lo = x->data, *c_lo = c->data;
+    const size_t x_bytes = matrix_span_bytes(x), c_bytes = matrix_span_bytes(c);
+    if (!(x_lo < c_lo + c_bytes && c_lo < x_lo + x_bytes))
+        return CLOPS_OK;
+    const size_t size = x->dtype == CLOPS_F64 ? sizeof(double) : sizeof(float);
+    const size_t rows = (size_t)x->shape[0], cols = (size_t)x->shape[1];
+    char *packed = malloc(rows * cols * size);
+    if (packed == NULL)
+        return CLOPS_ERR_OUT_OF_HOST_MEMORY;
+    for (size_t j = 0; j < cols; j++)
+        memcpy(packed + j * rows * size, x_lo + j * (size_t)x->strides[1] * size, rows * size);
+    *x = fortran_matrix(packed, x->dtype, (int)rows, (int)cols, (int)rows);
+    *copy = packed;
+    return CLOPS_OK;
+}
+
+static enum outcome gemm_run(const struct gemm_call *g, enum routine r)
+{
+    int position = gemm_check(g);
+    if (position != 0) {
+        report_illegal(g->srname, position);
+        return DONE;
+    }
+    if (g->m == 0 || g->n == 0 || ((g->alpha == 0.0 || g->k == 0) && g->beta == 1.0))
+        return DONE;
+    if (g->alpha == 0.0 || g->k == 0) {
+        gemm_scale_c(g);
+        return DONE;
+    }
+    const int64_t elements = (int64_t)g->m * g->n + (int64_t)g->m * g->k + (int64_t)g->k * g->n;
+    if (host_for_small(r, elements) != NULL)
+        return RUN_ON_HOST;
+    struct clops_pool *pool = clops_pool();
+    if (pool == NULL)
+        return host_routine(r) != NULL ? RUN_ON_HOST : DONE;
+    const int nota = lsame(g->transa, 'N'), notb = lsame(g->transb, 'N');
+    struct clops_tensor ta =
+        fortran_matrix(g->a, g->dtype, nota ? g->m : g->k, nota ? g->k : g->m, g->lda);
+    struct clops_tensor tb =
+        fortran_matrix(g->b, g->dtype, notb ? g->k : g->n, notb ? g->n : g->k, g->ldb);
+    struct clops_tensor tc = fortran_matrix(g->c, g->dtype, g->m, g->n, g->ldc);
+    void *a_copy = NULL, *b_copy = NULL;
+    int32_t status = unshare_input(&ta, &tc, &a_copy);
+    if (status == CLOPS_OK)
+        status = unshare_input(&tb, &tc, &b_copy);
+    if (status == CLOPS_OK)
+        status = ((clops_gemm_fn)clops.gemm->entry)(
+            pool, &ta, &tb, &tc, nota ? CLOPS_NO_TRANS : CLOPS_TRANS,
+            notb ? CLOPS_NO_TRANS : CLOPS_TRANS, g->alpha, g->beta);
+    free(a_copy);
+    free(b_copy);
+    if (status == CLOPS_OK)
+        return DONE;
+    report_clops_error(status); /* a failed clops call changed nothing: the host may redo it */
+    return host_routine(r) != NULL ? RUN_ON_HOST : DONE;
+}
+
+typedef void sgemm_fn(const char *, const char *, const int *, const int *, const int *,
+                      const float *, const float *, const int *, const float *, const int *,
+                      const float *, float *, const int *, size_t, size_t);
+typedef void dgemm_fn(const char *, const char *, const int *, const int *, const int *,
+                      const double *, const double *, const int *, const double *, const int *,
+                      const double *, double *, const int *, size_t, size_t);
+
+EXPORT void sgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
+                   const float *alpha, const float *a, const int *lda, const float *b,
+                   const int *ldb, const float *beta, float *c, const int *ldc, size_t transa_len,
+                   size_t transb_len)
+{
+    const struct gemm_call g = {CLOPS_F32, "SGEMM ", *transa, *transb, *m,   *n,   *k,  *alpha,
+                                *beta,     a,        b,       c,       *lda, *ldb, *ldc};
+    if (gemm_run(&g, SGEMM) == RUN_ON_HOST)
+        ((sgemm_fn *)host_routine(SGEMM))(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                                          ldc, transa_len, transb_len);
+}
+
+EXPORT void dgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
+                   const double *alpha, const double *a, const int *lda, const double *b,
+                   const int *ldb, const double *beta, double *c, const int *ldc, size_t transa_len,
+                   size_t transb_len)
+{
+    const struct gemm_call g = {CLOPS_F64, "DGEMM ", *transa, *transb, *m,   *n,   *k,  *alpha,
+                                *beta,     a,        b,       c,       *lda, *ldb, *ldc};
+    if (gemm_run(&g, DGEMM) == RUN_ON_HOST)
+        ((dgemm_fn *)host_routine(DGEMM))(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                                          ldc, transa_len, transb_len);
+}
+
+/* ---- CBLAS gemm ----------------------------------------------------------------------------
+ * As the reference CBLAS and OpenBLAS do: a row-major call is the column-major call on the
+ * transposes, C^T = op(B)^T op(A)^T, so errors are reported through xerbla_ with the positions
+ * of that Fortran call; a bad order is position 1 of "cblas_?gemm". */
+
+enum CBLAS_ORDER { CblasRowMajor = 101, CblasColMajor = 102 };
+enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112, CblasConjTrans = 113 };
+
+static char cblas_trans_char(enum CBLAS_TRANSPOSE t)
+{
+    switch (t) {
+    case CblasNoTrans: return 'N';
+    case CblasTrans: return 'T';
+    case CblasConjTrans: return 'C';
+    default: return '?'; /* rejected by gemm_check, as position 1 or 2 */
+    }
+}
+
+static void cblas_gemm(struct gemm_call g, enum CBLAS_ORDER order, const char *cblas_name,
+                       enum routine r)
+{
+    if (order == CblasRowMajor) {
+        const void *a = g.a;
+        char transa = g.transa;
+        int m = g.m, lda = g.lda;
+        g.a = g.b, g.transa = g.transb, g.m = g.n, g.lda = g.ldb;
+        g.b = a, g.transb = transa, g.n = m, g.ldb = lda;
+    } else if (order != CblasColMajor) {
+        report_illegal(cblas_name, 1);
+        return;
+    }
+    if (gemm_run(&g, r) != RUN_ON_HOST)
+        return;
+    /* The host routine takes pointers to the (possibly swapped) Fortran arguments. */
+    if (g.dtype == CLOPS_F64) {
+        const double alpha = g.alpha, beta = g.beta;
+        ((dgemm_fn *)host_routine(r))(&g.transa, &g.transb, &g.m, &g.n, &g.k, &alpha, g.a, &g.lda,
+                                      g.b, &g.ldb, &beta, g.c, &g.ldc, 1, 1);
+    } else {
+        const float alpha = (float)g.alpha, beta = (float)g.beta;
+        ((sgemm_fn *)host_routine(r))(&g.transa, &g.transb, &g.m, &g.n, &g.k, &alpha, g.a, &g.lda,
+                                      g.b, &g.ldb, &beta, g.c, &g.ldc, 1, 1);
+    }
+}
+
+EXPORT void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
+                        enum CBLAS_TRANSPOSE transb, int m, int n, int k, float alpha,
+                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                        int ldc)
+{
+    const struct gemm_call g = {CLOPS_F32,
+                                "SGEMM ",
+                                cblas_trans_char(transa),
+                                cblas_trans_char(transb),
+                                m,
+                                n,
+                                k,
+                                alpha,
+                                beta,
+                                a,
+                                b,
+                                c,
+                                lda,
+                                ldb,
+                                ldc};
+    cblas_gemm(g, order, "cblas_sgemm", SGEMM);
+}
+
+EXPORT void cblas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
+                        enum CBLAS_TRANSPOSE transb, int m, int n, int k, double alpha,
+                        const double *a, int lda, const double *b, int ldb, double beta, double *c,
+                        int ldc)
+{
+    const struct gemm_call g = {CLOPS_F64,
+                                "DGEMM ",
+                                cblas_trans_char(transa),
+                                cblas_trans_char(transb),
+                                m,
+                                n,
+                                k,
+                                alpha,
+                                beta,
+                                a,
+                                b,
+                                c,
+                                lda,
+                                ldb,
+                                ldc};
+    cblas_gemm(g, order, "cblas_dgemm", DGEMM);
+}
+
+/* ---- getrf, getrs, gesv --------------------------------------------------------------------- */
+
+/* Runs one clops LU-family call whose arguments LAPACK's checks accepted. Returns DONE with
+ * *info set, or RUN_ON_HOST when the host routine should run it instead. */
+static enum outcome lu_family_run(enum routine r, int64_t elements, int *info,
+                                  int32_t (*call)(struct clops_pool *, const void *),
+                                  const void *args)
+{
+    if (host_for_small(r, elements) != NULL)
+        return RUN_ON_HOST;
+    struct clops_pool *pool = clops_pool();
+    if (pool == NULL) {
+        if (host_routine(r) != NULL)
+            return RUN_ON_HOST;
+        *info = info_for_clops_failure(CLOPS_ERR_NO_DEVICE);
+        return DONE;
+    }
+    int32_t status = call(pool, args);
+    if (status == CLOPS_OK)
+        return DONE;
+    report_clops_error(status);
+    if (host_routine(r) != NULL)
+        return RUN_ON_HOST;
+    *info = info_for_clops_failure(status);
+    return DONE;
+}
+
+struct lu_args {
+    struct clops_tensor a, b, ipiv, info;
+    int32_t trans;
+};
+
+static int32_t call_lu(struct clops_pool *pool, const void *p)
+{
+    const struct lu_args *x = p;
+    return ((clops_lu_fn)clops.lu->entry)(pool, &x->a, &x->ipiv, &x->info, 0 /* partial */);
+}
+
+static int32_t call_solve(struct clops_pool *pool, const void *p)
+{
+    const struct lu_args *x = p;
+    return ((clops_solve_fn)clops.solve->entry)(pool, &x->a, &x->b, &x->ipiv, &x->info);
+}
+
+static int32_t call_lu_solve(struct clops_pool *pool, const void *p)
+{
+    const struct lu_args *x = p;
+    return ((clops_lu_solve_fn)clops.lu_solve->entry)(pool, &x->a, &x->ipiv, &x->b, x->trans);
+}
+
+static enum outcome getrf_run(enum routine r, int32_t dtype, const char *srname, int m, int n,
+                              void *a, int lda, int *ipiv, int *info)
+{
+    *info = 0;
+    if (m < 0)
+        *info = -1;
+    else if (n < 0)
+        *info = -2;
+    else if (lda < max1(m))
+        *info = -4;
+    if (*info != 0) {
+        report_illegal(srname, -*info);
+        return DONE;
+    }
+    if (m == 0 || n == 0)
+        return DONE;
+    int32_t clops_info = 0;
+    struct lu_args x = {.a = fortran_matrix(a, dtype, m, n, lda),
+                        .ipiv = i32_vector(ipiv, m < n ? m : n),
+                        .info = i32_vector(&clops_info, 1)};
+    enum outcome o = lu_family_run(r, (int64_t)m * n, info, call_lu, &x);
+    if (o == DONE && *info == 0)
+        *info = clops_info;
+    return o;
+}
+
+/* getrs after LAPACK's checks; `gesv` solves with gesv's (factor + solve) instead. */
+static enum outcome getrs_run(enum routine r, int32_t dtype, const char *srname, char trans, int n,
+                              int nrhs, const void *a, int lda, const int *ipiv, void *b, int ldb,
+                              int *info)
+{
+    const int notran = lsame(trans, 'N');
+    *info = 0;
+    if (!notran && !lsame(trans, 'T') && !lsame(trans, 'C'))
+        *info = -1;
+    else if (n < 0)
+        *info = -2;
+    else if (nrhs < 0)
+        *info = -3;
+    else if (lda < max1(n))
+        *info = -5;
+    else if (ldb < max1(n))
+        *info = -8;
+    if (*info != 0) {
+        report_illegal(srname, -*info);
+        return DONE;
+    }
+    if (n == 0 || nrhs == 0)
+        return DONE;
+    struct lu_args x = {.a = fortran_matrix(a, dtype, n, n, lda),
+                        .b = fortran_matrix(b, dtype, n, nrhs, ldb),
+                        .ipiv = i32_vector((int *)ipiv, n),
+                        .trans = notran ? CLOPS_NO_TRANS : CLOPS_TRANS};
+    return lu_family_run(r, (int64_t)n * n + (int64_t)n * nrhs, info, call_lu_solve, &x);
+}
+
+static enum outcome gesv_run(enum routine r, int32_t dtype, const char *srname, int n, int nrhs,
+                             void *a, int lda, int *ipiv, void *b, int ldb, int *info)
+{
+    *info = 0;
+    if (n < 0)
+        *info = -1;
+    else if (nrhs < 0)
+        *info = -2;
+    else if (lda < max1(n))
+        *info = -4;
+    else if (ldb < max1(n))
+        *info = -7;
+    if (*info != 0) {
+        report_illegal(srname, -*info);
+        return DONE;
+    }
+    if (n == 0)
+        return DONE;
+    int32_t clops_info = 0;
+    struct lu_args x = {.a = fortran_matrix(a, dtype, n, n, lda),
+                        .b = fortran_matrix(b, dtype, n, nrhs, ldb),
+                        .ipiv = i32_vector(ipiv, n),
+                        .info = i32_vector(&clops_info, 1)};
+    /* gesv factors A even with no right-hand side, as LAPACK's (getrf, then getrs). */
+    enum outcome o = lu_family_run(r, (int64_t)n * n + (int64_t)n * nrhs, info,
+                                   nrhs == 0 ? call_lu : call_solve, &x);
+    if (o == DONE && *info == 0)
+        *info = clops_info;
+    return o;
+}
+
+typedef void getrf_fn(const int *, const int *, void *, const int *, int *, int *);
+typedef void getrs_fn(const char *, const int *, const int *, const void *, const int *,
+                      const int *, void *, const int *, int *, size_t);
+typedef void gesv_fn(const int *, const int *, void *, const int *, int *, void *, const int *,
+                     int *);
+
+EXPORT void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info)
+{
+    if (getrf_run(SGETRF, CLOPS_F32, "SGETRF", *m, *n, a, *lda, ipiv, info) == RUN_ON_HOST)
+        ((getrf_fn *)host_routine(SGETRF))(m, n, a, lda, ipiv, info);
+}
+
+EXPORT void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info)
+{
+    if (getrf_run(DGETRF, CLOPS_F64, "DGETRF", *m, *n, a, *lda, ipiv, info) == RUN_ON_HOST)
+        ((getrf_fn *)host_routine(DGETRF))(m, n, a, lda, ipiv, info);
+}
+
+EXPORT void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a,
+                    const int *lda, const int *ipiv, float *b, const int *ldb, int *info,
+                    size_t trans_len)
+{
+    if (getrs_run(SGETRS, CLOPS_F32, "SGETRS", *trans, *n, *nrhs, a, *lda, ipiv, b, *ldb, info) ==
+        RUN_ON_HOST)
+        ((getrs_fn *)host_routine(SGETRS))(trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
+}
+
+EXPORT void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a,
+                    const int *lda, const int *ipiv, double *b, const int *ldb, int *info,
+                    size_t trans_len)
+{
+    if (getrs_run(DGETRS, CLOPS_F64, "DGETRS", *trans, *n, *nrhs, a, *lda, ipiv, b, *ldb, info) ==
+        RUN_ON_HOST)
+        ((getrs_fn *)host_routine(DGETRS))(trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
+}
+
+EXPORT void sgesv_(const int *n, const int *nrhs, float *a, const int *lda, int *ipiv, float *b,
+                   const int *ldb, int *info)
+{
+    if (gesv_run(SGESV, CLOPS_F32, "SGESV ", *n, *nrhs, a, *lda, ipiv, b, *ldb, info) ==
+        RUN_ON_HOST)
+        ((gesv_fn *)host_routine(SGESV))(n, nrhs, a, lda, ipiv, b, ldb, info);
+}
+
+EXPORT void dgesv_(const int *n, const int *nrhs, double *a, const int *lda, int *ipiv, double *b,
+                   const int *ldb, int *info)
+{
+    if (gesv_run(DGESV, CLOPS_F64, "DGESV ", *n, *nrhs, a, *lda, ipiv, b, *ldb, info) ==
+        RUN_ON_HOST)
+        ((gesv_fn *)host_routine(DGESV))(n, nrhs, a, lda, ipiv, b, ldb, info);
+}

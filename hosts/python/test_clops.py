@@ -1,0 +1,250 @@
+"""test_clops.py — tests of the ctypes binding, without pytest: `python3 test_clops.py` runs every
+test_* function, prints PASS/FAIL/SKIP for each and exits 1 if any failed. The library comes from
+$CLOPS_LIBRARY (ctest sets it to the build tree's). Results are checked against references
+computed here in pure Python (NumPy parts are skipped when NumPy is not installed)."""
+
+import array
+import ctypes
+import os
+import random
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clops  # noqa: E402
+
+EPS64 = 2.0 ** -52
+EPS32 = 2.0 ** -23
+
+
+class Skip(Exception):
+    pass
+
+
+def random_matrix(rng, m, n, typecode="d"):
+    return array.array(typecode, [rng.uniform(-1, 1) for _ in range(m * n)])
+
+
+def matmul(a, b, m, k, n, a_stride=None):
+    """Row-major m x k times k x n, in pure Python; a_stride = (row, col) strides of a."""
+    rs, cs = a_stride or (k, 1)
+    return [sum(a[i * rs + p * cs] * b[p * n + j] for p in range(k))
+            for i in range(m) for j in range(n)]
+
+
+def max_abs_diff(x, y):
+    assert len(x) == len(y), (len(x), len(y))
+    return max(abs(p - q) for p, q in zip(x, y))
+
+
+def test_abi_mirror_matches_plugin():
+    """The ctypes mirrors have the plugin's sizes: the table's struct_size and clops_op's."""
+    lib = clops.library()
+    assert lib.api.abi_major == clops.ABI_MAJOR
+    if lib.api.abi_minor == clops.ABI_MINOR:
+        assert lib.api.struct_size == ctypes.sizeof(clops.clops_api), lib.api.struct_size
+    assert lib.has("invoke") and lib.has("pool_device_stats")
+    op = lib.find("gemm").contents
+    assert op.struct_size == ctypes.sizeof(clops.clops_op), op.struct_size
+    assert lib.version().count(".") == 2, lib.version()
+
+
+def test_op_listing_contains_gemm():
+    ops = {op.name: op for op in clops.ops()}
+    for name in ("gemm", "lu", "solve", "lu_solve"):
+        assert name in ops, sorted(ops)
+    params = {p.name: p for p in ops["gemm"].params}
+    assert [p.name for p in ops["gemm"].params] == \
+        ["a", "b", "c", "trans_a", "trans_b", "alpha", "beta"]
+    assert params["c"].kind == clops.TENSOR_INOUT and params["c"].dtypes == ["f32", "f64"]
+    assert params["trans_a"].enum_values == ["none", "transpose"]
+    assert params["alpha"].kind == clops.DOUBLE and float(params["alpha"].default) == 1.0
+    assert params["a"].default is None  # required
+
+
+def test_gemm_matches_python_matmul(pool):
+    """C = 1.5 A B + 0.5 C at awkward sizes, f64 and f32, against a pure-Python product."""
+    rng = random.Random(1)
+    m, k, n = 7, 5, 3
+    for typecode, eps in (("d", EPS64), ("f", EPS32)):
+        a, b = random_matrix(rng, m, k, typecode), random_matrix(rng, k, n, typecode)
+        c = random_matrix(rng, m, n, typecode)
+        want = [1.5 * p + 0.5 * q for p, q in zip(matmul(a, b, m, k, n), c)]
+        out = pool.gemm(clops.View(a, (m, k)), clops.View(b, (k, n)), clops.View(c, (m, n)),
+                        alpha=1.5, beta=0.5)
+        err = max_abs_diff(out.tolist(), want)
+        assert err <= 4 * k * eps, (typecode, err)
+
+
+def test_gemm_transposed_and_column_major_views(pool):
+    """The same product through trans_a on A^T, and through a column-major view of A."""
+    rng = random.Random(2)
+    m, k, n = 4, 6, 5
+    a, b = random_matrix(rng, m, k), random_matrix(rng, k, n)
+    want = matmul(a, b, m, k, n)
+    at = array.array("d", [a[i * k + p] for p in range(k) for i in range(m)])  # k x m
+    c = clops.View(array.array("d", [0.0] * (m * n)), (m, n))
+    pool.gemm(clops.View(at, (k, m)), (b, (k, n)), c, trans_a=True)
+    assert max_abs_diff(c.tolist(), want) <= 4 * k * EPS64
+    c2 = clops.View(array.array("d", [0.0] * (m * n)), (m, n))
+    pool.gemm(clops.View(at, (m, k), strides=(1, m)), (b, (k, n)), c2)  # A, column-major
+    assert max_abs_diff(c2.tolist(), want) <= 4 * k * EPS64
+
+
+def test_invoke_by_name_with_defaults(pool):
+    """invoke() with positional and named arguments; beta = 0 never reads the NaNs in C."""
+    a = array.array("d", [1, 2, 3, 4, 5, 6])
+    b = array.array("d", [1, 0, 0, 1, 1, 1])
+    c = array.array("d", [float("nan")] * 4)
+    pool.invoke("gemm", (a, (2, 3)), (b, (3, 2)), c=(c, (2, 2)), trans_b="none")
+    assert list(c) == [4.0, 5.0, 10.0, 11.0], list(c)
+
+
+def lu_residual(a0, lu, ipiv, n):
+    """||P A - L U||_max / (||A||_max n eps), with P applied as LAPACK's 1-based ipiv says."""
+    pa = [list(a0[i * n:(i + 1) * n]) for i in range(n)]
+    for i in range(n):
+        p = ipiv[i] - 1
+        pa[i], pa[p] = pa[p], pa[i]
+    worst = 0.0
+    for i in range(n):
+        for j in range(n):
+            s = sum((lu[i * n + p] if p < i else 1.0) * lu[p * n + j]
+                    for p in range(min(i, j) + 1))
+            worst = max(worst, abs(pa[i][j] - s))
+    return worst / (max(abs(x) for x in a0) * n * EPS64)
+
+
+def test_lu_and_solve_residuals_5x5(pool):
+    rng = random.Random(3)
+    n, nrhs = 5, 2
+    a0 = random_matrix(rng, n, n)
+    a = array.array("d", a0)
+    ipiv, info = pool.lu(clops.View(a, (n, n)))
+    assert info == 0 and len(ipiv) == n, (info, list(ipiv))
+    assert all(i + 1 <= p <= n for i, p in enumerate(ipiv)), list(ipiv)
+    assert lu_residual(a0, a, ipiv, n) < 10, lu_residual(a0, a, ipiv, n)
+
+    b0 = random_matrix(rng, n, nrhs)
+    a, x = array.array("d", a0), array.array("d", b0)
+    ipiv, info = pool.solve(clops.View(a, (n, n)), clops.View(x, (n, nrhs)))
+    assert info == 0, info
+    ax = matmul(a0, x, n, n, nrhs)
+    norm_a = max(sum(abs(a0[i * n + j]) for j in range(n)) for i in range(n))
+    residual = max_abs_diff(ax, b0) / (norm_a * max(abs(v) for v in x) * n * EPS64)
+    assert residual < 10, residual
+    assert lu_residual(a0, a, ipiv, n) < 10  # a holds the factors, as lu's
+
+
+def test_singular_matrix_reports_info(pool):
+    a = array.array("d", [1, 2, 2, 4])  # rank 1: U(2, 2) is exactly zero
+    b = array.array("d", [1, 1])
+    ipiv, info = pool.solve((a, (2, 2)), (b, (2, 1)))
+    assert info == 2 and list(b) == [1.0, 1.0], (info, list(b))
+
+
+def test_bad_argument_raises_clops_error(pool):
+    a = (array.array("d", [0.0] * 4), (2, 2))
+    try:
+        pool.invoke("gemm", a=a, b=a, c=(array.array("d", [0.0] * 4), (2, 2)), gamma=2.0)
+        raise AssertionError("no error for parameter 'gamma'")
+    except clops.ClopsError as e:
+        assert e.status == clops.ERR_NOT_FOUND, e
+        assert "no parameter named 'gamma'" in e.message and "CLOPS_ERR_NOT_FOUND" in str(e), e
+    try:
+        pool.gemm(a, a, (array.array("d", [0.0] * 6), (2, 3)))
+        raise AssertionError("no error for a 2x3 C")
+    except clops.ClopsError as e:
+        assert e.status == clops.ERR_INVALID_ARGUMENT and "'c'" in e.message, e
+    try:
+        pool.invoke("gemmm")
+        raise AssertionError("no error for operator 'gemmm'")
+    except clops.ClopsError as e:
+        assert e.status == clops.ERR_NOT_FOUND and "gemmm" in e.message, e
+
+
+def test_log_callback_receives_pool_messages():
+    got = []
+    clops.library().set_log_callback(lambda level, message: got.append((level, message)),
+                                     clops.LOG_INFO)
+    try:
+        with clops.Pool():
+            pass
+    finally:
+        clops.library().set_log_callback(None)
+    assert any(level == clops.LOG_INFO and "device 0" in m for level, m in got), got
+
+
+def test_view_past_its_buffer_is_refused():
+    try:
+        clops.View(array.array("d", [0.0] * 5), (2, 3))
+        raise AssertionError("a 2x3 view of 5 elements was accepted")
+    except ValueError as e:
+        assert "past the buffer" in str(e), e
+
+
+def test_device_buffers_gemm(pool):
+    """Operands kept in device buffers: upload, gemm on device views, download."""
+    rng = random.Random(4)
+    m, k, n = 3, 4, 2
+    a, b = random_matrix(rng, m, k), random_matrix(rng, k, n)
+    with pool.buffer(8 * m * k) as da, pool.buffer(8 * k * n) as db, \
+            pool.buffer(8 * m * n) as dc:
+        da.upload(a)
+        db.upload(b)
+        pool.gemm(da.view(clops.F64, (m, k)), db.view(clops.F64, (k, n)),
+                  dc.view(clops.F64, (m, n)), alpha=2.0)
+        c = dc.download(array.array("d", [0.0] * (m * n)))
+    want = [2 * v for v in matmul(a, b, m, k, n)]
+    assert max_abs_diff(c, want) <= 8 * k * EPS64
+
+
+def test_numpy_views_any_layout(pool):
+    if clops.numpy is None:
+        raise Skip("NumPy is not installed")
+    np = clops.numpy
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((9, 7))
+    b = np.asfortranarray(rng.standard_normal((7, 4)))
+    c = np.zeros((4, 9)).T  # column-major 9x4 view
+    pool.gemm(a[:, :], b, c)
+    assert np.max(np.abs(c - a @ b)) <= 8 * 7 * EPS64
+    c32 = np.zeros((5, 4), np.float32)
+    a32 = rng.standard_normal((7, 5)).astype(np.float32)
+    pool.gemm(a32.T, b[:, :].astype(np.float32), c32)  # a transposed view, no copy
+    assert np.max(np.abs(c32 - a32.T @ b.astype(np.float32))) <= 8 * 7 * EPS32
+    big = rng.standard_normal((10, 8))
+    c = np.zeros((5, 4))
+    pool.gemm(big[::2, 1:9:2], b[:4], c)  # strided slices, taken in place
+    assert np.max(np.abs(c - big[::2, 1:9:2] @ b[:4])) <= 8 * 4 * EPS64
+    m = rng.standard_normal((5, 5))
+    ipiv, info = pool.lu(m.copy())
+    assert ipiv.dtype == np.int32 and ipiv.shape == (5,) and info == 0
+    x = rng.standard_normal((5, 2))
+    lu, rhs = m.copy(), x.copy()
+    ipiv, info = pool.solve(lu, rhs)
+    assert info == 0 and np.max(np.abs(m @ rhs - x)) <= 1e-12 * np.abs(m).max() * 5
+
+
+def main():
+    tests = [(k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)]
+    failed = 0
+    with clops.Pool() as pool:
+        print("libclops %s from %s, device: %s" % (clops.library().version(),
+              clops.library().path, pool.devices()[0].name.decode()))
+        for name, fn in tests:
+            try:
+                fn(pool) if fn.__code__.co_argcount else fn()
+                print("PASS", name)
+            except Skip as why:
+                print("SKIP", name, "-", why)
+            except Exception:  # noqa: BLE001 — report every failure, then the next test
+                failed += 1
+                print("FAIL", name)
+                traceback.print_exc()
+    print("%d of %d tests failed" % (failed, len(tests)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
