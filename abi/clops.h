@@ -341,7 +341,11 @@ typedef const struct clops_api *(*clops_plugin_entry_fn)(uint32_t abi_major);
 static inline struct clops_tensor clops_matrix(void *data, int32_t dtype, int64_t rows,
                                                int64_t cols, int64_t ld, int32_t column_major)
 {
+#ifdef __cplusplus
+    struct clops_tensor t = {}; /* C++: {0} would warn of missing initializers */
+#else
     struct clops_tensor t = {0};
+#endif
     t.data = data;
     t.dtype = dtype;
     t.rank = 2;

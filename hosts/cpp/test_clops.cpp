@@ -1,0 +1,359 @@
+// test_clops.cpp — the C++ binding against libclops: gemm against a long-double loop reference
+// in every layout, lu + lu_solve and solve against LAPACK's residual bound, clops::error on bad
+// arguments (status and message), generic invoke, device buffers, and move-only ownership.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "clops.hpp"
+
+namespace
+{
+
+// LAPACK's test suite accepts scaled residuals below 30.
+constexpr double residual_bound = 30;
+
+void expect(bool condition, const std::string &what)
+{
+    if (!condition) {
+        std::printf("FAIL: %s\n", what.c_str());
+        std::exit(1);
+    }
+}
+
+void pass(const char *name, double value)
+{
+    std::printf("%s: PASS, scaled error %.3e\n", name, value);
+}
+
+std::mt19937_64 rng(20261123);
+
+template <class T> std::vector<T> random_vector(std::size_t n)
+{
+    std::uniform_real_distribution<double> uniform(-1, 1);
+    std::vector<T> v(n);
+    for (T &x : v)
+        x = static_cast<T>(uniform(rng));
+    return v;
+}
+
+std::size_t idx(int64_t i)
+{
+    return static_cast<std::size_t>(i);
+}
+
+// Element (i, j) of a matrix stored with strides (s0, s1).
+template <class T> T at(const std::vector<T> &v, int64_t i, int64_t j, int64_t s0, int64_t s1)
+{
+    return v[idx(i * s0 + j * s1)];
+}
+
+// max |C - Cref| / (K ε (|α| max(|op(A)||op(B)|) + |β| max|C0|)), the reference in long double.
+// op(A)(i, p) = a[i*as0 + p*as1]: a transposed view only swaps the strides given here.
+template <class T>
+double gemm_error(const std::vector<T> &a, int64_t as0, int64_t as1, const std::vector<T> &b,
+                  int64_t bs0, int64_t bs1, const std::vector<T> &c0, const std::vector<T> &c,
+                  int64_t cs0, int64_t cs1, int64_t m, int64_t n, int64_t k, double alpha,
+                  double beta)
+{
+    long double max_error = 0, max_abs = 0, max_c0 = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            long double sum = 0, abs_sum = 0;
+            for (int64_t p = 0; p < k; p++) {
+                long double term = static_cast<long double>(at(a, i, p, as0, as1)) *
+                                   static_cast<long double>(at(b, p, j, bs0, bs1));
+                sum += term;
+                abs_sum += std::fabs(term);
+            }
+            long double c_prior = at(c0, i, j, cs0, cs1);
+            long double reference =
+                static_cast<long double>(alpha) * sum + static_cast<long double>(beta) * c_prior;
+            long double error =
+                std::fabs(static_cast<long double>(at(c, i, j, cs0, cs1)) - reference);
+            max_error = std::fmax(max_error, error);
+            max_abs = std::fmax(max_abs, abs_sum);
+            max_c0 = std::fmax(max_c0, std::fabs(c_prior));
+        }
+    double eps = std::numeric_limits<T>::epsilon();
+    return static_cast<double>(max_error / (static_cast<long double>(k) * eps *
+                                            (std::fabs(static_cast<long double>(alpha)) * max_abs +
+                                             std::fabs(static_cast<long double>(beta)) * max_c0)));
+}
+
+void test_gemm_row_major_matches_loop(const clops::pool &pool)
+{
+    const int64_t m = 37, n = 41, k = 23;
+    auto a = random_vector<double>(idx(m * k)), b = random_vector<double>(idx(k * n));
+    auto c = random_vector<double>(idx(m * n));
+    const auto c0 = c;
+    pool.gemm(clops::view(a, m, k), clops::view(b, k, n), clops::view(c, m, n), -1.5, 0.75);
+    double error = gemm_error(a, k, 1, b, n, 1, c0, c, n, 1, m, n, k, -1.5, 0.75);
+    expect(error < 2, "gemm row-major matches the loop reference");
+    pass("gemm_row_major_matches_loop", error);
+}
+
+// Column-major A and C (Fortran order), and B used through a transposed view, f32.
+void test_gemm_column_major_transposed_f32(const clops::pool &pool)
+{
+    const int64_t m = 29, n = 17, k = 50;
+    auto a = random_vector<float>(idx(m * k));  // m×k column-major
+    auto bt = random_vector<float>(idx(n * k)); // n×k row-major: B = btᵀ, k×n
+    auto c = random_vector<float>(idx(m * n));  // m×n column-major
+    const auto c0 = c;
+    const auto &a_const = a; // a read-only view serves an input
+    pool.gemm(clops::view(a_const, m, k, clops::layout::column_major), clops::view(bt, n, k).t(),
+              clops::view(c, m, n, clops::layout::column_major), 2.0, 1.0);
+    double error = gemm_error(a, 1, m, bt, 1, k, c0, c, 1, m, m, n, k, 2.0, 1.0);
+    expect(error < 2, "gemm column-major / transposed f32 matches the loop reference");
+    pass("gemm_column_major_transposed_f32", error);
+}
+
+// The trans flags, and a submatrix with a leading dimension larger than its width.
+void test_gemm_trans_flags_and_leading_dimension(const clops::pool &pool)
+{
+    const int64_t m = 19, n = 13, k = 31, lda = 40;
+    auto a = random_vector<double>(idx(k * lda));    // Aᵀ stored k×m row-major, ld 40
+    auto b = random_vector<double>(idx(n * k));      // Bᵀ stored n×k
+    std::vector<double> c(idx(m * n), std::nan("")); // beta = 0: NaN never read
+    const std::vector<double> c0(c.size(), 0.0);
+    pool.gemm(clops::view(a, k, m, clops::layout::row_major, lda), clops::view(b, n, k),
+              clops::view(c, m, n), 1.0, 0.0, clops::trans::transpose, clops::trans::transpose);
+    double error = gemm_error(a, 1, lda, b, 1, k, c0, c, n, 1, m, n, k, 1.0, 0.0);
+    expect(error < 2, "gemm with trans flags and ld matches the loop reference");
+    pass("gemm_trans_flags_and_leading_dimension", error);
+}
+
+// ‖b − A x‖₁ / (N ‖A‖₁ ‖x‖₁ ε) per column, the largest (LAPACK's xGET02); row-major N×NRHS.
+double solve_residual(const std::vector<double> &a, const std::vector<double> &x,
+                      const std::vector<double> &b, int64_t n, int64_t nrhs, bool transposed)
+{
+    double norm_a = 0;
+    for (int64_t j = 0; j < n; j++) {
+        double column = 0;
+        for (int64_t i = 0; i < n; i++)
+            column += std::fabs(transposed ? a[idx(j * n + i)] : a[idx(i * n + j)]);
+        norm_a = std::fmax(norm_a, column);
+    }
+    double worst = 0;
+    for (int64_t r = 0; r < nrhs; r++) {
+        long double residual = 0, norm_x = 0;
+        for (int64_t i = 0; i < n; i++) {
+            long double ax = 0;
+            for (int64_t j = 0; j < n; j++)
+                ax += static_cast<long double>(transposed ? a[idx(j * n + i)] : a[idx(i * n + j)]) *
+                      x[idx(j * nrhs + r)];
+            residual += std::fabs(b[idx(i * nrhs + r)] - ax);
+            norm_x += std::fabs(x[idx(i * nrhs + r)]);
+        }
+        worst =
+            std::fmax(worst, static_cast<double>(residual / (static_cast<long double>(n) * norm_a *
+                                                             norm_x * 2.220446049250313e-16L)));
+    }
+    return worst;
+}
+
+void test_lu_then_lu_solve_residual(const clops::pool &pool)
+{
+    const int64_t n = 50, nrhs = 3;
+    const auto a0 = random_vector<double>(idx(n * n));
+    const auto b0 = random_vector<double>(idx(n * nrhs));
+    auto factors = a0, x = b0;
+    std::vector<int32_t> ipiv(idx(n), -1);
+    int32_t info = pool.lu(clops::view(factors, n, n), clops::view(ipiv));
+    expect(info == 0, "lu info = 0 on a random matrix");
+    for (int64_t i = 0; i < n; i++)
+        expect(ipiv[idx(i)] >= i + 1 && ipiv[idx(i)] <= n,
+               "lu pivots are 1-based, i <= ipiv(i) <= N");
+    pool.lu_solve(clops::view(factors, n, n), clops::view(ipiv), clops::view(x, n, nrhs));
+    double error = solve_residual(a0, x, b0, n, nrhs, false);
+    expect(error < residual_bound, "lu + lu_solve residual");
+    pass("lu_then_lu_solve_residual", error);
+
+    x = b0;
+    pool.lu_solve(clops::view(factors, n, n), clops::view(ipiv), clops::view(x, n, nrhs),
+                  clops::trans::transpose);
+    error = solve_residual(a0, x, b0, n, nrhs, true);
+    expect(error < residual_bound, "lu + lu_solve(transpose) residual");
+    pass("lu_then_lu_solve_transposed_residual", error);
+}
+
+void test_solve_residual(const clops::pool &pool)
+{
+    const int64_t n = 50, nrhs = 2;
+    const auto a0 = random_vector<double>(idx(n * n));
+    const auto b0 = random_vector<double>(idx(n * nrhs));
+    auto a = a0, x = b0;
+    std::vector<int32_t> ipiv(idx(n));
+    int32_t info = pool.solve(clops::view(a, n, n), clops::view(x, n, nrhs), clops::view(ipiv));
+    expect(info == 0, "solve info = 0");
+    double error = solve_residual(a0, x, b0, n, nrhs, false);
+    expect(error < residual_bound, "solve residual");
+    pass("solve_residual", error);
+
+    // A zero third column: info = 3 as LAPACK's, b untouched.
+    std::vector<double> singular = a0, y = b0;
+    for (int64_t i = 0; i < n; i++)
+        singular[idx(i * n + 2)] = 0;
+    info = pool.solve(clops::view(singular, n, n), clops::view(y, n, nrhs), clops::view(ipiv));
+    expect(info == 3, "solve info = 3 for a zero third column");
+    expect(y == b0, "b untouched when A is singular");
+    std::printf("solve_singular_reports_info: PASS (info = %d)\n", static_cast<int>(info));
+}
+
+void test_bad_arguments_throw_status_and_message(const clops::pool &pool)
+{
+    std::vector<double> a(20, 1.0), b(18, 1.0), c(30, 7.0);
+    try {
+        pool.gemm(clops::view(a, 5, 4), clops::view(b, 3, 6), clops::view(c, 5, 6));
+        expect(false, "gemm 5x4 * 3x6 throws");
+    } catch (const clops::error &e) {
+        std::printf("  gemm 5x4 * 3x6 -> %s\n", e.what());
+        expect(e.status() == CLOPS_ERR_INVALID_ARGUMENT, "status is CLOPS_ERR_INVALID_ARGUMENT");
+        expect(e.status_name() == "CLOPS_ERR_INVALID_ARGUMENT", "status name");
+        expect(e.message().find("gemm") != std::string::npos &&
+                   e.message().find("'b'") != std::string::npos,
+               "the message names the operator and the parameter");
+        expect(c == std::vector<double>(30, 7.0), "a rejected call changes nothing");
+    }
+    // The binding's own checks: a view that does not fit its vector, a read-only output.
+    try {
+        (void)clops::view(a, 5, 5);
+        expect(false, "a 5x5 view of 20 elements throws");
+    } catch (const clops::error &e) {
+        expect(e.status() == CLOPS_ERR_INVALID_ARGUMENT &&
+                   e.message().find("20") != std::string::npos,
+               "view that does not fit: INVALID_ARGUMENT naming the size");
+    }
+    const std::vector<double> &c_const = c;
+    try {
+        pool.gemm(clops::view(a, 5, 4), clops::view(a, 4, 5), clops::view(c_const, 5, 5));
+        expect(false, "a read-only C throws");
+    } catch (const clops::error &e) {
+        expect(e.status() == CLOPS_ERR_INVALID_ARGUMENT &&
+                   e.message().find("'c'") != std::string::npos,
+               "read-only output: INVALID_ARGUMENT naming c");
+    }
+    try {
+        pool.invoke("gemmm", {});
+        expect(false, "an unknown operator throws");
+    } catch (const clops::error &e) {
+        expect(e.status() == CLOPS_ERR_NOT_FOUND, "unknown operator: CLOPS_ERR_NOT_FOUND");
+    }
+    std::printf("bad_arguments_throw_status_and_message: PASS\n");
+}
+
+// C = 2 A Bᵀ + 1 C by name, numbers given as int and double, an enum as its string.
+void test_invoke_by_name(const clops::pool &pool)
+{
+    const int64_t m = 11, n = 9, k = 7;
+    auto a = random_vector<double>(idx(m * k)), bt = random_vector<double>(idx(n * k));
+    auto c = random_vector<double>(idx(m * n));
+    const auto c0 = c;
+    pool.invoke("gemm", {{"a", clops::view(a, m, k)},
+                         {"b", clops::view(bt, n, k)},
+                         {"c", clops::view(c, m, n)},
+                         {"alpha", 2.0},
+                         {"beta", 1},
+                         {"trans_b", "transpose"}});
+    double error = gemm_error(a, k, 1, bt, 1, k, c0, c, n, 1, m, n, k, 2.0, 1.0);
+    expect(error < 2, "invoke(gemm) matches the loop reference");
+    try {
+        pool.invoke("gemm", {{"a", clops::view(a, m, k)}, {"gamma", 1.0}});
+        expect(false, "an unknown parameter throws");
+    } catch (const clops::error &e) {
+        expect(e.message().find("gamma") != std::string::npos, "the message names 'gamma'");
+    }
+    pass("invoke_by_name", error);
+}
+
+// Operands in device buffers; the buffer keeps the pool alive after the pool object is reset.
+void test_device_buffers(clops::library &lib)
+{
+    const int64_t m = 16, n = 12, k = 10;
+    auto a = random_vector<double>(idx(m * k)), b = random_vector<double>(idx(k * n));
+    std::vector<double> c(idx(m * n), 0.0), c0 = c;
+    clops::pool pool = lib.create_pool();
+    clops::buffer da = pool.create_buffer(m * k * 8), db = pool.create_buffer(k * n * 8);
+    clops::buffer dc = pool.create_buffer(m * n * 8);
+    expect(dc.size() == m * n * 8, "buffer_size");
+    da.upload(a);
+    db.upload(b);
+    pool.gemm(da.matrix<double>(m, k), db.matrix<double>(k, n), dc.matrix<double>(m, n));
+    pool.reset(); // the buffers still hold the pool
+    dc.download(c);
+    double error = gemm_error(a, k, 1, b, n, 1, c0, c, n, 1, m, n, k, 1.0, 0.0);
+    expect(error < 2, "gemm on device buffers matches the loop reference");
+    clops::buffer moved = std::move(dc);
+    expect(!dc && moved, "a moved-from buffer is empty");
+    pass("device_buffers", error);
+}
+
+// Move-only ownership: the moved-from pool is empty and its calls throw; the handle moved
+// with it, so only the new owner releases it (a second release would be a double free, which
+// the CLOPS_SANITIZE build reports). A pool outlives its library object.
+void test_move_semantics()
+{
+    clops::pool outlives;
+    {
+        clops::library lib;
+        clops::pool first = lib.create_pool();
+        clops_pool *handle = first.get();
+        expect(handle != nullptr && static_cast<bool>(first), "a created pool holds a handle");
+
+        clops::pool second = std::move(first);
+        expect(first.empty() && !first && first.get() == nullptr, "moved-from pool is empty");
+        expect(second.get() == handle, "the handle moved");
+        try {
+            std::vector<double> x(4, 1.0), y(4, 0.0);
+            first.gemm(clops::view(x, 2, 2), clops::view(x, 2, 2), clops::view(y, 2, 2));
+            expect(false, "a call on a moved-from pool throws");
+        } catch (const clops::error &e) {
+            expect(e.status() == CLOPS_ERR_INVALID_ARGUMENT &&
+                       e.message().find("empty") != std::string::npos,
+                   "moved-from pool: INVALID_ARGUMENT, 'empty'");
+        }
+
+        clops::pool third = lib.create_pool();
+        third = std::move(second); // releases third's own pool, takes second's
+        expect(second.empty() && third.get() == handle, "move assignment takes the handle");
+        outlives = std::move(third);
+
+        clops::library moved_lib = std::move(lib);
+        expect(!lib && static_cast<bool>(moved_lib), "a moved-from library is empty");
+    } // the library objects are gone; the plugin stays loaded for `outlives`
+    std::vector<double> x = {1, 2, 3, 4}, y(4, 0.0);
+    outlives.gemm(clops::view(x, 2, 2), clops::view(x, 2, 2), clops::view(y, 2, 2));
+    expect(y == std::vector<double>({7, 10, 15, 22}), "a pool outlives its library object");
+    std::printf("move_semantics: PASS\n");
+}
+
+} // namespace
+
+int main()
+{
+    try {
+        clops::library lib;
+        std::printf("libclops %s, ABI %d.%d\n", lib.version().c_str(),
+                    static_cast<int>(lib.api().abi_major), static_cast<int>(lib.api().abi_minor));
+        clops::pool pool = lib.create_pool();
+        test_gemm_row_major_matches_loop(pool);
+        test_gemm_column_major_transposed_f32(pool);
+        test_gemm_trans_flags_and_leading_dimension(pool);
+        test_lu_then_lu_solve_residual(pool);
+        test_solve_residual(pool);
+        test_bad_arguments_throw_status_and_message(pool);
+        test_invoke_by_name(pool);
+        test_device_buffers(lib);
+        test_move_semantics();
+    } catch (const clops::error &e) {
+        std::printf("FAIL: unexpected clops::error: %s\n", e.what());
+        return 1;
+    }
+    std::printf("All C++ tests PASS\n");
+    return 0;
+}

@@ -1,0 +1,862 @@
+! clops.f90 — the Fortran binding of libclops: bind(c) mirrors of abi/clops.h, loading the plugin
+! with dlopen/dlsym, and typed gemm/lu/solve/lu_solve on Fortran arrays, passed without copies.
+!
+! Arrays are described to clops where they lie: shape and strides (in elements) come from the
+! addresses of their elements, so whole arrays (strides {1, size(a,1)}) and sections of a larger
+! array such as a(1:m, 1:k) (strides {1, lda}) reach the device without a copy. clops needs one
+! unit stride per matrix, as LAPACK does, and says so in its message otherwise.
+!
+! Errors: every call takes an optional `status` (intent(out), enum clops_status). When it is
+! present a failure is returned there and clops_error_message() says what went wrong; when it is
+! absent a failure stops the program with that message, as an I/O statement without iostat= does.
+module clops
+    use, intrinsic :: iso_c_binding
+    use, intrinsic :: iso_fortran_env, only: error_unit, real32, real64
+    implicit none
+    private
+
+    ! ---- Constants of abi/clops.h -----------------------------------------------------------
+    integer(c_int32_t), parameter, public :: CLOPS_ABI_MAJOR = 1, CLOPS_ABI_MINOR = 1
+    integer, parameter, public :: CLOPS_MAX_RANK = 4
+
+    integer(c_int32_t), parameter, public :: &
+        CLOPS_OK = 0, CLOPS_ERR_INVALID_ARGUMENT = 1, CLOPS_ERR_UNSUPPORTED = 2, &
+        CLOPS_ERR_OUT_OF_DEVICE_MEMORY = 3, CLOPS_ERR_OUT_OF_HOST_MEMORY = 4, &
+        CLOPS_ERR_DEVICE = 5, CLOPS_ERR_BUILD = 6, CLOPS_ERR_CONFIG = 7, CLOPS_ERR_IO = 8, &
+        CLOPS_ERR_NOT_FOUND = 9, CLOPS_ERR_ABI_MISMATCH = 10, CLOPS_ERR_NO_DEVICE = 11, &
+        CLOPS_ERR_INTERNAL = 12
+
+    integer(c_int32_t), parameter, public :: &
+        CLOPS_DTYPE_INVALID = 0, CLOPS_F32 = 1, CLOPS_F64 = 2, CLOPS_I32 = 3, CLOPS_U32 = 4, &
+        CLOPS_U8 = 5, CLOPS_I64 = 6
+
+    integer(c_int32_t), parameter, public :: &
+        CLOPS_PARAM_TENSOR_IN = 1, CLOPS_PARAM_TENSOR_OUT = 2, CLOPS_PARAM_TENSOR_INOUT = 3, &
+        CLOPS_PARAM_INT64 = 4, CLOPS_PARAM_DOUBLE = 5, CLOPS_PARAM_ENUM = 6, CLOPS_PARAM_STRING = 7
+
+    integer(c_int32_t), parameter, public :: CLOPS_NO_TRANS = 0, CLOPS_TRANS = 1
+    integer(c_int32_t), parameter, public :: &
+        CLOPS_LOG_ERROR = 0, CLOPS_LOG_WARNING = 1, CLOPS_LOG_INFO = 2, CLOPS_LOG_DEBUG = 3
+    integer(c_int32_t), parameter, public :: &
+        CLOPS_DEVICE_GPU = 1, CLOPS_DEVICE_CPU = 2, CLOPS_DEVICE_OTHER = 4
+
+    ! ---- Mirrors of the ABI's structs (member for member; uint32/uint16 as the signed type of
+    ! the same width: the values fit) ----------------------------------------------------------
+
+    type, bind(c), public :: clops_tensor
+        type(c_ptr) :: data = c_null_ptr
+        type(c_ptr) :: buffer = c_null_ptr
+        integer(c_int64_t) :: offset = 0
+        integer(c_int32_t) :: dtype = CLOPS_DTYPE_INVALID
+        integer(c_int32_t) :: rank = 0
+        integer(c_int64_t) :: shape(CLOPS_MAX_RANK) = 0
+        integer(c_int64_t) :: strides(CLOPS_MAX_RANK) = 0
+    end type
+
+    type, bind(c), public :: clops_param
+        type(c_ptr) :: name
+        integer(c_int32_t) :: kind
+        integer(c_int32_t) :: dtypes ! uint32_t
+        type(c_ptr) :: enum_values
+        type(c_ptr) :: default_value
+        type(c_ptr) :: doc
+    end type
+
+    type, bind(c), public :: clops_op
+        integer(c_int32_t) :: struct_size ! uint32_t
+        integer(c_int32_t) :: version
+        type(c_ptr) :: name
+        type(c_ptr) :: summary
+        type(c_ptr) :: doc
+        integer(c_int32_t) :: param_count
+        integer(c_int32_t) :: reserved
+        type(c_ptr) :: params
+        type(c_funptr) :: entry
+    end type
+
+    type, bind(c), public :: clops_arg
+        type(c_ptr) :: name = c_null_ptr
+        integer(c_int32_t) :: kind = 0
+        integer(c_int32_t) :: reserved = 0
+        type(c_ptr) :: tensor = c_null_ptr
+        integer(c_int64_t) :: i = 0
+        real(c_double) :: d = 0
+        type(c_ptr) :: s = c_null_ptr
+    end type
+
+    type, bind(c), public :: clops_device_info
+        integer(c_int32_t) :: struct_size ! uint32_t
+        integer(c_int32_t) :: type
+        character(kind=c_char) :: name(128)
+        character(kind=c_char) :: vendor(64)
+        character(kind=c_char) :: platform(64)
+        character(kind=c_char) :: driver_version(64)
+        character(kind=c_char) :: opencl_version(64)
+        integer(c_int64_t) :: global_mem_bytes
+        integer(c_int64_t) :: local_mem_bytes
+        integer(c_int32_t) :: compute_units
+        integer(c_int32_t) :: queues
+        integer(c_int32_t) :: fp64
+        integer(c_int32_t) :: platform_index
+        integer(c_int32_t) :: device_index
+        integer(c_int32_t) :: reserved
+    end type
+
+    type, bind(c), public :: clops_stats
+        integer(c_int32_t) :: struct_size ! uint32_t
+        integer(c_int32_t) :: reserved
+        integer(c_int64_t) :: programs_built
+        integer(c_int64_t) :: programs_loaded
+        integer(c_int64_t) :: cache_rejected
+        integer(c_int64_t) :: calls
+        integer(c_int64_t) :: bytes_uploaded
+        integer(c_int64_t) :: bytes_downloaded
+    end type
+
+    type, bind(c), public :: clops_op_stats
+        integer(c_int32_t) :: struct_size ! uint32_t
+        integer(c_int32_t) :: reserved
+        type(c_ptr) :: name
+        integer(c_int64_t) :: calls
+        integer(c_int64_t) :: failures
+        integer(c_int64_t) :: device_ns
+    end type
+
+    type, bind(c), public :: clops_device_stats
+        integer(c_int32_t) :: struct_size ! uint32_t
+        integer(c_int32_t) :: reserved
+        integer(c_int64_t) :: tasks
+        integer(c_int64_t) :: busy_ns
+    end type
+
+    ! The table, in the header's order. A plugin older than this mirror returns a shorter table:
+    ! a member may be used only when struct_size covers it (clops_api_has).
+    type, bind(c), public :: clops_api
+        integer(c_int32_t) :: struct_size ! uint32_t
+        integer(c_int16_t) :: abi_major   ! uint16_t
+        integer(c_int16_t) :: abi_minor   ! uint16_t
+        type(c_funptr) :: version
+        type(c_funptr) :: last_error
+        type(c_funptr) :: status_name
+        type(c_funptr) :: set_log_callback
+        type(c_funptr) :: devices_list
+        type(c_funptr) :: pool_create_default
+        type(c_funptr) :: pool_create_from_file
+        type(c_funptr) :: pool_create_from_string
+        type(c_funptr) :: pool_release
+        type(c_funptr) :: pool_device_count
+        type(c_funptr) :: pool_device_info
+        type(c_funptr) :: pool_stats
+        type(c_funptr) :: pool_op_stats
+        type(c_funptr) :: buffer_create
+        type(c_funptr) :: buffer_upload
+        type(c_funptr) :: buffer_download
+        type(c_funptr) :: buffer_release
+        type(c_funptr) :: buffer_size
+        type(c_funptr) :: op_count
+        type(c_funptr) :: op_at
+        type(c_funptr) :: op_find
+        type(c_funptr) :: op_index
+        type(c_funptr) :: invoke
+        ! ---- Appended in ABI 1.1 ----
+        type(c_funptr) :: pool_device_stats
+    end type
+
+    ! Bytes of the table up to and including `invoke`, the last member this module calls:
+    ! the three header fields (8 bytes), then 23 function pointers.
+    integer(c_int32_t), parameter :: API_BYTES_NEEDED = 8 + 23 * 8
+
+    ! A pool of devices and queues; released with clops_pool_release (a released or never
+    ! created pool has a null handle).
+    type, public :: clops_pool
+        type(c_ptr) :: handle = c_null_ptr
+    end type
+
+    public :: clops_load, clops_is_loaded, clops_get_api, clops_version
+    public :: clops_pool_create, clops_pool_release
+    public :: clops_error_message, clops_status_name
+    public :: gemm, lu, solve, lu_solve
+
+    interface gemm
+        module procedure gemm_f64, gemm_f32
+    end interface
+    interface lu
+        module procedure lu_f64, lu_f32
+    end interface
+    interface solve
+        module procedure solve_f64, solve_f64_vector, solve_f32, solve_f32_vector
+    end interface
+    interface lu_solve
+        module procedure lu_solve_f64, lu_solve_f64_vector, lu_solve_f32, lu_solve_f32_vector
+    end interface
+
+    ! ---- libdl and libc ---------------------------------------------------------------------
+    integer(c_int), parameter :: RTLD_NOW = 2, RTLD_LOCAL = 0 ! glibc's values
+
+    interface
+        function c_dlopen(filename, flag) bind(c, name='dlopen') result(handle)
+            import :: c_char, c_int, c_ptr
+            character(kind=c_char), intent(in) :: filename(*)
+            integer(c_int), value :: flag
+            type(c_ptr) :: handle
+        end function
+        ! dlsym returns a void *; POSIX guarantees that it converts to a function pointer.
+        function c_dlsym(handle, symbol) bind(c, name='dlsym') result(address)
+            import :: c_char, c_ptr, c_funptr
+            type(c_ptr), value :: handle
+            character(kind=c_char), intent(in) :: symbol(*)
+            type(c_funptr) :: address
+        end function
+        function c_dlerror() bind(c, name='dlerror') result(message)
+            import :: c_ptr
+            type(c_ptr) :: message
+        end function
+        function c_getenv(name) bind(c, name='getenv') result(value)
+            import :: c_char, c_ptr
+            character(kind=c_char), intent(in) :: name(*)
+            type(c_ptr) :: value
+        end function
+        function c_strlen(s) bind(c, name='strlen') result(n)
+            import :: c_ptr, c_size_t
+            type(c_ptr), value :: s
+            integer(c_size_t) :: n
+        end function
+    end interface
+
+    ! ---- Prototypes of the table's members and of the typed operator entries ----------------
+    abstract interface
+        function plugin_entry_fn(abi_major) bind(c) result(api)
+            import :: c_int32_t, c_ptr
+            integer(c_int32_t), value :: abi_major ! uint32_t
+            type(c_ptr) :: api
+        end function
+        function string_fn() bind(c) result(s)
+            import :: c_ptr
+            type(c_ptr) :: s
+        end function
+        function status_name_fn(status) bind(c) result(s)
+            import :: c_int32_t, c_ptr
+            integer(c_int32_t), value :: status
+            type(c_ptr) :: s
+        end function
+        function pool_create_default_fn(pool) bind(c) result(status)
+            import :: c_int32_t, c_ptr
+            type(c_ptr), intent(out) :: pool
+            integer(c_int32_t) :: status
+        end function
+        function pool_create_from_text_fn(text, pool) bind(c) result(status)
+            import :: c_char, c_int32_t, c_ptr
+            character(kind=c_char), intent(in) :: text(*)
+            type(c_ptr), intent(out) :: pool
+            integer(c_int32_t) :: status
+        end function
+        subroutine pool_release_fn(pool) bind(c)
+            import :: c_ptr
+            type(c_ptr), value :: pool
+        end subroutine
+        function op_find_fn(name) bind(c) result(op)
+            import :: c_char, c_ptr
+            character(kind=c_char), intent(in) :: name(*)
+            type(c_ptr) :: op
+        end function
+        function gemm_fn(pool, a, b, c, trans_a, trans_b, alpha, beta) bind(c) result(status)
+            import :: c_ptr, c_int32_t, c_double, clops_tensor
+            type(c_ptr), value :: pool
+            type(clops_tensor), intent(in) :: a, b, c
+            integer(c_int32_t), value :: trans_a, trans_b
+            real(c_double), value :: alpha, beta
+            integer(c_int32_t) :: status
+        end function
+        function lu_fn(pool, a, ipiv, info, pivoting) bind(c) result(status)
+            import :: c_ptr, c_int32_t, clops_tensor
+            type(c_ptr), value :: pool
+            type(clops_tensor), intent(in) :: a, ipiv, info
+            integer(c_int32_t), value :: pivoting
+            integer(c_int32_t) :: status
+        end function
+        function solve_fn(pool, a, b, ipiv, info) bind(c) result(status)
+            import :: c_ptr, c_int32_t, clops_tensor
+            type(c_ptr), value :: pool
+            type(clops_tensor), intent(in) :: a, b, ipiv, info
+            integer(c_int32_t) :: status
+        end function
+        function lu_solve_fn(pool, lu, ipiv, b, trans) bind(c) result(status)
+            import :: c_ptr, c_int32_t, clops_tensor
+            type(c_ptr), value :: pool
+            type(clops_tensor), intent(in) :: lu, ipiv, b
+            integer(c_int32_t), value :: trans
+            integer(c_int32_t) :: status
+        end function
+    end interface
+
+    ! ---- The loaded plugin (set once by clops_load, then only read) --------------------------
+    type(c_ptr), save :: library = c_null_ptr
+    type(clops_api), pointer, save :: table => null()
+    type(c_funptr), save :: gemm_entry = c_null_funptr, lu_entry = c_null_funptr, &
+                            solve_entry = c_null_funptr, lu_solve_entry = c_null_funptr
+    ! A failure found by this module rather than by the plugin (not loaded, a library that does
+    ! not load): what clops_error_message returns until the next call.
+    character(len=:), allocatable, save :: module_message
+    ! Where zero-size arrays point: a tensor's data must not be NULL, and is never read there.
+    real(c_double), target, save :: empty_target(1) = 0
+
+contains
+
+    ! ---- Loading ----------------------------------------------------------------------------
+
+    ! Loads libclops from `path`, else $CLOPS_LIBRARY, else libclops.so.1 through the system
+    ! search path, and checks that it serves ABI 1 with every member this module uses. A second
+    ! call does nothing. Returns CLOPS_OK, or CLOPS_ERR_NOT_FOUND / CLOPS_ERR_ABI_MISMATCH with
+    ! the reason in clops_error_message().
+    function clops_load(path) result(status)
+        character(len=*), intent(in), optional :: path
+        integer(c_int32_t) :: status
+        character(len=:), allocatable :: candidate
+        type(c_ptr) :: handle, api
+        type(c_funptr) :: entry_address
+        procedure(plugin_entry_fn), pointer :: entry
+
+        call clear_module_message()
+        status = CLOPS_OK
+        if (associated(table)) return
+        candidate = library_candidate(path)
+        handle = c_dlopen(to_c(candidate), ior(RTLD_NOW, RTLD_LOCAL))
+        if (.not. c_associated(handle)) then
+            status = fail(CLOPS_ERR_NOT_FOUND, 'cannot load libclops: '//from_c(c_dlerror()))
+            return
+        end if
+        entry_address = c_dlsym(handle, to_c('clops_plugin_entry'))
+        if (.not. c_associated(entry_address)) then
+            status = fail(CLOPS_ERR_NOT_FOUND, candidate//': no symbol clops_plugin_entry')
+            return
+        end if
+        call c_f_procpointer(entry_address, entry)
+        api = entry(CLOPS_ABI_MAJOR)
+        if (.not. c_associated(api)) then
+            status = fail(CLOPS_ERR_ABI_MISMATCH, candidate//': ABI 1 is not served')
+            return
+        end if
+        call c_f_pointer(api, table)
+        if (table%abi_major /= CLOPS_ABI_MAJOR .or. table%struct_size < API_BYTES_NEEDED) then
+            nullify (table)
+            status = fail(CLOPS_ERR_ABI_MISMATCH, candidate// &
+                          ': the table is older than this binding (ABI 1.0 at least)')
+            return
+        end if
+        library = handle
+        gemm_entry = op_entry('gemm')
+        lu_entry = op_entry('lu')
+        solve_entry = op_entry('solve')
+        lu_solve_entry = op_entry('lu_solve')
+    end function
+
+    logical function clops_is_loaded()
+        clops_is_loaded = associated(table)
+    end function
+
+    ! The plugin's table, for calls this module does not wrap (null before clops_load).
+    function clops_get_api() result(api)
+        type(clops_api), pointer :: api
+        api => table
+    end function
+
+    function clops_version() result(version)
+        character(len=:), allocatable :: version
+        procedure(string_fn), pointer :: fn
+        if (.not. associated(table)) then
+            version = ''
+            return
+        end if
+        call c_f_procpointer(table%version, fn)
+        version = from_c(fn())
+    end function
+
+    ! getenv() rather than get_environment_variable: libgfortran strndup()s the unterminated
+    ! name, which AddressSanitizer's strict_string_checks (the CI's sanitizer run) reports.
+    function library_candidate(path) result(candidate)
+        character(len=*), intent(in), optional :: path
+        character(len=:), allocatable :: candidate
+        if (present(path)) then
+            candidate = path
+            return
+        end if
+        candidate = from_c(c_getenv(to_c('CLOPS_LIBRARY')))
+        if (len(candidate) == 0) candidate = 'libclops.so.1'
+    end function
+
+    function op_entry(name) result(entry)
+        character(len=*), intent(in) :: name
+        type(c_funptr) :: entry
+        procedure(op_find_fn), pointer :: find
+        type(clops_op), pointer :: op
+        type(c_ptr) :: found
+        entry = c_null_funptr
+        call c_f_procpointer(table%op_find, find)
+        found = find(to_c(name))
+        if (.not. c_associated(found)) return
+        call c_f_pointer(found, op)
+        entry = op%entry
+    end function
+
+    ! ---- Pools ------------------------------------------------------------------------------
+
+    ! Creates a pool: the built-in defaults (first GPU, else the CPU), or a pool configuration
+    ! file (configs/clops.cfg documents the format). Loads the library first if needed.
+    function clops_pool_create(pool, config_file) result(status)
+        type(clops_pool), intent(out) :: pool
+        character(len=*), intent(in), optional :: config_file
+        integer(c_int32_t) :: status
+        procedure(pool_create_default_fn), pointer :: create_default
+        procedure(pool_create_from_text_fn), pointer :: create_from_file
+
+        status = clops_load()
+        if (status /= CLOPS_OK) return
+        if (present(config_file)) then
+            call c_f_procpointer(table%pool_create_from_file, create_from_file)
+            status = create_from_file(to_c(config_file), pool%handle)
+        else
+            call c_f_procpointer(table%pool_create_default, create_default)
+            status = create_default(pool%handle)
+        end if
+        if (status /= CLOPS_OK) pool%handle = c_null_ptr
+    end function
+
+    ! Releases the pool's devices and kernels; a null pool is a no-op, so a second call is too.
+    subroutine clops_pool_release(pool)
+        type(clops_pool), intent(inout) :: pool
+        procedure(pool_release_fn), pointer :: release
+        if (.not. c_associated(pool%handle) .or. .not. associated(table)) return
+        call c_f_procpointer(table%pool_release, release)
+        call release(pool%handle)
+        pool%handle = c_null_ptr
+    end subroutine
+
+    ! ---- Errors -----------------------------------------------------------------------------
+
+    ! What the last failed call of this thread went wrong with: the plugin's message, which names
+    ! the parameter, its value and what was expected.
+    function clops_error_message() result(message)
+        character(len=:), allocatable :: message
+        procedure(string_fn), pointer :: last_error
+        if (allocated(module_message)) then
+            if (len(module_message) > 0) then
+                message = module_message
+                return
+            end if
+        end if
+        if (.not. associated(table)) then
+            message = 'libclops is not loaded'
+            return
+        end if
+        call c_f_procpointer(table%last_error, last_error)
+        message = from_c(last_error())
+    end function
+
+    ! The status's enum name, e.g. "CLOPS_ERR_INVALID_ARGUMENT".
+    function clops_status_name(status) result(name)
+        integer(c_int32_t), intent(in) :: status
+        character(len=:), allocatable :: name
+        procedure(status_name_fn), pointer :: fn
+        if (.not. associated(table)) then
+            name = 'CLOPS_ERR_NOT_FOUND'
+            return
+        end if
+        call c_f_procpointer(table%status_name, fn)
+        name = from_c(fn(status))
+    end function
+
+    integer(c_int32_t) function fail(status, message)
+        integer(c_int32_t), intent(in) :: status
+        character(len=*), intent(in) :: message
+        module_message = message
+        fail = status
+    end function
+
+    subroutine clear_module_message()
+        module_message = ''
+    end subroutine
+
+    ! Returns the status to the caller, or stops with the message when the caller gave no
+    ! `status` to receive it.
+    subroutine deliver(result_status, status)
+        integer(c_int32_t), intent(in) :: result_status
+        integer(c_int32_t), intent(out), optional :: status
+        if (present(status)) then
+            status = result_status
+        else if (result_status /= CLOPS_OK) then
+            ! Fortran 2008's error stop takes only a constant: the message goes to stderr first.
+            ! List-directed: libgfortran strndup()s format literals, which AddressSanitizer's
+            ! strict_string_checks reports.
+            write (error_unit, *) 'clops: '//clops_status_name(result_status)//': '// &
+                clops_error_message()
+            error stop 'clops: a call failed and no status argument was given to receive it'
+        end if
+    end subroutine
+
+    ! CLOPS_OK when the library is loaded and the pool and operator are usable.
+    integer(c_int32_t) function ready(pool, entry, name)
+        type(clops_pool), intent(in) :: pool
+        type(c_funptr), intent(in) :: entry
+        character(len=*), intent(in) :: name
+        call clear_module_message()
+        ready = CLOPS_OK
+        if (.not. associated(table)) then
+            ready = fail(CLOPS_ERR_INVALID_ARGUMENT, name//': libclops is not loaded (call clops_load)')
+        else if (.not. c_associated(pool%handle)) then
+            ready = fail(CLOPS_ERR_INVALID_ARGUMENT, name//': the pool is not created (or released)')
+        else if (.not. c_associated(entry)) then
+            ready = fail(CLOPS_ERR_NOT_FOUND, name//': the loaded libclops has no such operator')
+        end if
+    end function
+
+    ! ---- Tensors of Fortran arrays ----------------------------------------------------------
+
+    ! A tensor over an array of `extents`, whose first element lies at `first` and whose next
+    ! element along each axis lies at `next(axis)` (c_null_ptr where the extent is below 2).
+    ! Strides are the address differences in elements: 1 and size(a,1) for a whole array.
+    function array_tensor(dtype, element_bytes, extents, first, next) result(t)
+        integer(c_int32_t), intent(in) :: dtype
+        integer, intent(in) :: element_bytes
+        integer, intent(in) :: extents(:)
+        type(c_ptr), intent(in) :: first, next(:)
+        type(clops_tensor) :: t
+        integer :: axis
+        integer(c_intptr_t) :: base
+        integer(c_int64_t) :: dense
+        t%dtype = dtype
+        t%rank = size(extents)
+        t%shape(1:size(extents)) = extents
+        if (any(extents == 0)) then
+            t%data = c_loc(empty_target)
+            t%strides(1:size(extents)) = 1
+            return
+        end if
+        t%data = first
+        base = transfer(first, base)
+        dense = 1
+        do axis = 1, size(extents)
+            if (extents(axis) > 1) then
+                t%strides(axis) = (transfer(next(axis), base) - base) / element_bytes
+            else
+                t%strides(axis) = dense ! any value serves an axis of extent 1
+            end if
+            dense = dense * extents(axis)
+        end do
+    end function
+
+    function tensor_f64(a) result(t)
+        real(real64), intent(in), target :: a(:, :)
+        type(clops_tensor) :: t
+        type(c_ptr) :: next(2)
+        next = c_null_ptr
+        if (size(a) == 0) then
+            t = array_tensor(CLOPS_F64, 8, shape(a), c_null_ptr, next)
+            return
+        end if
+        if (size(a, 1) > 1) next(1) = c_loc(a(2, 1))
+        if (size(a, 2) > 1) next(2) = c_loc(a(1, 2))
+        t = array_tensor(CLOPS_F64, 8, shape(a), c_loc(a(1, 1)), next)
+    end function
+
+    function tensor_f32(a) result(t)
+        real(real32), intent(in), target :: a(:, :)
+        type(clops_tensor) :: t
+        type(c_ptr) :: next(2)
+        next = c_null_ptr
+        if (size(a) == 0) then
+            t = array_tensor(CLOPS_F32, 4, shape(a), c_null_ptr, next)
+            return
+        end if
+        if (size(a, 1) > 1) next(1) = c_loc(a(2, 1))
+        if (size(a, 2) > 1) next(2) = c_loc(a(1, 2))
+        t = array_tensor(CLOPS_F32, 4, shape(a), c_loc(a(1, 1)), next)
+    end function
+
+    ! A vector as an N×1 matrix (the right-hand side of solve).
+    function column_f64(v) result(t)
+        real(real64), intent(in), target :: v(:)
+        type(clops_tensor) :: t
+        type(c_ptr) :: next(2)
+        next = c_null_ptr
+        if (size(v) == 0) then
+            t = array_tensor(CLOPS_F64, 8, [size(v), 1], c_null_ptr, next)
+            return
+        end if
+        if (size(v) > 1) next(1) = c_loc(v(2))
+        t = array_tensor(CLOPS_F64, 8, [size(v), 1], c_loc(v(1)), next)
+    end function
+
+    function column_f32(v) result(t)
+        real(real32), intent(in), target :: v(:)
+        type(clops_tensor) :: t
+        type(c_ptr) :: next(2)
+        next = c_null_ptr
+        if (size(v) == 0) then
+            t = array_tensor(CLOPS_F32, 4, [size(v), 1], c_null_ptr, next)
+            return
+        end if
+        if (size(v) > 1) next(1) = c_loc(v(2))
+        t = array_tensor(CLOPS_F32, 4, [size(v), 1], c_loc(v(1)), next)
+    end function
+
+    function tensor_i32(v) result(t)
+        integer(c_int32_t), intent(in), target :: v(:)
+        type(clops_tensor) :: t
+        type(c_ptr) :: next(1)
+        next = c_null_ptr
+        if (size(v) == 0) then
+            t = array_tensor(CLOPS_I32, 4, [size(v)], c_null_ptr, next)
+            return
+        end if
+        if (size(v) > 1) next(1) = c_loc(v(2))
+        t = array_tensor(CLOPS_I32, 4, [size(v)], c_loc(v(1)), next)
+    end function
+
+    integer(c_int32_t) function trans_code(trans)
+        logical, intent(in), optional :: trans
+        trans_code = CLOPS_NO_TRANS
+        if (present(trans)) then
+            if (trans) trans_code = CLOPS_TRANS
+        end if
+    end function
+
+    ! ---- gemm: C = alpha op(A) op(B) + beta C -----------------------------------------------
+
+    subroutine call_gemm(pool, a, b, c, alpha, beta, trans_a, trans_b, status)
+        type(clops_pool), intent(in) :: pool
+        type(clops_tensor), intent(in) :: a, b, c
+        real(c_double), intent(in) :: alpha, beta
+        logical, intent(in), optional :: trans_a, trans_b
+        integer(c_int32_t), intent(out), optional :: status
+        procedure(gemm_fn), pointer :: fn
+        integer(c_int32_t) :: result_status
+        result_status = ready(pool, gemm_entry, 'gemm')
+        if (result_status == CLOPS_OK) then
+            call c_f_procpointer(gemm_entry, fn)
+            result_status = fn(pool%handle, a, b, c, trans_code(trans_a), trans_code(trans_b), &
+                               alpha, beta)
+        end if
+        call deliver(result_status, status)
+    end subroutine
+
+    ! c = alpha op(a) op(b) + beta c; alpha defaults to 1, beta to 0 (c is then not read);
+    ! trans_a/trans_b = .true. use the transpose, without a copy.
+    subroutine gemm_f64(pool, a, b, c, alpha, beta, trans_a, trans_b, status)
+        type(clops_pool), intent(in) :: pool
+        real(real64), intent(in), target :: a(:, :), b(:, :)
+        real(real64), intent(inout), target :: c(:, :)
+        real(real64), intent(in), optional :: alpha, beta
+        logical, intent(in), optional :: trans_a, trans_b
+        integer(c_int32_t), intent(out), optional :: status
+        real(c_double) :: alpha_value, beta_value
+        alpha_value = 1
+        beta_value = 0
+        if (present(alpha)) alpha_value = alpha
+        if (present(beta)) beta_value = beta
+        call call_gemm(pool, tensor_f64(a), tensor_f64(b), tensor_f64(c), alpha_value, &
+                       beta_value, trans_a, trans_b, status)
+    end subroutine
+
+    subroutine gemm_f32(pool, a, b, c, alpha, beta, trans_a, trans_b, status)
+        type(clops_pool), intent(in) :: pool
+        real(real32), intent(in), target :: a(:, :), b(:, :)
+        real(real32), intent(inout), target :: c(:, :)
+        real(real32), intent(in), optional :: alpha, beta
+        logical, intent(in), optional :: trans_a, trans_b
+        integer(c_int32_t), intent(out), optional :: status
+        real(c_double) :: alpha_value, beta_value
+        alpha_value = 1
+        beta_value = 0
+        if (present(alpha)) alpha_value = real(alpha, c_double)
+        if (present(beta)) beta_value = real(beta, c_double)
+        call call_gemm(pool, tensor_f32(a), tensor_f32(b), tensor_f32(c), alpha_value, &
+                       beta_value, trans_a, trans_b, status)
+    end subroutine
+
+    ! ---- lu: P A = L U (getrf) --------------------------------------------------------------
+
+    subroutine call_lu(pool, a, ipiv, info, status)
+        type(clops_pool), intent(in) :: pool
+        type(clops_tensor), intent(in) :: a
+        integer(c_int32_t), intent(inout), target :: ipiv(:)
+        integer(c_int32_t), intent(out) :: info
+        integer(c_int32_t), intent(out), optional :: status
+        procedure(lu_fn), pointer :: fn
+        integer(c_int32_t), target :: info_value(1)
+        integer(c_int32_t) :: result_status
+        info_value = 0
+        result_status = ready(pool, lu_entry, 'lu')
+        if (result_status == CLOPS_OK) then
+            call c_f_procpointer(lu_entry, fn)
+            result_status = fn(pool%handle, a, tensor_i32(ipiv), tensor_i32(info_value), 0)
+        end if
+        info = info_value(1)
+        call deliver(result_status, status)
+    end subroutine
+
+    ! Factors a (M×N) in place; ipiv (at least min(M,N)) receives LAPACK's 1-based interchanges
+    ! and info 0, or k > 0 when U(k,k) is exactly zero.
+    subroutine lu_f64(pool, a, ipiv, info, status)
+        type(clops_pool), intent(in) :: pool
+        real(real64), intent(inout), target :: a(:, :)
+        integer(c_int32_t), intent(inout), target :: ipiv(:)
+        integer(c_int32_t), intent(out) :: info
+        integer(c_int32_t), intent(out), optional :: status
+        call call_lu(pool, tensor_f64(a), ipiv, info, status)
+    end subroutine
+
+    subroutine lu_f32(pool, a, ipiv, info, status)
+        type(clops_pool), intent(in) :: pool
+        real(real32), intent(inout), target :: a(:, :)
+        integer(c_int32_t), intent(inout), target :: ipiv(:)
+        integer(c_int32_t), intent(out) :: info
+        integer(c_int32_t), intent(out), optional :: status
+        call call_lu(pool, tensor_f32(a), ipiv, info, status)
+    end subroutine
+
+    ! ---- solve: A X = B (gesv) --------------------------------------------------------------
+
+    subroutine call_solve(pool, a, b, ipiv, info, status)
+        type(clops_pool), intent(in) :: pool
+        type(clops_tensor), intent(in) :: a, b
+        integer(c_int32_t), intent(inout), target :: ipiv(:)
+        integer(c_int32_t), intent(out) :: info
+        integer(c_int32_t), intent(out), optional :: status
+        procedure(solve_fn), pointer :: fn
+        integer(c_int32_t), target :: info_value(1)
+        integer(c_int32_t) :: result_status
+        info_value = 0
+        result_status = ready(pool, solve_entry, 'solve')
+        if (result_status == CLOPS_OK) then
+            call c_f_procpointer(solve_entry, fn)
+            result_status = fn(pool%handle, a, b, tensor_i32(ipiv), tensor_i32(info_value))
+        end if
+        info = info_value(1)
+        call deliver(result_status, status)
+    end subroutine
+
+    ! Overwrites a (N×N) by its LU factors and b (N×NRHS, or a vector of N) by X; ipiv and info
+    ! as lu's. info > 0: A is singular and b is left untouched.
+    subroutine solve_f64(pool, a, b, ipiv, info, status)
+        type(clops_pool), intent(in) :: pool
+        real(real64), intent(inout), target :: a(:, :), b(:, :)
+        integer(c_int32_t), intent(inout), target :: ipiv(:)
+        integer(c_int32_t), intent(out) :: info
+        integer(c_int32_t), intent(out), optional :: status
+        call call_solve(pool, tensor_f64(a), tensor_f64(b), ipiv, info, status)
+    end subroutine
+
+    subroutine solve_f64_vector(pool, a, b, ipiv, info, status)
+        type(clops_pool), intent(in) :: pool
+        real(real64), intent(inout), target :: a(:, :), b(:)
+        integer(c_int32_t), intent(inout), target :: ipiv(:)
+        integer(c_int32_t), intent(out) :: info
+        integer(c_int32_t), intent(out), optional :: status
+        call call_solve(pool, tensor_f64(a), column_f64(b), ipiv, info, status)
+    end subroutine
+
+    subroutine solve_f32(pool, a, b, ipiv, info, status)
+        type(clops_pool), intent(in) :: pool
+        real(real32), intent(inout), target :: a(:, :), b(:, :)
+        integer(c_int32_t), intent(inout), target :: ipiv(:)
+        integer(c_int32_t), intent(out) :: info
+        integer(c_int32_t), intent(out), optional :: status
+        call call_solve(pool, tensor_f32(a), tensor_f32(b), ipiv, info, status)
+    end subroutine
+
+    subroutine solve_f32_vector(pool, a, b, ipiv, info, status)
+        type(clops_pool), intent(in) :: pool
+        real(real32), intent(inout), target :: a(:, :), b(:)
+        integer(c_int32_t), intent(inout), target :: ipiv(:)
+        integer(c_int32_t), intent(out) :: info
+        integer(c_int32_t), intent(out), optional :: status
+        call call_solve(pool, tensor_f32(a), column_f32(b), ipiv, info, status)
+    end subroutine
+
+    ! ---- lu_solve: A X = B or Aᵀ X = B with lu's factors (getrs) ----------------------------
+
+    subroutine call_lu_solve(pool, factors, ipiv, b, trans, status)
+        type(clops_pool), intent(in) :: pool
+        type(clops_tensor), intent(in) :: factors, b
+        integer(c_int32_t), intent(in), target :: ipiv(:)
+        logical, intent(in), optional :: trans
+        integer(c_int32_t), intent(out), optional :: status
+        procedure(lu_solve_fn), pointer :: fn
+        integer(c_int32_t) :: result_status
+        result_status = ready(pool, lu_solve_entry, 'lu_solve')
+        if (result_status == CLOPS_OK) then
+            call c_f_procpointer(lu_solve_entry, fn)
+            result_status = fn(pool%handle, factors, tensor_i32(ipiv), b, trans_code(trans))
+        end if
+        call deliver(result_status, status)
+    end subroutine
+
+    ! Overwrites b by the solution of A X = B (trans = .true.: Aᵀ X = B), with the factors and
+    ! pivots lu left in `factors` and `ipiv`.
+    subroutine lu_solve_f64(pool, factors, ipiv, b, trans, status)
+        type(clops_pool), intent(in) :: pool
+        real(real64), intent(in), target :: factors(:, :)
+        integer(c_int32_t), intent(in), target :: ipiv(:)
+        real(real64), intent(inout), target :: b(:, :)
+        logical, intent(in), optional :: trans
+        integer(c_int32_t), intent(out), optional :: status
+        call call_lu_solve(pool, tensor_f64(factors), ipiv, tensor_f64(b), trans, status)
+    end subroutine
+
+    subroutine lu_solve_f64_vector(pool, factors, ipiv, b, trans, status)
+        type(clops_pool), intent(in) :: pool
+        real(real64), intent(in), target :: factors(:, :)
+        integer(c_int32_t), intent(in), target :: ipiv(:)
+        real(real64), intent(inout), target :: b(:)
+        logical, intent(in), optional :: trans
+        integer(c_int32_t), intent(out), optional :: status
+        call call_lu_solve(pool, tensor_f64(factors), ipiv, column_f64(b), trans, status)
+    end subroutine
+
+    subroutine lu_solve_f32(pool, factors, ipiv, b, trans, status)
+        type(clops_pool), intent(in) :: pool
+        real(real32), intent(in), target :: factors(:, :)
+        integer(c_int32_t), intent(in), target :: ipiv(:)
+        real(real32), intent(inout), target :: b(:, :)
+        logical, intent(in), optional :: trans
+        integer(c_int32_t), intent(out), optional :: status
+        call call_lu_solve(pool, tensor_f32(factors), ipiv, tensor_f32(b), trans, status)
+    end subroutine
+
+    subroutine lu_solve_f32_vector(pool, factors, ipiv, b, trans, status)
+        type(clops_pool), intent(in) :: pool
+        real(real32), intent(in), target :: factors(:, :)
+        integer(c_int32_t), intent(in), target :: ipiv(:)
+        real(real32), intent(inout), target :: b(:)
+        logical, intent(in), optional :: trans
+        integer(c_int32_t), intent(out), optional :: status
+        call call_lu_solve(pool, tensor_f32(factors), ipiv, column_f32(b), trans, status)
+    end subroutine
+
+    ! ---- C strings --------------------------------------------------------------------------
+
+    function to_c(s) result(c_string)
+        character(len=*), intent(in) :: s
+        character(kind=c_char, len=:), allocatable :: c_string
+        c_string = s//c_null_char
+    end function
+
+    ! A copy of the NUL-terminated string at `p` ('' for NULL).
+    function from_c(p) result(s)
+        type(c_ptr), intent(in) :: p
+        character(len=:), allocatable :: s
+        character(kind=c_char), pointer :: chars(:)
+        integer :: n, i
+        if (.not. c_associated(p)) then
+            s = ''
+            return
+        end if
+        n = int(c_strlen(p))
+        call c_f_pointer(p, chars, [n])
+        allocate (character(len=n) :: s)
+        do i = 1, n
+            s(i:i) = chars(i)
+        end do
+    end function
+
+end module clops

@@ -1,0 +1,463 @@
+! test_clops.f90 — the Fortran binding against libclops: the bind(c) mirrors match the C layout,
+! GEMM on column-major arrays and array sections matches matmul, LU reconstructs P·A, solve and
+! lu_solve reach LAPACK's residual bound, singular matrices and bad arguments are reported.
+program test_clops
+    use, intrinsic :: iso_c_binding
+    use, intrinsic :: iso_fortran_env, only: real32, real64
+    use clops
+    implicit none
+
+    interface
+        function c_abi_layout(out, capacity) bind(c, name='clops_test_abi_layout') result(count)
+            import :: c_int32_t, c_int64_t
+            integer(c_int64_t), intent(out) :: out(*)
+            integer(c_int32_t), value :: capacity
+            integer(c_int32_t) :: count
+        end function
+    end interface
+
+    ! LAPACK's test suite accepts scaled residuals below 30.
+    real(real64), parameter :: RESIDUAL_BOUND = 30
+    type(clops_pool) :: pool
+    integer(c_int32_t) :: status
+
+    call random_seed_fixed()
+    call test_mirrors_match_c_layout()
+    status = clops_load()
+    call expect(status == CLOPS_OK, 'clops_load: '//clops_error_message())
+    call test_table_size_covers_mirror()
+    call test_calls_without_pool_are_rejected()
+    status = clops_pool_create(pool)
+    call expect(status == CLOPS_OK, 'clops_pool_create: '//clops_error_message())
+
+    call test_gemm_f64_matches_matmul(37, 23, 41, .false., .false.)
+    call test_gemm_f64_matches_matmul(29, 50, 17, .true., .true.)
+    call test_gemm_f32_matches_matmul(45, 31, 19)
+    call test_gemm_on_sections_writes_in_place()
+    call test_lu_reconstructs_pa(50, 50)
+    call test_lu_reconstructs_pa(53, 37)
+    call test_solve_residual_50()
+    call test_solve_vector_f32_residual()
+    call test_lu_solve_transposed_residual()
+    call test_singular_matrix_reports_info()
+    call test_bad_argument_status_and_message()
+
+    call clops_pool_release(pool)
+    call clops_pool_release(pool) ! a released pool is null: the second call does nothing
+    call expect(.not. c_associated(pool%handle), 'released pool has a null handle')
+    print *, 'All Fortran tests PASS'
+
+contains
+
+    subroutine expect(condition, what)
+        logical, intent(in) :: condition
+        character(len=*), intent(in) :: what
+        if (.not. condition) then
+            print *, 'FAIL: ', what
+            error stop 'test_clops: a check failed'
+        end if
+    end subroutine
+
+    subroutine pass(name, value)
+        character(len=*), intent(in) :: name
+        real(real64), intent(in) :: value
+        print *, name//': PASS, scaled error '//text(value)
+    end subroutine
+
+    ! List-directed conversions: a format string would trip AddressSanitizer's
+    ! strict_string_checks in libgfortran (it strndup()s the unterminated literal).
+    function text(value) result(s)
+        class(*), intent(in) :: value
+        character(len=:), allocatable :: s
+        character(len=40) :: buffer
+        select type (value)
+        type is (real(real64))
+            write (buffer, *) real(value, real32)
+        type is (integer(c_int32_t))
+            write (buffer, *) value
+        type is (integer(c_int64_t))
+            write (buffer, *) value
+        class default
+            buffer = '?'
+        end select
+        s = trim(adjustl(buffer))
+    end function
+
+    subroutine random_seed_fixed()
+        integer :: n
+        integer, allocatable :: seed(:)
+        call random_seed(size=n)
+        allocate (seed(n))
+        seed = 20261123
+        call random_seed(put=seed)
+    end subroutine
+
+    ! Uniform in [-1, 1): signs mixed, as in LAPACK's test matrices.
+    subroutine random_matrix(a)
+        real(real64), intent(out) :: a(:, :)
+        call random_number(a)
+        a = 2 * a - 1
+    end subroutine
+
+    integer(c_intptr_t) function address(p)
+        type(c_ptr), intent(in) :: p
+        address = transfer(p, address)
+    end function
+
+    ! ---- Layout ---------------------------------------------------------------------------
+
+    ! Sizes and member offsets of the mirrors, in abi_layout.c's order.
+    subroutine fortran_layout(out, count)
+        integer(c_int64_t), intent(out) :: out(:)
+        integer, intent(out) :: count
+        type(clops_tensor), target :: t
+        type(clops_param), target :: p
+        type(clops_op), target :: o
+        type(clops_arg), target :: a
+        type(clops_device_info), target :: di
+        type(clops_stats), target :: st
+        type(clops_op_stats), target :: os
+        type(clops_device_stats), target :: ds
+        type(clops_api), target :: api
+        count = 0
+        call put_size(out, count, c_sizeof(t))
+        call put_offsets(out, count, c_loc(t), [c_loc(t%buffer), c_loc(t%offset), c_loc(t%dtype), c_loc(t%rank), &
+                           c_loc(t%shape), c_loc(t%strides)])
+        call put_size(out, count, c_sizeof(p))
+        call put_offsets(out, count, c_loc(p), [c_loc(p%kind), c_loc(p%dtypes), c_loc(p%enum_values), &
+                           c_loc(p%default_value), c_loc(p%doc)])
+        call put_size(out, count, c_sizeof(o))
+        call put_offsets(out, count, c_loc(o), [c_loc(o%version), c_loc(o%name), c_loc(o%summary), c_loc(o%doc), &
+                           c_loc(o%param_count), c_loc(o%reserved), c_loc(o%params), &
+                           c_loc(o%entry)])
+        call put_size(out, count, c_sizeof(a))
+        call put_offsets(out, count, c_loc(a), [c_loc(a%kind), c_loc(a%reserved), c_loc(a%tensor), c_loc(a%i), &
+                           c_loc(a%d), c_loc(a%s)])
+        call put_size(out, count, c_sizeof(di))
+        call put_offsets(out, count, c_loc(di), [c_loc(di%type), c_loc(di%name), c_loc(di%vendor), &
+                            c_loc(di%platform), c_loc(di%driver_version), &
+                            c_loc(di%opencl_version), c_loc(di%global_mem_bytes), &
+                            c_loc(di%local_mem_bytes), c_loc(di%compute_units), &
+                            c_loc(di%queues), c_loc(di%fp64), c_loc(di%platform_index), &
+                            c_loc(di%device_index), c_loc(di%reserved)])
+        call put_size(out, count, c_sizeof(st))
+        call put_offsets(out, count, c_loc(st), [c_loc(st%reserved), c_loc(st%programs_built), &
+                            c_loc(st%programs_loaded), c_loc(st%cache_rejected), &
+                            c_loc(st%calls), c_loc(st%bytes_uploaded), &
+                            c_loc(st%bytes_downloaded)])
+        call put_size(out, count, c_sizeof(os))
+        call put_offsets(out, count, c_loc(os), [c_loc(os%reserved), c_loc(os%name), c_loc(os%calls), &
+                            c_loc(os%failures), c_loc(os%device_ns)])
+        call put_size(out, count, c_sizeof(ds))
+        call put_offsets(out, count, c_loc(ds), [c_loc(ds%reserved), c_loc(ds%tasks), c_loc(ds%busy_ns)])
+        call put_size(out, count, c_sizeof(api))
+        call put_offsets(out, count, c_loc(api), [c_loc(api%abi_major), c_loc(api%abi_minor), c_loc(api%version), &
+                             c_loc(api%last_error), c_loc(api%status_name), &
+                             c_loc(api%set_log_callback), c_loc(api%devices_list), &
+                             c_loc(api%pool_create_default), c_loc(api%pool_create_from_file), &
+                             c_loc(api%pool_create_from_string), c_loc(api%pool_release), &
+                             c_loc(api%pool_device_count), c_loc(api%pool_device_info), &
+                             c_loc(api%pool_stats), c_loc(api%pool_op_stats), &
+                             c_loc(api%buffer_create), c_loc(api%buffer_upload), &
+                             c_loc(api%buffer_download), c_loc(api%buffer_release), &
+                             c_loc(api%buffer_size), c_loc(api%op_count), c_loc(api%op_at), &
+                             c_loc(api%op_find), c_loc(api%op_index), c_loc(api%invoke), &
+                             c_loc(api%pool_device_stats)])
+    end subroutine
+
+    subroutine put_size(out, count, value)
+        integer(c_int64_t), intent(inout) :: out(:)
+        integer, intent(inout) :: count
+        integer(c_size_t), intent(in) :: value
+        count = count + 1
+        out(count) = int(value, c_int64_t)
+    end subroutine
+
+    subroutine put_offsets(out, count, base, members)
+        integer(c_int64_t), intent(inout) :: out(:)
+        integer, intent(inout) :: count
+        type(c_ptr), intent(in) :: base, members(:)
+        integer :: i
+        do i = 1, size(members)
+            count = count + 1
+            out(count) = int(address(members(i)) - address(base), c_int64_t)
+        end do
+    end subroutine
+
+    subroutine test_mirrors_match_c_layout()
+        integer(c_int64_t) :: expected(200), actual(200)
+        integer :: n_expected, n_actual, i
+        n_expected = c_abi_layout(expected, size(expected, kind=c_int32_t))
+        call fortran_layout(actual, n_actual)
+        call expect(n_actual == n_expected, 'layout lists have one length')
+        do i = 1, n_expected
+            if (actual(i) /= expected(i)) then
+                print *, 'layout entry '//text(i)//': Fortran '//text(actual(i))//', C '// &
+                    text(expected(i))
+                call expect(.false., 'bind(c) mirrors match abi/clops.h')
+            end if
+        end do
+        print *, 'mirrors_match_c_layout: PASS ('//text(n_expected)//' sizes and offsets)'
+    end subroutine
+
+    subroutine test_table_size_covers_mirror()
+        type(clops_api), pointer :: api
+        api => clops_get_api()
+        call expect(associated(api), 'clops_get_api after clops_load')
+        call expect(api%abi_major == CLOPS_ABI_MAJOR, 'table serves ABI 1')
+        ! The plugin of this tree is ABI 1.1: its table is exactly our mirror.
+        call expect(int(api%struct_size, c_size_t) == c_sizeof(api), 'struct_size = sizeof mirror')
+        call expect(len(clops_version()) > 0, 'version string')
+        print *, 'table_size_covers_mirror: PASS (libclops '//clops_version()//', ABI '// &
+            text(int(api%abi_major, c_int32_t))//'.'//text(int(api%abi_minor, c_int32_t))//')'
+    end subroutine
+
+    ! ---- GEMM -----------------------------------------------------------------------------
+
+    ! max|C - Cref| / (K ε (|α| max(|op(A)||op(B)|) + |β| max|C0|)): rounding of a K-term dot
+    ! product in both results, each bounded by K ε times the magnitude of its terms.
+    real(real64) function gemm_error(c, reference, a_abs_b_abs, c0, alpha, beta, k, eps)
+        real(real64), intent(in) :: c(:, :), reference(:, :), a_abs_b_abs(:, :), c0(:, :)
+        real(real64), intent(in) :: alpha, beta, eps
+        integer, intent(in) :: k
+        gemm_error = maxval(abs(c - reference)) / &
+                     (k * eps * (abs(alpha) * maxval(a_abs_b_abs) + abs(beta) * maxval(abs(c0))))
+    end function
+
+    subroutine test_gemm_f64_matches_matmul(m, n, k, trans_a, trans_b)
+        integer, intent(in) :: m, n, k
+        logical, intent(in) :: trans_a, trans_b
+        real(real64), allocatable :: a(:, :), b(:, :), c(:, :), c0(:, :), op_a(:, :), op_b(:, :)
+        real(real64), parameter :: alpha = -1.5_real64, beta = 0.75_real64
+        real(real64) :: error
+        if (trans_a) then
+            allocate (a(k, m))
+        else
+            allocate (a(m, k))
+        end if
+        if (trans_b) then
+            allocate (b(n, k))
+        else
+            allocate (b(k, n))
+        end if
+        allocate (c(m, n))
+        call random_matrix(a)
+        call random_matrix(b)
+        call random_matrix(c)
+        c0 = c
+        op_a = a
+        if (trans_a) op_a = transpose(a)
+        op_b = b
+        if (trans_b) op_b = transpose(b)
+        call gemm(pool, a, b, c, alpha, beta, trans_a, trans_b, status=status)
+        call expect(status == CLOPS_OK, 'gemm f64: '//clops_error_message())
+        error = gemm_error(c, alpha * matmul(op_a, op_b) + beta * c0, &
+                           matmul(abs(op_a), abs(op_b)), c0, alpha, beta, k, epsilon(1.0_real64))
+        call expect(error < 2, 'gemm f64 matches matmul')
+        call pass('gemm_f64_matches_matmul', error)
+    end subroutine
+
+    subroutine test_gemm_f32_matches_matmul(m, n, k)
+        integer, intent(in) :: m, n, k
+        real(real64) :: a64(m, k), b64(k, n), c64(m, n)
+        real(real32) :: a(m, k), b(k, n), c(m, n)
+        real(real64) :: error, reference(m, n)
+        call random_matrix(a64)
+        call random_matrix(b64)
+        call random_matrix(c64)
+        a = real(a64, real32)
+        b = real(b64, real32)
+        c = real(c64, real32)
+        ! The reference in double from the same (rounded) single inputs.
+        reference = 2 * matmul(real(a, real64), real(b, real64)) + real(c, real64)
+        call gemm(pool, a, b, c, 2.0_real32, 1.0_real32)
+        error = gemm_error(real(c, real64), reference, &
+                           matmul(abs(real(a, real64)), abs(real(b, real64))), &
+                           real(c64, real64), 2.0_real64, 1.0_real64, k, &
+                           real(epsilon(1.0_real32), real64))
+        call expect(error < 2, 'gemm f32 matches matmul')
+        call pass('gemm_f32_matches_matmul', error)
+    end subroutine
+
+    ! Sections of larger arrays reach clops with their leading dimension (strides {1, 60}), and
+    ! only the section of C is written.
+    subroutine test_gemm_on_sections_writes_in_place()
+        integer, parameter :: m = 21, k = 13, n = 17
+        real(real64), parameter :: sentinel = 12345
+        real(real64) :: big_a(60, 40), big_b(30, 30), big_c(50, 45), before(50, 45)
+        real(real64) :: reference(m, n), zeros(m, n), error
+        call random_matrix(big_a)
+        call random_matrix(big_b)
+        big_c = sentinel
+        before = big_c
+        reference = matmul(big_a(3:m + 2, 5:k + 4), big_b(2:k + 1, 7:n + 6))
+        ! beta = 0: the sentinel values inside the section are not read.
+        call gemm(pool, big_a(3:m + 2, 5:k + 4), big_b(2:k + 1, 7:n + 6), &
+                  big_c(4:m + 3, 9:n + 8))
+        zeros = 0
+        error = gemm_error(big_c(4:m + 3, 9:n + 8), reference, &
+                           matmul(abs(big_a(3:m + 2, 5:k + 4)), abs(big_b(2:k + 1, 7:n + 6))), &
+                           zeros, 1.0_real64, 0.0_real64, k, epsilon(1.0_real64))
+        call expect(error < 2, 'gemm on sections matches matmul')
+        big_c(4:m + 3, 9:n + 8) = sentinel
+        call expect(maxval(abs(big_c - before)) <= 0, 'gemm writes only the section of C')
+        call pass('gemm_on_sections_writes_in_place', error)
+    end subroutine
+
+    ! ---- LU and solve ---------------------------------------------------------------------
+
+    real(real64) function norm1(a)
+        real(real64), intent(in) :: a(:, :)
+        norm1 = maxval(sum(abs(a), dim=1))
+    end function
+
+    ! ‖P·A − L·U‖₁ / (N ‖A‖₁ ε), as LAPACK's xGET01; ipiv checked to be 1-based, i <= ipiv(i) <= M.
+    subroutine test_lu_reconstructs_pa(m, n)
+        integer, intent(in) :: m, n
+        real(real64) :: a(m, n), a0(m, n), lower(m, min(m, n)), upper(min(m, n), n), row(n)
+        integer(c_int32_t) :: ipiv(min(m, n)), info
+        integer :: i, j, p
+        real(real64) :: error
+        call random_matrix(a)
+        a0 = a
+        ipiv = -1
+        call lu(pool, a, ipiv, info)
+        call expect(info == 0, 'lu info = 0 on a random matrix')
+        do i = 1, min(m, n)
+            call expect(ipiv(i) >= i .and. ipiv(i) <= m, 'lu pivots are 1-based, i <= ipiv(i) <= M')
+        end do
+        lower = 0
+        upper = 0
+        do j = 1, min(m, n)
+            lower(j, j) = 1
+            lower(j + 1:m, j) = a(j + 1:m, j)
+        end do
+        do i = 1, min(m, n)
+            upper(i, i:n) = a(i, i:n)
+        end do
+        do i = 1, min(m, n) ! P·A: LAPACK's interchanges, in order
+            p = ipiv(i)
+            row = a0(i, :)
+            a0(i, :) = a0(p, :)
+            a0(p, :) = row
+        end do
+        error = norm1(a0 - matmul(lower, upper)) / (n * norm1(a0) * epsilon(1.0_real64))
+        call expect(error < RESIDUAL_BOUND, 'lu: P A = L U')
+        call pass('lu_reconstructs_pa', error)
+    end subroutine
+
+    ! max over columns of ‖b − A x‖₁ / (N ‖A‖₁ ‖x‖₁ ε), as LAPACK's xGET02.
+    real(real64) function solve_residual(a, x, b, eps)
+        real(real64), intent(in) :: a(:, :), x(:, :), b(:, :), eps
+        real(real64) :: r(size(b, 1), size(b, 2))
+        integer :: j
+        r = b - matmul(a, x)
+        solve_residual = 0
+        do j = 1, size(b, 2)
+            solve_residual = max(solve_residual, sum(abs(r(:, j))) / &
+                                 (size(a, 1) * norm1(a) * sum(abs(x(:, j))) * eps))
+        end do
+    end function
+
+    subroutine test_solve_residual_50()
+        integer, parameter :: n = 50, nrhs = 3
+        real(real64) :: a(n, n), a0(n, n), b(n, nrhs), b0(n, nrhs), x_true(n, nrhs), error
+        integer(c_int32_t) :: ipiv(n), info
+        call random_matrix(a)
+        call random_matrix(x_true)
+        a0 = a
+        b = matmul(a, x_true)
+        b0 = b
+        call solve(pool, a, b, ipiv, info, status)
+        call expect(status == CLOPS_OK, 'solve: '//clops_error_message())
+        call expect(info == 0, 'solve info = 0')
+        error = solve_residual(a0, b, b0, epsilon(1.0_real64))
+        call expect(error < RESIDUAL_BOUND, 'solve residual of a 50x50 system')
+        call pass('solve_residual_50', error)
+    end subroutine
+
+    subroutine test_solve_vector_f32_residual()
+        integer, parameter :: n = 50
+        real(real64) :: a64(n, n), x64(n, 1)
+        real(real32) :: a(n, n), b(n), b0(n), a0(n, n)
+        integer(c_int32_t) :: ipiv(n), info
+        real(real64) :: error
+        call random_matrix(a64)
+        call random_matrix(x64)
+        a = real(a64, real32)
+        a0 = a
+        b = matmul(a, real(x64(:, 1), real32))
+        b0 = b
+        call solve(pool, a, b, ipiv, info)
+        call expect(info == 0, 'solve f32 info = 0')
+        error = solve_residual(real(a0, real64), reshape(real(b, real64), [n, 1]), &
+                               reshape(real(b0, real64), [n, 1]), &
+                               real(epsilon(1.0_real32), real64))
+        call expect(error < RESIDUAL_BOUND, 'solve f32 vector residual')
+        call pass('solve_vector_f32_residual', error)
+    end subroutine
+
+    subroutine test_lu_solve_transposed_residual()
+        integer, parameter :: n = 47, nrhs = 2
+        real(real64) :: a(n, n), a0(n, n), b(n, nrhs), b0(n, nrhs), error
+        integer(c_int32_t) :: ipiv(n), info
+        call random_matrix(a)
+        call random_matrix(b)
+        a0 = a
+        b0 = b
+        call lu(pool, a, ipiv, info)
+        call expect(info == 0, 'lu info = 0')
+        call lu_solve(pool, a, ipiv, b, trans=.true.)
+        error = solve_residual(transpose(a0), b, b0, epsilon(1.0_real64))
+        call expect(error < RESIDUAL_BOUND, 'lu_solve A^T x = b residual')
+        call pass('lu_solve_transposed_residual', error)
+    end subroutine
+
+    ! A zero third column: info = 3 (LAPACK's), and solve leaves b untouched.
+    subroutine test_singular_matrix_reports_info()
+        integer, parameter :: n = 12
+        real(real64) :: a(n, n), b(n), b0(n)
+        integer(c_int32_t) :: ipiv(n), info
+        call random_matrix(a)
+        a(:, 3) = 0
+        call random_number(b)
+        b0 = b
+        call solve(pool, a, b, ipiv, info, status)
+        call expect(status == CLOPS_OK, 'solve of a singular matrix returns CLOPS_OK')
+        call expect(info == 3, 'solve info = 3 for a zero third column')
+        call expect(maxval(abs(b - b0)) <= 0, 'b untouched when A is singular')
+        print *, 'singular_matrix_reports_info: PASS (info = '//text(info)//')'
+    end subroutine
+
+    ! Inner dimensions that differ: CLOPS_ERR_INVALID_ARGUMENT, a message naming the parameter,
+    ! and C unchanged.
+    subroutine test_bad_argument_status_and_message()
+        real(real64) :: a(5, 4), b(3, 6), c(5, 6)
+        character(len=:), allocatable :: message
+        a = 1
+        b = 1
+        c = 7
+        call gemm(pool, a, b, c, status=status)
+        message = clops_error_message()
+        print *, '  gemm 5x4 * 3x6 -> '//clops_status_name(status)//': '//message
+        call expect(status == CLOPS_ERR_INVALID_ARGUMENT, 'mismatched gemm is INVALID_ARGUMENT')
+        call expect(clops_status_name(status) == 'CLOPS_ERR_INVALID_ARGUMENT', 'status name')
+        call expect(index(message, 'gemm') > 0 .and. index(message, "'b'") > 0, &
+                    'the message names the operator and the parameter')
+        call expect(maxval(abs(c - 7)) <= 0, 'a rejected call changes nothing')
+        print *, 'bad_argument_status_and_message: PASS'
+    end subroutine
+
+    subroutine test_calls_without_pool_are_rejected()
+        type(clops_pool) :: none
+        real(real64) :: a(2, 2), b(2, 2), c(2, 2)
+        a = 1
+        b = 1
+        c = 0
+        call gemm(none, a, b, c, status=status)
+        call expect(status == CLOPS_ERR_INVALID_ARGUMENT, 'gemm on no pool is INVALID_ARGUMENT')
+        call expect(index(clops_error_message(), 'pool') > 0, 'the message names the pool')
+        print *, 'calls_without_pool_are_rejected: PASS'
+    end subroutine
+
+end program test_clops
