@@ -1,0 +1,212 @@
+# Clops.jl — the Julia binding of libclops through its C ABI alone (abi/clops.h): Libdl.dlopen,
+# clops_plugin_entry, the table's function pointers read by byte offset, and `ccall` on them.
+#
+# Column-major matrices (Matrix, and strided views such as view(P, 1:m, 1:n)) reach clops where
+# they lie, as tensors with strides (1, stride(A, 2)) in elements: no copies. The C test
+# test_julia_calls.c makes exactly the calls this module makes, with the same layouts and offsets
+# (Julia is not installable on our machines, so that test is what keeps this file honest).
+module Clops
+
+using Libdl
+import LinearAlgebra: SingularException
+
+export Pool, ClopsError, gemm!, solve!, release!
+# lu! is not exported: LinearAlgebra exports one. Call Clops.lu!.
+
+const ABI_MAJOR = 0x00000001
+const F32, F64, I32 = Int32(1), Int32(2), Int32(3)
+const ERR_INVALID_ARGUMENT, ERR_NOT_FOUND, ERR_ABI_MISMATCH = Int32(1), Int32(9), Int32(10)
+
+# The i-th function pointer of struct clops_api lies at byte 8 + 8i: after uint32 struct_size,
+# uint16 abi_major and uint16 abi_minor come the pointers, in header order.
+const API_VERSION = 0
+const API_LAST_ERROR = 1
+const API_STATUS_NAME = 2
+const API_POOL_CREATE_DEFAULT = 5
+const API_POOL_CREATE_FROM_FILE = 6
+const API_POOL_RELEASE = 8
+const API_OP_FIND = 20
+const API_BYTES_NEEDED = 8 + 8 * (API_OP_FIND + 1) # the table must reach op_find, our last
+# struct clops_op: uint32 struct_size, int32 version, name, summary, doc, int32 param_count,
+# int32 reserved, params, then the typed entry.
+const OP_ENTRY_OFFSET = 48
+
+# struct clops_tensor, member for member: 96 bytes, offsets 0, 8, 16, 24, 28, 32, 64.
+struct ClopsTensor
+    data::Ptr{Cvoid}
+    buffer::Ptr{Cvoid}
+    offset::Int64
+    dtype::Int32
+    rank::Int32
+    shape::NTuple{4,Int64}
+    strides::NTuple{4,Int64}
+end
+
+"A failed clops call: `status` is the enum clops_status, `message` the library's (it names the
+parameter, its value and what was expected)."
+struct ClopsError <: Exception
+    status::Int32
+    message::String
+end
+Base.showerror(io::IO, e::ClopsError) =
+    print(io, "ClopsError: ", status_name(e.status), ": ", e.message)
+
+# ---- The loaded library (set once by load(), then only read) --------------------------------
+
+const API = Ref{Ptr{UInt8}}(C_NULL)
+const ENTRIES = Dict{Symbol,Ptr{Cvoid}}()
+const LOAD_LOCK = ReentrantLock()
+
+api_function(i) = unsafe_load(Ptr{Ptr{Cvoid}}(API[] + 8 + 8 * i))
+
+"Loads \$CLOPS_LIBRARY, else libclops.so.1, and checks that it serves ABI 1 with every member
+this module uses. Called by Pool(); a second call does nothing."
+function load()
+    lock(LOAD_LOCK) do
+        API[] != C_NULL && return nothing
+        path = get(ENV, "CLOPS_LIBRARY", "")
+        isempty(path) && (path = "libclops.so.1")
+        handle = Libdl.dlopen(path, Libdl.RTLD_NOW | Libdl.RTLD_LOCAL; throw_error=false)
+        handle === nothing && throw(ClopsError(ERR_NOT_FOUND, "cannot load libclops from $path"))
+        plugin_entry = Libdl.dlsym(handle, :clops_plugin_entry; throw_error=false)
+        plugin_entry === nothing &&
+            throw(ClopsError(ERR_NOT_FOUND, "$path: no symbol clops_plugin_entry"))
+        api = ccall(plugin_entry, Ptr{UInt8}, (UInt32,), ABI_MAJOR)
+        api == C_NULL && throw(ClopsError(ERR_ABI_MISMATCH, "$path: ABI 1 is not served"))
+        struct_size, abi_major = unsafe_load(Ptr{UInt32}(api)), unsafe_load(Ptr{UInt16}(api + 4))
+        if abi_major != ABI_MAJOR || struct_size < API_BYTES_NEEDED
+            throw(ClopsError(ERR_ABI_MISMATCH, "$path: ABI $abi_major, table of $struct_size " *
+                                               "bytes; this module needs ABI 1, $API_BYTES_NEEDED"))
+        end
+        API[] = api
+        for name in (:gemm, :lu, :solve)
+            ENTRIES[name] = op_entry(name)
+        end
+        return nothing
+    end
+end
+
+function op_entry(name::Symbol)
+    op = ccall(api_function(API_OP_FIND), Ptr{UInt8}, (Cstring,), String(name))
+    op == C_NULL && return C_NULL # reported when the wrapper is called
+    unsafe_load(Ptr{UInt32}(op)) < OP_ENTRY_OFFSET + 8 && return C_NULL
+    unsafe_load(Ptr{Ptr{Cvoid}}(op + OP_ENTRY_OFFSET))
+end
+
+function entry(name::Symbol)
+    API[] == C_NULL && load()
+    f = ENTRIES[name]
+    f == C_NULL && throw(ClopsError(ERR_NOT_FOUND, "the loaded libclops has no operator $name"))
+    f
+end
+
+version() = (load(); unsafe_string(ccall(api_function(API_VERSION), Cstring, ())))
+last_error() = unsafe_string(ccall(api_function(API_LAST_ERROR), Cstring, ()))
+status_name(status) = API[] == C_NULL ? "status $status" :
+    unsafe_string(ccall(api_function(API_STATUS_NAME), Cstring, (Int32,), status))
+
+# Reads the message on the thread that made the call: no yield point lies between the two ccalls.
+check(status::Int32) = status == 0 ? nothing : throw(ClopsError(status, last_error()))
+
+# ---- Pools ----------------------------------------------------------------------------------
+
+"Devices, queues and built kernels: the defaults (first GPU, else the CPU) or a configuration
+file (configs/clops.cfg). Released by release!(pool), or by the garbage collector."
+mutable struct Pool
+    handle::Ptr{Cvoid}
+    function Pool(config::Union{Nothing,AbstractString}=nothing)
+        load()
+        out = Ref{Ptr{Cvoid}}(C_NULL)
+        status = config === nothing ?
+            ccall(api_function(API_POOL_CREATE_DEFAULT), Int32, (Ptr{Ptr{Cvoid}},), out) :
+            ccall(api_function(API_POOL_CREATE_FROM_FILE), Int32, (Cstring, Ptr{Ptr{Cvoid}}),
+                  config, out)
+        check(status)
+        finalizer(release!, new(out[]))
+    end
+end
+
+"Pool(f, config): runs f(pool) and releases the pool afterwards, as open(f, file) does."
+function Pool(f::Function, config::Union{Nothing,AbstractString}=nothing)
+    pool = Pool(config)
+    try
+        f(pool)
+    finally
+        release!(pool)
+    end
+end
+
+"Releases the pool's devices and kernels; a second call does nothing."
+function release!(pool::Pool)
+    if pool.handle != C_NULL
+        ccall(api_function(API_POOL_RELEASE), Cvoid, (Ptr{Cvoid},), pool.handle)
+        pool.handle = C_NULL
+    end
+    nothing
+end
+
+live(pool::Pool) = pool.handle != C_NULL ? pool.handle :
+    throw(ClopsError(ERR_INVALID_ARGUMENT, "the pool was released"))
+
+# ---- Tensors over Julia arrays (the caller keeps them alive with GC.@preserve) ---------------
+
+const Floats = Union{Float32,Float64}
+dtype(::Type{Float32}) = F32
+dtype(::Type{Float64}) = F64
+dtype(::Type{Int32}) = I32
+
+# Strides in elements as Julia reports them: (1, stride(A, 2)) for a Matrix or a column slice.
+tensor(A::StridedMatrix{T}) where {T} =
+    ClopsTensor(pointer(A), C_NULL, 0, dtype(T), 2, (size(A, 1), size(A, 2), 0, 0),
+                (stride(A, 1), stride(A, 2), 0, 0))
+tensor(v::StridedVector{T}) where {T} =
+    ClopsTensor(pointer(v), C_NULL, 0, dtype(T), 1, (length(v), 0, 0, 0), (stride(v, 1), 0, 0, 0))
+# A right-hand side vector as an N×1 matrix.
+column(v::StridedVector{T}) where {T} =
+    ClopsTensor(pointer(v), C_NULL, 0, dtype(T), 2, (length(v), 1, 0, 0),
+                (stride(v, 1), max(length(v), 1), 0, 0))
+operand(B::StridedMatrix) = tensor(B)
+operand(b::StridedVector) = column(b)
+
+const TensorRef = Ref{ClopsTensor} # passed as const struct clops_tensor * (a copy, kept alive)
+
+# ---- Operators ------------------------------------------------------------------------------
+
+"C = alpha op(A) op(B) + beta C in place (op = transpose when transA/transB); returns C."
+function gemm!(pool::Pool, C::StridedMatrix{T}, A::StridedMatrix{T}, B::StridedMatrix{T};
+               alpha::Real=1, beta::Real=0, transA::Bool=false,
+               transB::Bool=false) where {T<:Floats}
+    f = entry(:gemm)
+    status = GC.@preserve A B C ccall(f, Int32,
+        (Ptr{Cvoid}, TensorRef, TensorRef, TensorRef, Int32, Int32, Cdouble, Cdouble),
+        live(pool), tensor(A), tensor(B), tensor(C), transA, transB, alpha, beta)
+    check(status)
+    C
+end
+
+"P A = L U in place with partial pivoting (LAPACK getrf). Returns (ipiv, info): 1-based row
+interchanges, and 0 or the first k with U(k, k) exactly zero."
+function lu!(pool::Pool, A::StridedMatrix{<:Floats})
+    f = entry(:lu)
+    ipiv, info = zeros(Int32, min(size(A)...)), zeros(Int32, 1)
+    status = GC.@preserve A ipiv info ccall(f, Int32,
+        (Ptr{Cvoid}, TensorRef, TensorRef, TensorRef, Int32),
+        live(pool), tensor(A), tensor(ipiv), tensor(info), Int32(0)) # pivoting: 0 = "partial"
+    check(status)
+    ipiv, Int(info[1])
+end
+
+"A X = B in place (LAPACK gesv), like ldiv!: A becomes its LU factors, B becomes X; returns B.
+A singular A throws SingularException(k) and leaves B untouched."
+function solve!(pool::Pool, A::StridedMatrix{T}, B::StridedVecOrMat{T}) where {T<:Floats}
+    f = entry(:solve)
+    ipiv, info = zeros(Int32, size(A, 1)), zeros(Int32, 1)
+    status = GC.@preserve A B ipiv info ccall(f, Int32,
+        (Ptr{Cvoid}, TensorRef, TensorRef, TensorRef, TensorRef),
+        live(pool), tensor(A), operand(B), tensor(ipiv), tensor(info))
+    check(status)
+    info[1] > 0 && throw(SingularException(Int(info[1])))
+    B
+end
+
+end # module

@@ -1,0 +1,557 @@
+/* test_julia_calls.c — makes, from C, exactly the calls hosts/julia/Clops.jl makes through ccall:
+ * the same dlopen, the table read at the same byte offsets, tensors laid out as its ClopsTensor,
+ * column-major views with strides (1, ld), 1-based pivots. Julia is not installable on our
+ * machines; this is what checks the module's assumptions against the real library. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clops.h"
+
+/* ---- What Clops.jl assumes (keep in step with its constants) ----------------------------------
+ */
+
+/* struct ClopsTensor: Julia lays out an immutable isbits struct as C does. */
+enum {
+    JL_TENSOR_SIZE = 96,
+    JL_DATA = 0,
+    JL_BUFFER = 8,
+    JL_OFFSET = 16,
+    JL_DTYPE = 24,
+    JL_RANK = 28,
+    JL_SHAPE = 32,
+    JL_STRIDES = 64
+};
+_Static_assert(sizeof(struct clops_tensor) == JL_TENSOR_SIZE, "ClopsTensor is 96 bytes");
+_Static_assert(offsetof(struct clops_tensor, data) == JL_DATA, "data");
+_Static_assert(offsetof(struct clops_tensor, buffer) == JL_BUFFER, "buffer");
+_Static_assert(offsetof(struct clops_tensor, offset) == JL_OFFSET, "offset");
+_Static_assert(offsetof(struct clops_tensor, dtype) == JL_DTYPE, "dtype");
+_Static_assert(offsetof(struct clops_tensor, rank) == JL_RANK, "rank");
+_Static_assert(offsetof(struct clops_tensor, shape) == JL_SHAPE, "shape");
+_Static_assert(offsetof(struct clops_tensor, strides) == JL_STRIDES, "strides");
+/* No padding: the seven fields cover all 96 bytes. */
+_Static_assert(8 + 8 + 8 + 4 + 4 + 4 * 8 + 4 * 8 == JL_TENSOR_SIZE, "no padding");
+
+/* Indices of the table's function pointers, at byte 8 + 8 i (API_* in Clops.jl). */
+enum {
+    API_VERSION = 0,
+    API_LAST_ERROR = 1,
+    API_STATUS_NAME = 2,
+    API_POOL_CREATE_DEFAULT = 5,
+    API_POOL_CREATE_FROM_FILE = 6,
+    API_POOL_RELEASE = 8,
+    API_OP_FIND = 20
+};
+enum { API_BYTES_NEEDED = 8 + 8 * (API_OP_FIND + 1), OP_ENTRY_OFFSET = 48 };
+_Static_assert(offsetof(struct clops_op, entry) == OP_ENTRY_OFFSET, "op entry offset");
+
+/* ---- Checks ---------------------------------------------------------------------------------- */
+
+static int failures, checks;
+
+static void expect(int ok, const char *format, ...)
+{
+    checks++;
+    if (ok)
+        return;
+    failures++;
+    va_list ap;
+    va_start(ap, format);
+    fputs("FAIL: ", stdout);
+    vprintf(format, ap);
+    putchar('\n');
+    va_end(ap);
+}
+
+/* ---- The library as Clops.jl sees it: bytes at offsets --------------------------------------- */
+
+typedef void (*any_fn)(void);
+
+static const unsigned char *table;  /* the api pointer, read as bytes */
+static const struct clops_api *api; /* the same pointer through the header, to compare */
+
+/* unsafe_load(Ptr{Ptr{Cvoid}}(API[] + 8 + 8i)) */
+static any_fn api_function(int i)
+{
+    any_fn f;
+    memcpy(&f, table + 8 + 8 * i, sizeof f);
+    return f;
+}
+
+static const char *jl_last_error(void)
+{
+    return ((const char *(*)(void))api_function(API_LAST_ERROR))();
+}
+
+static const char *jl_status_name(int32_t status)
+{
+    return ((const char *(*)(int32_t))api_function(API_STATUS_NAME))(status);
+}
+
+/* The table pointer at byte 8 + 8 i is the header's member, address and value. */
+static void expect_member(int i, const void *member_address, any_fn member, const char *name)
+{
+    expect((const void *)(table + 8 + 8 * i) == member_address,
+           "table byte offset %d is not &api->%s", 8 + 8 * i, name);
+    expect(api_function(i) == member, "the pointer at byte %d is not api->%s", 8 + 8 * i, name);
+}
+
+static void test_table_offsets(void)
+{
+    uint32_t struct_size;
+    uint16_t abi_major;
+    memcpy(&struct_size, table, sizeof struct_size);
+    memcpy(&abi_major, table + 4, sizeof abi_major);
+    expect(struct_size == api->struct_size, "struct_size at byte 0");
+    expect(abi_major == api->abi_major && abi_major == 1, "abi_major at byte 4 is %u", abi_major);
+    expect(struct_size >= API_BYTES_NEEDED, "table of %u bytes < %d", struct_size,
+           API_BYTES_NEEDED);
+    expect(API_BYTES_NEEDED == offsetof(struct clops_api, op_find) + sizeof api->op_find,
+           "API_BYTES_NEEDED ends at op_find");
+    expect_member(API_VERSION, &api->version, (any_fn)api->version, "version");
+    expect_member(API_LAST_ERROR, &api->last_error, (any_fn)api->last_error, "last_error");
+    expect_member(API_STATUS_NAME, &api->status_name, (any_fn)api->status_name, "status_name");
+    expect_member(API_POOL_CREATE_DEFAULT, &api->pool_create_default,
+                  (any_fn)api->pool_create_default, "pool_create_default");
+    expect_member(API_POOL_CREATE_FROM_FILE, &api->pool_create_from_file,
+                  (any_fn)api->pool_create_from_file, "pool_create_from_file");
+    expect_member(API_POOL_RELEASE, &api->pool_release, (any_fn)api->pool_release, "pool_release");
+    expect_member(API_OP_FIND, &api->op_find, (any_fn)api->op_find, "op_find");
+
+    const char *version = ((const char *(*)(void))api_function(API_VERSION))();
+    expect(version != NULL && strcmp(version, api->version()) == 0 && version[0] != '\0',
+           "version() through the offset");
+    expect(strcmp(jl_status_name(CLOPS_ERR_INVALID_ARGUMENT), "CLOPS_ERR_INVALID_ARGUMENT") == 0,
+           "status_name(1) through the offset");
+}
+
+/* op_entry in Clops.jl: op_find(name), struct_size covers the entry, the entry at byte 48. */
+static any_fn op_entry(const char *name)
+{
+    const unsigned char *op =
+        ((const unsigned char *(*)(const char *))api_function(API_OP_FIND))(name);
+    expect(op != NULL, "op_find(\"%s\")", name);
+    if (op == NULL)
+        return NULL;
+    uint32_t op_size;
+    memcpy(&op_size, op, sizeof op_size);
+    expect(op_size >= OP_ENTRY_OFFSET + 8, "%s: op struct_size %u", name, op_size);
+    any_fn f;
+    memcpy(&f, op + OP_ENTRY_OFFSET, sizeof f);
+    const struct clops_op *described = (const struct clops_op *)(const void *)op;
+    expect((const void *)(op + OP_ENTRY_OFFSET) == (const void *)&described->entry &&
+               f == described->entry && f != NULL,
+           "%s: entry at byte %d", name, OP_ENTRY_OFFSET);
+    return f;
+}
+
+/* ---- Tensors as Clops.jl builds them ----------------------------------------------------------
+ */
+
+/* ClopsTensor(pointer(A), C_NULL, 0, dtype, rank, shape, strides), field by field at the
+ * offsets Julia gives them, into bytes that C then reads as struct clops_tensor. */
+static struct clops_tensor julia_tensor(void *data, int32_t dtype, int32_t rank, int64_t shape0,
+                                        int64_t shape1, int64_t stride0, int64_t stride1)
+{
+    union {
+        struct clops_tensor t;
+        unsigned char bytes[JL_TENSOR_SIZE];
+    } u;
+    void *buffer = NULL;
+    int64_t offset = 0, shape[4] = {shape0, shape1, 0, 0}, strides[4] = {stride0, stride1, 0, 0};
+    memset(u.bytes, 0xA5, sizeof u.bytes); /* every byte below is written by a field */
+    memcpy(u.bytes + JL_DATA, &data, 8);
+    memcpy(u.bytes + JL_BUFFER, &buffer, 8);
+    memcpy(u.bytes + JL_OFFSET, &offset, 8);
+    memcpy(u.bytes + JL_DTYPE, &dtype, 4);
+    memcpy(u.bytes + JL_RANK, &rank, 4);
+    memcpy(u.bytes + JL_SHAPE, shape, 32);
+    memcpy(u.bytes + JL_STRIDES, strides, 32);
+    return u.t;
+}
+
+/* tensor(A::StridedMatrix): a column-major view whose first element is at `first`. */
+static struct clops_tensor jl_matrix(void *first, int32_t dtype, int64_t rows, int64_t cols,
+                                     int64_t ld)
+{
+    return julia_tensor(first, dtype, 2, rows, cols, 1, ld);
+}
+
+/* tensor(v::StridedVector{Int32}): ipiv and info. */
+static struct clops_tensor jl_i32_vector(int32_t *v, int64_t n)
+{
+    return julia_tensor(v, CLOPS_I32, 1, n, 0, 1, 0);
+}
+
+/* column(v): a right-hand side vector as an N×1 matrix. */
+static struct clops_tensor jl_column(void *v, int32_t dtype, int64_t n)
+{
+    return julia_tensor(v, dtype, 2, n, 1, 1, n > 1 ? n : 1);
+}
+
+static void test_tensor_bytes_match_header(void)
+{
+    double x[6];
+    struct clops_tensor t = jl_matrix(x + 1, CLOPS_F64, 2, 2, 3);
+    expect(t.data == (void *)(x + 1) && t.buffer == NULL && t.offset == 0 && t.dtype == CLOPS_F64 &&
+               t.rank == 2 && t.shape[0] == 2 && t.shape[1] == 2 && t.shape[2] == 0 &&
+               t.strides[0] == 1 && t.strides[1] == 3 && t.strides[3] == 0,
+           "the Julia-laid-out bytes read back as the header's struct clops_tensor");
+}
+
+/* ---- Data --------------------------------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static double uniform(void) /* in [-1, 1) */
+{
+    rng_state = rng_state * 6364136223846793005u + 1442695040888963407u;
+    return (double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* A parent matrix of ld × cols with NaN everywhere; the view (1:rows, 1:cols) gets values. */
+static double *parent_f64(int64_t ld, int64_t cols)
+{
+    double *p = malloc((size_t)(ld * cols) * sizeof *p);
+    for (int64_t i = 0; i < ld * cols; i++)
+        p[i] = NAN;
+    return p;
+}
+
+static void fill(double *a, int64_t rows, int64_t cols, int64_t ld)
+{
+    for (int64_t j = 0; j < cols; j++)
+        for (int64_t i = 0; i < rows; i++)
+            a[i + j * ld] = uniform();
+}
+
+/* ---- gemm! -------------------------------------------------------------------------------- */
+
+typedef int32_t (*gemm_call)(struct clops_pool *, const struct clops_tensor *,
+                             const struct clops_tensor *, const struct clops_tensor *, int32_t,
+                             int32_t, double, double);
+
+/* op(X)(i, j) of a column-major X with leading dimension ld. */
+static long double at(const double *x, int64_t ld, int trans, int64_t i, int64_t j)
+{
+    return trans ? x[j + i * ld] : x[i + j * ld];
+}
+
+/* gemm!(pool, view(Cp, 1:m, 1:n), view(Ap, ...), view(Bp, ...); alpha, beta, transA, transB)
+ * in f64 and f32, against a long double loop. The views start one row and one column into
+ * their parents, as view(P, 2:m+1, 2:n+1) does: pointer() is the first element, offset 0. */
+static void test_gemm_column_major(struct clops_pool *pool, gemm_call gemm, int trans_a,
+                                   int trans_b, double alpha, double beta)
+{
+    const int64_t m = 7, n = 6, k = 5;
+    const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+    const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    const int64_t lda = a_rows + 3, ldb = b_rows + 2, ldc = m + 4;
+    double *ap = parent_f64(lda, a_cols + 1), *bp = parent_f64(ldb, b_cols + 1);
+    double *cp = parent_f64(ldc, n + 1), *c0 = malloc((size_t)(ldc * (n + 1)) * sizeof *c0);
+    double *a = ap + 1 + lda, *b = bp + 1 + ldb, *c = cp + 1 + ldc;
+    fill(a, a_rows, a_cols, lda);
+    fill(b, b_rows, b_cols, ldb);
+    if (beta != 0)
+        fill(c, m, n, ldc); /* beta = 0: C stays NaN, which must be ignored */
+    memcpy(c0, cp, (size_t)(ldc * (n + 1)) * sizeof *c0);
+
+    float *af = malloc((size_t)(lda * (a_cols + 1)) * sizeof *af);
+    float *bf = malloc((size_t)(ldb * (b_cols + 1)) * sizeof *bf);
+    float *cf = malloc((size_t)(ldc * (n + 1)) * sizeof *cf);
+    for (int64_t i = 0; i < lda * (a_cols + 1); i++)
+        af[i] = (float)ap[i];
+    for (int64_t i = 0; i < ldb * (b_cols + 1); i++)
+        bf[i] = (float)bp[i];
+    for (int64_t i = 0; i < ldc * (n + 1); i++)
+        cf[i] = (float)cp[i];
+
+    struct clops_tensor ta = jl_matrix(a, CLOPS_F64, a_rows, a_cols, lda);
+    struct clops_tensor tb = jl_matrix(b, CLOPS_F64, b_rows, b_cols, ldb);
+    struct clops_tensor tc = jl_matrix(c, CLOPS_F64, m, n, ldc);
+    int32_t status = gemm(pool, &ta, &tb, &tc, trans_a, trans_b, alpha, beta);
+    expect(status == CLOPS_OK, "gemm f64 (%d,%d): %s", trans_a, trans_b, jl_last_error());
+
+    struct clops_tensor fa = jl_matrix(af + 1 + lda, CLOPS_F32, a_rows, a_cols, lda);
+    struct clops_tensor fb = jl_matrix(bf + 1 + ldb, CLOPS_F32, b_rows, b_cols, ldb);
+    struct clops_tensor fc = jl_matrix(cf + 1 + ldc, CLOPS_F32, m, n, ldc);
+    status = gemm(pool, &fa, &fb, &fc, trans_a, trans_b, alpha, beta);
+    expect(status == CLOPS_OK, "gemm f32 (%d,%d): %s", trans_a, trans_b, jl_last_error());
+
+    double err64 = 0, err32 = 0;
+    int outside_untouched = 1;
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < m; i++) {
+            long double sum = 0, scale = 0;
+            for (int64_t p = 0; p < k; p++) {
+                long double term = at(a, lda, trans_a, i, p) * at(b, ldb, trans_b, p, j);
+                sum += term;
+                scale += fabsl(term);
+            }
+            long double ref = alpha * sum, c_old = c0[1 + ldc + i + j * ldc];
+            if (beta != 0)
+                ref += beta * c_old;
+            scale = fabsl((long double)alpha) * scale + (beta != 0 ? fabsl(beta * c_old) : 0) + 1;
+            err64 = fmax(err64, (double)(fabsl(c[i + j * ldc] - ref) / scale));
+            err32 = fmax(err32, (double)(fabsl(cf[1 + ldc + i + j * ldc] - ref) / scale));
+        }
+    /* The parent's elements outside the view stay NaN: ld was honoured. */
+    for (int64_t j = 0; j <= n; j++)
+        for (int64_t i = 0; i < ldc; i++)
+            if (j == 0 || i == 0 || i > m)
+                outside_untouched &= isnan(cp[i + j * ldc]) && isnan(cf[i + j * ldc]);
+    expect(err64 < 16 * DBL_EPSILON, "gemm f64 (%d,%d) alpha %g beta %g: error %.3g", trans_a,
+           trans_b, alpha, beta, err64);
+    expect(err32 < 16 * FLT_EPSILON, "gemm f32 (%d,%d) alpha %g beta %g: error %.3g", trans_a,
+           trans_b, alpha, beta, err32);
+    expect(outside_untouched, "gemm (%d,%d) wrote outside the view", trans_a, trans_b);
+    printf("gemm (%d,%d) alpha %g beta %g: f64 error %.2e, f32 error %.2e\n", trans_a, trans_b,
+           alpha, beta, err64, err32);
+    free(ap), free(bp), free(cp), free(c0), free(af), free(bf), free(cf);
+}
+
+/* check(status): a failure is ClopsError(status, last_error()). */
+static void test_gemm_error_message(struct clops_pool *pool, gemm_call gemm)
+{
+    double a[6], b[6], c[4];
+    struct clops_tensor ta = jl_matrix(a, CLOPS_F64, 2, 3, 2);
+    struct clops_tensor tb = jl_matrix(b, CLOPS_F64, 2, 3, 2); /* K = 3 against 2 */
+    struct clops_tensor tc = jl_matrix(c, CLOPS_F64, 2, 2, 2);
+    int32_t status = gemm(pool, &ta, &tb, &tc, 0, 0, 1, 0);
+    const char *message = jl_last_error();
+    expect(status == CLOPS_ERR_INVALID_ARGUMENT, "mismatched gemm: status %d", status);
+    expect(strstr(message, "gemm") != NULL && strstr(message, "'b'") != NULL,
+           "mismatched gemm: message names gemm and 'b': \"%s\"", message);
+    printf("ClopsError(%s, \"%s\")\n", jl_status_name(status), message);
+}
+
+/* ---- lu! ---------------------------------------------------------------------------------- */
+
+typedef int32_t (*lu_call)(struct clops_pool *, const struct clops_tensor *,
+                           const struct clops_tensor *, const struct clops_tensor *, int32_t);
+
+/* A = [1 2 3; 4 5 6; 7 8 10]: LAPACK's dgetrf gives ipiv = [3, 3, 3] and
+ * LU = [7 8 10; 1/7 6/7 11/7; 4/7 1/2 -1/2]. */
+static void test_lu_known_3x3(struct clops_pool *pool, lu_call lu)
+{
+    const double a0[9] = {1, 4, 7, 2, 5, 8, 3, 6, 10}; /* column-major */
+    const double want[9] = {7, 1.0 / 7, 4.0 / 7, 8, 6.0 / 7, 0.5, 10, 11.0 / 7, -0.5};
+    double a[9];
+    float af[9];
+    memcpy(a, a0, sizeof a);
+    for (int i = 0; i < 9; i++)
+        af[i] = (float)a0[i];
+    int32_t ipiv[3] = {0, 0, 0}, info[1] = {-1}, ipivf[3] = {0, 0, 0}, infof[1] = {-1};
+
+    struct clops_tensor ta = jl_matrix(a, CLOPS_F64, 3, 3, 3), tp = jl_i32_vector(ipiv, 3);
+    struct clops_tensor ti = jl_i32_vector(info, 1);
+    int32_t status = lu(pool, &ta, &tp, &ti, 0);
+    expect(status == CLOPS_OK, "lu f64: %s", jl_last_error());
+    struct clops_tensor fa = jl_matrix(af, CLOPS_F32, 3, 3, 3), fp = jl_i32_vector(ipivf, 3);
+    struct clops_tensor fi = jl_i32_vector(infof, 1);
+    status = lu(pool, &fa, &fp, &fi, 0);
+    expect(status == CLOPS_OK, "lu f32: %s", jl_last_error());
+
+    double err64 = 0, err32 = 0;
+    for (int i = 0; i < 9; i++) {
+        err64 = fmax(err64, fabs(a[i] - want[i]));
+        err32 = fmax(err32, fabs(af[i] - want[i]));
+    }
+    expect(ipiv[0] == 3 && ipiv[1] == 3 && ipiv[2] == 3,
+           "lu f64 ipiv = [%d, %d, %d], want [3, 3, 3]", ipiv[0], ipiv[1], ipiv[2]);
+    expect(ipivf[0] == 3 && ipivf[1] == 3 && ipivf[2] == 3, "lu f32 ipiv = [%d, %d, %d]", ipivf[0],
+           ipivf[1], ipivf[2]);
+    expect(info[0] == 0 && infof[0] == 0, "lu info = %d, %d", info[0], infof[0]);
+    expect(err64 < 64 * DBL_EPSILON, "lu f64 factors: error %.3g", err64);
+    expect(err32 < 64 * FLT_EPSILON, "lu f32 factors: error %.3g", err32);
+    printf("lu 3x3: ipiv [%d, %d, %d], info %d, factor error f64 %.2e f32 %.2e\n", ipiv[0], ipiv[1],
+           ipiv[2], info[0], err64, err32);
+}
+
+/* [1 2; 2 4]: the pivot is row 2, then U(2, 2) = 0 exactly: info = 2. */
+static void test_lu_singular_info(struct clops_pool *pool, lu_call lu)
+{
+    double a[4] = {1, 2, 2, 4};
+    int32_t ipiv[2] = {0, 0}, info[1] = {-1};
+    struct clops_tensor ta = jl_matrix(a, CLOPS_F64, 2, 2, 2), tp = jl_i32_vector(ipiv, 2);
+    struct clops_tensor ti = jl_i32_vector(info, 1);
+    int32_t status = lu(pool, &ta, &tp, &ti, 0);
+    expect(status == CLOPS_OK, "lu singular: %s", jl_last_error());
+    expect(info[0] == 2 && ipiv[0] == 2, "lu singular: info %d ipiv[0] %d, want 2 and 2", info[0],
+           ipiv[0]);
+}
+
+/* ---- solve! ------------------------------------------------------------------------------- */
+
+typedef int32_t (*solve_call)(struct clops_pool *, const struct clops_tensor *,
+                              const struct clops_tensor *, const struct clops_tensor *,
+                              const struct clops_tensor *);
+
+/* max |A X - B| / (|A| |X| n), A and B the originals, X what solve! left in B. */
+static double residual(const double *a, int64_t lda, const double *x, int64_t ldx, const double *b,
+                       int64_t ldb, int64_t n, int64_t nrhs)
+{
+    long double worst = 0, norm_a = 0, norm_x = 0;
+    for (int64_t i = 0; i < n * n; i++)
+        norm_a = fmaxl(norm_a, fabsl(a[i % n + i / n * lda]));
+    for (int64_t j = 0; j < nrhs; j++)
+        for (int64_t i = 0; i < n; i++) {
+            long double r = -(long double)b[i + j * ldb];
+            for (int64_t p = 0; p < n; p++)
+                r += (long double)a[i + p * lda] * x[p + j * ldx];
+            worst = fmaxl(worst, fabsl(r));
+            norm_x = fmaxl(norm_x, fabsl(x[i + j * ldx]));
+        }
+    return (double)(worst / (norm_a * norm_x * n));
+}
+
+/* solve!(pool, view(Ap, 1:n, 1:n), view(Bp, 1:n, 1:nrhs)) and solve!(pool, A, b::Vector). */
+static void test_solve_residual(struct clops_pool *pool, solve_call solve)
+{
+    const int64_t n = 11, nrhs = 3, lda = 13, ldb = 12;
+    double *a = parent_f64(lda, n), *b = parent_f64(ldb, nrhs);
+    double *a0 = malloc((size_t)(lda * n) * sizeof *a0),
+           *b0 = malloc((size_t)(ldb * nrhs) * sizeof *b0);
+    fill(a, n, n, lda);
+    fill(b, n, nrhs, ldb);
+    memcpy(a0, a, (size_t)(lda * n) * sizeof *a0);
+    memcpy(b0, b, (size_t)(ldb * nrhs) * sizeof *b0);
+    int32_t ipiv[11], info[1] = {-1};
+
+    struct clops_tensor ta = jl_matrix(a, CLOPS_F64, n, n, lda);
+    struct clops_tensor tb = jl_matrix(b, CLOPS_F64, n, nrhs, ldb);
+    struct clops_tensor tp = jl_i32_vector(ipiv, n), ti = jl_i32_vector(info, 1);
+    int32_t status = solve(pool, &ta, &tb, &tp, &ti);
+    expect(status == CLOPS_OK && info[0] == 0, "solve f64: status %d info %d: %s", status, info[0],
+           jl_last_error());
+    double r = residual(a0, lda, b, ldb, b0, ldb, n, nrhs);
+    int pivots_in_range = 1;
+    for (int64_t i = 0; i < n; i++)
+        pivots_in_range &= ipiv[i] >= i + 1 && ipiv[i] <= n;
+    expect(r < 8 * DBL_EPSILON, "solve f64 matrix residual %.3g", r);
+    expect(pivots_in_range, "solve pivots are 1-based, ipiv[i] in i+1 .. n");
+
+    /* A vector right-hand side as column(v): N×1, strides (1, N). */
+    double *v = malloc((size_t)n * sizeof *v), *v0 = malloc((size_t)n * sizeof *v0);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = v0[i] = uniform();
+    memcpy(a, a0, (size_t)(lda * n) * sizeof *a);
+    struct clops_tensor tv = jl_column(v, CLOPS_F64, n);
+    status = solve(pool, &ta, &tv, &tp, &ti);
+    expect(status == CLOPS_OK && info[0] == 0, "solve f64 vector: %s", jl_last_error());
+    double rv = residual(a0, lda, v, n, v0, n, n, 1);
+    expect(rv < 8 * DBL_EPSILON, "solve f64 vector residual %.3g", rv);
+
+    /* f32, the same system. */
+    float af[13 * 11], bf[12 * 3];
+    for (int64_t i = 0; i < lda * n; i++)
+        af[i] = (float)a0[i];
+    for (int64_t i = 0; i < ldb * nrhs; i++)
+        bf[i] = (float)b0[i];
+    struct clops_tensor fa = jl_matrix(af, CLOPS_F32, n, n, lda);
+    struct clops_tensor fb = jl_matrix(bf, CLOPS_F32, n, nrhs, ldb);
+    status = solve(pool, &fa, &fb, &tp, &ti);
+    expect(status == CLOPS_OK && info[0] == 0, "solve f32: %s", jl_last_error());
+    /* Its residual against the system as rounded to f32. */
+    for (int64_t i = 0; i < lda * n; i++)
+        a[i] = (float)a0[i];
+    for (int64_t i = 0; i < ldb * nrhs; i++) {
+        b[i] = bf[i];
+        b0[i] = (float)b0[i];
+    }
+    double rf = residual(a, lda, b, ldb, b0, ldb, n, nrhs);
+    expect(rf < 8 * FLT_EPSILON, "solve f32 matrix residual %.3g", rf);
+    printf("solve %lldx%lld, %lld rhs: residual f64 %.2e, vector %.2e, f32 %.2e\n", (long long)n,
+           (long long)n, (long long)nrhs, r, rv, rf);
+    free(a), free(b), free(a0), free(b0), free(v), free(v0);
+}
+
+/* A singular A: info > 0 (solve! throws SingularException) and B is left untouched. */
+static void test_solve_singular_leaves_b(struct clops_pool *pool, solve_call solve)
+{
+    double a[4] = {1, 2, 2, 4}, b[2] = {3, 5};
+    int32_t ipiv[2], info[1] = {-1};
+    struct clops_tensor ta = jl_matrix(a, CLOPS_F64, 2, 2, 2), tb = jl_column(b, CLOPS_F64, 2);
+    struct clops_tensor tp = jl_i32_vector(ipiv, 2), ti = jl_i32_vector(info, 1);
+    int32_t status = solve(pool, &ta, &tb, &tp, &ti);
+    expect(status == CLOPS_OK && info[0] == 2, "singular solve: status %d info %d", status,
+           info[0]);
+    expect(b[0] == 3 && b[1] == 5, "singular solve left b untouched: [%g, %g]", b[0], b[1]);
+}
+
+/* ---- Pools -------------------------------------------------------------------------------- */
+
+static void test_pool_from_missing_file(void)
+{
+    const char *path = "/nonexistent/julia-test-clops.cfg";
+    struct clops_pool *pool = NULL;
+    int32_t status = ((int32_t(*)(const char *, struct clops_pool **))api_function(
+        API_POOL_CREATE_FROM_FILE))(path, &pool);
+    const char *message = jl_last_error();
+    expect(status != CLOPS_OK && pool == NULL, "pool from a missing file: status %d", status);
+    expect(strstr(message, path) != NULL, "the message names the file: \"%s\"", message);
+}
+
+int main(void)
+{
+    rng_state = (uint64_t)time(NULL);
+    printf("seed %llu\n", (unsigned long long)rng_state);
+
+    /* load(): $CLOPS_LIBRARY, else libclops.so.1, RTLD_NOW | RTLD_LOCAL. */
+    const char *path = getenv("CLOPS_LIBRARY");
+    if (path == NULL || path[0] == '\0')
+        path = "libclops.so.1";
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        printf("FAIL: cannot load libclops from %s: %s\n", path, dlerror());
+        return 1;
+    }
+    clops_plugin_entry_fn plugin_entry;
+    void *symbol = dlsym(handle, "clops_plugin_entry");
+    memcpy(&plugin_entry, &symbol, sizeof plugin_entry); /* POSIX: a function's address */
+    if (symbol == NULL || (api = plugin_entry(1)) == NULL) {
+        printf("FAIL: %s serves no ABI 1\n", path);
+        return 1;
+    }
+    table = (const unsigned char *)api;
+
+    test_table_offsets();
+    test_tensor_bytes_match_header();
+    gemm_call gemm = (gemm_call)op_entry("gemm");
+    lu_call lu = (lu_call)op_entry("lu");
+    solve_call solve = (solve_call)op_entry("solve");
+    test_pool_from_missing_file();
+
+    struct clops_pool *pool = NULL;
+    int32_t status =
+        ((int32_t(*)(struct clops_pool **))api_function(API_POOL_CREATE_DEFAULT))(&pool);
+    expect(status == CLOPS_OK && pool != NULL, "pool_create_default: %s", jl_last_error());
+    if (pool != NULL && gemm != NULL && lu != NULL && solve != NULL) {
+        for (int trans = 0; trans < 4; trans++)
+            test_gemm_column_major(pool, gemm, trans & 1, trans >> 1, 1.5, -0.5);
+        test_gemm_column_major(pool, gemm, 0, 0, 1, 0);
+        test_gemm_error_message(pool, gemm);
+        test_lu_known_3x3(pool, lu);
+        test_lu_singular_info(pool, lu);
+        test_solve_residual(pool, solve);
+        test_solve_singular_leaves_b(pool, solve);
+    }
+    ((void (*)(struct clops_pool *))api_function(API_POOL_RELEASE))(pool);
+
+    if (failures > 0) {
+        printf("%d of %d checks FAILED\n", failures, checks);
+        return 1;
+    }
+    printf("All %d Julia ABI call checks PASS\n", checks);
+    return 0;
+}
