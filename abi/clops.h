@@ -59,14 +59,14 @@ enum clops_status {
     CLOPS_ERR_UNSUPPORTED = 2,      /* a dtype, layout or option this operator does not handle */
     CLOPS_ERR_OUT_OF_DEVICE_MEMORY = 3,
     CLOPS_ERR_OUT_OF_HOST_MEMORY = 4,
-    CLOPS_ERR_DEVICE = 5,       /* an OpenCL call failed: the message carries its error name */
-    CLOPS_ERR_BUILD = 6,        /* a kernel failed to build: the message carries the build log */
-    CLOPS_ERR_CONFIG = 7,       /* a configuration error: the message has file:line: key */
-    CLOPS_ERR_IO = 8,           /* a file could not be read or written */
-    CLOPS_ERR_NOT_FOUND = 9,    /* no such operator, parameter, device or file */
+    CLOPS_ERR_DEVICE = 5,        /* an OpenCL call failed: the message carries its error name */
+    CLOPS_ERR_BUILD = 6,         /* a kernel failed to build: the message carries the build log */
+    CLOPS_ERR_CONFIG = 7,        /* a configuration error: the message has file:line: key */
+    CLOPS_ERR_IO = 8,            /* a file could not be read or written */
+    CLOPS_ERR_NOT_FOUND = 9,     /* no such operator, parameter, device or file */
     CLOPS_ERR_ABI_MISMATCH = 10, /* a struct_size too small, or an unknown ABI version */
-    CLOPS_ERR_NO_DEVICE = 11,   /* no OpenCL device matches the configuration */
-    CLOPS_ERR_INTERNAL = 12     /* a bug in clops: please report the message */
+    CLOPS_ERR_NO_DEVICE = 11,    /* no OpenCL device matches the configuration */
+    CLOPS_ERR_INTERNAL = 12      /* a bug in clops: please report the message */
 };
 
 enum clops_dtype {
@@ -127,8 +127,8 @@ enum clops_param_kind {
 
 struct clops_param {
     const char *name;
-    int32_t kind;   /* enum clops_param_kind */
-    uint32_t dtypes; /* tensors: CLOPS_DTYPE_BIT()s accepted; 0 for other kinds */
+    int32_t kind;                   /* enum clops_param_kind */
+    uint32_t dtypes;                /* tensors: CLOPS_DTYPE_BIT()s accepted; 0 for other kinds */
     const char *const *enum_values; /* enums: NULL-terminated allowed strings; else NULL */
     /* Textual default; NULL when the parameter is required. For a tensor the only default is
      * CLOPS_OPTIONAL ("none"): the tensor may be left out (the typed entry then gets NULL). */
@@ -181,8 +181,8 @@ typedef int32_t (*clops_solve_fn)(struct clops_pool *pool, const struct clops_te
 /* lu_solve: solves with the factors and pivots from lu (LAPACK getrs); trans: 0 = A·X = B,
  * 1 = Aᵀ·X = B. b (N×NRHS) is overwritten by X. */
 typedef int32_t (*clops_lu_solve_fn)(struct clops_pool *pool, const struct clops_tensor *lu,
-                                     const struct clops_tensor *ipiv,
-                                     const struct clops_tensor *b, int32_t trans);
+                                     const struct clops_tensor *ipiv, const struct clops_tensor *b,
+                                     int32_t trans);
 
 /* reduce: op (enum, see the descriptor: sum, min, max, norm2, argmin, argmax) over the whole of
  * x (axis = -1) or along one axis of a 2-D x; results in out. */
@@ -243,10 +243,10 @@ struct clops_device_info {
 struct clops_stats {
     uint32_t struct_size; /* set by the host: sizeof(struct clops_stats) */
     int32_t reserved;
-    int64_t programs_built;      /* compiled from source by this pool */
-    int64_t programs_loaded;     /* loaded from the on-disk binary cache */
-    int64_t cache_rejected;      /* cache entries found corrupt or stale, and rebuilt */
-    int64_t calls;               /* operator calls, all operators */
+    int64_t programs_built;  /* compiled from source by this pool */
+    int64_t programs_loaded; /* loaded from the on-disk binary cache */
+    int64_t cache_rejected;  /* cache entries found corrupt or stale, and rebuilt */
+    int64_t calls;           /* operator calls, all operators */
     int64_t bytes_uploaded;
     int64_t bytes_downloaded;
 };
@@ -316,9 +316,9 @@ struct clops_api {
 
     /* Operators. Descriptors live as long as the library. */
     int32_t (*op_count)(void);
-    const struct clops_op *(*op_at)(int32_t index);     /* NULL when out of range */
+    const struct clops_op *(*op_at)(int32_t index);      /* NULL when out of range */
     const struct clops_op *(*op_find)(const char *name); /* NULL (and NOT_FOUND) if unknown */
-    int32_t (*op_index)(const struct clops_op *op);       /* -1 when not one of ours */
+    int32_t (*op_index)(const struct clops_op *op);      /* -1 when not one of ours */
     /* Checks every argument against the descriptor, then calls op->entry (through libffi).
      * A rejected call does nothing. */
     int32_t (*invoke)(struct clops_pool *pool, const struct clops_op *op,
@@ -357,9 +357,9 @@ static inline struct clops_tensor clops_matrix(void *data, int32_t dtype, int64_
 }
 
 /* The same matrix in a device buffer. */
-static inline struct clops_tensor clops_matrix_on_device(struct clops_buffer *buffer,
-                                                         int32_t dtype, int64_t rows, int64_t cols,
-                                                         int64_t ld, int32_t column_major)
+static inline struct clops_tensor clops_matrix_on_device(struct clops_buffer *buffer, int32_t dtype,
+                                                         int64_t rows, int64_t cols, int64_t ld,
+                                                         int32_t column_major)
 {
     struct clops_tensor t = clops_matrix(NULL, dtype, rows, cols, ld, column_major);
     t.buffer = buffer;

@@ -49,8 +49,7 @@ static int32_t check_transfer(const char *what, const struct clops_buffer *b, in
     if (offset < 0 || bytes < 0 || offset > b->bytes || bytes > b->bytes - offset)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                        "%s: range [%lld, %lld + %lld) is outside the buffer of %lld bytes", what,
-                       (long long)offset, (long long)offset, (long long)bytes,
-                       (long long)b->bytes);
+                       (long long)offset, (long long)offset, (long long)bytes, (long long)b->bytes);
     return CLOPS_OK;
 }
 
@@ -90,4 +89,7 @@ void buffer_release(struct clops_buffer *b)
     free(b);
 }
 
-int64_t buffer_size(const struct clops_buffer *b) { return b == NULL ? 0 : b->bytes; }
+int64_t buffer_size(const struct clops_buffer *b)
+{
+    return b == NULL ? 0 : b->bytes;
+}

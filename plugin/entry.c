@@ -11,11 +11,20 @@
 #include "registry.h"
 #include "tensor.h"
 
-static const char *api_version(void) { return CLOPS_VERSION_STRING; }
+static const char *api_version(void)
+{
+    return CLOPS_VERSION_STRING;
+}
 
-static const char *api_last_error(void) { return err_last(); }
+static const char *api_last_error(void)
+{
+    return err_last();
+}
 
-static const char *api_status_name(int32_t status) { return err_status_name(status); }
+static const char *api_status_name(int32_t status)
+{
+    return err_status_name(status);
+}
 
 static void api_set_log_callback(clops_log_fn fn, void *user, int32_t max_level)
 {
@@ -73,7 +82,10 @@ static int32_t api_pool_create_from_string(const char *text, struct clops_pool *
     return status != CLOPS_OK ? status : create_pool(&cfg, out);
 }
 
-static void api_pool_release(struct clops_pool *pool) { pool_release(pool); }
+static void api_pool_release(struct clops_pool *pool)
+{
+    pool_release(pool);
+}
 
 static int32_t api_pool_device_count(const struct clops_pool *pool)
 {
@@ -120,8 +132,8 @@ static int32_t api_pool_op_stats(const struct clops_pool *pool, int32_t index,
                        pool == NULL ? "pool" : "out");
     if (index < 0 || index >= registry_count())
         return err_set(CLOPS_ERR_NOT_FOUND,
-                       "pool_op_stats: parameter 'index' = %d; there are %d operators",
-                       (int)index, (int)registry_count());
+                       "pool_op_stats: parameter 'index' = %d; there are %d operators", (int)index,
+                       (int)registry_count());
     const struct pool_op_counters *c = &pool->op_counters[index];
     struct clops_op_stats s = {0};
     s.struct_size = sizeof s;
@@ -163,20 +175,31 @@ static int32_t api_buffer_upload(struct clops_buffer *b, int64_t offset, const v
     return buffer_upload(b, offset, src, bytes);
 }
 
-static int32_t api_buffer_download(struct clops_buffer *b, int64_t offset, void *dst,
-                                   int64_t bytes)
+static int32_t api_buffer_download(struct clops_buffer *b, int64_t offset, void *dst, int64_t bytes)
 {
     err_clear();
     return buffer_download(b, offset, dst, bytes);
 }
 
-static void api_buffer_release(struct clops_buffer *b) { buffer_release(b); }
+static void api_buffer_release(struct clops_buffer *b)
+{
+    buffer_release(b);
+}
 
-static int64_t api_buffer_size(const struct clops_buffer *b) { return buffer_size(b); }
+static int64_t api_buffer_size(const struct clops_buffer *b)
+{
+    return buffer_size(b);
+}
 
-static int32_t api_op_count(void) { return registry_count(); }
+static int32_t api_op_count(void)
+{
+    return registry_count();
+}
 
-static const struct clops_op *api_op_at(int32_t index) { return registry_at(index); }
+static const struct clops_op *api_op_at(int32_t index)
+{
+    return registry_at(index);
+}
 
 static const struct clops_op *api_op_find(const char *name)
 {
@@ -188,7 +211,10 @@ static const struct clops_op *api_op_find(const char *name)
     return op;
 }
 
-static int32_t api_op_index(const struct clops_op *op) { return registry_index(op); }
+static int32_t api_op_index(const struct clops_op *op)
+{
+    return registry_index(op);
+}
 
 static const struct clops_api api_v1 = {
     .struct_size = sizeof(struct clops_api),

@@ -179,9 +179,9 @@ static int32_t apply_default(const struct clops_op *op, const struct clops_param
     case CLOPS_PARAM_DOUBLE: out->f64 = strtod(p->default_value, &end); break;
     case CLOPS_PARAM_ENUM:
         out->i32 = enum_index(p, p->default_value);
-        return out->i32 >= 0 ? CLOPS_OK
-                             : err_set(CLOPS_ERR_INTERNAL, "%s: bad default for '%s'", op->name,
-                                       p->name);
+        return out->i32 >= 0
+                   ? CLOPS_OK
+                   : err_set(CLOPS_ERR_INTERNAL, "%s: bad default for '%s'", op->name, p->name);
     case CLOPS_PARAM_STRING: out->pointer = p->default_value; return CLOPS_OK;
     default:
         if (param_is_optional_tensor(p)) {
@@ -259,8 +259,8 @@ static int32_t bind_args(const struct clops_op *op, const struct clops_arg *args
     return CLOPS_OK;
 }
 
-int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op,
-                  const struct clops_arg *args, int32_t nargs)
+int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op, const struct clops_arg *args,
+                  int32_t nargs)
 {
     err_clear();
     int32_t index = registry_index(op);

@@ -6,8 +6,8 @@
 
 #include "clops.h"
 
-int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op,
-                  const struct clops_arg *args, int32_t nargs);
+int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op, const struct clops_arg *args,
+                  int32_t nargs);
 /* "tensor (in)", "int64", ... for messages. */
 const char *invoke_kind_name(int32_t kind);
 

@@ -4,10 +4,10 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kernels.h"
 #include "registry.h"
@@ -34,8 +34,8 @@ struct candidate {
 
 /* Copies an info string, truncated to `size`: drivers reject a short buffer outright (PoCL's
  * CL_DEVICE_VERSION is longer than our 64 bytes), so ask for the length first. */
-static void copy_info_string(cl_platform_id platform, cl_device_id device, cl_uint param,
-                             char *out, size_t size)
+static void copy_info_string(cl_platform_id platform, cl_device_id device, cl_uint param, char *out,
+                             size_t size)
 {
     size_t needed = 0;
     cl_int rc = device != NULL ? clGetDeviceInfo(device, param, 0, NULL, &needed)
@@ -284,7 +284,8 @@ static int32_t choose_devices(const struct pool_config *cfg, const struct candid
     if (*n_chosen == 0 && cfg->cpu_fallback) {
         int32_t pick = first_of_type(list, n, CLOPS_DEVICE_CPU);
         if (pick >= 0) {
-            log_msg(CLOPS_LOG_INFO, "pool: falling back to the CPU device '%s'", list[pick].info.name);
+            log_msg(CLOPS_LOG_INFO, "pool: falling back to the CPU device '%s'",
+                    list[pick].info.name);
             chosen[0] = pick;
             queues[0] = 2;
             *n_chosen = 1;
@@ -422,9 +423,8 @@ static int32_t fail_build(cl_program program, const struct pool_device *dev, cl_
     size_t log_size = 0;
     clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
     char *log = malloc(log_size + 1);
-    if (log != NULL &&
-        clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) ==
-            CL_SUCCESS) {
+    if (log != NULL && clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, log_size,
+                                             log, NULL) == CL_SUCCESS) {
         log[log_size] = '\0';
         err_append("\nbuild log:\n");
         err_append(log);
@@ -459,8 +459,7 @@ static void store_binary(const struct clops_pool *pool, const struct pool_device
     unsigned char *binary = malloc(size);
     if (binary == NULL)
         return;
-    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) ==
-        CL_SUCCESS)
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) == CL_SUCCESS)
         cache_store(&pool->cache, key, binary, size);
     (void)dev;
     free(binary);
@@ -491,8 +490,10 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
                 free(source);
                 return CLOPS_OK;
             }
-            log_msg(CLOPS_LOG_WARNING, "cache: driver rejected the cached binary of %s.cl; "
-                    "rebuilding", source_name);
+            log_msg(CLOPS_LOG_WARNING,
+                    "cache: driver rejected the cached binary of %s.cl; "
+                    "rebuilding",
+                    source_name);
             r = CACHE_CORRUPT;
         }
         if (r == CACHE_CORRUPT)
@@ -565,8 +566,8 @@ int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const
 }
 
 int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
-                        cl_uint dims, const size_t *global, const size_t *local,
-                        int64_t *device_ns, const char *what)
+                        cl_uint dims, const size_t *global, const size_t *local, int64_t *device_ns,
+                        const char *what)
 {
     cl_event event;
     cl_int rc = clEnqueueNDRangeKernel(queue, kernel, dims, NULL, global, local, 0, NULL, &event);

@@ -59,8 +59,8 @@ int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const
 /* Launches `kernel` on `queue` and waits for it. When profiling is on, adds the kernel's
  * device time to *device_ns. `what` names the operator for messages. */
 int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
-                        cl_uint dims, const size_t *global, const size_t *local,
-                        int64_t *device_ns, const char *what);
+                        cl_uint dims, const size_t *global, const size_t *local, int64_t *device_ns,
+                        const char *what);
 
 /* One kernel argument: its size and where its value is. */
 struct kernel_arg {

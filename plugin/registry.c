@@ -10,15 +10,15 @@ extern const struct clops_op op_mandelbrot;
 extern const struct clops_op op_lu, op_solve, op_lu_solve;
 
 static const struct clops_op *const operators[] = {
-    &op_gemm,
-    &op_reduce, &op_transpose,
-    &op_mandelbrot,
-    &op_lu, &op_solve, &op_lu_solve,
+    &op_gemm, &op_reduce, &op_transpose, &op_mandelbrot, &op_lu, &op_solve, &op_lu_solve,
 };
 
 enum { OPERATOR_COUNT = (int)(sizeof operators / sizeof operators[0]) };
 
-int32_t registry_count(void) { return OPERATOR_COUNT; }
+int32_t registry_count(void)
+{
+    return OPERATOR_COUNT;
+}
 
 const struct clops_op *registry_at(int32_t index)
 {

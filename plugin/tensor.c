@@ -89,8 +89,8 @@ int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *p
                      uint32_t dtypes, int32_t rank, const struct pool_device *dev)
 {
     if (t == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                       "%s: parameter '%s' is NULL (expected a tensor)", op, param);
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter '%s' is NULL (expected a tensor)",
+                       op, param);
     if (dtype_size(t->dtype) == 0 || !(dtypes & CLOPS_DTYPE_BIT(t->dtype))) {
         char allowed[128];
         describe_dtypes(dtypes, allowed, sizeof allowed);
@@ -136,8 +136,8 @@ int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *p
                            op, param, t->buffer->dev->info.name, dev->info.name);
         if (span > 0 && end_bytes > t->buffer->bytes)
             return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                           "%s: parameter '%s' addresses %lld bytes but its buffer holds %lld",
-                           op, param, (long long)end_bytes, (long long)t->buffer->bytes);
+                           "%s: parameter '%s' addresses %lld bytes but its buffer holds %lld", op,
+                           param, (long long)end_bytes, (long long)t->buffer->bytes);
     }
     return CLOPS_OK;
 }
@@ -164,8 +164,8 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
     cl_int rc;
     out->mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &rc);
     if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: allocating %zu bytes of device memory for parameter '%s' failed",
-                      op, bytes, param);
+        return err_cl(rc, "%s: allocating %zu bytes of device memory for parameter '%s' failed", op,
+                      bytes, param);
     out->temporary = 1;
     if (!upload)
         return CLOPS_OK;

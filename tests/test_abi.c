@@ -126,15 +126,16 @@ START_TEST(test_gemm_descriptor_lists_its_parameters)
     const struct clops_op *op = tu_api()->op_find("gemm");
     ck_assert_ptr_nonnull(op);
     static const char *const names[] = {"a", "b", "c", "trans_a", "trans_b", "alpha", "beta"};
-    static const int32_t kinds[] = {CLOPS_PARAM_TENSOR_IN, CLOPS_PARAM_TENSOR_IN,
-                                    CLOPS_PARAM_TENSOR_INOUT, CLOPS_PARAM_ENUM, CLOPS_PARAM_ENUM,
-                                    CLOPS_PARAM_DOUBLE, CLOPS_PARAM_DOUBLE};
+    static const int32_t kinds[] = {
+        CLOPS_PARAM_TENSOR_IN, CLOPS_PARAM_TENSOR_IN, CLOPS_PARAM_TENSOR_INOUT, CLOPS_PARAM_ENUM,
+        CLOPS_PARAM_ENUM,      CLOPS_PARAM_DOUBLE,    CLOPS_PARAM_DOUBLE};
     ck_assert_int_eq(op->param_count, 7);
     for (int i = 0; i < 7; i++) {
         ck_assert_str_eq(op->params[i].name, names[i]);
         ck_assert_int_eq(op->params[i].kind, kinds[i]);
     }
-    ck_assert_uint_eq(op->params[0].dtypes, CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64));
+    ck_assert_uint_eq(op->params[0].dtypes,
+                      CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64));
     ck_assert_str_eq(op->params[3].enum_values[0], "none");
     ck_assert_str_eq(op->params[3].enum_values[1], "transpose");
     ck_assert_ptr_null(op->params[3].enum_values[2]);

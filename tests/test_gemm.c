@@ -344,10 +344,10 @@ END_TEST
 START_TEST(test_gemm_rejects_tiles_that_do_not_divide)
 {
     struct clops_pool *pool = NULL;
-    ck_assert_int_eq(tu_api()->pool_create_from_string(
-                         "operators = { gemm = { build_options = \"-DTILE_M=100 -DWPT_M=8\"; }; };",
-                         &pool),
-                     CLOPS_OK);
+    ck_assert_int_eq(
+        tu_api()->pool_create_from_string(
+            "operators = { gemm = { build_options = \"-DTILE_M=100 -DWPT_M=8\"; }; };", &pool),
+        CLOPS_OK);
     float x[4] = {1, 2, 3, 4}, y[4] = {0};
     struct clops_tensor a = clops_matrix(x, CLOPS_F32, 2, 2, 2, 0);
     struct clops_tensor c = clops_matrix(y, CLOPS_F32, 2, 2, 2, 0);

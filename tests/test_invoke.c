@@ -184,17 +184,16 @@ START_TEST(test_invoke_rejects_misuse)
     struct operands o;
     make_operands(&o, 0, 0);
     const struct clops_op *op = gemm_op();
-    struct clops_arg full[8] = {tensor_arg(NULL, &o.a), tensor_arg(NULL, &o.b),
-                                tensor_arg(NULL, &o.c), enum_arg(NULL, "none", 0),
+    struct clops_arg full[8] = {tensor_arg(NULL, &o.a),    tensor_arg(NULL, &o.b),
+                                tensor_arg(NULL, &o.c),    enum_arg(NULL, "none", 0),
                                 enum_arg(NULL, "none", 0), double_arg(NULL, 1.0),
-                                double_arg(NULL, 0.0), double_arg(NULL, 3.0)};
+                                double_arg(NULL, 0.0),     double_arg(NULL, 3.0)};
 
     /* An extra positional argument. */
     expect_rejected(op, full, 8, CLOPS_ERR_INVALID_ARGUMENT, "extra argument #8", &o);
 
     /* A missing required parameter. */
-    expect_rejected(op, full, 2, CLOPS_ERR_INVALID_ARGUMENT, "missing required parameter 'c'",
-                    &o);
+    expect_rejected(op, full, 2, CLOPS_ERR_INVALID_ARGUMENT, "missing required parameter 'c'", &o);
 
     /* An unknown name. */
     struct clops_arg unknown[4] = {full[0], full[1], full[2], double_arg("alpah", 2.0)};
@@ -202,16 +201,15 @@ START_TEST(test_invoke_rejects_misuse)
 
     /* A wrong kind: a double where a tensor is expected, an int64 where a double is. */
     struct clops_arg wrong[3] = {full[0], double_arg(NULL, 1.0), full[2]};
-    expect_rejected(op, wrong, 3, CLOPS_ERR_INVALID_ARGUMENT, "parameter 'b' expects a tensor",
-                    &o);
-    struct clops_arg wrong2[4] = {full[0], full[1], full[2],
-                                  {.name = "alpha", .kind = CLOPS_PARAM_INT64, .i = 2}};
+    expect_rejected(op, wrong, 3, CLOPS_ERR_INVALID_ARGUMENT, "parameter 'b' expects a tensor", &o);
+    struct clops_arg wrong2[4] = {
+        full[0], full[1], full[2], {.name = "alpha", .kind = CLOPS_PARAM_INT64, .i = 2}};
     expect_rejected(op, wrong2, 4, CLOPS_ERR_INVALID_ARGUMENT, "'alpha' expects a double", &o);
 
     /* Bad enum values, by string and by index. */
-    struct clops_arg bad_enum[4] = {full[0], full[1], full[2], enum_arg("trans_a", "transposed", 0)};
-    expect_rejected(op, bad_enum, 4, CLOPS_ERR_INVALID_ARGUMENT, "'trans_a' = \"transposed\"",
-                    &o);
+    struct clops_arg bad_enum[4] = {full[0], full[1], full[2],
+                                    enum_arg("trans_a", "transposed", 0)};
+    expect_rejected(op, bad_enum, 4, CLOPS_ERR_INVALID_ARGUMENT, "'trans_a' = \"transposed\"", &o);
     bad_enum[3] = enum_arg("trans_b", NULL, 5);
     expect_rejected(op, bad_enum, 4, CLOPS_ERR_INVALID_ARGUMENT, "'trans_b' = 5", &o);
 

@@ -43,7 +43,10 @@ struct clops_pool *tu_pool(void)
     return pool;
 }
 
-void tu_seed(uint64_t seed) { rng_state = seed * 0x9E3779B97F4A7C15ull + 1; }
+void tu_seed(uint64_t seed)
+{
+    rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
+}
 
 double tu_uniform(void)
 {

@@ -340,8 +340,7 @@ static int32_t build_options(const struct gemm_tiles *t, int32_t dtype, char *ou
     int n = snprintf(
         out, size, "-DREAL=%s%s -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DWPT_M=%d -DWPT_N=%d -DVW=%d",
         dtype == CLOPS_F64 ? "double" : "float", dtype == CLOPS_F64 ? " -DUSE_FP64" : "",
-        (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->wpt_m, (int)t->wpt_n,
-        (int)t->vw);
+        (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->wpt_m, (int)t->wpt_n, (int)t->vw);
     if (n < 0 || (size_t)n >= size)
         return err_set(CLOPS_ERR_INTERNAL, "%s: build options do not fit %zu bytes", op_name, size);
     return CLOPS_OK;
