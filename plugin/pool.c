@@ -565,6 +565,40 @@ int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const
     return status;
 }
 
+int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
+                           const char *source_name, const char *options, const char *kernel_name,
+                           cl_kernel *out)
+{
+    cl_program program;
+    int32_t status = pool_get_program(pool, dev, op_name, source_name, options, &program);
+    if (status != CLOPS_OK)
+        return status;
+    cl_int rc;
+    *out = clCreateKernel(program, kernel_name, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clCreateKernel(%s) on '%s' failed", op_name, kernel_name,
+                      dev->info.name);
+    return CLOPS_OK;
+}
+
+int pool_device_matches(const struct pool_device *dev, const char *vendor, int32_t type)
+{
+    return (type == 0 || type == dev->info.type) &&
+           (vendor[0] == '\0' || strcasestr(dev->info.vendor, vendor) != NULL);
+}
+
+int32_t pool_op_option_int(const struct clops_pool *pool, const char *op_name, const char *key,
+                           int32_t fallback)
+{
+    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    const char *at = settings != NULL ? strstr(settings->build_options, key) : NULL;
+    if (at == NULL)
+        return fallback;
+    /* Clamped, not wrapped: a huge value must stay out of every operator's valid range. */
+    long long v = strtoll(at + strlen(key), NULL, 10);
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
 int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
                         cl_uint dims, const size_t *global, const size_t *local, int64_t *device_ns,
                         const char *what)

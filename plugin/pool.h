@@ -56,6 +56,22 @@ cl_command_queue pool_acquire_queue(struct pool_device *dev);
 int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
                          const char *source_name, const char *options, cl_program *out);
 
+/* A new kernel object `kernel_name` of that program (a kernel per call: clSetKernelArg on a
+ * shared one would race between host threads). */
+int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
+                           const char *source_name, const char *options, const char *kernel_name,
+                           cl_kernel *out);
+
+/* Whether a row of an operator's tuning table applies to `dev`: `vendor` a case-insensitive
+ * substring of the device's vendor ("" = any), `type` an enum clops_device_type (0 = any). */
+int pool_device_matches(const struct pool_device *dev, const char *vendor, int32_t type);
+
+/* The integer after `key` (e.g. "-DTILE_M=") in operator `op_name`'s configured build options,
+ * or `fallback` when the configuration names none: how a kernel parameter is tried on a device
+ * without rebuilding. */
+int32_t pool_op_option_int(const struct clops_pool *pool, const char *op_name, const char *key,
+                           int32_t fallback);
+
 /* Launches `kernel` on `queue` and waits for it. When profiling is on, adds the kernel's
  * device time to *device_ns. `what` names the operator for messages. */
 int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,

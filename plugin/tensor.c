@@ -56,6 +56,23 @@ int64_t tensor_elements(const struct clops_tensor *t)
     return n;
 }
 
+int tensor_is_row_major(const struct clops_tensor *t)
+{
+    return (t->shape[1] <= 1 || t->strides[1] == 1) &&
+           (t->shape[0] <= 1 || t->strides[0] >= t->shape[1]);
+}
+
+int tensor_is_column_major(const struct clops_tensor *t)
+{
+    return (t->shape[0] <= 1 || t->strides[0] == 1) &&
+           (t->shape[1] <= 1 || t->strides[1] >= t->shape[0]);
+}
+
+int tensor_has_gaps(const struct clops_tensor *t)
+{
+    return tensor_span(t) != tensor_elements(t);
+}
+
 int64_t tensor_span(const struct clops_tensor *t)
 {
     int64_t last = 0;

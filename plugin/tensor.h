@@ -28,6 +28,15 @@ int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *p
 int64_t tensor_span(const struct clops_tensor *t);
 int64_t tensor_elements(const struct clops_tensor *t);
 
+/* For a rank-2 tensor: row-major (unit column stride, rows far enough apart not to overlap) or
+ * column-major. Strides of axes of extent 1 do not matter. */
+int tensor_is_row_major(const struct clops_tensor *t);
+int tensor_is_column_major(const struct clops_tensor *t);
+/* Whether the span between the first and last element holds elements the tensor does not
+ * address (padding): an output with gaps is uploaded before a kernel writes it, so that the
+ * gaps come back unchanged. */
+int tensor_has_gaps(const struct clops_tensor *t);
+
 /* A tensor made reachable by a kernel: `mem` + `offset` (elements). Host tensors get a
  * temporary buffer holding their span; device tensors are used in place. */
 struct staged_tensor {

@@ -56,8 +56,7 @@ static struct gemm_tiles tiles_for_call(const struct pool_device *dev, int64_t m
 {
     for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++) {
         const struct gemm_tuning *t = &tunings[i];
-        if ((t->type == 0 || t->type == dev->info.type) &&
-            (t->vendor[0] == '\0' || strcasestr(dev->info.vendor, t->vendor) != NULL))
+        if (pool_device_matches(dev, t->vendor, t->type))
             return tiles_group_count(&t->large, m, n) >= dev->info.compute_units ? t->large
                                                                                  : t->small;
     }
@@ -78,25 +77,14 @@ static int64_t tiles_local_bytes(const struct gemm_tiles *t, int64_t elem_size)
 /* Tiles named in the operator's configured build options ("-DTILE_M=64 -DVW=4 ...") replace
  * the table's: the way to try other tiles on a device without rebuilding (see clops-bench's
  * tune area). The same -D then reaches the compiler twice with one value, which C allows. */
-static struct gemm_tiles tiles_with_overrides(struct gemm_tiles t, const char *options)
+static struct gemm_tiles tiles_with_overrides(const struct clops_pool *pool, struct gemm_tiles t)
 {
-    static const struct {
-        const char *name;
-        size_t offset;
-    } fields[] = {
-        {"-DTILE_M=", offsetof(struct gemm_tiles, tile_m)},
-        {"-DTILE_N=", offsetof(struct gemm_tiles, tile_n)},
-        {"-DTILE_K=", offsetof(struct gemm_tiles, tile_k)},
-        {"-DWPT_M=", offsetof(struct gemm_tiles, wpt_m)},
-        {"-DWPT_N=", offsetof(struct gemm_tiles, wpt_n)},
-        {"-DVW=", offsetof(struct gemm_tiles, vw)},
-    };
-    for (size_t i = 0; options != NULL && i < sizeof fields / sizeof fields[0]; i++) {
-        const char *at = strstr(options, fields[i].name);
-        if (at != NULL)
-            *(int32_t *)((char *)&t + fields[i].offset) =
-                (int32_t)strtol(at + strlen(fields[i].name), NULL, 10);
-    }
+    t.tile_m = pool_op_option_int(pool, op_name, "-DTILE_M=", t.tile_m);
+    t.tile_n = pool_op_option_int(pool, op_name, "-DTILE_N=", t.tile_n);
+    t.tile_k = pool_op_option_int(pool, op_name, "-DTILE_K=", t.tile_k);
+    t.wpt_m = pool_op_option_int(pool, op_name, "-DWPT_M=", t.wpt_m);
+    t.wpt_n = pool_op_option_int(pool, op_name, "-DWPT_N=", t.wpt_n);
+    t.vw = pool_op_option_int(pool, op_name, "-DVW=", t.vw);
     return t;
 }
 
@@ -214,20 +202,6 @@ static int32_t check_shapes(const struct clops_tensor *a, const struct clops_ten
     return CLOPS_OK;
 }
 
-/* Row-major (unit column stride, rows far enough apart not to overlap) or column-major. Strides
- * of axes of extent 1 do not matter. */
-static int is_row_major(const struct clops_tensor *t)
-{
-    return (t->shape[1] <= 1 || t->strides[1] == 1) &&
-           (t->shape[0] <= 1 || t->strides[0] >= t->shape[1]);
-}
-
-static int is_column_major(const struct clops_tensor *t)
-{
-    return (t->shape[0] <= 1 || t->strides[0] == 1) &&
-           (t->shape[1] <= 1 || t->strides[1] >= t->shape[0]);
-}
-
 /* A stored matrix with a unit stride must have its other stride, the leading dimension, at
  * least the extent it steps over (BLAS: lda >= max(1, rows)); smaller means overlapping rows or
  * columns, almost surely a wrong ld. Inputs may also be general strided views (the kernel takes
@@ -235,7 +209,7 @@ static int is_column_major(const struct clops_tensor *t)
 static int32_t check_leading_dim(const struct clops_tensor *t, const char *param, const char *ld,
                                  const char *const dims[2], int32_t is_output)
 {
-    if (is_row_major(t) || is_column_major(t))
+    if (tensor_is_row_major(t) || tensor_is_column_major(t))
         return CLOPS_OK;
     const long long s0 = (long long)t->strides[0], s1 = (long long)t->strides[1];
     const char matrix = (char)toupper((unsigned char)param[0]); /* 'a' is A in the text */
@@ -313,7 +287,7 @@ static int32_t gemm_check_args(const struct pool_device *dev, const struct clops
                                .ka_param = "a",
                                .kb_param = "b",
                                .ldc = c->strides[0]};
-    if (!is_row_major(c)) {
+    if (!tensor_is_row_major(c)) {
         struct op_view bt = transposed(right);
         right = transposed(left);
         left = bt;
@@ -352,19 +326,14 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, i
                              const struct gemm_tiles *tiles, cl_kernel *out, int *fits)
 {
     char options[256];
-    cl_program program;
     int32_t status = build_options(tiles, dtype, options, sizeof options);
     if (status == CLOPS_OK)
-        status = pool_get_program(pool, dev, op_name, "gemm", options, &program);
+        status = pool_create_kernel(pool, dev, op_name, "gemm", options, "gemm", out);
     if (status != CLOPS_OK)
         return status;
-    cl_int rc;
-    *out = clCreateKernel(program, "gemm", &rc);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clCreateKernel failed", op_name);
     size_t max_group = 0;
-    rc = clGetKernelWorkGroupInfo(*out, dev->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof max_group,
-                                  &max_group, NULL);
+    cl_int rc = clGetKernelWorkGroupInfo(*out, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                         sizeof max_group, &max_group, NULL);
     if (rc != CL_SUCCESS) {
         clReleaseKernel(*out);
         *out = NULL;
@@ -380,17 +349,15 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, i
 static int32_t get_kernel(struct clops_pool *pool, struct pool_device *dev,
                           const struct gemm_plan *p, struct gemm_tiles *tiles, cl_kernel *out)
 {
-    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
-    *tiles = tiles_for_call(dev, p->m, p->n);
-    if (settings != NULL) {
-        struct gemm_tiles wanted = tiles_with_overrides(*tiles, settings->build_options);
-        if (!tiles_are_valid(&wanted))
-            return err_set(CLOPS_ERR_CONFIG,
-                           "%s: operators.gemm.build_options \"%s\": the tiles do not divide "
-                           "(TILE_M %% WPT_M, TILE_N %% WPT_N, WPT %% VW and the tile loads over "
-                           "the work-group must all be exact)",
-                           op_name, settings->build_options);
-        *tiles = wanted;
+    *tiles = tiles_with_overrides(pool, tiles_for_call(dev, p->m, p->n));
+    if (!tiles_are_valid(tiles)) {
+        /* The table's tiles are valid: only configured ones can fail here. */
+        const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+        return err_set(CLOPS_ERR_CONFIG,
+                       "%s: operators.gemm.build_options \"%s\": the tiles do not divide "
+                       "(TILE_M %% WPT_M, TILE_N %% WPT_N, WPT %% VW and the tile loads over "
+                       "the work-group must all be exact)",
+                       op_name, settings != NULL ? settings->build_options : "");
     }
     if (tiles_local_bytes(tiles, dtype_size(p->dtype)) > dev->info.local_mem_bytes)
         *tiles = fallback_tiles;

@@ -35,16 +35,12 @@ static const struct {
 static int64_t configured_size(const struct clops_pool *pool, const char *op, const char *name,
                                int64_t fallback)
 {
-    const struct config_op *cfg = config_find_op(&pool->cfg, op);
     char key[32];
     snprintf(key, sizeof key, "-D%s=", name);
-    const char *opt = cfg != NULL ? strstr(cfg->build_options, key) : NULL;
-    if (opt == NULL)
-        return fallback;
-    long long v = strtoll(opt + strlen(key), NULL, 10);
+    int32_t v = pool_op_option_int(pool, op, key, (int32_t)fallback);
     if (v >= 1 && v <= 1024)
-        return (int64_t)v;
-    log_msg(CLOPS_LOG_WARNING, "%s: ignoring %s%lld (expected 1..1024)", op, key, v);
+        return v;
+    log_msg(CLOPS_LOG_WARNING, "%s: ignoring %s%d (expected 1..1024)", op, key, (int)v);
     return fallback;
 }
 
@@ -63,23 +59,11 @@ static void block_sizes_for(const struct clops_pool *pool, const struct pool_dev
 /* Kernel indices are 32-bit ints (gemm.cl's limit). */
 static const int64_t lu_extent_max = INT32_MAX / 2;
 
-static int is_row_major(const struct clops_tensor *t)
-{
-    return (t->shape[1] <= 1 || t->strides[1] == 1) &&
-           (t->shape[0] <= 1 || t->strides[0] >= t->shape[1]);
-}
-
-static int is_column_major(const struct clops_tensor *t)
-{
-    return (t->shape[0] <= 1 || t->strides[0] == 1) &&
-           (t->shape[1] <= 1 || t->strides[1] >= t->shape[0]);
-}
-
 /* LAPACK's lda >= max(1, M): the matrix is written in place, so rows or columns that overlap
  * (a leading dimension too small) would corrupt each other. */
 static int32_t check_layout(const struct clops_tensor *t, const char *op, const char *param)
 {
-    if (is_row_major(t) || is_column_major(t))
+    if (tensor_is_row_major(t) || tensor_is_column_major(t))
         return CLOPS_OK;
     const long long s0 = (long long)t->strides[0], s1 = (long long)t->strides[1];
     if (s1 == 1)
@@ -316,7 +300,7 @@ int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *p
         return status;
     out->m = (struct lu_matrix){out->st.mem, out->st.offset, rows > 1 ? t->strides[0] : cols, rows,
                                 cols};
-    if (is_row_major(t))
+    if (tensor_is_row_major(t))
         return CLOPS_OK;
     /* A column-major tensor: factor a row-major copy, so that row swaps stay contiguous. */
     cl_int rc;

@@ -407,15 +407,7 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
 {
     const char *options =
         p->precision == PRECISION_F64 ? "-DREAL=double -DUSE_FP64" : "-DREAL=float";
-    cl_program program;
-    int32_t status = pool_get_program(pool, dev, op_name, op_name, options, &program);
-    if (status != CLOPS_OK)
-        return status;
-    cl_int rc;
-    *out = clCreateKernel(program, name, &rc);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clCreateKernel(%s) on '%s' failed", op_name, name, dev->info.name);
-    return CLOPS_OK;
+    return pool_create_kernel(pool, dev, op_name, op_name, options, name, out);
 }
 
 static int32_t create_buffer(cl_context context, size_t bytes, cl_mem *out)

@@ -41,14 +41,6 @@ static const struct reduce_tuning tunings[] = {
     {"", 0, 64, 4, 1, 16},
 };
 
-/* -DWG=, -DVEC=, -DGROUPS_PER_CU= and -DROWS_PER_GROUP= in the operator's configured build
- * options replace the table's values (how to tune on a new device without rebuilding). */
-static int32_t option_int(const char *options, const char *key, int32_t fallback)
-{
-    const char *at = options != NULL ? strstr(options, key) : NULL;
-    return at != NULL ? (int32_t)strtol(at + strlen(key), NULL, 10) : fallback;
-}
-
 static int is_power_of_two(int64_t v)
 {
     return v > 0 && (v & (v - 1)) == 0;
@@ -58,16 +50,18 @@ static int32_t tuning_for(struct clops_pool *pool, const struct pool_device *dev
                           struct reduce_tuning *out)
 {
     size_t i = 0;
-    while (!((tunings[i].type == 0 || tunings[i].type == dev->info.type) &&
-             (tunings[i].vendor[0] == '\0' || strcasestr(dev->info.vendor, tunings[i].vendor))))
+    while (!pool_device_matches(dev, tunings[i].vendor, tunings[i].type))
         i++; /* the last row matches every device */
     *out = tunings[i];
+    /* -D values in the operator's configured build options replace the table's (how to tune
+     * on a new device without rebuilding). */
+    out->wg = pool_op_option_int(pool, op_name, "-DWG=", out->wg);
+    out->vec = pool_op_option_int(pool, op_name, "-DVEC=", out->vec);
+    out->groups_per_cu = pool_op_option_int(pool, op_name, "-DGROUPS_PER_CU=", out->groups_per_cu);
+    out->rows_per_group =
+        pool_op_option_int(pool, op_name, "-DROWS_PER_GROUP=", out->rows_per_group);
     const struct config_op *settings = config_find_op(&pool->cfg, op_name);
     const char *opts = settings != NULL ? settings->build_options : NULL;
-    out->wg = option_int(opts, "-DWG=", out->wg);
-    out->vec = option_int(opts, "-DVEC=", out->vec);
-    out->groups_per_cu = option_int(opts, "-DGROUPS_PER_CU=", out->groups_per_cu);
-    out->rows_per_group = option_int(opts, "-DROWS_PER_GROUP=", out->rows_per_group);
     if (!is_power_of_two(out->wg) || out->wg > 1024 ||
         (out->vec != 1 && out->vec != 2 && out->vec != 4 && out->vec != 8 && out->vec != 16) ||
         out->groups_per_cu < 1 || !is_power_of_two(out->rows_per_group) ||
@@ -244,7 +238,7 @@ static int32_t reduce_check_args(const struct pool_device *dev, const struct clo
 
 /* ---- The device side ------------------------------------------------------------------------- */
 
-/* A new kernel object (clSetKernelArg on a shared one would race between host threads). */
+/* The kernel `name` built for the plan's dtype and operation and the tuning's shape. */
 static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
                              const struct reduce_plan *p, const struct reduce_tuning *t,
                              const char *name, cl_kernel *out)
@@ -252,15 +246,7 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
     char options[128];
     snprintf(options, sizeof options, "-DDTYPE=%d -DOP=%d -DWG=%d -DVEC=%d", (int)p->dtype,
              (int)p->op, (int)t->wg, (int)t->vec);
-    cl_program program;
-    int32_t status = pool_get_program(pool, dev, op_name, "reduce", options, &program);
-    if (status != CLOPS_OK)
-        return status;
-    cl_int rc;
-    *out = clCreateKernel(program, name, &rc);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clCreateKernel(%s) failed", op_name, name);
-    return CLOPS_OK;
+    return pool_create_kernel(pool, dev, op_name, "reduce", options, name, out);
 }
 
 /* The work-group size the device can run: the tuned one, or the largest power of two below the
@@ -406,12 +392,6 @@ static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_com
     return status;
 }
 
-/* Outputs with gaps (a strided out) are uploaded first so that the gaps come back unchanged. */
-static int has_gaps(const struct clops_tensor *t)
-{
-    return tensor_span(t) != tensor_elements(t);
-}
-
 static int32_t reduce_run(struct clops_pool *pool, struct pool_device *dev,
                           const struct reduce_plan *p, int64_t *device_ns)
 {
@@ -425,7 +405,7 @@ static int32_t reduce_run(struct clops_pool *pool, struct pool_device *dev,
     struct staged_tensor sx = {0}, so = {0};
     status = tensor_stage(pool, dev, queue, p->x, 1, &sx, op_name, "x");
     if (status == CLOPS_OK)
-        status = tensor_stage(pool, dev, queue, p->out, has_gaps(p->out), &so, op_name, "out");
+        status = tensor_stage(pool, dev, queue, p->out, tensor_has_gaps(p->out), &so, op_name, "out");
     if (status == CLOPS_OK)
         status = p->axis < 0 ? run_whole(pool, dev, queue, p, &tuning, &sx, &so, device_ns)
                              : run_axis(pool, dev, queue, p, &tuning, &sx, &so, device_ns);

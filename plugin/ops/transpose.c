@@ -32,26 +32,19 @@ static const struct transpose_tiles {
     {"", 0, 16, 4},
 };
 
-static int32_t option_int(const char *options, const char *key, int32_t fallback)
-{
-    const char *at = options != NULL ? strstr(options, key) : NULL;
-    return at != NULL ? (int32_t)strtol(at + strlen(key), NULL, 10) : fallback;
-}
-
 /* The table's tiles for `dev`, or those named in operators.transpose.build_options (-DTILE=,
  * -DROWS=), shrunk to the device's work-group limit. */
 static int32_t tiles_for(struct clops_pool *pool, const struct pool_device *dev,
                          struct transpose_tiles *out)
 {
     size_t i = 0;
-    while (!((tunings[i].type == 0 || tunings[i].type == dev->info.type) &&
-             (tunings[i].vendor[0] == '\0' || strcasestr(dev->info.vendor, tunings[i].vendor))))
+    while (!pool_device_matches(dev, tunings[i].vendor, tunings[i].type))
         i++; /* the last row matches every device */
     *out = tunings[i];
+    out->tile = pool_op_option_int(pool, op_name, "-DTILE=", out->tile);
+    out->rows = pool_op_option_int(pool, op_name, "-DROWS=", out->rows);
     const struct config_op *settings = config_find_op(&pool->cfg, op_name);
     const char *opts = settings != NULL ? settings->build_options : NULL;
-    out->tile = option_int(opts, "-DTILE=", out->tile);
-    out->rows = option_int(opts, "-DROWS=", out->rows);
     if (out->tile < 1 || out->tile > 64 || out->rows < 1 || out->tile % out->rows != 0)
         return err_set(CLOPS_ERR_CONFIG,
                        "%s: operators.transpose.build_options \"%s\": TILE must be 1..64 and a "
@@ -225,15 +218,7 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, i
     char options[96];
     snprintf(options, sizeof options, "-DT=%s -DTILE=%d -DROWS=%d", element_type(dtype),
              (int)t->tile, (int)t->rows);
-    cl_program program;
-    int32_t status = pool_get_program(pool, dev, op_name, "transpose", options, &program);
-    if (status != CLOPS_OK)
-        return status;
-    cl_int rc;
-    *out = clCreateKernel(program, name, &rc);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clCreateKernel(%s) failed", op_name, name);
-    return CLOPS_OK;
+    return pool_create_kernel(pool, dev, op_name, "transpose", options, name, out);
 }
 
 static int64_t tile_count(int64_t extent, int32_t tile)
@@ -296,12 +281,6 @@ static int32_t launch(struct clops_pool *pool, struct pool_device *dev, cl_comma
     return status;
 }
 
-/* Outputs with gaps are uploaded first so that the gaps come back unchanged. */
-static int has_gaps(const struct clops_tensor *t)
-{
-    return tensor_span(t) != tensor_elements(t);
-}
-
 static int32_t transpose_run(struct clops_pool *pool, struct pool_device *dev,
                              const struct transpose_plan *p, int64_t *device_ns)
 {
@@ -314,7 +293,7 @@ static int32_t transpose_run(struct clops_pool *pool, struct pool_device *dev,
     /* In place, x's staging is y's: one copy in, the same copy back. */
     status = tensor_stage(pool, dev, queue, p->x, 1, &sx, op_name, "x");
     if (status == CLOPS_OK && !p->in_place)
-        status = tensor_stage(pool, dev, queue, p->y, has_gaps(p->y), &sy, op_name, "y");
+        status = tensor_stage(pool, dev, queue, p->y, tensor_has_gaps(p->y), &sy, op_name, "y");
     if (status == CLOPS_OK)
         status = launch(pool, dev, queue, p, &tiles, &sx, &sy, device_ns);
     if (status == CLOPS_OK)
