@@ -74,104 +74,159 @@ static void keep_better(REAL *v, int *i, REAL v2, int i2)
     }
 }
 
-/* LAPACK's getf2 on the rows x nb panel starting at element `off` of the row-major matrix a,
- * whose first row is row `row0` of the matrix: for each column k, the pivot is the first entry
- * of largest magnitude on or below the diagonal (skipped with pivoting = 0), its row trades
- * places with row k across the panel, the column below is scaled by the pivot's reciprocal (a
- * division where that would overflow) and the rest of the panel gets a rank-1 update. A zero
- * pivot is recorded in ipiv[info_at] (info, if still 0) as a 1-based row and skipped, as LAPACK
- * does. ipiv[row0 + k] receives the 1-based global pivot row.
- * Work decomposition: one work-group of PANEL_WG work-items for the whole panel (its columns
- * depend on each other in sequence); per column, the work-items split the pivot search over
- * rows (then a local-memory tree reduction), the swap over columns, the scaling over rows, and
- * the update over the elements of the trailing panel, a grid of rows x columns in which
- * neighbouring work-items write neighbouring addresses of a row. Memory traffic: per column, one
- * strided pass down the column and one coalesced pass over the trailing panel; the panel (rows x nb
- * elements) stays in the L2 cache of a GPU across the nb passes. */
-__kernel void lu_panel(__global REAL *a, long off, long ld, int rows, int nb, int row0,
-                       __global int *ipiv, int info_at, int pivoting)
+/* The work-group's best candidate: each work-item's is in best_v/best_i[its local id], the
+ * best ends in [0] (a tree in local memory). */
+static void group_best(__local REAL *best_v, __local int *best_i)
 {
-    __local REAL best_v[PANEL_WG];
-    __local int best_i[PANEL_WG];
     const int lid = (int)get_local_id(0);
-    __global REAL *p = a + off;
-    for (int k = 0; k < nb; k++) {
-        REAL v = -1;
-        int piv = k;
-        for (int i = k + lid; pivoting && i < rows; i += PANEL_WG)
-            keep_better(&v, &piv, fabs(p[(long)i * ld + k]), i);
-        best_v[lid] = v;
-        best_i[lid] = piv;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = PANEL_WG / 2; step > 0; step /= 2) {
+        if (lid < step) {
+            REAL v = best_v[lid];
+            int i = best_i[lid];
+            keep_better(&v, &i, best_v[lid + step], best_i[lid + step]);
+            best_v[lid] = v;
+            best_i[lid] = i;
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int step = PANEL_WG / 2; step > 0; step /= 2) {
-            if (lid < step) {
-                keep_better(&v, &piv, best_v[lid + step], best_i[lid + step]);
-                best_v[lid] = v;
-                best_i[lid] = piv;
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        piv = pivoting ? best_i[0] : k;
-        const REAL d = p[(long)piv * ld + k];
-        barrier(CLK_LOCAL_MEM_FENCE); /* best_i is rewritten by the next column */
-        if (lid == 0) {
-            ipiv[row0 + k] = row0 + piv + 1;
-            if (d == 0 && ipiv[info_at] == 0)
-                ipiv[info_at] = row0 + k + 1;
-        }
-        if (d == 0)
-            continue; /* uniform: every work-item read the same d */
-        for (int c = lid; piv != k && c < nb; c += PANEL_WG) {
-            const REAL t = p[(long)k * ld + c];
-            p[(long)k * ld + c] = p[(long)piv * ld + c];
-            p[(long)piv * ld + c] = t;
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        const int recip = fabs(d) >= (REAL)REAL_MIN;
-        const REAL r = 1 / d;
-        for (int i = k + 1 + lid; i < rows; i += PANEL_WG)
-            p[(long)i * ld + k] = recip ? p[(long)i * ld + k] * r : p[(long)i * ld + k] / d;
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        /* The trailing panel as a grid: `width` neighbouring work-items per row (a row of up
-         * to PANEL_WG columns), `height` rows at a time; each work-item keeps its element of
-         * the pivot row in a register down its rows. */
-        const int cols = nb - k - 1, width = min(cols, PANEL_WG);
-        const int height = width > 0 ? PANEL_WG / width : 0;
-        if (lid < width * height) {
-            for (int c = k + 1 + lid % width; c < nb; c += width) {
-                const REAL u = p[(long)k * ld + c];
-                for (int i = k + 1 + lid / width; i < rows; i += height)
-                    p[(long)i * ld + c] -= p[(long)i * ld + k] * u;
-            }
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE);
     }
 }
 
+/* Step k of LAPACK's getf2 on the rows x nb panel at element `off` of the row-major matrix a,
+ * whose first row is row `row0` of the matrix; the panel is factored by nb + 1 launches,
+ * k = 0 .. nb, each finishing column k - 1 and choosing the pivot of column k:
+ *  1. column k - 1 (its pivot already in row k - 1) is scaled below the diagonal by the
+ *     pivot's reciprocal (a division where that would overflow), and the panel's columns
+ *     k .. nb - 1 below row k - 1 get the rank-1 update; skipped for a zero pivot, as LAPACK
+ *     does (the column below is zero then);
+ *  2. (k < nb) the pivot of column k is its first entry of largest magnitude on or below row k
+ *     (row k itself with pivoting = 0): each work-group finds its rows' best, and the last
+ *     work-group to finish (counted in *count) picks the best of those, records it in
+ *     ipiv[row0 + k] (1-based, global) and a zero pivot in ipiv[info_at] (if still 0), and
+ *     interchanges rows k and the pivot's across the panel.
+ * Work decomposition: the panel's rows are cut into one contiguous chunk per work-group, so a
+ * column's pivot search and update use the whole device; in step 1 the work-items of a group
+ * form a grid of rows x columns in which neighbouring work-items write neighbouring addresses of
+ * a row. The kernel boundary is the only synchronization between columns, besides the count that
+ * elects the last group (the pattern of CUDA's threadFenceReduction sample: every work-item
+ * fences its writes before the group's one atomic increment, and the last group reads the
+ * others' results through volatile pointers). Memory traffic: per column, one pass over the
+ * trailing panel (rows x (nb - k) elements, read and written, in the L2 cache of a GPU) and one
+ * strided pass down column k; part_v/part_i hold one candidate per work-group. */
+__kernel void lu_panel_column(__global REAL *a, long off, long ld, int rows, int nb, int k,
+                              int row0, __global int *ipiv, int info_at, int pivoting,
+                              __global REAL *part_v, __global int *part_i,
+                              __global volatile int *count)
+{
+    __local REAL best_v[PANEL_WG];
+    __local int best_i[PANEL_WG];
+    __local int is_last;
+    const int lid = (int)get_local_id(0), group = (int)get_group_id(0);
+    const int groups = (int)get_num_groups(0), chunk = (rows + groups - 1) / groups;
+    const int first = max(group * chunk, k), end = min(rows, (group + 1) * chunk);
+    __global REAL *p = a + off;
+
+    const int e = k - 1; /* the column finished by this launch */
+    const REAL d = e >= 0 ? p[(long)e * ld + e] : 0;
+    if (e >= 0 && d != 0) {
+        const int recip = fabs(d) >= (REAL)REAL_MIN;
+        const REAL r = 1 / d;
+        for (int i = first + lid; i < end; i += PANEL_WG)
+            p[(long)i * ld + e] = recip ? p[(long)i * ld + e] * r : p[(long)i * ld + e] / d;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        const int cols = nb - k, width = min(cols, PANEL_WG);
+        const int height = width > 0 ? PANEL_WG / width : 0;
+        if (lid < width * height) {
+            for (int c = k + lid % width; c < nb; c += width) {
+                const REAL u = p[(long)e * ld + c];
+                for (int i = first + lid / width; i < end; i += height)
+                    p[(long)i * ld + c] -= p[(long)i * ld + e] * u;
+            }
+        }
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+    if (k >= nb)
+        return;
+
+    REAL v = -1;
+    int piv = k;
+    for (int i = first + lid; pivoting && i < end; i += PANEL_WG)
+        keep_better(&v, &piv, fabs(p[(long)i * ld + k]), i);
+    best_v[lid] = v;
+    best_i[lid] = piv;
+    group_best(best_v, best_i);
+    if (lid == 0) {
+        part_v[group] = best_v[0];
+        part_i[group] = best_i[0];
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        is_last = atomic_inc(count) == groups - 1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!is_last)
+        return;
+
+    /* The last group: every other group's candidate and update is in memory. */
+    const volatile __global REAL *vv = part_v;
+    const volatile __global int *vi = part_i;
+    v = -1;
+    piv = k;
+    for (int g = lid; g < groups; g += PANEL_WG)
+        keep_better(&v, &piv, vv[g], vi[g]);
+    barrier(CLK_LOCAL_MEM_FENCE); /* best_v/best_i[0] were read by work-item 0 */
+    best_v[lid] = v;
+    best_i[lid] = piv;
+    group_best(best_v, best_i);
+    piv = best_i[0];
+    volatile __global REAL *q = p;
+    const REAL pivot = q[(long)piv * ld + k];
+    barrier(CLK_GLOBAL_MEM_FENCE); /* every work-item has read the pivot before the swap */
+    if (lid == 0) {
+        ipiv[row0 + k] = row0 + piv + 1;
+        if (pivot == 0 && ipiv[info_at] == 0)
+            ipiv[info_at] = row0 + k + 1;
+        *count = 0; /* for the next launch */
+    }
+    for (int c = lid; pivot != 0 && piv != k && c < nb; c += PANEL_WG) {
+        const REAL t = q[(long)k * ld + c];
+        q[(long)k * ld + c] = q[(long)piv * ld + c];
+        q[(long)piv * ld + c] = t;
+    }
+}
+
+#ifndef INVERT_MAX
+#define INVERT_MAX 1024
+#endif
+
 /* inv = T^-1 for the n x n lower triangular T(i, k) = t[t_off + i*ti + k*tk] (unit = 1: ones on
- * the diagonal, not read); inv(i, k) = inv[v_off + i*vi + k*vk]. Negative strides read an
- * upper triangle backwards in both indices, which makes it lower (and its inverse, written
- * backwards, too). A triangular solve with an NB x NB diagonal block then becomes one GEMM
- * with its inverse (as MAGMA does) instead of NB dependent steps; with partial pivoting
- * |L| <= 1. Work decomposition: one work-item per column j of the inverse, forward
- * substitution down the column, which only reads its own earlier entries: no synchronization.
- * Memory traffic: T's n^2/2 elements read by every work-item (from cache), each element of the
- * inverse written once and read back by its own work-item. */
+ * the diagonal, not read), n <= INVERT_MAX; inv(i, k) = inv[v_off + i*vi + k*vk]. Negative
+ * strides read an upper triangle backwards in both indices, which makes it lower (and its
+ * inverse, written backwards, too). A triangular solve with an NB x NB diagonal block then
+ * becomes one GEMM with its inverse (as MAGMA does) instead of NB dependent steps; with partial
+ * pivoting |L| <= 1. Work decomposition: one work-group per column j of the inverse, solving
+ * T x = e_j by column-oriented forward substitution in local memory: at step k, x(k) is final
+ * and the work-items subtract T(i, k) x(k) from every later x(i) at once (n dependent steps of
+ * one multiply-add each, instead of one work-item running n^2/2 of them). Memory traffic: the
+ * triangle below the diagonal read once per column (from cache), the inverse written once. */
 __kernel void lu_invert_lower(int n, int unit, __global const REAL *t, long t_off, long ti, long tk,
                               __global REAL *inv, long v_off, long vi, long vk)
 {
-    const int j = (int)get_global_id(0);
-    if (j >= n)
-        return;
+    __local REAL x[INVERT_MAX];
+    const int j = (int)get_group_id(0), lid = (int)get_local_id(0);
+    const int size = (int)get_local_size(0);
     const __global REAL *tt = t + t_off;
-    __global REAL *x = inv + v_off + j * vk;
-    for (int i = 0; i < j; i++)
-        x[i * vi] = 0;
-    x[j * vi] = unit ? 1 : 1 / tt[j * ti + j * tk];
-    for (int i = j + 1; i < n; i++) {
-        REAL s = 0;
-        for (int k = j; k < i; k++)
-            s += tt[i * ti + k * tk] * x[k * vi];
-        x[i * vi] = unit ? -s : -s / tt[i * ti + i * tk];
+    for (int i = lid; i < n; i += size)
+        x[i] = i == j ? 1 : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = j; k < n; k++) {
+        const REAL xk = unit ? x[k] : x[k] / tt[k * ti + k * tk];
+        barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read x[k] */
+        for (int i = k + 1 + lid; i < n; i += size)
+            x[i] -= tt[i * ti + k * tk] * xk;
+        if (lid == 0)
+            x[k] = xk;
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
+    for (int i = lid; i < n; i += size)
+        inv[v_off + i * vi + j * vk] = x[i];
 }

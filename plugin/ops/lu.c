@@ -15,18 +15,18 @@ static const char op_name[] = "lu";
 
 /* Two block sizes. NB, the outer panel width, is the K of the trailing GEMM updates: a GPU
  * wants it large enough for the GEMM to run near its peak. Each outer panel is itself factored
- * blocked, in inner panels of PANEL_NB columns: those go to the one-work-group panel kernel,
- * whose time grows with the square of its width, and the rest of the outer panel is updated by
- * small GEMMs. On a CPU device 32 and 8 keep the tests at N = 127 or 300 crossing several
- * blocks of both levels. Override per pool with "-DLU_NB=<n>" and "-DLU_PANEL_NB=<n>" in the
- * operator's build_options (lu, solve). */
+ * blocked, in inner panels of PANEL_NB columns: those go to the panel kernel, one launch per
+ * column over the whole device, and the rest of the outer panel is updated by small GEMMs. On a CPU
+ * device 32 and 8 keep the tests at N = 127 or 300 crossing several blocks of both levels. Override
+ * per pool with "-DLU_NB=<n>" and "-DLU_PANEL_NB=<n>" in the operator's build_options (lu, solve).
+ */
 static const struct {
     int32_t type;
     int64_t nb, panel_nb;
 } block_sizes[] = {
-    /* H100, N = 8192 (clops-bench lu --config): 128/8 1.50 TFLOP/s f32, 128/16 1.13, 64/8
-     * 1.48, 128/32 0.71. */
-    {CLOPS_DEVICE_GPU, 128, 8},
+    /* H100, N = 8192 f32, device time of the kernels by NB/PANEL_NB (hosts/bench/RESULTS.md):
+     * 128/8 136 ms, 128/32 113, 128/64 111, 256/32 105, 256/64 106. */
+    {CLOPS_DEVICE_GPU, 256, 32},
     {CLOPS_DEVICE_CPU, 32, 8},
     {0, 32, 8},
 };
@@ -149,17 +149,17 @@ static int32_t create_kernel(struct lu_ctx *ctx, cl_program program, const char 
     return CLOPS_OK;
 }
 
-/* The panel kernel's work-group: wide on a GPU, where the panel's one work-group has an SM to
- * itself and needs every warp to hide memory latency; narrow on a CPU, where PoCL runs a
- * work-group on one core and more work-items only add loop overhead. A power of two (the
- * kernel's tree reduction) within the device's limit. */
+/* The work-group of the panel and inversion kernels: 256 work-items on a GPU (8 warps per
+ * chunk of panel rows); narrow on a CPU, where PoCL runs a work-group on one core and more
+ * work-items only add loop overhead. A power of two (the kernels' tree reductions) within the
+ * device's limit. */
 static int32_t panel_group_size(const struct pool_device *dev)
 {
     size_t max_group = 1;
     if (clGetDeviceInfo(dev->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group, &max_group,
                         NULL) != CL_SUCCESS)
         max_group = 64;
-    size_t want = dev->info.type == CLOPS_DEVICE_GPU ? 1024 : 64, wg = 1;
+    size_t want = dev->info.type == CLOPS_DEVICE_GPU ? 256 : 64, wg = 1;
     while (wg * 2 <= want && wg * 2 <= max_group)
         wg *= 2;
     return (int32_t)wg;
@@ -177,7 +177,7 @@ static int32_t create_kernels(struct lu_ctx *ctx)
     if (status == CLOPS_OK)
         status = create_kernel(ctx, program, "lu_laswp", &ctx->laswp);
     if (status == CLOPS_OK)
-        status = create_kernel(ctx, program, "lu_panel", &ctx->panel);
+        status = create_kernel(ctx, program, "lu_panel_column", &ctx->panel);
     if (status == CLOPS_OK)
         status = create_kernel(ctx, program, "lu_invert_lower", &ctx->invert);
     return status;
@@ -205,6 +205,7 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     ctx->elem_size = dtype_size(dtype);
     block_sizes_for(pool, dev, op, &ctx->nb, &ctx->panel_nb);
     ctx->panel_wg = panel_group_size(dev);
+    ctx->panel_rows = configured_size(pool, op, "LU_PANEL_ROWS", 64);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_release waits once and takes the device time of the whole chain. */
     int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start);
@@ -240,6 +241,9 @@ int32_t lu_ctx_release(struct lu_ctx *ctx)
     release_mem(&ctx->ipiv_mem);
     release_mem(&ctx->inv_mem);
     release_mem(&ctx->tmp_mem);
+    release_mem(&ctx->part_v_mem);
+    release_mem(&ctx->part_i_mem);
+    release_mem(&ctx->count_mem);
     return status;
 }
 
@@ -466,9 +470,13 @@ static int32_t invert_diagonal_block(struct lu_ctx *ctx, const struct lu_matrix 
         {sizeof ti, &ti}, {sizeof tk, &tk}, {sizeof(cl_mem), &ctx->inv_mem}, {sizeof v_off, &v_off},
         {sizeof vi, &vi}, {sizeof vk, &vk},
     };
-    const size_t global = (size_t)n;
+    /* One work-group per column, of up to panel_wg work-items (a power of two). */
+    size_t local = 1;
+    while (local < (size_t)n && local < (size_t)ctx->panel_wg)
+        local *= 2;
+    const size_t global = (size_t)n * local;
     return run_kernel(ctx, ctx->invert, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
-                      NULL);
+                      &local);
 }
 
 /* B(r0 : r0+n, c0 : c0+cols) = inv * B(...) with the n x n inverse in ctx->inv_mem: the block
@@ -495,28 +503,66 @@ static int32_t apply_inverse(struct lu_ctx *ctx, int64_t n, const struct lu_matr
 
 /* ---- getrf ----------------------------------------------------------------------------------- */
 
-/* Factors the rows x jb panel at (j, j) on the device (kernels/lu.cl: lu_panel), pivots into
- * ctx->ipiv_mem[j ..], a zero pivot into ctx->ipiv_mem[min(M, N)] (info). */
+/* Most work-groups of a panel step: the size of the buffers of their pivot candidates. */
+enum { panel_groups_max = 1024 };
+
+/* The panel steps' scratch: one pivot candidate per work-group, and the count of finished
+ * groups, which starts at 0 and which the last group of each step resets. */
+static int32_t ensure_panel_scratch(struct lu_ctx *ctx)
+{
+    if (ctx->count_mem != NULL)
+        return CLOPS_OK;
+    int64_t v_bytes = 0, i_bytes = 0, c_bytes = 0;
+    int32_t status =
+        ensure_buffer(ctx, &ctx->part_v_mem, &v_bytes, panel_groups_max * ctx->elem_size);
+    if (status == CLOPS_OK)
+        status = ensure_buffer(ctx, &ctx->part_i_mem, &i_bytes, panel_groups_max * 4);
+    if (status == CLOPS_OK)
+        status = ensure_buffer(ctx, &ctx->count_mem, &c_bytes, 4);
+    if (status != CLOPS_OK)
+        return status;
+    const cl_int zero = 0;
+    cl_int rc = clEnqueueFillBuffer(ctx->queue, ctx->count_mem, &zero, sizeof zero, 0, sizeof zero,
+                                    0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clearing the panel's counter failed", ctx->op);
+    return CLOPS_OK;
+}
+
+/* Factors the rows x jb panel at (j, j) on the device, one launch per column and one to finish
+ * the last (kernels/lu.cl: lu_panel_column), each over chunks of about panel_rows rows;
+ * pivots into ctx->ipiv_mem[j ..], a zero pivot into ctx->ipiv_mem[min(M, N)] (info). */
 static int32_t factor_panel(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j, int64_t jb,
                             int32_t pivoting, int64_t mn)
 {
+    int32_t status = ensure_panel_scratch(ctx);
     const cl_long off = a->offset + j * a->ld + j, ld = a->ld;
     const cl_int rows = (cl_int)(a->rows - j), nb = (cl_int)jb, row0 = (cl_int)j;
     const cl_int partial = pivoting == LU_PIVOTING_PARTIAL, info_at = (cl_int)mn;
-    const struct kernel_arg args[] = {
-        {sizeof(cl_mem), &a->mem},
-        {sizeof off, &off},
-        {sizeof ld, &ld},
-        {sizeof rows, &rows},
-        {sizeof nb, &nb},
-        {sizeof row0, &row0},
-        {sizeof(cl_mem), &ctx->ipiv_mem},
-        {sizeof info_at, &info_at},
-        {sizeof partial, &partial},
-    };
-    const size_t local = (size_t)ctx->panel_wg;
-    return run_kernel(ctx, ctx->panel, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &local,
-                      &local);
+    int64_t groups = (rows + ctx->panel_rows - 1) / ctx->panel_rows;
+    if (groups > panel_groups_max)
+        groups = panel_groups_max;
+    const size_t local = (size_t)ctx->panel_wg, global = (size_t)groups * local;
+    for (cl_int k = 0; status == CLOPS_OK && k <= nb; k++) {
+        const struct kernel_arg args[] = {
+            {sizeof(cl_mem), &a->mem},
+            {sizeof off, &off},
+            {sizeof ld, &ld},
+            {sizeof rows, &rows},
+            {sizeof nb, &nb},
+            {sizeof k, &k},
+            {sizeof row0, &row0},
+            {sizeof(cl_mem), &ctx->ipiv_mem},
+            {sizeof info_at, &info_at},
+            {sizeof partial, &partial},
+            {sizeof(cl_mem), &ctx->part_v_mem},
+            {sizeof(cl_mem), &ctx->part_i_mem},
+            {sizeof(cl_mem), &ctx->count_mem},
+        };
+        status = run_kernel(ctx, ctx->panel, args, (cl_uint)(sizeof args / sizeof args[0]), 1,
+                            &global, &local);
+    }
+    return status;
 }
 
 /* Columns [c0, c1) of a, as a matrix of its own (rows unchanged, so pivots stay valid). */
@@ -771,12 +817,12 @@ const struct clops_op op_lu = {
            "Algorithm: right-looking blocked LU on a row-major working matrix on the pool's device "
            "(the tensor itself when row-major, else a copy), so that row interchanges stay "
            "contiguous. Each step factors an (M-j) x NB panel, applies its interchanges to the "
-           "other columns, forms U12 = L11^-1 A12 as one GEMM with L11's inverse (one work-item "
+           "other columns, forms U12 = L11^-1 A12 as one GEMM with L11's inverse (one work-group "
            "per column of it), and updates A22 -= L21 U12 with the gemm "
            "operator's kernel. The panel is itself factored the same way in blocks of PANEL_NB "
-           "columns, each by a kernel that runs on one work-group (pivot search, interchange, "
-           "scaling, rank-1 updates, column by column, as LAPACK's getf2). NB and PANEL_NB are 128 "
-           "and 16 on GPUs, 32 and 8 elsewhere; -DLU_NB=<n> and -DLU_PANEL_NB=<n> in the "
+           "columns, column by column as LAPACK's getf2 (pivot search, interchange, scaling, "
+           "rank-1 update), each column by one launch over the whole device. NB and PANEL_NB are "
+           "256 and 32 on GPUs, 32 and 8 elsewhere; -DLU_NB=<n> and -DLU_PANEL_NB=<n> in the "
            "operator's build_options override them. pivoting = none skips the interchanges (the "
            "course seed's Doolittle scheme): unstable, kept for comparison only.\n"
            "\n"

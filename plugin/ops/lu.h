@@ -19,11 +19,13 @@ struct lu_ctx {
     const char *op; /* the operator's name, for messages and its configuration */
     int32_t dtype;
     int64_t elem_size;
-    int64_t nb;       /* outer panel width, and the triangular solves' block */
-    int64_t panel_nb; /* inner panel width: the panel kernel's */
-    int32_t panel_wg; /* work-items of the panel kernel's one work-group */
+    int64_t nb;         /* outer panel width, and the triangular solves' block */
+    int64_t panel_nb;   /* inner panel width: the panel kernel's */
+    int32_t panel_wg;   /* work-items of a work-group of the panel and inversion kernels */
+    int64_t panel_rows; /* rows of the panel per work-group of a panel step (about) */
     cl_kernel copy, laswp, panel, invert;
-    cl_mem ipiv_mem, inv_mem, tmp_mem; /* pivots; an inverted diagonal block; a block row */
+    cl_mem ipiv_mem, inv_mem, tmp_mem;        /* pivots; an inverted diagonal block; a block row */
+    cl_mem part_v_mem, part_i_mem, count_mem; /* the panel steps' candidates and counter */
     int64_t ipiv_bytes, inv_bytes, tmp_bytes;
     int64_t device_ns;
     cl_event chain_start; /* pool_chain_begin's marker; NULL when profiling is off */

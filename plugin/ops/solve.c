@@ -268,7 +268,7 @@ const struct clops_op op_lu_solve = {
     .doc = "With P·A = L·U from the lu operator (lu and ipiv as it wrote them), overwrites the "
            "N x NRHS matrix B with X: for trans = none X = U^-1 L^-1 P^T B (A·X = B), for "
            "trans = transpose X = P L^-T U^-T B (A^T·X = B). The triangular solves run in blocks "
-           "of NB rows, each diagonal block inverted by a kernel (one work-item per column) and "
+           "of NB rows, each diagonal block inverted by a kernel (one work-group per column) and "
            "applied with a GEMM on the device, the remaining rows updated by another GEMM. As "
            "LAPACK's getrs, a singular U (info > 0 from lu) is not detected: X then holds "
            "infinities or NaN.\n"
