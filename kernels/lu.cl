@@ -230,3 +230,133 @@ __kernel void lu_invert_lower(int n, int unit, __global const REAL *t, long t_of
     for (int i = lid; i < n; i += size)
         inv[v_off + i * vi + j * vk] = x[i];
 }
+
+#ifdef RESIDENT_ROWS
+
+/* Every work-group of the launch waits here until all `groups` have arrived; `target` is the
+ * total count of arrivals the counter reaches then (it only grows, across launches, so nobody
+ * resets it under a group still spinning on it). Work-items fence their global writes first,
+ * so the other groups see them afterwards (through volatile reads, past their L1 caches). The
+ * caller guarantees that every group of the launch is resident at once. */
+static void grid_sync(volatile __global int *arrived, int target)
+{
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (get_local_id(0) == 0) {
+        atomic_inc(arrived);
+        while (*arrived - target < 0)
+            ;
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+}
+
+/* LAPACK's getf2 on the rows x nb panel (nb <= RESIDENT_NB) at element `off` of the row-major
+ * matrix a, whose first row is row `row0` of the matrix, in one launch: the same steps as
+ * lu_panel_column, but each work-group keeps its chunk of rows (at most RESIDENT_ROWS) in local
+ * memory from start to end, and the groups meet at one grid-wide barrier per column instead of
+ * a kernel boundary. Per column k: each group finds its best candidate below row k and posts it
+ * with a copy of its row (and the owner of row k a copy of row k) to the exchange buffers;
+ * after the barrier every group reads all candidates, so all agree on the pivot and hold the
+ * pivot row, and each applies the interchange, the scaling and the rank-1 update to its own
+ * rows. The exchange buffers alternate by the parity of k: a group can write column k + 1's
+ * while a slower one still reads column k's, and cannot reach column k + 2 before everyone has
+ * passed column k + 1's barrier. Only for launches whose every group is resident at once (the
+ * host launches at most one group per compute unit, on GPUs): otherwise it would deadlock.
+ * Memory traffic: the panel read and written once; per column, a candidate row per group. */
+__kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, int nb, int row0,
+                                __global int *ipiv, int info_at, int pivoting,
+                                __global REAL *xv, __global int *xi, __global REAL *xrow,
+                                volatile __global int *arrived, int arrived_base)
+{
+    __local REAL tile[RESIDENT_ROWS * RESIDENT_NB];
+    __local REAL urow[RESIDENT_NB], oldk[RESIDENT_NB];
+    __local REAL best_v[PANEL_WG];
+    __local int best_i[PANEL_WG];
+    const int lid = (int)get_local_id(0), group = (int)get_group_id(0);
+    const int groups = (int)get_num_groups(0), chunk = (rows + groups - 1) / groups;
+    const int g0 = group * chunk, own = clamp(rows - g0, 0, chunk);
+    __global REAL *p = a + off;
+
+    for (int e = lid; e < own * nb; e += PANEL_WG)
+        tile[(e / nb) * RESIDENT_NB + e % nb] = p[(long)(g0 + e / nb) * ld + e % nb];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    for (int k = 0; k < nb; k++) {
+        const int parity = k & 1;
+        __global REAL *row_slots = xrow + (long)parity * (groups + 1) * RESIDENT_NB;
+        /* This group's candidate: the first largest |a(i, k)| of its rows i >= k. */
+        REAL v = -1;
+        int piv = k;
+        for (int r = max(k - g0, 0) + lid; pivoting && r < own; r += PANEL_WG)
+            keep_better(&v, &piv, fabs(tile[r * RESIDENT_NB + k]), g0 + r);
+        best_v[lid] = v;
+        best_i[lid] = piv;
+        group_best(best_v, best_i);
+        const int mine = best_i[0] - g0; /* the candidate's local row, if it is ours */
+        if (lid == 0) {
+            xv[parity * groups + group] = best_v[0];
+            xi[parity * groups + group] = best_i[0];
+        }
+        for (int c = lid; c < nb; c += PANEL_WG) {
+            if (best_v[0] >= 0 && mine >= 0 && mine < own)
+                row_slots[group * RESIDENT_NB + c] = tile[mine * RESIDENT_NB + c];
+            if (k >= g0 && k < g0 + own)
+                row_slots[groups * RESIDENT_NB + c] = tile[(k - g0) * RESIDENT_NB + c];
+        }
+        grid_sync(arrived, arrived_base + (k + 1) * groups);
+
+        /* Every group: the best of all candidates, then the pivot row and the old row k. */
+        const volatile __global REAL *vv = xv + parity * groups;
+        const volatile __global int *vi = xi + parity * groups;
+        v = -1;
+        piv = k;
+        for (int g = lid; g < groups; g += PANEL_WG)
+            keep_better(&v, &piv, vv[g], vi[g]);
+        best_v[lid] = v;
+        best_i[lid] = piv;
+        group_best(best_v, best_i);
+        piv = best_i[0];
+        const volatile __global REAL *slots = row_slots;
+        const volatile __global REAL *winner = slots + (piv == k ? groups : piv / chunk) * RESIDENT_NB;
+        for (int c = lid; c < nb; c += PANEL_WG) {
+            urow[c] = winner[c];
+            oldk[c] = slots[groups * RESIDENT_NB + c];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const REAL d = urow[k];
+        if (group == 0 && lid == 0) {
+            ipiv[row0 + k] = row0 + piv + 1;
+            if (d == 0 && ipiv[info_at] == 0)
+                ipiv[info_at] = row0 + k + 1;
+        }
+        /* The interchange, in the groups that own row k or the pivot's row. */
+        for (int c = lid; piv != k && c < nb; c += PANEL_WG) {
+            if (k >= g0 && k < g0 + own)
+                tile[(k - g0) * RESIDENT_NB + c] = urow[c];
+            if (piv >= g0 && piv < g0 + own)
+                tile[(piv - g0) * RESIDENT_NB + c] = oldk[c];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (d == 0)
+            continue; /* the column below is zero: nothing to scale or update (uniform) */
+        const int first = max(k + 1 - g0, 0), active = own - first;
+        const int recip = fabs(d) >= (REAL)REAL_MIN;
+        const REAL rd = 1 / d;
+        for (int r = first + lid; r < own; r += PANEL_WG)
+            tile[r * RESIDENT_NB + k] =
+                recip ? tile[r * RESIDENT_NB + k] * rd : tile[r * RESIDENT_NB + k] / d;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int cols = nb - k - 1;
+        for (int e = lid; cols > 0 && e < active * cols; e += PANEL_WG) {
+            const int r = first + e / cols, c = k + 1 + e % cols;
+            tile[r * RESIDENT_NB + c] -= tile[r * RESIDENT_NB + k] * urow[c];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    for (int e = lid; e < own * nb; e += PANEL_WG)
+        p[(long)(g0 + e / nb) * ld + e % nb] = tile[(e / nb) * RESIDENT_NB + e % nb];
+}
+
+#endif

@@ -127,12 +127,21 @@ START_TEST(test_lu_pivots_match_lapack)
 END_TEST
 
 /* Block sizes from the pool's configuration, awkward ones included (1, wider than the matrix,
- * not dividing it, inner panel as wide as the outer): LAPACK's pivots and a small ratio. */
+ * not dividing it, inner panel as wide as the outer): LAPACK's pivots and a small ratio. Also
+ * the panel kernels: the per-column one with chunks of 5 rows, and the resident one (the GPUs'
+ * default) with one work-group, as a CPU device's may run one after another. */
 START_TEST(test_lu_configured_block_sizes_keep_lapack_pivots)
 {
-    static const char *const options[] = {"-DLU_NB=7 -DLU_PANEL_NB=3", "-DLU_NB=1",
-                                          "-DLU_NB=64 -DLU_PANEL_NB=64",
-                                          "-DLU_NB=300 -DLU_PANEL_NB=17", "-DLU_PANEL_NB=1"};
+    static const char *const options[] = {
+        "-DLU_NB=7 -DLU_PANEL_NB=3",
+        "-DLU_NB=1",
+        "-DLU_NB=64 -DLU_PANEL_NB=64",
+        "-DLU_NB=300 -DLU_PANEL_NB=17",
+        "-DLU_PANEL_NB=1",
+        "-DLU_PANEL_RESIDENT=0 -DLU_PANEL_ROWS=5",
+        "-DLU_PANEL_RESIDENT=1 -DLU_PANEL_GROUPS=1",
+        "-DLU_PANEL_RESIDENT=1 -DLU_PANEL_GROUPS=1 -DLU_NB=300 -DLU_PANEL_NB=17",
+    };
     const int32_t dtype = has_fp64() ? CLOPS_F64 : CLOPS_F32;
     char config[256];
     snprintf(config, sizeof config, "operators = { lu = { build_options = \"%s\"; }; };",
@@ -398,7 +407,7 @@ int main(void)
     tcase_add_loop_test(tc, test_lu_factors_reconstruct_a_within_lapack_ratio, 0,
                         2 * SHAPE_COUNT * KIND_COUNT);
     tcase_add_loop_test(tc, test_lu_pivots_match_lapack, 0, 2 * SHAPE_COUNT);
-    tcase_add_loop_test(tc, test_lu_configured_block_sizes_keep_lapack_pivots, 0, 5);
+    tcase_add_loop_test(tc, test_lu_configured_block_sizes_keep_lapack_pivots, 0, 8);
     tcase_add_loop_test(tc, test_lu_singular_matrix_gives_lapack_info, 0, 10);
     tcase_add_loop_test(tc, test_lu_exchange_matrix_needs_one_interchange, 0, 2);
     tcase_add_loop_test(tc, test_lu_without_pivoting_factors_diagonally_dominant, 0, 2);

@@ -24,9 +24,10 @@ static const struct {
     int32_t type;
     int64_t nb, panel_nb;
 } block_sizes[] = {
-    /* H100, N = 8192 f32, device time of the kernels by NB/PANEL_NB (hosts/bench/RESULTS.md):
-     * 128/8 136 ms, 128/32 113, 128/64 111, 256/32 105, 256/64 106. */
-    {CLOPS_DEVICE_GPU, 256, 32},
+    /* H100, N = 8192 f32 (clops-bench lu --config, hosts/bench/RESULTS.md): with the resident
+     * panel kernel 256/32 6.34 TFLOP/s, 256/64 6.50, 512/64 6.44; with one launch per column
+     * (kernel time) 128/8 136 ms, 128/32 113, 256/32 105. */
+    {CLOPS_DEVICE_GPU, 256, 64},
     {CLOPS_DEVICE_CPU, 32, 8},
     {0, 32, 8},
 };
@@ -139,6 +140,9 @@ int32_t lu_check_no_overlap(const struct clops_tensor *const *t, const char *con
 
 /* ---- Context, scratch buffers, staging ------------------------------------------------------- */
 
+/* Most work-groups of a panel step: the size of the buffers of their pivot candidates. */
+enum { panel_groups_max = 1024 };
+
 static int32_t create_kernel(struct lu_ctx *ctx, cl_program program, const char *name,
                              cl_kernel *out)
 {
@@ -167,9 +171,12 @@ static int32_t panel_group_size(const struct pool_device *dev)
 
 static int32_t create_kernels(struct lu_ctx *ctx)
 {
-    char options[128];
-    snprintf(options, sizeof options, "-DREAL=%s -DPANEL_WG=%d",
-             ctx->dtype == CLOPS_F64 ? "double -DUSE_FP64" : "float", (int)ctx->panel_wg);
+    char options[160];
+    int n = snprintf(options, sizeof options, "-DREAL=%s -DPANEL_WG=%d",
+                     ctx->dtype == CLOPS_F64 ? "double -DUSE_FP64" : "float", (int)ctx->panel_wg);
+    if (ctx->resident_groups > 0)
+        snprintf(options + n, sizeof options - (size_t)n, " -DRESIDENT_ROWS=%d -DRESIDENT_NB=%d",
+                 (int)ctx->resident_rows, (int)ctx->panel_nb);
     cl_program program;
     int32_t status = pool_get_program(ctx->pool, ctx->dev, ctx->op, "lu", options, &program);
     if (status == CLOPS_OK)
@@ -180,17 +187,54 @@ static int32_t create_kernels(struct lu_ctx *ctx)
         status = create_kernel(ctx, program, "lu_panel_column", &ctx->panel);
     if (status == CLOPS_OK)
         status = create_kernel(ctx, program, "lu_invert_lower", &ctx->invert);
+    if (status == CLOPS_OK && ctx->resident_groups > 0)
+        status = create_kernel(ctx, program, "lu_panel_resident", &ctx->resident);
     return status;
 }
 
 static void release_kernels(struct lu_ctx *ctx)
 {
-    cl_kernel *kernels[4] = {&ctx->copy, &ctx->laswp, &ctx->panel, &ctx->invert};
-    for (int i = 0; i < 4; i++) {
+    cl_kernel *kernels[5] = {&ctx->copy, &ctx->laswp, &ctx->panel, &ctx->invert, &ctx->resident};
+    for (int i = 0; i < 5; i++) {
         if (*kernels[i] != NULL)
             clReleaseKernel(*kernels[i]);
         *kernels[i] = NULL;
     }
+}
+
+/* The resident panel kernel (kernels/lu.cl: lu_panel_resident) needs every one of its
+ * work-groups running at once: it is used on GPUs with at most one group per compute unit, a
+ * guarantee in practice (one group fits an SM, and the queue runs one kernel at a time) but not
+ * OpenCL's, so "-DLU_PANEL_RESIDENT=0" in the operator's build_options turns it off, and
+ * "-DLU_PANEL_RESIDENT=1" on for other devices; "-DLU_PANEL_GROUPS=<n>" caps its groups (a CPU
+ * device's work-groups may run one after another: a test forces one group there). Each group
+ * keeps its rows of the panel in local memory: RESIDENT_ROWS of them, what fits beside the
+ * kernel's other local arrays. */
+static void resident_setup(struct lu_ctx *ctx)
+{
+    const struct pool_device *dev = ctx->dev;
+    const int32_t on = pool_op_option_int(
+        ctx->pool, ctx->op, "-DLU_PANEL_RESIDENT=", dev->info.type == CLOPS_DEVICE_GPU);
+    cl_uint units = 1;
+    cl_ulong local_bytes = 0;
+    if (on != 1 ||
+        clGetDeviceInfo(dev->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL) !=
+            CL_SUCCESS ||
+        clGetDeviceInfo(dev->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes,
+                        NULL) != CL_SUCCESS)
+        return;
+    const int64_t es = ctx->elem_size;
+    const int64_t other = ctx->panel_wg * (es + 4) + 2 * ctx->panel_nb * es + 1024;
+    int64_t rows = ((int64_t)local_bytes - other) / (ctx->panel_nb * es);
+    int64_t groups = pool_op_option_int(ctx->pool, ctx->op, "-DLU_PANEL_GROUPS=", (int32_t)units);
+    if (groups > (int64_t)units)
+        groups = units;
+    if (groups > panel_groups_max / 2)
+        groups = panel_groups_max / 2;
+    if (rows < 1 || groups < 1)
+        return;
+    ctx->resident_rows = rows < 1024 ? rows : 1024;
+    ctx->resident_groups = groups;
 }
 
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
@@ -206,6 +250,7 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     block_sizes_for(pool, dev, op, &ctx->nb, &ctx->panel_nb);
     ctx->panel_wg = panel_group_size(dev);
     ctx->panel_rows = configured_size(pool, op, "LU_PANEL_ROWS", 64);
+    resident_setup(ctx);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_release waits once and takes the device time of the whole chain. */
     int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start);
@@ -244,6 +289,8 @@ int32_t lu_ctx_release(struct lu_ctx *ctx)
     release_mem(&ctx->part_v_mem);
     release_mem(&ctx->part_i_mem);
     release_mem(&ctx->count_mem);
+    release_mem(&ctx->xrow_mem);
+    release_mem(&ctx->arrived_mem);
     return status;
 }
 
@@ -503,9 +550,6 @@ static int32_t apply_inverse(struct lu_ctx *ctx, int64_t n, const struct lu_matr
 
 /* ---- getrf ----------------------------------------------------------------------------------- */
 
-/* Most work-groups of a panel step: the size of the buffers of their pivot candidates. */
-enum { panel_groups_max = 1024 };
-
 /* The panel steps' scratch: one pivot candidate per work-group, and the count of finished
  * groups, which starts at 0 and which the last group of each step resets. */
 static int32_t ensure_panel_scratch(struct lu_ctx *ctx)
@@ -529,12 +573,86 @@ static int32_t ensure_panel_scratch(struct lu_ctx *ctx)
     return CLOPS_OK;
 }
 
+/* The resident kernel's scratch: the candidate rows (two sets, by parity) and its arrival
+ * counter, which only grows (ctx->arrivals counts what it holds). */
+static int32_t ensure_resident_scratch(struct lu_ctx *ctx)
+{
+    if (ctx->arrived_mem != NULL)
+        return CLOPS_OK;
+    int64_t r_bytes = 0, a_bytes = 0;
+    int32_t status = ensure_panel_scratch(ctx);
+    if (status == CLOPS_OK)
+        status = ensure_buffer(ctx, &ctx->xrow_mem, &r_bytes,
+                               2 * (ctx->resident_groups + 1) * ctx->panel_nb * ctx->elem_size);
+    if (status == CLOPS_OK)
+        status = ensure_buffer(ctx, &ctx->arrived_mem, &a_bytes, 4);
+    if (status != CLOPS_OK)
+        return status;
+    const cl_int zero = 0;
+    ctx->arrivals = 0;
+    cl_int rc = clEnqueueFillBuffer(ctx->queue, ctx->arrived_mem, &zero, sizeof zero, 0,
+                                    sizeof zero, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clearing the panel's arrival counter failed", ctx->op);
+    return CLOPS_OK;
+}
+
+/* Factors the rows x jb panel at (j, j) in one launch of `groups` resident work-groups
+ * (kernels/lu.cl: lu_panel_resident); pivots and info as factor_panel. */
+static int32_t factor_panel_resident(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j,
+                                     int64_t jb, int32_t pivoting, int64_t mn, int64_t groups)
+{
+    int32_t status = ensure_resident_scratch(ctx);
+    if (status != CLOPS_OK)
+        return status;
+    const cl_long off = a->offset + j * a->ld + j, ld = a->ld;
+    const cl_int rows = (cl_int)(a->rows - j), nb = (cl_int)jb, row0 = (cl_int)j;
+    const cl_int partial = pivoting == LU_PIVOTING_PARTIAL, info_at = (cl_int)mn;
+    const cl_int base = (cl_int)ctx->arrivals;
+    const struct kernel_arg args[] = {
+        {sizeof(cl_mem), &a->mem},
+        {sizeof off, &off},
+        {sizeof ld, &ld},
+        {sizeof rows, &rows},
+        {sizeof nb, &nb},
+        {sizeof row0, &row0},
+        {sizeof(cl_mem), &ctx->ipiv_mem},
+        {sizeof info_at, &info_at},
+        {sizeof partial, &partial},
+        {sizeof(cl_mem), &ctx->part_v_mem},
+        {sizeof(cl_mem), &ctx->part_i_mem},
+        {sizeof(cl_mem), &ctx->xrow_mem},
+        {sizeof(cl_mem), &ctx->arrived_mem},
+        {sizeof base, &base},
+    };
+    /* The counter is a 32-bit int: start it over (a fill, ordered by the queue) before it
+     * could wrap. */
+    if (ctx->arrivals + jb * groups > INT32_MAX / 2) {
+        clReleaseMemObject(ctx->arrived_mem);
+        ctx->arrived_mem = NULL;
+        status = ensure_resident_scratch(ctx);
+        if (status != CLOPS_OK)
+            return status;
+        return factor_panel_resident(ctx, a, j, jb, pivoting, mn, groups);
+    }
+    ctx->arrivals += jb * groups;
+    const size_t local = (size_t)ctx->panel_wg, global = (size_t)groups * local;
+    return run_kernel(ctx, ctx->resident, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
+                      &local);
+}
+
 /* Factors the rows x jb panel at (j, j) on the device, one launch per column and one to finish
  * the last (kernels/lu.cl: lu_panel_column), each over chunks of about panel_rows rows;
  * pivots into ctx->ipiv_mem[j ..], a zero pivot into ctx->ipiv_mem[min(M, N)] (info). */
 static int32_t factor_panel(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j, int64_t jb,
                             int32_t pivoting, int64_t mn)
 {
+    const int64_t rows_left = a->rows - j;
+    int64_t resident = ctx->resident_groups;
+    if (resident > (rows_left + 31) / 32)
+        resident = (rows_left + 31) / 32; /* at least 32 rows a group */
+    if (resident > 0 && (rows_left + resident - 1) / resident <= ctx->resident_rows)
+        return factor_panel_resident(ctx, a, j, jb, pivoting, mn, resident);
     int32_t status = ensure_panel_scratch(ctx);
     const cl_long off = a->offset + j * a->ld + j, ld = a->ld;
     const cl_int rows = (cl_int)(a->rows - j), nb = (cl_int)jb, row0 = (cl_int)j;
@@ -802,39 +920,42 @@ const struct clops_op op_lu = {
     .version = 1,
     .name = op_name,
     .summary = "LU factorization with partial pivoting, P·A = L·U (LAPACK getrf), f32 or f64.",
-    .doc = "Factors the M x N matrix A as P·A = L·U with partial pivoting (row interchanges), as "
-           "LAPACK's getrf: L is M x min(M,N) unit lower triangular (trapezoidal when M > N), U is "
-           "min(M,N) x N upper triangular (trapezoidal when M < N), and both overwrite A. ipiv "
-           "receives the interchanges 1-based, as LAPACK's: for i = 1 .. min(M,N) in order, row i "
-           "was swapped with row ipiv[i] >= i. The pivot of each column is its first entry of "
-           "largest magnitude on or below the diagonal, so pivots equal LAPACK's wherever no two "
-           "candidates tie to within rounding.\n"
-           "\n"
-           "Singular matrices: info receives 0, or the first k (1-based) with U(k,k) exactly zero; "
-           "as in LAPACK the factorization still completes (the zero column is not scaled) and the "
-           "call returns CLOPS_OK; U is then singular and must not be used to solve.\n"
-           "\n"
-           "Algorithm: right-looking blocked LU on a row-major working matrix on the pool's device "
-           "(the tensor itself when row-major, else a copy), so that row interchanges stay "
-           "contiguous. Each step factors an (M-j) x NB panel, applies its interchanges to the "
-           "other columns, forms U12 = L11^-1 A12 as one GEMM with L11's inverse (one work-group "
-           "per column of it), and updates A22 -= L21 U12 with the gemm "
-           "operator's kernel. The panel is itself factored the same way in blocks of PANEL_NB "
-           "columns, column by column as LAPACK's getf2 (pivot search, interchange, scaling, "
-           "rank-1 update), each column by one launch over the whole device. NB and PANEL_NB are "
-           "256 and 32 on GPUs, 32 and 8 elsewhere; -DLU_NB=<n> and -DLU_PANEL_NB=<n> in the "
-           "operator's build_options override them. pivoting = none skips the interchanges (the "
-           "course seed's Doolittle scheme): unstable, kept for comparison only.\n"
-           "\n"
-           "Overlap: a, ipiv and info must not share memory.\n"
-           "\n"
-           "Errors: CLOPS_ERR_INVALID_ARGUMENT, naming the parameter, for a NULL or malformed "
-           "tensor, a rank other than 2 (a) or 1 (ipiv, info), a negative extent, a leading "
-           "dimension too small, ipiv shorter than min(M,N), info not of 1 element, a pivoting "
-           "value other than 0 or 1, tensors that overlap. CLOPS_ERR_UNSUPPORTED for a dtype "
-           "other than f32/f64 (a) or i32 (ipiv, info), f64 on a device without double "
-           "precision, a matrix with no unit stride, or an extent over 2^30 - 1. A rejected call "
-           "writes nothing.",
+    .doc =
+        "Factors the M x N matrix A as P·A = L·U with partial pivoting (row interchanges), as "
+        "LAPACK's getrf: L is M x min(M,N) unit lower triangular (trapezoidal when M > N), U is "
+        "min(M,N) x N upper triangular (trapezoidal when M < N), and both overwrite A. ipiv "
+        "receives the interchanges 1-based, as LAPACK's: for i = 1 .. min(M,N) in order, row i "
+        "was swapped with row ipiv[i] >= i. The pivot of each column is its first entry of "
+        "largest magnitude on or below the diagonal, so pivots equal LAPACK's wherever no two "
+        "candidates tie to within rounding.\n"
+        "\n"
+        "Singular matrices: info receives 0, or the first k (1-based) with U(k,k) exactly zero; "
+        "as in LAPACK the factorization still completes (the zero column is not scaled) and the "
+        "call returns CLOPS_OK; U is then singular and must not be used to solve.\n"
+        "\n"
+        "Algorithm: right-looking blocked LU on a row-major working matrix on the pool's device "
+        "(the tensor itself when row-major, else a copy), so that row interchanges stay "
+        "contiguous. Each step factors an (M-j) x NB panel, applies its interchanges to the "
+        "other columns, forms U12 = L11^-1 A12 as one GEMM with L11's inverse (one work-group "
+        "per column of it), and updates A22 -= L21 U12 with the gemm "
+        "operator's kernel. The panel is itself factored the same way in blocks of PANEL_NB "
+        "columns, column by column as LAPACK's getf2 (pivot search, interchange, scaling, "
+        "rank-1 update), over the whole device: on GPUs by one launch per panel whose work-groups "
+        "keep their rows in local memory and meet at a grid-wide barrier per column (turn it "
+        "off with -DLU_PANEL_RESIDENT=0), elsewhere by one launch per column. NB and PANEL_NB "
+        "are 256 and 64 on GPUs, 32 and 8 elsewhere; -DLU_NB=<n> and -DLU_PANEL_NB=<n> in the "
+        "operator's build_options override them. pivoting = none skips the interchanges (the "
+        "course seed's Doolittle scheme): unstable, kept for comparison only.\n"
+        "\n"
+        "Overlap: a, ipiv and info must not share memory.\n"
+        "\n"
+        "Errors: CLOPS_ERR_INVALID_ARGUMENT, naming the parameter, for a NULL or malformed "
+        "tensor, a rank other than 2 (a) or 1 (ipiv, info), a negative extent, a leading "
+        "dimension too small, ipiv shorter than min(M,N), info not of 1 element, a pivoting "
+        "value other than 0 or 1, tensors that overlap. CLOPS_ERR_UNSUPPORTED for a dtype "
+        "other than f32/f64 (a) or i32 (ipiv, info), f64 on a device without double "
+        "precision, a matrix with no unit stride, or an extent over 2^30 - 1. A rejected call "
+        "writes nothing.",
     .param_count = (int32_t)(sizeof lu_params / sizeof lu_params[0]),
     .params = lu_params,
     .entry = (void (*)(void))lu_entry,

@@ -19,13 +19,17 @@ struct lu_ctx {
     const char *op; /* the operator's name, for messages and its configuration */
     int32_t dtype;
     int64_t elem_size;
-    int64_t nb;         /* outer panel width, and the triangular solves' block */
-    int64_t panel_nb;   /* inner panel width: the panel kernel's */
-    int32_t panel_wg;   /* work-items of a work-group of the panel and inversion kernels */
-    int64_t panel_rows; /* rows of the panel per work-group of a panel step (about) */
-    cl_kernel copy, laswp, panel, invert;
+    int64_t nb;              /* outer panel width, and the triangular solves' block */
+    int64_t panel_nb;        /* inner panel width: the panel kernel's */
+    int32_t panel_wg;        /* work-items of a work-group of the panel and inversion kernels */
+    int64_t panel_rows;      /* rows of the panel per work-group of a panel step (about) */
+    int64_t resident_groups; /* groups of the resident panel kernel; 0: not used */
+    int64_t resident_rows;   /* its most rows per group */
+    int64_t arrivals;        /* what its arrival counter holds */
+    cl_kernel copy, laswp, panel, invert, resident;
     cl_mem ipiv_mem, inv_mem, tmp_mem;        /* pivots; an inverted diagonal block; a block row */
     cl_mem part_v_mem, part_i_mem, count_mem; /* the panel steps' candidates and counter */
+    cl_mem xrow_mem, arrived_mem;             /* the resident kernel's rows and counter */
     int64_t ipiv_bytes, inv_bytes, tmp_bytes;
     int64_t device_ns;
     cl_event chain_start; /* pool_chain_begin's marker; NULL when profiling is off */
