@@ -14,58 +14,95 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* ---- Interfaces -----------------------------------------------------------------------------
+ * Every routine is exported in two integer widths: LP64 (`dgemm_`, INTEGER = int32_t, as the
+ * reference libraries) and ILP64 (`dgemm_64_`, INTEGER = int64_t, the suffix of OpenBLAS's and
+ * libblastrampoline's 64-bit interface, which Julia calls). One implementation serves both: the
+ * entry points widen their integers to int64_t, and only xerbla, ipiv and the host fallback see
+ * the caller's width. */
+enum width { LP64, ILP64 };
+
 /* ---- xerbla: LAPACK's error handler ---------------------------------------------------------
- * Weak, so that a program's own xerbla_ replaces it (calls to it go through the PLT). Unlike the
- * reference XERBLA, which STOPs, it returns, as OpenBLAS's and MKL's do: the routine then
- * returns with INFO = -position. */
-EXPORT __attribute__((weak)) void xerbla_(const char *srname, const int *info, size_t srname_len)
+ * Weak, so that a program's own xerbla_ (xerbla_64_) replaces it (calls to it go through the
+ * PLT). Unlike the reference XERBLA, which STOPs, it returns, as OpenBLAS's and MKL's do: the
+ * routine then returns with INFO = -position. */
+static void print_illegal_value(const char *srname, size_t srname_len, int64_t position)
 {
     int len = (int)strnlen(srname, srname_len);
     while (len > 0 && srname[len - 1] == ' ')
         len--;
-    fprintf(stderr, "** On entry to %.*s parameter number %d had an illegal value\n", len, srname,
-            *info);
+    fprintf(stderr, "** On entry to %.*s parameter number %lld had an illegal value\n", len, srname,
+            (long long)position);
+}
+
+EXPORT __attribute__((weak)) void xerbla_(const char *srname, const int *info, size_t srname_len)
+{
+    print_illegal_value(srname, srname_len, *info);
+}
+
+EXPORT __attribute__((weak)) void xerbla_64_(const char *srname, const int64_t *info,
+                                             size_t srname_len)
+{
+    print_illegal_value(srname, srname_len, *info);
 }
 
 /* LAPACK names routines padded to 6 characters ('DGEMM ', 'DGESV '), as xerbla receives them. */
-static void report_illegal(const char *srname, int position)
+static void report_illegal(const char *srname, enum width w, int64_t position)
 {
-    xerbla_(srname, &position, strlen(srname));
+    if (w == ILP64) {
+        xerbla_64_(srname, &position, strlen(srname));
+    } else {
+        const int info = (int)position;
+        xerbla_(srname, &info, strlen(srname));
+    }
 }
 
 /* ---- Configuration and host fallbacks (the next BLAS/LAPACK in the lookup order) ---------- */
 
 enum routine { SGEMM, DGEMM, SGETRF, DGETRF, SGETRS, DGETRS, SGESV, DGESV, ROUTINE_COUNT };
 
-static const char *const routine_symbols[ROUTINE_COUNT] = {
-    "sgemm_", "dgemm_", "sgetrf_", "dgetrf_", "sgetrs_", "dgetrs_", "sgesv_", "dgesv_"};
+static const struct {
+    const char *symbol; /* LP64; ILP64 appends "64_" */
+    const char *srname; /* LAPACK's name, as xerbla receives it */
+    int32_t dtype;
+} routines[ROUTINE_COUNT] = {
+    {"sgemm_", "SGEMM ", CLOPS_F32},  {"dgemm_", "DGEMM ", CLOPS_F64},
+    {"sgetrf_", "SGETRF", CLOPS_F32}, {"dgetrf_", "DGETRF", CLOPS_F64},
+    {"sgetrs_", "SGETRS", CLOPS_F32}, {"dgetrs_", "DGETRS", CLOPS_F64},
+    {"sgesv_", "SGESV ", CLOPS_F32},  {"dgesv_", "DGESV ", CLOPS_F64},
+};
 
 static struct {
     pthread_once_t once;
-    int64_t offload_min; /* CLOPS_LAPACK_OFFLOAD_MIN: fewer matrix elements stay on the host */
-    void (*host[ROUTINE_COUNT])(void);
+    uint64_t offload_min; /* CLOPS_LAPACK_OFFLOAD_MIN: fewer matrix elements stay on the host */
+    void (*host[2][ROUTINE_COUNT])(void); /* [enum width][enum routine] */
 } config = {.once = PTHREAD_ONCE_INIT};
 
 static void config_init(void)
 {
     const char *min = getenv("CLOPS_LAPACK_OFFLOAD_MIN");
-    config.offload_min = min != NULL ? strtoll(min, NULL, 10) : 0;
-    for (int i = 0; i < ROUTINE_COUNT; i++)
+    const long long offload_min = min != NULL ? strtoll(min, NULL, 10) : 0;
+    config.offload_min = offload_min > 0 ? (uint64_t)offload_min : 0;
+    for (int i = 0; i < ROUTINE_COUNT; i++) {
+        char ilp64[32];
+        snprintf(ilp64, sizeof ilp64, "%s64_", routines[i].symbol);
         /* POSIX guarantees a data pointer from dlsym() converts to a function pointer. */
-        config.host[i] = (void (*)(void))dlsym(RTLD_NEXT, routine_symbols[i]);
+        config.host[LP64][i] = (void (*)(void))dlsym(RTLD_NEXT, routines[i].symbol);
+        config.host[ILP64][i] = (void (*)(void))dlsym(RTLD_NEXT, ilp64);
+    }
 }
 
 /* The host routine to run instead of clops for a call of `elements` matrix elements, or NULL. */
-static void (*host_for_small(enum routine r, int64_t elements))(void)
+static void (*host_for_small(enum routine r, enum width w, uint64_t elements))(void)
 {
     pthread_once(&config.once, config_init);
-    return elements < config.offload_min ? config.host[r] : NULL;
+    return elements < config.offload_min ? config.host[w][r] : NULL;
 }
 
-static void (*host_routine(enum routine r))(void)
+static void (*host_routine(enum routine r, enum width w))(void)
 {
     pthread_once(&config.once, config_init);
-    return config.host[r];
+    return config.host[w][r];
 }
 
 /* ---- clops: loaded once, on the first call with work to do --------------------------------- */
@@ -172,19 +209,19 @@ static int lsame(char c, char upper)
     return c == upper || c == upper + ('a' - 'A');
 }
 
-static int max1(int x)
+static int64_t max1(int64_t x)
 {
     return x > 1 ? x : 1;
 }
 
 /* A column-major Fortran matrix as a clops tensor: strides {1, ld}, no copy. */
-static struct clops_tensor fortran_matrix(const void *data, int32_t dtype, int rows, int cols,
-                                          int ld)
+static struct clops_tensor fortran_matrix(const void *data, int32_t dtype, int64_t rows,
+                                          int64_t cols, int64_t ld)
 {
     return clops_matrix((void *)data, dtype, rows, cols, ld, 1);
 }
 
-static struct clops_tensor i32_vector(int *data, int n)
+static struct clops_tensor i32_vector(int32_t *data, int64_t n)
 {
     struct clops_tensor t = {.data = data, .dtype = CLOPS_I32, .rank = 1};
     t.shape[0] = n;
@@ -193,33 +230,57 @@ static struct clops_tensor i32_vector(int *data, int n)
 }
 
 /* What a routine did: finished (also on errors and quick returns), or left the work to the host
- * routine because the call is small or clops failed. */
+ * routine because the call is small, clops failed, or clops cannot take it. */
 enum outcome { DONE, RUN_ON_HOST };
 
 /* INFO for a call clops could not run, outside LAPACK's range: -1000 - enum clops_status. */
-static int info_for_clops_failure(int32_t status)
+static int64_t info_for_clops_failure(int32_t status)
 {
-    return -1000 - (int)status;
+    return -1000 - (int64_t)status;
+}
+
+/* clops's kernels index in 32 bits and its pivots are int32, so an ILP64 call with an integer
+ * argument beyond INT32_MAX (a call the LP64 interface could not even express) is one it
+ * cannot take. Returns the position of the first such argument, in LAPACK's order, or 0. */
+static int64_t position_beyond_int32(int count, const int64_t values[], const int positions[])
+{
+    for (int i = 0; i < count; i++)
+        if (values[i] > INT32_MAX)
+            return positions[i];
+    return 0;
+}
+
+/* Such a call goes to the next ILP64 library when there is one; otherwise it is reported to
+ * xerbla_64_ as an illegal value for this library, with INFO = -position (`info` is NULL for
+ * gemm, which has none). */
+static enum outcome reject_beyond_int32(enum routine r, int64_t position, int64_t *info)
+{
+    if (host_routine(r, ILP64) != NULL)
+        return RUN_ON_HOST;
+    report_illegal(routines[r].srname, ILP64, position);
+    if (info != NULL)
+        *info = -position;
+    return DONE;
 }
 
 /* ---- gemm ----------------------------------------------------------------------------------- */
 
 struct gemm_call {
-    int32_t dtype;
-    const char *srname;
+    enum routine routine; /* SGEMM or DGEMM */
+    enum width width;
     char transa, transb;
-    int m, n, k;
+    int64_t m, n, k;
     double alpha, beta;
     const void *a, *b;
     void *c;
-    int lda, ldb, ldc;
+    int64_t lda, ldb, ldc;
 };
 
 /* Reference BLAS's checks, in its order; returns the bad parameter's position or 0. */
 static int gemm_check(const struct gemm_call *g)
 {
     const int nota = lsame(g->transa, 'N'), notb = lsame(g->transb, 'N');
-    const int nrowa = nota ? g->m : g->k, nrowb = notb ? g->k : g->n;
+    const int64_t nrowa = nota ? g->m : g->k, nrowb = notb ? g->k : g->n;
     if (!nota && !lsame(g->transa, 'C') && !lsame(g->transa, 'T'))
         return 1;
     if (!notb && !lsame(g->transb, 'C') && !lsame(g->transb, 'T'))
@@ -243,10 +304,11 @@ static int gemm_check(const struct gemm_call *g)
  * sets C to zero whatever it held. */
 static void gemm_scale_c(const struct gemm_call *g)
 {
-    for (int j = 0; j < g->n; j++)
-        for (int i = 0; i < g->m; i++) {
+    const int32_t dtype = routines[g->routine].dtype;
+    for (int64_t j = 0; j < g->n; j++)
+        for (int64_t i = 0; i < g->m; i++) {
             size_t at = (size_t)i + (size_t)j * (size_t)g->ldc;
-            if (g->dtype == CLOPS_F64) {
+            if (dtype == CLOPS_F64) {
                 double *c = g->c;
                 c[at] = g->beta == 0.0 ? 0.0 : g->beta * c[at];
             } else {
@@ -280,16 +342,17 @@ static int32_t unshare_input(struct clops_tensor *x, const struct clops_tensor *
         return CLOPS_ERR_OUT_OF_HOST_MEMORY;
     for (size_t j = 0; j < cols; j++)
         memcpy(packed + j * rows * size, x_lo + j * (size_t)x->strides[1] * size, rows * size);
-    *x = fortran_matrix(packed, x->dtype, (int)rows, (int)cols, (int)rows);
+    *x = fortran_matrix(packed, x->dtype, x->shape[0], x->shape[1], x->shape[0]);
     *copy = packed;
     return CLOPS_OK;
 }
 
-static enum outcome gemm_run(const struct gemm_call *g, enum routine r)
+static enum outcome gemm_run(const struct gemm_call *g)
 {
+    const enum routine r = g->routine;
     int position = gemm_check(g);
     if (position != 0) {
-        report_illegal(g->srname, position);
+        report_illegal(routines[r].srname, g->width, position);
         return DONE;
     }
     if (g->m == 0 || g->n == 0 || ((g->alpha == 0.0 || g->k == 0) && g->beta == 1.0))
@@ -298,18 +361,25 @@ static enum outcome gemm_run(const struct gemm_call *g, enum routine r)
         gemm_scale_c(g);
         return DONE;
     }
-    const int64_t elements = (int64_t)g->m * g->n + (int64_t)g->m * g->k + (int64_t)g->k * g->n;
-    if (host_for_small(r, elements) != NULL)
+    const int64_t extents[6] = {g->m, g->n, g->k, g->lda, g->ldb, g->ldc};
+    const int64_t beyond = position_beyond_int32(6, extents, (const int[6]){3, 4, 5, 8, 10, 13});
+    if (beyond != 0)
+        return reject_beyond_int32(r, beyond, NULL);
+    /* Each product is below 2^62 now, so the sum fits in 64 bits. */
+    const uint64_t elements =
+        (uint64_t)(g->m * g->n) + (uint64_t)(g->m * g->k) + (uint64_t)(g->k * g->n);
+    if (host_for_small(r, g->width, elements) != NULL)
         return RUN_ON_HOST;
     struct clops_pool *pool = clops_pool();
     if (pool == NULL)
-        return host_routine(r) != NULL ? RUN_ON_HOST : DONE;
+        return host_routine(r, g->width) != NULL ? RUN_ON_HOST : DONE;
+    const int32_t dtype = routines[r].dtype;
     const int nota = lsame(g->transa, 'N'), notb = lsame(g->transb, 'N');
     struct clops_tensor ta =
-        fortran_matrix(g->a, g->dtype, nota ? g->m : g->k, nota ? g->k : g->m, g->lda);
+        fortran_matrix(g->a, dtype, nota ? g->m : g->k, nota ? g->k : g->m, g->lda);
     struct clops_tensor tb =
-        fortran_matrix(g->b, g->dtype, notb ? g->k : g->n, notb ? g->n : g->k, g->ldb);
-    struct clops_tensor tc = fortran_matrix(g->c, g->dtype, g->m, g->n, g->ldc);
+        fortran_matrix(g->b, dtype, notb ? g->k : g->n, notb ? g->n : g->k, g->ldb);
+    struct clops_tensor tc = fortran_matrix(g->c, dtype, g->m, g->n, g->ldc);
     void *a_copy = NULL, *b_copy = NULL;
     int32_t status = unshare_input(&ta, &tc, &a_copy);
     if (status == CLOPS_OK)
@@ -323,7 +393,7 @@ static enum outcome gemm_run(const struct gemm_call *g, enum routine r)
     if (status == CLOPS_OK)
         return DONE;
     report_clops_error(status); /* a failed clops call changed nothing: the host may redo it */
-    return host_routine(r) != NULL ? RUN_ON_HOST : DONE;
+    return host_routine(r, g->width) != NULL ? RUN_ON_HOST : DONE;
 }
 
 typedef void sgemm_fn(const char *, const char *, const int *, const int *, const int *,
@@ -332,17 +402,25 @@ typedef void sgemm_fn(const char *, const char *, const int *, const int *, cons
 typedef void dgemm_fn(const char *, const char *, const int *, const int *, const int *,
                       const double *, const double *, const int *, const double *, const int *,
                       const double *, double *, const int *, size_t, size_t);
+typedef void sgemm64_fn(const char *, const char *, const int64_t *, const int64_t *,
+                        const int64_t *, const float *, const float *, const int64_t *,
+                        const float *, const int64_t *, const float *, float *, const int64_t *,
+                        size_t, size_t);
+typedef void dgemm64_fn(const char *, const char *, const int64_t *, const int64_t *,
+                        const int64_t *, const double *, const double *, const int64_t *,
+                        const double *, const int64_t *, const double *, double *, const int64_t *,
+                        size_t, size_t);
 
 EXPORT void sgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
                    const float *alpha, const float *a, const int *lda, const float *b,
                    const int *ldb, const float *beta, float *c, const int *ldc, size_t transa_len,
                    size_t transb_len)
 {
-    const struct gemm_call g = {CLOPS_F32, "SGEMM ", *transa, *transb, *m,   *n,   *k,  *alpha,
-                                *beta,     a,        b,       c,       *lda, *ldb, *ldc};
-    if (gemm_run(&g, SGEMM) == RUN_ON_HOST)
-        ((sgemm_fn *)host_routine(SGEMM))(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                                          ldc, transa_len, transb_len);
+    const struct gemm_call g = {SGEMM, LP64, *transa, *transb, *m,   *n,   *k,  *alpha,
+                                *beta, a,    b,       c,       *lda, *ldb, *ldc};
+    if (gemm_run(&g) == RUN_ON_HOST)
+        ((sgemm_fn *)host_routine(SGEMM, LP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb,
+                                                beta, c, ldc, transa_len, transb_len);
 }
 
 EXPORT void dgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
@@ -350,17 +428,41 @@ EXPORT void dgemm_(const char *transa, const char *transb, const int *m, const i
                    const int *ldb, const double *beta, double *c, const int *ldc, size_t transa_len,
                    size_t transb_len)
 {
-    const struct gemm_call g = {CLOPS_F64, "DGEMM ", *transa, *transb, *m,   *n,   *k,  *alpha,
-                                *beta,     a,        b,       c,       *lda, *ldb, *ldc};
-    if (gemm_run(&g, DGEMM) == RUN_ON_HOST)
-        ((dgemm_fn *)host_routine(DGEMM))(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                                          ldc, transa_len, transb_len);
+    const struct gemm_call g = {DGEMM, LP64, *transa, *transb, *m,   *n,   *k,  *alpha,
+                                *beta, a,    b,       c,       *lda, *ldb, *ldc};
+    if (gemm_run(&g) == RUN_ON_HOST)
+        ((dgemm_fn *)host_routine(DGEMM, LP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb,
+                                                beta, c, ldc, transa_len, transb_len);
+}
+
+EXPORT void sgemm_64_(const char *transa, const char *transb, const int64_t *m, const int64_t *n,
+                      const int64_t *k, const float *alpha, const float *a, const int64_t *lda,
+                      const float *b, const int64_t *ldb, const float *beta, float *c,
+                      const int64_t *ldc, size_t transa_len, size_t transb_len)
+{
+    const struct gemm_call g = {SGEMM, ILP64, *transa, *transb, *m,   *n,   *k,  *alpha,
+                                *beta, a,     b,       c,       *lda, *ldb, *ldc};
+    if (gemm_run(&g) == RUN_ON_HOST)
+        ((sgemm64_fn *)host_routine(SGEMM, ILP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb,
+                                                   beta, c, ldc, transa_len, transb_len);
+}
+
+EXPORT void dgemm_64_(const char *transa, const char *transb, const int64_t *m, const int64_t *n,
+                      const int64_t *k, const double *alpha, const double *a, const int64_t *lda,
+                      const double *b, const int64_t *ldb, const double *beta, double *c,
+                      const int64_t *ldc, size_t transa_len, size_t transb_len)
+{
+    const struct gemm_call g = {DGEMM, ILP64, *transa, *transb, *m,   *n,   *k,  *alpha,
+                                *beta, a,     b,       c,       *lda, *ldb, *ldc};
+    if (gemm_run(&g) == RUN_ON_HOST)
+        ((dgemm64_fn *)host_routine(DGEMM, ILP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb,
+                                                   beta, c, ldc, transa_len, transb_len);
 }
 
 /* ---- CBLAS gemm ----------------------------------------------------------------------------
  * As the reference CBLAS and OpenBLAS do: a row-major call is the column-major call on the
  * transposes, C^T = op(B)^T op(A)^T, so errors are reported through xerbla_ with the positions
- * of that Fortran call; a bad order is position 1 of "cblas_?gemm". */
+ * of that Fortran call; a bad order is position 1 of "cblas_?gemm". LP64 only (int arguments). */
 
 enum CBLAS_ORDER { CblasRowMajor = 101, CblasColMajor = 102 };
 enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112, CblasConjTrans = 113 };
@@ -375,30 +477,32 @@ static char cblas_trans_char(enum CBLAS_TRANSPOSE t)
     }
 }
 
-static void cblas_gemm(struct gemm_call g, enum CBLAS_ORDER order, const char *cblas_name,
-                       enum routine r)
+static void cblas_gemm(struct gemm_call g, enum CBLAS_ORDER order, const char *cblas_name)
 {
     if (order == CblasRowMajor) {
         const void *a = g.a;
         char transa = g.transa;
-        int m = g.m, lda = g.lda;
+        int64_t m = g.m, lda = g.lda;
         g.a = g.b, g.transa = g.transb, g.m = g.n, g.lda = g.ldb;
         g.b = a, g.transb = transa, g.n = m, g.ldb = lda;
     } else if (order != CblasColMajor) {
-        report_illegal(cblas_name, 1);
+        report_illegal(cblas_name, LP64, 1);
         return;
     }
-    if (gemm_run(&g, r) != RUN_ON_HOST)
+    if (gemm_run(&g) != RUN_ON_HOST)
         return;
-    /* The host routine takes pointers to the (possibly swapped) Fortran arguments. */
-    if (g.dtype == CLOPS_F64) {
+    /* The host routine takes pointers to the (possibly swapped) Fortran arguments, which came
+     * in as int. */
+    const int m = (int)g.m, n = (int)g.n, k = (int)g.k;
+    const int lda = (int)g.lda, ldb = (int)g.ldb, ldc = (int)g.ldc;
+    if (g.routine == DGEMM) {
         const double alpha = g.alpha, beta = g.beta;
-        ((dgemm_fn *)host_routine(r))(&g.transa, &g.transb, &g.m, &g.n, &g.k, &alpha, g.a, &g.lda,
-                                      g.b, &g.ldb, &beta, g.c, &g.ldc, 1, 1);
+        ((dgemm_fn *)host_routine(DGEMM, LP64))(&g.transa, &g.transb, &m, &n, &k, &alpha, g.a, &lda,
+                                                g.b, &ldb, &beta, g.c, &ldc, 1, 1);
     } else {
         const float alpha = (float)g.alpha, beta = (float)g.beta;
-        ((sgemm_fn *)host_routine(r))(&g.transa, &g.transb, &g.m, &g.n, &g.k, &alpha, g.a, &g.lda,
-                                      g.b, &g.ldb, &beta, g.c, &g.ldc, 1, 1);
+        ((sgemm_fn *)host_routine(SGEMM, LP64))(&g.transa, &g.transb, &m, &n, &k, &alpha, g.a, &lda,
+                                                g.b, &ldb, &beta, g.c, &ldc, 1, 1);
     }
 }
 
@@ -407,8 +511,8 @@ EXPORT void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
                         int ldc)
 {
-    const struct gemm_call g = {CLOPS_F32,
-                                "SGEMM ",
+    const struct gemm_call g = {SGEMM,
+                                LP64,
                                 cblas_trans_char(transa),
                                 cblas_trans_char(transb),
                                 m,
@@ -422,7 +526,7 @@ EXPORT void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
                                 lda,
                                 ldb,
                                 ldc};
-    cblas_gemm(g, order, "cblas_sgemm", SGEMM);
+    cblas_gemm(g, order, "cblas_sgemm");
 }
 
 EXPORT void cblas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
@@ -430,8 +534,8 @@ EXPORT void cblas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
                         const double *a, int lda, const double *b, int ldb, double beta, double *c,
                         int ldc)
 {
-    const struct gemm_call g = {CLOPS_F64,
-                                "DGEMM ",
+    const struct gemm_call g = {DGEMM,
+                                LP64,
                                 cblas_trans_char(transa),
                                 cblas_trans_char(transb),
                                 m,
@@ -445,62 +549,111 @@ EXPORT void cblas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
                                 lda,
                                 ldb,
                                 ldc};
-    cblas_gemm(g, order, "cblas_dgemm", DGEMM);
+    cblas_gemm(g, order, "cblas_dgemm");
+}
+
+/* ---- Pivots: clops's are int32 ---------------------------------------------------------------
+ * An LP64 caller's ipiv is handed to clops in place; an ILP64 caller's goes through an int32
+ * copy, narrowed before getrs and widened after getrf and gesv. */
+
+struct pivots {
+    void *caller; /* INTEGER ipiv(n) of the caller's width */
+    enum width width;
+    int64_t n;
+    int32_t *i32; /* what clops reads or writes: `caller` itself (LP64), or a copy */
+};
+
+static int32_t pivots_open(struct pivots *p, int narrow)
+{
+    if (p->width == LP64) {
+        p->i32 = p->caller;
+        return CLOPS_OK;
+    }
+    p->i32 = malloc(sizeof *p->i32 * (size_t)max1(p->n));
+    if (p->i32 == NULL)
+        return CLOPS_ERR_OUT_OF_HOST_MEMORY;
+    const int64_t *wide = p->caller;
+    /* A pivot outside int32 is outside 1 .. N as well: 0 makes clops reject it as such. */
+    if (narrow)
+        for (int64_t i = 0; i < p->n; i++)
+            p->i32[i] = wide[i] >= INT32_MIN && wide[i] <= INT32_MAX ? (int32_t)wide[i] : 0;
+    return CLOPS_OK;
+}
+
+static void pivots_close(struct pivots *p, int widen)
+{
+    if (p->width == LP64)
+        return;
+    int64_t *wide = p->caller;
+    if (widen)
+        for (int64_t i = 0; i < p->n; i++)
+            wide[i] = p->i32[i];
+    free(p->i32);
+    p->i32 = NULL;
 }
 
 /* ---- getrf, getrs, gesv --------------------------------------------------------------------- */
 
+struct lu_args {
+    struct clops_tensor a, b, ipiv, info;
+    struct pivots pivots;
+    int pivots_in; /* getrs reads ipiv; getrf and gesv write it */
+    int32_t trans;
+};
+
 /* Runs one clops LU-family call whose arguments LAPACK's checks accepted. Returns DONE with
  * *info set, or RUN_ON_HOST when the host routine should run it instead. */
-static enum outcome lu_family_run(enum routine r, int64_t elements, int *info,
-                                  int32_t (*call)(struct clops_pool *, const void *),
-                                  const void *args)
+static enum outcome lu_family_run(enum routine r, enum width w, uint64_t elements, int64_t *info,
+                                  int32_t (*call)(struct clops_pool *, const struct lu_args *),
+                                  struct lu_args *x)
 {
-    if (host_for_small(r, elements) != NULL)
+    if (host_for_small(r, w, elements) != NULL)
         return RUN_ON_HOST;
     struct clops_pool *pool = clops_pool();
     if (pool == NULL) {
-        if (host_routine(r) != NULL)
+        if (host_routine(r, w) != NULL)
             return RUN_ON_HOST;
         *info = info_for_clops_failure(CLOPS_ERR_NO_DEVICE);
         return DONE;
     }
-    int32_t status = call(pool, args);
+    int32_t status = pivots_open(&x->pivots, x->pivots_in);
+    if (status != CLOPS_OK) {
+        report_clops_failure_once("CLOPS_ERR_OUT_OF_HOST_MEMORY", "no memory for ipiv's copy");
+    } else {
+        x->ipiv = i32_vector(x->pivots.i32, x->pivots.n);
+        status = call(pool, x);
+        if (status != CLOPS_OK)
+            report_clops_error(status);
+    }
+    pivots_close(&x->pivots, status == CLOPS_OK && !x->pivots_in);
     if (status == CLOPS_OK)
         return DONE;
-    report_clops_error(status);
-    if (host_routine(r) != NULL)
+    if (host_routine(r, w) != NULL)
         return RUN_ON_HOST;
     *info = info_for_clops_failure(status);
     return DONE;
 }
 
-struct lu_args {
-    struct clops_tensor a, b, ipiv, info;
-    int32_t trans;
-};
-
-static int32_t call_lu(struct clops_pool *pool, const void *p)
+static int32_t call_lu(struct clops_pool *pool, const struct lu_args *x)
 {
-    const struct lu_args *x = p;
     return ((clops_lu_fn)clops.lu->entry)(pool, &x->a, &x->ipiv, &x->info, 0 /* partial */);
 }
 
-static int32_t call_solve(struct clops_pool *pool, const void *p)
+static int32_t call_solve(struct clops_pool *pool, const struct lu_args *x)
 {
-    const struct lu_args *x = p;
     return ((clops_solve_fn)clops.solve->entry)(pool, &x->a, &x->b, &x->ipiv, &x->info);
 }
 
-static int32_t call_lu_solve(struct clops_pool *pool, const void *p)
+static int32_t call_lu_solve(struct clops_pool *pool, const struct lu_args *x)
 {
-    const struct lu_args *x = p;
     return ((clops_lu_solve_fn)clops.lu_solve->entry)(pool, &x->a, &x->ipiv, &x->b, x->trans);
 }
 
-static enum outcome getrf_run(enum routine r, int32_t dtype, const char *srname, int m, int n,
-                              void *a, int lda, int *ipiv, int *info)
+/* ipiv points to INTEGERs of width w; *info receives INFO unless the host routine runs. */
+static enum outcome getrf_run(enum routine r, enum width w, int64_t m, int64_t n, void *a,
+                              int64_t lda, void *ipiv, int64_t *info)
 {
+    const char *srname = routines[r].srname;
     *info = 0;
     if (m < 0)
         *info = -1;
@@ -509,26 +662,30 @@ static enum outcome getrf_run(enum routine r, int32_t dtype, const char *srname,
     else if (lda < max1(m))
         *info = -4;
     if (*info != 0) {
-        report_illegal(srname, -*info);
+        report_illegal(srname, w, -*info);
         return DONE;
     }
     if (m == 0 || n == 0)
         return DONE;
+    const int64_t beyond =
+        position_beyond_int32(3, (const int64_t[3]){m, n, lda}, (const int[3]){1, 2, 4});
+    if (beyond != 0)
+        return reject_beyond_int32(r, beyond, info);
     int32_t clops_info = 0;
-    struct lu_args x = {.a = fortran_matrix(a, dtype, m, n, lda),
-                        .ipiv = i32_vector(ipiv, m < n ? m : n),
+    struct lu_args x = {.a = fortran_matrix(a, routines[r].dtype, m, n, lda),
+                        .pivots = {.caller = ipiv, .width = w, .n = m < n ? m : n},
                         .info = i32_vector(&clops_info, 1)};
-    enum outcome o = lu_family_run(r, (int64_t)m * n, info, call_lu, &x);
+    enum outcome o = lu_family_run(r, w, (uint64_t)(m * n), info, call_lu, &x);
     if (o == DONE && *info == 0)
         *info = clops_info;
     return o;
 }
 
-/* getrs after LAPACK's checks; `gesv` solves with gesv's (factor + solve) instead. */
-static enum outcome getrs_run(enum routine r, int32_t dtype, const char *srname, char trans, int n,
-                              int nrhs, const void *a, int lda, const int *ipiv, void *b, int ldb,
-                              int *info)
+static enum outcome getrs_run(enum routine r, enum width w, char trans, int64_t n, int64_t nrhs,
+                              const void *a, int64_t lda, const void *ipiv, void *b, int64_t ldb,
+                              int64_t *info)
 {
+    const char *srname = routines[r].srname;
     const int notran = lsame(trans, 'N');
     *info = 0;
     if (!notran && !lsame(trans, 'T') && !lsame(trans, 'C'))
@@ -542,21 +699,28 @@ static enum outcome getrs_run(enum routine r, int32_t dtype, const char *srname,
     else if (ldb < max1(n))
         *info = -8;
     if (*info != 0) {
-        report_illegal(srname, -*info);
+        report_illegal(srname, w, -*info);
         return DONE;
     }
     if (n == 0 || nrhs == 0)
         return DONE;
+    const int64_t beyond =
+        position_beyond_int32(4, (const int64_t[4]){n, nrhs, lda, ldb}, (const int[4]){2, 3, 5, 8});
+    if (beyond != 0)
+        return reject_beyond_int32(r, beyond, info);
+    const int32_t dtype = routines[r].dtype;
     struct lu_args x = {.a = fortran_matrix(a, dtype, n, n, lda),
                         .b = fortran_matrix(b, dtype, n, nrhs, ldb),
-                        .ipiv = i32_vector((int *)ipiv, n),
+                        .pivots = {.caller = (void *)ipiv, .width = w, .n = n},
+                        .pivots_in = 1,
                         .trans = notran ? CLOPS_NO_TRANS : CLOPS_TRANS};
-    return lu_family_run(r, (int64_t)n * n + (int64_t)n * nrhs, info, call_lu_solve, &x);
+    return lu_family_run(r, w, (uint64_t)(n * n) + (uint64_t)(n * nrhs), info, call_lu_solve, &x);
 }
 
-static enum outcome gesv_run(enum routine r, int32_t dtype, const char *srname, int n, int nrhs,
-                             void *a, int lda, int *ipiv, void *b, int ldb, int *info)
+static enum outcome gesv_run(enum routine r, enum width w, int64_t n, int64_t nrhs, void *a,
+                             int64_t lda, void *ipiv, void *b, int64_t ldb, int64_t *info)
 {
+    const char *srname = routines[r].srname;
     *info = 0;
     if (n < 0)
         *info = -1;
@@ -567,72 +731,170 @@ static enum outcome gesv_run(enum routine r, int32_t dtype, const char *srname, 
     else if (ldb < max1(n))
         *info = -7;
     if (*info != 0) {
-        report_illegal(srname, -*info);
+        report_illegal(srname, w, -*info);
         return DONE;
     }
     if (n == 0)
         return DONE;
+    const int64_t beyond =
+        position_beyond_int32(4, (const int64_t[4]){n, nrhs, lda, ldb}, (const int[4]){1, 2, 4, 7});
+    if (beyond != 0)
+        return reject_beyond_int32(r, beyond, info);
+    const int32_t dtype = routines[r].dtype;
     int32_t clops_info = 0;
     struct lu_args x = {.a = fortran_matrix(a, dtype, n, n, lda),
                         .b = fortran_matrix(b, dtype, n, nrhs, ldb),
-                        .ipiv = i32_vector(ipiv, n),
+                        .pivots = {.caller = ipiv, .width = w, .n = n},
                         .info = i32_vector(&clops_info, 1)};
     /* gesv factors A even with no right-hand side, as LAPACK's (getrf, then getrs). */
-    enum outcome o = lu_family_run(r, (int64_t)n * n + (int64_t)n * nrhs, info,
+    enum outcome o = lu_family_run(r, w, (uint64_t)(n * n) + (uint64_t)(n * nrhs), info,
                                    nrhs == 0 ? call_lu : call_solve, &x);
     if (o == DONE && *info == 0)
         *info = clops_info;
     return o;
 }
 
+/* The entry points of both widths, for both precisions (a, b: float or double). An LP64 INFO
+ * always fits in int: it is -position, a column index or -1000 - status. */
+
 typedef void getrf_fn(const int *, const int *, void *, const int *, int *, int *);
 typedef void getrs_fn(const char *, const int *, const int *, const void *, const int *,
                       const int *, void *, const int *, int *, size_t);
 typedef void gesv_fn(const int *, const int *, void *, const int *, int *, void *, const int *,
                      int *);
+typedef void getrf64_fn(const int64_t *, const int64_t *, void *, const int64_t *, int64_t *,
+                        int64_t *);
+typedef void getrs64_fn(const char *, const int64_t *, const int64_t *, const void *,
+                        const int64_t *, const int64_t *, void *, const int64_t *, int64_t *,
+                        size_t);
+typedef void gesv64_fn(const int64_t *, const int64_t *, void *, const int64_t *, int64_t *, void *,
+                       const int64_t *, int64_t *);
+
+static void getrf_lp64(enum routine r, const int *m, const int *n, void *a, const int *lda,
+                       int *ipiv, int *info)
+{
+    int64_t info64;
+    if (getrf_run(r, LP64, *m, *n, a, *lda, ipiv, &info64) == RUN_ON_HOST)
+        ((getrf_fn *)host_routine(r, LP64))(m, n, a, lda, ipiv, info);
+    else
+        *info = (int)info64;
+}
+
+static void getrf_ilp64(enum routine r, const int64_t *m, const int64_t *n, void *a,
+                        const int64_t *lda, int64_t *ipiv, int64_t *info)
+{
+    if (getrf_run(r, ILP64, *m, *n, a, *lda, ipiv, info) == RUN_ON_HOST)
+        ((getrf64_fn *)host_routine(r, ILP64))(m, n, a, lda, ipiv, info);
+}
+
+static void getrs_lp64(enum routine r, const char *trans, const int *n, const int *nrhs,
+                       const void *a, const int *lda, const int *ipiv, void *b, const int *ldb,
+                       int *info, size_t trans_len)
+{
+    int64_t info64;
+    if (getrs_run(r, LP64, *trans, *n, *nrhs, a, *lda, ipiv, b, *ldb, &info64) == RUN_ON_HOST)
+        ((getrs_fn *)host_routine(r, LP64))(trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
+    else
+        *info = (int)info64;
+}
+
+static void getrs_ilp64(enum routine r, const char *trans, const int64_t *n, const int64_t *nrhs,
+                        const void *a, const int64_t *lda, const int64_t *ipiv, void *b,
+                        const int64_t *ldb, int64_t *info, size_t trans_len)
+{
+    if (getrs_run(r, ILP64, *trans, *n, *nrhs, a, *lda, ipiv, b, *ldb, info) == RUN_ON_HOST)
+        ((getrs64_fn *)host_routine(r, ILP64))(trans, n, nrhs, a, lda, ipiv, b, ldb, info,
+                                               trans_len);
+}
+
+static void gesv_lp64(enum routine r, const int *n, const int *nrhs, void *a, const int *lda,
+                      int *ipiv, void *b, const int *ldb, int *info)
+{
+    int64_t info64;
+    if (gesv_run(r, LP64, *n, *nrhs, a, *lda, ipiv, b, *ldb, &info64) == RUN_ON_HOST)
+        ((gesv_fn *)host_routine(r, LP64))(n, nrhs, a, lda, ipiv, b, ldb, info);
+    else
+        *info = (int)info64;
+}
+
+static void gesv_ilp64(enum routine r, const int64_t *n, const int64_t *nrhs, void *a,
+                       const int64_t *lda, int64_t *ipiv, void *b, const int64_t *ldb,
+                       int64_t *info)
+{
+    if (gesv_run(r, ILP64, *n, *nrhs, a, *lda, ipiv, b, *ldb, info) == RUN_ON_HOST)
+        ((gesv64_fn *)host_routine(r, ILP64))(n, nrhs, a, lda, ipiv, b, ldb, info);
+}
 
 EXPORT void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info)
 {
-    if (getrf_run(SGETRF, CLOPS_F32, "SGETRF", *m, *n, a, *lda, ipiv, info) == RUN_ON_HOST)
-        ((getrf_fn *)host_routine(SGETRF))(m, n, a, lda, ipiv, info);
+    getrf_lp64(SGETRF, m, n, a, lda, ipiv, info);
 }
 
 EXPORT void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info)
 {
-    if (getrf_run(DGETRF, CLOPS_F64, "DGETRF", *m, *n, a, *lda, ipiv, info) == RUN_ON_HOST)
-        ((getrf_fn *)host_routine(DGETRF))(m, n, a, lda, ipiv, info);
+    getrf_lp64(DGETRF, m, n, a, lda, ipiv, info);
+}
+
+EXPORT void sgetrf_64_(const int64_t *m, const int64_t *n, float *a, const int64_t *lda,
+                       int64_t *ipiv, int64_t *info)
+{
+    getrf_ilp64(SGETRF, m, n, a, lda, ipiv, info);
+}
+
+EXPORT void dgetrf_64_(const int64_t *m, const int64_t *n, double *a, const int64_t *lda,
+                       int64_t *ipiv, int64_t *info)
+{
+    getrf_ilp64(DGETRF, m, n, a, lda, ipiv, info);
 }
 
 EXPORT void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a,
                     const int *lda, const int *ipiv, float *b, const int *ldb, int *info,
                     size_t trans_len)
 {
-    if (getrs_run(SGETRS, CLOPS_F32, "SGETRS", *trans, *n, *nrhs, a, *lda, ipiv, b, *ldb, info) ==
-        RUN_ON_HOST)
-        ((getrs_fn *)host_routine(SGETRS))(trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
+    getrs_lp64(SGETRS, trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
 }
 
 EXPORT void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a,
                     const int *lda, const int *ipiv, double *b, const int *ldb, int *info,
                     size_t trans_len)
 {
-    if (getrs_run(DGETRS, CLOPS_F64, "DGETRS", *trans, *n, *nrhs, a, *lda, ipiv, b, *ldb, info) ==
-        RUN_ON_HOST)
-        ((getrs_fn *)host_routine(DGETRS))(trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
+    getrs_lp64(DGETRS, trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
+}
+
+EXPORT void sgetrs_64_(const char *trans, const int64_t *n, const int64_t *nrhs, const float *a,
+                       const int64_t *lda, const int64_t *ipiv, float *b, const int64_t *ldb,
+                       int64_t *info, size_t trans_len)
+{
+    getrs_ilp64(SGETRS, trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
+}
+
+EXPORT void dgetrs_64_(const char *trans, const int64_t *n, const int64_t *nrhs, const double *a,
+                       const int64_t *lda, const int64_t *ipiv, double *b, const int64_t *ldb,
+                       int64_t *info, size_t trans_len)
+{
+    getrs_ilp64(DGETRS, trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
 }
 
 EXPORT void sgesv_(const int *n, const int *nrhs, float *a, const int *lda, int *ipiv, float *b,
                    const int *ldb, int *info)
 {
-    if (gesv_run(SGESV, CLOPS_F32, "SGESV ", *n, *nrhs, a, *lda, ipiv, b, *ldb, info) ==
-        RUN_ON_HOST)
-        ((gesv_fn *)host_routine(SGESV))(n, nrhs, a, lda, ipiv, b, ldb, info);
+    gesv_lp64(SGESV, n, nrhs, a, lda, ipiv, b, ldb, info);
 }
 
 EXPORT void dgesv_(const int *n, const int *nrhs, double *a, const int *lda, int *ipiv, double *b,
                    const int *ldb, int *info)
 {
-    if (gesv_run(DGESV, CLOPS_F64, "DGESV ", *n, *nrhs, a, *lda, ipiv, b, *ldb, info) ==
-        RUN_ON_HOST)
-        ((gesv_fn *)host_routine(DGESV))(n, nrhs, a, lda, ipiv, b, ldb, info);
+    gesv_lp64(DGESV, n, nrhs, a, lda, ipiv, b, ldb, info);
+}
+
+EXPORT void sgesv_64_(const int64_t *n, const int64_t *nrhs, float *a, const int64_t *lda,
+                      int64_t *ipiv, float *b, const int64_t *ldb, int64_t *info)
+{
+    gesv_ilp64(SGESV, n, nrhs, a, lda, ipiv, b, ldb, info);
+}
+
+EXPORT void dgesv_64_(const int64_t *n, const int64_t *nrhs, double *a, const int64_t *lda,
+                      int64_t *ipiv, double *b, const int64_t *ldb, int64_t *info)
+{
+    gesv_ilp64(DGESV, n, nrhs, a, lda, ipiv, b, ldb, info);
 }
