@@ -24,8 +24,16 @@ int cli_library_error(const struct cli *cli, int code);
 /* The exit code for a failed pool creation: configuration problems are CLI_CONFIG. */
 int cli_pool_error(const struct cli *cli, int32_t status);
 
-/* `clops run FILE`: validates the pipeline file, then runs it. `output_dir` is where relative
- * output paths are written. Returns an enum cli_exit. */
-int pipeline_run_file(struct cli *cli, const char *path, const char *output_dir);
+/* How `clops run` runs a pipeline (its options). */
+struct run_options {
+    const char *output_dir; /* where relative output paths are written */
+    char **sets;            /* --set key.path=value overrides, in order */
+    int set_count;
+    int dry_run; /* validate and print the plan; run nothing */
+    int quiet;   /* no progress lines */
+};
+
+/* `clops run FILE`: validates the pipeline file, then runs it. Returns an enum cli_exit. */
+int pipeline_run_file(struct cli *cli, const char *path, const struct run_options *options);
 
 #endif

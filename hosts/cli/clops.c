@@ -75,18 +75,26 @@ static const char ops_help[] =
     "  -h, --help     print this help\n";
 
 static const char run_help[] =
-    "Usage: clops run [--output-dir DIR] FILE.cfg\n"
+    "Usage: clops run [--output-dir DIR] [--set KEY=VALUE]... [--dry-run] [--quiet] FILE.cfg\n"
     "\n"
-    "Runs a pipeline: creates its tensors, calls its steps' operators, verifies its checks\n"
-    "and writes its outputs. The whole file is validated before anything runs. The format\n"
-    "is described at the top of configs/pipelines/demo.cfg. Relative paths: `pool` is\n"
+    "Runs a pipeline: creates or reads its tensors, calls its steps' operators on device\n"
+    "copies of them, verifies its checks and writes its outputs (.npy, .mtx, .csv, .png,\n"
+    ".bin). The whole file is validated before anything runs. The format is described at\n"
+    "the top of configs/pipelines/demo.cfg. Relative paths: `pool` and input files are\n"
     "relative to FILE's directory, output files to DIR (default: the current directory).\n"
     "Outputs are written only when every step and check succeeded.\n"
     "\n"
     "Options:\n"
-    "  -o, --output-dir DIR  where relative output files go\n"
-    "  -v, --verbose         also print the library's info and debug messages\n"
-    "  -h, --help            print this help\n";
+    "  -o, --output-dir DIR   where relative output files go\n"
+    "  -s, --set KEY=VALUE    override a setting of FILE before it is validated; KEY is a\n"
+    "                         path of keys, [index]es and tensor names, VALUE a libconfig\n"
+    "                         value: --set tensors.A.shape=[64,64]\n"
+    "                         --set steps.[2].args.scale=0.5 --set 'outputs.[0].file=\"a.npy\"'\n"
+    "  -n, --dry-run          validate and print the plan (tensors, steps, checks,\n"
+    "                         outputs); run nothing\n"
+    "  -q, --quiet            no progress lines on stderr\n"
+    "  -v, --verbose          also print the library's info and debug messages\n"
+    "  -h, --help             print this help\n";
 
 int cli_library_error(const struct cli *cli, int code)
 {
@@ -122,13 +130,17 @@ static int usage_error(const char *command, const char *fmt, const char *arg)
 
 /* ---- Option parsing shared by the commands ------------------------------------------------ */
 
-/* One command's options. getopt_long() does the parsing; `value` receives the argument of the
- * command's single valued option, when it has one. */
+enum { OPTIONS_MAX = 8 };
+
+/* One command's options. getopt_long() does the parsing; --help and --verbose are every
+ * command's, the others (`own`, up to OPTIONS_MAX, each with a one-letter `val`) go to `take`
+ * with their argument (NULL for a flag). */
 struct command_options {
     const char *command;
     const char *help;
-    const struct option *valued; /* NULL when the command takes no valued option */
-    const char **value;
+    const struct option *own; /* {0}-terminated; NULL when the command has none */
+    void (*take)(void *ctx, int c, char *arg);
+    void *ctx;
 };
 
 /* Parses argv (argv[0] = the command's name). Returns -1 to go on, or an exit code when the
@@ -136,17 +148,17 @@ struct command_options {
 static int parse_options(struct cli *cli, const struct command_options *spec, int argc, char **argv,
                          int *first)
 {
-    struct option options[] = {
+    struct option options[OPTIONS_MAX + 3] = {
         {"help", no_argument, NULL, 'h'},
         {"verbose", no_argument, NULL, 'v'},
-        spec->valued != NULL ? *spec->valued : (struct option){0},
-        {0},
     };
-    char shortopts[8] = ":hv"; /* options may follow operands: clops run demo.cfg -v */
-    if (spec->valued != NULL) {
+    char shortopts[4 + 2 * OPTIONS_MAX] = ":hv"; /* options may follow operands: run x.cfg -v */
+    for (int i = 0; spec->own != NULL && spec->own[i].name != NULL && i < OPTIONS_MAX; i++) {
+        options[2 + i] = spec->own[i];
         size_t n = strlen(shortopts);
-        shortopts[n] = (char)spec->valued->val;
-        shortopts[n + 1] = ':';
+        shortopts[n] = (char)spec->own[i].val;
+        if (spec->own[i].has_arg == required_argument)
+            shortopts[n + 1] = ':';
     }
     optind = 0; /* GNU getopt: 0 fully reinitialises for a new argument vector */
     opterr = 0;
@@ -157,8 +169,8 @@ static int parse_options(struct cli *cli, const struct command_options *spec, in
             return CLI_OK;
         } else if (c == 'v') {
             cli->verbose = 1;
-        } else if (spec->valued != NULL && c == spec->valued->val) {
-            *spec->value = optarg;
+        } else if (c != ':' && c != '?' && strchr(shortopts + 3, c) != NULL) {
+            spec->take(spec->ctx, c, optarg);
         } else if (c == ':') {
             return usage_error(spec->command, "option '%s' needs a value", argv[optind - 1]);
         } else {
@@ -302,11 +314,17 @@ static struct clops_device_info *pool_devices(struct cli *cli, const char *confi
     return infos;
 }
 
+static void take_config(void *ctx, int c, char *arg)
+{
+    (void)c;
+    *(const char **)ctx = arg;
+}
+
 static int cmd_devices(struct cli *cli, int argc, char **argv)
 {
     const char *config = NULL;
-    static const struct option config_option = {"config", required_argument, NULL, 'c'};
-    struct command_options spec = {"devices", devices_help, &config_option, &config};
+    static const struct option own[] = {{"config", required_argument, NULL, 'c'}, {0}};
+    struct command_options spec = {"devices", devices_help, own, take_config, &config};
     int first, code = parse_options(cli, &spec, argc, argv, &first);
     if (code >= 0)
         return code;
@@ -400,7 +418,7 @@ static void print_op_details(const struct clops_op *op)
 
 static int cmd_ops(struct cli *cli, int argc, char **argv)
 {
-    struct command_options spec = {"ops", ops_help, NULL, NULL};
+    struct command_options spec = {"ops", ops_help, NULL, NULL, NULL};
     int first, code = parse_options(cli, &spec, argc, argv, &first);
     if (code >= 0)
         return code;
@@ -423,21 +441,47 @@ static int cmd_ops(struct cli *cli, int argc, char **argv)
 
 /* ---- clops run ------------------------------------------------------------------------------ */
 
-static int cmd_run(struct cli *cli, int argc, char **argv)
+static int run_command(struct cli *cli, int argc, char **argv, int first,
+                       const struct run_options *options)
 {
-    const char *output_dir = ".";
-    static const struct option dir_option = {"output-dir", required_argument, NULL, 'o'};
-    struct command_options spec = {"run", run_help, &dir_option, &output_dir};
-    int first, code = parse_options(cli, &spec, argc, argv, &first);
-    if (code >= 0)
-        return code;
     if (first == argc)
         return usage_error("run", "%s", "missing pipeline FILE");
     if (argc - first > 1)
         return usage_error("run", "unexpected argument '%s'", argv[first + 1]);
-    if ((code = cli_load(cli)) != CLI_OK)
-        return code;
-    return pipeline_run_file(cli, argv[first], output_dir);
+    int code = cli_load(cli);
+    return code != CLI_OK ? code : pipeline_run_file(cli, argv[first], options);
+}
+
+static void take_run_option(void *ctx, int c, char *arg)
+{
+    struct run_options *o = ctx;
+    switch (c) {
+    case 'o': o->output_dir = arg; break;
+    case 's': o->sets[o->set_count++] = arg; break;
+    case 'n': o->dry_run = 1; break;
+    case 'q': o->quiet = 1; break;
+    default: break;
+    }
+}
+
+static int cmd_run(struct cli *cli, int argc, char **argv)
+{
+    static const struct option own[] = {
+        {"output-dir", required_argument, NULL, 'o'},
+        {"set", required_argument, NULL, 's'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"quiet", no_argument, NULL, 'q'},
+        {0},
+    };
+    /* Every --set fits: there are fewer of them than arguments. */
+    struct run_options options = {.output_dir = ".",
+                                  .sets = host_xcalloc((size_t)argc, sizeof(char *))};
+    struct command_options spec = {"run", run_help, own, take_run_option, &options};
+    int first, code = parse_options(cli, &spec, argc, argv, &first);
+    if (code < 0)
+        code = run_command(cli, argc, argv, first, &options);
+    free(options.sets);
+    return code;
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */

@@ -1,6 +1,6 @@
-/* operators.c — what the CLI knows about particular operators beyond their descriptors: how
- * many flops a step performs, and how to verify its result on the host in higher precision.
- * Adding a check is a function and one line in `check_kinds`. */
+/* operators.c — what the CLI knows about particular operators beyond their descriptors: the
+ * shapes their tensors must agree on, the work a step does, and how to verify its result on the
+ * host in higher precision. Adding a check is a function and one line in `check_kinds`. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,14 +57,6 @@ static int gemm_operands(const struct pipeline *pl, const struct pl_step *step,
     return 0;
 }
 
-static double gemm_flops(const struct pipeline *pl, const struct pl_step *step)
-{
-    struct gemm_operands g;
-    if (gemm_operands(pl, step, &g) != 0)
-        return 0.0;
-    return 2.0 * (double)g.m * (double)g.n * (double)g.k;
-}
-
 /* Element (i, j) of op(X) for a row-major matrix X. */
 static long double op_element(const struct pl_tensor *x, int trans, int64_t i, int64_t j)
 {
@@ -76,7 +68,8 @@ static long double op_element(const struct pl_tensor *x, int trans, int64_t i, i
  * computed in long double. The denominator is the scale of the terms summed, so the error is
  * comparable to the unit roundoff times a small multiple of K whatever the cancellation: a
  * plain |C - R| / |R| explodes on entries that happen to be near zero. */
-static double gemm_reference_error(const struct pipeline *pl, const struct pl_step *step)
+static double gemm_reference_error(const struct pipeline *pl, const struct pl_step *step,
+                                   char *detail, size_t size)
 {
     struct gemm_operands g;
     if (gemm_operands(pl, step, &g) != 0 || g.c_before == NULL)
@@ -111,20 +104,486 @@ static double gemm_reference_error(const struct pipeline *pl, const struct pl_st
     }
     free(scale);
     free(sum);
+    snprintf(detail, size, "M = %lld, N = %lld, K = %lld", (long long)g.m, (long long)g.n,
+             (long long)g.k);
     return worst;
+}
+
+/* ---- shapes: what each operator requires of its tensors, checked before anything runs ------ */
+
+/* "300x200" for messages; `buf` must hold 64 characters. */
+static const char *dims(const struct pl_tensor *t, char *buf)
+{
+    buf[0] = '\0';
+    for (int32_t i = 0; i < t->rank; i++) {
+        char extent[24];
+        snprintf(extent, sizeof extent, "%lld", (long long)t->shape[i]);
+        host_append(buf, 64, "x", extent);
+    }
+    return buf;
+}
+
+/* The step's tensor `name`, required to have `rank` axes (-1 when absent and optional). */
+static int need_rank(const struct pipeline *pl, const struct pl_step *step, const char *name,
+                     int32_t rank, const struct pl_tensor **out, char *msg, size_t size)
+{
+    *out = step_tensor(pl, step, name);
+    if (*out == NULL || (*out)->rank == rank)
+        return 0;
+    char d[64];
+    snprintf(msg, size, "'%s' is %s; expected %d axes", name, dims(*out, d), (int)rank);
+    return -1;
+}
+
+static int same_dtype(const struct pl_tensor *x, const char *xn, const struct pl_tensor *y,
+                      const char *yn, char *msg, size_t size)
+{
+    if (x == NULL || y == NULL || x->dtype == y->dtype)
+        return 0;
+    snprintf(msg, size, "'%s' is %s but '%s' is %s; they must match", yn, host_dtype_name(y->dtype),
+             xn, host_dtype_name(x->dtype));
+    return -1;
+}
+
+/* An i32 vector of at least `min` elements (exactly, when `exact`). */
+static int need_length(const struct pl_tensor *t, const char *name, int64_t min, int exact,
+                       char *msg, size_t size)
+{
+    if (t == NULL || (t->shape[0] >= min && (!exact || t->shape[0] == min)))
+        return 0;
+    snprintf(msg, size, "'%s' has %lld elements; expected %s%lld", name, (long long)t->shape[0],
+             exact ? "" : "at least ", (long long)min);
+    return -1;
+}
+
+static int gemm_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
+                       size_t size)
+{
+    const struct pl_tensor *a, *b, *c;
+    if (need_rank(pl, step, "a", 2, &a, msg, size) || need_rank(pl, step, "b", 2, &b, msg, size) ||
+        need_rank(pl, step, "c", 2, &c, msg, size) || same_dtype(a, "a", b, "b", msg, size) ||
+        same_dtype(a, "a", c, "c", msg, size))
+        return -1;
+    int ta = step_value(step, "trans_a")->i != CLOPS_NO_TRANS;
+    int tb = step_value(step, "trans_b")->i != CLOPS_NO_TRANS;
+    int64_t am = a->shape[ta], ak = a->shape[!ta], bk = b->shape[tb], bn = b->shape[!tb];
+    if (am == c->shape[0] && bn == c->shape[1] && ak == bk)
+        return 0;
+    snprintf(msg, size,
+             "op(a) is %lldx%lld, op(b) %lldx%lld and c %lldx%lld; expected M x K, K x N and "
+             "M x N",
+             (long long)am, (long long)ak, (long long)bk, (long long)bn, (long long)c->shape[0],
+             (long long)c->shape[1]);
+    return -1;
+}
+
+static int lu_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg, size_t size)
+{
+    const struct pl_tensor *a, *ipiv, *info;
+    if (need_rank(pl, step, "a", 2, &a, msg, size) ||
+        need_rank(pl, step, "ipiv", 1, &ipiv, msg, size) ||
+        need_rank(pl, step, "info", 1, &info, msg, size))
+        return -1;
+    int64_t k = a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1];
+    return need_length(ipiv, "ipiv", k, 0, msg, size) || need_length(info, "info", 1, 1, msg, size)
+               ? -1
+               : 0;
+}
+
+/* solve's a or lu_solve's lu: square, with b of N rows and pivots for N rows. */
+static int square_system(const struct pipeline *pl, const struct pl_step *step, const char *an,
+                         char *msg, size_t size)
+{
+    const struct pl_tensor *a, *b, *ipiv;
+    if (need_rank(pl, step, an, 2, &a, msg, size) || need_rank(pl, step, "b", 2, &b, msg, size) ||
+        need_rank(pl, step, "ipiv", 1, &ipiv, msg, size) || same_dtype(a, an, b, "b", msg, size))
+        return -1;
+    char d[64];
+    if (a->shape[0] != a->shape[1])
+        snprintf(msg, size, "'%s' is %s; expected a square N x N matrix", an, dims(a, d));
+    else if (b->shape[0] != a->shape[0])
+        snprintf(msg, size, "'b' has %lld rows but '%s' is %s; expected N = %lld rows",
+                 (long long)b->shape[0], an, dims(a, d), (long long)a->shape[0]);
+    else
+        return need_length(ipiv, "ipiv", a->shape[0], 0, msg, size);
+    return -1;
+}
+
+static int solve_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
+                        size_t size)
+{
+    const struct pl_tensor *info;
+    if (square_system(pl, step, "a", msg, size) || need_rank(pl, step, "info", 1, &info, msg, size))
+        return -1;
+    return need_length(info, "info", 1, 1, msg, size);
+}
+
+static int lu_solve_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
+                           size_t size)
+{
+    return square_system(pl, step, "lu", msg, size);
+}
+
+/* The reduce operator's result dtype: indices for arg*, i64 sums of 32-bit integers. */
+static int32_t reduce_result_dtype(int64_t op, int32_t dtype)
+{
+    enum { SUM = 0, ARGMIN = 4, ARGMAX = 5 };
+    if (op == ARGMIN || op == ARGMAX)
+        return CLOPS_I64;
+    if (op == SUM && (dtype == CLOPS_I32 || dtype == CLOPS_U32))
+        return CLOPS_I64;
+    return dtype;
+}
+
+static int reduce_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
+                         size_t size)
+{
+    const struct pl_tensor *x = step_tensor(pl, step, "x"), *out;
+    if (need_rank(pl, step, "out", 1, &out, msg, size))
+        return -1;
+    int64_t axis = step_value(step, "axis")->i, op = step_value(step, "op")->i;
+    if (axis >= 0 && (x->rank != 2 || axis > 1)) {
+        snprintf(msg, size, "axis = %lld needs a matrix x and 0 or 1; x has %d axes",
+                 (long long)axis, (int)x->rank);
+        return -1;
+    }
+    int64_t count = axis < 0 ? 1 : x->shape[axis == 0 ? 1 : 0];
+    int32_t want = reduce_result_dtype(op, x->dtype);
+    if (out->shape[0] != count)
+        snprintf(msg, size, "'out' has %lld elements; expected %lld", (long long)out->shape[0],
+                 (long long)count);
+    else if (out->dtype != want)
+        snprintf(msg, size, "'out' is %s; this reduction of %s gives %s",
+                 host_dtype_name(out->dtype), host_dtype_name(x->dtype), host_dtype_name(want));
+    else
+        return 0;
+    return -1;
+}
+
+static int transpose_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
+                            size_t size)
+{
+    const struct pl_tensor *x = step_tensor(pl, step, "x"), *y = step_tensor(pl, step, "y");
+    if (same_dtype(x, "x", y, "y", msg, size))
+        return -1;
+    int64_t want[CLOPS_MAX_RANK];
+    memcpy(want, x->shape, sizeof want);
+    int r = x->rank;
+    if (r >= 2) {
+        want[r - 2] = x->shape[r - 1];
+        want[r - 1] = x->shape[r - 2];
+    }
+    if ((r == 2 || r == 3) && y->rank == r &&
+        memcmp(want, y->shape, (size_t)r * sizeof want[0]) == 0)
+        return 0;
+    char dx[64], dy[64];
+    snprintf(msg, size, "x is %s and y %s; expected 2 or 3 axes, y with x's last two swapped",
+             dims(x, dx), dims(y, dy));
+    return -1;
+}
+
+static int mandelbrot_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
+                             size_t size)
+{
+    const struct pl_tensor *it, *image;
+    if (need_rank(pl, step, "iterations", 2, &it, msg, size) ||
+        need_rank(pl, step, "image", 3, &image, msg, size))
+        return -1;
+    if (image == NULL || (image->shape[0] == it->shape[0] && image->shape[1] == it->shape[1] &&
+                          image->shape[2] == 4))
+        return 0;
+    char di[64], dm[64];
+    snprintf(msg, size, "'image' is %s but 'iterations' is %s; expected H x W x 4 (RGBA)",
+             dims(image, dm), dims(it, di));
+    return -1;
+}
+
+/* ---- lu and solve: LAPACK's scaled residuals ---------------------------------------------- */
+
+/* The unit roundoff of the dtype, as LAPACK's xLAMCH('E'). */
+static long double unit_roundoff(int32_t dtype)
+{
+    return dtype == CLOPS_F32 ? ldexpl(1.0L, -24) : ldexpl(1.0L, -53);
+}
+
+/* The rows P·A takes from A: P·A's row i is A's row rows[i], from the 1-based interchanges of
+ * ipiv applied in order (LAPACK's laswp). NULL when a pivot is out of range. */
+static int64_t *pivot_rows(const struct pl_tensor *ipiv, int64_t m, int64_t k)
+{
+    int64_t *rows = host_xmalloc((size_t)(m > 0 ? m : 1) * sizeof *rows);
+    for (int64_t i = 0; i < m; i++)
+        rows[i] = i;
+    for (int64_t i = 0; i < k; i++) {
+        int64_t p = (int64_t)load(ipiv->data, ipiv->dtype, i) - 1;
+        if (p < i || p >= m) {
+            free(rows);
+            return NULL;
+        }
+        int64_t swap = rows[i];
+        rows[i] = rows[p];
+        rows[p] = swap;
+    }
+    return rows;
+}
+
+/* L·U from the factors lu writes over an M x N matrix (L unit lower M x K, U upper K x N). */
+static long double *lu_product(const struct pl_tensor *f)
+{
+    int64_t m = f->shape[0], n = f->shape[1], k = m < n ? m : n;
+    long double *p = host_xcalloc((size_t)(m * n > 0 ? m * n : 1), sizeof *p);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t last = i < j ? i : j;
+            last = last < k - 1 ? last : k - 1;
+            long double sum = 0.0L;
+            for (int64_t q = 0; q <= last; q++) {
+                long double l = q == i ? 1.0L : load(f->data, f->dtype, i * n + q);
+                sum += l * load(f->data, f->dtype, q * n + j);
+            }
+            p[i * n + j] = sum;
+        }
+    return p;
+}
+
+/* The 1-norm (largest column sum) of the row-major M x N matrix `x`, or of its transpose. */
+static long double norm1(const void *x, int32_t dtype, int64_t m, int64_t n, int trans)
+{
+    long double best = 0.0L;
+    for (int64_t j = 0; j < (trans ? m : n); j++) {
+        long double sum = 0.0L;
+        for (int64_t i = 0; i < (trans ? n : m); i++)
+            sum += fabsl(load(x, dtype, trans ? j * n + i : i * n + j));
+        best = sum > best ? sum : best;
+    }
+    return best;
+}
+
+/* LAPACK's xGET01: ||P·A - L·U||_1 / (N ||A||_1 eps), about 1 for a backward-stable LU. */
+static double lu_residual(const struct pipeline *pl, const struct pl_step *step, char *detail,
+                          size_t size)
+{
+    const struct pl_tensor *f = step_tensor(pl, step, "a"), *ipiv = step_tensor(pl, step, "ipiv");
+    const struct pl_tensor *info = step_tensor(pl, step, "info");
+    const void *a0 = step->before != NULL ? step->before[step_param_index(step, "a")] : NULL;
+    if (f == NULL || ipiv == NULL || a0 == NULL || f->rank != 2)
+        return NAN;
+    int64_t m = f->shape[0], n = f->shape[1], k = m < n ? m : n;
+    int64_t *rows = pivot_rows(ipiv, m, k);
+    if (rows == NULL) {
+        snprintf(detail, size, "a pivot is out of range");
+        return NAN;
+    }
+    long double *lu = lu_product(f), worst = 0.0L;
+    for (int64_t j = 0; j < n; j++) {
+        long double sum = 0.0L;
+        for (int64_t i = 0; i < m; i++)
+            sum += fabsl(load(a0, f->dtype, rows[i] * n + j) - lu[i * n + j]);
+        worst = sum > worst ? sum : worst;
+    }
+    long double anorm = norm1(a0, f->dtype, m, n, 0), eps = unit_roundoff(f->dtype);
+    free(lu);
+    free(rows);
+    snprintf(detail, size, "|PA-LU|_1 = %.2Le, info = %d", worst,
+             info != NULL ? (int)load(info->data, info->dtype, 0) : 0);
+    if (anorm == 0.0L)
+        return worst == 0.0L ? 0.0 : (double)(1.0L / eps);
+    return (double)(worst / ((long double)(n > 0 ? n : 1) * anorm * eps));
+}
+
+/* A of a lu_solve step, rebuilt from its factors as Pᵀ·L·U: the residual then measures the
+ * triangular solves, and a lu check on the factoring step measures the rest. */
+static long double *matrix_of_factors(const struct pl_tensor *f, const struct pl_tensor *ipiv)
+{
+    int64_t n = f->shape[0];
+    int64_t *rows = pivot_rows(ipiv, n, n);
+    if (rows == NULL)
+        return NULL;
+    long double *lu = lu_product(f), *a = host_xmalloc((size_t)(n * n > 0 ? n * n : 1) * sizeof *a);
+    for (int64_t i = 0; i < n; i++)
+        memcpy(&a[rows[i] * n], &lu[i * n], (size_t)n * sizeof *a);
+    free(lu);
+    free(rows);
+    return a;
+}
+
+/* LAPACK's xGET02 with the brief's N: max over the columns j of
+ * ||B_j - op(A) X_j||_1 / (N ||op(A)||_1 ||X_j||_1 eps). A is solve's `a` before the step, or
+ * lu_solve's Pᵀ·L·U; B is `b` before the step and X `b` after it. */
+static double solve_residual(const struct pipeline *pl, const struct pl_step *step, char *detail,
+                             size_t size)
+{
+    int solve = strcmp(step->op->name, "solve") == 0;
+    const struct pl_tensor *x = step_tensor(pl, step, "b"), *ipiv = step_tensor(pl, step, "ipiv");
+    const struct pl_tensor *f = step_tensor(pl, step, solve ? "a" : "lu");
+    const void *b0 = step->before != NULL ? step->before[step_param_index(step, "b")] : NULL;
+    if (x == NULL || f == NULL || ipiv == NULL || b0 == NULL || x->rank != 2)
+        return NAN;
+    int64_t n = f->shape[0], nrhs = x->shape[1];
+    int trans = !solve && step_value(step, "trans")->i != CLOPS_NO_TRANS;
+    long double *a = NULL;
+    if (solve) {
+        const void *a0 = step->before[step_param_index(step, "a")];
+        a = host_xmalloc((size_t)(n * n > 0 ? n * n : 1) * sizeof *a);
+        for (int64_t i = 0; i < n * n; i++)
+            a[i] = load(a0, f->dtype, i);
+    } else if ((a = matrix_of_factors(f, ipiv)) == NULL) {
+        snprintf(detail, size, "a pivot is out of range");
+        return NAN;
+    }
+    long double anorm = 0.0L, worst = 0.0L, eps = unit_roundoff(x->dtype);
+    for (int64_t j = 0; j < n; j++) {
+        long double sum = 0.0L;
+        for (int64_t i = 0; i < n; i++)
+            sum += fabsl(trans ? a[j * n + i] : a[i * n + j]);
+        anorm = sum > anorm ? sum : anorm;
+    }
+    for (int64_t c = 0; c < nrhs; c++) {
+        long double rnorm = 0.0L, xnorm = 0.0L;
+        for (int64_t i = 0; i < n; i++) {
+            long double r = load(b0, x->dtype, i * nrhs + c);
+            for (int64_t q = 0; q < n; q++)
+                r -= (trans ? a[q * n + i] : a[i * n + q]) * load(x->data, x->dtype, q * nrhs + c);
+            rnorm += fabsl(r);
+            xnorm += fabsl(load(x->data, x->dtype, i * nrhs + c));
+        }
+        long double denominator = (long double)n * anorm * xnorm * eps;
+        long double resid = denominator > 0.0L ? rnorm / denominator
+                            : rnorm == 0.0L    ? 0.0L
+                                               : 1.0L / eps;
+        worst = isnan(resid) || resid > worst ? resid : worst;
+    }
+    free(a);
+    snprintf(detail, size, "N = %lld, %lld right-hand side%s", (long long)n, (long long)nrhs,
+             nrhs == 1 ? "" : "s");
+    return (double)worst;
+}
+
+/* ---- mandelbrot: the host's scalar reference, to the bit ---------------------------------- */
+
+/* FNV-1a over `bytes`, continuing from `hash`. */
+static uint32_t fnv1a(uint32_t hash, const void *bytes, size_t size)
+{
+    for (size_t i = 0; i < size; i++)
+        hash = (hash ^ ((const uint8_t *)bytes)[i]) * 16777619u;
+    return hash;
+}
+
+/* The number of pixels whose count or colour differs from mandel_count()/mandel_colour(); the
+ * detail gives a checksum of the counts, so a test can pin an image down. */
+static double mandelbrot_mismatches(const struct pipeline *pl, const struct pl_step *step,
+                                    char *detail, size_t size)
+{
+    const struct pl_tensor *it = step_tensor(pl, step, "iterations");
+    const struct pl_tensor *image = step_tensor(pl, step, "image");
+    if (it == NULL || it->rank != 2)
+        return NAN;
+    struct mandel_view v = {
+        .center_x = step_value(step, "center_x")->d,
+        .center_y = step_value(step, "center_y")->d,
+        .scale = step_value(step, "scale")->d,
+        .max_iterations = (uint32_t)step_value(step, "max_iterations")->i,
+        .f64 = step_value(step, "precision")->i == 1,
+    };
+    int64_t h = it->shape[0], w = it->shape[1], wrong = 0;
+    const uint32_t *counts = it->data;
+    const uint8_t *rgba = image != NULL ? image->data : NULL;
+    uint32_t hash = 2166136261u;
+    for (int64_t i = 0; i < h; i++)
+        for (int64_t j = 0; j < w; j++) {
+            uint32_t n = mandel_count(i, j, h, w, &v), got = counts[i * w + j];
+            uint8_t colour[4];
+            mandel_colour(n, v.max_iterations, colour);
+            uint8_t le[4] = {(uint8_t)got, (uint8_t)(got >> 8), (uint8_t)(got >> 16),
+                             (uint8_t)(got >> 24)};
+            hash = fnv1a(hash, le, 4);
+            wrong += got != n || (rgba != NULL && memcmp(&rgba[(i * w + j) * 4], colour, 4) != 0);
+        }
+    snprintf(detail, size, "%lld of %lld pixels differ, counts FNV-1a %08x", (long long)wrong,
+             (long long)(h * w), hash);
+    return (double)wrong;
+}
+
+/* ---- work per step ------------------------------------------------------------------------ */
+
+static double elements_of(const struct pl_tensor *t)
+{
+    return t != NULL ? (double)t->elements : 0.0;
+}
+
+static double bytes_of(const struct pl_tensor *t)
+{
+    return t != NULL ? (double)t->elements * (double)host_dtype_size(t->dtype) : 0.0;
+}
+
+static struct step_work gemm_work(const struct pipeline *pl, const struct pl_step *step)
+{
+    struct gemm_operands g;
+    if (gemm_operands(pl, step, &g) != 0)
+        return (struct step_work){0};
+    return (struct step_work){2.0 * (double)g.m * (double)g.n * (double)g.k, 1e9, "GFLOP/s"};
+}
+
+/* getrf: 2 (M N K - (M + N) K^2 / 2 + K^3 / 3), 2/3 N^3 when square. */
+static double getrf_flops(const struct pl_tensor *a)
+{
+    double m = (double)a->shape[0], n = (double)a->shape[1], k = m < n ? m : n;
+    return 2.0 * (m * n * k - (m + n) * k * k / 2.0 + k * k * k / 3.0);
+}
+
+static struct step_work lu_work(const struct pipeline *pl, const struct pl_step *step)
+{
+    const struct pl_tensor *a = step_tensor(pl, step, "a");
+    return (struct step_work){a != NULL && a->rank == 2 ? getrf_flops(a) : 0.0, 1e9, "GFLOP/s"};
+}
+
+/* getrs: two triangular solves per right-hand side, 2 N^2 NRHS; solve adds the factoring. */
+static struct step_work solve_work(const struct pipeline *pl, const struct pl_step *step)
+{
+    int solve = strcmp(step->op->name, "solve") == 0;
+    const struct pl_tensor *a = step_tensor(pl, step, solve ? "a" : "lu");
+    const struct pl_tensor *b = step_tensor(pl, step, "b");
+    if (a == NULL || b == NULL || a->rank != 2 || b->rank != 2)
+        return (struct step_work){0};
+    double n = (double)a->shape[0];
+    double flops = 2.0 * n * n * (double)b->shape[1] + (solve ? getrf_flops(a) : 0.0);
+    return (struct step_work){flops, 1e9, "GFLOP/s"};
+}
+
+/* Memory-bound operators: the bytes read and written once. */
+static struct step_work memory_work(const struct pipeline *pl, const struct pl_step *step)
+{
+    const char *out = strcmp(step->op->name, "reduce") == 0 ? "out" : "y";
+    double bytes = bytes_of(step_tensor(pl, step, "x")) + bytes_of(step_tensor(pl, step, out));
+    return (struct step_work){bytes, 1e9, "GB/s"};
+}
+
+static struct step_work mandelbrot_work(const struct pipeline *pl, const struct pl_step *step)
+{
+    return (struct step_work){elements_of(step_tensor(pl, step, "iterations")), 1e6, "Mpixel/s"};
 }
 
 /* ---- tables ------------------------------------------------------------------------------- */
 
 static const struct check_kind check_kinds[] = {
-    {"gemm_reference", "gemm", gemm_reference_error},
+    {"gemm_reference", {"gemm", NULL}, 0.0, 0, gemm_reference_error},
+    /* LAPACK's test programs pass scaled residuals below 30. */
+    {"lu_residual", {"lu", NULL}, 30.0, 0, lu_residual},
+    {"solve_residual", {"solve", "lu_solve"}, 30.0, 0, solve_residual},
+    {"mandelbrot_reference", {"mandelbrot", NULL}, 0.0, 1, mandelbrot_mismatches},
 };
 
 static const struct {
     const char *op;
-    double (*flops)(const struct pipeline *pl, const struct pl_step *step);
-} flop_counts[] = {
-    {"gemm", gemm_flops},
+    int (*shapes)(const struct pipeline *pl, const struct pl_step *step, char *msg, size_t size);
+    struct step_work (*work)(const struct pipeline *pl, const struct pl_step *step);
+} operators[] = {
+    {"gemm", gemm_shapes, gemm_work},
+    {"lu", lu_shapes, lu_work},
+    {"solve", solve_shapes, solve_work},
+    {"lu_solve", lu_solve_shapes, solve_work},
+    {"reduce", reduce_shapes, memory_work},
+    {"transpose", transpose_shapes, memory_work},
+    {"mandelbrot", mandelbrot_shapes, mandelbrot_work},
 };
 
 const struct check_kind *check_kind_find(const char *name)
@@ -133,6 +592,14 @@ const struct check_kind *check_kind_find(const char *name)
         if (strcmp(check_kinds[i].name, name) == 0)
             return &check_kinds[i];
     return NULL;
+}
+
+int check_kind_applies(const struct check_kind *kind, const char *op)
+{
+    for (int i = 0; i < 2; i++)
+        if (kind->ops[i] != NULL && strcmp(kind->ops[i], op) == 0)
+            return 1;
+    return 0;
 }
 
 void check_kind_names(char *out, size_t size)
@@ -149,10 +616,23 @@ double check_default_tolerance(int32_t dtype)
     return dtype == CLOPS_F32 ? 1e-4 : 1e-10;
 }
 
-double step_flops(const struct pipeline *pl, const struct pl_step *step)
+/* The operator's row of `operators`, or -1 for one this CLI knows nothing more about. */
+static int operator_row(const struct pl_step *step)
 {
-    for (size_t i = 0; step->op != NULL && i < sizeof flop_counts / sizeof flop_counts[0]; i++)
-        if (strcmp(flop_counts[i].op, step->op->name) == 0)
-            return flop_counts[i].flops(pl, step);
-    return 0.0;
+    for (size_t i = 0; step->op != NULL && i < sizeof operators / sizeof operators[0]; i++)
+        if (strcmp(operators[i].op, step->op->name) == 0)
+            return (int)i;
+    return -1;
+}
+
+struct step_work step_work(const struct pipeline *pl, const struct pl_step *step)
+{
+    int row = operator_row(step);
+    return row >= 0 ? operators[row].work(pl, step) : (struct step_work){0};
+}
+
+int step_check_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg, size_t size)
+{
+    int row = operator_row(step);
+    return row >= 0 ? operators[row].shapes(pl, step, msg, size) : 0;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats.h"
 #include "util.h"
 
 /* Host tensors larger than this are surely a typo in `shape` (and would overflow sizes). */
@@ -17,8 +18,12 @@
 static void HOST_PRINTF(3, 4)
     report(struct pipeline *pl, const config_setting_t *where, const char *fmt, ...)
 {
+    /* Settings from --set have no line. */
     int line = where != NULL ? config_setting_source_line(where) : 0;
-    fprintf(stderr, "%s:%d: ", pl->path, line);
+    if (line > 0)
+        fprintf(stderr, "%s:%d: ", pl->path, line);
+    else
+        fprintf(stderr, "%s: ", pl->path);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
@@ -175,18 +180,19 @@ static int get_tensor_ref(struct pipeline *pl, config_setting_t *s, const char *
 
 /* ---- tensors ------------------------------------------------------------------------------ */
 
-static void parse_shape(struct pipeline *pl, config_setting_t *group, const char *what,
-                        struct pl_tensor *t)
+/* `shape` into t->rank, t->shape, t->elements; 0 when absent (reported when `required`). */
+static int parse_shape(struct pipeline *pl, config_setting_t *group, const char *what,
+                       struct pl_tensor *t, int required)
 {
-    config_setting_t *s = member(pl, group, "shape", 1, what);
+    config_setting_t *s = member(pl, group, "shape", required, what);
     if (s == NULL)
-        return;
+        return 0;
     int rank =
         config_setting_is_array(s) || config_setting_is_list(s) ? config_setting_length(s) : -1;
     if (rank < 1 || rank > CLOPS_MAX_RANK) {
         report(pl, s, "%s: 'shape' must be an array of 1 to %d extents, e.g. [300, 200]", what,
                CLOPS_MAX_RANK);
-        return;
+        return 0;
     }
     int64_t limit = MAX_TENSOR_BYTES / (t->dtype ? host_dtype_size(t->dtype) : 1);
     t->rank = rank;
@@ -196,21 +202,42 @@ static void parse_shape(struct pipeline *pl, config_setting_t *group, const char
         int64_t extent = is_integer(e) ? config_setting_get_int64(e) : -1;
         if (extent < 0) {
             report(pl, s, "%s: shape[%d] must be an integer >= 0", what, i);
-            return;
+            return 0;
         }
         if (extent > 0 && t->elements > limit / extent) {
             report(pl, s, "%s: shape is larger than %lld bytes", what, (long long)MAX_TENSOR_BYTES);
-            return;
+            return 0;
         }
         t->shape[i] = extent;
         t->elements *= extent;
     }
+    return 1;
 }
 
-static void parse_init(struct pipeline *pl, config_setting_t *group, const char *what,
-                       struct pl_tensor *t, int index)
+/* "300x200" into `out`. */
+static void shape_text(const int64_t *shape, int32_t rank, char *out, size_t size)
 {
-    static const char *const inits[] = {"zeros", "random", "identity", NULL};
+    out[0] = '\0';
+    for (int32_t i = 0; i < rank; i++) {
+        char extent[24];
+        snprintf(extent, sizeof extent, "%lld", (long long)shape[i]);
+        host_append(out, size, "x", extent);
+    }
+}
+
+/* A key that only some generators take: reported when given to another. */
+static void reject_unless(struct pipeline *pl, config_setting_t *group, const char *what,
+                          const char *key, int allowed, const char *owner)
+{
+    config_setting_t *s = config_setting_get_member(group, key);
+    if (s != NULL && !allowed)
+        report(pl, s, "%s: '%s' applies only to %s", what, key, owner);
+}
+
+static void parse_generator(struct pipeline *pl, config_setting_t *group, const char *what,
+                            struct pl_tensor *t, int index)
+{
+    static const char *const inits[] = {"zeros", "random", "identity", "hilbert", "linspace", NULL};
     const char *init = get_string(pl, group, "init", 0, what);
     t->init = INIT_ZEROS;
     for (int i = 0; init != NULL && inits[i] != NULL; i++)
@@ -218,23 +245,102 @@ static void parse_init(struct pipeline *pl, config_setting_t *group, const char 
             t->init = i;
     if (init != NULL && !in_list(inits, init))
         report(pl, config_setting_get_member(group, "init"),
-               "%s: unknown init '%s' (expected zeros, random or identity)", what, init);
-    if (t->init == INIT_IDENTITY && t->rank != 2)
-        report(pl, group, "%s: init \"identity\" needs a matrix (a shape of 2 extents)", what);
+               "%s: unknown init '%s' (expected zeros, random, identity, hilbert or linspace)",
+               what, init);
+    if ((t->init == INIT_IDENTITY || t->init == INIT_HILBERT) && t->rank != 2)
+        report(pl, group, "%s: init \"%s\" needs a matrix (a shape of 2 extents)", what,
+               inits[t->init]);
+    if (t->init == INIT_HILBERT && t->dtype != CLOPS_F32 && t->dtype != CLOPS_F64)
+        report(pl, group, "%s: init \"hilbert\" needs dtype f32 or f64", what);
 
     /* Distinct default seeds: two random tensors without seeds are not equal. */
     int64_t seed = index + 1;
-    if (get_integer(pl, group, "seed", 0, what, &seed) && t->init != INIT_RANDOM)
-        report(pl, config_setting_get_member(group, "seed"),
-               "%s: 'seed' applies only to init = \"random\"", what);
+    get_integer(pl, group, "seed", 0, what, &seed);
     t->seed = (uint64_t)seed;
+    reject_unless(pl, group, what, "seed", t->init == INIT_RANDOM, "init = \"random\"");
+    int linspace = t->init == INIT_LINSPACE;
+    for (int i = 0; i < 2; i++) {
+        const char *key = i == 0 ? "start" : "stop";
+        config_setting_t *s = member(pl, group, key, linspace, what);
+        reject_unless(pl, group, what, key, linspace, "init = \"linspace\"");
+        if (s != NULL && linspace && !number_value(s, i == 0 ? &t->start : &t->stop))
+            report(pl, s, "%s: '%s' must be a number", what, key);
+    }
+}
+
+/* The pipeline's directory joined with `file`, unless `file` is absolute. */
+static char *relative_to_pipeline(const struct pipeline *pl, const char *file)
+{
+    if (file[0] == '/')
+        return host_xstrdup(file);
+    char *copy = host_xstrdup(pl->path), *path = NULL;
+    if (asprintf(&path, "%s/%s", dirname(copy), file) < 0)
+        path = host_xstrdup(file);
+    free(copy);
+    return path;
+}
+
+/* The file's shape and dtype against those the entry gives (when it gives them). */
+static void check_file_fits(struct pipeline *pl, config_setting_t *group, const char *what,
+                            const struct pl_tensor *t, const struct fmt_tensor *f, int has_shape)
+{
+    char want[96], got[96];
+    shape_text(t->shape, t->rank, want, sizeof want);
+    shape_text(f->shape, f->rank, got, sizeof got);
+    if (has_shape && strcmp(want, got) != 0)
+        report(pl, config_setting_get_member(group, "shape"), "%s: 'shape' is %s but %s holds %s",
+               what, want, t->file, got);
+    if (t->dtype != CLOPS_DTYPE_INVALID && t->dtype != f->dtype)
+        report(pl, config_setting_get_member(group, "dtype"), "%s: 'dtype' is %s but %s holds %s",
+               what, host_dtype_name(t->dtype), t->file, host_dtype_name(f->dtype));
+}
+
+/* A tensor read from a file, now: a bad file is a problem of the pipeline, found before
+ * anything runs. npy files carry their dtype and shape; mtx files their shape (the dtype is
+ * `dtype`, default f64); raw files neither. */
+static void read_file_tensor(struct pipeline *pl, config_setting_t *group, const char *what,
+                             struct pl_tensor *t, int has_shape)
+{
+    enum fmt_kind kind = fmt_kind_from_path(t->file);
+    config_setting_t *where = config_setting_get_member(group, "file");
+    if (kind != FMT_NPY && kind != FMT_MTX && kind != FMT_RAW) {
+        report(pl, where, "%s: cannot read '%s': tensors are read from .npy, .mtx, .bin or .raw",
+               what, t->file);
+        return;
+    }
+    if (kind == FMT_RAW && (!has_shape || t->dtype == CLOPS_DTYPE_INVALID)) {
+        report(pl, group, "%s: a raw file needs 'shape' and 'dtype'", what);
+        return;
+    }
+    int32_t dtype = t->dtype;
+    if (kind == FMT_MTX && dtype == CLOPS_DTYPE_INVALID)
+        dtype = CLOPS_F64;
+    t->file_path = relative_to_pipeline(pl, t->file);
+    struct fmt_tensor f = {0};
+    char err[512];
+    if (fmt_read(t->file_path, kind == FMT_NPY ? 0 : dtype, t->rank, t->shape, &f, err,
+                 sizeof err) != 0) {
+        report(pl, where, "%s: %s", what, err); /* the reader's message names the file */
+        return;
+    }
+    check_file_fits(pl, group, what, t, &f, has_shape);
+    t->data = f.data;
+    t->dtype = f.dtype;
+    t->rank = f.rank;
+    t->elements = 1;
+    for (int32_t i = 0; i < f.rank; i++) {
+        t->shape[i] = f.shape[i];
+        t->elements *= f.shape[i];
+    }
 }
 
 static void parse_tensor(struct pipeline *pl, config_setting_t *group, const char *what, int index)
 {
-    static const char *const keys[] = {"name", "dtype", "shape", "init", "seed", NULL};
+    static const char *const keys[] = {"name",  "dtype", "shape", "init", "seed",
+                                       "start", "stop",  "file",  NULL};
     struct pl_tensor *t = &pl->tensors[index];
     check_keys(pl, group, what, keys);
+    t->line = config_setting_source_line(group);
 
     const char *name = get_string(pl, group, "name", 1, what);
     if (name != NULL && name[0] == '\0')
@@ -244,14 +350,27 @@ static void parse_tensor(struct pipeline *pl, config_setting_t *group, const cha
     else
         t->name = name;
 
-    const char *dtype = get_string(pl, group, "dtype", 1, what);
+    t->file = get_string(pl, group, "file", 0, what);
+    const char *dtype = get_string(pl, group, "dtype", t->file == NULL, what);
     t->dtype = host_dtype_from_name(dtype);
     if (dtype != NULL && t->dtype == CLOPS_DTYPE_INVALID)
         report(pl, config_setting_get_member(group, "dtype"),
                "%s: unknown dtype '%s' (expected f32, f64, i32, u32, u8 or i64)", what, dtype);
 
-    parse_shape(pl, group, what, t);
-    parse_init(pl, group, what, t, index);
+    int has_shape = parse_shape(pl, group, what, t, t->file == NULL);
+    if (t->file == NULL) {
+        parse_generator(pl, group, what, t, index);
+    } else if (config_setting_get_member(group, "init") != NULL) {
+        report(pl, config_setting_get_member(group, "init"),
+               "%s: a tensor has either 'file' or 'init', not both", what);
+    } else {
+        t->init = INIT_FILE;
+        for (int i = 0; i < 3; i++)
+            reject_unless(pl, group, what, (const char *const[]){"seed", "start", "stop"}[i], 0,
+                          "generated tensors (init)");
+        if (t->dtype != CLOPS_DTYPE_INVALID || dtype == NULL)
+            read_file_tensor(pl, group, what, t, has_shape);
+    }
     pl->tensor_count = index + 1; /* declared: visible to later tensors, steps and outputs */
 }
 
@@ -282,7 +401,8 @@ static void parse_tensor_arg(struct pipeline *pl, const struct clops_param *p, c
     v->tensor = get_tensor_ref(pl, s, what);
     if (v->tensor < 0)
         return;
-    const struct pl_tensor *t = &pl->tensors[v->tensor];
+    struct pl_tensor *t = &pl->tensors[v->tensor];
+    t->on_device = 1;
     if (p->dtypes != 0 && t->dtype != CLOPS_DTYPE_INVALID &&
         !(p->dtypes & CLOPS_DTYPE_BIT(t->dtype))) {
         char accepted[64];
@@ -421,13 +541,19 @@ static void parse_step(struct pipeline *pl, config_setting_t *group, const char 
     const char *name = get_string(pl, group, "op", 1, what);
     if (name == NULL)
         return;
-    step->op = pl->api->op_find(name);
-    if (step->op == NULL) {
+    const struct clops_op *op = pl->api->op_find(name);
+    step->op = op;
+    if (op == NULL) {
         report(pl, config_setting_get_member(group, "op"),
                "%s: unknown operator '%s' (see 'clops ops')", what, name);
         return;
     }
+    int errors = pl->errors;
     parse_args(pl, group, what, step);
+    char msg[256];
+    /* Shapes are compared only between arguments that are all well-formed. */
+    if (pl->errors == errors && step_check_shapes(pl, step, msg, sizeof msg) != 0)
+        report(pl, group, "%s (%s): %s", what, op->name, msg);
 }
 
 /* ---- checks and outputs ------------------------------------------------------------------- */
@@ -455,9 +581,32 @@ static void parse_check_step(struct pipeline *pl, config_setting_t *group, const
     }
     check->step = (int32_t)step;
     const struct clops_op *op = pl->steps[step].op;
-    if (check->kind != NULL && op != NULL && strcmp(op->name, check->kind->op) != 0)
+    if (check->kind != NULL && op != NULL && !check_kind_applies(check->kind, op->name)) {
+        char ops[64] = "";
+        for (int i = 0; i < 2 && check->kind->ops[i] != NULL; i++)
+            host_append(ops, sizeof ops, " or ", check->kind->ops[i]);
         report(pl, group, "%s: check '%s' verifies '%s' steps; step %lld runs '%s'", what,
-               check->kind->name, check->kind->op, (long long)step, op->name);
+               check->kind->name, ops, (long long)step, op->name);
+    }
+}
+
+static void parse_tolerance(struct pipeline *pl, config_setting_t *group, const char *what,
+                            struct pl_check *check)
+{
+    config_setting_t *tolerance = member(pl, group, "tolerance", 0, what);
+    if (check->kind != NULL && check->kind->exact) {
+        check->tolerance = 0.0;
+        if (tolerance != NULL)
+            report(pl, tolerance, "%s: '%s' is exact: it takes no 'tolerance'", what,
+                   check->kind->name);
+    } else if (tolerance != NULL) {
+        if (!number_value(tolerance, &check->tolerance) || !(check->tolerance > 0.0))
+            report(pl, tolerance, "%s: 'tolerance' must be a number > 0", what);
+    } else if (check->kind != NULL && check->kind->tolerance > 0.0) {
+        check->tolerance = check->kind->tolerance;
+    } else if (check->step >= 0) {
+        check->tolerance = check_default_tolerance(written_dtype(pl, &pl->steps[check->step]));
+    }
 }
 
 static void parse_check(struct pipeline *pl, config_setting_t *group, const char *what, int index)
@@ -477,14 +626,42 @@ static void parse_check(struct pipeline *pl, config_setting_t *group, const char
                "%s: unknown check kind '%s' (expected one of: %s)", what, kind, kinds);
     }
     parse_check_step(pl, group, what, check);
+    parse_tolerance(pl, group, what, check);
+}
 
-    config_setting_t *tolerance = member(pl, group, "tolerance", 0, what);
-    if (tolerance == NULL)
-        check->tolerance = check->step >= 0
-                               ? check_default_tolerance(written_dtype(pl, &pl->steps[check->step]))
-                               : 0.0;
-    else if (!number_value(tolerance, &check->tolerance) || !(check->tolerance > 0.0))
-        report(pl, tolerance, "%s: 'tolerance' must be a number > 0", what);
+/* Whether the tensor fits the file format: an image for PNG, a matrix or vector for the text
+ * formats. Found now rather than after every step has run. */
+static const char *format_refuses(enum fmt_kind kind, const struct pl_tensor *t)
+{
+    switch (kind) {
+    case FMT_PNG:
+        if (t->elements == 0)
+            return "PNG needs at least one pixel";
+        if ((t->dtype == CLOPS_U8 &&
+             (t->rank == 2 || (t->rank == 3 && (t->shape[2] == 3 || t->shape[2] == 4)))) ||
+            (t->dtype == CLOPS_U32 && t->rank == 2))
+            return NULL;
+        return "PNG takes u8 H x W (gray), H x W x 3 (RGB), H x W x 4 (RGBA) or u32 H x W "
+               "(RGBA words)";
+    case FMT_MTX: return t->rank <= 2 ? NULL : "Matrix Market takes 1 or 2 axes";
+    case FMT_CSV:
+    case FMT_NPY:
+    case FMT_RAW: return NULL;
+    default:
+        return "unknown format; the file name must end in .npy, .mtx, .csv, .png, .bin or .raw";
+    }
+}
+
+static void check_output_format(struct pipeline *pl, config_setting_t *group, const char *what,
+                                struct pl_output *out)
+{
+    out->format = fmt_kind_from_path(out->file);
+    const char *why = out->tensor >= 0 ? format_refuses(out->format, &pl->tensors[out->tensor])
+                      : out->format == FMT_UNKNOWN ? format_refuses(FMT_UNKNOWN, NULL)
+                                                   : NULL;
+    if (why != NULL)
+        report(pl, config_setting_get_member(group, "file"), "%s: cannot write '%s': %s", what,
+               out->file, why);
 }
 
 static void parse_output(struct pipeline *pl, config_setting_t *group, const char *what, int index)
@@ -505,6 +682,8 @@ static void parse_output(struct pipeline *pl, config_setting_t *group, const cha
     for (int i = 0; out->file != NULL && i < index; i++)
         if (pl->outputs[i].file != NULL && strcmp(pl->outputs[i].file, out->file) == 0)
             report(pl, group, "%s: '%s' is already written by outputs[%d]", what, out->file, i);
+    if (out->file != NULL)
+        check_output_format(pl, group, what, out);
 }
 
 /* ---- the file ----------------------------------------------------------------------------- */
@@ -515,17 +694,24 @@ static void parse_pool(struct pipeline *pl)
     const char *pool = get_string(pl, config_root_setting(&pl->config), "pool", 0, "pipeline");
     if (pool == NULL)
         return;
-    if (pool[0] == '/') {
-        pl->pool_path = host_xstrdup(pool);
-        return;
-    }
-    char *copy = host_xstrdup(pl->path);
-    if (asprintf(&pl->pool_path, "%s/%s", dirname(copy), pool) < 0)
-        pl->pool_path = host_xstrdup(pool);
-    free(copy);
+    pl->pool_path = relative_to_pipeline(pl, pool);
 }
 
-int pipeline_load(struct pipeline *pl, const char *path, const struct clops_api *api)
+/* The --set overrides, before anything is parsed: they are as if written in the file. */
+static void apply_sets(struct pipeline *pl, char *const *sets, int set_count)
+{
+    for (int i = 0; i < set_count; i++) {
+        char err[256];
+        if (pipeline_apply_set(&pl->config, sets[i], err, sizeof err) != 0) {
+            fprintf(stderr, "clops: --set %s: %s\n", sets[i], err);
+            pl->bad_set = 1;
+            pl->errors++;
+        }
+    }
+}
+
+int pipeline_load(struct pipeline *pl, const char *path, const struct clops_api *api,
+                  char *const *sets, int set_count)
 {
     static const char *const keys[] = {"pool", "tensors", "steps", "checks", "outputs", NULL};
     memset(pl, 0, sizeof *pl);
@@ -541,6 +727,9 @@ int pipeline_load(struct pipeline *pl, const char *path, const struct clops_api 
                     config_error_text(&pl->config));
         return ++pl->errors;
     }
+    apply_sets(pl, sets, set_count);
+    if (pl->bad_set)
+        return pl->errors;
     config_setting_t *root = config_root_setting(&pl->config);
     check_keys(pl, root, "pipeline", keys);
     parse_pool(pl);
@@ -561,8 +750,10 @@ int pipeline_load(struct pipeline *pl, const char *path, const struct clops_api 
 
 void pipeline_free(struct pipeline *pl)
 {
-    for (int i = 0; pl->tensors != NULL && i < pl->tensor_count; i++)
+    for (int i = 0; pl->tensors != NULL && i < pl->tensor_count; i++) {
         free(pl->tensors[i].data);
+        free(pl->tensors[i].file_path);
+    }
     for (int i = 0; pl->steps != NULL && i < pl->step_count; i++) {
         struct pl_step *step = &pl->steps[i];
         for (int32_t p = 0; step->before != NULL && p < step->op->param_count; p++)

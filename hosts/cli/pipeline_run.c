@@ -1,35 +1,39 @@
-/* pipeline_run.c — running a validated pipeline: host tensors, the pool, each step through
- * op_find + invoke, the checks, the result tables and the outputs. */
-#include <errno.h>
+/* pipeline_run.c — running a validated pipeline: host tensors, the pool, device copies of the
+ * tensors steps use, each step through op_find + invoke, the checks, the result tables and the
+ * outputs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "formats.h"
 #include "pipeline.h"
 #include "table.h"
 #include "util.h"
 
 struct run {
     struct cli *cli;
+    const struct run_options *options;
     struct pipeline *pl;
     struct clops_pool *pool;
     char device[128]; /* the pool's primary device */
+    int32_t device_count;
     int steps_done;
 };
 
 /* ---- tensors ------------------------------------------------------------------------------ */
 
-static void store_one(void *data, int32_t dtype, int64_t index)
+static void store(void *data, int32_t dtype, int64_t index, double value)
 {
     switch (dtype) {
-    case CLOPS_F32: ((float *)data)[index] = 1.0f; break;
-    case CLOPS_F64: ((double *)data)[index] = 1.0; break;
-    case CLOPS_I32: ((int32_t *)data)[index] = 1; break;
-    case CLOPS_U32: ((uint32_t *)data)[index] = 1; break;
-    case CLOPS_U8: ((uint8_t *)data)[index] = 1; break;
-    case CLOPS_I64: ((int64_t *)data)[index] = 1; break;
+    case CLOPS_F32: ((float *)data)[index] = (float)value; break;
+    case CLOPS_F64: ((double *)data)[index] = value; break;
+    case CLOPS_I32: ((int32_t *)data)[index] = (int32_t)llround(value); break;
+    case CLOPS_U32: ((uint32_t *)data)[index] = (uint32_t)llround(value); break;
+    case CLOPS_U8: ((uint8_t *)data)[index] = (uint8_t)llround(value); break;
+    case CLOPS_I64: ((int64_t *)data)[index] = (int64_t)llround(value); break;
     default: break;
     }
 }
@@ -37,9 +41,6 @@ static void store_one(void *data, int32_t dtype, int64_t index)
 /* Row-major (C order), dense: the last axis has stride 1. */
 static struct clops_tensor row_major_view(const struct pl_tensor *t)
 {
-    if (t->rank == 2)
-        return clops_matrix(t->data, t->dtype, t->shape[0], t->shape[1],
-                            t->shape[1] > 0 ? t->shape[1] : 1, 0);
     struct clops_tensor view = {0};
     view.data = t->data;
     view.dtype = t->dtype;
@@ -53,9 +54,12 @@ static struct clops_tensor row_major_view(const struct pl_tensor *t)
     return view;
 }
 
-static void create_tensor(struct pl_tensor *t)
+/* The generators of the format (demo.cfg's header); file tensors were read while validating. */
+static void generate(struct pl_tensor *t)
 {
-    t->data = host_xcalloc((size_t)t->elements, (size_t)host_dtype_size(t->dtype));
+    if (t->init != INIT_FILE)
+        t->data = host_xcalloc((size_t)t->elements, (size_t)host_dtype_size(t->dtype));
+    int64_t cols = t->rank == 2 ? t->shape[1] : 1;
     if (t->init == INIT_RANDOM) {
         struct host_rng rng;
         host_rng_seed(&rng, t->seed);
@@ -63,7 +67,16 @@ static void create_tensor(struct pl_tensor *t)
     } else if (t->init == INIT_IDENTITY) {
         int64_t diagonal = t->shape[0] < t->shape[1] ? t->shape[0] : t->shape[1];
         for (int64_t i = 0; i < diagonal; i++)
-            store_one(t->data, t->dtype, i * t->shape[1] + i);
+            store(t->data, t->dtype, i * cols + i, 1.0);
+    } else if (t->init == INIT_HILBERT) {
+        for (int64_t i = 0; i < t->shape[0]; i++)
+            for (int64_t j = 0; j < cols; j++)
+                store(t->data, t->dtype, i * cols + j, 1.0 / (double)(i + j + 1));
+    } else if (t->init == INIT_LINSPACE) {
+        double step = t->elements > 1 ? (t->stop - t->start) / (double)(t->elements - 1) : 0.0;
+        for (int64_t k = 0; k < t->elements; k++)
+            store(t->data, t->dtype, k,
+                  k + 1 == t->elements ? t->stop : t->start + step * (double)k);
     }
     t->view = row_major_view(t);
 }
@@ -73,11 +86,64 @@ static int64_t tensor_bytes(const struct pl_tensor *t)
     return t->elements * host_dtype_size(t->dtype);
 }
 
+static int transfer_error(const struct run *r, const char *what, const struct pl_tensor *t)
+{
+    fprintf(stderr, "clops: cannot %s tensor '%s': %s\n", what, t->name,
+            r->cli->lib.api->last_error());
+    return CLI_FAILED;
+}
+
+/* Tensors the steps use live in device buffers for the whole run: uploaded once here, passed
+ * to every step as device tensors, downloaded only for checks, outputs and repeats. Empty ones
+ * stay on the host (there is nothing to move). */
+static int upload_tensors(struct run *r)
+{
+    const struct clops_api *api = r->cli->lib.api;
+    for (int i = 0; i < r->pl->tensor_count; i++) {
+        struct pl_tensor *t = &r->pl->tensors[i];
+        if (!t->on_device || t->elements == 0)
+            continue;
+        if (api->buffer_create(r->pool, tensor_bytes(t), &t->buffer) != CLOPS_OK ||
+            api->buffer_upload(t->buffer, 0, t->data, tensor_bytes(t)) != CLOPS_OK)
+            return transfer_error(r, "upload", t);
+        t->view.data = NULL;
+        t->view.buffer = t->buffer;
+    }
+    return CLI_OK;
+}
+
+/* Makes the host copy current. */
+static int fetch(const struct run *r, struct pl_tensor *t)
+{
+    if (t->buffer == NULL || !t->host_stale)
+        return CLI_OK;
+    if (r->cli->lib.api->buffer_download(t->buffer, 0, t->data, tensor_bytes(t)) != CLOPS_OK)
+        return transfer_error(r, "download", t);
+    t->host_stale = 0;
+    return CLI_OK;
+}
+
+static void release_buffers(struct run *r)
+{
+    for (int i = 0; i < r->pl->tensor_count; i++) {
+        r->cli->lib.api->buffer_release(r->pl->tensors[i].buffer);
+        r->pl->tensors[i].buffer = NULL;
+    }
+}
+
 /* ---- steps -------------------------------------------------------------------------------- */
 
-/* Copies of the tensors the step writes: for the checks' reference and to give every repeated
- * run the same input. */
-static void snapshot_written(const struct pipeline *pl, struct pl_step *step)
+static int has_checks(const struct pipeline *pl, int32_t step_index)
+{
+    for (int i = 0; i < pl->check_count; i++)
+        if (pl->checks[i].step == step_index)
+            return 1;
+    return 0;
+}
+
+/* Copies of the tensors the step writes, on the host: for the checks' reference and to give
+ * every repeated run the same input. */
+static int snapshot_written(const struct run *r, struct pl_step *step)
 {
     const struct clops_op *op = step->op;
     step->before = host_xcalloc((size_t)op->param_count, sizeof *step->before);
@@ -85,18 +151,39 @@ static void snapshot_written(const struct pipeline *pl, struct pl_step *step)
         int t = step->values[p].tensor;
         if (!param_kind_writes(op->params[p].kind) || t < 0)
             continue;
-        step->before[p] = host_xmalloc((size_t)tensor_bytes(&pl->tensors[t]));
-        memcpy(step->before[p], pl->tensors[t].data, (size_t)tensor_bytes(&pl->tensors[t]));
+        struct pl_tensor *tensor = &r->pl->tensors[t];
+        if (fetch(r, tensor) != CLI_OK)
+            return CLI_FAILED;
+        step->before[p] = host_xmalloc((size_t)tensor_bytes(tensor) + 1);
+        memcpy(step->before[p], tensor->data, (size_t)tensor_bytes(tensor));
     }
+    return CLI_OK;
 }
 
-static void restore_written(const struct pipeline *pl, const struct pl_step *step)
+/* Puts the written tensors back as they were before the step (uploads for device tensors). */
+static int restore_written(const struct run *r, const struct pl_step *step)
 {
-    for (int32_t p = 0; p < step->op->param_count; p++)
-        if (step->before[p] != NULL) {
-            const struct pl_tensor *t = &pl->tensors[step->values[p].tensor];
+    for (int32_t p = 0; p < step->op->param_count; p++) {
+        if (step->before[p] == NULL)
+            continue;
+        struct pl_tensor *t = &r->pl->tensors[step->values[p].tensor];
+        if (t->buffer != NULL && r->cli->lib.api->buffer_upload(t->buffer, 0, step->before[p],
+                                                                tensor_bytes(t)) != CLOPS_OK)
+            return transfer_error(r, "restore", t);
+        if (t->buffer == NULL)
             memcpy(t->data, step->before[p], (size_t)tensor_bytes(t));
-        }
+    }
+    return CLI_OK;
+}
+
+/* After a step, the device holds the newer contents of what it wrote. */
+static void mark_written(const struct pipeline *pl, const struct pl_step *step)
+{
+    for (int32_t p = 0; p < step->op->param_count; p++) {
+        int t = step->values[p].tensor;
+        if (param_kind_writes(step->op->params[p].kind) && t >= 0 && pl->tensors[t].buffer)
+            pl->tensors[t].host_stale = 1;
+    }
 }
 
 /* Only the arguments the file gives are passed, by name: the plugin applies its own defaults
@@ -121,36 +208,61 @@ static int32_t build_args(const struct pipeline *pl, const struct pl_step *step,
     return count;
 }
 
-static int32_t run_step(struct run *r, struct pl_step *step)
+/* The runs of one step; a failed transfer is reported here, a failed call by the caller. */
+static int32_t run_step(struct run *r, int index, int *transfer_failed)
 {
+    struct pl_step *step = &r->pl->steps[index];
     const struct clops_api *api = r->cli->lib.api;
+    *transfer_failed = 0;
+    if ((step->repeat > 1 || has_checks(r->pl, index)) && snapshot_written(r, step) != CLI_OK) {
+        *transfer_failed = 1;
+        return CLOPS_ERR_DEVICE;
+    }
     struct clops_arg *args = host_xcalloc((size_t)step->op->param_count, sizeof *args);
     int32_t count = build_args(r->pl, step, args);
-    snapshot_written(r->pl, step);
+    struct progress *progress =
+        r->options->quiet
+            ? NULL
+            : progress_start(isatty(STDERR_FILENO), index, r->pl->step_count, step->op->name);
     int32_t status = CLOPS_OK;
+    double first = host_now_ms();
     step->best_ms = INFINITY;
     for (int32_t run = 0; run < step->repeat && status == CLOPS_OK; run++) {
-        if (run > 0)
-            restore_written(r->pl, step);
+        if (run > 0 && restore_written(r, step) != CLI_OK) {
+            *transfer_failed = 1;
+            status = CLOPS_ERR_DEVICE;
+            break;
+        }
+        progress_run(progress, run, step->repeat, step->best_ms);
         double start = host_now_ms();
         status = api->invoke(r->pool, step->op, args, count);
         double ms = host_now_ms() - start;
         step->best_ms = ms < step->best_ms ? ms : step->best_ms;
     }
+    progress_finish(progress, host_now_ms() - first, status == CLOPS_OK);
+    mark_written(r->pl, step);
     free(args);
     return status;
 }
 
-/* Checks run right after their step, before a later step can change what they look at. */
-static void run_checks_of(struct run *r, int32_t step_index)
+/* Checks run right after their step, before a later step can change what they look at; they
+ * read host copies, so the step's tensors come back from the device first. */
+static int run_checks_of(struct run *r, int32_t step_index)
 {
+    const struct pl_step *step = &r->pl->steps[step_index];
+    if (!has_checks(r->pl, step_index))
+        return CLI_OK;
+    for (int32_t p = 0; p < step->op->param_count; p++)
+        if (step->values[p].tensor >= 0 && fetch(r, &r->pl->tensors[step->values[p].tensor]))
+            return CLI_FAILED;
     for (int i = 0; i < r->pl->check_count; i++) {
         struct pl_check *check = &r->pl->checks[i];
         if (check->step != step_index)
             continue;
-        check->error = check->kind->measure(r->pl, &r->pl->steps[step_index]);
+        check->error = check->kind->measure(r->pl, step, check->detail, sizeof check->detail);
         check->ran = 1;
     }
+    return CLI_OK;
 }
 
 static int check_passed(const struct pl_check *check)
@@ -159,6 +271,16 @@ static int check_passed(const struct pl_check *check)
 }
 
 /* ---- reports ------------------------------------------------------------------------------ */
+
+static void format_dims(const struct pl_tensor *t, char *out, size_t size)
+{
+    out[0] = '\0';
+    for (int32_t axis = 0; axis < t->rank; axis++) {
+        char extent[24];
+        snprintf(extent, sizeof extent, "%lld", (long long)t->shape[axis]);
+        host_append(out, size, "x", extent);
+    }
+}
 
 /* "a=300x200 b=200x400 c=300x400": the step's tensors by parameter name. */
 static void format_shapes(const struct pipeline *pl, const struct pl_step *step, char *out,
@@ -169,12 +291,44 @@ static void format_shapes(const struct pipeline *pl, const struct pl_step *step,
         const struct pl_value *v = &step->values[p];
         if (v->tensor < 0)
             continue;
-        const struct pl_tensor *t = &pl->tensors[v->tensor];
-        char item[160];
-        int used = snprintf(item, sizeof item, "%s=", step->op->params[p].name);
-        for (int32_t axis = 0; axis < t->rank && used > 0 && (size_t)used < sizeof item; axis++)
-            used += snprintf(item + used, sizeof item - (size_t)used, "%s%lld", axis ? "x" : "",
-                             (long long)t->shape[axis]);
+        char item[160], d[96];
+        format_dims(&pl->tensors[v->tensor], d, sizeof d);
+        snprintf(item, sizeof item, "%s=%s", step->op->params[p].name, d);
+        host_append(out, size, " ", item);
+    }
+}
+
+/* The shortest decimal that reads back as `x` (0.1, not 0.10000000000000001). */
+static const char *shortest(double x, char *out, size_t size)
+{
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(out, size, "%.*g", digits, x);
+        if (strtod(out, NULL) == x)
+            break;
+    }
+    return out;
+}
+
+/* "a=A b=B alpha=1 trans_a=none": the arguments the file gives. */
+static void format_args(const struct pipeline *pl, const struct pl_step *step, char *out,
+                        size_t size)
+{
+    out[0] = '\0';
+    for (int32_t p = 0; p < step->op->param_count; p++) {
+        const struct pl_value *v = &step->values[p];
+        const struct clops_param *param = &step->op->params[p];
+        char item[160], number[32];
+        if (!v->given)
+            continue;
+        if (v->tensor >= 0)
+            snprintf(item, sizeof item, "%s=%s", param->name, pl->tensors[v->tensor].name);
+        else if (param->kind == CLOPS_PARAM_INT64)
+            snprintf(item, sizeof item, "%s=%lld", param->name, (long long)v->i);
+        else if (param->kind == CLOPS_PARAM_DOUBLE)
+            snprintf(item, sizeof item, "%s=%s", param->name,
+                     shortest(v->d, number, sizeof number));
+        else
+            snprintf(item, sizeof item, "%s=%s", param->name, v->s != NULL ? v->s : "");
         host_append(out, size, " ", item);
     }
 }
@@ -182,9 +336,9 @@ static void format_shapes(const struct pipeline *pl, const struct pl_step *step,
 static void print_steps(const struct run *r)
 {
     static const struct table_column columns[] = {
-        {"step", TABLE_RIGHT},    {"operator", TABLE_LEFT}, {"shapes", TABLE_LEFT},
-        {"device", TABLE_LEFT},   {"runs", TABLE_RIGHT},    {"best ms", TABLE_RIGHT},
-        {"GFLOP/s", TABLE_RIGHT},
+        {"step", TABLE_RIGHT},  {"operator", TABLE_LEFT}, {"shapes", TABLE_LEFT},
+        {"device", TABLE_LEFT}, {"runs", TABLE_RIGHT},    {"best ms", TABLE_RIGHT},
+        {"rate", TABLE_RIGHT},
     };
     struct table t;
     table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
@@ -192,16 +346,20 @@ static void print_steps(const struct run *r)
         const struct pl_step *step = &r->pl->steps[i];
         char shapes[512];
         format_shapes(r->pl, step, shapes, sizeof shapes);
-        double flops = step_flops(r->pl, step);
+        struct step_work work = step_work(r->pl, step);
         table_row(&t);
         table_cell(&t, "%d", i);
         table_cell(&t, "%s", step->op->name);
         table_cell(&t, "%s", shapes);
-        table_cell(&t, "%s", r->device);
+        /* Mandelbrot shares its tiles between every device of the pool. */
+        if (strcmp(step->op->name, "mandelbrot") == 0 && r->device_count > 1)
+            table_cell(&t, "%d devices", r->device_count);
+        else
+            table_cell(&t, "%s", r->device);
         table_cell(&t, "%d", step->repeat);
         table_cell(&t, "%.3f", step->best_ms);
-        if (flops > 0.0 && step->best_ms > 0.0)
-            table_cell(&t, "%.2f", flops / (step->best_ms * 1e6));
+        if (work.amount > 0.0 && step->best_ms > 0.0)
+            table_cell(&t, "%.3g %s", work.amount / (step->best_ms * 1e-3) / work.per, work.unit);
         else
             table_cell(&t, "-");
     }
@@ -212,8 +370,9 @@ static void print_steps(const struct run *r)
 static void print_checks(const struct pipeline *pl)
 {
     static const struct table_column columns[] = {
-        {"check", TABLE_RIGHT},         {"kind", TABLE_LEFT},       {"step", TABLE_RIGHT},
-        {"max rel error", TABLE_RIGHT}, {"tolerance", TABLE_RIGHT}, {"result", TABLE_LEFT},
+        {"check", TABLE_RIGHT}, {"kind", TABLE_LEFT},       {"step", TABLE_RIGHT},
+        {"error", TABLE_RIGHT}, {"tolerance", TABLE_RIGHT}, {"result", TABLE_LEFT},
+        {"detail", TABLE_LEFT},
     };
     if (pl->check_count == 0)
         return;
@@ -225,12 +384,15 @@ static void print_checks(const struct pipeline *pl)
         table_cell(&t, "%d", i);
         table_cell(&t, "%s", check->kind->name);
         table_cell(&t, "%d", check->step);
-        if (check->ran)
+        if (check->ran && check->kind->exact)
+            table_cell(&t, "%.0f", check->error);
+        else if (check->ran)
             table_cell(&t, "%.3e", check->error);
         else
             table_cell(&t, "-");
-        table_cell(&t, "%.1e", check->tolerance);
+        table_cell(&t, check->kind->exact ? "%.0f" : "%.1e", check->tolerance);
         table_cell(&t, "%s", !check->ran ? "NOT RUN" : check_passed(check) ? "PASS" : "FAIL");
+        table_cell(&t, "%s", check->detail);
     }
     putchar('\n');
     table_print(&t, stdout, 0);
@@ -249,23 +411,96 @@ static void print_pool_stats(const struct run *r)
            (long long)stats.bytes_downloaded);
 }
 
+/* ---- the plan (--dry-run) ------------------------------------------------------------------ */
+
+static void format_source(const struct pl_tensor *t, char *out, size_t size)
+{
+    switch (t->init) {
+    case INIT_RANDOM: snprintf(out, size, "random (seed %llu)", (unsigned long long)t->seed); break;
+    case INIT_IDENTITY: snprintf(out, size, "identity"); break;
+    case INIT_HILBERT: snprintf(out, size, "hilbert"); break;
+    case INIT_LINSPACE: snprintf(out, size, "linspace %g .. %g", t->start, t->stop); break;
+    case INIT_FILE: snprintf(out, size, "file %s", t->file); break;
+    default: snprintf(out, size, "zeros"); break;
+    }
+}
+
+static void print_plan_tensors(const struct pipeline *pl)
+{
+    static const struct table_column columns[] = {
+        {"tensor", TABLE_LEFT}, {"source", TABLE_LEFT}, {"shape", TABLE_LEFT},
+        {"dtype", TABLE_LEFT},  {"bytes", TABLE_RIGHT}, {"on device", TABLE_LEFT},
+    };
+    struct table t;
+    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    for (int i = 0; i < pl->tensor_count; i++) {
+        const struct pl_tensor *x = &pl->tensors[i];
+        char source[300], d[96];
+        format_source(x, source, sizeof source);
+        format_dims(x, d, sizeof d);
+        table_row(&t);
+        table_cell(&t, "%s", x->name);
+        table_cell(&t, "%s", source);
+        table_cell(&t, "%s", d);
+        table_cell(&t, "%s", host_dtype_name(x->dtype));
+        table_cell(&t, "%lld", (long long)tensor_bytes(x));
+        table_cell(&t, "%s", x->on_device ? "yes" : "no");
+    }
+    table_print(&t, stdout, 2);
+    table_free(&t);
+}
+
+static void print_plan(const struct pipeline *pl, const char *output_dir)
+{
+    printf("Plan of %s (pool: %s)\n\nTensors:\n", pl->path,
+           pl->pool_path != NULL ? pl->pool_path : "built-in defaults");
+    print_plan_tensors(pl);
+    printf("\nSteps:\n");
+    for (int i = 0; i < pl->step_count; i++) {
+        char args[1024];
+        format_args(pl, &pl->steps[i], args, sizeof args);
+        printf("  %d  %s  %s%s", i, pl->steps[i].op->name, args,
+               pl->steps[i].repeat > 1 ? "  " : "\n");
+        if (pl->steps[i].repeat > 1)
+            printf("(%d runs)\n", pl->steps[i].repeat);
+    }
+    if (pl->check_count > 0)
+        printf("\nChecks:\n");
+    for (int i = 0; i < pl->check_count; i++)
+        printf("  %d  %s of step %d, tolerance %g\n", i, pl->checks[i].kind->name,
+               pl->checks[i].step, pl->checks[i].tolerance);
+    if (pl->output_count > 0)
+        printf("\nOutputs (into %s):\n", output_dir);
+    for (int i = 0; i < pl->output_count; i++)
+        printf("  %s -> %s (%s)\n", pl->tensors[pl->outputs[i].tensor].name, pl->outputs[i].file,
+               fmt_kind_name(pl->outputs[i].format));
+    printf("\nValid; nothing was run (--dry-run).\n");
+}
+
 /* ---- outputs ------------------------------------------------------------------------------ */
 
-static int write_outputs(const struct pipeline *pl, const char *output_dir)
+static int write_outputs(const struct run *r)
 {
-    for (int i = 0; i < pl->output_count; i++) {
-        const struct pl_output *out = &pl->outputs[i];
-        const struct pl_tensor *t = &pl->tensors[out->tensor];
+    const char *output_dir = r->options->output_dir;
+    for (int i = 0; i < r->pl->output_count; i++) {
+        const struct pl_output *out = &r->pl->outputs[i];
+        struct pl_tensor *t = &r->pl->tensors[out->tensor];
+        if (fetch(r, t) != CLI_OK)
+            return CLI_FAILED;
         char *path = NULL;
         if (out->file[0] == '/' || strcmp(output_dir, ".") == 0)
             path = host_xstrdup(out->file);
         else if (asprintf(&path, "%s/%s", output_dir, out->file) < 0)
             path = host_xstrdup(out->file);
-        int rc = output_write_atomically(path, t->data, t->elements, host_dtype_size(t->dtype));
+        struct fmt_tensor f = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
+        memcpy(f.shape, t->shape, sizeof f.shape);
+        char err[512];
+        int rc = fmt_write(path, &f, err, sizeof err);
         if (rc != 0)
-            fprintf(stderr, "clops: cannot write %s: %s\n", path, strerror(errno));
+            fprintf(stderr, "clops: outputs[%d] (%s:%d): cannot write %s: %s\n", i, r->pl->path,
+                    out->line, path, err);
         else
-            printf("Wrote %s (%s, %lld bytes) to %s\n", t->name, host_dtype_name(t->dtype),
+            printf("Wrote %s (%s, %lld bytes of data) to %s\n", t->name, host_dtype_name(t->dtype),
                    (long long)tensor_bytes(t), path);
         free(path);
         if (rc != 0)
@@ -288,22 +523,33 @@ static int create_pool(struct run *r)
     if (api->pool_device_info(r->pool, 0, &info) != CLOPS_OK)
         return cli_library_error(r->cli, CLI_FAILED);
     snprintf(r->device, sizeof r->device, "%s", info.name);
+    r->device_count = api->pool_device_count(r->pool);
     return CLI_OK;
+}
+
+static int step_failed(const struct run *r, int i, int transfer_failed)
+{
+    const struct pl_step *step = &r->pl->steps[i];
+    print_steps(r);
+    fprintf(stderr, "clops: steps[%d] (%s, %s:%d) failed%s%s; outputs not written\n", i,
+            step->op->name, r->pl->path, step->line, transfer_failed ? "" : ": ",
+            transfer_failed ? "" : r->cli->lib.api->last_error());
+    return CLI_FAILED;
 }
 
 /* Runs every step (stopping at the first failure) with its checks; returns an exit code. */
 static int run_steps(struct run *r)
 {
     for (int i = 0; i < r->pl->step_count; i++) {
-        if (run_step(r, &r->pl->steps[i]) != CLOPS_OK) {
-            print_steps(r);
-            fprintf(stderr, "clops: steps[%d] (%s, %s:%d): %s\n", i, r->pl->steps[i].op->name,
-                    r->pl->path, r->pl->steps[i].line, r->cli->lib.api->last_error());
-            return CLI_FAILED;
-        }
+        int transfer_failed = 0;
+        if (run_step(r, i, &transfer_failed) != CLOPS_OK)
+            return step_failed(r, i, transfer_failed);
         r->steps_done = i + 1;
-        run_checks_of(r, i);
+        if (run_checks_of(r, i) != CLI_OK)
+            return step_failed(r, i, 1);
     }
+    if (!r->options->quiet)
+        putc('\n', stderr);
     print_steps(r);
     print_checks(r->pl);
     int failed = 0;
@@ -317,32 +563,43 @@ static int run_steps(struct run *r)
     return CLI_OK;
 }
 
-int pipeline_run_file(struct cli *cli, const char *path, const char *output_dir)
+int pipeline_run_file(struct cli *cli, const char *path, const struct run_options *options)
 {
     struct pipeline pl;
-    int errors = pipeline_load(&pl, path, cli->lib.api);
+    int errors = pipeline_load(&pl, path, cli->lib.api, options->sets, options->set_count);
     if (errors > 0) {
-        fprintf(stderr, "clops: %s: %d error%s; nothing was run\n", path, errors,
-                errors == 1 ? "" : "s");
+        int code = pl.bad_set ? CLI_USAGE : CLI_CONFIG;
+        if (!pl.bad_set)
+            fprintf(stderr, "clops: %s: %d error%s; nothing was run\n", path, errors,
+                    errors == 1 ? "" : "s");
         pipeline_free(&pl);
-        return CLI_CONFIG;
+        return code;
+    }
+    if (options->dry_run) {
+        print_plan(&pl, options->output_dir);
+        pipeline_free(&pl);
+        return CLI_OK;
     }
     for (int i = 0; i < pl.tensor_count; i++)
-        create_tensor(&pl.tensors[i]);
+        generate(&pl.tensors[i]);
 
-    struct run r = {.cli = cli, .pl = &pl};
+    struct run r = {.cli = cli, .options = options, .pl = &pl};
     int code = create_pool(&r);
     if (code == CLI_OK) {
         printf("Pipeline %s on %s (pool: %s)\n\n", path, r.device,
                pl.pool_path != NULL ? pl.pool_path : "built-in defaults");
-        code = run_steps(&r);
+        fflush(stdout);
+        code = upload_tensors(&r);
     }
+    if (code == CLI_OK)
+        code = run_steps(&r);
     if (code == CLI_OK && pl.output_count > 0) {
         putchar('\n');
-        code = write_outputs(&pl, output_dir);
+        code = write_outputs(&r);
     }
     if (r.pool != NULL && cli->verbose)
         print_pool_stats(&r);
+    release_buffers(&r);
     cli->lib.api->pool_release(r.pool);
     pipeline_free(&pl);
     return code;
