@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "loader.h"
+#include "mandelbrot_ref.h"
 #include "table.h"
 #include "util.h"
 
@@ -158,53 +159,18 @@ static int parse_options(int argc, char **argv, struct options *opt)
 
 /* ---- the host reference ------------------------------------------------------------------- */
 
-/* The operator's documented steps (see its descriptor), in the view's precision: the GPU and
- * CPU results must equal this to the bit. Built without contraction: the project compiles with
- * -std=c11, where GCC does not fuse a*b+c. */
-static uint32_t host_count_f32(const struct view *v, int64_t i, int64_t j, int64_t n)
-{
-    const float px = (float)(v->scale / (double)n), half = (float)(0.5 * (double)n);
-    const float cx = (float)v->center_x + (((float)j + 0.5f) - half) * px;
-    const float cy = (float)v->center_y - (((float)i + 0.5f) - half) * px;
-    float x = 0, y = 0;
-    uint32_t k = 0;
-    for (; k < (uint32_t)v->max_iterations; k++) {
-        const float x2 = x * x, y2 = y * y;
-        if (x2 + y2 > 4.0f)
-            break;
-        const float t = x * y;
-        y = (t + t) + cy;
-        x = (x2 - y2) + cx;
-    }
-    return k;
-}
-
-static uint32_t host_count_f64(const struct view *v, int64_t i, int64_t j, int64_t n)
-{
-    const double px = v->scale / (double)n, half = 0.5 * (double)n;
-    const double cx = v->center_x + (((double)j + 0.5) - half) * px;
-    const double cy = v->center_y - (((double)i + 0.5) - half) * px;
-    double x = 0, y = 0;
-    uint32_t k = 0;
-    for (; k < (uint32_t)v->max_iterations; k++) {
-        const double x2 = x * x, y2 = y * y;
-        if (x2 + y2 > 4.0)
-            break;
-        const double t = x * y;
-        y = (t + t) + cy;
-        x = (x2 - y2) + cx;
-    }
-    return k;
-}
-
-/* Pixels of CHECK_ROWS evenly spaced rows that differ from the host's computation. */
+/* Pixels of CHECK_ROWS evenly spaced rows that differ from hosts/common/mandelbrot_ref.h, the
+ * operator's documented steps: the GPU and CPU results must equal it to the bit (the project
+ * compiles with -std=c11, where GCC does not contract a*b+c, as the header requires). */
 static int64_t check_rows(const uint32_t *counts, int64_t n, const struct view *v)
 {
     int64_t wrong = 0;
     for (int r = 0; r < CHECK_ROWS; r++) {
         int64_t i = (n - 1) * r / (CHECK_ROWS - 1);
         for (int64_t j = 0; j < n; j++) {
-            uint32_t want = v->precision ? host_count_f64(v, i, j, n) : host_count_f32(v, i, j, n);
+            const struct mandel_ref_view rv = {v->center_x, v->center_y, v->scale,
+                                               (uint32_t)v->max_iterations, v->precision};
+            const uint32_t want = mandel_ref_count(&rv, i, j, n, n);
             wrong += counts[i * n + j] != want;
         }
     }

@@ -1,0 +1,104 @@
+/* mandelbrot_ref.h — the mandelbrot operator's documented steps (clops ops mandelbrot) on the
+ * host: the scalar reference that the tests, the bench and `clops run` compare the devices'
+ * counts with, to the bit. It must round every operation as the kernel does: its fmas are
+ * explicit calls (C's fma is correctly rounded, as OpenCL's is), nothing else may be fused, so
+ * include it only from files built without contraction (-ffp-contract=off; GCC's -std=c11 also
+ * turns it off), and float arithmetic must not carry excess precision. */
+#ifndef CLOPS_HOSTS_MANDELBROT_REF_H
+#define CLOPS_HOSTS_MANDELBROT_REF_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#if FLT_EVAL_METHOD != 0
+#error "the f32 reference needs float arithmetic without excess precision (FLT_EVAL_METHOD 0)"
+/* The operator's palette: black inside; outside, a cycle of 256 iterations through four
+ * colours, interpolated in integers. */
+static inline void mandel_ref_colour(uint32_t n, uint32_t max_iterations, uint8_t rgba[4])
+{
+    static const uint8_t c[4][3] = {{0, 7, 100}, {32, 107, 203}, {237, 255, 255}, {255, 170, 0}};
+    rgba[3] = 255;
+    if (n >= max_iterations) {
+        rgba[0] = rgba[1] = rgba[2] = 0;
+        return;
+    }
+    const uint32_t p = (n * 4u) & 1023u, s = p >> 8, next = (s + 1u) & 3u, w = p & 255u;
+    for (int ch = 0; ch < 3; ch++)
+        rgba[ch] = (uint8_t)((c[s][ch] * (256u - w) + c[next][ch] * w) >> 8);
+}
+
+#endif
+
+/* A view as the operator takes it. */
+struct mandel_ref_view {
+    double center_x, center_y, scale;
+    uint32_t max_iterations;
+    int f64; /* 0: the steps in float, 1: in double */
+};
+
+static inline uint32_t mandel_ref_count_f32(const struct mandel_ref_view *v, int64_t i, int64_t j,
+                                            int64_t h, int64_t w)
+{
+    const float center_x = (float)v->center_x, center_y = (float)v->center_y;
+    const float px = (float)(v->scale / (double)w);
+    const float half_w = (float)(0.5 * (double)w), half_h = (float)(0.5 * (double)h);
+    const float cx = center_x + (((float)j + 0.5f) - half_w) * px;
+    const float cy = center_y - (((float)i + 0.5f) - half_h) * px;
+    float x = 0, y = 0;
+    uint32_t n = 0;
+    while (n < v->max_iterations) {
+        const float y2 = y * y;
+        if (fmaf(x, x, y2) > 4.0f)
+            break;
+        const float y_next = fmaf(x + x, y, cy);
+        x = fmaf(x, x, cx - y2);
+        y = y_next;
+        n++;
+    }
+    return n;
+}
+
+static inline uint32_t mandel_ref_count_f64(const struct mandel_ref_view *v, int64_t i, int64_t j,
+                                            int64_t h, int64_t w)
+{
+    const double px = v->scale / (double)w, half_w = 0.5 * (double)w, half_h = 0.5 * (double)h;
+    const double cx = v->center_x + (((double)j + 0.5) - half_w) * px;
+    const double cy = v->center_y - (((double)i + 0.5) - half_h) * px;
+    double x = 0, y = 0;
+    uint32_t n = 0;
+    while (n < v->max_iterations) {
+        const double y2 = y * y;
+        if (fma(x, x, y2) > 4.0)
+            break;
+        const double y_next = fma(x + x, y, cy);
+        x = fma(x, x, cx - y2);
+        y = y_next;
+        n++;
+    }
+    return n;
+}
+
+/* The count of pixel (i, j) (row i from the top) of an h x w rendering of the view. */
+static inline uint32_t mandel_ref_count(const struct mandel_ref_view *v, int64_t i, int64_t j,
+                                        int64_t h, int64_t w)
+{
+    return v->f64 ? mandel_ref_count_f64(v, i, j, h, w) : mandel_ref_count_f32(v, i, j, h, w);
+}
+
+/* The operator's palette: black inside; outside, a cycle of 256 iterations through four
+ * colours, interpolated in integers. */
+static inline void mandel_ref_colour(uint32_t n, uint32_t max_iterations, uint8_t rgba[4])
+{
+    static const uint8_t c[4][3] = {{0, 7, 100}, {32, 107, 203}, {237, 255, 255}, {255, 170, 0}};
+    rgba[3] = 255;
+    if (n >= max_iterations) {
+        rgba[0] = rgba[1] = rgba[2] = 0;
+        return;
+    }
+    const uint32_t p = (n * 4u) & 1023u, s = p >> 8, next = (s + 1u) & 3u, w = p & 255u;
+    for (int ch = 0; ch < 3; ch++)
+        rgba[ch] = (uint8_t)((c[s][ch] * (256u - w) + c[next][ch] * w) >> 8);
+}
+
+#endif
