@@ -113,10 +113,10 @@ static void group_best(__local REAL *best_v, __local int *best_i)
  * others' results through volatile pointers). Memory traffic: per column, one pass over the
  * trailing panel (rows x (nb - k) elements, read and written, in the L2 cache of a GPU) and one
  * strided pass down column k; part_v/part_i hold one candidate per work-group. */
-__kernel void lu_panel_column(__global REAL *a, long off, long ld, int rows, int nb, int k,
-                              int row0, __global int *ipiv, int info_at, int pivoting,
+__kernel void lu_panel_column(__global REAL *a, long off, long ld, int rows, int nb, int row0,
+                              __global int *ipiv, int info_at, int pivoting,
                               __global REAL *part_v, __global int *part_i,
-                              __global volatile int *count)
+                              __global volatile int *count, int k)
 {
     __local REAL best_v[PANEL_WG];
     __local int best_i[PANEL_WG];
@@ -266,8 +266,9 @@ static void grid_sync(volatile __global int *arrived, int target)
  * Memory traffic: the panel read and written once; per column, a candidate row per group. */
 __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, int nb, int row0,
                                 __global int *ipiv, int info_at, int pivoting,
-                                __global REAL *xv, __global int *xi, __global REAL *xrow,
-                                volatile __global int *arrived, int arrived_base)
+                                __global REAL *xv, __global int *xi,
+                                volatile __global int *arrived, int arrived_base,
+                                __global REAL *xrow)
 {
     __local REAL tile[RESIDENT_ROWS * RESIDENT_NB];
     __local REAL urow[RESIDENT_NB], oldk[RESIDENT_NB];

@@ -597,18 +597,14 @@ static int32_t ensure_resident_scratch(struct lu_ctx *ctx)
     return CLOPS_OK;
 }
 
-/* Factors the rows x jb panel at (j, j) in one launch of `groups` resident work-groups
- * (kernels/lu.cl: lu_panel_resident); pivots and info as factor_panel. */
-static int32_t factor_panel_resident(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j,
-                                     int64_t jb, int32_t pivoting, int64_t mn, int64_t groups)
+/* The arguments both panel kernels start with (kernels/lu.cl): the rows x jb panel at (j, j),
+ * the pivots and info, the pivoting, the candidates' buffers and the kernel's counter. */
+static int32_t set_panel_args(struct lu_ctx *ctx, cl_kernel kernel, const struct lu_matrix *a,
+                              int64_t j, int64_t jb, int32_t pivoting, int64_t mn, cl_mem counter)
 {
-    int32_t status = ensure_resident_scratch(ctx);
-    if (status != CLOPS_OK)
-        return status;
     const cl_long off = a->offset + j * a->ld + j, ld = a->ld;
     const cl_int rows = (cl_int)(a->rows - j), nb = (cl_int)jb, row0 = (cl_int)j;
     const cl_int partial = pivoting == LU_PIVOTING_PARTIAL, info_at = (cl_int)mn;
-    const cl_int base = (cl_int)ctx->arrivals;
     const struct kernel_arg args[] = {
         {sizeof(cl_mem), &a->mem},
         {sizeof off, &off},
@@ -621,10 +617,20 @@ static int32_t factor_panel_resident(struct lu_ctx *ctx, const struct lu_matrix 
         {sizeof partial, &partial},
         {sizeof(cl_mem), &ctx->part_v_mem},
         {sizeof(cl_mem), &ctx->part_i_mem},
-        {sizeof(cl_mem), &ctx->xrow_mem},
-        {sizeof(cl_mem), &ctx->arrived_mem},
-        {sizeof base, &base},
+        {sizeof(cl_mem), &counter},
     };
+    return pool_set_kernel_args(kernel, 0, args, (cl_uint)(sizeof args / sizeof args[0]), ctx->op);
+}
+enum { panel_common_args = 12 };
+
+/* Factors the rows x jb panel at (j, j) in one launch of `groups` resident work-groups
+ * (kernels/lu.cl: lu_panel_resident); pivots and info as factor_panel. */
+static int32_t factor_panel_resident(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j,
+                                     int64_t jb, int32_t pivoting, int64_t mn, int64_t groups)
+{
+    int32_t status = ensure_resident_scratch(ctx);
+    if (status != CLOPS_OK)
+        return status;
     /* The counter is a 32-bit int: start it over (a fill, ordered by the queue) before it
      * could wrap. */
     if (ctx->arrivals + jb * groups > INT32_MAX / 2) {
@@ -633,12 +639,17 @@ static int32_t factor_panel_resident(struct lu_ctx *ctx, const struct lu_matrix 
         status = ensure_resident_scratch(ctx);
         if (status != CLOPS_OK)
             return status;
-        return factor_panel_resident(ctx, a, j, jb, pivoting, mn, groups);
     }
+    const cl_int base = (cl_int)ctx->arrivals;
+    const struct kernel_arg args[] = {{sizeof base, &base}, {sizeof(cl_mem), &ctx->xrow_mem}};
+    status = set_panel_args(ctx, ctx->resident, a, j, jb, pivoting, mn, ctx->arrived_mem);
+    if (status == CLOPS_OK)
+        status = pool_set_kernel_args(ctx->resident, panel_common_args, args, 2, ctx->op);
+    if (status != CLOPS_OK)
+        return status;
     ctx->arrivals += jb * groups;
     const size_t local = (size_t)ctx->panel_wg, global = (size_t)groups * local;
-    return run_kernel(ctx, ctx->resident, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
-                      &local);
+    return pool_enqueue_kernel(ctx->queue, ctx->resident, 1, &global, &local, ctx->op);
 }
 
 /* Factors the rows x jb panel at (j, j) on the device, one launch per column and one to finish
@@ -647,38 +658,24 @@ static int32_t factor_panel_resident(struct lu_ctx *ctx, const struct lu_matrix 
 static int32_t factor_panel(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j, int64_t jb,
                             int32_t pivoting, int64_t mn)
 {
-    const int64_t rows_left = a->rows - j;
+    const int64_t rows = a->rows - j;
     int64_t resident = ctx->resident_groups;
-    if (resident > (rows_left + 31) / 32)
-        resident = (rows_left + 31) / 32; /* at least 32 rows a group */
-    if (resident > 0 && (rows_left + resident - 1) / resident <= ctx->resident_rows)
+    if (resident > (rows + 31) / 32)
+        resident = (rows + 31) / 32; /* at least 32 rows a group */
+    if (resident > 0 && (rows + resident - 1) / resident <= ctx->resident_rows)
         return factor_panel_resident(ctx, a, j, jb, pivoting, mn, resident);
     int32_t status = ensure_panel_scratch(ctx);
-    const cl_long off = a->offset + j * a->ld + j, ld = a->ld;
-    const cl_int rows = (cl_int)(a->rows - j), nb = (cl_int)jb, row0 = (cl_int)j;
-    const cl_int partial = pivoting == LU_PIVOTING_PARTIAL, info_at = (cl_int)mn;
+    if (status == CLOPS_OK)
+        status = set_panel_args(ctx, ctx->panel, a, j, jb, pivoting, mn, ctx->count_mem);
     int64_t groups = (rows + ctx->panel_rows - 1) / ctx->panel_rows;
     if (groups > panel_groups_max)
         groups = panel_groups_max;
     const size_t local = (size_t)ctx->panel_wg, global = (size_t)groups * local;
-    for (cl_int k = 0; status == CLOPS_OK && k <= nb; k++) {
-        const struct kernel_arg args[] = {
-            {sizeof(cl_mem), &a->mem},
-            {sizeof off, &off},
-            {sizeof ld, &ld},
-            {sizeof rows, &rows},
-            {sizeof nb, &nb},
-            {sizeof k, &k},
-            {sizeof row0, &row0},
-            {sizeof(cl_mem), &ctx->ipiv_mem},
-            {sizeof info_at, &info_at},
-            {sizeof partial, &partial},
-            {sizeof(cl_mem), &ctx->part_v_mem},
-            {sizeof(cl_mem), &ctx->part_i_mem},
-            {sizeof(cl_mem), &ctx->count_mem},
-        };
-        status = run_kernel(ctx, ctx->panel, args, (cl_uint)(sizeof args / sizeof args[0]), 1,
-                            &global, &local);
+    for (cl_int k = 0; status == CLOPS_OK && k <= (cl_int)jb; k++) {
+        const struct kernel_arg arg = {sizeof k, &k};
+        status = pool_set_kernel_args(ctx->panel, panel_common_args, &arg, 1, ctx->op);
+        if (status == CLOPS_OK)
+            status = pool_enqueue_kernel(ctx->queue, ctx->panel, 1, &global, &local, ctx->op);
     }
     return status;
 }
