@@ -5,7 +5,6 @@
 #include <clblast_c.h>
 #include <errno.h>
 #include <ftw.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loader.h"
+#include "bench_common.h"
 #include "table.h"
 #include "util.h"
 
-#ifndef CLOPS_BUILD_LIBRARY
-#define CLOPS_BUILD_LIBRARY NULL
-#endif
-
-enum bench_exit { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_LOAD = 3, EXIT_CONFIG = 4 };
 enum { MAX_SIZES = 16, COLD_N = 256 };
 
 static const char help[] =
@@ -48,22 +42,18 @@ static const char help[] =
     "Exit status: 0 ok; 1 a call failed or clops and CLBlast disagree; 2 usage error;\n"
     "3 libclops could not be loaded; 4 configuration error.\n";
 
+/* GEMM's own options; the shared ones are in session.opt. */
 struct options {
     int64_t sizes[MAX_SIZES];
     int size_count; /* 0: the defaults */
-    int reps;
     int big;
     int cold;
-    int verbose;
-    const char *config;
 };
 
 struct bench {
+    struct bench_session session; /* the shared options, the library, the pool and its device */
     struct options opt;
-    struct host_library lib;
     const struct clops_op *gemm;
-    struct clops_pool *pool;
-    struct clops_device_info device;
     cl_context context; /* CLBlast's own, on the same device */
     cl_command_queue queue;
     char cache_dir[64]; /* the cold cache measurement's; removed at exit */
@@ -72,81 +62,25 @@ struct bench {
 
 /* ---- command line ------------------------------------------------------------------------- */
 
-static int usage_error(const char *what, const char *arg)
+static const char *take_option(void *area, int option, const char *arg)
 {
-    fprintf(stderr, "clops-bench: %s '%s'\nTry 'clops-bench --help'.\n", what, arg);
-    return EXIT_USAGE;
+    struct options *opt = area;
+    switch (option) {
+    case 's': return bench_parse_sizes(arg, opt->sizes, MAX_SIZES, &opt->size_count);
+    case 'b': opt->big = 1; break;
+    case 'n': opt->cold = 0; break;
+    }
+    return NULL;
 }
 
-static int parse_sizes(const char *text, struct options *opt)
-{
-    char *copy = host_xstrdup(text), *save = NULL;
-    int rc = 0;
-    opt->size_count = 0;
-    for (char *item = strtok_r(copy, ",", &save); item != NULL && rc == 0;
-         item = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long long n = strtoll(item, &end, 10);
-        if (*end != '\0' || n < 1 || n > 65536 || opt->size_count == MAX_SIZES)
-            rc = -1;
-        else
-            opt->sizes[opt->size_count++] = n;
-    }
-    free(copy);
-    return rc == 0 && opt->size_count > 0 ? 0 : -1;
-}
-
-/* Returns -1 to go on, or an exit code. */
-static int parse_options(int argc, char **argv, struct options *opt)
-{
-    static const struct option options[] = {
-        {"sizes", required_argument, NULL, 's'}, {"reps", required_argument, NULL, 'r'},
-        {"big", no_argument, NULL, 'b'},         {"config", required_argument, NULL, 'c'},
-        {"no-cold", no_argument, NULL, 'n'},     {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},        {0},
-    };
-    *opt = (struct options){.reps = 5, .cold = 1};
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":s:r:bc:nvh", options, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 's':
-            if (parse_sizes(optarg, opt) != 0)
-                return usage_error("--sizes wants N,N,... with 1 <= N <= 65536, not", optarg);
-            break;
-        case 'r':
-            opt->reps = (int)strtol(optarg, &end, 10);
-            if (*end != '\0' || opt->reps < 1 || opt->reps > 1000)
-                return usage_error("--reps wants 1 to 1000, not", optarg);
-            break;
-        case 'b': opt->big = 1; break;
-        case 'c': opt->config = optarg; break;
-        case 'n': opt->cold = 0; break;
-        case 'v': opt->verbose = 1; break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
-        case ':': return usage_error("option needs a value:", argv[optind - 1]);
-        default: return usage_error("unknown option", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return usage_error("unexpected argument", argv[optind]);
-    return -1;
-}
+static const struct option own_options[] = {
+    {"sizes", required_argument, NULL, 's'},
+    {"big", no_argument, NULL, 'b'},
+    {"no-cold", no_argument, NULL, 'n'},
+    {0},
+};
 
 /* ---- clops -------------------------------------------------------------------------------- */
-
-static int32_t create_pool(const struct bench *b, struct clops_pool **pool)
-{
-    const struct clops_api *api = b->lib.api;
-    return b->opt.config != NULL ? api->pool_create_from_file(b->opt.config, pool)
-                                 : api->pool_create_default(pool);
-}
-
-static void report_clops_error(const struct bench *b, const char *what)
-{
-    fprintf(stderr, "clops-bench: %s: %s\n", what, b->lib.api->last_error());
-}
 
 static int32_t clops_gemm(const struct bench *b, struct clops_pool *pool,
                           const struct clops_tensor *t)
@@ -214,10 +148,11 @@ static cl_device_id find_device(const struct clops_device_info *want)
 
 static int open_clblast(struct bench *b)
 {
-    cl_device_id device = find_device(&b->device);
+    cl_device_id device = find_device(&b->session.device);
     if (device == NULL) {
-        fprintf(stderr, "clops-bench: no OpenCL device named '%s' for CLBlast\n", b->device.name);
-        return EXIT_FAILED;
+        fprintf(stderr, "clops-bench: no OpenCL device named '%s' for CLBlast\n",
+                b->session.device.name);
+        return BENCH_EXIT_FAILED;
     }
     cl_int err;
     b->context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
@@ -225,9 +160,9 @@ static int open_clblast(struct bench *b)
         b->queue = clCreateCommandQueue(b->context, device, 0, &err);
     if (err != CL_SUCCESS) {
         fprintf(stderr, "clops-bench: cannot open a context for CLBlast: OpenCL error %d\n", err);
-        return EXIT_FAILED;
+        return BENCH_EXIT_FAILED;
     }
-    return EXIT_OK;
+    return BENCH_EXIT_OK;
 }
 
 static CLBlastStatusCode clblast_gemm(struct bench *b, int32_t dtype, size_t n, cl_mem *m)
@@ -262,7 +197,7 @@ struct operands {
 static void release_operands(const struct bench *b, struct operands *o)
 {
     for (int i = 0; i < 3; i++) {
-        b->lib.api->buffer_release(o->buffers[i]);
+        b->session.lib.api->buffer_release(o->buffers[i]);
         if (o->mems[i] != NULL)
             clReleaseMemObject(o->mems[i]);
         free(o->host[i]);
@@ -271,16 +206,16 @@ static void release_operands(const struct bench *b, struct operands *o)
 
 static int upload_operands(struct bench *b, struct operands *o)
 {
-    const struct clops_api *api = b->lib.api;
+    const struct clops_api *api = b->session.lib.api;
     struct host_rng rng;
     host_rng_seed(&rng, (uint64_t)o->n);
     for (int i = 0; i < 3; i++) {
         o->host[i] = host_xcalloc(1, o->bytes);
         if (i < 2)
             host_fill_random(o->host[i], o->dtype, o->n * o->n, &rng);
-        if (api->buffer_create(b->pool, (int64_t)o->bytes, &o->buffers[i]) != CLOPS_OK ||
+        if (api->buffer_create(b->session.pool, (int64_t)o->bytes, &o->buffers[i]) != CLOPS_OK ||
             api->buffer_upload(o->buffers[i], 0, o->host[i], (int64_t)o->bytes) != CLOPS_OK) {
-            report_clops_error(b, "device buffer");
+            bench_report_error(&b->session, "device buffer");
             return -1;
         }
         o->tensors[i] = clops_matrix_on_device(o->buffers[i], o->dtype, o->n, o->n, o->n, 0);
@@ -346,7 +281,8 @@ static double compare_results(struct bench *b, const struct operands *o, double 
     void *ours = host_xmalloc(o->bytes), *theirs = host_xmalloc(o->bytes);
     double diff = NAN;
     *host = NAN;
-    if (b->lib.api->buffer_download(o->buffers[2], 0, ours, (int64_t)o->bytes) == CLOPS_OK &&
+    if (b->session.lib.api->buffer_download(o->buffers[2], 0, ours, (int64_t)o->bytes) ==
+            CLOPS_OK &&
         clEnqueueReadBuffer(b->queue, o->mems[2], CL_TRUE, 0, o->bytes, theirs, 0, NULL, NULL) ==
             CL_SUCCESS) {
         diff = max_rel_diff(ours, theirs, o->dtype, o->n * o->n);
@@ -357,30 +293,18 @@ static double compare_results(struct bench *b, const struct operands *o, double 
     return diff;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, int count)
-{
-    qsort(values, (size_t)count, sizeof *values, compare_doubles);
-    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
-}
-
 /* Median ms of R calls; NAN when a call fails. `which` 0 = clops, 1 = CLBlast. */
 static double time_calls(struct bench *b, struct operands *o, int which)
 {
-    double *ms = host_xcalloc((size_t)b->opt.reps, sizeof *ms);
+    double *ms = host_xcalloc((size_t)b->session.opt.reps, sizeof *ms);
     int ok = 1;
-    for (int r = 0; r < b->opt.reps && ok; r++) {
+    for (int r = 0; r < b->session.opt.reps && ok; r++) {
         double start = host_now_ms();
-        ok = which == 0 ? clops_gemm(b, b->pool, o->tensors) == CLOPS_OK
+        ok = which == 0 ? clops_gemm(b, b->session.pool, o->tensors) == CLOPS_OK
                         : clblast_gemm(b, o->dtype, (size_t)o->n, o->mems) == CLBlastSuccess;
         ms[r] = host_now_ms() - start;
     }
-    double result = ok ? median(ms, b->opt.reps) : NAN;
+    double result = ok ? bench_median(ms, b->session.opt.reps) : NAN;
     free(ms);
     return result;
 }
@@ -414,7 +338,7 @@ static void add_timing_cells(struct table *t, int64_t n, double ours, double the
 /* Device memory both libraries' operands need, with some room for the drivers. */
 static int fits_on_device(const struct bench *b, const struct operands *o)
 {
-    return 6.0 * (double)o->bytes < 0.8 * (double)b->device.global_mem_bytes;
+    return 6.0 * (double)o->bytes < 0.8 * (double)b->session.device.global_mem_bytes;
 }
 
 static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *t)
@@ -435,13 +359,13 @@ static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *
         return;
     }
     /* Warm-up: kernel builds and first-touch costs stay out of the timings. */
-    int32_t ours = clops_gemm(b, b->pool, o.tensors);
+    int32_t ours = clops_gemm(b, b->session.pool, o.tensors);
     CLBlastStatusCode theirs = clblast_gemm(b, dtype, (size_t)n, o.mems);
     double host = NAN;
     double diff =
         ours == CLOPS_OK && theirs == CLBlastSuccess ? compare_results(b, &o, &host) : NAN;
     if (ours != CLOPS_OK)
-        report_clops_error(b, "gemm");
+        bench_report_error(&b->session, "gemm");
     if (theirs != CLBlastSuccess)
         fprintf(stderr, "clops-bench: CLBlast gemm failed: status %d\n", (int)theirs);
     if (!(diff <= tolerance_for(dtype)) || !(host <= tolerance_for(dtype))) {
@@ -459,7 +383,7 @@ static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *
 static void default_sizes(struct bench *b)
 {
     static const int64_t sizes[] = {1024, 2048, 4096, 8192};
-    int big = b->opt.big || b->device.type == CLOPS_DEVICE_GPU;
+    int big = b->opt.big || b->session.device.type == CLOPS_DEVICE_GPU;
     b->opt.size_count = big ? 4 : 3;
     memcpy(b->opt.sizes, sizes, sizeof sizes);
 }
@@ -476,7 +400,7 @@ static void run_gemm_table(struct bench *b)
     struct table t;
     table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
     for (int d = 0; d < 2; d++) {
-        if (dtypes[d] == CLOPS_F64 && !b->device.fp64) {
+        if (dtypes[d] == CLOPS_F64 && !b->session.device.fp64) {
             add_row_start(&t, dtypes[d], 0);
             table_cell(&t, "skipped: the device has no fp64");
             continue;
@@ -487,7 +411,7 @@ static void run_gemm_table(struct bench *b)
     printf("GEMM C = A B, row-major, operands on the device; median of %d calls after a warm-up\n"
            "whose result was checked against CLBlast's and, for 3 rows, against the host's.\n"
            "clops/CLBlast > 1 means clops is faster.\n\n",
-           b->opt.reps);
+           b->session.opt.reps);
     table_print(&t, stdout, 0);
     table_free(&t);
 }
@@ -502,7 +426,7 @@ struct first_call {
 /* A new pool's first gemm on N = COLD_N host matrices: what a short-lived host process pays. */
 static int time_first_call(struct bench *b, int32_t dtype, struct first_call *out)
 {
-    const struct clops_api *api = b->lib.api;
+    const struct clops_api *api = b->session.lib.api;
     int64_t n = COLD_N;
     void *m[3];
     struct clops_tensor t[3];
@@ -512,7 +436,7 @@ static int time_first_call(struct bench *b, int32_t dtype, struct first_call *ou
     }
     struct clops_pool *pool = NULL;
     double start = host_now_ms();
-    int32_t status = create_pool(b, &pool);
+    int32_t status = bench_pool_create(&b->session, &pool);
     out->create_ms = host_now_ms() - start;
     if (status == CLOPS_OK) {
         start = host_now_ms();
@@ -525,7 +449,7 @@ static int time_first_call(struct bench *b, int32_t dtype, struct first_call *ou
     out->built = stats.programs_built;
     out->loaded = stats.programs_loaded;
     if (status != CLOPS_OK)
-        report_clops_error(b, "first call");
+        bench_report_error(&b->session, "first call");
     api->pool_release(pool);
     for (int i = 0; i < 3; i++)
         free(m[i]);
@@ -637,70 +561,55 @@ static void print_cold_warm(const struct table *t)
 
 static void print_header(const struct bench *b)
 {
-    char memory[32], date[64];
+    char title[96], date[64];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-    host_format_bytes(b->device.global_mem_bytes, memory, sizeof memory);
-    printf("clops-bench %s, libclops %s from %s\n", date, b->lib.api->version(), b->lib.path);
-    printf("device: %s (%s, driver %s, %d CUs, %s)\n\n", b->device.name, b->device.platform,
-           b->device.driver_version, b->device.compute_units, memory);
-}
-
-static int open_pool(struct bench *b)
-{
-    int32_t status = create_pool(b, &b->pool);
-    if (status != CLOPS_OK) {
-        report_clops_error(b, "pool");
-        return status == CLOPS_ERR_CONFIG || status == CLOPS_ERR_IO || status == CLOPS_ERR_NOT_FOUND
-                   ? EXIT_CONFIG
-                   : EXIT_FAILED;
-    }
-    b->device.struct_size = sizeof b->device;
-    if (b->lib.api->pool_device_info(b->pool, 0, &b->device) != CLOPS_OK) {
-        report_clops_error(b, "pool_device_info");
-        return EXIT_FAILED;
-    }
-    return EXIT_OK;
+    snprintf(title, sizeof title, "clops-bench %s", date);
+    bench_print_library(&b->session, title);
+    bench_print_device(&b->session.device, NULL);
 }
 
 int bench_gemm_main(int argc, char **argv)
 {
-    /* libclops is never dlclose()d: OpenCL drivers are not safe to unload. */
-    static struct bench b;
-    host_program_name = "clops-bench";
-    int code = parse_options(argc, argv, &b.opt);
+    static struct bench b = {.opt.cold = 1};
+    static const struct bench_command_line command_line = {
+        .program = "clops-bench",
+        .help = help,
+        .options = own_options,
+        .short_options = "s:bn",
+        .default_reps = 5,
+        .max_reps = 1000,
+        .take = take_option,
+        .area = &b.opt,
+    };
+    int code = bench_start(argc, argv, &command_line, &b.session);
     if (code >= 0)
         return code;
-    char why[8192];
-    if (host_library_load(&b.lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
-        fprintf(stderr, "clops-bench: cannot load libclops: %s\n", why);
-        return EXIT_LOAD;
-    }
-    host_library_log_to_stderr(&b.lib, b.opt.verbose);
-    b.gemm = b.lib.api->op_find("gemm");
+    b.gemm = b.session.lib.api->op_find("gemm");
     if (b.gemm == NULL) {
-        report_clops_error(&b, "op_find");
-        return EXIT_LOAD;
+        bench_report_error(&b.session, "op_find");
+        return BENCH_EXIT_LOAD;
     }
     /* Before anything else touches OpenCL: see redirect_caches(). */
     struct table cold_warm = {0};
     if (b.opt.cold)
         measure_cold_warm(&b, &cold_warm);
-    if ((code = open_pool(&b)) == EXIT_OK && (code = open_clblast(&b)) == EXIT_OK) {
+    if ((code = bench_open_pool(&b.session)) == BENCH_EXIT_OK &&
+        (code = open_clblast(&b)) == BENCH_EXIT_OK) {
         if (b.opt.size_count == 0)
             default_sizes(&b);
         print_header(&b);
         run_gemm_table(&b);
         if (b.opt.cold)
             print_cold_warm(&cold_warm);
-        code = b.failures > 0 ? EXIT_FAILED : EXIT_OK;
+        code = b.failures > 0 ? BENCH_EXIT_FAILED : BENCH_EXIT_OK;
     }
     table_free(&cold_warm);
     if (b.queue != NULL)
         clReleaseCommandQueue(b.queue);
     if (b.context != NULL)
         clReleaseContext(b.context);
-    b.lib.api->pool_release(b.pool);
+    b.session.lib.api->pool_release(b.session.pool);
     remove_cache_dir(&b);
     return code;
 }

@@ -1,27 +1,15 @@
 /* bench_lu.c — `clops-bench lu`: the lu operator (getrf) in f32 and f64 at large N, and solve
  * (gesv) with 1 and 64 right-hand sides next to it, operands already in device memory. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-#include "loader.h"
+#include "bench_common.h"
 #include "table.h"
 #include "util.h"
 
-#ifndef CLOPS_BUILD_LIBRARY
-#define CLOPS_BUILD_LIBRARY NULL
-#endif
-
-enum {
-    LU_EXIT_OK = 0,
-    LU_EXIT_FAILED = 1,
-    LU_EXIT_USAGE = 2,
-    LU_EXIT_LOAD = 3,
-    LU_EXIT_CONFIG = 4
-};
 enum { LU_MAX_SIZES = 16, CHECK_ROWS = 4, WIDE_NRHS = 64 };
 
 static const char help[] =
@@ -43,94 +31,41 @@ static const char help[] =
     "  -c, --config FILE  create the pool from FILE (e.g. to set -DLU_NB=<n> for lu, solve)\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
     "  -h, --help         print this help\n"
-    "\n"
-    "Exit status: 0 ok; 1 a call failed or a result was wrong; 2 usage error; 3 libclops could\n"
-    "not be loaded; 4 configuration error.\n";
+    "\n" BENCH_HELP_EXIT_STATUS;
 
+/* lu's own options; the shared ones are in session.opt. */
 struct lu_options {
     int64_t sizes[LU_MAX_SIZES];
     int size_count;
-    int reps, big, verbose;
-    const char *config;
+    int big;
 };
 
 struct lu_bench {
+    struct bench_session session; /* the shared options, the library, the pool and its device */
     struct lu_options opt;
-    struct host_library lib;
-    const struct clops_api *api;
-    struct clops_pool *pool;
+    const struct clops_api *api; /* session.lib.api */
     clops_lu_fn lu;
     clops_solve_fn solve;
-    struct clops_device_info device;
     int failures;
 };
 
 /* ---- command line ------------------------------------------------------------------------- */
 
-static int lu_usage_error(const char *what, const char *arg)
+static const char *lu_take_option(void *area, int option, const char *arg)
 {
-    fprintf(stderr, "clops-bench lu: %s '%s'\nTry 'clops-bench lu --help'.\n", what, arg);
-    return LU_EXIT_USAGE;
+    struct lu_options *opt = area;
+    switch (option) {
+    case 's': return bench_parse_sizes(arg, opt->sizes, LU_MAX_SIZES, &opt->size_count);
+    case 'b': opt->big = 1; break;
+    }
+    return NULL;
 }
 
-static int lu_parse_sizes(const char *text, struct lu_options *opt)
-{
-    char *copy = host_xstrdup(text), *save = NULL;
-    int rc = 0;
-    opt->size_count = 0;
-    for (char *item = strtok_r(copy, ",", &save); item != NULL && rc == 0;
-         item = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long long n = strtoll(item, &end, 10);
-        if (*end != '\0' || n < 1 || n > 65536 || opt->size_count == LU_MAX_SIZES)
-            rc = -1;
-        else
-            opt->sizes[opt->size_count++] = n;
-    }
-    free(copy);
-    return rc == 0 && opt->size_count > 0 ? 0 : -1;
-}
-
-/* Returns -1 to go on, or an exit code. */
-static int lu_parse_options(int argc, char **argv, struct lu_options *opt)
-{
-    static const struct option options[] = {
-        {"sizes", required_argument, NULL, 's'},
-        {"reps", required_argument, NULL, 'r'},
-        {"big", no_argument, NULL, 'b'},
-        {"config", required_argument, NULL, 'c'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
-    *opt = (struct lu_options){.reps = 3};
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":s:r:bc:vh", options, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 's':
-            if (lu_parse_sizes(optarg, opt) != 0)
-                return lu_usage_error("--sizes wants N,N,... with 1 <= N <= 65536, not", optarg);
-            break;
-        case 'r':
-            opt->reps = (int)strtol(optarg, &end, 10);
-            if (*end != '\0' || opt->reps < 1 || opt->reps > 1000)
-                return lu_usage_error("--reps wants 1 to 1000, not", optarg);
-            break;
-        case 'b': opt->big = 1; break;
-        case 'c': opt->config = optarg; break;
-        case 'v': opt->verbose = 1; break;
-        case 'h': fputs(help, stdout); return LU_EXIT_OK;
-        case ':': return lu_usage_error("option needs a value:", argv[optind - 1]);
-        default: return lu_usage_error("unknown option", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return lu_usage_error("unexpected argument", argv[optind]);
-    return -1;
-}
+static const struct option lu_own_options[] = {
+    {"sizes", required_argument, NULL, 's'},
+    {"big", no_argument, NULL, 'b'},
+    {0},
+};
 
 static void default_sizes(struct lu_options *opt, int gpu)
 {
@@ -255,9 +190,9 @@ static int operands_new(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t n
         return -1;
     fill_random(o->a, dtype, n * n, (uint64_t)n);
     fill_random(o->b, dtype, n * (nrhs > 0 ? nrhs : 1), (uint64_t)n + 1);
-    if (api->buffer_create(bb->pool, o->a_bytes, &o->da) != CLOPS_OK ||
-        api->buffer_create(bb->pool, o->b_bytes, &o->db) != CLOPS_OK ||
-        api->buffer_create(bb->pool, (n + 1) * 4, &o->dpiv) != CLOPS_OK)
+    if (api->buffer_create(bb->session.pool, o->a_bytes, &o->da) != CLOPS_OK ||
+        api->buffer_create(bb->session.pool, o->b_bytes, &o->db) != CLOPS_OK ||
+        api->buffer_create(bb->session.pool, (n + 1) * 4, &o->dpiv) != CLOPS_OK)
         return -1;
     o->ta = clops_matrix_on_device(o->da, dtype, n, n, n, 0);
     o->tb = clops_matrix_on_device(o->db, dtype, n, nrhs, nrhs > 0 ? nrhs : 1, 0);
@@ -283,8 +218,9 @@ static double timed_call(struct lu_bench *bb, struct lu_operands *o)
     if (operands_reset(bb, o) != 0)
         return -1;
     double start = host_now_ms();
-    int32_t status = o->nrhs == 0 ? bb->lu(bb->pool, &o->ta, &o->tpiv, &o->tinfo, 0)
-                                  : bb->solve(bb->pool, &o->ta, &o->tb, &o->tpiv, &o->tinfo);
+    int32_t status = o->nrhs == 0
+                         ? bb->lu(bb->session.pool, &o->ta, &o->tpiv, &o->tinfo, 0)
+                         : bb->solve(bb->session.pool, &o->ta, &o->tb, &o->tpiv, &o->tinfo);
     double ms = host_now_ms() - start;
     if (status != CLOPS_OK) {
         fprintf(stderr, "clops-bench lu: %s failed: %s\n", o->nrhs == 0 ? "lu" : "solve",
@@ -315,12 +251,6 @@ static double verify(struct lu_bench *bb, struct lu_operands *o)
     return ratio;
 }
 
-static int compare_doubles(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* Verifies, then the median of the reps; -1 when a call failed or the result is wrong. */
 static double measure(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t nrhs, double *ratio)
 {
@@ -333,12 +263,12 @@ static double measure(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t nrh
     } else {
         *ratio = verify(bb, &o);
         int r = 0;
-        for (; *ratio >= 0 && *ratio < 30 && r < bb->opt.reps; r++)
+        for (; *ratio >= 0 && *ratio < 30 && r < bb->session.opt.reps; r++)
             if ((ms[r] = timed_call(bb, &o)) < 0)
                 break;
-        if (r == bb->opt.reps) {
-            qsort(ms, (size_t)r, sizeof ms[0], compare_doubles);
-            result = ms[r / 2];
+        if (r == bb->session.opt.reps) {
+            bench_sort(ms, r);
+            result = ms[r / 2]; /* the upper middle for an even R */
         }
     }
     operands_free(bb, &o);
@@ -390,60 +320,56 @@ static int run(struct lu_bench *bb)
     table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
     const int32_t dtypes[2] = {CLOPS_F32, CLOPS_F64};
     for (int d = 0; d < 2; d++) {
-        if (dtypes[d] == CLOPS_F64 && !bb->device.fp64)
+        if (dtypes[d] == CLOPS_F64 && !bb->session.device.fp64)
             continue;
         for (int i = 0; i < bb->opt.size_count; i++)
             bench_size(bb, &t, dtypes[d], bb->opt.sizes[i]);
     }
-    printf("lu on %s (%s), median of %d; solve = factorization + solution\n", bb->device.name,
-           bb->device.platform, bb->opt.reps);
+    printf("lu on %s (%s), median of %d; solve = factorization + solution\n",
+           bb->session.device.name, bb->session.device.platform, bb->session.opt.reps);
     table_print(&t, stdout, 2);
     table_free(&t);
-    return bb->failures ? LU_EXIT_FAILED : LU_EXIT_OK;
+    return bb->failures ? BENCH_EXIT_FAILED : BENCH_EXIT_OK;
 }
 
-static int open_library(struct lu_bench *bb)
+/* Finds lu and solve, then opens the pool. Returns -1 to go on, or an exit status. */
+static int open_operators_and_pool(struct lu_bench *bb)
 {
-    char why[2048];
-    if (host_library_load(&bb->lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
-        fprintf(stderr, "clops-bench lu: cannot load libclops:\n%s", why);
-        return LU_EXIT_LOAD;
-    }
-    host_library_log_to_stderr(&bb->lib, bb->opt.verbose);
-    bb->api = bb->lib.api;
+    bb->api = bb->session.lib.api;
     const struct clops_op *lu = bb->api->op_find("lu"), *solve = bb->api->op_find("solve");
     if (lu == NULL || solve == NULL) {
-        fprintf(stderr, "clops-bench lu: %s has no lu or solve operator\n", bb->lib.path);
-        return LU_EXIT_LOAD;
+        fprintf(stderr, "clops-bench lu: %s has no lu or solve operator\n", bb->session.lib.path);
+        return BENCH_EXIT_LOAD;
     }
     bb->lu = (clops_lu_fn)lu->entry;
     bb->solve = (clops_solve_fn)solve->entry;
-    int32_t status = bb->opt.config != NULL
-                         ? bb->api->pool_create_from_file(bb->opt.config, &bb->pool)
-                         : bb->api->pool_create_default(&bb->pool);
-    bb->device.struct_size = sizeof bb->device;
-    if (status == CLOPS_OK)
-        status = bb->api->pool_device_info(bb->pool, 0, &bb->device);
-    if (status != CLOPS_OK) {
-        fprintf(stderr, "clops-bench lu: no pool: %s\n", bb->api->last_error());
-        return LU_EXIT_CONFIG;
-    }
-    return -1;
+    /* Any pool that cannot be had is a configuration error here. */
+    return bench_open_pool(&bb->session) == BENCH_EXIT_OK ? -1 : BENCH_EXIT_CONFIG;
 }
 
 int bench_lu_main(int argc, char **argv)
 {
-    struct lu_bench bb = {0};
-    int rc = lu_parse_options(argc, argv, &bb.opt);
+    static struct lu_bench bb;
+    static const struct bench_command_line command_line = {
+        .program = "clops-bench lu",
+        .help = help,
+        .options = lu_own_options,
+        .short_options = "s:b",
+        .default_reps = 3,
+        .max_reps = 1000,
+        .take = lu_take_option,
+        .area = &bb.opt,
+    };
+    int rc = bench_start(argc, argv, &command_line, &bb.session);
     if (rc >= 0)
         return rc;
-    rc = open_library(&bb);
+    rc = open_operators_and_pool(&bb);
     if (rc < 0) {
         if (bb.opt.size_count == 0)
-            default_sizes(&bb.opt, bb.device.type == CLOPS_DEVICE_GPU);
+            default_sizes(&bb.opt, bb.session.device.type == CLOPS_DEVICE_GPU);
         rc = run(&bb);
     }
-    if (bb.pool != NULL)
-        bb.api->pool_release(bb.pool);
+    if (bb.session.pool != NULL)
+        bb.api->pool_release(bb.session.pool);
     return rc;
 }

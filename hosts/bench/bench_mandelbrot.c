@@ -2,22 +2,16 @@
  * the GPU (f32, 4096^2), and of a deep f64 zoom shared between GPU and CPU (each alone, split). */
 #include "bench.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader.h"
+#include "bench_common.h"
 #include "mandelbrot_ref.h"
 #include "table.h"
 #include "util.h"
 
-#ifndef CLOPS_BUILD_LIBRARY
-#define CLOPS_BUILD_LIBRARY NULL
-#endif
-
-enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_LOAD = 3, EXIT_CONFIG = 4 };
 enum { MAX_DEVICES = 8, CHECK_ROWS = 8, MAX_REPS = 1000 };
 
 static const char help[] =
@@ -51,14 +45,12 @@ static const char help[] =
     "  -s, --no-split                skip part 2\n"
     "  -v, --verbose                 also print the library's info and debug messages\n"
     "  -h, --help                    print this help\n"
-    "\n"
-    "Exit status: 0 ok; 1 a call failed or a result was wrong; 2 usage error; 3 libclops could\n"
-    "not be loaded; 4 configuration error.\n";
+    "\n" BENCH_HELP_EXIT_STATUS;
 
+/* mandelbrot's own options; the shared ones are in session.opt. */
 struct options {
     int64_t size, max_iterations, deep_size, deep_max_iterations, tile;
-    int reps, split, verbose;
-    const char *config;
+    int split;
 };
 
 struct view {
@@ -68,10 +60,9 @@ struct view {
 };
 
 struct bench {
+    struct bench_session session; /* the shared options, the library and the pool */
     struct options opt;
-    struct host_library lib;
     clops_mandelbrot_fn mandelbrot;
-    struct clops_pool *pool;
     int32_t device_count;
     struct clops_device_info devices[MAX_DEVICES];
     int failures;
@@ -89,73 +80,43 @@ struct measurement {
 
 /* ---- command line ------------------------------------------------------------------------- */
 
-static int usage_error(const char *what, const char *arg)
+/* Every value's usage error is "--<option>: value out of range:". */
+static const char *take_option(void *area, int option, const char *arg)
 {
-    fprintf(stderr, "clops-bench mandelbrot: %s '%s'\nTry 'clops-bench mandelbrot --help'.\n", what,
-            arg);
-    return EXIT_USAGE;
-}
-
-static int parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    long long v = strtoll(text, &end, 10);
-    if (end == text || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Returns -1 to go on, or an exit code. */
-static int parse_options(int argc, char **argv, struct options *opt)
-{
-    static const struct option options[] = {
-        {"size", required_argument, NULL, 'n'},
-        {"max-iterations", required_argument, NULL, 'm'},
-        {"deep-size", required_argument, NULL, 'd'},
-        {"deep-max-iterations", required_argument, NULL, 'D'},
-        {"tile", required_argument, NULL, 't'},
-        {"reps", required_argument, NULL, 'r'},
-        {"config", required_argument, NULL, 'c'},
-        {"no-split", no_argument, NULL, 's'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
-    *opt = (struct options){4096, 1024, 2048, 2048, 256, 3, 1, 0, NULL};
-    opterr = 0;
-    optind = 1;
-    int c;
-    int64_t reps = 3;
-    while ((c = getopt_long(argc, argv, ":n:m:d:D:t:r:c:svh", options, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'n': bad = parse_int(optarg, 1, 65536, &opt->size); break;
-        case 'm': bad = parse_int(optarg, 1, INT64_C(1) << 31, &opt->max_iterations); break;
-        case 'd': bad = parse_int(optarg, 1, 65536, &opt->deep_size); break;
-        case 'D': bad = parse_int(optarg, 1, INT64_C(1) << 31, &opt->deep_max_iterations); break;
-        case 't': bad = parse_int(optarg, 1, 4096, &opt->tile); break;
-        case 'r': bad = parse_int(optarg, 1, MAX_REPS, &reps); break;
-        case 'c': opt->config = optarg; break;
-        case 's': opt->split = 0; break;
-        case 'v': opt->verbose = 1; break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
-        case ':': return usage_error("option needs a value:", argv[optind - 1]);
-        default: return usage_error("unknown option", argv[optind - 1]);
-        }
-        if (bad) {
-            char what[64] = "value out of range:";
-            for (const struct option *o = options; o->name != NULL; o++)
-                if (o->val == c)
-                    snprintf(what, sizeof what, "--%s: value out of range:", o->name);
-            return usage_error(what, optarg);
-        }
+    struct options *opt = area;
+    switch (option) {
+    case 'n':
+        return bench_parse_int(arg, 10, 1, 65536, &opt->size) != 0 ? "--size: value out of range:"
+                                                                   : NULL;
+    case 'm':
+        return bench_parse_int(arg, 10, 1, INT64_C(1) << 31, &opt->max_iterations) != 0
+                   ? "--max-iterations: value out of range:"
+                   : NULL;
+    case 'd':
+        return bench_parse_int(arg, 10, 1, 65536, &opt->deep_size) != 0
+                   ? "--deep-size: value out of range:"
+                   : NULL;
+    case 'D':
+        return bench_parse_int(arg, 10, 1, INT64_C(1) << 31, &opt->deep_max_iterations) != 0
+                   ? "--deep-max-iterations: value out of range:"
+                   : NULL;
+    case 't':
+        return bench_parse_int(arg, 10, 1, 4096, &opt->tile) != 0 ? "--tile: value out of range:"
+                                                                  : NULL;
+    case 's': opt->split = 0; break;
     }
-    opt->reps = (int)reps;
-    if (optind < argc)
-        return usage_error("unexpected argument", argv[optind]);
-    return -1;
+    return NULL;
 }
+
+static const struct option own_options[] = {
+    {"size", required_argument, NULL, 'n'},
+    {"max-iterations", required_argument, NULL, 'm'},
+    {"deep-size", required_argument, NULL, 'd'},
+    {"deep-max-iterations", required_argument, NULL, 'D'},
+    {"tile", required_argument, NULL, 't'},
+    {"no-split", no_argument, NULL, 's'},
+    {0},
+};
 
 /* ---- the host reference ------------------------------------------------------------------- */
 
@@ -187,29 +148,18 @@ static double sum_counts(const uint32_t *counts, int64_t count)
 
 /* ---- calls and timing --------------------------------------------------------------------- */
 
-static void report_error(const struct bench *b, const char *what)
-{
-    fprintf(stderr, "clops-bench mandelbrot: %s: %s\n", what, b->lib.api->last_error());
-}
-
 static int32_t call(const struct bench *b, const struct clops_tensor *counts, const struct view *v,
                     const char *split)
 {
-    return b->mandelbrot(b->pool, counts, NULL, v->center_x, v->center_y, v->scale,
+    return b->mandelbrot(b->session.pool, counts, NULL, v->center_x, v->center_y, v->scale,
                          v->max_iterations, v->precision, split, b->opt.tile);
-}
-
-static int compare_doubles(const void *x, const void *y)
-{
-    double a = *(const double *)x, c = *(const double *)y;
-    return (a > c) - (a < c);
 }
 
 static void read_device_stats(const struct bench *b, int64_t *tasks, int64_t *busy_ns)
 {
     for (int32_t d = 0; d < b->device_count; d++) {
         struct clops_device_stats s = {.struct_size = sizeof s};
-        b->lib.api->pool_device_stats(b->pool, d, &s);
+        b->session.lib.api->pool_device_stats(b->session.pool, d, &s);
         tasks[d] = s.tasks;
         busy_ns[d] = s.busy_ns;
     }
@@ -222,22 +172,20 @@ static int time_calls(struct bench *b, const struct clops_tensor *counts, const 
     double ms[MAX_REPS];
     int64_t tasks0[MAX_DEVICES], busy0[MAX_DEVICES], tasks1[MAX_DEVICES], busy1[MAX_DEVICES];
     read_device_stats(b, tasks0, busy0);
-    for (int r = 0; r < b->opt.reps; r++) {
+    for (int r = 0; r < b->session.opt.reps; r++) {
         double start = host_now_ms();
         if (call(b, counts, v, m->split) != CLOPS_OK) {
-            report_error(b, "mandelbrot");
+            bench_report_error(&b->session, "mandelbrot");
             return -1;
         }
         ms[r] = host_now_ms() - start;
     }
     read_device_stats(b, tasks1, busy1);
     for (int32_t d = 0; d < b->device_count; d++) {
-        m->tasks[d] = (double)(tasks1[d] - tasks0[d]) / b->opt.reps;
-        m->busy_ms[d] = (double)(busy1[d] - busy0[d]) / 1e6 / b->opt.reps;
+        m->tasks[d] = (double)(tasks1[d] - tasks0[d]) / b->session.opt.reps;
+        m->busy_ms[d] = (double)(busy1[d] - busy0[d]) / 1e6 / b->session.opt.reps;
     }
-    qsort(ms, (size_t)b->opt.reps, sizeof ms[0], compare_doubles);
-    m->ms = b->opt.reps % 2 ? ms[b->opt.reps / 2]
-                            : 0.5 * (ms[b->opt.reps / 2 - 1] + ms[b->opt.reps / 2]);
+    m->ms = bench_median(ms, b->session.opt.reps);
     return 0;
 }
 
@@ -248,13 +196,13 @@ static void measure(struct bench *b, const struct clops_tensor *counts, uint32_t
 {
     m->ok = 0;
     if (call(b, counts, v, m->split) != CLOPS_OK) {
-        report_error(b, "mandelbrot");
+        bench_report_error(&b->session, "mandelbrot");
         b->failures++;
         return;
     }
     if (counts->buffer != NULL &&
-        b->lib.api->buffer_download(counts->buffer, 0, host, n * n * 4) != CLOPS_OK) {
-        report_error(b, "buffer_download");
+        b->session.lib.api->buffer_download(counts->buffer, 0, host, n * n * 4) != CLOPS_OK) {
+        bench_report_error(&b->session, "buffer_download");
         b->failures++;
         return;
     }
@@ -319,8 +267,8 @@ static void run_gpu(struct bench *b)
     struct clops_buffer *buffer = NULL;
     uint32_t *host = host_xmalloc((size_t)(n * n) * 4);
     struct measurement m = {.split = "1"};
-    if (b->lib.api->buffer_create(b->pool, n * n * 4, &buffer) != CLOPS_OK) {
-        report_error(b, "buffer_create");
+    if (b->session.lib.api->buffer_create(b->session.pool, n * n * 4, &buffer) != CLOPS_OK) {
+        bench_report_error(&b->session, "buffer_create");
         b->failures++;
     } else {
         struct clops_tensor counts = {
@@ -333,10 +281,10 @@ static void run_gpu(struct bench *b)
     snprintf(what, sizeof what, "%lld^2 f32 maxit %lld", (long long)n, (long long)v.max_iterations);
     add_row(b, &t, what, &m);
     printf("1. Whole set, f32, counts into a device buffer, tile %lld; median of %d calls:\n\n",
-           (long long)b->opt.tile, b->opt.reps);
+           (long long)b->opt.tile, b->session.opt.reps);
     table_print(&t, stdout, 0);
     table_free(&t);
-    b->lib.api->buffer_release(buffer);
+    b->session.lib.api->buffer_release(buffer);
     free(host);
 }
 
@@ -376,7 +324,7 @@ static void run_split(struct bench *b)
         add_row(b, &t, names[k], &m[k]);
     printf("\n2. Deep zoom, %lld^2 f64, maxit %lld, counts into host memory, tile %lld; median "
            "of %d calls:\n\n",
-           (long long)n, (long long)v.max_iterations, (long long)b->opt.tile, b->opt.reps);
+           (long long)n, (long long)v.max_iterations, (long long)b->opt.tile, b->session.opt.reps);
     table_print(&t, stdout, 0);
     table_free(&t);
     if (m[0].ok && m[1].ok && m[2].ok) {
@@ -394,24 +342,19 @@ static void run_split(struct bench *b)
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-static int open_pool(struct bench *b)
+/* Reads the pool's devices and prints the library line and one line per device. */
+static void describe_pool(struct bench *b)
 {
-    const struct clops_api *api = b->lib.api;
-    int32_t status = b->opt.config != NULL ? api->pool_create_from_file(b->opt.config, &b->pool)
-                                           : api->pool_create_default(&b->pool);
-    if (status != CLOPS_OK) {
-        report_error(b, "pool");
-        return status == CLOPS_ERR_CONFIG || status == CLOPS_ERR_IO ? EXIT_CONFIG : EXIT_FAILED;
-    }
-    b->device_count = api->pool_device_count(b->pool);
+    const struct clops_api *api = b->session.lib.api;
+    b->device_count = api->pool_device_count(b->session.pool);
     if (b->device_count > MAX_DEVICES)
         b->device_count = MAX_DEVICES;
-    printf("clops-bench mandelbrot, libclops %s from %s\npool%s%s:\n", api->version(), b->lib.path,
-           b->opt.config != NULL ? " from " : " (defaults)",
-           b->opt.config != NULL ? b->opt.config : "");
+    bench_print_library(&b->session, "clops-bench mandelbrot");
+    printf("pool%s%s:\n", b->session.opt.config != NULL ? " from " : " (defaults)",
+           b->session.opt.config != NULL ? b->session.opt.config : "");
     for (int32_t d = 0; d < b->device_count; d++) {
         b->devices[d].struct_size = sizeof b->devices[d];
-        api->pool_device_info(b->pool, d, &b->devices[d]);
+        api->pool_device_info(b->session.pool, d, &b->devices[d]);
         printf("  device %d: %s (%s, %s, %d CUs)\n", (int)d, b->devices[d].name,
                b->devices[d].type == CLOPS_DEVICE_GPU   ? "GPU"
                : b->devices[d].type == CLOPS_DEVICE_CPU ? "CPU"
@@ -419,35 +362,43 @@ static int open_pool(struct bench *b)
                b->devices[d].platform, b->devices[d].compute_units);
     }
     printf("\n");
-    return EXIT_OK;
 }
 
 int bench_mandelbrot_main(int argc, char **argv)
 {
-    /* libclops is never dlclose()d: OpenCL drivers are not safe to unload. */
-    static struct bench b;
-    host_program_name = "clops-bench";
-    int code = parse_options(argc, argv, &b.opt);
+    static struct bench b = {.opt = {.size = 4096,
+                                     .max_iterations = 1024,
+                                     .deep_size = 2048,
+                                     .deep_max_iterations = 2048,
+                                     .tile = 256,
+                                     .split = 1}};
+    static const struct bench_command_line command_line = {
+        .program = "clops-bench mandelbrot",
+        .help = help,
+        .options = own_options,
+        .short_options = "n:m:d:D:t:s",
+        .default_reps = 3,
+        .max_reps = MAX_REPS,
+        .reps_error = "--reps: value out of range:",
+        .take = take_option,
+        .area = &b.opt,
+    };
+    int code = bench_start(argc, argv, &command_line, &b.session);
     if (code >= 0)
         return code;
-    char why[8192];
-    if (host_library_load(&b.lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
-        fprintf(stderr, "clops-bench mandelbrot: cannot load libclops: %s\n", why);
-        return EXIT_LOAD;
-    }
-    host_library_log_to_stderr(&b.lib, b.opt.verbose);
-    const struct clops_op *op = b.lib.api->op_find("mandelbrot");
-    if (op == NULL || !CLOPS_API_HAS(b.lib.api, pool_device_stats)) {
+    const struct clops_op *op = b.session.lib.api->op_find("mandelbrot");
+    if (op == NULL || !CLOPS_API_HAS(b.session.lib.api, pool_device_stats)) {
         fprintf(stderr, "clops-bench mandelbrot: this libclops has no mandelbrot operator or no "
                         "pool_device_stats\n");
-        return EXIT_LOAD;
+        return BENCH_EXIT_LOAD;
     }
     b.mandelbrot = (clops_mandelbrot_fn)op->entry;
-    if ((code = open_pool(&b)) != EXIT_OK)
+    if ((code = bench_create_pool(&b.session)) != BENCH_EXIT_OK)
         return code;
+    describe_pool(&b);
     run_gpu(&b);
     if (b.opt.split)
         run_split(&b);
-    b.lib.api->pool_release(b.pool);
-    return b.failures > 0 ? EXIT_FAILED : EXIT_OK;
+    b.session.lib.api->pool_release(b.session.pool);
+    return b.failures > 0 ? BENCH_EXIT_FAILED : BENCH_EXIT_OK;
 }

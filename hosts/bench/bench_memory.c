@@ -3,21 +3,15 @@
 #include "bench.h"
 
 #include <float.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader.h"
+#include "bench_common.h"
 #include "table.h"
 #include "util.h"
 
-#ifndef CLOPS_BUILD_LIBRARY
-#define CLOPS_BUILD_LIBRARY NULL
-#endif
-
-enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_LOAD = 3, EXIT_CONFIG = 4 };
 enum { OP_SUM = 0, OP_MAX = 2, OP_NORM2 = 3, OP_ARGMAX = 5 }; /* reduce's enum indices */
 
 static const char help[] =
@@ -43,88 +37,47 @@ static const char help[] =
     "  -c, --config FILE        create the pool from FILE instead of the built-in defaults\n"
     "  -v, --verbose            also print the library's info and debug messages\n"
     "  -h, --help               print this help\n"
-    "\n"
-    "Exit status: 0 ok; 1 a call failed or a result was wrong; 2 usage error; 3 libclops could\n"
-    "not be loaded; 4 configuration error.\n";
+    "\n" BENCH_HELP_EXIT_STATUS;
 
+/* memory's own options; the shared ones are in session.opt. */
 struct options {
     int64_t reduce_n, transpose_n; /* 0: the defaults */
-    int reps, verbose;
-    const char *config;
 };
 
 struct bench {
+    struct bench_session session; /* the shared options, the library, the pool and its device */
     struct options opt;
-    struct host_library lib;
     clops_reduce_fn reduce;
     clops_transpose_fn transpose;
     int32_t reduce_index, transpose_index; /* for pool_op_stats */
-    struct clops_pool *pool;
-    struct clops_device_info device;
     struct table table;
     int failures;
 };
 
 /* ---- command line ------------------------------------------------------------------------- */
 
-static int usage_error(const char *what, const char *arg)
+static const char *take_option(void *area, int option, const char *arg)
 {
-    fprintf(stderr, "clops-bench memory: %s '%s'\nTry 'clops-bench memory --help'.\n", what, arg);
-    return EXIT_USAGE;
-}
-
-static int parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    long long v = strtoll(text, &end, 0);
-    if (*end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Returns -1 to go on, or an exit code. */
-static int parse_options(int argc, char **argv, struct options *opt)
-{
-    static const struct option options[] = {
-        {"reduce-size", required_argument, NULL, 'n'},
-        {"transpose-size", required_argument, NULL, 't'},
-        {"reps", required_argument, NULL, 'r'},
-        {"config", required_argument, NULL, 'c'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
-    *opt = (struct options){.reps = 20};
-    opterr = 0;
-    int c;
-    int64_t v;
-    while ((c = getopt_long(argc, argv, ":n:t:r:c:vh", options, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            if (parse_int(optarg, 1024, INT64_C(1) << 32, &opt->reduce_n) != 0)
-                return usage_error("--reduce-size wants 1024 to 2^32, not", optarg);
-            break;
-        case 't':
-            if (parse_int(optarg, 1, 65536, &opt->transpose_n) != 0)
-                return usage_error("--transpose-size wants 1 to 65536, not", optarg);
-            break;
-        case 'r':
-            if (parse_int(optarg, 1, 10000, &v) != 0)
-                return usage_error("--reps wants 1 to 10000, not", optarg);
-            opt->reps = (int)v;
-            break;
-        case 'c': opt->config = optarg; break;
-        case 'v': opt->verbose = 1; break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
-        case ':': return usage_error("option needs a value:", argv[optind - 1]);
-        default: return usage_error("unknown option", argv[optind - 1]);
-        }
+    struct options *opt = area;
+    /* Base 0: the sizes may be given as 0x4000000. */
+    switch (option) {
+    case 'n':
+        return bench_parse_int(arg, 0, 1024, INT64_C(1) << 32, &opt->reduce_n) != 0
+                   ? "--reduce-size wants 1024 to 2^32, not"
+                   : NULL;
+    case 't':
+        return bench_parse_int(arg, 0, 1, 65536, &opt->transpose_n) != 0
+                   ? "--transpose-size wants 1 to 65536, not"
+                   : NULL;
     }
-    if (optind < argc)
-        return usage_error("unexpected argument", argv[optind]);
-    return -1;
+    return NULL;
 }
+
+static const struct option own_options[] = {
+    {"reduce-size", required_argument, NULL, 'n'},
+    {"transpose-size", required_argument, NULL, 't'},
+    {0},
+};
 
 /* ---- one measured row ------------------------------------------------------------------------ */
 
@@ -145,41 +98,32 @@ struct job {
     int64_t axis;
 };
 
-static void report_error(const struct bench *b, const char *what)
-{
-    fprintf(stderr, "clops-bench memory: %s: %s\n", what, b->lib.api->last_error());
-}
-
-static int compare_doubles(const void *x, const void *y)
-{
-    double a = *(const double *)x, c = *(const double *)y;
-    return (a > c) - (a < c);
-}
-
 /* Kernel nanoseconds the pool has recorded for an operator so far. */
 static int64_t device_ns(const struct bench *b, int32_t op_index)
 {
     struct clops_op_stats s = {.struct_size = sizeof s};
-    return b->lib.api->pool_op_stats(b->pool, op_index, &s) == CLOPS_OK ? s.device_ns : 0;
+    return b->session.lib.api->pool_op_stats(b->session.pool, op_index, &s) == CLOPS_OK
+               ? s.device_ns
+               : 0;
 }
 
 /* Median wall ms and mean device ms of R calls; wall NAN when a call fails. */
 static void time_job(struct bench *b, struct job *j, double *wall_ms, double *dev_ms)
 {
-    double *ms = host_xcalloc((size_t)b->opt.reps, sizeof *ms);
+    double *ms = host_xcalloc((size_t)b->session.opt.reps, sizeof *ms);
     int64_t ns0 = device_ns(b, j->op_index);
     int ok = 1;
-    for (int r = 0; r < b->opt.reps && ok; r++) {
+    for (int r = 0; r < b->session.opt.reps && ok; r++) {
         double start = host_now_ms();
         ok = j->run(b, j) == CLOPS_OK;
         ms[r] = host_now_ms() - start;
     }
     if (!ok)
-        report_error(b, j->op);
-    *wall_ms =
-        ok ? (qsort(ms, (size_t)b->opt.reps, sizeof *ms, compare_doubles), ms[b->opt.reps / 2])
-           : NAN;
-    *dev_ms = (double)(device_ns(b, j->op_index) - ns0) / 1e6 / b->opt.reps;
+        bench_report_error(&b->session, j->op);
+    if (ok)
+        bench_sort(ms, b->session.opt.reps);
+    *wall_ms = ok ? ms[b->session.opt.reps / 2] : NAN; /* the upper middle for an even R */
+    *dev_ms = (double)(device_ns(b, j->op_index) - ns0) / 1e6 / b->session.opt.reps;
     free(ms);
 }
 
@@ -191,7 +135,7 @@ static void measure(struct bench *b, struct job *j)
     table_cell(t, "%s", j->what);
     table_cell(t, "%s", host_dtype_name(j->dtype));
     if (j->run(b, j) != CLOPS_OK) {
-        report_error(b, j->op);
+        bench_report_error(&b->session, j->op);
         b->failures++;
         table_cell(t, "FAILED: the call failed");
         return;
@@ -219,11 +163,11 @@ static void measure(struct bench *b, struct job *j)
 
 static struct clops_buffer *device_copy(struct bench *b, const void *host, int64_t bytes)
 {
-    const struct clops_api *api = b->lib.api;
+    const struct clops_api *api = b->session.lib.api;
     struct clops_buffer *buf = NULL;
-    if (api->buffer_create(b->pool, bytes, &buf) != CLOPS_OK ||
+    if (api->buffer_create(b->session.pool, bytes, &buf) != CLOPS_OK ||
         (host != NULL && api->buffer_upload(buf, 0, host, bytes) != CLOPS_OK)) {
-        report_error(b, "device buffer");
+        bench_report_error(&b->session, "device buffer");
         api->buffer_release(buf);
         return NULL;
     }
@@ -246,7 +190,7 @@ static struct clops_tensor device_tensor(struct clops_buffer *buf, int32_t dtype
 
 static int32_t run_reduce(struct bench *b, struct job *j)
 {
-    return b->reduce(b->pool, &j->x, &j->out, j->reduce_op, j->axis);
+    return b->reduce(b->session.pool, &j->x, &j->out, j->reduce_op, j->axis);
 }
 
 /* The reduction of `n` floats from `stride` apart, in compensated long double; the sum of
@@ -299,13 +243,13 @@ static int verify_reduce_whole(struct bench *b, struct job *j)
     double got = 0;
     if (j->reduce_op == OP_ARGMAX) {
         int64_t index = -1;
-        if (b->lib.api->buffer_download(j->out.buffer, 0, &index, 8) != CLOPS_OK)
-            return report_error(b, "download"), -1;
+        if (b->session.lib.api->buffer_download(j->out.buffer, 0, &index, 8) != CLOPS_OK)
+            return bench_report_error(&b->session, "download"), -1;
         got = (double)index;
     } else {
         float v = 0;
-        if (b->lib.api->buffer_download(j->out.buffer, 0, &v, 4) != CLOPS_OK)
-            return report_error(b, "download"), -1;
+        if (b->session.lib.api->buffer_download(j->out.buffer, 0, &v, 4) != CLOPS_OK)
+            return bench_report_error(&b->session, "download"), -1;
         got = v;
     }
     return check_reduced(j, got, j->host_x, j->n, 1, 0);
@@ -317,8 +261,8 @@ static int verify_reduce_axis(struct bench *b, struct job *j)
     int64_t count = j->axis == 1 ? j->rows : j->cols;
     float *out = host_xcalloc((size_t)count, sizeof *out);
     int rc = 0;
-    if (b->lib.api->buffer_download(j->out.buffer, 0, out, count * 4) != CLOPS_OK) {
-        report_error(b, "download");
+    if (b->session.lib.api->buffer_download(j->out.buffer, 0, out, count * 4) != CLOPS_OK) {
+        bench_report_error(&b->session, "download");
         rc = -1;
     }
     const int64_t picks[3] = {0, count / 2, count - 1};
@@ -388,8 +332,8 @@ static void bench_reduce(struct bench *b, int64_t n)
         measure(b, &j);
     }
 done:
-    b->lib.api->buffer_release(out);
-    b->lib.api->buffer_release(x);
+    b->session.lib.api->buffer_release(out);
+    b->session.lib.api->buffer_release(x);
     free(host);
 }
 
@@ -397,7 +341,7 @@ done:
 
 static int32_t run_transpose(struct bench *b, struct job *j)
 {
-    return b->transpose(b->pool, &j->x, &j->out);
+    return b->transpose(b->session.pool, &j->x, &j->out);
 }
 
 /* The whole result, bit for bit: y(j, i) = x(i, j); in place, after an odd number of calls. */
@@ -407,8 +351,8 @@ static int verify_transpose(struct bench *b, struct job *j)
     char *y = host_xmalloc((size_t)(n * n * es));
     const char *x = j->host_x;
     int rc = 0;
-    if (b->lib.api->buffer_download(j->out.buffer, 0, y, n * n * es) != CLOPS_OK) {
-        report_error(b, "download");
+    if (b->session.lib.api->buffer_download(j->out.buffer, 0, y, n * n * es) != CLOPS_OK) {
+        bench_report_error(&b->session, "download");
         rc = -1;
     }
     for (int64_t r = 0; r < n && rc == 0; r++)
@@ -452,8 +396,8 @@ static void bench_transpose(struct bench *b, int32_t dtype, int64_t n, int in_pl
         measure(b, &j);
     }
     if (y != x)
-        b->lib.api->buffer_release(y);
-    b->lib.api->buffer_release(x);
+        b->session.lib.api->buffer_release(y);
+    b->session.lib.api->buffer_release(x);
     free(host);
 }
 
@@ -461,7 +405,7 @@ static void bench_transpose(struct bench *b, int32_t dtype, int64_t n, int in_pl
 
 static int fits(const struct bench *b, double bytes)
 {
-    return bytes < 0.7 * (double)b->device.global_mem_bytes;
+    return bytes < 0.7 * (double)b->session.device.global_mem_bytes;
 }
 
 static void skip_row(struct bench *b, const char *op, const char *why)
@@ -471,42 +415,25 @@ static void skip_row(struct bench *b, const char *op, const char *why)
     table_cell(&b->table, "skipped: %s", why);
 }
 
-static int open_pool(struct bench *b)
+static void print_header(const struct bench *b)
 {
-    const struct clops_api *api = b->lib.api;
-    int32_t status = b->opt.config != NULL ? api->pool_create_from_file(b->opt.config, &b->pool)
-                                           : api->pool_create_default(&b->pool);
-    if (status != CLOPS_OK) {
-        report_error(b, "pool");
-        return status == CLOPS_ERR_CONFIG || status == CLOPS_ERR_IO ? EXIT_CONFIG : EXIT_FAILED;
-    }
-    b->device.struct_size = sizeof b->device;
-    if (api->pool_device_info(b->pool, 0, &b->device) != CLOPS_OK) {
-        report_error(b, "pool_device_info");
-        return EXIT_FAILED;
-    }
-    char memory[32];
-    host_format_bytes(b->device.global_mem_bytes, memory, sizeof memory);
-    printf("clops-bench memory, libclops %s from %s\n", api->version(), b->lib.path);
-    printf("device: %s (%s, driver %s, %d CUs, %s)%s%s\n\n", b->device.name, b->device.platform,
-           b->device.driver_version, b->device.compute_units, memory,
-           b->opt.config != NULL ? ", pool from " : "", b->opt.config != NULL ? b->opt.config : "");
-    return EXIT_OK;
+    bench_print_library(&b->session, "clops-bench memory");
+    bench_print_device(&b->session.device, b->session.opt.config);
 }
 
 static int find_ops(struct bench *b)
 {
-    const struct clops_api *api = b->lib.api;
+    const struct clops_api *api = b->session.lib.api;
     const struct clops_op *reduce = api->op_find("reduce"), *transpose = api->op_find("transpose");
     if (reduce == NULL || transpose == NULL) {
         fprintf(stderr, "clops-bench memory: this libclops has no reduce or transpose operator\n");
-        return EXIT_LOAD;
+        return BENCH_EXIT_LOAD;
     }
     b->reduce = (clops_reduce_fn)reduce->entry;
     b->transpose = (clops_transpose_fn)transpose->entry;
     b->reduce_index = api->op_index(reduce);
     b->transpose_index = api->op_index(transpose);
-    return EXIT_OK;
+    return BENCH_EXIT_OK;
 }
 
 static void run_all(struct bench *b)
@@ -517,7 +444,7 @@ static void run_all(struct bench *b)
         {"device GB/s", TABLE_RIGHT},
     };
     table_init(&b->table, columns, (int)(sizeof columns / sizeof columns[0]));
-    const int gpu = b->device.type == CLOPS_DEVICE_GPU;
+    const int gpu = b->session.device.type == CLOPS_DEVICE_GPU;
     int64_t rn = b->opt.reduce_n > 0 ? b->opt.reduce_n : INT64_C(1) << (gpu ? 26 : 22);
     int64_t tn = b->opt.transpose_n > 0 ? b->opt.transpose_n : gpu ? 8192 : 2048;
     if (fits(b, 4.0 * (double)rn))
@@ -533,28 +460,32 @@ static void run_all(struct bench *b)
     }
     printf("Memory-bound operators, operands on the device; wall = median of %d calls, device =\n"
            "mean kernel time; GB/s = bytes read (reduce) or read + written (transpose) / time.\n\n",
-           b->opt.reps);
+           b->session.opt.reps);
     table_print(&b->table, stdout, 0);
     table_free(&b->table);
 }
 
 int bench_memory_main(int argc, char **argv)
 {
-    /* libclops is never dlclose()d: OpenCL drivers are not safe to unload. */
     static struct bench b;
-    host_program_name = "clops-bench";
-    int code = parse_options(argc, argv, &b.opt);
+    static const struct bench_command_line command_line = {
+        .program = "clops-bench memory",
+        .help = help,
+        .options = own_options,
+        .short_options = "n:t:",
+        .default_reps = 20,
+        .max_reps = 10000,
+        .take = take_option,
+        .area = &b.opt,
+    };
+    int code = bench_start(argc, argv, &command_line, &b.session);
     if (code >= 0)
         return code;
-    char why[8192];
-    if (host_library_load(&b.lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
-        fprintf(stderr, "clops-bench memory: cannot load libclops: %s\n", why);
-        return EXIT_LOAD;
-    }
-    host_library_log_to_stderr(&b.lib, b.opt.verbose);
-    if ((code = find_ops(&b)) != EXIT_OK || (code = open_pool(&b)) != EXIT_OK)
+    if ((code = find_ops(&b)) != BENCH_EXIT_OK ||
+        (code = bench_open_pool(&b.session)) != BENCH_EXIT_OK)
         return code;
+    print_header(&b);
     run_all(&b);
-    b.lib.api->pool_release(b.pool);
-    return b.failures > 0 ? EXIT_FAILED : EXIT_OK;
+    b.session.lib.api->pool_release(b.session.pool);
+    return b.failures > 0 ? BENCH_EXIT_FAILED : BENCH_EXIT_OK;
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "loader.h"
+#include "bench_common.h"
 #include "table.h"
 #include "util.h"
 
@@ -18,7 +18,7 @@ struct tiles {
 };
 
 struct tune {
-    struct host_library lib;
+    struct bench_session session; /* the library; tune makes its own pools */
     clops_gemm_fn gemm;
     int64_t n;
     int reps;
@@ -65,7 +65,7 @@ struct operands {
 static int operands_create(const struct tune *tu, struct clops_pool *pool, int32_t dtype,
                            struct operands *o)
 {
-    const struct clops_api *api = tu->lib.api;
+    const struct clops_api *api = tu->session.lib.api;
     int64_t bytes = tu->n * tu->n * host_dtype_size(dtype);
     struct host_rng rng;
     host_rng_seed(&rng, 42);
@@ -85,9 +85,9 @@ static int operands_create(const struct tune *tu, struct clops_pool *pool, int32
 
 static void operands_release(const struct tune *tu, struct operands *o)
 {
-    tu->lib.api->buffer_release(o->a);
-    tu->lib.api->buffer_release(o->b);
-    tu->lib.api->buffer_release(o->c);
+    tu->session.lib.api->buffer_release(o->a);
+    tu->session.lib.api->buffer_release(o->b);
+    tu->session.lib.api->buffer_release(o->c);
     free(o->ha);
     free(o->hb);
     free(o->hc);
@@ -112,7 +112,7 @@ static double element(const void *m, int32_t dtype, int64_t at)
 static int result_is_right(const struct tune *tu, int32_t dtype, struct operands *o)
 {
     int64_t n = tu->n, bytes = n * n * host_dtype_size(dtype);
-    if (tu->lib.api->buffer_download(o->c, 0, o->hc, bytes) != CLOPS_OK)
+    if (tu->session.lib.api->buffer_download(o->c, 0, o->hc, bytes) != CLOPS_OK)
         return 0;
     const double eps = dtype == CLOPS_F64 ? 1.1e-16 : 6e-8;
     const int64_t rows[] = {0, n / 2, n - 1};
@@ -135,7 +135,7 @@ static int result_is_right(const struct tune *tu, int32_t dtype, struct operands
 /* The median time of tu->reps calls in ms, or a negative value when the set fails. */
 static double time_set(const struct tune *tu, const struct tiles *t, int32_t dtype)
 {
-    const struct clops_api *api = tu->lib.api;
+    const struct clops_api *api = tu->session.lib.api;
     char options[256], config[1024];
     tiles_options(t, options, sizeof options);
     snprintf(config, sizeof config, "%s\noperators = { gemm = { build_options = \"%s\"; }; };",
@@ -155,13 +155,8 @@ static double time_set(const struct tune *tu, const struct tiles *t, int32_t dty
                 break;
             times[done] = host_now_ms() - start;
         }
-        for (int i = 1; i < done; i++) /* insertion sort: a handful of values */
-            for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-                double x = times[j];
-                times[j] = times[j - 1];
-                times[j - 1] = x;
-            }
-        median = done == reps ? times[reps / 2] : -1;
+        bench_sort(times, done);
+        median = done == reps ? times[reps / 2] : -1; /* the upper middle for an even R */
     }
     operands_release(tu, &o);
     api->pool_release(pool);
@@ -199,30 +194,28 @@ static int parse(int argc, char **argv, struct tune *tu)
         else if (c == 't')
             tu->base_config = optarg;
         else if (c == 'h')
-            return usage(stdout, 0);
+            return usage(stdout, BENCH_EXIT_OK);
         else
-            return usage(stderr, 2);
+            return usage(stderr, BENCH_EXIT_USAGE);
     }
     if (tu->n < 1 || tu->reps < 1 || optind < argc)
-        return usage(stderr, 2);
+        return usage(stderr, BENCH_EXIT_USAGE);
     return -1;
 }
 
 int bench_tune_main(int argc, char **argv)
 {
-    static struct tune tu = {.n = 4096, .reps = 3, .base_config = ""};
+    static struct tune tu = {
+        .session.program = "clops-bench tune", .n = 4096, .reps = 3, .base_config = ""};
     host_program_name = "clops-bench tune";
     int code = parse(argc, argv, &tu);
     if (code >= 0)
         return code;
-    char why[8192];
-    if (host_library_load(&tu.lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
-        fprintf(stderr, "clops-bench tune: cannot load libclops: %s\n", why);
-        return 3;
-    }
-    const struct clops_op *op = tu.lib.api->op_find("gemm");
+    if ((code = bench_load_library(&tu.session)) != BENCH_EXIT_OK)
+        return code;
+    const struct clops_op *op = tu.session.lib.api->op_find("gemm");
     if (op == NULL)
-        return 3;
+        return BENCH_EXIT_LOAD;
     tu.gemm = (clops_gemm_fn)op->entry;
     static const struct table_column columns[] = {
         {"dtype", 0}, {"tiles", 0}, {"ms", 1}, {"TFLOP/s", 1}};
@@ -263,5 +256,5 @@ int bench_tune_main(int argc, char **argv)
         if (best_ms[d] >= 0)
             printf("  %s: {%d, %d, %d, %d, %d, %d}\n", host_dtype_name(dtypes[d]), best[d].tile_m,
                    best[d].tile_n, best[d].tile_k, best[d].wpt_m, best[d].wpt_n, best[d].vw);
-    return best_ms[0] >= 0 || best_ms[1] >= 0 ? 0 : 1;
+    return best_ms[0] >= 0 || best_ms[1] >= 0 ? BENCH_EXIT_OK : BENCH_EXIT_FAILED;
 }
