@@ -128,8 +128,8 @@ END_TEST
 
 /* Block sizes from the pool's configuration, awkward ones included (1, wider than the matrix,
  * not dividing it, inner panel as wide as the outer): LAPACK's pivots and a small ratio. Also
- * the panel kernels: the per-column one with chunks of 5 rows, and the resident one (the GPUs'
- * default) with one work-group, as a CPU device's may run one after another. */
+ * both panel kernels: the per-column one (the resident one off) with chunks of 5 rows, and the
+ * resident one with one work-group (a CPU device's default; GPUs run one per compute unit). */
 START_TEST(test_lu_configured_block_sizes_keep_lapack_pivots)
 {
     static const char *const options[] = {
