@@ -114,9 +114,8 @@ static void group_best(__local REAL *best_v, __local int *best_i)
  * trailing panel (rows x (nb - k) elements, read and written, in the L2 cache of a GPU) and one
  * strided pass down column k; part_v/part_i hold one candidate per work-group. */
 __kernel void lu_panel_column(__global REAL *a, long off, long ld, int rows, int nb, int row0,
-                              __global int *ipiv, int info_at, int pivoting,
-                              __global REAL *part_v, __global int *part_i,
-                              __global volatile int *count, int k)
+                              __global int *ipiv, int info_at, int pivoting, __global REAL *part_v,
+                              __global int *part_i, __global volatile int *count, int k)
 {
     __local REAL best_v[PANEL_WG];
     __local int best_i[PANEL_WG];
@@ -265,9 +264,8 @@ static void grid_sync(volatile __global int *arrived, int target)
  * host launches at most one group per compute unit, on GPUs): otherwise it would deadlock.
  * Memory traffic: the panel read and written once; per column, a candidate row per group. */
 __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, int nb, int row0,
-                                __global int *ipiv, int info_at, int pivoting,
-                                __global REAL *xv, __global int *xi,
-                                volatile __global int *arrived, int arrived_base,
+                                __global int *ipiv, int info_at, int pivoting, __global REAL *xv,
+                                __global int *xi, volatile __global int *arrived, int arrived_base,
                                 __global REAL *xrow)
 {
     __local REAL tile[RESIDENT_ROWS * RESIDENT_NB];
@@ -319,7 +317,8 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
         group_best(best_v, best_i);
         piv = best_i[0];
         const volatile __global REAL *slots = row_slots;
-        const volatile __global REAL *winner = slots + (piv == k ? groups : piv / chunk) * RESIDENT_NB;
+        const volatile __global REAL *winner =
+            slots + (piv == k ? groups : piv / chunk) * RESIDENT_NB;
         for (int c = lid; c < nb; c += PANEL_WG) {
             urow[c] = winner[c];
             oldk[c] = slots[groups * RESIDENT_NB + c];

@@ -33,8 +33,8 @@ struct pixel {
 };
 
 /* Which pixel work-item `gid` owns, or 0 when it owns none. In 32-bit integers (a GPU divides
- * 64-bit ones in software): the host keeps every launch under 2^31 work-items. Runs of BLOCK_W x BLOCK_H
- * work-items (a GPU's 32-wide warp) take a BLOCK_W x BLOCK_H block of a tile rather than a
+ * 64-bit ones in software): the host keeps every launch under 2^31 work-items. Runs of BLOCK_W x
+ * BLOCK_H work-items (a GPU's 32-wide warp) take a BLOCK_W x BLOCK_H block of a tile rather than a
  * 32 x 1 strip of a row: pixels of a compact block escape after more similar iteration counts,
  * so a warp waits less for its slowest pixel. Tiles or bands the blocks do not divide fall back
  * to rows. */
@@ -188,8 +188,8 @@ __kernel void mandelbrot(const REAL center_x, const REAL center_y, const REAL px
         y = y_next;
         n++;
     }
-    store_pixel(&p, T, n, max_iterations, iters, it_compact, it_off, it_s0, it_s1, img,
-                img_compact, img_off, img_s0, img_s1, img_s2);
+    store_pixel(&p, T, n, max_iterations, iters, it_compact, it_off, it_s0, it_s1, img, img_compact,
+                img_off, img_s0, img_s1, img_s2);
 }
 
 /* Places tiles rendered elsewhere (uploaded compact, as `mandelbrot` writes them with compact =
