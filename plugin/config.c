@@ -373,6 +373,7 @@ static const struct field top_fields[] = {
     {"devices", parse_devices, 0, 0, 0, 0},
     {"cpu_fallback", parse_bool, offsetof(struct pool_config, cpu_fallback), 0, 0, 0},
     {"profiling", parse_bool, offsetof(struct pool_config, profiling), 0, 0, 0},
+    {"kernel_times", parse_bool, offsetof(struct pool_config, kernel_times), 0, 0, 0},
     {"build_options", parse_string, offsetof(struct pool_config, build_options),
      MEMBER_SIZE(struct pool_config, build_options), 0, 0},
     {"cache", parse_cache, 0, 0, 0, 0},

@@ -27,11 +27,12 @@ struct config_op {
 struct pool_config {
     char source[CONFIG_PATH_MAX]; /* file name, or "<string>", for messages */
     struct config_device devices[CONFIG_MAX_DEVICES];
-    int32_t device_count;         /* 0 = defaults: first GPU, else the first CPU device */
-    int32_t cpu_fallback;         /* 1: when no listed device is found, use a CPU device */
-    int32_t profiling;            /* 1: queues record profiling events (device time in stats) */
-    char build_options[512];      /* for every kernel build, before per-operator options */
-    int32_t cache_enabled;        /* program binary cache on disk; default 1 */
+    int32_t device_count;             /* 0 = defaults: first GPU, else the first CPU device */
+    int32_t cpu_fallback;             /* 1: when no listed device is found, use a CPU device */
+    int32_t profiling;                /* 1: queues record profiling events (device time in stats) */
+    int32_t kernel_times;             /* 1: each call logs its device time per kernel (info) */
+    char build_options[512];          /* for every kernel build, before per-operator options */
+    int32_t cache_enabled;            /* program binary cache on disk; default 1 */
     char cache_dir[CONFIG_PATH_MAX];  /* "" = $XDG_CACHE_HOME/clops, else ~/.cache/clops */
     char kernel_dir[CONFIG_PATH_MAX]; /* "" = embedded kernels; else read <dir>/<name>.cl */
     struct config_op ops[CONFIG_MAX_OPS];

@@ -166,6 +166,59 @@ START_TEST(test_lu_configured_block_sizes_keep_lapack_pivots)
 }
 END_TEST
 
+/* The log lines of kernel_times: "lu: kernel NAME: N launches, T ms". */
+struct kernel_lines {
+    int lines, panel_launches, gemm_launches;
+    double ms;
+};
+
+static void collect_kernel_lines(int32_t level, const char *message, void *user)
+{
+    struct kernel_lines *k = user;
+    char name[64];
+    int launches = 0;
+    double ms = -1;
+    if (level != CLOPS_LOG_INFO ||
+        sscanf(message, "lu: kernel %63[^:]: %d launches, %lf ms", name, &launches, &ms) != 3)
+        return;
+    k->lines++;
+    k->ms += ms;
+    if (strcmp(name, "lu_panel_resident") == 0)
+        k->panel_launches += launches;
+    if (strcmp(name, "gemm") == 0)
+        k->gemm_launches += launches;
+}
+
+/* kernel_times = true: each call logs its kernels' device time by name, here one launch of the
+ * resident panel kernel per panel of a 100 x 100 matrix: 13 on a CPU device (PANEL_NB 8), 2 on
+ * a GPU (PANEL_NB 64); without it, nothing. */
+START_TEST(test_lu_kernel_times_are_logged_by_kernel)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_from_string("kernel_times = true;", &pool), CLOPS_OK);
+    tu_seed(400);
+    struct tmat a = tmat_new(CLOPS_F32, 100, 100, 0, 0, 0);
+    tmat_fill_kind(&a, KIND_RANDOM);
+    int32_t ipiv[100], info = -1;
+    struct kernel_lines with = {0}, without = {0};
+    api->set_log_callback(collect_kernel_lines, &with, CLOPS_LOG_INFO);
+    struct tmat f = factor_with(pool, &a, ipiv, &info, 0);
+    api->set_log_callback(collect_kernel_lines, &without, CLOPS_LOG_INFO);
+    struct tmat g = factor(&a, ipiv, &info, 0);
+    api->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
+    ck_assert_int_ge(with.lines, 3); /* the panel, gemm, and the swaps or inverses */
+    struct clops_device_info dev = {.struct_size = sizeof dev};
+    ck_assert_int_eq(api->pool_device_info(pool, 0, &dev), CLOPS_OK);
+    ck_assert_int_eq(with.panel_launches, dev.type == CLOPS_DEVICE_GPU ? 2 : 13);
+    ck_assert_int_gt(with.gemm_launches, 0);
+    ck_assert(with.ms >= 0);
+    ck_assert_int_eq(without.lines, 0);
+    free(a.data), free(f.data), free(g.data);
+    api->pool_release(pool);
+}
+END_TEST
+
 /* Exactly singular matrices: info names the first zero U(k,k), as LAPACK's; the factorization
  * still completes. Case 0: column 20 of 40 zero; 1: all zero; 2: [[1,2],[2,4]]; 3: the last of
  * 70 columns zero (past the first block); 4: a 50x30 with column 5 zero. */
@@ -408,6 +461,7 @@ int main(void)
                         2 * SHAPE_COUNT * KIND_COUNT);
     tcase_add_loop_test(tc, test_lu_pivots_match_lapack, 0, 2 * SHAPE_COUNT);
     tcase_add_loop_test(tc, test_lu_configured_block_sizes_keep_lapack_pivots, 0, 8);
+    tcase_add_test(tc, test_lu_kernel_times_are_logged_by_kernel);
     tcase_add_loop_test(tc, test_lu_singular_matrix_gives_lapack_info, 0, 10);
     tcase_add_loop_test(tc, test_lu_exchange_matrix_needs_one_interchange, 0, 2);
     tcase_add_loop_test(tc, test_lu_without_pivoting_factors_diagonally_dominant, 0, 2);
