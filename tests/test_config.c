@@ -241,7 +241,7 @@ START_TEST(test_unknown_top_level_key_lists_the_expected_keys)
 {
     expect_config_error("profiling = true;\n\nprofilling = false;\n", 3,
                         "unknown key 'profilling' (expected one of devices, cpu_fallback, "
-                        "profiling, build_options, cache, kernel_dir, operators)");
+                        "profiling, kernel_times, build_options, cache, kernel_dir, operators)");
 }
 END_TEST
 
