@@ -536,6 +536,29 @@ static int32_t setup_staging(struct worker *w, int o)
     return status;
 }
 
+/* How many of the `left` tiles still in the list the worker takes, before max_chunk. Without
+ * stealing (one side, or a fixed split) 1/workers of its side: one launch per device where
+ * max_chunk allows (H100, 4096^2 f32: 1.38 ms in one launch, 2.02 ms in two on two queues).
+ * With stealing, a side's share by the speeds seen so far: both sides started together, so the
+ * tiles each has delivered are its speed; the other side is counted one tile ahead per worker
+ * (the tiles it is on), so a side that has delivered nothing yet still gets a part. Before its
+ * own first delivery a side takes 1/(2 workers) of what is left (guided), so that one device's
+ * first chunk cannot leave the others waiting. A GPU 150 times faster than the CPU thus takes
+ * half the image, then nearly all the rest in its second launch, where halving chunks took
+ * six (deep zoom, H100 + PoCL). */
+static int32_t chunk_share(const struct worker *w, int32_t left)
+{
+    const struct mandel_call *c = w->call;
+    const int32_t workers = c->side_workers[w->side];
+    if (!c->stealing)
+        return (left + workers - 1) / workers;
+    const int64_t own = atomic_load(&c->side_done[w->side]);
+    if (own == 0)
+        return (left + 2 * workers - 1) / (2 * workers);
+    const int64_t other = atomic_load(&c->side_done[1 - w->side]) + c->side_workers[1 - w->side];
+    return (int32_t)ceil((double)left * (double)own / (double)(own + other) / workers);
+}
+
 /* Everything a worker needs, made before any thread starts. */
 static int32_t worker_setup(struct mandel_call *c, struct worker *w, struct pool_device *dev,
                             int32_t list, int32_t side)
@@ -550,10 +573,8 @@ static int32_t worker_setup(struct mandel_call *c, struct worker *w, struct pool
                                                        : GPU_ALONE_LAUNCH_ITEMS;
     int64_t chunk = items / ((int64_t)p->tile * p->tile);
     if (!c->stealing) { /* no larger than take_chunk's first: staging buffers have this size */
-        const int64_t len = c->lists.list[p->dynamic ? 0 : side].len;
-        const int64_t workers = c->side_workers[side];
-        if (chunk > (len + workers - 1) / workers)
-            chunk = (len + workers - 1) / workers;
+        const int32_t first = chunk_share(w, c->lists.list[list].len);
+        chunk = chunk < first ? chunk : first;
     }
     w->max_chunk = clamp32(chunk, 1, CHUNK_MAX);
     const int may_compact = w->steals || w->in_bands;
@@ -593,29 +614,6 @@ static void worker_release(struct worker *w)
 }
 
 /* ---- Taking tiles ---------------------------------------------------------------------------- */
-
-/* How many of the `left` tiles still in the list the worker takes, before max_chunk. Without
- * stealing (one side, or a fixed split) 1/workers of its side: one launch per device where
- * max_chunk allows (H100, 4096^2 f32: 1.38 ms in one launch, 2.02 ms in two on two queues).
- * With stealing, a side's share by the speeds seen so far: both sides started together, so the
- * tiles each has delivered are its speed; the other side is counted one tile ahead per worker
- * (the tiles it is on), so a side that has delivered nothing yet still gets a part. Before its
- * own first delivery a side takes 1/(2 workers) of what is left (guided), so that one device's
- * first chunk cannot leave the others waiting. A GPU 150 times faster than the CPU thus takes
- * half the image, then nearly all the rest in its second launch, where halving chunks took
- * six (deep zoom, H100 + PoCL). */
-static int32_t chunk_share(const struct worker *w, int32_t left)
-{
-    const struct mandel_call *c = w->call;
-    const int32_t workers = c->side_workers[w->side];
-    if (!c->stealing)
-        return (left + workers - 1) / workers;
-    const int64_t own = atomic_load(&c->side_done[w->side]);
-    if (own == 0)
-        return (left + 2 * workers - 1) / (2 * workers);
-    const int64_t other = atomic_load(&c->side_done[1 - w->side]) + c->side_workers[1 - w->side];
-    return (int32_t)ceil((double)left * (double)own / (double)(own + other) / workers);
-}
 
 /* Takes the next chunk of the worker's list into chunk_ids, from the front (GPU side) or the
  * back (CPU side), of chunk_share tiles; returns its length, 0 when the list is done. */
@@ -875,10 +873,11 @@ static int32_t plan_workers(struct mandel_call *c, struct pool_device **devs, in
     for (int32_t d = 0; d < pool->device_count; d++) {
         struct pool_device *dev = &pool->devices[d];
         const int32_t queues = c->stealing ? dev->queue_count : 1;
+        const int32_t side = device_side(pool, d);
         for (int32_t q = 0; taking_part[d] && q < queues && c->worker_count < WORKERS_MAX; q++) {
             devs[c->worker_count] = dev;
-            sides[c->worker_count++] = device_side(pool, d);
-            c->side_workers[device_side(pool, d)]++;
+            sides[c->worker_count++] = side;
+            c->side_workers[side]++;
         }
     }
     return CLOPS_OK;
