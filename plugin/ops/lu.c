@@ -555,25 +555,31 @@ static int32_t apply_inverse(struct lu_ctx *ctx, int64_t n, const struct lu_matr
 
 /* The panel steps' scratch: one pivot candidate per work-group, and the count of finished
  * groups, which starts at 0 and which the last group of each step resets. */
+/* *counter (a device int, made when NULL) = 0, in queue order. */
+static int32_t clear_counter(struct lu_ctx *ctx, cl_mem *counter)
+{
+    int64_t bytes = *counter != NULL ? 4 : 0;
+    int32_t status = ensure_buffer(ctx, counter, &bytes, 4);
+    if (status != CLOPS_OK)
+        return status;
+    const cl_int zero = 0;
+    cl_int rc = clEnqueueFillBuffer(ctx->queue, *counter, &zero, sizeof zero, 0, sizeof zero, 0,
+                                    NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clearing a panel kernel's counter failed", ctx->op);
+    return CLOPS_OK;
+}
+
 static int32_t ensure_panel_scratch(struct lu_ctx *ctx)
 {
     if (ctx->count_mem != NULL)
         return CLOPS_OK;
-    int64_t v_bytes = 0, i_bytes = 0, c_bytes = 0;
+    int64_t v_bytes = 0, i_bytes = 0;
     int32_t status =
         ensure_buffer(ctx, &ctx->part_v_mem, &v_bytes, panel_groups_max * ctx->elem_size);
     if (status == CLOPS_OK)
         status = ensure_buffer(ctx, &ctx->part_i_mem, &i_bytes, panel_groups_max * 4);
-    if (status == CLOPS_OK)
-        status = ensure_buffer(ctx, &ctx->count_mem, &c_bytes, 4);
-    if (status != CLOPS_OK)
-        return status;
-    const cl_int zero = 0;
-    cl_int rc = clEnqueueFillBuffer(ctx->queue, ctx->count_mem, &zero, sizeof zero, 0, sizeof zero,
-                                    0, NULL, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clearing the panel's counter failed", ctx->op);
-    return CLOPS_OK;
+    return status == CLOPS_OK ? clear_counter(ctx, &ctx->count_mem) : status;
 }
 
 /* The resident kernel's scratch: the candidate rows (two sets, by parity) and its arrival
@@ -582,22 +588,13 @@ static int32_t ensure_resident_scratch(struct lu_ctx *ctx)
 {
     if (ctx->arrived_mem != NULL)
         return CLOPS_OK;
-    int64_t r_bytes = 0, a_bytes = 0;
+    int64_t r_bytes = 0;
     int32_t status = ensure_panel_scratch(ctx);
     if (status == CLOPS_OK)
         status = ensure_buffer(ctx, &ctx->xrow_mem, &r_bytes,
                                2 * (ctx->resident_groups + 1) * ctx->panel_nb * ctx->elem_size);
-    if (status == CLOPS_OK)
-        status = ensure_buffer(ctx, &ctx->arrived_mem, &a_bytes, 4);
-    if (status != CLOPS_OK)
-        return status;
-    const cl_int zero = 0;
     ctx->arrivals = 0;
-    cl_int rc = clEnqueueFillBuffer(ctx->queue, ctx->arrived_mem, &zero, sizeof zero, 0,
-                                    sizeof zero, 0, NULL, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clearing the panel's arrival counter failed", ctx->op);
-    return CLOPS_OK;
+    return status == CLOPS_OK ? clear_counter(ctx, &ctx->arrived_mem) : status;
 }
 
 /* The arguments both panel kernels start with (kernels/lu.cl): the rows x jb panel at (j, j),
@@ -637,9 +634,8 @@ static int32_t factor_panel_resident(struct lu_ctx *ctx, const struct lu_matrix 
     /* The counter is a 32-bit int: start it over (a fill, ordered by the queue) before it
      * could wrap. */
     if (ctx->arrivals + jb * groups > INT32_MAX / 2) {
-        clReleaseMemObject(ctx->arrived_mem);
-        ctx->arrived_mem = NULL;
-        status = ensure_resident_scratch(ctx);
+        ctx->arrivals = 0;
+        status = clear_counter(ctx, &ctx->arrived_mem);
         if (status != CLOPS_OK)
             return status;
     }
