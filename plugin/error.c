@@ -1,47 +1,42 @@
 /* error.c — thread-local error messages, status and OpenCL error names, the log callback. */
 #include "error.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <threads.h>
 
 /* Build logs can be long; the message keeps the first part, which holds the first errors. */
 enum { ERR_MESSAGE_MAX = 16384 };
 
 static _Thread_local char last_message[ERR_MESSAGE_MAX];
 
-static mtx_t log_lock;
-static once_flag log_once = ONCE_FLAG_INIT;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static clops_log_fn log_fn;
 static void *log_user;
 static atomic_int log_max_level = CLOPS_LOG_WARNING;
 
-static void log_init(void) { mtx_init(&log_lock, mtx_plain); }
-
 void log_set_callback(clops_log_fn fn, void *user, int32_t max_level)
 {
-    call_once(&log_once, log_init);
-    mtx_lock(&log_lock);
+    pthread_mutex_lock(&log_lock);
     log_fn = fn;
     log_user = user;
     atomic_store(&log_max_level, max_level);
-    mtx_unlock(&log_lock);
+    pthread_mutex_unlock(&log_lock);
 }
 
 static void log_vmsg(int32_t level, const char *fmt, va_list ap)
 {
     if (level > atomic_load(&log_max_level))
         return;
-    call_once(&log_once, log_init);
     char text[2048];
     vsnprintf(text, sizeof text, fmt, ap);
     /* The lock keeps a callback from being swapped out while it runs. */
-    mtx_lock(&log_lock);
+    pthread_mutex_lock(&log_lock);
     if (log_fn != NULL)
         log_fn(level, text, log_user);
-    mtx_unlock(&log_lock);
+    pthread_mutex_unlock(&log_lock);
 }
 
 void log_msg(int32_t level, const char *fmt, ...)

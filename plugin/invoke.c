@@ -5,10 +5,10 @@
 
 #include <errno.h>
 #include <ffi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <threads.h>
 
 #include "error.h"
 #include "registry.h"
@@ -21,13 +21,12 @@ struct op_cif {
     int32_t ready; /* 1 prepared, -1 failed */
 };
 
-static mtx_t cif_lock;
-static once_flag cif_once = ONCE_FLAG_INIT;
+static pthread_mutex_t cif_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t cif_once = PTHREAD_ONCE_INIT;
 static struct op_cif *cifs;
 
 static void cif_init(void)
 {
-    mtx_init(&cif_lock, mtx_plain);
     cifs = calloc((size_t)registry_count(), sizeof *cifs);
 }
 
@@ -44,10 +43,10 @@ static ffi_type *ffi_type_of(int32_t kind)
 /* The operator's prepared call interface: (pool, params...) -> int32_t. */
 static int32_t get_cif(const struct clops_op *op, int32_t index, ffi_cif **out)
 {
-    call_once(&cif_once, cif_init);
+    pthread_once(&cif_once, cif_init);
     if (cifs == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "invoke: out of host memory");
-    mtx_lock(&cif_lock);
+    pthread_mutex_lock(&cif_lock);
     struct op_cif *c = &cifs[index];
     if (c->ready == 0) {
         c->types[0] = &ffi_type_pointer;
@@ -58,7 +57,7 @@ static int32_t get_cif(const struct clops_op *op, int32_t index, ffi_cif **out)
         c->ready = s == FFI_OK ? 1 : -1;
     }
     int32_t ready = c->ready;
-    mtx_unlock(&cif_lock);
+    pthread_mutex_unlock(&cif_lock);
     if (ready != 1)
         return err_set(CLOPS_ERR_INTERNAL, "invoke: ffi_prep_cif failed for operator '%s'",
                        op->name);

@@ -306,9 +306,9 @@ int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
     if (pool == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
     pool->cfg = *cfg;
-    if (mtx_init(&pool->programs_lock, mtx_plain) != thrd_success) {
+    if (pthread_mutex_init(&pool->programs_lock, NULL) != 0) {
         free(pool);
-        return err_set(CLOPS_ERR_INTERNAL, "pool: mtx_init failed");
+        return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
     }
     pool->op_counters = calloc((size_t)registry_count(), sizeof *pool->op_counters);
     struct candidate *list = NULL;
@@ -358,7 +358,7 @@ void pool_release(struct clops_pool *pool)
         close_device(&pool->devices[i]);
     free(pool->devices);
     free(pool->op_counters);
-    mtx_destroy(&pool->programs_lock);
+    pthread_mutex_destroy(&pool->programs_lock);
     free(pool);
 }
 
@@ -529,7 +529,7 @@ int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: build options are too long (%d bytes)",
                        op_name, n);
     int32_t status = CLOPS_OK;
-    mtx_lock(&pool->programs_lock);
+    pthread_mutex_lock(&pool->programs_lock);
     struct pool_program *p = pool->programs;
     while (p != NULL && !(p->dev == dev && strcmp(p->source_name, source_name) == 0 &&
                           strcmp(p->options, full) == 0))
@@ -561,7 +561,7 @@ int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const
     }
     if (p != NULL)
         *out = p->program;
-    mtx_unlock(&pool->programs_lock);
+    pthread_mutex_unlock(&pool->programs_lock);
     return status;
 }
 

@@ -4,9 +4,9 @@
 #ifndef CLOPS_POOL_H
 #define CLOPS_POOL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <threads.h>
 
 #include "cache.h"
 #include "config.h"
@@ -38,7 +38,7 @@ struct clops_pool {
     struct program_cache cache;
     struct pool_device *devices;
     int32_t device_count;
-    mtx_t programs_lock;
+    pthread_mutex_t programs_lock;
     struct pool_program *programs;
     atomic_llong programs_built, programs_loaded, cache_rejected;
     atomic_llong calls, bytes_uploaded, bytes_downloaded;

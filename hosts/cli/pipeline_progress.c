@@ -3,9 +3,10 @@
  * counts are recorded when the call ends), so on a terminal a timer thread redraws the elapsed
  * time: a bar against the best earlier run of the step when it is repeated, else a spinner. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <threads.h>
+#include <time.h>
 
 #include "pipeline.h"
 #include "util.h"
@@ -17,13 +18,13 @@ struct progress {
     int index, count;
     const char *op;
     double start_ms;
-    mtx_t lock; /* guards the members below and the terminal line */
-    cnd_t wake;
+    pthread_mutex_t lock; /* guards the members below and the terminal line */
+    pthread_cond_t wake;
     int stop;
     int run, runs;
     double run_start_ms, best_ms;
     int ticks;
-    thrd_t thread;
+    pthread_t thread;
     int threaded;
 };
 
@@ -48,21 +49,21 @@ static void draw(struct progress *p)
     p->ticks++;
 }
 
-static int redraw_loop(void *arg)
+static void *redraw_loop(void *arg)
 {
     struct progress *p = arg;
-    mtx_lock(&p->lock);
+    pthread_mutex_lock(&p->lock);
     while (!p->stop) {
         draw(p);
         struct timespec until;
-        timespec_get(&until, TIME_UTC);
+        clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += REDRAW_MS * 1000000L;
         until.tv_sec += until.tv_nsec / 1000000000L;
         until.tv_nsec %= 1000000000L;
-        cnd_timedwait(&p->wake, &p->lock, &until);
+        pthread_cond_timedwait(&p->wake, &p->lock, &until);
     }
-    mtx_unlock(&p->lock);
-    return 0;
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
 }
 
 struct progress *progress_start(int tty, int index, int count, const char *op)
@@ -75,14 +76,14 @@ struct progress *progress_start(int tty, int index, int count, const char *op)
     p->start_ms = p->run_start_ms = host_now_ms();
     p->best_ms = INFINITY;
     p->runs = 1;
-    if (tty && mtx_init(&p->lock, mtx_plain) == thrd_success) {
-        if (cnd_init(&p->wake) != thrd_success)
-            mtx_destroy(&p->lock);
-        else if (thrd_create(&p->thread, redraw_loop, p) == thrd_success)
+    if (tty && pthread_mutex_init(&p->lock, NULL) == 0) {
+        if (pthread_cond_init(&p->wake, NULL) != 0)
+            pthread_mutex_destroy(&p->lock);
+        else if (pthread_create(&p->thread, NULL, redraw_loop, p) == 0)
             p->threaded = 1;
         else {
-            cnd_destroy(&p->wake);
-            mtx_destroy(&p->lock);
+            pthread_cond_destroy(&p->wake);
+            pthread_mutex_destroy(&p->lock);
         }
     }
     return p;
@@ -93,13 +94,13 @@ void progress_run(struct progress *p, int run, int runs, double best_ms)
     if (p == NULL)
         return;
     if (p->threaded)
-        mtx_lock(&p->lock);
+        pthread_mutex_lock(&p->lock);
     p->run = run;
     p->runs = runs;
     p->best_ms = best_ms;
     p->run_start_ms = host_now_ms();
     if (p->threaded)
-        mtx_unlock(&p->lock);
+        pthread_mutex_unlock(&p->lock);
 }
 
 void progress_finish(struct progress *p, double total_ms, int ok)
@@ -107,13 +108,13 @@ void progress_finish(struct progress *p, double total_ms, int ok)
     if (p == NULL)
         return;
     if (p->threaded) {
-        mtx_lock(&p->lock);
+        pthread_mutex_lock(&p->lock);
         p->stop = 1;
-        cnd_signal(&p->wake);
-        mtx_unlock(&p->lock);
-        thrd_join(p->thread, NULL);
-        cnd_destroy(&p->wake);
-        mtx_destroy(&p->lock);
+        pthread_cond_signal(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->thread, NULL);
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->lock);
     }
     fprintf(stderr, "%sstep %d/%d %s ... %s in %.1f ms\n", p->tty ? "\r\033[K" : "", p->index + 1,
             p->count, p->op, ok ? "done" : "FAILED", total_ms);

@@ -2,11 +2,11 @@
  * Mandelbrot set, cut into tiles that the pool's devices (GPUs and the CPU) share. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <threads.h>
 #include <time.h>
 
 #include "pool.h"
@@ -805,9 +805,8 @@ static int64_t now_ns(void)
 /* A worker's thread: chunks until its list is done (and nothing is left to steal) or another
  * worker failed. The error message is thread-local, so a failure's text is copied for the
  * calling thread to report. */
-static int worker_main(void *arg)
+static void worker_main(struct worker *w)
 {
-    struct worker *w = arg;
     while (!atomic_load(&w->call->failed)) {
         int stolen = 0;
         int32_t n = take_chunk(w), delivered = 0;
@@ -829,7 +828,12 @@ static int worker_main(void *arg)
             break;
         }
     }
-    return 0;
+}
+
+static void *worker_thread(void *arg)
+{
+    worker_main(arg);
+    return NULL;
 }
 
 /* ---- The whole call -------------------------------------------------------------------------- */
@@ -886,10 +890,10 @@ static int32_t plan_workers(struct mandel_call *c, struct pool_device **devs, in
 /* Runs workers 1.. on threads of their own and worker 0 on the calling one; joins them. */
 static int32_t run_workers(struct worker *workers, int32_t count)
 {
-    thrd_t threads[WORKERS_MAX];
+    pthread_t threads[WORKERS_MAX];
     int32_t started = 1, status = CLOPS_OK;
     for (; started < count; started++)
-        if (thrd_create(&threads[started], worker_main, &workers[started]) != thrd_success) {
+        if (pthread_create(&threads[started], NULL, worker_thread, &workers[started]) != 0) {
             status =
                 err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: cannot start a worker thread", op_name);
             atomic_store(&workers[0].call->failed, 1);
@@ -898,7 +902,7 @@ static int32_t run_workers(struct worker *workers, int32_t count)
     if (status == CLOPS_OK)
         worker_main(&workers[0]);
     for (int32_t i = 1; i < started; i++)
-        thrd_join(threads[i], NULL);
+        pthread_join(threads[i], NULL);
     for (int32_t i = 0; i < count && status == CLOPS_OK; i++)
         if (workers[i].status != CLOPS_OK)
             status = err_set(workers[i].status, "%s", workers[i].message);
