@@ -246,12 +246,54 @@ static enum cache_result read_entry(FILE *f, uint64_t file_size, const char *key
 }
 
 /* Removes a corrupt entry, unless another process has meanwhile renamed a fresh entry onto the
- * same name: that one is not ours to delete. */
-static void remove_entry(const char *path, const struct stat *read_st)
+ * same name: that one is not ours to delete. Returns 0 or an errno value. */
+static int remove_entry(const char *path, const struct stat *read_st)
 {
     struct stat now;
-    if (stat(path, &now) == 0 && now.st_dev == read_st->st_dev && now.st_ino == read_st->st_ino)
-        unlink(path);
+    if (lstat(path, &now) != 0 || now.st_dev != read_st->st_dev || now.st_ino != read_st->st_ino)
+        return 0;
+    return unlink(path) == 0 ? 0 : errno;
+}
+
+/* "a FIFO", "a directory", ...: what a non-regular file at an entry's path is, for messages. */
+static const char *file_type_name(mode_t mode)
+{
+    return S_ISFIFO(mode)   ? "a FIFO"
+           : S_ISDIR(mode)  ? "a directory"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
+/* Opens the entry at `path` for reading, or returns NULL (a miss) with the reason logged.
+ * The type is checked on the opened descriptor, not on the name: opening a FIFO without
+ * O_NONBLOCK waits for a writer that never comes, and a check of the name before the open
+ * races with whatever replaces the file. Entries are only ever made by rename, so a symbolic
+ * link is refused as well. */
+static FILE *open_entry(const char *path, struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            log_msg(CLOPS_LOG_WARNING, "cache: '%s' is a symbolic link; ignored", path);
+        else if (errno != ENOENT)
+            log_msg(CLOPS_LOG_WARNING, "cache: cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        log_msg(CLOPS_LOG_WARNING, "cache: '%s' is %s; ignored", path, file_type_name(st->st_mode));
+        close(fd);
+        return NULL;
+    }
+    /* Blocking reads again, as any regular file gives. */
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (f == NULL) {
+        log_msg(CLOPS_LOG_WARNING, "cache: cannot read '%s': %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
 }
 
 enum cache_result cache_load(const struct program_cache *cache, const char *key,
@@ -262,24 +304,20 @@ enum cache_result cache_load(const struct program_cache *cache, const char *key,
     char path[ENTRY_PATH_MAX];
     if (!cache->enabled || key == NULL || !entry_path(cache, key, path, sizeof path))
         return CACHE_MISS;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        if (errno != ENOENT)
-            log_msg(CLOPS_LOG_WARNING, "cache: cannot open '%s': %s", path, strerror(errno));
-        return CACHE_MISS;
-    }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        log_msg(CLOPS_LOG_WARNING, "cache: '%s' is not a regular file; ignored", path);
+    FILE *f = open_entry(path, &st);
+    if (f == NULL)
         return CACHE_MISS;
-    }
     const char *why = NULL;
     enum cache_result result = read_entry(f, (uint64_t)st.st_size, key, binary, size, &why);
     fclose(f);
     if (result == CACHE_CORRUPT) {
-        remove_entry(path, &st);
-        log_msg(CLOPS_LOG_WARNING, "cache: removed corrupt entry '%s': %s", path, why);
+        int error = remove_entry(path, &st);
+        if (error == 0)
+            log_msg(CLOPS_LOG_WARNING, "cache: removed corrupt entry '%s': %s", path, why);
+        else
+            log_msg(CLOPS_LOG_WARNING, "cache: corrupt entry '%s' (%s) cannot be removed: %s", path,
+                    why, strerror(error));
     } else if (result == CACHE_MISS) {
         log_msg(CLOPS_LOG_DEBUG, "cache: '%s' not used: %s", path, why);
     }

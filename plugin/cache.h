@@ -21,7 +21,9 @@ enum cache_result { CACHE_MISS = 0, CACHE_HIT = 1, CACHE_CORRUPT = 2 };
  * is not an error. */
 void cache_init(struct program_cache *cache, int32_t enabled, const char *configured_dir);
 /* On CACHE_HIT, *binary is malloc'd (caller frees) and *size set. CACHE_CORRUPT means an entry
- * existed but failed verification; it has been removed. */
+ * existed but failed verification; it has been removed (where the directory allows). Anything
+ * but a regular file at the entry's path (a FIFO, a device, a symbolic link) is a logged miss,
+ * and is never opened in a way that could block. */
 enum cache_result cache_load(const struct program_cache *cache, const char *key,
                              unsigned char **binary, size_t *size);
 /* Stores atomically; failures are logged warnings, never errors (the cache is an optimisation). */

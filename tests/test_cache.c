@@ -431,6 +431,51 @@ START_TEST(test_directory_in_place_of_an_entry_is_a_miss)
 }
 END_TEST
 
+/* Opening a FIFO for reading waits for a writer: a FIFO at an entry's path must be a miss at
+ * once, not a hang. The alarm turns a hang into a failure. */
+START_TEST(test_fifo_in_place_of_an_entry_is_a_miss_without_blocking)
+{
+    struct program_cache cache;
+    char dir[1024], path[1200];
+    fresh_cache(&cache, dir, sizeof dir);
+    entry_file(&cache, "key", path, sizeof path);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    warnings_seen = 0;
+    log_set_callback(count_warnings, NULL, CLOPS_LOG_WARNING);
+    alarm(20);
+    ck_assert_int_eq(load_result(&cache, "key"), CACHE_MISS);
+    alarm(0);
+    ck_assert_int_eq(warnings_seen, 1);
+    ck_assert(file_exists(path)); /* not ours to delete */
+    /* Storing replaces it with a real entry. */
+    unsigned char *binary = random_bytes(77);
+    cache_store(&cache, "key", binary, 77);
+    assert_hit(&cache, "key", binary, 77);
+    free(binary);
+    remove_tree(dir);
+}
+END_TEST
+
+/* Entries are only ever made by rename: a symbolic link at an entry's path is not one, even to a
+ * valid entry. */
+START_TEST(test_symbolic_link_in_place_of_an_entry_is_a_miss)
+{
+    struct program_cache cache;
+    char dir[1024], path[1200], target[1300];
+    fresh_cache(&cache, dir, sizeof dir);
+    unsigned char *binary = random_bytes(50);
+    cache_store(&cache, "key", binary, 50);
+    entry_file(&cache, "key", path, sizeof path);
+    snprintf(target, sizeof target, "%s.elsewhere", path);
+    ck_assert_int_eq(rename(path, target), 0);
+    ck_assert_int_eq(symlink(target, path), 0);
+    ck_assert_int_eq(load_result(&cache, "key"), CACHE_MISS);
+    ck_assert(file_exists(target));
+    free(binary);
+    remove_tree(dir);
+}
+END_TEST
+
 /* ---- Directories --------------------------------------------------------------------------- */
 
 START_TEST(test_default_dir_honours_xdg_cache_home_then_home)
@@ -586,6 +631,8 @@ static Suite *cache_suite(void)
     tcase_add_test(damage, test_huge_length_fields_are_corrupt_without_allocation);
     tcase_add_test(damage, test_entry_of_another_key_is_a_miss_and_kept);
     tcase_add_test(damage, test_directory_in_place_of_an_entry_is_a_miss);
+    tcase_add_test(damage, test_fifo_in_place_of_an_entry_is_a_miss_without_blocking);
+    tcase_add_test(damage, test_symbolic_link_in_place_of_an_entry_is_a_miss);
     suite_add_tcase(s, damage);
 
     TCase *dirs = tcase_create("directories");
@@ -594,6 +641,7 @@ static Suite *cache_suite(void)
     tcase_add_test(dirs, test_disabled_cache_never_touches_the_disk);
     tcase_add_test(dirs, test_unusable_dir_disables_the_cache_quietly);
     suite_add_tcase(s, dirs);
+
     return s;
 }
 
