@@ -141,12 +141,21 @@ void cache_init(struct program_cache *cache, int32_t enabled, const char *config
     if (!enabled || !resolve_dir(configured_dir, cache->dir, sizeof cache->dir))
         return;
     int error = make_dirs(cache->dir);
-    /* Checked once here, so an unwritable directory costs one warning, not one per program. */
-    if (error == 0 && access(cache->dir, W_OK | X_OK) != 0)
-        error = errno;
     if (error != 0) {
         log_msg(CLOPS_LOG_WARNING, "cache: cannot use directory '%s': %s; caching disabled",
                 cache->dir, strerror(error));
+        return;
+    }
+    /* Checked once here, so an unwritable directory costs one warning, not one per program.
+     * Its entries are still good to load: a shared, read-only cache (a system image, another
+     * user's) is a use, not a mistake. */
+    if (access(cache->dir, W_OK | X_OK) != 0) {
+        error = errno;
+        cache->read_only = access(cache->dir, R_OK | X_OK) == 0;
+        log_msg(CLOPS_LOG_WARNING, "cache: cannot write to directory '%s': %s; %s", cache->dir,
+                strerror(error),
+                cache->read_only ? "its entries are loaded but none is stored"
+                                 : "caching disabled");
         return;
     }
     cache->enabled = 1;
@@ -302,7 +311,8 @@ enum cache_result cache_load(const struct program_cache *cache, const char *key,
     *binary = NULL;
     *size = 0;
     char path[ENTRY_PATH_MAX];
-    if (!cache->enabled || key == NULL || !entry_path(cache, key, path, sizeof path))
+    if (!(cache->enabled || cache->read_only) || key == NULL ||
+        !entry_path(cache, key, path, sizeof path))
         return CACHE_MISS;
     struct stat st;
     FILE *f = open_entry(path, &st);

@@ -10,7 +10,8 @@
 #include "config.h"
 
 struct program_cache {
-    int32_t enabled;
+    int32_t enabled;   /* entries are loaded and stored */
+    int32_t read_only; /* entries are loaded, none is stored: the directory is not writable */
     char dir[CONFIG_PATH_MAX];
 };
 
@@ -18,7 +19,8 @@ enum cache_result { CACHE_MISS = 0, CACHE_HIT = 1, CACHE_CORRUPT = 2 };
 
 /* Resolves the directory (configured, else $XDG_CACHE_HOME/clops, else $HOME/.cache/clops) and
  * creates it. A directory that cannot be created disables the cache with a logged warning; it
- * is not an error. */
+ * is not an error. One that exists but cannot be written makes the cache read-only (entries are
+ * loaded, none is stored), also with a warning. */
 void cache_init(struct program_cache *cache, int32_t enabled, const char *configured_dir);
 /* On CACHE_HIT, *binary is malloc'd (caller frees) and *size set. CACHE_CORRUPT means an entry
  * existed but failed verification; it has been removed (where the directory allows). Anything

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -614,6 +615,63 @@ START_TEST(test_unusable_dir_disables_the_cache_quietly)
 }
 END_TEST
 
+/* What a process that cannot write `dir` sees: returns 0, or the number of the first check
+ * that failed (the caller may be a child that dropped its privileges, outside Check). */
+static int read_only_checks(const char *dir, const unsigned char *binary, size_t size)
+{
+    struct program_cache cache;
+    warnings_seen = 0;
+    log_set_callback(count_warnings, NULL, CLOPS_LOG_WARNING);
+    cache_init(&cache, 1, dir);
+    if (cache.enabled != 0 || cache.read_only != 1 || warnings_seen != 1)
+        return 1;
+    unsigned char *got = NULL;
+    size_t got_size = 0;
+    if (cache_load(&cache, "k", &got, &got_size) != CACHE_HIT || got_size != size ||
+        memcmp(got, binary, size) != 0)
+        return 2;
+    free(got);
+    /* Storing is skipped, quietly: the one warning was init's. */
+    cache_store(&cache, "other", binary, size);
+    if (load_result(&cache, "other") != CACHE_MISS || warnings_seen != 1)
+        return 3;
+    return 0;
+}
+
+/* A cache directory that can be read but not written (a shared cache, a read-only image) still
+ * serves its entries. Root writes anywhere, so as root the checks run in a child that has
+ * become nobody. */
+START_TEST(test_read_only_dir_still_loads_its_entries)
+{
+    char dir[] = "/tmp/test_cache_ro_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    struct program_cache cache;
+    cache_init(&cache, 1, dir);
+    ck_assert_int_eq(cache.enabled, 1);
+    unsigned char *binary = random_bytes(123);
+    cache_store(&cache, "k", binary, 123);
+    ck_assert_int_eq(chmod(dir, 0555), 0);
+    int failed;
+    if (geteuid() != 0) {
+        failed = read_only_checks(dir, binary, 123);
+    } else {
+        pid_t child = fork();
+        ck_assert_int_ge(child, 0);
+        if (child == 0)
+            _exit(setgid(65534) != 0 || setuid(65534) != 0 ? 100
+                                                           : read_only_checks(dir, binary, 123));
+        int status = 0;
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert(WIFEXITED(status));
+        failed = WEXITSTATUS(status);
+    }
+    ck_assert_msg(failed == 0, "read-only check %d failed", failed);
+    chmod(dir, 0700);
+    free(binary);
+    remove_tree(dir);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
     Suite *s = suite_create("cache");
@@ -640,6 +698,7 @@ static Suite *cache_suite(void)
     tcase_add_test(dirs, test_configured_dir_is_created_with_its_parents);
     tcase_add_test(dirs, test_disabled_cache_never_touches_the_disk);
     tcase_add_test(dirs, test_unusable_dir_disables_the_cache_quietly);
+    tcase_add_test(dirs, test_read_only_dir_still_loads_its_entries);
     suite_add_tcase(s, dirs);
 
     return s;
