@@ -334,6 +334,19 @@ enum cache_result cache_load(const struct program_cache *cache, const char *key,
     return result;
 }
 
+void cache_discard(const struct program_cache *cache, const char *key)
+{
+    char path[ENTRY_PATH_MAX];
+    if (!(cache->enabled || cache->read_only) || key == NULL ||
+        !entry_path(cache, key, path, sizeof path))
+        return;
+    if (unlink(path) == 0)
+        log_msg(CLOPS_LOG_WARNING, "cache: removed entry '%s': the driver could not use it", path);
+    else if (errno != ENOENT)
+        log_msg(CLOPS_LOG_WARNING, "cache: entry '%s' cannot be removed: %s", path,
+                strerror(errno));
+}
+
 /* ---- Store --------------------------------------------------------------------------------- */
 
 /* A temp name no other thread or process uses at the same time: the pid separates processes,

@@ -28,6 +28,10 @@ void cache_init(struct program_cache *cache, int32_t enabled, const char *config
  * and is never opened in a way that could block. */
 enum cache_result cache_load(const struct program_cache *cache, const char *key,
                              unsigned char **binary, size_t *size);
+/* Removes the entry of `key`, which passed verification but which the driver could not use
+ * (its binary failed to build, or lacks a kernel the program must have): the next load must
+ * not find it again. Logged; never an error. */
+void cache_discard(const struct program_cache *cache, const char *key);
 /* Stores atomically; failures are logged warnings, never errors (the cache is an optimisation). */
 void cache_store(const struct program_cache *cache, const char *key, const unsigned char *binary,
                  size_t size);

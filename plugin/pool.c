@@ -23,6 +23,9 @@ struct pool_program {
     char *source_name;
     char *options;
     cl_program program;
+    int from_cache; /* built from a cached binary: a kernel missing from it means a bad entry */
+    int stale;      /* replaced after that happened; released with the pool, not before, as
+                     * another thread may still be creating a kernel from it */
 };
 
 /* One OpenCL device seen on the system, before it is opened. */
@@ -465,10 +468,14 @@ static void store_binary(const struct clops_pool *pool, const struct pool_device
     free(binary);
 }
 
+/* Builds the program, from its cached binary when there is a good one (*from_cache set), else
+ * from source (then cached). `discard_cached`: the cached binary is known bad; drop it and build
+ * from source. */
 static int32_t build_program(struct clops_pool *pool, const struct pool_device *dev,
                              const char *op_name, const char *source_name, const char *options,
-                             cl_program *out)
+                             int discard_cached, cl_program *out, int *from_cache)
 {
+    *from_cache = 0;
     char *source = NULL;
     size_t source_size = 0;
     int32_t status = load_source(pool, source_name, &source, &source_size);
@@ -478,7 +485,10 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
     snprintf(key, sizeof key, "platform=%s|device=%s|driver=%s|source=%s:%016llx|options=%s",
              dev->info.platform, dev->info.name, dev->info.driver_version, source_name,
              (unsigned long long)cache_hash(source, source_size, 0), options);
-    if (pool->cache.enabled) {
+    if (discard_cached) {
+        cache_discard(&pool->cache, key);
+        atomic_fetch_add(&pool->cache_rejected, 1);
+    } else {
         unsigned char *binary = NULL;
         size_t size = 0;
         enum cache_result r = cache_load(&pool->cache, key, &binary, &size);
@@ -487,6 +497,7 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
             free(binary);
             if (*out != NULL) {
                 atomic_fetch_add(&pool->programs_loaded, 1);
+                *from_cache = 1;
                 free(source);
                 return CLOPS_OK;
             }
@@ -494,6 +505,7 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
                     "cache: driver rejected the cached binary of %s.cl; "
                     "rebuilding",
                     source_name);
+            cache_discard(&pool->cache, key);
             r = CACHE_CORRUPT;
         }
         if (r == CACHE_CORRUPT)
@@ -518,8 +530,13 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
     return CLOPS_OK;
 }
 
-int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
-                         const char *source_name, const char *options, cl_program *out)
+/* The pool's program of `source_name` with `options` (before the configured ones) on `dev`,
+ * built on first use. `stale`: a program built from a cached binary that then lacked a kernel;
+ * if the pool still holds it, it is retired and the program rebuilt from source with its cache
+ * entry dropped (if another thread did so first, that one's program is returned). */
+static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
+                            const char *source_name, const char *options, cl_program stale,
+                            cl_program *out, int *from_cache)
 {
     const struct config_op *settings = config_find_op(&pool->cfg, op_name);
     char full[2048];
@@ -531,14 +548,21 @@ int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const
     int32_t status = CLOPS_OK;
     pthread_mutex_lock(&pool->programs_lock);
     struct pool_program *p = pool->programs;
-    while (p != NULL && !(p->dev == dev && strcmp(p->source_name, source_name) == 0 &&
+    while (p != NULL && !(!p->stale && p->dev == dev && strcmp(p->source_name, source_name) == 0 &&
                           strcmp(p->options, full) == 0))
         p = p->next;
+    const int discard_cached = p != NULL && stale != NULL && p->program == stale;
+    if (discard_cached) {
+        p->stale = 1;
+        p = NULL;
+    }
     if (p == NULL) {
         /* Builds hold the lock: a second thread wanting the same program waits for it instead
          * of compiling it twice. */
         cl_program program;
-        status = build_program(pool, dev, op_name, source_name, full, &program);
+        int cached = 0;
+        status =
+            build_program(pool, dev, op_name, source_name, full, discard_cached, &program, &cached);
         if (status == CLOPS_OK) {
             p = calloc(1, sizeof *p);
             char *name = strdup(source_name), *opts = strdup(full);
@@ -554,15 +578,25 @@ int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const
                 p->source_name = name;
                 p->options = opts;
                 p->program = program;
+                p->from_cache = cached;
                 p->next = pool->programs;
                 pool->programs = p;
             }
         }
     }
-    if (p != NULL)
+    if (p != NULL) {
         *out = p->program;
+        *from_cache = p->from_cache;
+    }
     pthread_mutex_unlock(&pool->programs_lock);
     return status;
+}
+
+int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
+                         const char *source_name, const char *options, cl_program *out)
+{
+    int from_cache;
+    return find_program(pool, dev, op_name, source_name, options, NULL, out, &from_cache);
 }
 
 int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
@@ -570,11 +604,27 @@ int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, con
                            cl_kernel *out)
 {
     cl_program program;
-    int32_t status = pool_get_program(pool, dev, op_name, source_name, options, &program);
+    int from_cache = 0;
+    int32_t status =
+        find_program(pool, dev, op_name, source_name, options, NULL, &program, &from_cache);
     if (status != CLOPS_OK)
         return status;
     cl_int rc;
     *out = clCreateKernel(program, kernel_name, &rc);
+    if (rc != CL_SUCCESS && from_cache) {
+        /* An entry with the right key and checksum can still hold another program's binary (a
+         * cache copied between machines, a driver that reuses a version string): rebuilt from
+         * source once, or every later run would fail the same way. */
+        log_msg(CLOPS_LOG_WARNING,
+                "cache: the cached binary of %s.cl for '%s' fails clCreateKernel(%s) with %s; "
+                "rebuilding it from source",
+                source_name, dev->info.name, kernel_name, err_cl_name(rc));
+        status =
+            find_program(pool, dev, op_name, source_name, options, program, &program, &from_cache);
+        if (status != CLOPS_OK)
+            return status;
+        *out = clCreateKernel(program, kernel_name, &rc);
+    }
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: clCreateKernel(%s) on '%s' failed", op_name, kernel_name,
                       dev->info.name);

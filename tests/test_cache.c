@@ -13,7 +13,9 @@
 
 #include "cache.h"
 #include "clops.h"
+#include "config.h"
 #include "error.h"
+#include "pool.h"
 #include "testutil.h"
 
 /* Layout offsets of an entry (see cache.c): magic 8, version 4, key length 8, key, binary
@@ -672,6 +674,146 @@ START_TEST(test_read_only_dir_still_loads_its_entries)
 }
 END_TEST
 
+/* ---- Programs built from entries ----------------------------------------------------------- */
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[1300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    write_file(path, text, strlen(text));
+}
+
+/* A pool on the first device with its own kernel directory and cache directory. */
+static struct clops_pool *program_pool(const char *kernel_dir, const char *cache_dir)
+{
+    char text[3000];
+    snprintf(text, sizeof text, "kernel_dir = \"%s\";\ncache = { dir = \"%s\"; };\n", kernel_dir,
+             cache_dir);
+    struct pool_config cfg;
+    ck_assert_int_eq(config_parse_string(text, &cfg), CLOPS_OK);
+    struct clops_pool *pool = NULL;
+    ck_assert_msg(pool_create(&cfg, &pool) == CLOPS_OK, "pool_create: %s", err_last());
+    return pool;
+}
+
+/* The key and binary of the entry at `path` (the layout at the top of this file). */
+static void read_entry_file(const char *path, char **key, unsigned char **binary, size_t *size)
+{
+    size_t file_bytes = 0;
+    unsigned char *data = read_file(path, &file_bytes);
+    ck_assert_uint_ge(file_bytes, FIXED_SIZE);
+    uint64_t key_length = 0, binary_length = 0;
+    for (int i = 7; i >= 0; i--)
+        key_length = key_length << 8 | data[OFF_KEY_LENGTH + i];
+    ck_assert_uint_le(key_length, file_bytes - FIXED_SIZE);
+    for (int i = 7; i >= 0; i--)
+        binary_length = binary_length << 8 | data[OFF_KEY + key_length + i];
+    ck_assert_uint_eq(binary_length, file_bytes - FIXED_SIZE - key_length);
+    *key = strndup((const char *)data + OFF_KEY, key_length);
+    *binary = malloc(binary_length);
+    memcpy(*binary, data + OFF_KEY + key_length + 8, binary_length);
+    *size = binary_length;
+    free(data);
+}
+
+/* Runs kernel `name` of `source` (one float per work-item) on 4 items and returns x[3]. */
+static float run_one_kernel(struct clops_pool *pool, const char *source, const char *name)
+{
+    struct pool_device *dev = &pool->devices[0];
+    cl_kernel kernel = NULL;
+    ck_assert_msg(pool_create_kernel(pool, dev, "test", source, "", name, &kernel) == CLOPS_OK,
+                  "pool_create_kernel(%s): %s", name, err_last());
+    cl_int rc;
+    float x[4] = {0};
+    cl_mem mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, sizeof x, NULL, &rc);
+    ck_assert_int_eq(rc, CL_SUCCESS);
+    cl_command_queue queue = pool_acquire_queue(dev);
+    size_t global = 4;
+    ck_assert_int_eq(clSetKernelArg(kernel, 0, sizeof mem, &mem), CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL),
+                     CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueReadBuffer(queue, mem, CL_TRUE, 0, sizeof x, x, 0, NULL, NULL),
+                     CL_SUCCESS);
+    clReleaseMemObject(mem);
+    clReleaseKernel(kernel);
+    return x[3];
+}
+
+/* An entry with the right key and checksum can hold another program's binary: it builds, but
+ * the kernel is not in it (CL_INVALID_KERNEL_NAME). The pool must drop it and rebuild from
+ * source once, and the rewritten entry must then serve later pools. */
+START_TEST(test_entry_holding_another_programs_binary_is_rebuilt_once)
+{
+    char root[1024], kernels[1100], cache_dir[1100], path[1400];
+    make_temp_dir(root, sizeof root);
+    snprintf(kernels, sizeof kernels, "%s/kernels", root);
+    snprintf(cache_dir, sizeof cache_dir, "%s/cache", root);
+    ck_assert_int_eq(mkdir(kernels, 0700), 0);
+    write_text(kernels, "first.cl",
+               "__kernel void first(__global float *x) "
+               "{ x[get_global_id(0)] = 1.0f; }\n");
+    write_text(kernels, "second.cl",
+               "__kernel void second(__global float *x) "
+               "{ x[get_global_id(0)] = 2.0f; }\n");
+    struct clops_pool *pool = program_pool(kernels, cache_dir);
+    ck_assert_float_eq(run_one_kernel(pool, "first", "first"), 1.0f);
+    ck_assert_float_eq(run_one_kernel(pool, "second", "second"), 2.0f);
+    ck_assert_int_eq(pool->programs_built, 2);
+    pool_release(pool);
+
+    /* The first program's binary under the second's key, with a valid checksum. */
+    char *key_of_second = NULL;
+    unsigned char *binary_of_first = NULL;
+    size_t size_of_first = 0;
+    DIR *d = opendir(cache_dir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *key;
+        unsigned char *binary;
+        size_t size;
+        snprintf(path, sizeof path, "%s/%s", cache_dir, e->d_name);
+        read_entry_file(path, &key, &binary, &size);
+        if (strstr(key, "|source=second:") != NULL) {
+            key_of_second = key;
+            free(binary);
+        } else {
+            ck_assert_ptr_nonnull(strstr(key, "|source=first:"));
+            binary_of_first = binary;
+            size_of_first = size;
+            free(key);
+        }
+    }
+    closedir(d);
+    ck_assert_ptr_nonnull(key_of_second);
+    ck_assert_ptr_nonnull(binary_of_first);
+    struct program_cache cache;
+    cache_init(&cache, 1, cache_dir);
+    cache_store(&cache, key_of_second, binary_of_first, size_of_first);
+
+    /* Loaded, found wanting, dropped and built from source: once, however many kernels follow. */
+    pool = program_pool(kernels, cache_dir);
+    ck_assert_float_eq(run_one_kernel(pool, "second", "second"), 2.0f);
+    ck_assert_float_eq(run_one_kernel(pool, "second", "second"), 2.0f);
+    ck_assert_int_eq(pool->programs_loaded, 1);
+    ck_assert_int_eq(pool->cache_rejected, 1);
+    ck_assert_int_eq(pool->programs_built, 1);
+    pool_release(pool);
+
+    /* The entry now holds the second program: the next pool builds nothing. */
+    pool = program_pool(kernels, cache_dir);
+    ck_assert_float_eq(run_one_kernel(pool, "second", "second"), 2.0f);
+    ck_assert_int_eq(pool->programs_loaded, 1);
+    ck_assert_int_eq(pool->cache_rejected, 0);
+    ck_assert_int_eq(pool->programs_built, 0);
+    pool_release(pool);
+    free(key_of_second);
+    free(binary_of_first);
+    remove_tree(root);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
     Suite *s = suite_create("cache");
@@ -701,6 +843,9 @@ static Suite *cache_suite(void)
     tcase_add_test(dirs, test_read_only_dir_still_loads_its_entries);
     suite_add_tcase(s, dirs);
 
+    TCase *programs = tcase_create("programs");
+    tcase_add_test(programs, test_entry_holding_another_programs_binary_is_rebuilt_once);
+    suite_add_tcase(s, programs);
     return s;
 }
 
