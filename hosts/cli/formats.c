@@ -33,7 +33,9 @@ enum { NPY_HEADER_MAX = 1 << 20 };
 
 static int fail(char *err, size_t errsize, const char *format, ...) HOST_PRINTF(3, 4);
 
-/* Writes the message and returns -1, so that error paths read `return fail(...)`. */
+/* Writes the message and returns -1, so that error paths read `return fail(...)`. Messages
+ * quote what a file holds (a descr, a token), which may be any bytes: control characters become
+ * '?', so that the message stays one line and cannot drive a terminal. */
 static int fail(char *err, size_t errsize, const char *format, ...)
 {
     if (err != NULL && errsize > 0) {
@@ -41,6 +43,9 @@ static int fail(char *err, size_t errsize, const char *format, ...)
         va_start(args, format);
         vsnprintf(err, errsize, format, args);
         va_end(args);
+        for (unsigned char *c = (unsigned char *)err; *c != '\0'; c++)
+            if (*c < 0x20 || *c == 0x7f)
+                *c = '?';
     }
     return -1;
 }

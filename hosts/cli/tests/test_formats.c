@@ -456,6 +456,21 @@ START_TEST(test_npy_malformed_files_are_rejected_with_the_fault_named)
 }
 END_TEST
 
+/* What a message quotes from a file can be any bytes: a newline or a terminal escape in a descr
+ * or a token comes out as '?', and the message stays one line (found by tests/fuzz/fuzz_npy). */
+START_TEST(test_messages_quoting_file_bytes_have_no_control_characters)
+{
+    expect_npy_error("newline.npy", 1, "{'descr': '<f4\n\x1b[2J', 'fortran_order': False}", 8,
+                     "unsupported descr '<f4??[2J'");
+    write_text(in_dir("cr.mtx"),
+               "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 2\r5\n");
+    struct fmt_tensor t;
+    char err[512] = "";
+    assert_failed(fmt_read_mtx(in_dir("cr.mtx"), CLOPS_F64, &t, err, sizeof err), &t, err,
+                  in_dir("cr.mtx"), "'2?5' is not a number");
+}
+END_TEST
+
 START_TEST(test_read_npy_checks_the_wanted_dtype)
 {
     const int64_t shape[1] = {4};
@@ -1053,6 +1068,7 @@ static Suite *formats_suite(void)
     tcase_add_test(tc, test_npy_versions_2_and_3_are_read);
     tcase_add_test(tc, test_npy_header_dict_parsed_in_any_spacing_and_order);
     tcase_add_test(tc, test_npy_malformed_files_are_rejected_with_the_fault_named);
+    tcase_add_test(tc, test_messages_quoting_file_bytes_have_no_control_characters);
     tcase_add_test(tc, test_read_npy_checks_the_wanted_dtype);
     tcase_add_test(tc, test_mtx_round_trips_every_dtype_in_ranks_1_and_2);
     tcase_add_test(tc, test_mtx_written_column_major_with_the_right_banner);
