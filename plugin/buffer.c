@@ -1,5 +1,6 @@
 /* buffer.c — device buffers on a pool's primary device, for tensors that stay on the device
  * between calls. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "tensor.h"
@@ -14,26 +15,23 @@ int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffe
     if (bytes <= 0)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                        "buffer_create: parameter 'bytes' = %lld; expected > 0", (long long)bytes);
-    /* Checked here because some drivers (NVIDIA's) allocate lazily and would accept any size
-     * now, to fail at first use. */
-    const struct pool_device *dev = &pool->devices[0];
-    if (bytes > dev->max_alloc_bytes)
-        return err_set(CLOPS_ERR_OUT_OF_DEVICE_MEMORY,
-                       "buffer_create: parameter 'bytes' = %lld exceeds the largest allocation "
-                       "'%s' allows (%lld bytes)",
-                       (long long)bytes, dev->info.name, (long long)dev->max_alloc_bytes);
+#if SIZE_MAX < INT64_MAX
+    if (bytes > (int64_t)SIZE_MAX)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "buffer_create: parameter 'bytes' = %lld; expected at most %zu on this host",
+                       (long long)bytes, (size_t)SIZE_MAX);
+#endif
     struct clops_buffer *b = calloc(1, sizeof *b);
     if (b == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "buffer_create: out of host memory");
     b->pool = pool;
     b->dev = &pool->devices[0];
     b->bytes = bytes;
-    cl_int rc;
-    b->mem = clCreateBuffer(b->dev->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &rc);
-    if (rc != CL_SUCCESS) {
+    int32_t status =
+        pool_alloc_device_memory(b->dev, bytes, "buffer_create", "parameter 'bytes'", &b->mem);
+    if (status != CLOPS_OK) {
         free(b);
-        return err_cl(rc, "buffer_create: allocating %lld bytes on '%s' failed", (long long)bytes,
-                      pool->devices[0].info.name);
+        return status;
     }
     *out = b;
     return CLOPS_OK;
@@ -85,7 +83,7 @@ void buffer_release(struct clops_buffer *b)
 {
     if (b == NULL)
         return;
-    clReleaseMemObject(b->mem);
+    pool_free_device_memory(b->dev, b->mem);
     free(b);
 }
 

@@ -374,6 +374,8 @@ static const struct field top_fields[] = {
     {"cpu_fallback", parse_bool, offsetof(struct pool_config, cpu_fallback), 0, 0, 0},
     {"profiling", parse_bool, offsetof(struct pool_config, profiling), 0, 0, 0},
     {"kernel_times", parse_bool, offsetof(struct pool_config, kernel_times), 0, 0, 0},
+    {"device_memory_percent", parse_int, offsetof(struct pool_config, device_memory_percent), 0, 1,
+     100},
     {"build_options", parse_string, offsetof(struct pool_config, build_options),
      MEMBER_SIZE(struct pool_config, build_options), 0, 0},
     {"cache", parse_cache, 0, 0, 0, 0},
@@ -392,6 +394,7 @@ void config_defaults(struct pool_config *cfg)
     cfg->device_count = 0;
     cfg->cpu_fallback = 1;
     cfg->profiling = 1;
+    cfg->device_memory_percent = CONFIG_DEVICE_MEMORY_PERCENT;
     cfg->cache_enabled = 1;
     cfg->op_count = 0;
 }

@@ -6,6 +6,9 @@
 #include <stdint.h>
 
 enum { CONFIG_MAX_DEVICES = 8, CONFIG_MAX_OPS = 32, CONFIG_PATH_MAX = 1024 };
+/* The default device_memory_percent: the rest of a device's reported memory is left to the
+ * driver (contexts, programs, PoCL's per-kernel scratch) and to other users of the device. */
+enum { CONFIG_DEVICE_MEMORY_PERCENT = 90 };
 
 /* One entry of `devices`: which OpenCL device to open. */
 struct config_device {
@@ -31,6 +34,7 @@ struct pool_config {
     int32_t cpu_fallback;             /* 1: when no listed device is found, use a CPU device */
     int32_t profiling;                /* 1: queues record profiling events (device time in stats) */
     int32_t kernel_times;             /* 1: each call logs its device time per kernel (info) */
+    int32_t device_memory_percent;    /* of a device's global memory clops may hold; default 90 */
     char build_options[512];          /* for every kernel build, before per-operator options */
     int32_t cache_enabled;            /* program binary cache on disk; default 1 */
     char cache_dir[CONFIG_PATH_MAX];  /* "" = $XDG_CACHE_HOME/clops, else ~/.cache/clops */

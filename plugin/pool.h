@@ -25,6 +25,11 @@ struct pool_device {
     int64_t max_alloc_bytes;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     int32_t index;                 /* in the pool */
     atomic_llong tasks, busy_ns;   /* clops_device_stats */
+    /* Device memory accounting (pool_alloc_device_memory): the bytes clops may hold on this
+     * device, and the bytes it holds, counted over every pool of the process that opened the
+     * same cl_device_id (shared, never freed). */
+    int64_t memory_limit_bytes;
+    atomic_llong *memory_in_use;
 };
 
 struct pool_op_counters {
@@ -100,6 +105,17 @@ int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_eve
  * marker to the end) to *device_ns when profiling, and releases `start` (may be NULL). */
 int32_t pool_chain_end(struct clops_pool *pool, cl_command_queue queue, cl_event start,
                        int64_t *device_ns, const char *what);
+
+/* Device memory. Every buffer clops creates goes through these two, so that the bytes it holds
+ * on a device never pass the device's limit: device_memory_percent of CL_DEVICE_GLOBAL_MEM_SIZE
+ * (drivers that allocate lazily, PoCL among them, accept any total at creation and abort the
+ * process at first use). A refusal is CLOPS_ERR_OUT_OF_DEVICE_MEMORY with a message naming the
+ * device, the bytes asked, the bytes in use and the limit: "<op>: <what>: ...". The reservation
+ * is atomic: threads allocating at once cannot pass the limit together. */
+int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const char *op,
+                                 const char *what, cl_mem *out);
+/* Releases `mem` (NULL is a no-op) and gives its bytes back to `dev`'s count. */
+void pool_free_device_memory(struct pool_device *dev, cl_mem mem);
 
 /* Records work a device did for an operator that splits work between devices. */
 void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t busy_ns);

@@ -86,6 +86,7 @@ START_TEST(test_shipped_example_parses_to_documented_values)
     ck_assert_int_eq(cfg.cache_enabled, 1);
     ck_assert_str_eq(cfg.cache_dir, "");
     ck_assert_str_eq(cfg.kernel_dir, "");
+    ck_assert_int_eq(cfg.device_memory_percent, 90);
 
     ck_assert_int_eq(cfg.op_count, 1);
     const struct config_op *gemm = config_find_op(&cfg, "gemm");
@@ -109,6 +110,7 @@ START_TEST(test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on)
     ck_assert_str_eq(cfg.cache_dir, "");
     ck_assert_str_eq(cfg.kernel_dir, "");
     ck_assert_int_eq(cfg.op_count, 0);
+    ck_assert_int_eq(cfg.device_memory_percent, 90);
     for (int i = 0; i < CONFIG_MAX_OPS; i++)
         ck_assert_int_eq(cfg.ops[i].device, -1);
     ck_assert_ptr_null(config_find_op(&cfg, "gemm"));
@@ -241,7 +243,8 @@ START_TEST(test_unknown_top_level_key_lists_the_expected_keys)
 {
     expect_config_error("profiling = true;\n\nprofilling = false;\n", 3,
                         "unknown key 'profilling' (expected one of devices, cpu_fallback, "
-                        "profiling, kernel_times, build_options, cache, kernel_dir, operators)");
+                        "profiling, kernel_times, device_memory_percent, build_options, cache, "
+                        "kernel_dir, operators)");
 }
 END_TEST
 
