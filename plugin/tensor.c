@@ -165,6 +165,7 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
 {
     memset(out, 0, sizeof *out);
     out->t = t;
+    out->dev = dev;
     if (t->buffer != NULL) {
         out->mem = t->buffer->mem;
         out->offset = t->offset;
@@ -173,21 +174,16 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
     size_t bytes = (size_t)(tensor_span(t) * dtype_size(t->dtype));
     if (bytes == 0)
         return CLOPS_OK;
-    if ((int64_t)bytes > dev->max_alloc_bytes)
-        return err_set(CLOPS_ERR_OUT_OF_DEVICE_MEMORY,
-                       "%s: parameter '%s' spans %zu bytes, more than the largest allocation "
-                       "'%s' allows (%lld bytes)",
-                       op, param, bytes, dev->info.name, (long long)dev->max_alloc_bytes);
-    cl_int rc;
-    out->mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &rc);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: allocating %zu bytes of device memory for parameter '%s' failed", op,
-                      bytes, param);
+    char what[96];
+    snprintf(what, sizeof what, "parameter '%s'", param);
+    int32_t status = pool_alloc_device_memory(dev, (int64_t)bytes, op, what, &out->mem);
+    if (status != CLOPS_OK)
+        return status;
     out->temporary = 1;
     if (!upload)
         return CLOPS_OK;
     const char *src = (const char *)t->data + t->offset * dtype_size(t->dtype);
-    rc = clEnqueueWriteBuffer(queue, out->mem, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+    cl_int rc = clEnqueueWriteBuffer(queue, out->mem, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: uploading parameter '%s' (%zu bytes) failed", op, param, bytes);
     atomic_fetch_add(&pool->bytes_uploaded, (long long)bytes);
@@ -211,8 +207,8 @@ int32_t tensor_unstage_output(struct clops_pool *pool, cl_command_queue queue,
 
 void tensor_release(struct staged_tensor *s)
 {
-    if (s->temporary && s->mem != NULL)
-        clReleaseMemObject(s->mem);
+    if (s->temporary)
+        pool_free_device_memory(s->dev, s->mem);
     s->mem = NULL;
     s->temporary = 0;
 }

@@ -44,6 +44,7 @@ struct staged_tensor {
     cl_mem mem;
     int64_t offset;
     int32_t temporary;
+    struct pool_device *dev; /* the device staged for, where a temporary `mem` lives */
 };
 
 /* Stages `t` for `dev`. upload = 1 copies host contents in (always needed for in/inout, and

@@ -272,10 +272,9 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     return create_kernels(ctx);
 }
 
-static void release_mem(cl_mem *m)
+static void release_mem(struct pool_device *dev, cl_mem *m)
 {
-    if (*m != NULL)
-        clReleaseMemObject(*m);
+    pool_free_device_memory(dev, *m);
     *m = NULL;
 }
 
@@ -286,14 +285,14 @@ int32_t lu_ctx_release(struct lu_ctx *ctx)
         status = pool_chain_end(ctx->pool, ctx->queue, ctx->chain_start, &ctx->device_ns, ctx->op);
     ctx->chain_start = NULL;
     release_kernels(ctx);
-    release_mem(&ctx->ipiv_mem);
-    release_mem(&ctx->inv_mem);
-    release_mem(&ctx->tmp_mem);
-    release_mem(&ctx->part_v_mem);
-    release_mem(&ctx->part_i_mem);
-    release_mem(&ctx->count_mem);
-    release_mem(&ctx->xrow_mem);
-    release_mem(&ctx->arrived_mem);
+    release_mem(ctx->dev, &ctx->ipiv_mem);
+    release_mem(ctx->dev, &ctx->inv_mem);
+    release_mem(ctx->dev, &ctx->tmp_mem);
+    release_mem(ctx->dev, &ctx->part_v_mem);
+    release_mem(ctx->dev, &ctx->part_i_mem);
+    release_mem(ctx->dev, &ctx->count_mem);
+    release_mem(ctx->dev, &ctx->xrow_mem);
+    release_mem(ctx->dev, &ctx->arrived_mem);
     return status;
 }
 
@@ -302,12 +301,10 @@ static int32_t ensure_buffer(struct lu_ctx *ctx, cl_mem *mem, int64_t *have, int
 {
     if (*mem != NULL && *have >= bytes)
         return CLOPS_OK;
-    release_mem(mem);
-    cl_int rc;
-    *mem = clCreateBuffer(ctx->dev->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &rc);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: allocating %lld bytes of scratch device memory failed", ctx->op,
-                      (long long)bytes);
+    release_mem(ctx->dev, mem);
+    int32_t status = pool_alloc_device_memory(ctx->dev, bytes, ctx->op, "scratch", mem);
+    if (status != CLOPS_OK)
+        return status;
     *have = bytes;
     return CLOPS_OK;
 }
@@ -357,11 +354,12 @@ int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *p
     if (tensor_is_row_major(t))
         return CLOPS_OK;
     /* A column-major tensor: factor a row-major copy, so that row swaps stay contiguous. */
-    cl_int rc;
-    out->copy = clCreateBuffer(ctx->dev->context, CL_MEM_READ_WRITE,
-                               (size_t)(rows * cols * ctx->elem_size), NULL, &rc);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: allocating a working copy of parameter '%s' failed", ctx->op, param);
+    char what[96];
+    snprintf(what, sizeof what, "a working copy of parameter '%s'", param);
+    status =
+        pool_alloc_device_memory(ctx->dev, rows * cols * ctx->elem_size, ctx->op, what, &out->copy);
+    if (status != CLOPS_OK)
+        return status;
     out->m = (struct lu_matrix){out->copy, 0, cols, rows, cols};
     const cl_long src[3] = {out->st.offset, t->strides[0], t->strides[1]};
     const cl_long dst[3] = {0, cols, 1};
@@ -383,7 +381,7 @@ int32_t lu_unstage(struct lu_ctx *ctx, struct lu_staged *s)
 
 void lu_staged_release(struct lu_staged *s)
 {
-    release_mem(&s->copy);
+    release_mem(s->st.dev, &s->copy);
     tensor_release(&s->st);
 }
 

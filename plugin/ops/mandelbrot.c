@@ -415,13 +415,9 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
     return pool_create_kernel(pool, dev, op_name, op_name, options, name, out);
 }
 
-static int32_t create_buffer(cl_context context, size_t bytes, cl_mem *out)
+static int32_t create_buffer(struct pool_device *dev, size_t bytes, cl_mem *out)
 {
-    cl_int rc;
-    *out = clCreateBuffer(context, CL_MEM_READ_WRITE, bytes, NULL, &rc);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: allocating %zu bytes of device memory failed", op_name, bytes);
-    return CLOPS_OK;
+    return pool_alloc_device_memory(dev, (int64_t)bytes, op_name, "tile buffers", out);
 }
 
 /* The render kernel's fixed arguments: the view and the geometry (0 .. 13). */
@@ -514,12 +510,10 @@ static int32_t setup_place(struct worker *w, struct pool_device *primary)
     if (status == CLOPS_OK)
         status = group_size_for(w->place, primary, &w->place_group);
     if (status == CLOPS_OK)
-        status =
-            create_buffer(primary->context, (size_t)w->max_chunk * sizeof(cl_int), &w->place_ids);
+        status = create_buffer(primary, (size_t)w->max_chunk * sizeof(cl_int), &w->place_ids);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++)
         if (delivery_for(w, o, 1) == DELIVER_PLACE)
-            status =
-                create_buffer(primary->context, staged_bytes(p, w->max_chunk), &w->place_staged[o]);
+            status = create_buffer(primary, staged_bytes(p, w->max_chunk), &w->place_staged[o]);
     if (status == CLOPS_OK)
         status = bind_place(w);
     return status;
@@ -529,7 +523,7 @@ static int32_t setup_place(struct worker *w, struct pool_device *primary)
 static int32_t setup_staging(struct worker *w, int o)
 {
     const size_t bytes = staged_bytes(w->call->plan, w->max_chunk);
-    int32_t status = create_buffer(w->dev->context, bytes, &w->staged[o]);
+    int32_t status = create_buffer(w->dev, bytes, &w->staged[o]);
     w->host[o] = status == CLOPS_OK ? malloc(bytes) : NULL;
     if (status == CLOPS_OK && w->host[o] == NULL)
         status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
@@ -582,7 +576,7 @@ static int32_t worker_setup(struct mandel_call *c, struct worker *w, struct pool
     if (status == CLOPS_OK)
         status = group_size_for(w->render, dev, &w->group_size);
     if (status == CLOPS_OK)
-        status = create_buffer(dev->context, (size_t)w->max_chunk * sizeof(cl_int), &w->ids);
+        status = create_buffer(dev, (size_t)w->max_chunk * sizeof(cl_int), &w->ids);
     int any_place = 0;
     for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
         const enum delivery usual = delivery_for(w, o, 0);
@@ -600,11 +594,14 @@ static int32_t worker_setup(struct mandel_call *c, struct worker *w, struct pool
 
 static void worker_release(struct worker *w)
 {
-    cl_mem mems[] = {w->ids,       w->staged[0],       w->staged[1],
-                     w->place_ids, w->place_staged[0], w->place_staged[1]};
-    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
-        if (mems[i] != NULL)
-            clReleaseMemObject(mems[i]);
+    /* A worker never set up has no call and no buffers. */
+    struct pool_device *primary = w->call != NULL ? &w->call->pool->devices[0] : NULL;
+    pool_free_device_memory(w->dev, w->ids);
+    pool_free_device_memory(w->dev, w->staged[0]);
+    pool_free_device_memory(w->dev, w->staged[1]);
+    pool_free_device_memory(primary, w->place_ids);
+    pool_free_device_memory(primary, w->place_staged[0]);
+    pool_free_device_memory(primary, w->place_staged[1]);
     if (w->render != NULL)
         clReleaseKernel(w->render);
     if (w->place != NULL)

@@ -292,14 +292,12 @@ static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_co
     const int64_t groups = p->n > 0 ? partial_groups(dev, t, p->n) : 0;
     cl_mem partials = NULL;
     cl_kernel partial = NULL, final = NULL;
-    cl_int rc = CL_SUCCESS;
     int32_t status = CLOPS_OK;
     if (groups > 0) {
-        partials = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, (size_t)groups * STATE_BYTES,
-                                  NULL, &rc);
-        if (rc != CL_SUCCESS)
-            return err_cl(rc, "%s: allocating %lld partial results failed", op_name,
-                          (long long)groups);
+        status = pool_alloc_device_memory(dev, groups * STATE_BYTES, op_name, "partial results",
+                                          &partials);
+        if (status != CLOPS_OK)
+            return status;
         const cl_long4 shape = {{p->shape[0], p->shape[1], p->shape[2], p->shape[3]}};
         const cl_long4 strides = {{p->strides[0], p->strides[1], p->strides[2], p->strides[3]}};
         const cl_long off = sx->offset, n = p->n;
@@ -339,8 +337,7 @@ static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_co
         clReleaseKernel(final);
     if (partial != NULL)
         clReleaseKernel(partial);
-    if (partials != NULL)
-        clReleaseMemObject(partials);
+    pool_free_device_memory(dev, partials);
     return status;
 }
 
