@@ -1,0 +1,378 @@
+/* test_memory.c — device memory accounting: buffers and operator staging past what a device
+ * reports are refused with CLOPS_ERR_OUT_OF_DEVICE_MEMORY instead of reaching a lazy driver
+ * (PoCL) that would abort the process at first use; what is held stays usable, and threads or
+ * pools together cannot pass the limit. PoCL allocates lazily: creating buffers costs nothing
+ * until they are written, and these tests write only a few kilobytes of them. */
+#include <check.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+enum { HELD_MAX = 256, DEFAULT_PERCENT = 90 };
+
+/* Buffers a test holds on one device. */
+struct held {
+    struct clops_buffer *buffers[HELD_MAX];
+    int64_t bytes[HELD_MAX];
+    int count;
+    int64_t total;
+};
+
+static struct clops_device_info primary_info(struct clops_pool *pool)
+{
+    struct clops_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(tu_api()->pool_device_info(pool, 0, &info), CLOPS_OK);
+    ck_assert_int_gt(info.global_mem_bytes, 0);
+    return info;
+}
+
+/* The documented limit: `percent` of what the device reports. */
+static int64_t limit_for(int64_t global_mem_bytes, int32_t percent)
+{
+    return global_mem_bytes / 100 * percent + global_mem_bytes % 100 * percent / 100;
+}
+
+/* The largest power of two <= n (n >= 1). */
+static int64_t pow2_floor(int64_t n)
+{
+    int64_t p = 1;
+    while (p <= n / 2)
+        p *= 2;
+    return p;
+}
+
+static void hold(struct held *h, struct clops_buffer *b, int64_t bytes)
+{
+    ck_assert_int_lt(h->count, HELD_MAX);
+    h->buffers[h->count] = b;
+    h->bytes[h->count] = bytes;
+    h->count++;
+    h->total += bytes;
+}
+
+static void release_all(struct held *h)
+{
+    for (int i = 0; i < h->count; i++)
+        tu_api()->buffer_release(h->buffers[i]);
+    memset(h, 0, sizeof *h);
+}
+
+/* Creates buffers of `size` bytes, halving the size after each refusal down to one byte, until
+ * the device refuses a single byte or `cap` bytes are held. Below the cap, the device's room is
+ * then exactly used up: h->total plus what was held before is its limit. Every refusal must be
+ * CLOPS_ERR_OUT_OF_DEVICE_MEMORY, leaving *out NULL. */
+static void fill_device(struct clops_pool *pool, int64_t size, int64_t cap, struct held *h)
+{
+    while (size >= 1 && h->total < cap) {
+        struct clops_buffer *b = (struct clops_buffer *)&b; /* not NULL: must be cleared */
+        int32_t status = tu_api()->buffer_create(pool, size, &b);
+        if (status == CLOPS_OK) {
+            hold(h, b, size);
+            continue;
+        }
+        ck_assert_msg(status == CLOPS_ERR_OUT_OF_DEVICE_MEMORY, "buffer_create(%" PRId64 "): %s",
+                      size, tu_api()->last_error());
+        ck_assert_ptr_null(b);
+        size /= 2;
+    }
+}
+
+/* A few bytes at the start and at the end of `b` go and come back. */
+static void check_round_trip(struct clops_buffer *b, int64_t bytes, unsigned char seed)
+{
+    const struct clops_api *api = tu_api();
+    unsigned char in[64], out[64];
+    int64_t n = bytes < (int64_t)sizeof in ? bytes : (int64_t)sizeof in;
+    for (int i = 0; i < (int)sizeof in; i++)
+        in[i] = (unsigned char)(seed + 31 * i);
+    const int64_t offsets[2] = {0, bytes - n};
+    for (int k = 0; k < 2; k++) {
+        memset(out, 0, sizeof out);
+        ck_assert_int_eq(api->buffer_upload(b, offsets[k], in, n), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_download(b, offsets[k], out, n), CLOPS_OK);
+        ck_assert(memcmp(in, out, (size_t)n) == 0);
+    }
+}
+
+static void assert_message_has(const char *needle)
+{
+    const char *message = tu_api()->last_error();
+    ck_assert_msg(strstr(message, needle) != NULL, "\"%s\" not in: %s", needle, message);
+}
+
+static void assert_message_has_number(const char *fmt, int64_t value)
+{
+    char needle[96];
+    snprintf(needle, sizeof needle, fmt, value);
+    assert_message_has(needle);
+}
+
+/* The device's limit is exactly used up: fills it from empty and checks the total. */
+static void fill_to_limit(struct clops_pool *pool, const struct clops_device_info *info,
+                          int32_t percent, struct held *h)
+{
+    const int64_t global = info->global_mem_bytes;
+    fill_device(pool, pow2_floor(global / 8), 2 * global, h);
+    ck_assert_msg(h->total <= global,
+                  "buffer_create accepted %" PRId64 " bytes in %d buffers on '%s', which reports "
+                  "%" PRId64 " bytes of memory",
+                  h->total, h->count, info->name, global);
+    ck_assert_int_eq(h->total, limit_for(global, percent));
+}
+
+START_TEST(test_buffers_past_the_device_memory_limit_are_refused)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    const struct clops_device_info info = primary_info(pool);
+    const int64_t limit = limit_for(info.global_mem_bytes, DEFAULT_PERCENT);
+    const int64_t chunk = pow2_floor(info.global_mem_bytes / 8);
+    struct held h = {0};
+    fill_to_limit(pool, &info, DEFAULT_PERCENT, &h);
+
+    struct clops_buffer *b = NULL;
+    ck_assert_int_eq(api->buffer_create(pool, chunk, &b), CLOPS_ERR_OUT_OF_DEVICE_MEMORY);
+    ck_assert_ptr_null(b);
+    assert_message_has("buffer_create");
+    assert_message_has(info.name);
+    assert_message_has_number(" %" PRId64 " bytes", chunk);
+    assert_message_has_number("%" PRId64 " bytes in use", limit);
+    assert_message_has_number("limit %" PRId64 " bytes", limit);
+
+    /* What was accepted stays usable. */
+    check_round_trip(h.buffers[0], h.bytes[0], 1);
+    check_round_trip(h.buffers[h.count - 1], h.bytes[h.count - 1], 2);
+
+    /* Freeing one gives its bytes back, and no more. */
+    api->buffer_release(h.buffers[0]);
+    h.buffers[0] = NULL;
+    ck_assert_int_eq(api->buffer_create(pool, h.bytes[0], &h.buffers[0]), CLOPS_OK);
+    check_round_trip(h.buffers[0], h.bytes[0], 3);
+    ck_assert_int_eq(api->buffer_create(pool, 1, &b), CLOPS_ERR_OUT_OF_DEVICE_MEMORY);
+
+    /* All of it comes back once everything is released. */
+    release_all(&h);
+    fill_to_limit(pool, &info, DEFAULT_PERCENT, &h);
+    release_all(&h);
+    api->pool_release(pool);
+}
+END_TEST
+
+START_TEST(test_device_memory_percent_sets_the_limit)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_from_string("device_memory_percent = 37;", &pool), CLOPS_OK);
+    const struct clops_device_info info = primary_info(pool);
+    struct held h = {0};
+    fill_to_limit(pool, &info, 37, &h);
+    release_all(&h);
+    api->pool_release(pool);
+
+    const char *bad[] = {"device_memory_percent = 0;", "device_memory_percent = 101;",
+                         "device_memory_percent = \"90\";"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pool = NULL;
+        ck_assert_int_eq(api->pool_create_from_string(bad[i], &pool), CLOPS_ERR_CONFIG);
+        ck_assert_ptr_null(pool);
+        assert_message_has("<string>:1: device_memory_percent: expected an integer in 1..100");
+    }
+}
+END_TEST
+
+/* C = A·B for n×n row-major f32, in double: the reference. */
+static void reference_gemm(const float *a, const float *b, double *c, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int k = 0; k < n; k++)
+                s += (double)a[i * n + k] * b[k * n + j];
+            c[i * n + j] = s;
+        }
+}
+
+START_TEST(test_operator_staging_past_the_limit_fails_and_changes_nothing)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    const struct clops_device_info info = primary_info(pool);
+    struct held h = {0};
+    fill_to_limit(pool, &info, DEFAULT_PERCENT, &h);
+
+    /* Leave exactly `room` bytes: A (1 MiB) is staged, B (1 MiB) no longer fits. */
+    const int n = 512;
+    const int64_t matrix_bytes = (int64_t)n * n * (int64_t)sizeof(float);
+    const int64_t room = matrix_bytes + matrix_bytes / 2;
+    ck_assert_int_gt(h.bytes[0], room);
+    api->buffer_release(h.buffers[0]);
+    ck_assert_int_eq(api->buffer_create(pool, h.bytes[0] - room, &h.buffers[0]), CLOPS_OK);
+    h.bytes[0] -= room;
+
+    float *a = malloc(sizeof(float) * (size_t)(n * n));
+    float *b = malloc(sizeof(float) * (size_t)(n * n));
+    float *c = malloc(sizeof(float) * (size_t)(n * n));
+    float *c_before = malloc(sizeof(float) * (size_t)(n * n));
+    double *ref = malloc(sizeof(double) * (size_t)(n * n));
+    ck_assert(a != NULL && b != NULL && c != NULL && c_before != NULL && ref != NULL);
+    tu_seed(7);
+    tu_fill_f32(a, (int64_t)n * n);
+    tu_fill_f32(b, (int64_t)n * n);
+    tu_fill_f32(c, (int64_t)n * n);
+    memcpy(c_before, c, sizeof(float) * (size_t)(n * n));
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F32, n, n, n, 0);
+    struct clops_tensor tb = clops_matrix(b, CLOPS_F32, n, n, n, 0);
+    struct clops_tensor tc = clops_matrix(c, CLOPS_F32, n, n, n, 0);
+    clops_gemm_fn gemm = (clops_gemm_fn)api->op_find("gemm")->entry;
+    ck_assert_int_eq(gemm(pool, &ta, &tb, &tc, CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1.0, 0.0),
+                     CLOPS_ERR_OUT_OF_DEVICE_MEMORY);
+    assert_message_has("gemm: parameter 'b'");
+    assert_message_has(info.name);
+    assert_message_has_number("limit %" PRId64 " bytes", limit_for(info.global_mem_bytes, 90));
+    ck_assert(memcmp(c, c_before, sizeof(float) * (size_t)(n * n)) == 0);
+
+    /* The staged A was given back: the room is whole again, and a reduce over more than it
+     * holds fails the same way, leaving its output alone. */
+    struct clops_buffer *probe = NULL;
+    ck_assert_int_eq(api->buffer_create(pool, room, &probe), CLOPS_OK);
+    api->buffer_release(probe);
+    float sum = -7.0f;
+    struct clops_tensor x = clops_matrix(b, CLOPS_F32, n, n, n, 0);
+    struct clops_tensor out = {
+        .data = &sum, .dtype = CLOPS_F32, .rank = 1, .shape = {1}, .strides = {1}};
+    clops_reduce_fn reduce = (clops_reduce_fn)api->op_find("reduce")->entry;
+    ck_assert_int_eq(api->buffer_create(pool, room - matrix_bytes + 1, &probe), CLOPS_OK);
+    ck_assert_int_eq(reduce(pool, &x, &out, 0, -1), CLOPS_ERR_OUT_OF_DEVICE_MEMORY);
+    assert_message_has("parameter 'x'");
+    ck_assert(sum == -7.0f);
+    api->buffer_release(probe);
+
+    /* With the buffers gone the pool works as before. */
+    release_all(&h);
+    ck_assert_int_eq(gemm(pool, &ta, &tb, &tc, CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1.0, 0.0), CLOPS_OK);
+    reference_gemm(a, b, ref, n);
+    for (int i = 0; i < n * n; i++)
+        ck_assert_msg(fabs(c[i] - ref[i]) <= 1e-4 * n, "c[%d] = %g, expected %g", i, c[i], ref[i]);
+    ck_assert_int_eq(reduce(pool, &x, &out, 0, -1), CLOPS_OK);
+    double expected = 0;
+    for (int i = 0; i < n * n; i++)
+        expected += b[i];
+    ck_assert_double_le(fabs(sum - expected), 1e-3 * n);
+    free(a);
+    free(b);
+    free(c);
+    free(c_before);
+    free(ref);
+    api->pool_release(pool);
+}
+END_TEST
+
+/* PER_THREAD buffers of global/64: one thread alone could take the whole limit. */
+enum { THREADS = 8, PER_THREAD = 64 };
+
+struct allocator {
+    struct clops_pool *pool;
+    pthread_barrier_t *start;
+    int64_t size;
+    struct clops_buffer *buffers[PER_THREAD];
+    int count;
+    int32_t refusal; /* the status that stopped it, CLOPS_OK when it reached PER_THREAD */
+};
+
+static void *allocate_until_refused(void *arg)
+{
+    struct allocator *t = arg;
+    pthread_barrier_wait(t->start);
+    t->refusal = CLOPS_OK;
+    while (t->count < PER_THREAD) {
+        int32_t status = tu_api()->buffer_create(t->pool, t->size, &t->buffers[t->count]);
+        if (status != CLOPS_OK) {
+            t->refusal = status;
+            break;
+        }
+        t->count++;
+    }
+    return NULL;
+}
+
+START_TEST(test_threads_allocating_at_once_cannot_pass_the_limit)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    const struct clops_device_info info = primary_info(pool);
+    const int64_t limit = limit_for(info.global_mem_bytes, DEFAULT_PERCENT);
+    /* THREADS * PER_THREAD buffers of this size are eight times what the device reports. */
+    const int64_t size = info.global_mem_bytes / 64;
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, THREADS);
+    struct allocator threads[THREADS];
+    pthread_t ids[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        threads[i] = (struct allocator){.pool = pool, .start = &start, .size = size};
+        ck_assert_int_eq(pthread_create(&ids[i], NULL, allocate_until_refused, &threads[i]), 0);
+    }
+    int64_t total = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(ids[i], NULL);
+        total += threads[i].count * size;
+    }
+    pthread_barrier_destroy(&start);
+    ck_assert_msg(total <= limit,
+                  "%d threads were given %" PRId64 " bytes on '%s' (limit %" PRId64 ")", THREADS,
+                  total, info.name, limit);
+    /* Each stopped at a refusal, when less than one more buffer fitted. */
+    ck_assert_int_gt(total, limit - size);
+    for (int i = 0; i < THREADS; i++) {
+        ck_assert_int_eq(threads[i].refusal, CLOPS_ERR_OUT_OF_DEVICE_MEMORY);
+        for (int k = 0; k < threads[i].count; k++)
+            api->buffer_release(threads[i].buffers[k]);
+    }
+    /* Everything came back. */
+    struct held h = {0};
+    fill_to_limit(pool, &info, DEFAULT_PERCENT, &h);
+    release_all(&h);
+    api->pool_release(pool);
+}
+END_TEST
+
+START_TEST(test_pools_on_one_device_share_its_memory)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *first = NULL, *second = NULL;
+    ck_assert_int_eq(api->pool_create_default(&first), CLOPS_OK);
+    ck_assert_int_eq(api->pool_create_default(&second), CLOPS_OK);
+    const struct clops_device_info info = primary_info(first);
+    struct held h = {0};
+    fill_to_limit(first, &info, DEFAULT_PERCENT, &h);
+    struct clops_buffer *b = NULL;
+    ck_assert_int_eq(api->buffer_create(second, 1, &b), CLOPS_ERR_OUT_OF_DEVICE_MEMORY);
+    ck_assert_ptr_null(b);
+    release_all(&h);
+    fill_to_limit(second, &info, DEFAULT_PERCENT, &h);
+    release_all(&h);
+    api->pool_release(second);
+    api->pool_release(first);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("memory");
+    TCase *tc = tcase_create("memory");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_buffers_past_the_device_memory_limit_are_refused);
+    tcase_add_test(tc, test_device_memory_percent_sets_the_limit);
+    tcase_add_test(tc, test_operator_staging_past_the_limit_fails_and_changes_nothing);
+    tcase_add_test(tc, test_threads_allocating_at_once_cannot_pass_the_limit);
+    tcase_add_test(tc, test_pools_on_one_device_share_its_memory);
+    suite_add_tcase(s, tc);
+    return tu_run_suite(s, 1);
+}
