@@ -1,0 +1,30 @@
+# Fails unless the fault-injection test (TEST) defines a __wrap_ for every OpenCL function and
+# every allocation the core (CORE, libclops_core.a) calls: a call the core makes unwrapped would
+# escape the sweep of test_faults unseen (and a function reached only through a pointer the
+# OpenCL stack hands out, which --wrap cannot see, would have to be named here).
+cmake_policy(SET CMP0057 NEW)
+execute_process(COMMAND nm -u ${CORE} OUTPUT_VARIABLE core_out RESULT_VARIABLE rc1)
+execute_process(COMMAND nm --defined-only ${TEST} OUTPUT_VARIABLE test_out RESULT_VARIABLE rc2)
+if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
+  message(FATAL_ERROR "nm failed on ${CORE} or ${TEST}")
+endif()
+string(REGEX MATCHALL " U (cl[A-Z][A-Za-z0-9]*|malloc|calloc|realloc|strdup|strndup|aligned_alloc|posix_memalign|pthread_create)\n"
+       called "${core_out}")
+string(REGEX MATCHALL "__wrap_[A-Za-z0-9_]+" wrapped "${test_out}")
+set(missing "")
+set(count 0)
+foreach(entry IN LISTS called)
+  string(REGEX REPLACE "^ U |\n$" "" sym "${entry}")
+  math(EXPR count "${count} + 1")
+  if(NOT "__wrap_${sym}" IN_LIST wrapped)
+    list(APPEND missing ${sym})
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES missing)
+if(missing)
+  message(FATAL_ERROR "the core calls functions tests/fault_inject.c does not wrap: ${missing}")
+endif()
+if(count EQUAL 0)
+  message(FATAL_ERROR "found no OpenCL call or allocation in ${CORE}: is it the core?")
+endif()
+message(STATUS "fault injection wraps all ${count} call sites' functions")
