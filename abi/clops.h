@@ -68,6 +68,14 @@ enum clops_status {
     CLOPS_ERR_NO_DEVICE = 11,    /* no OpenCL device matches the configuration */
     CLOPS_ERR_INTERNAL = 12      /* a bug in clops: please report the message */
 };
+/* CLOPS_ERR_OUT_OF_DEVICE_MEMORY: a buffer or an operator's temporaries (host tensors staged on
+ * the device, scratch) would pass the device's limit, or one allocation is larger than the
+ * device allows (CL_DEVICE_MAX_MEM_ALLOC_SIZE). The limit is the pool setting
+ * device_memory_percent (default 90) of what the device reports (CL_DEVICE_GLOBAL_MEM_SIZE),
+ * counted over every pool of the process on that device; clops refuses before the driver is
+ * asked, because lazy drivers (PoCL) accept any total and abort the process at first use. The
+ * message names the device, the bytes asked, the bytes in use and the limit. Nothing changed:
+ * buffers already created stay valid, outputs are untouched, and releasing buffers makes room. */
 
 enum clops_dtype {
     CLOPS_DTYPE_INVALID = 0,
@@ -306,6 +314,8 @@ struct clops_api {
 
     /* Device buffers on the pool's primary device. Offsets and sizes in bytes. A buffer must be
      * released before its pool. */
+    /* buffer_create refuses, with CLOPS_ERR_OUT_OF_DEVICE_MEMORY, a buffer that would take the
+     * device past its limit (see that status above); buffer_release gives the bytes back. */
     int32_t (*buffer_create)(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out);
     int32_t (*buffer_upload)(struct clops_buffer *buffer, int64_t offset, const void *src,
                              int64_t bytes);
