@@ -2,6 +2,7 @@
  * clears the thread's last error, checks its arguments and delegates to its module. */
 #include "entry.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -53,6 +54,8 @@ static int32_t api_pool_create_default(struct clops_pool **out)
     err_clear();
     struct pool_config cfg;
     config_defaults(&cfg);
+    /* No file or text to name in messages ("<source>: no OpenCL device found"). */
+    snprintf(cfg.source, sizeof cfg.source, "%s", "<default configuration>");
     return create_pool(&cfg, out);
 }
 
