@@ -3,18 +3,21 @@
  * replace the destination atomically. Nothing here prints or exits: errors go to the caller. */
 #include "formats.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <png.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -1009,6 +1012,61 @@ static int make_parents(const char *path, char *err, size_t errsize)
     return rc;
 }
 
+/* The directory of `path` ("." for a bare name), malloc'd; NULL when out of memory. */
+static char *parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash == NULL ? strdup(".") : strndup(path, slash == path ? 1 : (size_t)(slash - path));
+}
+
+/* A writer's temporary file is "<dir>/.<name>.<pid>.XXXXXX": the pid says whose it is, so that
+ * one left by a killed writer (kill -9 between mkstemp and rename) can be told from one that a
+ * running writer is filling. */
+enum { STALE_TEMP_AGE_S = 60 };
+
+/* The pid in `entry` if it is a temporary file of destination `name` (".<name>.<digits>.XXXXXX"
+ * with mkstemp's six letters and digits), else 0. */
+static long temp_file_pid(const char *entry, const char *name)
+{
+    size_t length = strlen(name);
+    if (entry[0] != '.' || strncmp(entry + 1, name, length) != 0 || entry[1 + length] != '.')
+        return 0;
+    const char *digits = entry + 2 + length, *p = digits;
+    long pid = 0;
+    for (; *p >= '0' && *p <= '9' && p - digits < 10; p++)
+        pid = pid * 10 + (*p - '0');
+    if (p == digits || *p != '.' || strlen(p + 1) != 6)
+        return 0;
+    for (const char *c = p + 1; *c != '\0'; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+            return 0;
+    return pid;
+}
+
+/* Removes the temporary files of destination `name` in `dir` that killed writers left: those
+ * whose writer's pid is not a live process and that nobody has written for STALE_TEMP_AGE_S
+ * seconds. A writer that is still running keeps its file: on this machine its pid is alive; on
+ * another one sharing the directory (NFS, a container) it writes its file, which keeps the
+ * file young. Best effort: nothing here makes the write fail. */
+static void remove_stale_temps(const char *dir, const char *name)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return;
+    const time_t now = time(NULL);
+    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+        long pid = temp_file_pid(e->d_name, name);
+        struct stat st;
+        /* kill(pid, 0) fails with ESRCH only when no such process exists (EPERM: it does). */
+        int writer_gone =
+            pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+        if (writer_gone && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(st.st_mode) && now - st.st_mtime >= STALE_TEMP_AGE_S)
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
+
 /* The temporary file a writer fills before renaming it over the destination. */
 struct atomic_file {
     char *tmp;
@@ -1025,7 +1083,12 @@ static int atomic_open(const char *path, struct atomic_file *af, char *err, size
         return fail(err, errsize, "%s: the path names a directory, not a file", path);
     if (make_parents(path, err, errsize) != 0)
         return -1;
-    if (asprintf(&af->tmp, "%.*s.%s.XXXXXX", (int)(name - path), path, name) < 0) {
+    char *dir = parent_dir(path);
+    if (dir != NULL)
+        remove_stale_temps(dir, name);
+    free(dir);
+    if (asprintf(&af->tmp, "%.*s.%s.%ld.XXXXXX", (int)(name - path), path, name, (long)getpid()) <
+        0) {
         af->tmp = NULL;
         return fail(err, errsize, "%s: out of memory", path);
     }
@@ -1065,8 +1128,7 @@ static void atomic_abort(struct atomic_file *af)
 /* A crash right after the rename should not leave the directory without the new name. */
 static void sync_parent(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash == NULL ? strdup(".") : strndup(path, slash == path ? 1 : slash - path);
+    char *dir = parent_dir(path);
     int fd = dir != NULL ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
     if (fd >= 0) {
         fsync(fd);
@@ -1215,7 +1277,8 @@ static int emit_mtx(FILE *f, const struct fmt_tensor *t, int64_t elements, char 
     fprintf(f, "%%%%MatrixMarket matrix array %s general\n%lld %lld\n",
             dtype_is_integer(t->dtype) ? "integer" : "real", (long long)rows, (long long)cols);
     char text[32];
-    for (int64_t j = 0; j < cols; j++)
+    /* rows > 0 first: a 0 x 2^41 matrix has no entry, and must not take 2^41 steps to say so. */
+    for (int64_t j = 0; rows > 0 && j < cols; j++)
         for (int64_t i = 0; i < rows; i++) {
             format_element(text, sizeof text, t->data, t->dtype, i * cols + j);
             fprintf(f, "%s\n", text);

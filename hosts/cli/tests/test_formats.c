@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "formats.h"
@@ -1057,6 +1059,76 @@ START_TEST(test_kind_from_extension_ignoring_case)
 }
 END_TEST
 
+/* ---- Hostile files and shapes -------------------------------------------------------------- */
+
+/* A 0 x 2.2e12 matrix has no entry: writing it must not walk 2.2e12 empty columns. */
+START_TEST(test_mtx_of_no_rows_and_huge_columns_is_written_at_once)
+{
+    struct fmt_tensor t = {.dtype = CLOPS_F64, .rank = 2, .shape = {0, INT64_C(2200000000000)}};
+    char err[512] = "";
+    alarm(20);
+    int rc = fmt_write_mtx(in_dir("wide.mtx"), &t, err, sizeof err);
+    alarm(0);
+    ck_assert_msg(rc == 0, "%s", err);
+    char *text = slurp(in_dir("wide.mtx"), NULL);
+    ck_assert_str_eq(text, "%%MatrixMarket matrix array real general\n0 2200000000000\n");
+    free(text);
+}
+END_TEST
+
+/* A pid that no process has: a child's, after it has been reaped. */
+static pid_t dead_pid(void)
+{
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(child, NULL, 0), child);
+    return child;
+}
+
+/* A writer's temporary file as formats.c names it, last written `age_s` seconds ago; its name
+ * (without the directory) goes to `out`. */
+static void make_temp(char *out, size_t size, const char *name, long pid, const char *suffix,
+                      int age_s)
+{
+    char path[600];
+    snprintf(out, size, ".%s.%ld.%s", name, pid, suffix);
+    snprintf(path, sizeof path, "%s/%s", dir, out);
+    write_text(path, "partial");
+    struct timeval times[2];
+    gettimeofday(&times[0], NULL);
+    times[0].tv_sec -= age_s;
+    times[1] = times[0];
+    ck_assert_int_eq(utimes(path, times), 0);
+}
+
+/* kill -9 between mkstemp and rename leaves ".<name>.<pid>.XXXXXX". The next write of the same
+ * output removes those whose writer is gone and that are over a minute old, and nothing else:
+ * not a live writer's, not a fresh one's (another machine's writer), not another output's. */
+START_TEST(test_write_removes_temporary_files_of_killed_writers)
+{
+    const long gone = dead_pid();
+    char stale[128], kept[4][128];
+    make_temp(stale, sizeof stale, "out.npy", gone, "AbC123", 3600);
+    make_temp(kept[0], sizeof kept[0], "out.npy", (long)getppid(), "AbC123", 3600); /* alive */
+    make_temp(kept[1], sizeof kept[1], "out.npy", gone, "Fresh1", 0);      /* too fresh to judge */
+    make_temp(kept[2], sizeof kept[2], "other.npy", gone, "AbC123", 3600); /* another output */
+    snprintf(kept[3], sizeof kept[3], ".out.npy.notapid.AbC123");
+    write_text(in_dir(kept[3]), "not ours");
+    const int64_t shape[1] = {5};
+    struct fmt_tensor t = random_tensor(CLOPS_F32, 1, shape, 0);
+    char err[512], names[1024];
+    ck_assert_int_eq(fmt_write_npy(in_dir("out.npy"), &t, err, sizeof err), 0);
+    list_dir(dir, names, sizeof names);
+    ck_assert_msg(strstr(names, stale) == NULL, "%s was not removed: %s", stale, names);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(strstr(names, kept[i]) != NULL, "%s was removed: %s", kept[i], names);
+    ck_assert_ptr_nonnull(strstr(names, " out.npy"));
+    fmt_tensor_free(&t);
+}
+END_TEST
+
 static Suite *formats_suite(void)
 {
     Suite *suite = suite_create("formats");
@@ -1086,6 +1158,8 @@ static Suite *formats_suite(void)
     tcase_add_test(tc, test_unwritable_destinations_fail_cleanly);
     tcase_add_test(tc, test_write_creates_parents_and_replaces_with_umask_mode);
     tcase_add_test(tc, test_kind_from_extension_ignoring_case);
+    tcase_add_test(tc, test_mtx_of_no_rows_and_huge_columns_is_written_at_once);
+    tcase_add_test(tc, test_write_removes_temporary_files_of_killed_writers);
     suite_add_tcase(suite, tc);
     return suite;
 }
