@@ -150,21 +150,67 @@ static void swap_elements(unsigned char *p, int64_t elements, int64_t esize)
 
 /* ---- Reading files --------------------------------------------------------------------------- */
 
-static FILE *open_input(const char *path, int64_t *size, char *err, size_t errsize)
+/* "a FIFO (named pipe)", "a directory", ...: what a file that is not a regular one is. */
+static const char *file_type_name(mode_t mode)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    return S_ISFIFO(mode)   ? "a FIFO (named pipe)"
+           : S_ISDIR(mode)  ? "a directory"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
+FILE *fmt_open_input(const char *path, int64_t *size, char *err, size_t errsize)
+{
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. The
+     * type is checked on the opened descriptor, so nothing can swap the file in between. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fail(err, errsize, "%s: not a regular file", path);
-        fclose(f);
+    if (fstat(fd, &st) != 0) {
+        fail(err, errsize, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fail(err, errsize, "%s: is %s, not a regular file; only regular files are read", path,
+             file_type_name(st.st_mode));
+        close(fd);
+        return NULL;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (f == NULL) {
+        fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
         return NULL;
     }
     *size = (int64_t)st.st_size;
     return f;
+}
+
+/* The default limit's reason, for messages. */
+static const struct fmt_read_limit default_limit = {
+    FMT_READ_MAX_BYTES, "the default limit for a tensor read from a file (4 GiB)"};
+
+/* Refuses, before anything is allocated, a tensor of `bytes` over the read limit; `line` is the
+ * line that declares the shape, 0 for none. */
+static int check_limit(const struct fmt_read_limit *limit, int64_t bytes, int32_t dtype,
+                       int32_t rank, const int64_t *shape, const char *path, int line, char *err,
+                       size_t errsize)
+{
+    if (bytes <= limit->max_bytes)
+        return 0;
+    char text[128], where[24] = "";
+    describe(text, sizeof text, dtype, rank, shape);
+    if (line > 0)
+        snprintf(where, sizeof where, ":%d", line);
+    return fail(err, errsize, "%s%s: %s would take %lld bytes, more than %lld: %s", path, where,
+                text, (long long)bytes, (long long)limit->max_bytes, limit->reason);
 }
 
 static int read_exact(FILE *f, void *buffer, int64_t bytes, const char *path, char *err,
@@ -194,7 +240,7 @@ static int read_elements(FILE *f, struct fmt_tensor *out, int64_t elements, int6
 static char *read_text(const char *path, char *err, size_t errsize)
 {
     int64_t size = 0;
-    FILE *f = open_input(path, &size, err, errsize);
+    FILE *f = fmt_open_input(path, &size, err, errsize);
     if (f == NULL)
         return NULL;
     char *text = size < FMT_MAX_BYTES ? malloc((size_t)size + 1) : NULL;
@@ -489,11 +535,12 @@ static int npy_to_row_major(struct fmt_tensor *t, int64_t elements, int64_t byte
     return 0;
 }
 
-int fmt_read_npy(const char *path, struct fmt_tensor *out, char *err, size_t errsize)
+static int read_npy(const char *path, const struct fmt_read_limit *limit, struct fmt_tensor *out,
+                    char *err, size_t errsize)
 {
     memset(out, 0, sizeof *out);
     int64_t size = 0, offset = 0, elements = 0, bytes = 0;
-    FILE *f = open_input(path, &size, err, errsize);
+    FILE *f = fmt_open_input(path, &size, err, errsize);
     if (f == NULL)
         return -1;
     struct npy_header h = {0};
@@ -509,6 +556,9 @@ int fmt_read_npy(const char *path, struct fmt_tensor *out, char *err, size_t err
                   size - offset < bytes ? "truncated" : "bytes after the data", why,
                   (long long)bytes, (long long)(size - offset));
     }
+    /* The data is in the file, so `bytes` is at most its size; the limit still applies. */
+    if (rc == 0)
+        rc = check_limit(limit, bytes, h.dtype, h.rank, h.shape, path, 0, err, errsize);
     if (rc == 0) {
         out->dtype = h.dtype;
         out->rank = h.rank;
@@ -521,6 +571,11 @@ int fmt_read_npy(const char *path, struct fmt_tensor *out, char *err, size_t err
     if (rc != 0)
         fmt_tensor_free(out);
     return rc;
+}
+
+int fmt_read_npy(const char *path, struct fmt_tensor *out, char *err, size_t errsize)
+{
+    return read_npy(path, &default_limit, out, err, errsize);
 }
 
 /* ---- Matrix Market .mtx ---------------------------------------------------------------------- */
@@ -691,6 +746,7 @@ struct mtx_size {
 };
 
 static int parse_size_line(struct lines *l, const struct mtx_banner *b, int32_t dtype,
+                           const struct fmt_read_limit *limit, int64_t file_bytes,
                            struct mtx_size *s, const char *path, char *err, size_t errsize)
 {
     char *line = next_content_line(l);
@@ -723,7 +779,17 @@ static int parse_size_line(struct lines *l, const struct mtx_banner *b, int32_t 
                      : b->symmetry == SYM_SYMMETRIC ? n * (n + 1) / 2
                                                     : n * (n - 1) / 2;
     }
-    return 0;
+    /* Each entry takes a line of at least "v\n" (array) or "r c\n" (coordinate): a size line
+     * that announces more than the file can hold is refused before the matrix is allocated. */
+    const int64_t least = b->coordinate ? 4 : 2;
+    if (s->entries > (file_bytes + 1) / least)
+        return fail(err, errsize,
+                    "%s:%d: the size line %s %lld entries but the whole file has %lld bytes (each "
+                    "entry takes at least %lld)",
+                    path, l->number, b->coordinate ? "announces" : "implies", (long long)s->entries,
+                    (long long)file_bytes, (long long)least);
+    /* A coordinate file expands to the dense matrix: a few bytes can declare gigabytes. */
+    return check_limit(limit, s->bytes, dtype, 2, s->shape, path, l->number, err, errsize);
 }
 
 /* One value of the file: integer fields keep the exact integer. */
@@ -894,12 +960,14 @@ static int mtx_entries(struct lines *l, const struct mtx_banner *b, const struct
     return 0;
 }
 
-int fmt_read_mtx(const char *path, int32_t dtype, struct fmt_tensor *out, char *err, size_t errsize)
+static int read_mtx(const char *path, int32_t dtype, const struct fmt_read_limit *limit,
+                    struct fmt_tensor *out, char *err, size_t errsize)
 {
     memset(out, 0, sizeof *out);
     char *text = read_text(path, err, errsize);
     if (text == NULL)
         return -1;
+    const int64_t file_bytes = (int64_t)strlen(text);
     struct lines l = {text, 0};
     struct mtx_banner b = {0};
     struct mtx_size s = {0};
@@ -907,7 +975,7 @@ int fmt_read_mtx(const char *path, int32_t dtype, struct fmt_tensor *out, char *
     if (rc == 0)
         rc = mtx_check_dtype(&b, dtype, path, err, errsize);
     if (rc == 0)
-        rc = parse_size_line(&l, &b, dtype, &s, path, err, errsize);
+        rc = parse_size_line(&l, &b, dtype, limit, file_bytes, &s, path, err, errsize);
     if (rc == 0) {
         out->dtype = dtype;
         out->rank = 2;
@@ -925,10 +993,16 @@ int fmt_read_mtx(const char *path, int32_t dtype, struct fmt_tensor *out, char *
     return rc;
 }
 
+int fmt_read_mtx(const char *path, int32_t dtype, struct fmt_tensor *out, char *err, size_t errsize)
+{
+    return read_mtx(path, dtype, &default_limit, out, err, errsize);
+}
+
 /* ---- Raw and dispatch ------------------------------------------------------------------------ */
 
-int fmt_read_raw(const char *path, int32_t dtype, int32_t rank, const int64_t *shape,
-                 struct fmt_tensor *out, char *err, size_t errsize)
+static int read_raw(const char *path, int32_t dtype, int32_t rank, const int64_t *shape,
+                    const struct fmt_read_limit *limit, struct fmt_tensor *out, char *err,
+                    size_t errsize)
 {
     memset(out, 0, sizeof *out);
     int64_t elements = 0, bytes = 0, size = 0;
@@ -937,7 +1011,9 @@ int fmt_read_raw(const char *path, int32_t dtype, int32_t rank, const int64_t *s
         return fail(err, errsize, "%s: no shape given for a raw file", path);
     if (tensor_size(dtype, rank, shape, &elements, &bytes, why, sizeof why) != 0)
         return fail(err, errsize, "%s: %s", path, why);
-    FILE *f = open_input(path, &size, err, errsize);
+    if (check_limit(limit, bytes, dtype, rank, shape, path, 0, err, errsize) != 0)
+        return -1;
+    FILE *f = fmt_open_input(path, &size, err, errsize);
     if (f == NULL)
         return -1;
     int rc = 0;
@@ -958,14 +1034,23 @@ int fmt_read_raw(const char *path, int32_t dtype, int32_t rank, const int64_t *s
     return rc;
 }
 
-int fmt_read(const char *path, int32_t dtype, int32_t rank, const int64_t *shape,
-             struct fmt_tensor *out, char *err, size_t errsize)
+int fmt_read_raw(const char *path, int32_t dtype, int32_t rank, const int64_t *shape,
+                 struct fmt_tensor *out, char *err, size_t errsize)
+{
+    return read_raw(path, dtype, rank, shape, &default_limit, out, err, errsize);
+}
+
+int fmt_read_limited(const char *path, int32_t dtype, int32_t rank, const int64_t *shape,
+                     const struct fmt_read_limit *limit, struct fmt_tensor *out, char *err,
+                     size_t errsize)
 {
     const enum fmt_kind kind = fmt_kind_from_path(path);
     memset(out, 0, sizeof *out);
+    if (limit == NULL)
+        limit = &default_limit;
     switch (kind) {
     case FMT_NPY:
-        if (fmt_read_npy(path, out, err, errsize) != 0)
+        if (read_npy(path, limit, out, err, errsize) != 0)
             return -1;
         if (dtype != 0 && out->dtype != dtype) {
             fail(err, errsize, "%s: the file holds %s but %s is wanted", path,
@@ -974,8 +1059,8 @@ int fmt_read(const char *path, int32_t dtype, int32_t rank, const int64_t *shape
             return -1;
         }
         return 0;
-    case FMT_MTX: return fmt_read_mtx(path, dtype, out, err, errsize);
-    case FMT_RAW: return fmt_read_raw(path, dtype, rank, shape, out, err, errsize);
+    case FMT_MTX: return read_mtx(path, dtype, limit, out, err, errsize);
+    case FMT_RAW: return read_raw(path, dtype, rank, shape, limit, out, err, errsize);
     case FMT_CSV:
     case FMT_PNG:
         return fail(err, errsize,
@@ -988,6 +1073,12 @@ int fmt_read(const char *path, int32_t dtype, int32_t rank, const int64_t *shape
                     ".bin or .raw",
                     path);
     }
+}
+
+int fmt_read(const char *path, int32_t dtype, int32_t rank, const int64_t *shape,
+             struct fmt_tensor *out, char *err, size_t errsize)
+{
+    return fmt_read_limited(path, dtype, rank, shape, NULL, out, err, errsize);
 }
 
 /* ---- Writing atomically ---------------------------------------------------------------------- */

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* CLOPS_F32, CLOPS_F64, CLOPS_I32, CLOPS_U32, CLOPS_U8, CLOPS_I64, CLOPS_MAX_RANK */
 #include "clops.h"
@@ -20,6 +21,18 @@ struct fmt_tensor {
  * written here holds at most 2^40 bytes. */
 #define FMT_MAX_BYTES (INT64_C(1) << 40)
 
+/* What a reader may allocate for a tensor's data; checked against the shape a file declares
+ * before anything is allocated. A .npy or raw file holds its data, so it cannot make a reader
+ * allocate more than its own size; a Matrix Market coordinate file is expanded to the dense
+ * matrix, so 60 bytes can declare gigabytes. The readers without a limit argument use
+ * FMT_READ_MAX_BYTES. `reason` ends the message when a file is refused, e.g. "the pipeline
+ * declares 100 x 100 f64 (80000 bytes)". */
+#define FMT_READ_MAX_BYTES (INT64_C(1) << 32)
+struct fmt_read_limit {
+    int64_t max_bytes;
+    const char *reason;
+};
+
 enum fmt_kind { FMT_UNKNOWN = 0, FMT_NPY, FMT_MTX, FMT_RAW, FMT_CSV, FMT_PNG };
 /* From the file name's extension (.npy .mtx .bin/.raw .csv .png, case-insensitive). */
 enum fmt_kind fmt_kind_from_path(const char *path);
@@ -29,7 +42,8 @@ const char *fmt_kind_name(enum fmt_kind kind);
 /* Frees t->data and zeroes *t. */
 void fmt_tensor_free(struct fmt_tensor *t);
 
-/* Readers. On failure return -1, free anything allocated, leave *out zeroed, and write a
+/* Readers. Anything but a regular file (a FIFO, a device, a directory) is refused without
+ * blocking. On failure return -1, free anything allocated, leave *out zeroed, and write a
  * one-line message into err (size errsize) naming the file and what is wrong, e.g.
  * "a.npy: truncated: the header says 12 x 7 f64 (672 bytes of data) but the file has 80",
  * "b.mtx:3: expected 3 entries ('rows cols nonzeros'), found 2". No printing, no exit. */
@@ -56,12 +70,22 @@ int fmt_read_raw(const char *path, int32_t dtype, int32_t rank, const int64_t *s
  * file's dtype must match (error names both). CSV and PNG cannot be read: an error says so. */
 int fmt_read(const char *path, int32_t dtype, int32_t rank, const int64_t *shape,
              struct fmt_tensor *out, char *err, size_t errsize);
+/* fmt_read with `limit` (NULL: FMT_READ_MAX_BYTES) instead of the default. */
+int fmt_read_limited(const char *path, int32_t dtype, int32_t rank, const int64_t *shape,
+                     const struct fmt_read_limit *limit, struct fmt_tensor *out, char *err,
+                     size_t errsize);
+/* Opens `path` for reading if it is a regular file, without blocking on a FIFO (the type is
+ * checked on the opened descriptor); *size is its size. NULL with err filled ("x.npy: is a FIFO
+ * (named pipe), not a regular file; ..."), otherwise. */
+FILE *fmt_open_input(const char *path, int64_t *size, char *err, size_t errsize);
 
 /* Writers: every writer writes to a temporary file in the destination's directory
- * ("<dir>/.<name>.XXXXXX" via mkstemp), fsyncs, and renames it over the destination; on any
- * failure the temporary file is removed and the destination is untouched (a reader never sees a
- * partial file). Missing parent directories are created. Return 0, or -1 with err filled.
- * The file gets mode 0666 & ~umask, as one made by open() would. */
+ * ("<dir>/.<name>.<pid>.XXXXXX" via mkstemp), fsyncs, and renames it over the destination; on
+ * any failure the temporary file is removed and the destination is untouched (a reader never
+ * sees a partial file). A writer killed before the rename leaves its temporary file; the next
+ * write of the same destination removes those whose pid is no live process and that have not
+ * been written for 60 seconds. Missing parent directories are created. Return 0, or -1 with err
+ * filled. The file gets mode 0666 & ~umask, as one made by open() would. */
 
 /* Version 1.0, header padded with spaces to a multiple of 64 bytes and ending in '\n', as
  * NumPy writes it. */

@@ -295,6 +295,27 @@ static void check_file_fits(struct pipeline *pl, config_setting_t *group, const 
                what, host_dtype_name(t->dtype), t->file, host_dtype_name(f->dtype));
 }
 
+/* What a file tensor with a declared 'shape' may allocate: a file whose data would not fit that
+ * shape is refused before it is read (a few bytes of .mtx can declare gigabytes). 8 bytes an
+ * element whatever the dtype, so that a wrong dtype gets its own message. NULL when the shape
+ * itself is over FMT_MAX_BYTES (the reader refuses it). */
+static const struct fmt_read_limit *
+declared_limit(const struct pl_tensor *t, struct fmt_read_limit *limit, char *reason, size_t size)
+{
+    int64_t bytes = 8;
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (t->shape[i] > 0 && bytes > FMT_MAX_BYTES / t->shape[i])
+            return NULL;
+        bytes *= t->shape[i];
+    }
+    char want[96];
+    shape_text(t->shape, t->rank, want, sizeof want);
+    snprintf(reason, size, "what its declared 'shape' %s can hold", want);
+    limit->max_bytes = bytes;
+    limit->reason = reason;
+    return limit;
+}
+
 /* A tensor read from a file, now: a bad file is a problem of the pipeline, found before
  * anything runs. npy files carry their dtype and shape; mtx files their shape (the dtype is
  * `dtype`, default f64); raw files neither. */
@@ -316,10 +337,19 @@ static void read_file_tensor(struct pipeline *pl, config_setting_t *group, const
     if (kind == FMT_MTX && dtype == CLOPS_DTYPE_INVALID)
         dtype = CLOPS_F64;
     t->file_path = relative_to_pipeline(pl, t->file);
+    static const struct fmt_read_limit undeclared = {
+        FMT_READ_MAX_BYTES, "the limit for a file tensor without a declared 'shape' (4 GiB); "
+                            "declare its 'shape' to read a larger one"};
+    char reason[160];
+    struct fmt_read_limit limit;
+    const struct fmt_read_limit *declared =
+        has_shape ? declared_limit(t, &limit, reason, sizeof reason) : NULL;
+    if (declared == NULL)
+        declared = &undeclared;
     struct fmt_tensor f = {0};
     char err[512];
-    if (fmt_read(t->file_path, kind == FMT_NPY ? 0 : dtype, t->rank, t->shape, &f, err,
-                 sizeof err) != 0) {
+    if (fmt_read_limited(t->file_path, kind == FMT_NPY ? 0 : dtype, t->rank, t->shape, declared, &f,
+                         err, sizeof err) != 0) {
         report(pl, where, "%s: %s", what, err); /* the reader's message names the file */
         return;
     }
@@ -718,10 +748,19 @@ int pipeline_load(struct pipeline *pl, const char *path, const struct clops_api 
     pl->path = path;
     pl->api = api;
     config_init(&pl->config);
-    if (config_read_file(&pl->config, path) != CONFIG_TRUE) {
-        /* libconfig leaves fopen()'s errno in place for I/O errors. */
+    /* Opened here, not by config_read_file(): a FIFO given as the pipeline would block it. */
+    char err[512];
+    int64_t size = 0;
+    FILE *f = fmt_open_input(path, &size, err, sizeof err);
+    if (f == NULL) {
+        fprintf(stderr, "%s\n", err);
+        return ++pl->errors;
+    }
+    int read_ok = config_read(&pl->config, f) == CONFIG_TRUE;
+    fclose(f);
+    if (!read_ok) {
         if (config_error_type(&pl->config) == CONFIG_ERR_FILE_IO)
-            fprintf(stderr, "%s: %s\n", path, strerror(errno));
+            fprintf(stderr, "%s: read error\n", path);
         else
             fprintf(stderr, "%s:%d: %s\n", path, config_error_line(&pl->config),
                     config_error_text(&pl->config));

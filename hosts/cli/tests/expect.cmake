@@ -2,10 +2,18 @@
 # EXPECT_REGEX: ctest alone can check one or the other, and the CLI's exit codes are API.
 # Optional: CLEAN, a directory emptied first (no file of an earlier run can pass for this
 # one's); AFTER, a command (a list) that must then succeed, run in CLEAN, e.g. check_outputs
-# reading the files written; ABSENT, files that must not exist afterwards.
+# reading the files written; ABSENT, files that must not exist afterwards; MKFIFO, paths made
+# FIFOs (named pipes) first, for inputs that must be refused rather than block on.
 if(CLEAN)
   file(REMOVE_RECURSE "${CLEAN}")
 endif()
+foreach(fifo IN LISTS MKFIFO)
+  file(REMOVE "${fifo}")
+  execute_process(COMMAND mkfifo "${fifo}" RESULT_VARIABLE made)
+  if(NOT made EQUAL 0)
+    message(FATAL_ERROR "mkfifo ${fifo} failed")
+  endif()
+endforeach()
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(all "${out}${err}")
 string(REPLACE "\n" " " flat "${all}")

@@ -1061,6 +1061,24 @@ END_TEST
 
 /* ---- Hostile files and shapes -------------------------------------------------------------- */
 
+/* Opening a FIFO for reading waits for a writer: every reader must refuse one at once, naming
+ * what it is. The alarm turns a hang into a failure. */
+START_TEST(test_fifo_input_is_refused_without_blocking)
+{
+    const char *names[] = {"p.npy", "p.mtx", "p.bin"};
+    const int64_t shape[1] = {4};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ck_assert_int_eq(mkfifo(in_dir(names[i]), 0600), 0);
+        struct fmt_tensor t;
+        char err[512] = "";
+        alarm(20);
+        int rc = fmt_read(in_dir(names[i]), CLOPS_F64, 1, shape, &t, err, sizeof err);
+        alarm(0);
+        assert_failed(rc, &t, err, in_dir(names[i]), "is a FIFO (named pipe), not a regular file");
+    }
+}
+END_TEST
+
 /* A 0 x 2.2e12 matrix has no entry: writing it must not walk 2.2e12 empty columns. */
 START_TEST(test_mtx_of_no_rows_and_huge_columns_is_written_at_once)
 {
@@ -1073,6 +1091,45 @@ START_TEST(test_mtx_of_no_rows_and_huge_columns_is_written_at_once)
     char *text = slurp(in_dir("wide.mtx"), NULL);
     ck_assert_str_eq(text, "%%MatrixMarket matrix array real general\n0 2200000000000\n");
     free(text);
+}
+END_TEST
+
+/* 60 bytes of coordinate file can declare a 30000 x 30000 dense matrix (7.2 GB): refused by
+ * the default limit, or by a caller's, before anything is allocated; the message says which. */
+START_TEST(test_reads_over_the_limit_are_refused_before_allocating)
+{
+    const char *text = "%%MatrixMarket matrix coordinate real general\n30000 30000 1\n1 1 1\n";
+    ck_assert_uint_le(strlen(text), 70);
+    write_text(in_dir("big.mtx"), text);
+    struct fmt_tensor t;
+    char err[512] = "";
+    int rc = fmt_read_mtx(in_dir("big.mtx"), CLOPS_F64, &t, err, sizeof err);
+    assert_failed(rc, &t, err, in_dir("big.mtx"),
+                  ":2: 30000 x 30000 f64 would take 7200000000 bytes, more than 4294967296: "
+                  "the default limit");
+    const struct fmt_read_limit small = {80000, "the declared 100 x 100"};
+    rc = fmt_read_limited(in_dir("big.mtx"), CLOPS_F64, 0, NULL, &small, &t, err, sizeof err);
+    assert_failed(rc, &t, err, in_dir("big.mtx"), "more than 80000: the declared 100 x 100");
+    /* A size line that announces more entries than the file's bytes could hold. */
+    write_text(in_dir("many.mtx"), "%%MatrixMarket matrix array real general\n1000 1000\n1\n");
+    rc = fmt_read_mtx(in_dir("many.mtx"), CLOPS_F64, &t, err, sizeof err);
+    assert_failed(rc, &t, err, in_dir("many.mtx"),
+                  ":2: the size line implies 1000000 entries but the whole file has");
+    /* .npy and raw files hold their data, but the limit applies to them too. */
+    const int64_t shape[2] = {100, 101};
+    struct fmt_tensor npy = random_tensor(CLOPS_F64, 2, shape, 1);
+    ck_assert_int_eq(fmt_write_npy(in_dir("a.npy"), &npy, err, sizeof err), 0);
+    ck_assert_int_eq(fmt_write_raw(in_dir("a.bin"), &npy, err, sizeof err), 0);
+    rc = fmt_read_limited(in_dir("a.npy"), 0, 0, NULL, &small, &t, err, sizeof err);
+    assert_failed(rc, &t, err, in_dir("a.npy"), "100 x 101 f64 would take 80800 bytes");
+    rc = fmt_read_limited(in_dir("a.bin"), CLOPS_F64, 2, shape, &small, &t, err, sizeof err);
+    assert_failed(rc, &t, err, in_dir("a.bin"), "100 x 101 f64 would take 80800 bytes");
+    const struct fmt_read_limit enough = {80800, "enough"};
+    ck_assert_int_eq(fmt_read_limited(in_dir("a.npy"), 0, 0, NULL, &enough, &t, err, sizeof err),
+                     0);
+    assert_same(&t, &npy, "a.npy");
+    fmt_tensor_free(&t);
+    fmt_tensor_free(&npy);
 }
 END_TEST
 
@@ -1158,7 +1215,9 @@ static Suite *formats_suite(void)
     tcase_add_test(tc, test_unwritable_destinations_fail_cleanly);
     tcase_add_test(tc, test_write_creates_parents_and_replaces_with_umask_mode);
     tcase_add_test(tc, test_kind_from_extension_ignoring_case);
+    tcase_add_test(tc, test_fifo_input_is_refused_without_blocking);
     tcase_add_test(tc, test_mtx_of_no_rows_and_huge_columns_is_written_at_once);
+    tcase_add_test(tc, test_reads_over_the_limit_are_refused_before_allocating);
     tcase_add_test(tc, test_write_removes_temporary_files_of_killed_writers);
     suite_add_tcase(suite, tc);
     return suite;
