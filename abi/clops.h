@@ -290,7 +290,21 @@ struct clops_api {
     const char *(*last_error)(void);
     /* The enum's name, e.g. "CLOPS_ERR_INVALID_ARGUMENT"; static string. */
     const char *(*status_name)(int32_t status);
-    /* Process-wide log callback (NULL to remove) and the most detailed level it receives. */
+    /* Process-wide log callback (NULL to remove) and the most detailed level it receives.
+     * Threads and re-entry:
+     * - The callback runs on the thread that logged, with no clops lock held: it may call any
+     *   clops function, set_log_callback included (to replace or remove itself). Calls on
+     *   different threads may run at the same time.
+     * - What a thread logs while it is itself running the callback is not delivered (it would
+     *   call the callback from inside itself); those nested calls work as usual, and the thread's
+     *   last_error() after the callback returns is what it was before the callback ran.
+     * - set_log_callback applies to every message logged after it returns. Called outside a
+     *   callback, it also waits until every running call of the callbacks it replaces (on other
+     *   threads) has returned: once it returns, the old callback runs nowhere and is never
+     *   called again, so its `user` may be freed. Called from inside a callback it does not wait
+     *   (two callbacks replacing each other would wait for each other): the old callback is never
+     *   called again, but calls of it already running on other threads may still be finishing.
+     *   So a callback must return, and must not wait for a thread that is in set_log_callback. */
     void (*set_log_callback)(clops_log_fn fn, void *user, int32_t max_level);
 
     /* Devices visible to the OpenCL ICD loader, without creating a pool. Fills up to

@@ -23,13 +23,22 @@ int32_t err_set(int32_t status, const char *fmt, ...) CLOPS_PRINTF(2, 3);
 int32_t err_cl(cl_int code, const char *fmt, ...) CLOPS_PRINTF(2, 3);
 /* Appends text to this thread's message (used for build logs). */
 void err_append(const char *text);
+/* Puts "<op>: " in front of this thread's message: an operator naming itself before what a
+ * building block it called reported ("lu: gemm: clSetKernelArg(3) failed: ..."). */
+void err_prefix(const char *op);
 void err_clear(void);
 const char *err_last(void);
 
 const char *err_status_name(int32_t status);
 const char *err_cl_name(cl_int code);
 
+/* The host's callback, with the semantics stated next to set_log_callback in clops.h. */
 void log_set_callback(clops_log_fn fn, void *user, int32_t max_level);
 void log_msg(int32_t level, const char *fmt, ...) CLOPS_PRINTF(2, 3);
+/* Around a section that holds a clops lock: what the thread logs inside is delivered at the
+ * (outermost) end, after the lock is released, because the callback may call into clops and want
+ * that lock. Nests. */
+void log_defer_begin(void);
+void log_defer_end(void);
 
 #endif

@@ -645,6 +645,7 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: build options are too long (%d bytes)",
                        op_name, n);
     int32_t status = CLOPS_OK;
+    log_defer_begin(); /* a log callback may call an operator, which wants programs_lock */
     pthread_mutex_lock(&pool->programs_lock);
     struct pool_program *p = pool->programs;
     while (p != NULL && !(!p->stale && p->dev == dev && strcmp(p->source_name, source_name) == 0 &&
@@ -688,6 +689,7 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
         *from_cache = p->from_cache;
     }
     pthread_mutex_unlock(&pool->programs_lock);
+    log_defer_end();
     return status;
 }
 
