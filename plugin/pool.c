@@ -125,17 +125,49 @@ static int32_t list_candidates(struct candidate **out, int32_t *count)
     return CLOPS_OK;
 }
 
+/* The system's devices are discovered once per process, under a lock: PoCL 3.1 and the ICD loader
+ * crash, or find no platform for the rest of the process, when several threads make their first
+ * OpenCL calls at once. The list then lives as long as the process, as OpenCL's platform and
+ * device handles do. A discovery that fails, or finds no device, keeps nothing: the next caller
+ * tries again. */
+static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct candidate *discovered; /* under discovery_lock; read-only once set */
+static int32_t discovered_count;
+
+/* The discovered devices (*list is shared and read-only; NULL when there are none). */
+static int32_t discover_devices(const struct candidate **list, int32_t *count)
+{
+    int32_t status = CLOPS_OK;
+    log_defer_begin(); /* a log callback may call devices_list */
+    pthread_mutex_lock(&discovery_lock);
+    if (discovered == NULL) {
+        struct candidate *found = NULL;
+        int32_t n = 0;
+        status = list_candidates(&found, &n);
+        if (status == CLOPS_OK && n > 0) {
+            discovered = found;
+            discovered_count = n;
+        } else {
+            free(found);
+        }
+    }
+    *list = discovered;
+    *count = discovered_count;
+    pthread_mutex_unlock(&discovery_lock);
+    log_defer_end();
+    return status;
+}
+
 int32_t pool_list_devices(struct clops_device_info *out, int32_t capacity, int32_t *count)
 {
-    struct candidate *list;
+    const struct candidate *list;
     int32_t n;
-    int32_t status = list_candidates(&list, &n);
+    int32_t status = discover_devices(&list, &n);
     if (status != CLOPS_OK)
         return status;
     for (int32_t i = 0; i < n && i < capacity; i++)
         pool_copy_sized(&out[i], &list[i].info, sizeof list[i].info);
     *count = n;
-    free(list);
     return CLOPS_OK;
 }
 
@@ -413,12 +445,12 @@ int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
         return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
     }
     pool->op_counters = calloc((size_t)registry_count(), sizeof *pool->op_counters);
-    struct candidate *list = NULL;
+    const struct candidate *list = NULL;
     int32_t n = 0, n_chosen = 0;
     int32_t chosen[CONFIG_MAX_DEVICES], queues[CONFIG_MAX_DEVICES];
     int32_t status = pool->op_counters == NULL
                          ? err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory")
-                         : list_candidates(&list, &n);
+                         : discover_devices(&list, &n);
     if (status == CLOPS_OK)
         status = choose_devices(cfg, list, n, chosen, queues, &n_chosen);
     if (status == CLOPS_OK) {
@@ -430,7 +462,6 @@ int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
         status = open_device(pool, &list[chosen[i]], queues[i], &pool->devices[i]);
         pool->device_count++; /* counted even on failure, so release closes what was opened */
     }
-    free(list);
     if (status != CLOPS_OK) {
         pool_release(pool);
         return status;
