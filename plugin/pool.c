@@ -37,51 +37,85 @@ struct candidate {
 
 /* Copies an info string, truncated to `size`: drivers reject a short buffer outright (PoCL's
  * CL_DEVICE_VERSION is longer than our 64 bytes), so ask for the length first. */
-static void copy_info_string(cl_platform_id platform, cl_device_id device, cl_uint param, char *out,
-                             size_t size)
+static int32_t copy_info_string(cl_platform_id platform, cl_device_id device, cl_uint param,
+                                const char *what, char *out, size_t size)
 {
     size_t needed = 0;
     cl_int rc = device != NULL ? clGetDeviceInfo(device, param, 0, NULL, &needed)
                                : clGetPlatformInfo(platform, param, 0, NULL, &needed);
-    char *full = rc == CL_SUCCESS && needed > 0 ? malloc(needed) : NULL;
-    if (full != NULL)
-        rc = device != NULL ? clGetDeviceInfo(device, param, needed, full, NULL)
-                            : clGetPlatformInfo(platform, param, needed, full, NULL);
-    if (full == NULL || rc != CL_SUCCESS)
-        snprintf(out, size, "?");
-    else
-        snprintf(out, size, "%.*s", (int)(needed - 1), full);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s(%s) failed", device != NULL ? "clGetDeviceInfo" : "clGetPlatformInfo",
+                      what);
+    char *full = malloc(needed + 1);
+    if (full == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "out of host memory reading %s", what);
+    rc = device != NULL ? clGetDeviceInfo(device, param, needed, full, NULL)
+                        : clGetPlatformInfo(platform, param, needed, full, NULL);
+    full[needed] = '\0';
+    if (rc == CL_SUCCESS)
+        snprintf(out, size, "%s", full);
     free(full);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s(%s) failed", device != NULL ? "clGetDeviceInfo" : "clGetPlatformInfo",
+                      what);
+    return CLOPS_OK;
 }
 
-void pool_fill_device_info(cl_platform_id platform, cl_device_id device,
-                           struct clops_device_info *out)
+/* A fixed-size device property; `what` names it in the message. */
+static int32_t device_value(cl_device_id device, cl_device_info param, size_t size, void *value,
+                            const char *what)
+{
+    cl_int rc = clGetDeviceInfo(device, param, size, value, NULL);
+    return rc == CL_SUCCESS ? CLOPS_OK : err_cl(rc, "clGetDeviceInfo(%s) failed", what);
+}
+
+int32_t pool_fill_device_info(cl_platform_id platform, cl_device_id device,
+                              struct clops_device_info *out)
 {
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     cl_device_type type = 0;
-    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    out->type = (type & CL_DEVICE_TYPE_GPU)   ? CLOPS_DEVICE_GPU
-                : (type & CL_DEVICE_TYPE_CPU) ? CLOPS_DEVICE_CPU
-                                              : CLOPS_DEVICE_OTHER;
-    copy_info_string(NULL, device, CL_DEVICE_NAME, out->name, sizeof out->name);
-    copy_info_string(NULL, device, CL_DEVICE_VENDOR, out->vendor, sizeof out->vendor);
-    copy_info_string(platform, NULL, CL_PLATFORM_NAME, out->platform, sizeof out->platform);
-    copy_info_string(NULL, device, CL_DRIVER_VERSION, out->driver_version,
-                     sizeof out->driver_version);
-    copy_info_string(NULL, device, CL_DEVICE_VERSION, out->opencl_version,
-                     sizeof out->opencl_version);
     cl_ulong mem = 0, local = 0;
     cl_uint units = 0;
     cl_device_fp_config fp64 = 0;
-    clGetDeviceInfo(device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
-    clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
-    clGetDeviceInfo(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
-    clGetDeviceInfo(device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL);
+    /* A property that cannot be read fails the listing: a guessed name, size or fp64 would
+     * choose the wrong device or refuse every call. */
+    int32_t status = device_value(device, CL_DEVICE_TYPE, sizeof type, &type, "CL_DEVICE_TYPE");
+    if (status == CLOPS_OK)
+        status = copy_info_string(NULL, device, CL_DEVICE_NAME, "CL_DEVICE_NAME", out->name,
+                                  sizeof out->name);
+    if (status == CLOPS_OK)
+        status = copy_info_string(NULL, device, CL_DEVICE_VENDOR, "CL_DEVICE_VENDOR",
+                                  out->vendor, sizeof out->vendor);
+    if (status == CLOPS_OK)
+        status = copy_info_string(platform, NULL, CL_PLATFORM_NAME, "CL_PLATFORM_NAME",
+                                  out->platform, sizeof out->platform);
+    if (status == CLOPS_OK)
+        status = copy_info_string(NULL, device, CL_DRIVER_VERSION, "CL_DRIVER_VERSION",
+                                  out->driver_version, sizeof out->driver_version);
+    if (status == CLOPS_OK)
+        status = copy_info_string(NULL, device, CL_DEVICE_VERSION, "CL_DEVICE_VERSION",
+                                  out->opencl_version, sizeof out->opencl_version);
+    if (status == CLOPS_OK)
+        status = device_value(device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem,
+                              "CL_DEVICE_GLOBAL_MEM_SIZE");
+    if (status == CLOPS_OK)
+        status = device_value(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local,
+                              "CL_DEVICE_LOCAL_MEM_SIZE");
+    if (status == CLOPS_OK)
+        status = device_value(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units,
+                              "CL_DEVICE_MAX_COMPUTE_UNITS");
+    if (status == CLOPS_OK)
+        status = device_value(device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64,
+                              "CL_DEVICE_DOUBLE_FP_CONFIG");
+    out->type = (type & CL_DEVICE_TYPE_GPU)   ? CLOPS_DEVICE_GPU
+                : (type & CL_DEVICE_TYPE_CPU) ? CLOPS_DEVICE_CPU
+                                              : CLOPS_DEVICE_OTHER;
     out->global_mem_bytes = (int64_t)mem;
     out->local_mem_bytes = (int64_t)local;
     out->compute_units = (int32_t)units;
     out->fp64 = fp64 != 0;
+    return status;
 }
 
 /* All devices of all platforms, in platform then device order. */
@@ -107,14 +141,22 @@ static int32_t list_candidates(struct candidate **out, int32_t *count)
         cl_uint ndevices = 0;
         rc = clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, MAX_DEVICES_PER_PLATFORM, devices,
                             &ndevices);
-        if (rc != CL_SUCCESS) /* a platform without devices answers CL_DEVICE_NOT_FOUND */
+        if (rc == CL_DEVICE_NOT_FOUND) /* a platform without devices */
             continue;
+        if (rc != CL_SUCCESS) {
+            free(list);
+            return err_cl(rc, "clGetDeviceIDs on platform %u failed", (unsigned)p);
+        }
         if (ndevices > MAX_DEVICES_PER_PLATFORM)
             ndevices = MAX_DEVICES_PER_PLATFORM;
         for (cl_uint d = 0; d < ndevices; d++) {
             list[n].platform = platforms[p];
             list[n].device = devices[d];
-            pool_fill_device_info(platforms[p], devices[d], &list[n].info);
+            int32_t status = pool_fill_device_info(platforms[p], devices[d], &list[n].info);
+            if (status != CLOPS_OK) {
+                free(list);
+                return status;
+            }
             list[n].info.platform_index = (int32_t)p;
             list[n].info.device_index = (int32_t)d;
             n++;
@@ -353,7 +395,10 @@ static int32_t open_device(struct clops_pool *pool, const struct candidate *c, i
     }
     dev->info.queues = queues;
     cl_ulong max_alloc = 0;
-    clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    int32_t status = device_value(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc,
+                                  &max_alloc, "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
+    if (status != CLOPS_OK)
+        return status;
     dev->max_alloc_bytes = (int64_t)max_alloc;
     dev->memory_limit_bytes =
         memory_limit(dev->info.global_mem_bytes, pool->cfg.device_memory_percent);
