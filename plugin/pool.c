@@ -557,16 +557,18 @@ cl_command_queue pool_acquire_queue(struct pool_device *dev)
 /* ---- Programs -------------------------------------------------------------------------------- */
 
 /* The kernel source: from the configured override directory, else embedded. malloc'd. */
-static int32_t load_source(const struct clops_pool *pool, const char *source_name, char **text,
-                           size_t *size)
+static int32_t load_source(const struct clops_pool *pool, const char *op_name,
+                           const char *source_name, char **text, size_t *size)
 {
     if (pool->cfg.kernel_dir[0] == '\0') {
         const char *embedded = kernels_find(source_name, size);
         if (embedded == NULL)
-            return err_set(CLOPS_ERR_NOT_FOUND, "no embedded kernel source '%s.cl'", source_name);
+            return err_set(CLOPS_ERR_NOT_FOUND, "%s: no embedded kernel source '%s.cl'", op_name,
+                           source_name);
         *text = malloc(*size + 1);
         if (*text == NULL)
-            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                           "%s: out of host memory copying kernels/%s.cl", op_name, source_name);
         memcpy(*text, embedded, *size);
         (*text)[*size] = '\0';
         return CLOPS_OK;
@@ -575,15 +577,21 @@ static int32_t load_source(const struct clops_pool *pool, const char *source_nam
     snprintf(path, sizeof path, "%s/%s.cl", pool->cfg.kernel_dir, source_name);
     FILE *f = fopen(path, "rb");
     if (f == NULL)
-        return err_set(CLOPS_ERR_IO, "kernel_dir: cannot open '%s': %s", path, strerror(errno));
+        return err_set(CLOPS_ERR_IO, "%s: kernel_dir: cannot open '%s': %s", op_name, path,
+                       strerror(errno));
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
     fseek(f, 0, SEEK_SET);
     *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (len >= 0 && *text == NULL) {
+        fclose(f);
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory reading '%s'",
+                       op_name, path);
+    }
     if (*text == NULL || fread(*text, 1, (size_t)len, f) != (size_t)len) {
         fclose(f);
         free(*text);
-        return err_set(CLOPS_ERR_IO, "kernel_dir: cannot read '%s'", path);
+        return err_set(CLOPS_ERR_IO, "%s: kernel_dir: cannot read '%s'", op_name, path);
     }
     fclose(f);
     (*text)[len] = '\0';
@@ -617,8 +625,12 @@ static cl_program build_from_binary(const struct pool_device *dev, const unsigne
     cl_int rc, binary_status;
     cl_program program = clCreateProgramWithBinary(dev->context, 1, &dev->device, &size, &binary,
                                                    &binary_status, &rc);
-    if (rc != CL_SUCCESS || binary_status != CL_SUCCESS)
+    if (rc != CL_SUCCESS || binary_status != CL_SUCCESS) {
+        /* A driver may return a program whose only device rejected the binary. */
+        if (program != NULL)
+            clReleaseProgram(program);
         return NULL;
+    }
     if (clBuildProgram(program, 1, &dev->device, options, NULL, NULL) != CL_SUCCESS) {
         clReleaseProgram(program);
         return NULL;
@@ -653,7 +665,7 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
     *from_cache = 0;
     char *source = NULL;
     size_t source_size = 0;
-    int32_t status = load_source(pool, source_name, &source, &source_size);
+    int32_t status = load_source(pool, op_name, source_name, &source, &source_size);
     if (status != CLOPS_OK)
         return status;
     char key[PROGRAM_KEY_MAX];
@@ -748,7 +760,9 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
                 free(opts);
                 clReleaseProgram(program);
                 p = NULL;
-                status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+                status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                                 "%s: out of host memory keeping the program of kernels/%s.cl",
+                                 op_name, source_name);
             } else {
                 p->dev = dev;
                 p->source_name = name;
@@ -970,7 +984,8 @@ int32_t pool_enqueue_kernel(cl_command_queue queue, cl_kernel kernel, cl_uint di
     return CLOPS_OK;
 }
 
-int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_event *start)
+int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_event *start,
+                         const char *what)
 {
     *start = NULL;
     trace_reset();
@@ -979,7 +994,7 @@ int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_eve
         return CLOPS_OK;
     cl_int rc = clEnqueueMarkerWithWaitList(queue, 0, NULL, start);
     if (rc != CL_SUCCESS)
-        return err_cl(rc, "clEnqueueMarkerWithWaitList failed");
+        return err_cl(rc, "%s: clEnqueueMarkerWithWaitList failed", what);
     return CLOPS_OK;
 }
 

@@ -99,8 +99,10 @@ int32_t pool_set_kernel_args(cl_kernel kernel, cl_uint first, const struct kerne
  * The chain's device time comes from pool_chain_begin/end. */
 int32_t pool_enqueue_kernel(cl_command_queue queue, cl_kernel kernel, cl_uint dims,
                             const size_t *global, const size_t *local, const char *what);
-/* Marks the start of a chain on `queue`; *start is NULL when profiling is off. */
-int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_event *start);
+/* Marks the start of a chain on `queue`; *start is NULL when profiling is off. `what` names the
+ * operator in messages. */
+int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_event *start,
+                         const char *what);
 /* Waits for everything enqueued on `queue`, adds the chain's device time (from the start
  * marker to the end) to *device_ns when profiling, and releases `start` (may be NULL). */
 int32_t pool_chain_end(struct clops_pool *pool, cl_command_queue queue, cl_event start,

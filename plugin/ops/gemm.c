@@ -557,7 +557,7 @@ const struct clops_op op_gemm = {
 int32_t gemm_enqueue(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                      int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
                      const struct gemm_operand *a, const struct gemm_operand *b, double beta,
-                     const struct gemm_operand *c, int64_t *device_ns)
+                     const struct gemm_operand *c, int64_t *device_ns, const char *caller)
 {
     if (m == 0 || n == 0)
         return CLOPS_OK;
@@ -599,5 +599,7 @@ int32_t gemm_enqueue(struct clops_pool *pool, struct pool_device *dev, cl_comman
     }
     if (kernel != NULL)
         clReleaseKernel(kernel);
+    if (status != CLOPS_OK)
+        err_prefix(caller);
     return status;
 }

@@ -256,7 +256,7 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     resident_setup(ctx);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_release waits once and takes the device time of the whole chain. */
-    int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start);
+    int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start, op);
     if (status == CLOPS_OK)
         status = create_kernels(ctx);
     size_t kernel_max = 0;
@@ -546,7 +546,7 @@ static int32_t apply_inverse(struct lu_ctx *ctx, int64_t n, const struct lu_matr
     const struct gemm_operand a_op = {ctx->inv_mem, 0, n, 1}, b_op = {ctx->tmp_mem, 0, cols, 1};
     const struct gemm_operand c_op = operand(b, r0, c0);
     return gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op,
-                        0.0, &c_op, &ctx->device_ns);
+                        0.0, &c_op, &ctx->device_ns, ctx->op);
 }
 
 /* ---- getrf ----------------------------------------------------------------------------------- */
@@ -718,7 +718,7 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
         const struct gemm_operand l21 = operand(a, j + jb, j), u12 = operand(a, j, j + jb);
         const struct gemm_operand a22 = operand(a, j + jb, j + jb);
         status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, rows - jb, right, jb,
-                              -1.0, &l21, &u12, 1.0, &a22, &ctx->device_ns);
+                              -1.0, &l21, &u12, 1.0, &a22, &ctx->device_ns, ctx->op);
     }
     return status;
 }
@@ -786,7 +786,7 @@ static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, i
         const struct gemm_operand t_op = {lu->mem, lu->offset + r0 * si + b0 * sk, si, sk};
         const struct gemm_operand x_op = operand(b, b0, 0), c_op = operand(b, r0, 0);
         status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, rows, nrhs, bs, -1.0,
-                              &t_op, &x_op, 1.0, &c_op, &ctx->device_ns);
+                              &t_op, &x_op, 1.0, &c_op, &ctx->device_ns, ctx->op);
     }
     return status;
 }
