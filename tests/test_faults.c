@@ -703,15 +703,20 @@ static const char *const mode_names[] = {"warm pool", "fresh pool, empty cache",
                                          "fresh pool, cached binaries"};
 static const char *const kind_names[] = {"OpenCL call", "allocation"};
 
-/* Every N up to this, then a stride that keeps a sweep near SWEEP_SAMPLES calls (LU chains
- * hundreds of kernels); the last N is always swept. */
-enum { SWEEP_EVERY = 150, SWEEP_SAMPLES = 250 };
+/* Every N up to `every`, then a stride that keeps a sweep near `samples` calls (LU chains
+ * hundreds of kernels: 500 to 1,000 calls at N = 19); the last N is always swept. A fresh pool's
+ * sweep, which opens a pool per N, samples less: what differs from a warm pool's call is the
+ * program builds, which come within its first 100 calls (LU builds gemm.cl near call 90). */
+static const struct {
+    int64_t every, samples;
+} sampling[] = {{150, 200}, {100, 120}, {100, 120}};
 
-static int64_t next_n(int64_t n, int64_t k)
+static int64_t next_n(int64_t n, int64_t k, enum sweep_mode mode)
 {
-    if (n < SWEEP_EVERY || k <= SWEEP_SAMPLES)
+    const int64_t every = sampling[mode].every, samples = sampling[mode].samples;
+    if (n < every || k <= samples)
         return n + 1;
-    int64_t stride = (k - SWEEP_EVERY) / (SWEEP_SAMPLES - SWEEP_EVERY) + 1;
+    int64_t stride = (k - every) / (samples - every) + 1;
     return n + stride < k || n == k ? n + stride : k;
 }
 
@@ -919,7 +924,7 @@ static int sweep(int ci, enum sweep_mode mode, enum fault_kind kind)
     /* Threads (mandelbrot's workers) may make a varying number of calls: sweep to the most. */
     if (k_again > k)
         k = k_again;
-    for (int64_t n = 1; n <= k; n = next_n(n, k)) {
+    for (int64_t n = 1; n <= k; n = next_n(n, k, mode)) {
         struct clops_pool *pool = warm;
         if (mode != WARM) {
             if (mode == COLD_BUILD)
