@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "file.h"
 
 /* An entry, integers little-endian so that the layout is the same whatever wrote it:
  *   "CLOPSBIN"  u32 format version  u64 key length  key bytes
@@ -264,43 +265,19 @@ static int remove_entry(const char *path, const struct stat *read_st)
     return unlink(path) == 0 ? 0 : errno;
 }
 
-/* "a FIFO", "a directory", ...: what a non-regular file at an entry's path is, for messages. */
-static const char *file_type_name(mode_t mode)
-{
-    return S_ISFIFO(mode)   ? "a FIFO"
-           : S_ISDIR(mode)  ? "a directory"
-           : S_ISCHR(mode)  ? "a character device"
-           : S_ISBLK(mode)  ? "a block device"
-           : S_ISSOCK(mode) ? "a socket"
-                            : "not a regular file";
-}
-
 /* Opens the entry at `path` for reading, or returns NULL (a miss) with the reason logged.
- * The type is checked on the opened descriptor, not on the name: opening a FIFO without
- * O_NONBLOCK waits for a writer that never comes, and a check of the name before the open
- * races with whatever replaces the file. Entries are only ever made by rename, so a symbolic
- * link is refused as well. */
+ * Entries are only ever made by rename, so a symbolic link is refused as well. */
 static FILE *open_entry(const char *path, struct stat *st)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
+    FILE *f = file_open_regular(path, FILE_NO_SYMLINK, st);
+    if (f == NULL) {
         if (errno == ELOOP)
             log_msg(CLOPS_LOG_WARNING, "cache: '%s' is a symbolic link; ignored", path);
+        else if (errno == EINVAL)
+            log_msg(CLOPS_LOG_WARNING, "cache: '%s' is %s; ignored", path,
+                    file_type_name(st->st_mode));
         else if (errno != ENOENT)
             log_msg(CLOPS_LOG_WARNING, "cache: cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-        log_msg(CLOPS_LOG_WARNING, "cache: '%s' is %s; ignored", path, file_type_name(st->st_mode));
-        close(fd);
-        return NULL;
-    }
-    /* Blocking reads again, as any regular file gives. */
-    int flags = fcntl(fd, F_GETFL);
-    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
-    if (f == NULL) {
-        log_msg(CLOPS_LOG_WARNING, "cache: cannot read '%s': %s", path, strerror(errno));
-        close(fd);
     }
     return f;
 }

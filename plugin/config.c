@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "file.h"
 #include "registry.h"
 
 #define MEMBER_SIZE(type, member) sizeof(((type *)0)->member)
@@ -438,16 +439,17 @@ int32_t config_parse_string(const char *text, struct pool_config *cfg)
  * message must say which file and why. */
 static int32_t open_config_file(const char *path, FILE **out)
 {
-    FILE *f = fopen(path, "r");
+    struct stat st;
+    FILE *f = file_open_regular(path, 0, &st);
+    if (f == NULL && errno == EINVAL && S_ISDIR(st.st_mode))
+        errno = EISDIR;
+    if (f == NULL && errno == EINVAL)
+        return err_set(CLOPS_ERR_IO,
+                       "%s: cannot read the configuration file: it is %s, not a regular file", path,
+                       file_type_name(st.st_mode));
     if (f == NULL)
         return err_set(CLOPS_ERR_IO, "%s: cannot open the configuration file: %s", path,
                        strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return err_set(CLOPS_ERR_IO, "%s: cannot read the configuration file: %s", path,
-                       strerror(EISDIR));
-    }
     *out = f;
     return CLOPS_OK;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "file.h"
 #include "kernels.h"
 #include "registry.h"
 
@@ -575,10 +576,12 @@ static int32_t load_source(const struct clops_pool *pool, const char *op_name,
     }
     char path[CONFIG_PATH_MAX + 128];
     snprintf(path, sizeof path, "%s/%s.cl", pool->cfg.kernel_dir, source_name);
-    FILE *f = fopen(path, "rb");
+    struct stat st;
+    FILE *f = file_open_regular(path, 0, &st);
     if (f == NULL)
-        return err_set(CLOPS_ERR_IO, "%s: kernel_dir: cannot open '%s': %s", op_name, path,
-                       strerror(errno));
+        return err_set(CLOPS_ERR_IO, "%s: kernel_dir: cannot open '%s': %s%s", op_name, path,
+                       errno == EINVAL ? file_type_name(st.st_mode) : strerror(errno),
+                       errno == EINVAL ? ", not a regular file" : "");
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
     fseek(f, 0, SEEK_SET);

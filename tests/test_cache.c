@@ -739,6 +739,31 @@ static float run_one_kernel(struct clops_pool *pool, const char *source, const c
     return x[3];
 }
 
+/* A FIFO in the kernel directory is refused with a message, never waited on. */
+START_TEST(test_fifo_kernel_source_is_an_error_without_blocking)
+{
+    char root[1024], kernels[1100], cache_dir[1100], path[1200];
+    make_temp_dir(root, sizeof root);
+    snprintf(kernels, sizeof kernels, "%s/kernels", root);
+    snprintf(cache_dir, sizeof cache_dir, "%s/cache", root);
+    ck_assert_int_eq(mkdir(kernels, 0700), 0);
+    snprintf(path, sizeof path, "%s/piped.cl", kernels);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    struct clops_pool *pool = program_pool(kernels, cache_dir);
+    cl_kernel kernel = NULL;
+    alarm(20);
+    int32_t status =
+        pool_create_kernel(pool, &pool->devices[0], "test", "piped", "", "piped", &kernel);
+    alarm(0);
+    ck_assert_int_eq(status, CLOPS_ERR_IO);
+    ck_assert_ptr_null(kernel);
+    ck_assert_msg(strstr(err_last(), path) != NULL && strstr(err_last(), "a FIFO") != NULL,
+                  "message: %s", err_last());
+    pool_release(pool);
+    remove_tree(root);
+}
+END_TEST
+
 /* An entry with the right key and checksum can hold another program's binary: it builds, but
  * the kernel is not in it (CL_INVALID_KERNEL_NAME). The pool must drop it and rebuild from
  * source once, and the rewritten entry must then serve later pools. */
@@ -845,6 +870,7 @@ static Suite *cache_suite(void)
 
     TCase *programs = tcase_create("programs");
     tcase_add_test(programs, test_entry_holding_another_programs_binary_is_rebuilt_once);
+    tcase_add_test(programs, test_fifo_kernel_source_is_an_error_without_blocking);
     suite_add_tcase(s, programs);
     return s;
 }

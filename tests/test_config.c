@@ -391,6 +391,25 @@ START_TEST(test_directory_is_an_io_error)
 }
 END_TEST
 
+/* A FIFO given as the configuration is refused at once: opening it for reading would wait for a
+ * writer forever. alarm() turns a hang into a failure. */
+START_TEST(test_fifo_is_an_io_error_without_blocking)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/test_config_fifo_%d", scratch_dir(), (int)getpid());
+    unlink(path);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    struct pool_config cfg;
+    alarm(20);
+    int32_t status = config_parse_file(path, &cfg);
+    alarm(0);
+    unlink(path);
+    ck_assert_int_eq(status, CLOPS_ERR_IO);
+    assert_contains(err_last(), path);
+    assert_contains(err_last(), "a FIFO, not a regular file");
+}
+END_TEST
+
 START_TEST(test_error_in_a_file_names_the_file_and_line)
 {
     char path[1100], where[1200];
@@ -470,6 +489,7 @@ static Suite *config_suite(void)
     TCase *files = tcase_create("files");
     tcase_add_test(files, test_missing_file_is_an_io_error_naming_the_path);
     tcase_add_test(files, test_directory_is_an_io_error);
+    tcase_add_test(files, test_fifo_is_an_io_error_without_blocking);
     tcase_add_test(files, test_error_in_a_file_names_the_file_and_line);
     tcase_add_test(files, test_syntax_error_in_a_file_names_the_file_and_line);
     tcase_add_test(files, test_valid_file_records_its_path_as_source);
