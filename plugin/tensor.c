@@ -56,6 +56,24 @@ int64_t tensor_elements(const struct clops_tensor *t)
     return n;
 }
 
+/* The element count and its bytes, with overflow checked (tensor_elements assumes they were):
+ * views may repeat elements (strides that alias), so the count can overflow where the span
+ * does not, e.g. {2^16, 2^16, 2^16, 2^16} with unit strides spans 262141 elements. */
+static int checked_elements(const struct clops_tensor *t, int64_t *elements)
+{
+    int64_t n = 1, bytes;
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (t->shape[i] == 0) {
+            *elements = 0;
+            return 1;
+        }
+        if (__builtin_mul_overflow(n, t->shape[i], &n))
+            return 0;
+    }
+    *elements = n;
+    return !__builtin_mul_overflow(n, dtype_size(t->dtype), &bytes);
+}
+
 int tensor_is_row_major(const struct clops_tensor *t)
 {
     return (t->shape[1] <= 1 || t->strides[1] == 1) &&
@@ -145,6 +163,18 @@ int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *p
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                        "%s: parameter '%s': shape and strides address more than 2^63 bytes", op,
                        param);
+    int64_t elements;
+    if (!checked_elements(t, &elements)) {
+        char shape[160];
+        int used = 0;
+        for (int32_t i = 0; i < rank && used >= 0 && (size_t)used < sizeof shape; i++)
+            used += snprintf(shape + used, sizeof shape - (size_t)used, "%s%lld", i ? "x" : "",
+                             (long long)t->shape[i]);
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' has shape %s: its element count overflows 64 bits "
+                       "(expected at most 2^63 - 1 bytes of elements, repeated ones included)",
+                       op, param, shape);
+    }
     if (t->buffer != NULL) {
         if (dev != NULL && t->buffer->dev != dev)
             return err_set(CLOPS_ERR_INVALID_ARGUMENT,

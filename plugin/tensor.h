@@ -19,7 +19,9 @@ const char *dtype_name(int32_t dtype);
 
 /* Checks that `t` is a well-formed tensor of rank `rank` with a dtype in `dtypes` (bit mask):
  * exactly one of data/buffer, extents >= 0, strides >= 1 on axes of extent > 1, offset >= 0,
- * no int64 overflow of the addressed span, and a device buffer large enough and on `dev`.
+ * no int64 overflow of the addressed span in bytes nor of the element count in bytes (so that
+ * tensor_span, tensor_elements and any product of extents are safe afterwards), and a device
+ * buffer large enough and on `dev`.
  * Messages read "<op>: parameter '<param>' ...". */
 int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *param,
                      uint32_t dtypes, int32_t rank, const struct pool_device *dev);

@@ -101,7 +101,9 @@ static void plan_whole(const struct clops_tensor *x, struct reduce_plan *p)
     for (int32_t i = 0; i < x->rank; i++) {
         if (x->shape[i] == 1)
             continue;
-        if (k > 0 && strides[k - 1] == x->strides[i] * x->shape[i]) {
+        int64_t inner;
+        if (k > 0 && !__builtin_mul_overflow(x->strides[i], x->shape[i], &inner) &&
+            strides[k - 1] == inner) {
             shape[k - 1] *= x->shape[i];
             strides[k - 1] = x->strides[i];
         } else {
