@@ -3,6 +3,7 @@
 #include "tensor.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int64_t dtype_size(int32_t dtype)
@@ -84,11 +85,6 @@ int tensor_is_column_major(const struct clops_tensor *t)
 {
     return (t->shape[0] <= 1 || t->strides[0] == 1) &&
            (t->shape[1] <= 1 || t->strides[1] >= t->shape[0]);
-}
-
-int tensor_has_gaps(const struct clops_tensor *t)
-{
-    return tensor_span(t) != tensor_elements(t);
 }
 
 int64_t tensor_span(const struct clops_tensor *t)
@@ -189,6 +185,182 @@ int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *p
     return CLOPS_OK;
 }
 
+/* ---- Views as runs of contiguous elements ---------------------------------------------------- */
+
+/* A view's elements as runs of `run` contiguous elements, one per index of its outer axes
+ * (count[i] indices, stride[i] elements apart, innermost first): the axes of extent > 1 sorted
+ * by stride (stably), each merged into the one before where it continues it, the first being
+ * the run when its stride is 1. Transfers read and write these runs only, never the gaps
+ * between them, which may be other views' elements that other threads are writing (a padded C
+ * whose column blocks threads compute); host temporaries hold the runs back to back in this
+ * order, "packed". */
+struct view_runs {
+    int64_t run;
+    int32_t outer;
+    int64_t count[CLOPS_MAX_RANK], stride[CLOPS_MAX_RANK];
+};
+
+/* For a checked view with at least one element. */
+static void view_runs(const struct clops_tensor *t, struct view_runs *v)
+{
+    int64_t extent[CLOPS_MAX_RANK], stride[CLOPS_MAX_RANK];
+    int32_t k = 0;
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (t->shape[i] <= 1)
+            continue;
+        int32_t j = k++;
+        while (j > 0 && stride[j - 1] > t->strides[i]) {
+            extent[j] = extent[j - 1];
+            stride[j] = stride[j - 1];
+            j--;
+        }
+        extent[j] = t->shape[i];
+        stride[j] = t->strides[i];
+    }
+    int32_t m = 0;
+    for (int32_t j = 0; j < k; j++) {
+        int64_t next;
+        if (m > 0 && !__builtin_mul_overflow(stride[m - 1], extent[m - 1], &next) &&
+            next == stride[j]) {
+            extent[m - 1] *= extent[j]; /* at most the element count, which tensor_check bounds */
+            continue;
+        }
+        extent[m] = extent[j];
+        stride[m++] = stride[j];
+    }
+    const int32_t first = m > 0 && stride[0] == 1;
+    v->run = first ? extent[0] : 1;
+    v->outer = 0;
+    for (int32_t j = first; j < m; j++) {
+        v->count[v->outer] = extent[j];
+        v->stride[v->outer++] = stride[j];
+    }
+}
+
+/* Copies every run between `view` (the view's first element, runs at their strides) and
+ * `other`, which holds them packed or, with packed = 0, laid out as the view; to_view gives the
+ * direction. */
+static void copy_runs(const struct view_runs *v, int64_t es, char *view, char *other, int packed,
+                      int to_view)
+{
+    const size_t bytes = (size_t)(v->run * es);
+    int64_t index[CLOPS_MAX_RANK] = {0}, at = 0, next = 0; /* elements from the first */
+    for (;;) {
+        char *o = other + (packed ? next : at) * es;
+        if (to_view)
+            memcpy(view + at * es, o, bytes);
+        else
+            memcpy(o, view + at * es, bytes);
+        next += v->run;
+        int32_t a = 0;
+        for (; a < v->outer; a++) {
+            if (++index[a] < v->count[a]) {
+                at += v->stride[a];
+                break;
+            }
+            index[a] = 0;
+            at -= (v->count[a] - 1) * v->stride[a];
+        }
+        if (a == v->outer)
+            return;
+    }
+}
+
+/* The runs as one rectangle of clEnqueue{Read,Write}BufferRect, the buffer side laid out as the
+ * view from its origin: region (bytes of a run, runs of the first outer axis, of the second)
+ * and the buffer's row and slice pitches. 0 when they make none: more than two outer axes, or
+ * pitches OpenCL does not take (runs that overlap, a slice pitch not a multiple of the row
+ * pitch or smaller than a slice). */
+static int rect_of(const struct view_runs *v, int64_t es, size_t region[3], size_t pitch[2])
+{
+    if (v->outer > 2 || (v->outer > 0 && v->stride[0] < v->run))
+        return 0;
+    if (v->outer == 2 && (v->stride[1] % v->stride[0] != 0 ||
+                          v->stride[1] / v->stride[0] < v->count[0]))
+        return 0;
+    region[0] = (size_t)(v->run * es);
+    region[1] = v->outer > 0 ? (size_t)v->count[0] : 1;
+    region[2] = v->outer > 1 ? (size_t)v->count[1] : 1;
+    pitch[0] = v->outer > 0 ? (size_t)(v->stride[0] * es) : 0;
+    pitch[1] = v->outer > 1 ? (size_t)(v->stride[1] * es) : 0;
+    return 1;
+}
+
+void tensor_packed_like(const struct clops_tensor *t, void *data, struct clops_tensor *out)
+{
+    *out = *t;
+    out->data = data;
+    out->buffer = NULL;
+    out->offset = 0;
+    int32_t order[CLOPS_MAX_RANK], k = 0;
+    for (int32_t i = 0; i < t->rank; i++) {
+        out->strides[i] = 1;
+        if (t->shape[i] <= 1)
+            continue;
+        int32_t j = k++; /* the stable sort of view_runs, so that the orders agree */
+        while (j > 0 && t->strides[order[j - 1]] > t->strides[i]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    int64_t step = 1;
+    for (int32_t j = 0; j < k; j++) {
+        out->strides[order[j]] = step;
+        step *= t->shape[order[j]];
+    }
+}
+
+void tensor_unpack(const struct clops_tensor *t, const void *packed)
+{
+    if (tensor_span(t) == 0)
+        return;
+    const int64_t es = dtype_size(t->dtype);
+    struct view_runs v;
+    view_runs(t, &v);
+    copy_runs(&v, es, (char *)t->data + t->offset * es, (char *)packed, 1, 1);
+}
+
+/* Copies a host view's elements into `mem`, laid out as the view, reading nothing else of host
+ * memory: one transfer when the view is dense or its runs make a rectangle (a padded matrix,
+ * the BLAS case), else through a host copy of the span whose gaps are zeros (kernels read only
+ * the view's elements). */
+static int32_t upload_view(struct clops_pool *pool, cl_command_queue queue,
+                           const struct clops_tensor *t, cl_mem mem, const char *op,
+                           const char *param)
+{
+    const int64_t es = dtype_size(t->dtype), span_bytes = tensor_span(t) * es;
+    char *first = (char *)t->data + t->offset * es, *scratch = NULL;
+    struct view_runs v;
+    view_runs(t, &v);
+    const size_t origin[3] = {0, 0, 0};
+    size_t region[3], pitch[2];
+    int64_t moved = span_bytes;
+    cl_int rc;
+    if (v.outer == 0) {
+        rc = clEnqueueWriteBuffer(queue, mem, CL_TRUE, 0, (size_t)span_bytes, first, 0, NULL, NULL);
+    } else if (rect_of(&v, es, region, pitch)) {
+        moved = (int64_t)(region[0] * region[1] * region[2]);
+        rc = clEnqueueWriteBufferRect(queue, mem, CL_TRUE, origin, origin, region, pitch[0],
+                                      pitch[1], pitch[0], pitch[1], first, 0, NULL, NULL);
+    } else {
+        scratch = calloc((size_t)span_bytes, 1);
+        if (scratch == NULL)
+            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                           "%s: no host memory to stage parameter '%s' (%lld bytes)", op, param,
+                           (long long)span_bytes);
+        copy_runs(&v, es, first, scratch, 0, 0);
+        rc = clEnqueueWriteBuffer(queue, mem, CL_TRUE, 0, (size_t)span_bytes, scratch, 0, NULL,
+                                  NULL);
+        free(scratch);
+    }
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: uploading parameter '%s' (%lld bytes) failed", op, param,
+                      (long long)moved);
+    atomic_fetch_add(&pool->bytes_uploaded, (long long)moved);
+    return CLOPS_OK;
+}
+
 int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                      const struct clops_tensor *t, int32_t upload, struct staged_tensor *out,
                      const char *op, const char *param)
@@ -212,27 +384,73 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
     out->temporary = 1;
     if (!upload)
         return CLOPS_OK;
-    const char *src = (const char *)t->data + t->offset * dtype_size(t->dtype);
-    cl_int rc = clEnqueueWriteBuffer(queue, out->mem, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+    return upload_view(pool, queue, t, out->mem, op, param);
+}
+
+int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct staged_tensor *s,
+                        const char *op, const char *param)
+{
+    if (!s->temporary)
+        return CLOPS_OK;
+    const struct clops_tensor *t = s->t;
+    const int64_t es = dtype_size(t->dtype), span_bytes = tensor_span(t) * es;
+    const int64_t bytes = tensor_elements(t) * es;
+    struct view_runs v;
+    view_runs(t, &v);
+    const size_t origin[3] = {0, 0, 0};
+    size_t region[3], pitch[2];
+    free(s->host);
+    s->host = malloc((size_t)bytes);
+    char *scratch = NULL;
+    if (s->host == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                       "%s: no host memory to download parameter '%s' (%lld bytes)", op, param,
+                       (long long)bytes);
+    int64_t moved = span_bytes;
+    cl_int rc;
+    if (v.outer == 0) {
+        rc = clEnqueueReadBuffer(queue, s->mem, CL_TRUE, 0, (size_t)span_bytes, s->host, 0, NULL,
+                                 NULL);
+    } else if (rect_of(&v, es, region, pitch)) {
+        moved = bytes;
+        rc = clEnqueueReadBufferRect(queue, s->mem, CL_TRUE, origin, origin, region, pitch[0],
+                                     pitch[1], region[0], region[0] * region[1], s->host, 0, NULL,
+                                     NULL);
+    } else {
+        scratch = malloc((size_t)span_bytes);
+        if (scratch == NULL)
+            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                           "%s: no host memory to download parameter '%s' (%lld bytes)", op,
+                           param, (long long)span_bytes);
+        rc = clEnqueueReadBuffer(queue, s->mem, CL_TRUE, 0, (size_t)span_bytes, scratch, 0, NULL,
+                                 NULL);
+        if (rc == CL_SUCCESS)
+            copy_runs(&v, es, scratch, s->host, 1, 0);
+        free(scratch);
+    }
     if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: uploading parameter '%s' (%zu bytes) failed", op, param, bytes);
-    atomic_fetch_add(&pool->bytes_uploaded, (long long)bytes);
+        return err_cl(rc, "%s: downloading parameter '%s' (%lld bytes) failed", op, param,
+                      (long long)moved);
+    atomic_fetch_add(&pool->bytes_downloaded, (long long)moved);
     return CLOPS_OK;
+}
+
+void tensor_commit(struct staged_tensor *s)
+{
+    if (s->host == NULL)
+        return;
+    tensor_unpack(s->t, s->host);
+    free(s->host);
+    s->host = NULL;
 }
 
 int32_t tensor_unstage_output(struct clops_pool *pool, cl_command_queue queue,
                               struct staged_tensor *s, const char *op, const char *param)
 {
-    if (!s->temporary)
-        return CLOPS_OK;
-    const struct clops_tensor *t = s->t;
-    size_t bytes = (size_t)(tensor_span(t) * dtype_size(t->dtype));
-    char *dst = (char *)t->data + t->offset * dtype_size(t->dtype);
-    cl_int rc = clEnqueueReadBuffer(queue, s->mem, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: downloading parameter '%s' (%zu bytes) failed", op, param, bytes);
-    atomic_fetch_add(&pool->bytes_downloaded, (long long)bytes);
-    return CLOPS_OK;
+    int32_t status = tensor_download(pool, queue, s, op, param);
+    if (status == CLOPS_OK)
+        tensor_commit(s);
+    return status;
 }
 
 void tensor_release(struct staged_tensor *s)
@@ -241,4 +459,6 @@ void tensor_release(struct staged_tensor *s)
         pool_free_device_memory(s->dev, s->mem);
     s->mem = NULL;
     s->temporary = 0;
+    free(s->host);
+    s->host = NULL;
 }

@@ -34,30 +34,45 @@ int64_t tensor_elements(const struct clops_tensor *t);
  * column-major. Strides of axes of extent 1 do not matter. */
 int tensor_is_row_major(const struct clops_tensor *t);
 int tensor_is_column_major(const struct clops_tensor *t);
-/* Whether the span between the first and last element holds elements the tensor does not
- * address (padding): an output with gaps is uploaded before a kernel writes it, so that the
- * gaps come back unchanged. */
-int tensor_has_gaps(const struct clops_tensor *t);
-
 /* A tensor made reachable by a kernel: `mem` + `offset` (elements). Host tensors get a
- * temporary buffer holding their span; device tensors are used in place. */
+ * temporary buffer laid out as their span, of which only the tensor's elements are ever
+ * transferred, in either direction: the gaps between them (padding, or other views' elements
+ * that other threads may be writing) are neither read nor written in host memory. Device
+ * tensors are used in place. */
 struct staged_tensor {
     const struct clops_tensor *t;
     cl_mem mem;
     int64_t offset;
     int32_t temporary;
     struct pool_device *dev; /* the device staged for, where a temporary `mem` lives */
+    void *host;              /* tensor_download's copy of the elements, packed; freed by commit */
 };
 
-/* Stages `t` for `dev`. upload = 1 copies host contents in (always needed for in/inout, and
- * for outputs whose span has gaps the kernel does not write). */
+/* Stages `t` for `dev`. upload = 1 copies the host tensor's elements in (inputs, and outputs
+ * that kernels read); outputs that kernels only write need none. */
 int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                      const struct clops_tensor *t, int32_t upload, struct staged_tensor *out,
                      const char *op, const char *param);
-/* Copies a staged host output back (blocking). No-op for device tensors. */
+/* A failed call leaves host outputs untouched, even when a device step or a download fails
+ * after others succeeded: outputs are downloaded first (tensor_download, blocking, into a host
+ * temporary), and written into host memory only once every device step and download of the
+ * call has succeeded (tensor_commit, which cannot fail). The cost is a host copy of each
+ * output's elements and one pass over them, next to a transfer over the bus. No-ops for device
+ * tensors. */
+int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct staged_tensor *s,
+                        const char *op, const char *param);
+void tensor_commit(struct staged_tensor *s);
+/* Both, for a call whose last step that can fail is this download. */
 int32_t tensor_unstage_output(struct clops_pool *pool, cl_command_queue queue,
                               struct staged_tensor *s, const char *op, const char *param);
+/* Frees the temporary buffer and an uncommitted download. */
 void tensor_release(struct staged_tensor *s);
+
+/* A host tensor over `data` with t's dtype, shape and order of axes in memory but no gaps
+ * (tensor_elements(t) elements): a temporary that tensor_unpack then writes into t's memory,
+ * only into t's elements. */
+void tensor_packed_like(const struct clops_tensor *t, void *data, struct clops_tensor *out);
+void tensor_unpack(const struct clops_tensor *t, const void *packed);
 
 /* Whether the address ranges of x and y, first to last element, share memory (same host
  * allocation range or same device buffer). Ranges, not elements: interleaved views that share no

@@ -435,9 +435,8 @@ static int32_t gemm_run(struct clops_pool *pool, struct pool_device *dev, const 
         if (status != CLOPS_OK)
             goto cleanup;
     }
-    /* Uploaded even for beta = 0: the kernel writes only C's elements, and a C with padded
-     * rows or columns comes back whole, gaps included. */
-    status = tensor_stage(pool, dev, queue, p->c, 1, &sc, op_name, "c");
+    /* Read by the kernel only for beta != 0; written back, elements only, after the kernel. */
+    status = tensor_stage(pool, dev, queue, p->c, p->beta != 0.0, &sc, op_name, "c");
     if (status != CLOPS_OK)
         goto cleanup;
     status = bind_plan(kernel, p, &sa, &sb, &sc);

@@ -278,12 +278,20 @@ static void release_mem(struct pool_device *dev, cl_mem *m)
     *m = NULL;
 }
 
+int32_t lu_ctx_finish(struct lu_ctx *ctx)
+{
+    ctx->finished = 1;
+    int32_t status =
+        pool_chain_end(ctx->pool, ctx->queue, ctx->chain_start, &ctx->device_ns, ctx->op);
+    ctx->chain_start = NULL;
+    return status;
+}
+
 int32_t lu_ctx_release(struct lu_ctx *ctx)
 {
     int32_t status = CLOPS_OK;
-    if (ctx->queue != NULL)
-        status = pool_chain_end(ctx->pool, ctx->queue, ctx->chain_start, &ctx->device_ns, ctx->op);
-    ctx->chain_start = NULL;
+    if (ctx->queue != NULL && !ctx->finished)
+        status = lu_ctx_finish(ctx);
     release_kernels(ctx);
     release_mem(ctx->dev, &ctx->ipiv_mem);
     release_mem(ctx->dev, &ctx->inv_mem);
@@ -376,7 +384,12 @@ int32_t lu_unstage(struct lu_ctx *ctx, struct lu_staged *s)
         if (status != CLOPS_OK)
             return status;
     }
-    return tensor_unstage_output(ctx->pool, ctx->queue, &s->st, ctx->op, s->param);
+    return tensor_download(ctx->pool, ctx->queue, &s->st, ctx->op, s->param);
+}
+
+void lu_commit(struct lu_staged *s)
+{
+    tensor_commit(&s->st);
 }
 
 void lu_staged_release(struct lu_staged *s)
@@ -386,6 +399,21 @@ void lu_staged_release(struct lu_staged *s)
 }
 
 /* ---- i32 vectors (pivots, info) -------------------------------------------------------------- */
+
+/* The rectangle of clEnqueue{Read,Write}BufferRect that holds the first n elements of a rank-1
+ * i32 device tensor and nothing between them: one row of n when they are contiguous, else n
+ * rows of one, strides[0] apart. */
+static void i32_rect(const struct clops_tensor *t, int64_t n, size_t origin[3], size_t region[3],
+                     size_t *pitch)
+{
+    const int64_t stride = n > 1 ? t->strides[0] : 1;
+    origin[0] = (size_t)t->offset * sizeof(int32_t);
+    origin[1] = origin[2] = 0;
+    region[0] = stride == 1 ? (size_t)n * sizeof(int32_t) : sizeof(int32_t);
+    region[1] = stride == 1 ? 1 : (size_t)n;
+    region[2] = 1;
+    *pitch = stride == 1 ? 0 : (size_t)stride * sizeof(int32_t);
+}
 
 int32_t lu_read_i32(struct lu_ctx *ctx, const struct clops_tensor *t, int32_t *values, int64_t n)
 {
@@ -398,24 +426,17 @@ int32_t lu_read_i32(struct lu_ctx *ctx, const struct clops_tensor *t, int32_t *v
     }
     if (n == 0)
         return CLOPS_OK;
-    const int64_t span = (n - 1) * stride + 1;
-    int32_t *tmp = stride == 1 ? values : malloc((size_t)span * sizeof *tmp);
-    if (tmp == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", ctx->op);
-    cl_int rc =
-        clEnqueueReadBuffer(ctx->queue, t->buffer->mem, CL_TRUE, (size_t)t->offset * sizeof *tmp,
-                            (size_t)span * sizeof *tmp, tmp, 0, NULL, NULL);
-    for (int64_t i = 0; tmp != values && i < n; i++)
-        values[i] = tmp[i * stride];
-    if (tmp != values)
-        free(tmp);
+    const size_t zero[3] = {0, 0, 0};
+    size_t origin[3], region[3], pitch;
+    i32_rect(t, n, origin, region, &pitch);
+    cl_int rc = clEnqueueReadBufferRect(ctx->queue, t->buffer->mem, CL_TRUE, origin, zero, region,
+                                        pitch, 0, region[0], 0, values, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: reading an i32 vector from the device failed", ctx->op);
     return CLOPS_OK;
 }
 
-/* A strided device vector is read, patched and written back whole, so that the elements
- * between the strided ones keep their contents. */
+/* Writes the n elements only: what lies between strided ones may be another view's. */
 int32_t lu_write_i32(struct lu_ctx *ctx, const struct clops_tensor *t, const int32_t *values,
                      int64_t n)
 {
@@ -428,26 +449,25 @@ int32_t lu_write_i32(struct lu_ctx *ctx, const struct clops_tensor *t, const int
     }
     if (n == 0)
         return CLOPS_OK;
-    const int64_t span = (n - 1) * stride + 1;
-    const size_t offset = (size_t)t->offset * sizeof(int32_t), bytes = (size_t)span * 4;
-    int32_t *tmp = stride == 1 ? (int32_t *)values : malloc(bytes);
-    if (tmp == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", ctx->op);
-    cl_int rc = CL_SUCCESS;
-    if (tmp != values) {
-        rc = clEnqueueReadBuffer(ctx->queue, t->buffer->mem, CL_TRUE, offset, bytes, tmp, 0, NULL,
-                                 NULL);
-        for (int64_t i = 0; i < n; i++)
-            tmp[i * stride] = values[i];
-    }
-    if (rc == CL_SUCCESS)
-        rc = clEnqueueWriteBuffer(ctx->queue, t->buffer->mem, CL_TRUE, offset, bytes, tmp, 0, NULL,
-                                  NULL);
-    if (tmp != values)
-        free(tmp);
+    const size_t zero[3] = {0, 0, 0};
+    size_t origin[3], region[3], pitch;
+    i32_rect(t, n, origin, region, &pitch);
+    cl_int rc = clEnqueueWriteBufferRect(ctx->queue, t->buffer->mem, CL_TRUE, origin, zero, region,
+                                         pitch, 0, region[0], 0, values, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: writing an i32 vector to the device failed", ctx->op);
     return CLOPS_OK;
+}
+
+int32_t lu_write_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, const int32_t *piv,
+                        int64_t n, const struct clops_tensor *info, int32_t inf, int32_t on_host)
+{
+    int32_t status = CLOPS_OK;
+    if ((ipiv->buffer == NULL) == (on_host != 0))
+        status = lu_write_i32(ctx, ipiv, piv, n);
+    if (status == CLOPS_OK && (info->buffer == NULL) == (on_host != 0))
+        status = lu_write_i32(ctx, info, &inf, 1);
+    return status;
 }
 
 /* ---- Device steps ---------------------------------------------------------------------------- */
@@ -833,7 +853,9 @@ static int32_t lu_check_args(const struct pool_device *dev, const struct clops_t
     return lu_check_no_overlap(t, names, 3, op_name);
 }
 
-/* Factors the staged a, then writes a back, then ipiv and info. */
+/* Factors the staged a and downloads it, writes ipiv and info where they are device tensors,
+ * waits for the device; only then writes the host outputs (a failed call leaves them
+ * untouched). */
 static int32_t lu_run(struct lu_ctx *ctx, const struct clops_tensor *a,
                       const struct clops_tensor *ipiv, const struct clops_tensor *info,
                       int32_t pivoting)
@@ -850,9 +872,13 @@ static int32_t lu_run(struct lu_ctx *ctx, const struct clops_tensor *a,
     if (status == CLOPS_OK)
         status = lu_unstage(ctx, &sa);
     if (status == CLOPS_OK)
-        status = lu_write_i32(ctx, ipiv, piv, mn);
+        status = lu_write_pivots(ctx, ipiv, piv, mn, info, inf, 0);
     if (status == CLOPS_OK)
-        status = lu_write_i32(ctx, info, &inf, 1);
+        status = lu_ctx_finish(ctx);
+    if (status == CLOPS_OK) {
+        lu_commit(&sa);
+        lu_write_pivots(ctx, ipiv, piv, mn, info, inf, 1);
+    }
     lu_staged_release(&sa);
     free(piv);
     return status;

@@ -33,6 +33,7 @@ struct lu_ctx {
     int64_t ipiv_bytes, inv_bytes, tmp_bytes;
     int64_t device_ns;
     cl_event chain_start; /* pool_chain_begin's marker; NULL when profiling is off */
+    int32_t finished;     /* lu_ctx_finish waited for the chain */
 };
 
 /* A row-major matrix in device memory: element (i, j) at offset + i*ld + j of `mem`. */
@@ -64,21 +65,32 @@ int32_t lu_check_no_overlap(const struct clops_tensor *const *t, const char *con
 
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
                     const char *op, int32_t dtype);
-/* Waits for the call's kernels (adding their device time) and frees the context; returns the
- * wait's status. */
+/* Waits for the call's kernels, adding their device time: the last device step of a call,
+ * before it writes host outputs. */
+int32_t lu_ctx_finish(struct lu_ctx *ctx);
+/* Waits as lu_ctx_finish unless that was done, and frees the context; returns the wait's
+ * status. */
 int32_t lu_ctx_release(struct lu_ctx *ctx);
 
 /* Stages `t` (its contents uploaded) and views it as a row-major matrix. */
 int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *param,
                  struct lu_staged *out);
-/* Writes the working matrix back into the tensor (host or device). */
+/* Writes the working matrix back into a device tensor, or downloads it for a host tensor, which
+ * lu_commit then writes (tensor_download, tensor_commit: once the call has succeeded). */
 int32_t lu_unstage(struct lu_ctx *ctx, struct lu_staged *s);
+void lu_commit(struct lu_staged *s);
 void lu_staged_release(struct lu_staged *s);
 
-/* Reads or writes the first n elements of a rank-1 i32 tensor, host or device. */
+/* Reads or writes the first n elements of a rank-1 i32 tensor, host or device, and nothing
+ * between them. Writing host memory cannot fail. */
 int32_t lu_read_i32(struct lu_ctx *ctx, const struct clops_tensor *t, int32_t *values, int64_t n);
 int32_t lu_write_i32(struct lu_ctx *ctx, const struct clops_tensor *t, const int32_t *values,
                      int64_t n);
+/* ipiv[0 .. n-1] = piv, info[0] = inf: those of the two on the device as a device step
+ * (on_host = 0), those in host memory as the commit of a call that succeeded (on_host = 1,
+ * which cannot fail). */
+int32_t lu_write_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, const int32_t *piv,
+                        int64_t n, const struct clops_tensor *info, int32_t inf, int32_t on_host);
 
 /* getrf on the working matrix: ipiv receives min(M, N) 1-based pivots, *info 0 or the first
  * k with U(k, k) = 0. */

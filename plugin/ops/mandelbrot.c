@@ -941,6 +941,41 @@ static int32_t mandel_run(struct clops_pool *pool, const struct mandel_plan *p, 
     return status;
 }
 
+/* mandel_run with host outputs rendered into packed host temporaries, written into host memory
+ * (only the outputs' elements) once every tile has been delivered: a failed call leaves them
+ * untouched, where delivering tiles straight into them would leave those done before the
+ * failure. The cost is a host copy of each host output and one pass over it, next to the
+ * render. Device outputs are written in place as tiles are delivered. */
+static int32_t mandel_run_committed(struct clops_pool *pool, const struct mandel_plan *p,
+                                    int64_t *device_ns)
+{
+    struct mandel_plan staged = *p;
+    const struct clops_tensor *outputs[2] = {p->iters, p->image};
+    struct clops_tensor packed[2];
+    void *data[2] = {NULL, NULL};
+    int32_t status = CLOPS_OK;
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
+        const struct clops_tensor *t = outputs[o];
+        if (t == NULL || t->buffer != NULL)
+            continue;
+        data[o] = malloc((size_t)(tensor_elements(t) * dtype_size(t->dtype)));
+        if (data[o] == NULL) {
+            status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
+            break;
+        }
+        tensor_packed_like(t, data[o], &packed[o]);
+        *(o == 0 ? &staged.iters : &staged.image) = &packed[o];
+    }
+    if (status == CLOPS_OK)
+        status = mandel_run(pool, &staged, device_ns);
+    for (int o = 0; o < 2; o++) {
+        if (status == CLOPS_OK && data[o] != NULL)
+            tensor_unpack(outputs[o], data[o]);
+        free(data[o]);
+    }
+    return status;
+}
+
 /* The configuration can add build options to every kernel; those that let the compiler fuse or
  * reassociate break the promise that every device renders a tile to the same bits. */
 static void warn_unsafe_options(const struct clops_pool *pool)
@@ -969,7 +1004,7 @@ static int32_t mandel_call_checked(struct clops_pool *pool, const struct clops_t
     if (status != CLOPS_OK || plan.tile_count == 0)
         return status;
     warn_unsafe_options(pool);
-    return mandel_run(pool, &plan, device_ns);
+    return mandel_run_committed(pool, &plan, device_ns);
 }
 
 static int32_t mandelbrot_entry(struct clops_pool *pool, const struct clops_tensor *iterations,

@@ -404,8 +404,7 @@ static int32_t reduce_run(struct clops_pool *pool, struct pool_device *dev,
     struct staged_tensor sx = {0}, so = {0};
     status = tensor_stage(pool, dev, queue, p->x, 1, &sx, op_name, "x");
     if (status == CLOPS_OK)
-        status =
-            tensor_stage(pool, dev, queue, p->out, tensor_has_gaps(p->out), &so, op_name, "out");
+        status = tensor_stage(pool, dev, queue, p->out, 0, &so, op_name, "out"); /* only written */
     if (status == CLOPS_OK)
         status = p->axis < 0 ? run_whole(pool, dev, queue, p, &tuning, &sx, &so, device_ns)
                              : run_axis(pool, dev, queue, p, &tuning, &sx, &so, device_ns);

@@ -41,17 +41,16 @@ static int32_t record(struct clops_pool *pool, const char *op, int32_t status, i
     return status;
 }
 
-/* Stages b, solves with the factors, writes b back. */
+/* Stages b into *sb, solves with the factors, writes b back on the device or downloads it for
+ * the caller to commit (and release) once the call has succeeded. */
 static int32_t solve_rhs(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
-                         const struct clops_tensor *b, int32_t trans)
+                         const struct clops_tensor *b, int32_t trans, struct lu_staged *sb)
 {
-    struct lu_staged sb;
-    int32_t status = lu_stage(ctx, b, "b", &sb);
+    int32_t status = lu_stage(ctx, b, "b", sb);
     if (status == CLOPS_OK)
-        status = lu_solve_factored(ctx, lu, ipiv, &sb.m, trans);
+        status = lu_solve_factored(ctx, lu, ipiv, &sb->m, trans);
     if (status == CLOPS_OK)
-        status = lu_unstage(ctx, &sb);
-    lu_staged_release(&sb);
+        status = lu_unstage(ctx, sb);
     return status;
 }
 
@@ -79,7 +78,8 @@ static int32_t solve_check_args(const struct pool_device *dev, const struct clop
     return lu_check_no_overlap(t, names, 4, solve_name);
 }
 
-/* gesv: a, ipiv and info are written whatever info says; b only when A is nonsingular. */
+/* gesv: a, ipiv and info are written whatever info says; b only when A is nonsingular. Host
+ * outputs are written last, once every device step has succeeded. */
 static int32_t solve_run(struct lu_ctx *ctx, const struct clops_tensor *a,
                          const struct clops_tensor *b, const struct clops_tensor *ipiv,
                          const struct clops_tensor *info)
@@ -89,18 +89,24 @@ static int32_t solve_run(struct lu_ctx *ctx, const struct clops_tensor *a,
     if (piv == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", solve_name);
     int32_t inf = 0;
-    struct lu_staged sa;
+    struct lu_staged sa, sb = {0};
     int32_t status = lu_stage(ctx, a, "a", &sa);
     if (status == CLOPS_OK)
         status = lu_factor(ctx, &sa.m, LU_PIVOTING_PARTIAL, piv, &inf);
     if (status == CLOPS_OK && inf == 0)
-        status = solve_rhs(ctx, &sa.m, piv, b, 0);
+        status = solve_rhs(ctx, &sa.m, piv, b, 0, &sb);
     if (status == CLOPS_OK)
         status = lu_unstage(ctx, &sa);
     if (status == CLOPS_OK)
-        status = lu_write_i32(ctx, ipiv, piv, n);
+        status = lu_write_pivots(ctx, ipiv, piv, n, info, inf, 0);
     if (status == CLOPS_OK)
-        status = lu_write_i32(ctx, info, &inf, 1);
+        status = lu_ctx_finish(ctx);
+    if (status == CLOPS_OK) {
+        lu_commit(&sa);
+        lu_commit(&sb);
+        lu_write_pivots(ctx, ipiv, piv, n, info, inf, 1);
+    }
+    lu_staged_release(&sb);
     lu_staged_release(&sa);
     free(piv);
     return status;
@@ -211,14 +217,19 @@ static int32_t lu_solve_run(struct lu_ctx *ctx, const struct clops_tensor *lu,
     int32_t *piv = malloc((size_t)(n > 0 ? n : 1) * sizeof *piv);
     if (piv == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", lu_solve_name);
-    struct lu_staged sl = {0};
+    struct lu_staged sl = {0}, sb = {0};
     int32_t status = lu_read_i32(ctx, ipiv, piv, n);
     if (status == CLOPS_OK)
         status = check_pivot_values(piv, n);
     if (status == CLOPS_OK)
         status = lu_stage(ctx, lu, "lu", &sl);
     if (status == CLOPS_OK)
-        status = solve_rhs(ctx, &sl.m, piv, b, trans);
+        status = solve_rhs(ctx, &sl.m, piv, b, trans, &sb);
+    if (status == CLOPS_OK)
+        status = lu_ctx_finish(ctx);
+    if (status == CLOPS_OK)
+        lu_commit(&sb);
+    lu_staged_release(&sb);
     lu_staged_release(&sl);
     free(piv);
     return status;

@@ -293,7 +293,7 @@ static int32_t transpose_run(struct clops_pool *pool, struct pool_device *dev,
     /* In place, x's staging is y's: one copy in, the same copy back. */
     status = tensor_stage(pool, dev, queue, p->x, 1, &sx, op_name, "x");
     if (status == CLOPS_OK && !p->in_place)
-        status = tensor_stage(pool, dev, queue, p->y, tensor_has_gaps(p->y), &sy, op_name, "y");
+        status = tensor_stage(pool, dev, queue, p->y, 0, &sy, op_name, "y"); /* only written */
     if (status == CLOPS_OK)
         status = launch(pool, dev, queue, p, &tiles, &sx, &sy, device_ns);
     if (status == CLOPS_OK)
