@@ -275,8 +275,8 @@ static int rect_of(const struct view_runs *v, int64_t es, size_t region[3], size
 {
     if (v->outer > 2 || (v->outer > 0 && v->stride[0] < v->run))
         return 0;
-    if (v->outer == 2 && (v->stride[1] % v->stride[0] != 0 ||
-                          v->stride[1] / v->stride[0] < v->count[0]))
+    if (v->outer == 2 &&
+        (v->stride[1] % v->stride[0] != 0 || v->stride[1] / v->stride[0] < v->count[0]))
         return 0;
     region[0] = (size_t)(v->run * es);
     region[1] = v->outer > 0 ? (size_t)v->count[0] : 1;
@@ -420,8 +420,8 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
         scratch = malloc((size_t)span_bytes);
         if (scratch == NULL)
             return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
-                           "%s: no host memory to download parameter '%s' (%lld bytes)", op,
-                           param, (long long)span_bytes);
+                           "%s: no host memory to download parameter '%s' (%lld bytes)", op, param,
+                           (long long)span_bytes);
         rc = clEnqueueReadBuffer(queue, s->mem, CL_TRUE, 0, (size_t)span_bytes, scratch, 0, NULL,
                                  NULL);
         if (rc == CL_SUCCESS)
@@ -461,4 +461,160 @@ void tensor_release(struct staged_tensor *s)
     s->temporary = 0;
     free(s->host);
     s->host = NULL;
+}
+
+/* ---- Overlap ------------------------------------------------------------------------------- */
+
+/* Bytes [base + i*pitch, base + i*pitch + len) for i < count, from an origin common to the two
+ * views compared: the runs of one view along its first outer axis. */
+struct comb {
+    int64_t base, len, pitch, count;
+};
+
+static int64_t floor_div(int64_t a, int64_t b) /* b > 0 */
+{
+    return a / b - (a % b < 0);
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) /* b > 0 */
+{
+    return -floor_div(-a, b);
+}
+
+/* The runs i of c, first to last, that meet bytes [s, s + len): empty when *lo > *hi. */
+static void runs_meeting(const struct comb *c, int64_t s, int64_t len, int64_t *lo, int64_t *hi)
+{
+    if (c->count == 1) {
+        *lo = 0;
+        *hi = s < c->base + c->len && c->base < s + len ? 0 : -1;
+        return;
+    }
+    *lo = floor_div(s - c->len - c->base, c->pitch) + 1;
+    *hi = ceil_div(s + len - c->base, c->pitch) - 1;
+    *lo = *lo > 0 ? *lo : 0;
+    *hi = *hi < c->count - 1 ? *hi : c->count - 1;
+}
+
+/* Whether two combs share a byte. Equal pitches (two blocks of one matrix: the BLAS case) take
+ * one division; others a step per run of the comb with fewer runs within the other's range,
+ * counted from *budget, and at 0 the answer is yes: the safe side. */
+static int combs_meet(const struct comb *x, const struct comb *y, int64_t *budget)
+{
+    int64_t lo, hi;
+    if (y->count == 1 || x->count == 1) {
+        const struct comb *one = y->count == 1 ? y : x, *other = one == y ? x : y;
+        runs_meeting(other, one->base, one->len, &lo, &hi);
+        return lo <= hi;
+    }
+    if (x->pitch == y->pitch) {
+        /* Run i of x meets run j of y when -y.len < d + (j - i) pitch < x.len. */
+        const int64_t d = y->base - x->base, p = x->pitch;
+        lo = floor_div(-y->len - d, p) + 1;
+        hi = ceil_div(x->len - d, p) - 1;
+        lo = lo > -(x->count - 1) ? lo : -(x->count - 1);
+        hi = hi < y->count - 1 ? hi : y->count - 1;
+        return lo <= hi;
+    }
+    const struct comb *few = x->count <= y->count ? x : y, *many = few == x ? y : x;
+    runs_meeting(few, many->base, (many->count - 1) * many->pitch + many->len, &lo, &hi);
+    for (int64_t i = lo; i <= hi; i++) {
+        if ((*budget)-- <= 0)
+            return 1;
+        int64_t mlo, mhi;
+        runs_meeting(many, few->base + i * few->pitch, few->len, &mlo, &mhi);
+        if (mlo <= mhi)
+            return 1;
+    }
+    return 0;
+}
+
+/* A view's combs: one for each index of its outer axes past the first (`axes` of them, strides
+ * in bytes). */
+struct comb_set {
+    struct comb first;
+    int32_t axes;
+    int64_t count[CLOPS_MAX_RANK], stride[CLOPS_MAX_RANK];
+    int64_t total;
+};
+
+static void comb_set_of(const struct clops_tensor *t, int64_t start, struct comb_set *c)
+{
+    const int64_t es = dtype_size(t->dtype);
+    struct view_runs v;
+    view_runs(t, &v);
+    c->first = (struct comb){start, v.run * es, v.outer > 0 ? v.stride[0] * es : 0,
+                             v.outer > 0 ? v.count[0] : 1};
+    c->axes = 0;
+    c->total = 1;
+    for (int32_t a = 1; a < v.outer; a++) {
+        c->count[c->axes] = v.count[a];
+        c->stride[c->axes++] = v.stride[a] * es;
+        c->total *= v.count[a];
+    }
+}
+
+static struct comb comb_at(const struct comb_set *c, int64_t k)
+{
+    struct comb r = c->first;
+    for (int32_t a = 0; a < c->axes; a++) {
+        r.base += (k % c->count[a]) * c->stride[a];
+        k /= c->count[a];
+    }
+    return r;
+}
+
+/* Steps an exact answer may take (a few milliseconds) before it gives the safe one. */
+static const int64_t overlap_budget = INT64_C(1) << 22;
+
+int tensor_views_overlap(const struct clops_tensor *x, const struct clops_tensor *y)
+{
+    if (tensor_span(x) == 0 || tensor_span(y) == 0 || x->buffer != y->buffer)
+        return 0;
+    const uintptr_t base = x->buffer != NULL ? 0 : (uintptr_t)x->data;
+    const uintptr_t base_y = y->buffer != NULL ? 0 : (uintptr_t)y->data;
+    const uintptr_t ex = (uintptr_t)dtype_size(x->dtype), ey = (uintptr_t)dtype_size(y->dtype);
+    const uintptr_t lo_x = base + (uintptr_t)x->offset * ex,
+                    hi_x = lo_x + (uintptr_t)tensor_span(x) * ex;
+    const uintptr_t lo_y = base_y + (uintptr_t)y->offset * ey,
+                    hi_y = lo_y + (uintptr_t)tensor_span(y) * ey;
+    if (!(lo_x < hi_y && lo_y < hi_x))
+        return 0;
+    /* From here on bytes are counted from the lower start, within 2^62 so that no sum of the
+     * arithmetic below overflows; larger ranges (not in any real memory) count as overlapping. */
+    const uintptr_t origin = lo_x < lo_y ? lo_x : lo_y, end = hi_x > hi_y ? hi_x : hi_y;
+    if (end - origin > (UINT64_C(1) << 62))
+        return 1;
+    struct comb_set cx, cy;
+    comb_set_of(x, (int64_t)(lo_x - origin), &cx);
+    comb_set_of(y, (int64_t)(lo_y - origin), &cy);
+    int64_t budget = overlap_budget;
+    if (cx.total > budget / cy.total)
+        return 1;
+    for (int64_t i = 0; i < cx.total; i++) {
+        const struct comb a = comb_at(&cx, i);
+        for (int64_t j = 0; j < cy.total; j++) {
+            const struct comb b = comb_at(&cy, j);
+            if (budget-- <= 0 || combs_meet(&a, &b, &budget))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int32_t tensor_check_disjoint(const char *op, const struct tensor_use *uses, int32_t count,
+                              const char *hint)
+{
+    for (int32_t j = 1; j < count; j++)
+        for (int32_t i = 0; i < j; i++) {
+            const struct tensor_use *a = &uses[i], *b = &uses[j];
+            if (a->t == NULL || b->t == NULL || !(a->written || b->written) ||
+                !tensor_views_overlap(a->t, b->t))
+                continue;
+            return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                           "%s: parameter '%s' overlaps parameter '%s' in memory: they share "
+                           "elements, and '%s' is written%s%s",
+                           op, b->name, a->name, b->written ? b->name : a->name,
+                           hint != NULL ? "; " : "", hint != NULL ? hint : "");
+        }
+    return CLOPS_OK;
 }

@@ -74,21 +74,25 @@ void tensor_release(struct staged_tensor *s);
 void tensor_packed_like(const struct clops_tensor *t, void *data, struct clops_tensor *out);
 void tensor_unpack(const struct clops_tensor *t, const void *packed);
 
-/* Whether the address ranges of x and y, first to last element, share memory (same host
- * allocation range or same device buffer). Ranges, not elements: interleaved views that share no
- * element count as overlapping too, which is the safe side. Both tensors already checked. */
-static inline int tensor_spans_overlap(const struct clops_tensor *x, const struct clops_tensor *y)
-{
-    int64_t nx = tensor_span(x), ny = tensor_span(y);
-    if (nx == 0 || ny == 0 || x->buffer != y->buffer)
-        return 0;
-    uintptr_t base_x = x->buffer != NULL ? 0 : (uintptr_t)x->data;
-    uintptr_t base_y = y->buffer != NULL ? 0 : (uintptr_t)y->data;
-    uintptr_t ex = (uintptr_t)dtype_size(x->dtype), ey = (uintptr_t)dtype_size(y->dtype);
-    uintptr_t lo_x = base_x + (uintptr_t)x->offset * ex, hi_x = lo_x + (uintptr_t)nx * ex;
-    uintptr_t lo_y = base_y + (uintptr_t)y->offset * ey, hi_y = lo_y + (uintptr_t)ny * ey;
-    return lo_x < hi_y && lo_y < hi_x;
-}
+/* Whether x and y share a byte of an element (same host memory or same device buffer; the
+ * gaps between elements do not count), of any dtypes. Exact in O(1) for blocks of one matrix
+ * with one leading dimension (rank 2, a unit stride: the BLAS case), and for other views as
+ * long as the search takes at most 2^22 steps (one per pair of runs along their outer axes
+ * past the first, and per run where two views step by different pitches); past that, and for
+ * byte ranges over 2^62, conservative (1). Both tensors already checked. */
+int tensor_views_overlap(const struct clops_tensor *x, const struct clops_tensor *y);
+
+/* An operator's tensor parameter for tensor_check_disjoint; t = NULL when left out. */
+struct tensor_use {
+    const struct clops_tensor *t;
+    const char *name;
+    int32_t written;
+};
+/* The overlap check of every operator: no two of `uses` share an element when either of them
+ * is written (inputs may share). CLOPS_ERR_INVALID_ARGUMENT naming both, with `hint` (or NULL)
+ * appended to the message. */
+int32_t tensor_check_disjoint(const char *op, const struct tensor_use *uses, int32_t count,
+                              const char *hint);
 
 /* Device buffers (buffer.c), behind the table's buffer_* members. */
 int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out);

@@ -125,19 +125,6 @@ int32_t lu_check_pivoting(int32_t pivoting, const char *op)
                    (int)pivoting);
 }
 
-int32_t lu_check_no_overlap(const struct clops_tensor *const *t, const char *const *names,
-                            int count, const char *op)
-{
-    for (int i = 0; i < count; i++)
-        for (int j = i + 1; j < count; j++)
-            if (tensor_spans_overlap(t[i], t[j]))
-                return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                               "%s: parameter '%s' overlaps parameter '%s' in memory; outputs "
-                               "must not share storage with other parameters",
-                               op, names[j], names[i]);
-    return CLOPS_OK;
-}
-
 /* ---- Context, scratch buffers, staging ------------------------------------------------------- */
 
 /* Most work-groups of a panel step: the size of the buffers of their pivot candidates. */
@@ -848,9 +835,8 @@ static int32_t lu_check_args(const struct pool_device *dev, const struct clops_t
         status = lu_check_pivoting(pivoting, op_name);
     if (status != CLOPS_OK)
         return status;
-    const struct clops_tensor *t[3] = {a, ipiv, info};
-    const char *const names[3] = {"a", "ipiv", "info"};
-    return lu_check_no_overlap(t, names, 3, op_name);
+    const struct tensor_use uses[3] = {{a, "a", 1}, {ipiv, "ipiv", 1}, {info, "info", 1}};
+    return tensor_check_disjoint(op_name, uses, 3, NULL);
 }
 
 /* Factors the staged a and downloads it, writes ipiv and info where they are device tensors,

@@ -59,9 +59,6 @@ int32_t lu_check_matrix(const struct clops_tensor *t, const char *op, const char
 int32_t lu_check_i32_vector(const struct clops_tensor *t, const char *op, const char *param,
                             int64_t min_len, int32_t exact, const struct pool_device *dev);
 int32_t lu_check_pivoting(int32_t pivoting, const char *op);
-/* No two of the `count` tensors share memory (names[] for the message). */
-int32_t lu_check_no_overlap(const struct clops_tensor *const *t, const char *const *names,
-                            int count, const char *op);
 
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
                     const char *op, int32_t dtype);

@@ -66,32 +66,6 @@ static int32_t check_outputs(const struct pool_device *primary, const struct clo
     return CLOPS_OK;
 }
 
-/* The bytes a tensor addresses, first to last, from the start of its memory (host address or
- * buffer offset): two outputs must not share any. */
-static void byte_range(const struct clops_tensor *t, uintptr_t *lo, uintptr_t *hi)
-{
-    uintptr_t es = (uintptr_t)dtype_size(t->dtype);
-    uintptr_t base = t->buffer != NULL ? 0 : (uintptr_t)t->data;
-    *lo = base + (uintptr_t)t->offset * es;
-    *hi = *lo + (uintptr_t)tensor_span(t) * es;
-}
-
-static int32_t check_no_overlap(const struct clops_tensor *iters, const struct clops_tensor *image)
-{
-    if (image == NULL || image->buffer != iters->buffer || tensor_span(image) == 0 ||
-        tensor_span(iters) == 0)
-        return CLOPS_OK;
-    uintptr_t lo_a, hi_a, lo_b, hi_b;
-    byte_range(iters, &lo_a, &hi_a);
-    byte_range(image, &lo_b, &hi_b);
-    if (lo_a < hi_b && lo_b < hi_a)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                       "%s: parameter 'image' overlaps parameter 'iterations' in memory; they "
-                       "must not share storage",
-                       op_name);
-    return CLOPS_OK;
-}
-
 static int32_t check_extents(const struct clops_tensor *iters, int64_t tile)
 {
     if (tile < 1 || tile > TILE_MAX)
@@ -191,8 +165,9 @@ static int32_t mandel_check_args(const struct pool_device *primary,
                                  int64_t tile, struct mandel_plan *plan)
 {
     int32_t status = check_outputs(primary, iters, image);
+    const struct tensor_use uses[2] = {{iters, "iterations", 1}, {image, "image", 1}};
     if (status == CLOPS_OK)
-        status = check_no_overlap(iters, image);
+        status = tensor_check_disjoint(op_name, uses, 2, NULL);
     if (status == CLOPS_OK)
         status = check_extents(iters, tile);
     if (status != CLOPS_OK)

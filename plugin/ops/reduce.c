@@ -197,12 +197,8 @@ static int32_t check_out(const struct pool_device *dev, const struct reduce_plan
                        (long long)p->out->shape[0], (long long)count,
                        p->axis < 0 ? "one result for the whole tensor"
                                    : "x's extent along the axis not reduced");
-    if (tensor_spans_overlap(p->x, p->out))
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                       "%s: parameter 'out' overlaps parameter 'x' in memory; results are "
-                       "written while x is read",
-                       op_name);
-    return CLOPS_OK;
+    const struct tensor_use uses[2] = {{p->x, "x", 0}, {p->out, "out", 1}};
+    return tensor_check_disjoint(op_name, uses, 2, NULL);
 }
 
 /* min, max and the arg ops have no value for no elements. */

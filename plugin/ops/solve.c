@@ -73,9 +73,9 @@ static int32_t solve_check_args(const struct pool_device *dev, const struct clop
         status = lu_check_i32_vector(info, solve_name, "info", 1, 1, dev);
     if (status != CLOPS_OK)
         return status;
-    const struct clops_tensor *t[4] = {a, b, ipiv, info};
-    const char *const names[4] = {"a", "b", "ipiv", "info"};
-    return lu_check_no_overlap(t, names, 4, solve_name);
+    const struct tensor_use uses[4] = {
+        {a, "a", 1}, {b, "b", 1}, {ipiv, "ipiv", 1}, {info, "info", 1}};
+    return tensor_check_disjoint(solve_name, uses, 4, NULL);
 }
 
 /* gesv: a, ipiv and info are written whatever info says; b only when A is nonsingular. Host
@@ -192,9 +192,8 @@ static int32_t lu_solve_check_args(const struct pool_device *dev, const struct c
                          lu_solve_name, (int)trans);
     if (status != CLOPS_OK)
         return status;
-    const struct clops_tensor *t[3] = {lu, ipiv, b};
-    const char *const names[3] = {"lu", "ipiv", "b"};
-    return lu_check_no_overlap(t, names, 3, lu_solve_name);
+    const struct tensor_use uses[3] = {{lu, "lu", 0}, {ipiv, "ipiv", 0}, {b, "b", 1}};
+    return tensor_check_disjoint(lu_solve_name, uses, 3, NULL);
 }
 
 /* Pivots index rows of the matrix: anything else would make the device read out of bounds. */

@@ -176,13 +176,12 @@ static int32_t check_memory(const struct clops_tensor *x, const struct clops_ten
                        "%s: parameter 'y' has strides under which elements share memory; every "
                        "element written must have its own address",
                        op_name);
-    if (!same_view(x, y) && tensor_spans_overlap(x, y))
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                       "%s: parameter 'y' overlaps parameter 'x' in memory without being the "
-                       "same view; in place needs y to be exactly x (same memory, offset, "
-                       "shape and strides) and square matrices",
-                       op_name);
-    return CLOPS_OK;
+    if (same_view(x, y))
+        return CLOPS_OK;
+    const struct tensor_use uses[2] = {{x, "x", 0}, {y, "y", 1}};
+    return tensor_check_disjoint(op_name, uses, 2,
+                                 "in place needs y to be exactly x (same memory, offset, shape "
+                                 "and strides) and square matrices");
 }
 
 /* Every check, before anything touches the device. */
