@@ -264,8 +264,11 @@ static int32_t launch(struct clops_pool *pool, struct pool_device *dev, cl_comma
     const int64_t tn = tile_count(p->n, t->tile), tm = tile_count(p->m, t->tile);
     size_t local[3] = {(size_t)t->tile, (size_t)t->rows, 1};
     size_t global[3] = {(size_t)(tn * t->tile), (size_t)(tm * t->rows), (size_t)p->batch};
+    /* In place, the tn (tn + 1) / 2 tiles of a triangle: halved before the product, which then
+     * cannot overflow (x's element count bounds tn^2). */
+    const int64_t triangle = tn % 2 == 0 ? tn / 2 * (tn + 1) : (tn + 1) / 2 * tn;
     if (p->in_place)
-        global[0] = (size_t)(tn * (tn + 1) / 2 * t->tile), global[1] = (size_t)t->rows;
+        global[0] = (size_t)(triangle * t->tile), global[1] = (size_t)t->rows;
     cl_kernel kernel = NULL;
     int32_t status =
         create_kernel(pool, dev, p->x->dtype, t,
