@@ -96,19 +96,6 @@ static const char run_help[] =
     "  -v, --verbose          also print the library's info and debug messages\n"
     "  -h, --help             print this help\n";
 
-int cli_library_error(const struct cli *cli, int code)
-{
-    fprintf(stderr, "clops: %s\n", cli->lib.api->last_error());
-    return code;
-}
-
-int cli_pool_error(const struct cli *cli, int32_t status)
-{
-    int config =
-        status == CLOPS_ERR_CONFIG || status == CLOPS_ERR_IO || status == CLOPS_ERR_NOT_FOUND;
-    return cli_library_error(cli, config ? CLI_CONFIG : CLI_FAILED);
-}
-
 static int cli_load(struct cli *cli)
 {
     char why[8192];

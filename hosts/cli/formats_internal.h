@@ -1,6 +1,7 @@
-/* formats_internal.h — what the format files (formats.c, formats_<format>.c, formats_atomic.c)
- * share and nothing outside them uses: messages, sizes, reading a file's elements within a limit,
- * elements as bytes and text, each format's reader under a limit, and the atomic writer. */
+/* formats_internal.h — what the files of the formats module (formats.c, formats_<format>.c,
+ * formats_dispatch.c, formats_atomic.c) share and nothing outside them uses: messages, sizes,
+ * reading a file's elements within a limit, elements as bytes and text, each format's reader
+ * under a limit, and the atomic writer. */
 #ifndef CLOPS_CLI_FORMATS_INTERNAL_H
 #define CLOPS_CLI_FORMATS_INTERNAL_H
 
@@ -36,7 +37,7 @@ int fmt_read_exact(FILE *f, void *buffer, int64_t bytes, const char *path, char 
 int fmt_read_elements(FILE *f, struct fmt_tensor *out, int64_t elements, int64_t bytes,
                       const char *path, char *err, size_t errsize);
 
-/* Each format's reader under `limit` (not NULL), for fmt_read_limited. */
+/* Each format's reader under `limit` (not NULL), for fmt_read_limited (formats_dispatch.c). */
 int fmt_read_npy_limited(const char *path, const struct fmt_read_limit *limit,
                          struct fmt_tensor *out, char *err, size_t errsize);
 int fmt_read_mtx_limited(const char *path, int32_t dtype, const struct fmt_read_limit *limit,

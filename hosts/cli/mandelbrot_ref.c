@@ -1,9 +1,9 @@
 /* mandelbrot_ref.c — the pipeline host's Mandelbrot reference: hosts/common/mandelbrot_ref.h
- * (the operator's documented steps), behind pipeline.h's names. CMakeLists.txt builds this file
+ * (the operator's documented steps), behind mandel.h's names. CMakeLists.txt builds this file
  * with -ffp-contract=off, as that header requires. */
 #include "mandelbrot_ref.h"
 
-#include "pipeline.h"
+#include "mandel.h"
 
 uint32_t mandel_count(int64_t i, int64_t j, int64_t h, int64_t w, const struct mandel_view *v)
 {

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline.h"
+#include "mandel.h"
+#include "operators.h"
 #include "util.h"
 
 static long double load(const void *data, int32_t dtype, int64_t index)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "formats.h"
+#include "pipeline_set.h"
 #include "util.h"
 
 /* Host tensors larger than this are surely a typo in `shape` (and would overflow sizes). */
@@ -412,11 +413,6 @@ static int param_is_tensor(int32_t kind)
            kind == CLOPS_PARAM_TENSOR_INOUT;
 }
 
-int param_kind_writes(int32_t kind)
-{
-    return kind == CLOPS_PARAM_TENSOR_OUT || kind == CLOPS_PARAM_TENSOR_INOUT;
-}
-
 static int enum_index(const char *const *values, const char *s)
 {
     for (int i = 0; values != NULL && s != NULL && values[i] != NULL; i++)
@@ -806,27 +802,4 @@ void pipeline_free(struct pipeline *pl)
     free(pl->outputs);
     free(pl->pool_path);
     config_destroy(&pl->config);
-}
-
-/* ---- accessors ---------------------------------------------------------------------------- */
-
-int step_param_index(const struct pl_step *step, const char *name)
-{
-    for (int32_t i = 0; step->op != NULL && i < step->op->param_count; i++)
-        if (strcmp(step->op->params[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
-const struct pl_value *step_value(const struct pl_step *step, const char *name)
-{
-    int i = step_param_index(step, name);
-    return i >= 0 ? &step->values[i] : NULL;
-}
-
-const struct pl_tensor *step_tensor(const struct pipeline *pl, const struct pl_step *step,
-                                    const char *name)
-{
-    const struct pl_value *v = step_value(step, name);
-    return v != NULL && v->tensor >= 0 ? &pl->tensors[v->tensor] : NULL;
 }

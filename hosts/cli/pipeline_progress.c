@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "pipeline.h"
+#include "pipeline_progress.h"
 #include "util.h"
 
 enum { REDRAW_MS = 200, BAR_WIDTH = 20 };

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "formats.h"
 #include "pipeline.h"
+#include "pipeline_progress.h"
 #include "table.h"
 #include "util.h"
 

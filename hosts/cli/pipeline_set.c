@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline.h"
+#include "pipeline_set.h"
 #include "util.h"
 
 /* Copies the value of `src` into `dst`, a setting of the same type with no children yet. */
