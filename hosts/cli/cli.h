@@ -5,7 +5,8 @@
 
 #include "loader.h"
 
-/* The exit codes are part of the command's interface (documented in --help and README.md). */
+/* The exit codes are part of the command's interface (documented in --help and
+ * hosts/cli/README.md). */
 enum cli_exit {
     CLI_OK = 0,
     CLI_FAILED = 1, /* an operator or pipeline step failed, or a check failed */
