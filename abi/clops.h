@@ -15,6 +15,11 @@
  * - Structs the host fills for the plugin to write into (`clops_stats`, `clops_device_info`, ...)
  *   start with `struct_size`, set by the host to `sizeof` of its own copy; the plugin writes only
  *   the members that fit.
+ * - Arrays of structs cross the ABI with their element size, so that their structs can grow
+ *   too: the plugin's `clops_op.params` lie `clops_op.param_size` bytes apart (step with
+ *   clops_op_param(), never with the host's own sizeof), and a host hands invoke_sized() the
+ *   sizeof of its own `clops_arg`. Every function added later that takes an array of structs
+ *   takes the size of its elements.
  * - Only fixed-width types cross the ABI: int32_t, int64_t, uint32_t, uint16_t, double, pointers,
  *   and enums with explicit values (passed as int32_t). No bool, long, size_t or struct by value,
  *   so a Fortran `bind(c)` type or a Julia struct can mirror every struct here.
@@ -46,12 +51,21 @@ extern "C" {
 #endif
 
 #define CLOPS_ABI_MAJOR 1
-#define CLOPS_ABI_MINOR 1
+#define CLOPS_ABI_MINOR 2
 #define CLOPS_MAX_RANK 4
 
 /* True when the table `api` is large enough to hold `member`. */
 #define CLOPS_API_HAS(api, member)                                                                 \
     ((api)->struct_size >= offsetof(struct clops_api, member) + sizeof((api)->member))
+/* True when the descriptor `op` (its struct_size) holds `member`. */
+#define CLOPS_OP_HAS(op, member)                                                                   \
+    ((op)->struct_size >= offsetof(struct clops_op, member) + sizeof((op)->member))
+
+/* The element sizes of ABI 1.0 and 1.1, which did not state them: sizeof(struct clops_param)
+ * of a plugin whose descriptors have no `param_size`, and sizeof(struct clops_arg) of a host
+ * that calls invoke() (the least arg_size invoke_sized() accepts). */
+#define CLOPS_PARAM_SIZE_1_1 40
+#define CLOPS_ARG_SIZE_1_1 48
 
 enum clops_status {
     CLOPS_OK = 0,
@@ -152,11 +166,22 @@ struct clops_op {
     const char *doc;     /* paragraphs: semantics, conventions, errors */
     int32_t param_count;
     int32_t reserved;
-    const struct clops_param *params;
+    const struct clops_param *params; /* param_count of them, param_size bytes apart */
     /* The typed C entry point: cast to the operator's prototype below (clops_<name>_fn). Its
      * parameters are the pool, then `params` in order, with the C types listed in
      * enum clops_param_kind; it returns enum clops_status as int32_t. */
     void (*entry)(void);
+
+    /* ---- Appended in ABI 1.2 (check with CLOPS_OP_HAS) ---- */
+    /* sizeof(struct clops_param) in the plugin: the distance in bytes from one element of
+     * `params` to the next. A host steps with it (clops_op_param() below), not with its own
+     * sizeof, and reads of a parameter only the members that fit in it. A descriptor without
+     * it comes from a 1.0 or 1.1 plugin, whose parameters are CLOPS_PARAM_SIZE_1_1 bytes.
+     * Hosts built against 1.0 or 1.1 index `params[i]` with that size, so struct clops_param
+     * keeps it while they are served; param_size is what lets hosts built from 1.2 on keep
+     * working once it grows. */
+    uint32_t param_size;
+    int32_t reserved2; /* 0 */
 };
 
 #define CLOPS_OPTIONAL "none"
@@ -215,7 +240,11 @@ typedef int32_t (*clops_mandelbrot_fn)(struct clops_pool *pool,
  * One argument for invoke(): `kind` tags which member holds the value. `name` matches a
  * parameter by name; a NULL name takes the next parameter by position. Positional arguments
  * must come before named ones. Parameters with a default may be left out. An enum argument
- * is the allowed string in `s`, or, when `s` is NULL, the index in `i`. */
+ * is the allowed string in `s`, or, when `s` is NULL, the index in `i`.
+ * The host owns the array and the strings and tensors it points to; the plugin reads them only
+ * during the call. The array goes to invoke_sized() with its element size, so this struct may
+ * grow: a member appended here is read only from hosts whose arg_size covers it and is zero for
+ * older hosts, so its zero value must mean what the call did before it existed. */
 struct clops_arg {
     const char *name; /* NULL = positional */
     int32_t kind;     /* enum clops_param_kind; TENSOR_IN/OUT/INOUT are interchangeable here */
@@ -344,7 +373,9 @@ struct clops_api {
     const struct clops_op *(*op_find)(const char *name); /* NULL (and NOT_FOUND) if unknown */
     int32_t (*op_index)(const struct clops_op *op);      /* -1 when not one of ours */
     /* Checks every argument against the descriptor, then calls op->entry (through libffi).
-     * A rejected call does nothing. */
+     * A rejected call does nothing. `args` are ABI 1.1's clops_arg: this is
+     * invoke_sized(pool, op, args, nargs, CLOPS_ARG_SIZE_1_1), kept for the hosts built before
+     * it; a host built against 1.2 or later calls invoke_sized when the table has it. */
     int32_t (*invoke)(struct clops_pool *pool, const struct clops_op *op,
                       const struct clops_arg *args, int32_t nargs);
 
@@ -352,6 +383,18 @@ struct clops_api {
     /* Per-device work counters, `index` in the pool's device numbering. */
     int32_t (*pool_device_stats)(const struct clops_pool *pool, int32_t index,
                                  struct clops_device_stats *out);
+
+    /* ---- Appended in ABI 1.2 (check with CLOPS_API_HAS) ---- */
+    /* invoke() on an array whose elements lie `arg_size` bytes apart: the host passes
+     * sizeof(struct clops_arg) of the header it was built with. Of each element the plugin
+     * reads the members that fit in both arg_size and its own struct clops_arg: members the
+     * host's struct lacks are taken as zero, and bytes past the plugin's struct (members of a
+     * newer header) are not read, so a host that sets such a member checks abi_minor first.
+     * arg_size must be a multiple of 8 and at least CLOPS_ARG_SIZE_1_1; otherwise the call
+     * fails with CLOPS_ERR_ABI_MISMATCH, naming 'arg_size', and does nothing. `args` stays the
+     * host's, read only during the call. */
+    int32_t (*invoke_sized)(struct clops_pool *pool, const struct clops_op *op,
+                            const struct clops_arg *args, int32_t nargs, uint32_t arg_size);
 };
 
 /* The only entry symbol. Returns NULL when the plugin does not serve `abi_major` (it serves 1). */
@@ -388,6 +431,23 @@ static inline struct clops_tensor clops_matrix_on_device(struct clops_buffer *bu
     struct clops_tensor t = clops_matrix(NULL, dtype, rows, cols, ld, column_major);
     t.buffer = buffer;
     return t;
+}
+
+/* The size of `op`'s parameter descriptors as its plugin was built: `param_size`, or
+ * CLOPS_PARAM_SIZE_1_1 for a plugin older than ABI 1.2. A member of struct clops_param may be
+ * read only when it ends within this size. */
+static inline uint32_t clops_op_param_size(const struct clops_op *op)
+{
+    return CLOPS_OP_HAS(op, param_size) ? op->param_size : (uint32_t)CLOPS_PARAM_SIZE_1_1;
+}
+
+/* Parameter `index` (0 .. param_count - 1) of `op`: what `&op->params[index]` means when the
+ * plugin's struct clops_param is the host's, and stays right when either has grown. */
+static inline const struct clops_param *clops_op_param(const struct clops_op *op, int32_t index)
+{
+    const char *first = (const char *)op->params;
+    return (const struct clops_param *)(const void *)(first +
+                                                      (size_t)index * clops_op_param_size(op));
 }
 
 #ifdef __cplusplus

@@ -247,7 +247,11 @@ static const struct clops_api api_v1 = {
     .op_index = api_op_index,
     .invoke = invoke_op,
     .pool_device_stats = api_pool_device_stats,
+    .invoke_sized = invoke_op_sized,
 };
+
+/* Descriptors state sizeof(struct clops_param) (param_size); ABI 1.1's hosts step by the old. */
+_Static_assert(sizeof(struct clops_param) >= CLOPS_PARAM_SIZE_1_1, "struct clops_param only grows");
 
 const struct clops_api *entry_table(uint32_t abi_major)
 {

@@ -15,6 +15,9 @@
 
 enum { INVOKE_MAX_PARAMS = 32 };
 
+/* The growth rule: ABI 1.1's hosts' arrays are read with CLOPS_ARG_SIZE_1_1. */
+_Static_assert(sizeof(struct clops_arg) >= CLOPS_ARG_SIZE_1_1, "struct clops_arg only grows");
+
 struct op_cif {
     ffi_cif cif;
     ffi_type *types[INVOKE_MAX_PARAMS + 1];
@@ -215,13 +218,26 @@ static int32_t unknown_name(const struct clops_op *op, const char *name)
                    name, names);
 }
 
+/* Element k of the host's array, whose elements are arg_size bytes apart, as this plugin's
+ * struct: members an older host's struct lacks stay zero, and the bytes of a newer host's
+ * appended members are not read. Copied, so that no odd arg_size makes an unaligned read. */
+static struct clops_arg arg_at(const struct clops_arg *args, int32_t k, uint32_t arg_size)
+{
+    struct clops_arg a;
+    memset(&a, 0, sizeof a);
+    memcpy(&a, (const char *)args + (size_t)k * arg_size,
+           arg_size < sizeof a ? arg_size : sizeof a);
+    return a;
+}
+
 /* Matches args to parameters: positional first, then named; each parameter at most once. */
 static int32_t bind_args(const struct clops_op *op, const struct clops_arg *args, int32_t nargs,
-                         union slot *slots, int32_t *given)
+                         uint32_t arg_size, union slot *slots, int32_t *given)
 {
     int32_t next_position = 0, seen_named = 0;
     for (int32_t k = 0; k < nargs; k++) {
-        const struct clops_arg *a = &args[k];
+        const struct clops_arg arg = arg_at(args, k, arg_size);
+        const struct clops_arg *a = &arg;
         int32_t i;
         if (a->name == NULL) {
             if (seen_named)
@@ -261,6 +277,12 @@ static int32_t bind_args(const struct clops_op *op, const struct clops_arg *args
 int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op, const struct clops_arg *args,
                   int32_t nargs)
 {
+    return invoke_op_sized(pool, op, args, nargs, CLOPS_ARG_SIZE_1_1);
+}
+
+int32_t invoke_op_sized(struct clops_pool *pool, const struct clops_op *op,
+                        const struct clops_arg *args, int32_t nargs, uint32_t arg_size)
+{
     err_clear();
     int32_t index = registry_index(op);
     if (op == NULL || index < 0)
@@ -275,11 +297,18 @@ int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op, const stru
                        "%s: invoke with nargs = %d and args = %p; expected nargs >= 0 and args "
                        "non-NULL when nargs > 0",
                        op->name, (int)nargs, (const void *)args);
+    /* Smaller than ABI 1.1's struct is no clops_arg at all; a size that is no multiple of the
+     * members' alignment is no sizeof (a count passed for a size, say). */
+    if (arg_size < CLOPS_ARG_SIZE_1_1 || arg_size % 8 != 0)
+        return err_set(CLOPS_ERR_ABI_MISMATCH,
+                       "%s: invoke_sized: parameter 'arg_size' = %u; expected sizeof(struct "
+                       "clops_arg) of the host's header: a multiple of 8, at least %d (ABI 1.1)",
+                       op->name, (unsigned)arg_size, CLOPS_ARG_SIZE_1_1);
     if (op->param_count > INVOKE_MAX_PARAMS)
         return err_set(CLOPS_ERR_INTERNAL, "%s: too many parameters for invoke", op->name);
     union slot slots[INVOKE_MAX_PARAMS];
     int32_t given[INVOKE_MAX_PARAMS] = {0};
-    int32_t status = bind_args(op, args, nargs, slots, given);
+    int32_t status = bind_args(op, args, nargs, arg_size, slots, given);
     if (status != CLOPS_OK)
         return status;
     ffi_cif *cif = NULL;

@@ -192,6 +192,99 @@ START_TEST(test_older_host_struct_is_not_overrun)
 }
 END_TEST
 
+START_TEST(test_table_has_invoke_sized_from_abi_1_2)
+{
+    const struct clops_api *api = tu_api();
+    ck_assert_uint_ge(api->abi_minor, 2);
+    ck_assert(CLOPS_API_HAS(api, invoke_sized));
+    ck_assert_ptr_nonnull(api->invoke_sized);
+}
+END_TEST
+
+START_TEST(test_sized_arrays_layout_is_pinned)
+{
+    /* ABI 1.1's element sizes, which its hosts step by, and where ABI 1.2 appended. */
+    ck_assert_uint_eq(sizeof(struct clops_param), CLOPS_PARAM_SIZE_1_1);
+    ck_assert_uint_eq(sizeof(struct clops_arg), CLOPS_ARG_SIZE_1_1);
+    ck_assert_uint_eq(offsetof(struct clops_op, entry), 48);
+    ck_assert_uint_eq(offsetof(struct clops_op, param_size), 56);
+    ck_assert_uint_eq(offsetof(struct clops_op, reserved2), 60);
+    ck_assert_uint_eq(sizeof(struct clops_op), 64);
+    ck_assert_uint_eq(offsetof(struct clops_api, invoke_sized),
+                      offsetof(struct clops_api, pool_device_stats) + sizeof(void (*)(void)));
+}
+END_TEST
+
+START_TEST(test_descriptors_state_their_param_size)
+{
+    /* Every descriptor publishes its element size, and stepping by it visits the parameters
+     * the plugin defined (names unique, kinds in range). */
+    const struct clops_api *api = tu_api();
+    for (int32_t i = 0; i < api->op_count(); i++) {
+        const struct clops_op *op = api->op_at(i);
+        ck_assert_msg(CLOPS_OP_HAS(op, param_size), "%s: struct_size %u lacks param_size", op->name,
+                      (unsigned)op->struct_size);
+        ck_assert_msg(op->param_size == sizeof(struct clops_param), "%s: param_size = %u", op->name,
+                      (unsigned)op->param_size);
+        ck_assert_int_eq(op->reserved2, 0);
+        ck_assert_uint_eq(clops_op_param_size(op), sizeof(struct clops_param));
+        for (int32_t p = 0; p < op->param_count; p++) {
+            const struct clops_param *param = clops_op_param(op, p);
+            ck_assert_ptr_eq(param, &op->params[p]);
+            ck_assert_int_ge(param->kind, CLOPS_PARAM_TENSOR_IN);
+            ck_assert_int_le(param->kind, CLOPS_PARAM_STRING);
+            for (int32_t q = 0; q < p; q++)
+                ck_assert_str_ne(clops_op_param(op, q)->name, param->name);
+        }
+    }
+    /* The published size walks gemm's parameters in their order. */
+    const struct clops_op *gemm = api->op_find("gemm");
+    static const char *const names[] = {"a", "b", "c", "trans_a", "trans_b", "alpha", "beta"};
+    ck_assert_int_eq(gemm->param_count, 7);
+    for (int32_t p = 0; p < 7; p++)
+        ck_assert_str_eq(clops_op_param(gemm, p)->name, names[p]);
+}
+END_TEST
+
+/* A plugin whose struct clops_param has grown by `extra` bytes: its parameters as it would lay
+ * them out, and a descriptor stating (or, for a 1.1 plugin, not stating) their size. */
+struct grown_param {
+    struct clops_param param;
+    unsigned char extra[24];
+};
+
+START_TEST(test_op_param_steps_by_the_plugins_size)
+{
+    static const char *const names[] = {"first", "second", "third"};
+    struct grown_param grown[3];
+    memset(grown, 0xA5, sizeof grown); /* the members this header does not know */
+    for (int i = 0; i < 3; i++) {
+        memset(&grown[i].param, 0, sizeof grown[i].param);
+        grown[i].param.name = names[i];
+        grown[i].param.kind = CLOPS_PARAM_INT64;
+    }
+    struct clops_op op = {.struct_size = sizeof op, .param_count = 3};
+    op.params = &grown[0].param;
+    op.param_size = sizeof(struct grown_param);
+    for (int32_t p = 0; p < 3; p++) {
+        ck_assert_ptr_eq(clops_op_param(&op, p), &grown[p].param);
+        ck_assert_str_eq(clops_op_param(&op, p)->name, names[p]);
+    }
+    /* A 1.1 plugin's descriptor ends before param_size: its elements are 40 bytes apart. */
+    struct clops_param old[3];
+    memset(old, 0, sizeof old);
+    for (int i = 0; i < 3; i++)
+        old[i].name = names[i];
+    struct clops_op old_op = {.struct_size = offsetof(struct clops_op, param_size),
+                              .param_count = 3,
+                              .params = old,
+                              .param_size = 999}; /* past its struct_size: never read */
+    ck_assert_uint_eq(clops_op_param_size(&old_op), CLOPS_PARAM_SIZE_1_1);
+    for (int32_t p = 0; p < 3; p++)
+        ck_assert_str_eq(clops_op_param(&old_op, p)->name, names[p]);
+}
+END_TEST
+
 static void *error_in_other_thread(void *arg)
 {
     (void)arg;
@@ -260,6 +353,10 @@ int main(void)
     tcase_add_test(tc, test_older_host_struct_is_not_overrun);
     tcase_add_test(tc, test_last_error_is_per_thread);
     tcase_add_test(tc, test_log_callback_receives_diagnostics);
+    tcase_add_test(tc, test_table_has_invoke_sized_from_abi_1_2);
+    tcase_add_test(tc, test_sized_arrays_layout_is_pinned);
+    tcase_add_test(tc, test_descriptors_state_their_param_size);
+    tcase_add_test(tc, test_op_param_steps_by_the_plugins_size);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 1);
 }

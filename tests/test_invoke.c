@@ -155,10 +155,11 @@ START_TEST(test_invoke_applies_defaults)
 }
 END_TEST
 
-/* Runs a bad invoke: asserts the status, that the message has `needle`, and that C and the
- * operator's call count are unchanged. */
-static void expect_rejected(const struct clops_op *op, const struct clops_arg *args, int32_t n,
-                            int32_t status, const char *needle, const struct operands *o)
+/* Runs a bad invoke (invoke_sized when arg_size is not 0): asserts the status, that the message
+ * has `needle`, and that C and the operator's call count are unchanged. */
+static void expect_rejected_sized(const struct clops_op *op, const struct clops_arg *args,
+                                  int32_t n, uint32_t arg_size, int32_t status, const char *needle,
+                                  const struct operands *o)
 {
     const struct clops_api *api = tu_api();
     struct clops_op_stats before = {.struct_size = sizeof before};
@@ -167,7 +168,8 @@ static void expect_rejected(const struct clops_op *op, const struct clops_arg *a
     ck_assert_int_eq(api->pool_op_stats(tu_pool(), gemm_index, &before), CLOPS_OK);
     void *saved = malloc(o->cbytes);
     memcpy(saved, o->cdata, o->cbytes);
-    int32_t got = api->invoke(tu_pool(), op, args, n);
+    int32_t got = arg_size == 0 ? api->invoke(tu_pool(), op, args, n)
+                                : api->invoke_sized(tu_pool(), op, args, n, arg_size);
     ck_assert_msg(got == status, "expected %s, got %s (%s)", api->status_name(status),
                   api->status_name(got), api->last_error());
     ck_assert_msg(strstr(api->last_error(), needle) != NULL, "message \"%s\" lacks \"%s\"",
@@ -176,6 +178,12 @@ static void expect_rejected(const struct clops_op *op, const struct clops_arg *a
     ck_assert_int_eq(api->pool_op_stats(tu_pool(), gemm_index, &after), CLOPS_OK);
     ck_assert_int_eq(after.calls, before.calls);
     free(saved);
+}
+
+static void expect_rejected(const struct clops_op *op, const struct clops_arg *args, int32_t n,
+                            int32_t status, const char *needle, const struct operands *o)
+{
+    expect_rejected_sized(op, args, n, 0, status, needle, o);
 }
 
 START_TEST(test_invoke_rejects_misuse)
@@ -251,6 +259,110 @@ START_TEST(test_invoke_passes_operator_errors_through)
 }
 END_TEST
 
+/* The clops_arg of a hypothetical newer header: two members appended, which this plugin does
+ * not know. Filled with a pattern no pointer or kind has, they must be skipped, not read. */
+struct future_arg {
+    struct clops_arg arg;
+    int64_t appended[2];
+};
+
+static void check_sized_identical(int32_t dtype, int32_t ta, int32_t tb, int named,
+                                  uint32_t arg_size)
+{
+    make_case(dtype, (uint64_t)(dtype * 1000 + ta * 10 + tb + 500));
+    struct operands direct, generic;
+    make_operands(&direct, ta, tb);
+    make_operands(&generic, ta, tb);
+    typed_call(&direct, ta, tb, -1.25, 0.5);
+    struct clops_arg args[7];
+    if (named) {
+        args[0] = tensor_arg("c", &generic.c);
+        args[1] = double_arg("alpha", -1.25);
+        args[2] = enum_arg("trans_b", tb ? "transpose" : "none", 0);
+        args[3] = tensor_arg("a", &generic.a);
+        args[4] = double_arg("beta", 0.5);
+        args[5] = tensor_arg("b", &generic.b);
+        args[6] = enum_arg("trans_a", NULL, ta);
+    } else {
+        args[0] = tensor_arg(NULL, &generic.a);
+        args[1] = tensor_arg(NULL, &generic.b);
+        args[2] = tensor_arg(NULL, &generic.c);
+        args[3] = enum_arg(NULL, ta ? "transpose" : "none", 0);
+        args[4] = enum_arg(NULL, NULL, tb);
+        args[5] = double_arg(NULL, -1.25);
+        args[6] = double_arg(NULL, 0.5);
+    }
+    /* The host's array: elements arg_size bytes apart, the bytes past clops_arg garbage. */
+    ck_assert_uint_ge(arg_size, sizeof(struct clops_arg));
+    unsigned char *array = malloc((size_t)arg_size * 7);
+    memset(array, 0xA5, (size_t)arg_size * 7);
+    for (int k = 0; k < 7; k++)
+        memcpy(array + (size_t)k * arg_size, &args[k], sizeof args[k]);
+    int32_t status = tu_api()->invoke_sized(tu_pool(), gemm_op(),
+                                            (const struct clops_arg *)(void *)array, 7, arg_size);
+    ck_assert_msg(status == CLOPS_OK, "invoke_sized(arg_size = %u): %s", (unsigned)arg_size,
+                  tu_api()->last_error());
+    ck_assert_msg(memcmp(direct.cdata, generic.cdata, direct.cbytes) == 0,
+                  "invoke_sized(arg_size = %u) and the typed call differ", (unsigned)arg_size);
+    ck_assert(memcmp(direct.cdata, dtype == CLOPS_F64 ? (void *)g.c0 : (void *)g.cf0,
+                     direct.cbytes) != 0);
+    free(array);
+    free(direct.cdata);
+    free(generic.cdata);
+}
+
+START_TEST(test_invoke_sized_with_this_headers_size_is_bit_identical)
+{
+    int32_t dtype = _i < 4 ? CLOPS_F32 : CLOPS_F64;
+    check_sized_identical(dtype, _i & 1, (_i >> 1) & 1, _i & 1, sizeof(struct clops_arg));
+}
+END_TEST
+
+START_TEST(test_invoke_sized_skips_a_newer_hosts_appended_members)
+{
+    int32_t dtype = _i < 4 ? CLOPS_F32 : CLOPS_F64;
+    check_sized_identical(dtype, _i & 1, (_i >> 1) & 1, (_i >> 2) ^ (_i & 1),
+                          sizeof(struct future_arg));
+    /* Larger still, and not a struct this plugin could know: only the stride matters. */
+    check_sized_identical(dtype, (_i >> 1) & 1, _i & 1, 1, sizeof(struct clops_arg) + 200);
+}
+END_TEST
+
+START_TEST(test_invoke_sized_rejects_an_arg_size_below_abi_1_1)
+{
+    make_case(CLOPS_F64, 9);
+    struct operands o;
+    make_operands(&o, 0, 0);
+    const struct clops_op *op = gemm_op();
+    struct clops_arg full[7] = {tensor_arg(NULL, &o.a),    tensor_arg(NULL, &o.b),
+                                tensor_arg(NULL, &o.c),    enum_arg(NULL, "none", 0),
+                                enum_arg(NULL, "none", 0), double_arg(NULL, 2.0),
+                                double_arg(NULL, 1.0)};
+    /* The array is a valid call read with 48-byte elements: a plugin that ignored arg_size
+     * would run it and change C. */
+    expect_rejected_sized(op, full, 7, 40, CLOPS_ERR_ABI_MISMATCH, "parameter 'arg_size' = 40", &o);
+    expect_rejected_sized(op, full, 7, CLOPS_ARG_SIZE_1_1 - 8, CLOPS_ERR_ABI_MISMATCH,
+                          "'arg_size' = 40; expected sizeof(struct clops_arg)", &o);
+    expect_rejected_sized(op, full, 7, 1, CLOPS_ERR_ABI_MISMATCH, "'arg_size' = 1", &o);
+    /* Not a sizeof: no multiple of the members' alignment (nargs passed for the size, say). */
+    expect_rejected_sized(op, full, 7, 7, CLOPS_ERR_ABI_MISMATCH, "'arg_size' = 7", &o);
+    expect_rejected_sized(op, full, 7, CLOPS_ARG_SIZE_1_1 + 4, CLOPS_ERR_ABI_MISMATCH,
+                          "'arg_size' = 52", &o);
+    /* The rest of invoke's checks hold for invoke_sized, ahead of arg_size's. */
+    expect_rejected_sized(NULL, full, 7, sizeof full[0], CLOPS_ERR_NOT_FOUND, "'op' is NULL", &o);
+    expect_rejected_sized(op, full, -1, sizeof full[0], CLOPS_ERR_INVALID_ARGUMENT, "nargs = -1",
+                          &o);
+    expect_rejected_sized(op, full, 2, sizeof full[0], CLOPS_ERR_INVALID_ARGUMENT,
+                          "missing required parameter 'c'", &o);
+    ck_assert_int_eq(tu_api()->invoke_sized(NULL, op, full, 7, sizeof full[0]),
+                     CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(tu_api()->last_error(), "'pool' is NULL"));
+    /* And the same array with the right size runs. */
+    ck_assert_int_eq(tu_api()->invoke_sized(tu_pool(), op, full, 7, sizeof full[0]), CLOPS_OK);
+    free(o.cdata);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("invoke");
@@ -261,6 +373,9 @@ int main(void)
     tcase_add_test(tc, test_invoke_applies_defaults);
     tcase_add_test(tc, test_invoke_rejects_misuse);
     tcase_add_test(tc, test_invoke_passes_operator_errors_through);
+    tcase_add_loop_test(tc, test_invoke_sized_with_this_headers_size_is_bit_identical, 0, 8);
+    tcase_add_loop_test(tc, test_invoke_sized_skips_a_newer_hosts_appended_members, 0, 8);
+    tcase_add_test(tc, test_invoke_sized_rejects_an_arg_size_below_abi_1_1);
     suite_add_tcase(s, tc);
     return tu_run_suite(s, 0);
 }

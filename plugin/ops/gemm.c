@@ -541,6 +541,7 @@ const struct clops_op op_gemm = {
         "build failures carry the OpenCL error's name.",
     .param_count = (int32_t)(sizeof gemm_params / sizeof gemm_params[0]),
     .params = gemm_params,
+    .param_size = sizeof(struct clops_param),
     .entry = (void (*)(void))gemm_entry,
 };
 

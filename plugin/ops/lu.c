@@ -965,5 +965,6 @@ const struct clops_op op_lu = {
            "writes nothing.",
     .param_count = (int32_t)(sizeof lu_params / sizeof lu_params[0]),
     .params = lu_params,
+    .param_size = sizeof(struct clops_param),
     .entry = (void (*)(void))lu_entry,
 };

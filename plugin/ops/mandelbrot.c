@@ -1088,5 +1088,6 @@ const struct clops_op op_mandelbrot = {
         "is a valid call that does nothing.",
     .param_count = (int32_t)(sizeof mandelbrot_params / sizeof mandelbrot_params[0]),
     .params = mandelbrot_params,
+    .param_size = sizeof(struct clops_param),
     .entry = (void (*)(void))mandelbrot_entry,
 };

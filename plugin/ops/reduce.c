@@ -504,5 +504,6 @@ const struct clops_op op_reduce = {
            "(elements per load), -DGROUPS_PER_CU= and -DROWS_PER_GROUP=.",
     .param_count = (int32_t)(sizeof reduce_params / sizeof reduce_params[0]),
     .params = reduce_params,
+    .param_size = sizeof(struct clops_param),
     .entry = (void (*)(void))reduce_entry,
 };

@@ -168,6 +168,7 @@ const struct clops_op op_solve = {
            "writes nothing.",
     .param_count = (int32_t)(sizeof solve_params / sizeof solve_params[0]),
     .params = solve_params,
+    .param_size = sizeof(struct clops_param),
     .entry = (void (*)(void))solve_entry,
 };
 
@@ -291,5 +292,6 @@ const struct clops_op op_lu_solve = {
            "writes nothing.",
     .param_count = (int32_t)(sizeof lu_solve_params / sizeof lu_solve_params[0]),
     .params = lu_solve_params,
+    .param_size = sizeof(struct clops_param),
     .entry = (void (*)(void))lu_solve_entry,
 };

@@ -375,5 +375,6 @@ const struct clops_op op_transpose = {
            "multiple of ROWS, at most 64).",
     .param_count = (int32_t)(sizeof transpose_params / sizeof transpose_params[0]),
     .params = transpose_params,
+    .param_size = sizeof(struct clops_param),
     .entry = (void (*)(void))transpose_entry,
 };
