@@ -1,0 +1,373 @@
+/* clops.h — the whole public ABI of the clops plugin (libclops.so.1), readable top to bottom.
+ *
+ * A host reaches everything through one symbol:
+ *
+ *     const struct clops_api *api = clops_plugin_entry(CLOPS_ABI_MAJOR);
+ *
+ * The returned table is static and const, valid for the lifetime of the loaded library.
+ *
+ * ## The growth rule (the ABI is a promise)
+ * - Every struct in this header only grows by appending members at its end. No member is ever
+ *   removed, reordered or retyped within a major version.
+ * - `struct clops_api` starts with its own `struct_size`. A host compiled against a newer header
+ *   must check `api->struct_size >= offsetof(struct clops_api, member) + sizeof(api->member)`
+ *   (the CLOPS_API_HAS() macro below) before touching a member added after its plugin's version.
+ * - Structs the host fills for the plugin to write into (`clops_stats`, `clops_device_info`, ...)
+ *   start with `struct_size`, set by the host to `sizeof` of its own copy; the plugin writes only
+ *   the members that fit.
+ * - Only fixed-width types cross the ABI: int32_t, int64_t, uint32_t, uint16_t, double, pointers,
+ *   and enums with explicit values (passed as int32_t). No bool, long, size_t or struct by value,
+ *   so a Fortran `bind(c)` type or a Julia struct can mirror every struct here.
+ *
+ * ## Ownership and lifetime
+ * - Strings in descriptors (`clops_op`, `clops_param`) are owned by the plugin and live as long
+ *   as the library is loaded.
+ * - The message from `last_error()` is owned by the plugin, per thread, and valid until the next
+ *   clops call on the same thread (like dlerror()).
+ * - Pools and buffers are created by the plugin and released by the host with the matching
+ *   release function; the host never frees them itself.
+ * - Host memory passed in tensors stays owned by the host; the plugin reads or writes it only
+ *   during the call it was passed to (every operator call is synchronous).
+ *
+ * ## Errors
+ * Every function that can fail returns an `enum clops_status` (CLOPS_OK = 0). A failed call
+ * changes nothing: arguments are validated before the device is touched, and outputs are not
+ * half-written. The plugin never prints, never calls exit() or abort(); diagnostics go to the
+ * optional log callback.
+ */
+#ifndef CLOPS_H
+#define CLOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLOPS_ABI_MAJOR 1
+#define CLOPS_ABI_MINOR 1
+#define CLOPS_MAX_RANK 4
+
+/* True when the table `api` is large enough to hold `member`. */
+#define CLOPS_API_HAS(api, member)                                                                 \
+    ((api)->struct_size >= offsetof(struct clops_api, member) + sizeof((api)->member))
+
+enum clops_status {
+    CLOPS_OK = 0,
+    CLOPS_ERR_INVALID_ARGUMENT = 1, /* a parameter's value is wrong: the message names it */
+    CLOPS_ERR_UNSUPPORTED = 2,      /* a dtype, layout or option this operator does not handle */
+    CLOPS_ERR_OUT_OF_DEVICE_MEMORY = 3,
+    CLOPS_ERR_OUT_OF_HOST_MEMORY = 4,
+    CLOPS_ERR_DEVICE = 5,        /* an OpenCL call failed: the message carries its error name */
+    CLOPS_ERR_BUILD = 6,         /* a kernel failed to build: the message carries the build log */
+    CLOPS_ERR_CONFIG = 7,        /* a configuration error: the message has file:line: key */
+    CLOPS_ERR_IO = 8,            /* a file could not be read or written */
+    CLOPS_ERR_NOT_FOUND = 9,     /* no such operator, parameter, device or file */
+    CLOPS_ERR_ABI_MISMATCH = 10, /* a struct_size too small, or an unknown ABI version */
+    CLOPS_ERR_NO_DEVICE = 11,    /* no OpenCL device matches the configuration */
+    CLOPS_ERR_INTERNAL = 12      /* a bug in clops: please report the message */
+};
+
+enum clops_dtype {
+    CLOPS_DTYPE_INVALID = 0,
+    CLOPS_F32 = 1,
+    CLOPS_F64 = 2,
+    CLOPS_I32 = 3,
+    CLOPS_U32 = 4,
+    CLOPS_U8 = 5,
+    CLOPS_I64 = 6
+};
+
+/* Bit for a dtype in `clops_param.dtypes`. */
+#define CLOPS_DTYPE_BIT(dtype) (1u << (uint32_t)(dtype))
+
+enum clops_log_level {
+    CLOPS_LOG_ERROR = 0,
+    CLOPS_LOG_WARNING = 1,
+    CLOPS_LOG_INFO = 2,
+    CLOPS_LOG_DEBUG = 3
+};
+
+/* Receives the plugin's diagnostics. `message` is valid only during the call. The callback may
+ * be called from any thread that calls into clops. */
+typedef void (*clops_log_fn)(int32_t level, const char *message, void *user);
+
+/* Opaque objects, created and released through the table. */
+struct clops_pool;   /* devices, contexts, queues, built programs; shared by host threads */
+struct clops_buffer; /* device memory on a pool's primary device */
+
+/* A tensor: host memory or a device buffer, viewed through shape and strides in elements.
+ * Element (i0, i1, ...) lives at element index  offset + i0*strides[0] + i1*strides[1] + ...
+ * of `data` (host memory) or of `buffer` (device memory); exactly one of the two is non-NULL.
+ * Row-major M×N: shape {M, N}, strides {ld, 1}. Column-major (Fortran, Julia): strides {1, ld}.
+ * A transposed view swaps shape and strides; no copy is ever needed. Strides must be >= 1 for
+ * every axis of extent > 1. Members past `rank` are ignored. */
+struct clops_tensor {
+    void *data;                  /* host memory, owned by the host; NULL for a device tensor */
+    struct clops_buffer *buffer; /* device memory, owned by the host's pool; NULL for host */
+    int64_t offset;              /* in elements, from data or from the buffer's start */
+    int32_t dtype;               /* enum clops_dtype */
+    int32_t rank;                /* 0 .. CLOPS_MAX_RANK */
+    int64_t shape[CLOPS_MAX_RANK];
+    int64_t strides[CLOPS_MAX_RANK];
+};
+
+/* ---- Operator descriptors ------------------------------------------------------------------ */
+
+enum clops_param_kind {
+    CLOPS_PARAM_TENSOR_IN = 1,    /* typed entry: const struct clops_tensor * */
+    CLOPS_PARAM_TENSOR_OUT = 2,   /* typed entry: const struct clops_tensor * (data written) */
+    CLOPS_PARAM_TENSOR_INOUT = 3, /* typed entry: const struct clops_tensor * (read, written) */
+    CLOPS_PARAM_INT64 = 4,        /* typed entry: int64_t */
+    CLOPS_PARAM_DOUBLE = 5,       /* typed entry: double */
+    CLOPS_PARAM_ENUM = 6,         /* typed entry: int32_t, the index into `enum_values` */
+    CLOPS_PARAM_STRING = 7        /* typed entry: const char * (may be NULL) */
+};
+
+struct clops_param {
+    const char *name;
+    int32_t kind;                   /* enum clops_param_kind */
+    uint32_t dtypes;                /* tensors: CLOPS_DTYPE_BIT()s accepted; 0 for other kinds */
+    const char *const *enum_values; /* enums: NULL-terminated allowed strings; else NULL */
+    /* Textual default; NULL when the parameter is required. For a tensor the only default is
+     * CLOPS_OPTIONAL ("none"): the tensor may be left out (the typed entry then gets NULL). */
+    const char *default_value;
+    const char *doc;
+};
+
+struct clops_op {
+    uint32_t struct_size; /* sizeof(struct clops_op) in the plugin */
+    int32_t version;      /* bumped when the operator's behaviour changes */
+    const char *name;
+    const char *summary; /* one line */
+    const char *doc;     /* paragraphs: semantics, conventions, errors */
+    int32_t param_count;
+    int32_t reserved;
+    const struct clops_param *params;
+    /* The typed C entry point: cast to the operator's prototype below (clops_<name>_fn). Its
+     * parameters are the pool, then `params` in order, with the C types listed in
+     * enum clops_param_kind; it returns enum clops_status as int32_t. */
+    void (*entry)(void);
+};
+
+#define CLOPS_OPTIONAL "none"
+
+/* ---- Typed prototypes of the operators ------------------------------------------------------
+ * Call them through `op->entry` of the descriptor found with op_find("gemm"). */
+
+enum clops_transpose { CLOPS_NO_TRANS = 0, CLOPS_TRANS = 1 };
+
+/* gemm: C = alpha * op(A) * op(B) + beta * C, f32 or f64; all three of one dtype.
+ * op(A) is M×K, op(B) is K×N, C is M×N. beta = 0 ignores C's prior contents (NaN included). */
+typedef int32_t (*clops_gemm_fn)(struct clops_pool *pool, const struct clops_tensor *a,
+                                 const struct clops_tensor *b, const struct clops_tensor *c,
+                                 int32_t trans_a, int32_t trans_b, double alpha, double beta);
+
+/* lu: P·A = L·U with partial pivoting (LAPACK getrf). a (M×N, f32|f64) is overwritten by L
+ * (unit diagonal, not stored) and U; ipiv (i32, min(M,N)) receives 1-based row interchanges as
+ * LAPACK's; info (i32, 1 element) receives 0, or k > 0 when U(k,k) is exactly zero (the
+ * factorization still completes). pivoting: 0 = "partial", 1 = "none" (unsafe; for comparison). */
+typedef int32_t (*clops_lu_fn)(struct clops_pool *pool, const struct clops_tensor *a,
+                               const struct clops_tensor *ipiv, const struct clops_tensor *info,
+                               int32_t pivoting);
+
+/* solve: A·X = B (LAPACK gesv). a (N×N) is overwritten by its LU factors, b (N×NRHS) by X,
+ * ipiv and info as for lu. info > 0: A is singular and b is left untouched. */
+typedef int32_t (*clops_solve_fn)(struct clops_pool *pool, const struct clops_tensor *a,
+                                  const struct clops_tensor *b, const struct clops_tensor *ipiv,
+                                  const struct clops_tensor *info);
+
+/* lu_solve: solves with the factors and pivots from lu (LAPACK getrs); trans: 0 = A·X = B,
+ * 1 = Aᵀ·X = B. b (N×NRHS) is overwritten by X. */
+typedef int32_t (*clops_lu_solve_fn)(struct clops_pool *pool, const struct clops_tensor *lu,
+                                     const struct clops_tensor *ipiv, const struct clops_tensor *b,
+                                     int32_t trans);
+
+/* reduce: op (enum, see the descriptor: sum, min, max, norm2, argmin, argmax) over the whole of
+ * x (axis = -1) or along one axis of a 2-D x; results in out. */
+typedef int32_t (*clops_reduce_fn)(struct clops_pool *pool, const struct clops_tensor *x,
+                                   const struct clops_tensor *out, int32_t op, int64_t axis);
+
+/* transpose: y = xᵀ over the last two axes (rank 2, or rank 3 for a batch). In place when y
+ * views the same memory as x (square matrices only). */
+typedef int32_t (*clops_transpose_fn)(struct clops_pool *pool, const struct clops_tensor *x,
+                                      const struct clops_tensor *y);
+
+/* mandelbrot: iteration counts (u32, H×W) of the view centred on (center_x, center_y), `scale`
+ * wide in the complex plane, and optionally (NULL) an RGBA image (u8, H×W×4) through the
+ * palette; precision: 0 = f32, 1 = f64; split: "dynamic", or the GPU's fraction "0".."1". */
+typedef int32_t (*clops_mandelbrot_fn)(struct clops_pool *pool,
+                                       const struct clops_tensor *iterations,
+                                       const struct clops_tensor *image, double center_x,
+                                       double center_y, double scale, int64_t max_iterations,
+                                       int32_t precision, const char *split, int64_t tile);
+
+/* ---- Generic invoke ------------------------------------------------------------------------
+ * One argument for invoke(): `kind` tags which member holds the value. `name` matches a
+ * parameter by name; a NULL name takes the next parameter by position. Positional arguments
+ * must come before named ones. Parameters with a default may be left out. An enum argument
+ * is the allowed string in `s`, or, when `s` is NULL, the index in `i`. */
+struct clops_arg {
+    const char *name; /* NULL = positional */
+    int32_t kind;     /* enum clops_param_kind; TENSOR_IN/OUT/INOUT are interchangeable here */
+    int32_t reserved;
+    const struct clops_tensor *tensor;
+    int64_t i;
+    double d;
+    const char *s;
+};
+
+/* ---- Devices and statistics --------------------------------------------------------------- */
+
+enum clops_device_type { CLOPS_DEVICE_GPU = 1, CLOPS_DEVICE_CPU = 2, CLOPS_DEVICE_OTHER = 4 };
+
+struct clops_device_info {
+    uint32_t struct_size; /* set by the host: sizeof(struct clops_device_info) */
+    int32_t type;         /* enum clops_device_type */
+    char name[128];
+    char vendor[64];
+    char platform[64];
+    char driver_version[64];
+    char opencl_version[64];
+    int64_t global_mem_bytes;
+    int64_t local_mem_bytes;
+    int32_t compute_units;
+    int32_t queues; /* in a pool: queues opened on it; in devices_list: 0 */
+    int32_t fp64;   /* 1 when the device supports double precision */
+    int32_t platform_index;
+    int32_t device_index; /* within its platform */
+    int32_t reserved;
+};
+
+struct clops_stats {
+    uint32_t struct_size; /* set by the host: sizeof(struct clops_stats) */
+    int32_t reserved;
+    int64_t programs_built;  /* compiled from source by this pool */
+    int64_t programs_loaded; /* loaded from the on-disk binary cache */
+    int64_t cache_rejected;  /* cache entries found corrupt or stale, and rebuilt */
+    int64_t calls;           /* operator calls, all operators */
+    int64_t bytes_uploaded;
+    int64_t bytes_downloaded;
+};
+
+struct clops_op_stats {
+    uint32_t struct_size; /* set by the host: sizeof(struct clops_op_stats) */
+    int32_t reserved;
+    const char *name; /* the operator's name, owned by the plugin */
+    int64_t calls;
+    int64_t failures;
+    int64_t device_ns; /* kernel time from profiling events; 0 when profiling is off */
+};
+
+/* Work one device of a pool did for operators that share work between devices (Mandelbrot's
+ * tiles): how many pieces it took and how long it was busy. */
+struct clops_device_stats {
+    uint32_t struct_size; /* set by the host: sizeof(struct clops_device_stats) */
+    int32_t reserved;
+    int64_t tasks;
+    int64_t busy_ns;
+};
+
+/* ---- The table ---------------------------------------------------------------------------- */
+
+struct clops_api {
+    uint32_t struct_size;
+    uint16_t abi_major;
+    uint16_t abi_minor;
+
+    /* Library version, e.g. "0.1.0"; static string. */
+    const char *(*version)(void);
+    /* The calling thread's last error message ("" when none); see ownership above. */
+    const char *(*last_error)(void);
+    /* The enum's name, e.g. "CLOPS_ERR_INVALID_ARGUMENT"; static string. */
+    const char *(*status_name)(int32_t status);
+    /* Process-wide log callback (NULL to remove) and the most detailed level it receives. */
+    void (*set_log_callback)(clops_log_fn fn, void *user, int32_t max_level);
+
+    /* Devices visible to the OpenCL ICD loader, without creating a pool. Fills up to
+     * `capacity` entries of `out` (each with struct_size set by the host) and stores the total
+     * number found in *count. */
+    int32_t (*devices_list)(struct clops_device_info *out, int32_t capacity, int32_t *count);
+
+    /* Pools. *out receives a pool the host releases with pool_release(). NULL config: the
+     * built-in defaults (first GPU, else the CPU device). `path` errors name the file. */
+    int32_t (*pool_create_default)(struct clops_pool **out);
+    int32_t (*pool_create_from_file)(const char *path, struct clops_pool **out);
+    int32_t (*pool_create_from_string)(const char *config_text, struct clops_pool **out);
+    void (*pool_release)(struct clops_pool *pool); /* NULL is a no-op */
+    int32_t (*pool_device_count)(const struct clops_pool *pool);
+    int32_t (*pool_device_info)(const struct clops_pool *pool, int32_t index,
+                                struct clops_device_info *out);
+    int32_t (*pool_stats)(const struct clops_pool *pool, struct clops_stats *out);
+    /* Per-operator statistics, `index` in the op_at() numbering. */
+    int32_t (*pool_op_stats)(const struct clops_pool *pool, int32_t index,
+                             struct clops_op_stats *out);
+
+    /* Device buffers on the pool's primary device. Offsets and sizes in bytes. A buffer must be
+     * released before its pool. */
+    int32_t (*buffer_create)(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out);
+    int32_t (*buffer_upload)(struct clops_buffer *buffer, int64_t offset, const void *src,
+                             int64_t bytes);
+    int32_t (*buffer_download)(struct clops_buffer *buffer, int64_t offset, void *dst,
+                               int64_t bytes);
+    void (*buffer_release)(struct clops_buffer *buffer); /* NULL is a no-op */
+    int64_t (*buffer_size)(const struct clops_buffer *buffer);
+
+    /* Operators. Descriptors live as long as the library. */
+    int32_t (*op_count)(void);
+    const struct clops_op *(*op_at)(int32_t index);      /* NULL when out of range */
+    const struct clops_op *(*op_find)(const char *name); /* NULL (and NOT_FOUND) if unknown */
+    int32_t (*op_index)(const struct clops_op *op);      /* -1 when not one of ours */
+    /* Checks every argument against the descriptor, then calls op->entry (through libffi).
+     * A rejected call does nothing. */
+    int32_t (*invoke)(struct clops_pool *pool, const struct clops_op *op,
+                      const struct clops_arg *args, int32_t nargs);
+
+    /* ---- Appended in ABI 1.1 (check with CLOPS_API_HAS) ---- */
+    /* Per-device work counters, `index` in the pool's device numbering. */
+    int32_t (*pool_device_stats)(const struct clops_pool *pool, int32_t index,
+                                 struct clops_device_stats *out);
+};
+
+/* The only entry symbol. Returns NULL when the plugin does not serve `abi_major` (it serves 1). */
+const struct clops_api *clops_plugin_entry(uint32_t abi_major);
+typedef const struct clops_api *(*clops_plugin_entry_fn)(uint32_t abi_major);
+
+/* ---- Conveniences (static inline: nothing more is exported) -------------------------------- */
+
+/* A rows×cols host matrix; column_major = 0 for C order, 1 for Fortran order; ld = the leading
+ * dimension (elements between rows in C order, between columns in Fortran order). */
+static inline struct clops_tensor clops_matrix(void *data, int32_t dtype, int64_t rows,
+                                               int64_t cols, int64_t ld, int32_t column_major)
+{
+#ifdef __cplusplus
+    struct clops_tensor t = {}; /* C++: {0} would warn of missing initializers */
+#else
+    struct clops_tensor t = {0};
+#endif
+    t.data = data;
+    t.dtype = dtype;
+    t.rank = 2;
+    t.shape[0] = rows;
+    t.shape[1] = cols;
+    t.strides[0] = column_major ? 1 : ld;
+    t.strides[1] = column_major ? ld : 1;
+    return t;
+}
+
+/* The same matrix in a device buffer. */
+static inline struct clops_tensor clops_matrix_on_device(struct clops_buffer *buffer, int32_t dtype,
+                                                         int64_t rows, int64_t cols, int64_t ld,
+                                                         int32_t column_major)
+{
+    struct clops_tensor t = clops_matrix(NULL, dtype, rows, cols, ld, column_major);
+    t.buffer = buffer;
+    return t;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLOPS_H */
