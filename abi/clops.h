@@ -438,16 +438,25 @@ static inline struct clops_tensor clops_matrix_on_device(struct clops_buffer *bu
  * read only when it ends within this size. */
 static inline uint32_t clops_op_param_size(const struct clops_op *op)
 {
-    return CLOPS_OP_HAS(op, param_size) ? op->param_size : (uint32_t)CLOPS_PARAM_SIZE_1_1;
+    uint32_t size = CLOPS_PARAM_SIZE_1_1;
+    if (CLOPS_OP_HAS(op, param_size))
+        size = op->param_size;
+    return size;
 }
 
 /* Parameter `index` (0 .. param_count - 1) of `op`: what `&op->params[index]` means when the
  * plugin's struct clops_param is the host's, and stays right when either has grown. */
 static inline const struct clops_param *clops_op_param(const struct clops_op *op, int32_t index)
 {
+#ifdef __cplusplus /* C++ hosts may build with -Wold-style-cast */
+    const char *first = reinterpret_cast<const char *>(op->params);
+    return reinterpret_cast<const struct clops_param *>(first + static_cast<size_t>(index) *
+                                                                    clops_op_param_size(op));
+#else
     const char *first = (const char *)op->params;
     return (const struct clops_param *)(const void *)(first +
                                                       (size_t)index * clops_op_param_size(op));
+#endif
 }
 
 #ifdef __cplusplus
