@@ -595,8 +595,14 @@ class pool
         c_args.reserve(args.size());
         for (const arg &a : args)
             c_args.push_back(a.to_c(param(op, a.name())));
-        lib().check(
-            api().invoke(checked(), op, c_args.data(), static_cast<int32_t>(c_args.size())));
+        auto nargs = static_cast<int32_t>(c_args.size());
+        // invoke() reads ABI 1.1's clops_arg, which is still ours: a plugin older than 1.2
+        // has no invoke_sized and is called with it.
+        static_assert(sizeof(clops_arg) == CLOPS_ARG_SIZE_1_1, "invoke() needs a 1.1 clops_arg");
+        if (CLOPS_API_HAS(&api(), invoke_sized))
+            lib().check(api().invoke_sized(checked(), op, c_args.data(), nargs, sizeof(clops_arg)));
+        else
+            lib().check(api().invoke(checked(), op, c_args.data(), nargs));
     }
 
   private:
@@ -633,11 +639,12 @@ class pool
         return find(name)->entry;
     }
 
+    // Stepping by the plugin's param_size (clops_op_param), not by our sizeof(clops_param).
     static const clops_param *param(const clops_op *op, const std::string &name)
     {
         for (int32_t i = 0; i < op->param_count; i++)
-            if (name == op->params[i].name)
-                return &op->params[i];
+            if (name == clops_op_param(op, i)->name)
+                return clops_op_param(op, i);
         return nullptr;
     }
 

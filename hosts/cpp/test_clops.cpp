@@ -271,6 +271,23 @@ void test_invoke_by_name(const clops::pool &pool)
     pass("invoke_by_name", error);
 }
 
+// ABI 1.2: descriptors state their parameters' size and the binding walks them with it;
+// pool::invoke goes through invoke_sized (test_invoke_by_name), which this plugin has.
+void test_sized_arrays(const clops::library &lib)
+{
+    expect(lib.api().abi_minor >= 2 && CLOPS_API_HAS(&lib.api(), invoke_sized),
+           "the table has invoke_sized");
+    const clops_op &gemm = lib.op("gemm");
+    expect(CLOPS_OP_HAS(&gemm, param_size) && gemm.param_size == sizeof(clops_param),
+           "gemm's descriptor states sizeof(clops_param)");
+    const std::vector<std::string> names = {"a", "b", "c", "trans_a", "trans_b", "alpha", "beta"};
+    expect(gemm.param_count == static_cast<int32_t>(names.size()), "gemm has 7 parameters");
+    for (int32_t i = 0; i < gemm.param_count; i++)
+        expect(names[idx(i)] == clops_op_param(&gemm, i)->name,
+               "gemm's parameter " + names[idx(i)]);
+    std::printf("sized_arrays: PASS\n");
+}
+
 // Operands in device buffers; the buffer keeps the pool alive after the pool object is reset.
 void test_device_buffers(clops::library &lib)
 {
@@ -347,6 +364,7 @@ int main()
         test_lu_then_lu_solve_residual(pool);
         test_solve_residual(pool);
         test_bad_arguments_throw_status_and_message(pool);
+        test_sized_arrays(lib);
         test_invoke_by_name(pool);
         test_device_buffers(lib);
         test_move_semantics();
