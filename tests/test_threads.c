@@ -514,13 +514,18 @@ END_TEST
 
 /* ---- Stress: mixed operators from several threads on one pool -------------------------------- */
 
-/* STRESS_THREADS × STRESS_CALLS checked calls (lu/lu_solve counts as one). */
-enum { STRESS_THREADS = 4, STRESS_CALLS = 24 };
+/* STRESS_THREADS × STRESS_CALLS checked operations (lu then lu_solve counts as one). */
+enum { STRESS_THREADS = 6, STRESS_CALLS = 50 };
+
+/* Operator calls each kind of checked_operation makes when it succeeds. */
+static const int calls_per_kind[OPERATION_KINDS] = {1, 2, 1, 2, 1, 1};
 
 struct stresser {
-    struct clops_pool *pool;
+    struct clops_pool *pool;  /* gemm, reduce, transpose, lu, solve */
+    struct clops_pool *split; /* mandelbrot: two devices where there are, so its workers race */
     int id;
     int calls;
+    int64_t on_pool, on_split; /* operator calls made on each */
     const char *wrong;
     int wrong_call;
 };
@@ -531,33 +536,67 @@ static void *stress(void *arg)
     struct rng r = rng_seeded(300 + (uint64_t)s->id);
     for (int i = 0; i < STRESS_CALLS && s->wrong == NULL; i++) {
         /* Each thread walks the operators from a different start: all kinds overlap. */
-        s->wrong = checked_operation(s->pool, &r, (s->id + i) % OPERATION_KINDS);
+        int kind = (s->id + i) % OPERATION_KINDS;
+        int mandelbrot = kind == OPERATION_KINDS - 1;
+        s->wrong = checked_operation(mandelbrot ? s->split : s->pool, &r, kind);
         s->wrong_call = i;
         s->calls++;
+        *(mandelbrot ? &s->on_split : &s->on_pool) += calls_per_kind[kind];
     }
     return NULL;
 }
 
+/* A pool of two devices where the machine has them (a GPU and the CPU, or PoCL's two CPU
+ * devices that main() asks for), else NULL. */
+static struct clops_pool *two_device_pool(void)
+{
+    static const char *const configs[] = {
+        "devices = ( { type = \"gpu\"; }, { type = \"cpu\"; } ); cpu_fallback = false;",
+        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } ); cpu_fallback = false;",
+    };
+    struct clops_pool *pool = NULL;
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
+        if (api->pool_create_from_string(configs[c], &pool) == CLOPS_OK)
+            return pool;
+    return NULL;
+}
+
+static int64_t pool_calls(struct clops_pool *pool)
+{
+    struct clops_stats stats = {.struct_size = sizeof stats};
+    ck_assert_int_eq(api->pool_stats(pool, &stats), CLOPS_OK);
+    return stats.calls;
+}
+
 START_TEST(test_mixed_operators_from_several_threads_are_all_right)
 {
-    struct clops_pool *pool = NULL;
+    struct clops_pool *pool = NULL, *split = two_device_pool();
     ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    if (split == NULL)
+        fprintf(stderr, "test_threads: no two-device pool here; mandelbrot runs on one device\n");
     struct stresser s[STRESS_THREADS];
     pthread_t t[STRESS_THREADS];
     for (int i = 0; i < STRESS_THREADS; i++) {
-        s[i] = (struct stresser){.pool = pool, .id = i};
+        s[i] = (struct stresser){.pool = pool, .split = split != NULL ? split : pool, .id = i};
         ck_assert_int_eq(pthread_create(&t[i], NULL, stress, &s[i]), 0);
     }
     for (int i = 0; i < STRESS_THREADS; i++)
         pthread_join(t[i], NULL);
+    int64_t on_pool = 0, on_split = 0;
     for (int i = 0; i < STRESS_THREADS; i++) {
         ck_assert_msg(s[i].wrong == NULL, "thread %d, call %d: %s", i, s[i].wrong_call, s[i].wrong);
         ck_assert_int_eq(s[i].calls, STRESS_CALLS);
+        on_pool += s[i].on_pool;
+        on_split += s[i].on_split;
     }
-    /* Every operator's program was built once, whatever the number of threads wanting it. */
-    struct clops_stats stats = {.struct_size = sizeof stats};
-    ck_assert_int_eq(api->pool_stats(pool, &stats), CLOPS_OK);
-    ck_assert_int_ge(stats.calls, STRESS_THREADS * STRESS_CALLS);
+    /* The statistics lost no call between threads. */
+    if (split != NULL) {
+        ck_assert_int_eq(pool_calls(pool), on_pool);
+        ck_assert_int_eq(pool_calls(split), on_split);
+    } else {
+        ck_assert_int_eq(pool_calls(pool), on_pool + on_split);
+    }
+    api->pool_release(split);
     api->pool_release(pool);
 }
 END_TEST
@@ -915,6 +954,9 @@ END_TEST
 
 int main(void)
 {
+    /* PoCL then shows two CPU devices, so that Mandelbrot's split runs workers on both (a value
+     * the user set is kept). */
+    setenv("POCL_DEVICES", "pthread pthread", 0);
     Suite *s = suite_create("threads");
     TCase *discovery = tcase_create("discovery");
     tcase_add_checked_fixture(discovery, setup, NULL);
