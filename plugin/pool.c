@@ -786,13 +786,6 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
     return status;
 }
 
-int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
-                         const char *source_name, const char *options, cl_program *out)
-{
-    int from_cache;
-    return find_program(pool, dev, op_name, source_name, options, NULL, out, &from_cache);
-}
-
 int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
                            const char *source_name, const char *options, const char *kernel_name,
                            cl_kernel *out)

@@ -55,14 +55,12 @@ struct pool_device *pool_device_for_op(struct clops_pool *pool, const char *op_n
 /* A queue of `dev`, handed out round-robin so that host threads spread over the queues. */
 cl_command_queue pool_acquire_queue(struct pool_device *dev);
 
-/* The program built from kernels/<source_name>.cl on `dev` with `options` (after the pool's and
- * the operator's configured build options). Built once per pool, through the binary cache;
- * the returned program is owned by the pool. On a build failure the message carries the log. */
-int32_t pool_get_program(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
-                         const char *source_name, const char *options, cl_program *out);
-
-/* A new kernel object `kernel_name` of that program (a kernel per call: clSetKernelArg on a
- * shared one would race between host threads). */
+/* A new kernel object `kernel_name` of the program built from kernels/<source_name>.cl on `dev`
+ * with `options` (after the pool's and the operator's configured build options): a kernel per
+ * call, since clSetKernelArg on a shared one would race between host threads. The program is
+ * built once per pool, through the binary cache, and owned by the pool; a cached binary that
+ * lacks the kernel is dropped and the program rebuilt from source once. On a build failure the
+ * message carries the log. */
 int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
                            const char *source_name, const char *options, const char *kernel_name,
                            cl_kernel *out);

@@ -14,6 +14,7 @@
 #include "cache.h"
 #include "clops.h"
 #include "config.h"
+#include "entry.h"
 #include "error.h"
 #include "pool.h"
 #include "testutil.h"
@@ -739,6 +740,104 @@ static float run_one_kernel(struct clops_pool *pool, const char *source, const c
     return x[3];
 }
 
+/* The cache entry of `source` (its key holds "|source=<source>:") in `cache_dir`: key and
+ * binary, which the caller frees. */
+static void find_entry_of(const char *cache_dir, const char *source, char **key,
+                          unsigned char **binary, size_t *size)
+{
+    char want[64], path[1400];
+    snprintf(want, sizeof want, "|source=%s:", source);
+    *key = NULL;
+    DIR *d = opendir(cache_dir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e = readdir(d); e != NULL && *key == NULL; e = readdir(d)) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *k;
+        unsigned char *b;
+        size_t n;
+        snprintf(path, sizeof path, "%s/%s", cache_dir, e->d_name);
+        read_entry_file(path, &k, &b, &n);
+        if (strstr(k, want) != NULL) {
+            *key = k;
+            *binary = b;
+            *size = n;
+        } else {
+            free(k);
+            free(b);
+        }
+    }
+    closedir(d);
+    ck_assert_msg(*key != NULL, "no cache entry of %s in %s", source, cache_dir);
+}
+
+/* LU factors a 5 x 5 f64 matrix through the operator's entry, on a pool over `cache_dir`. */
+static int32_t lu_through_entry(const char *cache_dir, double *a, int32_t *ipiv, int64_t *rejected)
+{
+    static const double start[25] = {4, 1, 2, 0, 3, 1, 5, 1, 2, 0, 2, 1, 6, 1, 1,
+                                      0, 2, 1, 7, 2, 3, 0, 1, 2, 8};
+    memcpy(a, start, sizeof start);
+    struct clops_pool *pool = program_pool("", cache_dir);
+    const struct clops_op *op = entry_table(CLOPS_ABI_MAJOR)->op_find("lu");
+    ck_assert_ptr_nonnull(op);
+    int32_t info = -1;
+    struct clops_tensor ta = {a, NULL, 0, CLOPS_F64, 2, {5, 5}, {5, 1}};
+    struct clops_tensor tp = {ipiv, NULL, 0, CLOPS_I32, 1, {5}, {1}};
+    struct clops_tensor ti = {&info, NULL, 0, CLOPS_I32, 1, {1}, {1}};
+    int32_t status = ((clops_lu_fn)op->entry)(pool, &ta, &tp, &ti, 0);
+    *rejected = pool->cache_rejected;
+    pool_release(pool);
+    return status;
+}
+
+/* The same for LU, whose kernels come from one program: a cached "lu" entry holding another
+ * program's binary is dropped and LU rebuilt, giving the same factors. Before, LU created its
+ * kernels outside pool_create_kernel and failed with CL_INVALID_KERNEL_NAME on every run. */
+START_TEST(test_lu_entry_holding_another_programs_binary_is_rebuilt_once)
+{
+    char root[1024], cache_dir[1100];
+    make_temp_dir(root, sizeof root);
+    snprintf(cache_dir, sizeof cache_dir, "%s/cache", root);
+    double a[25], again[25];
+    int32_t ipiv[5], ipiv_again[5];
+    int64_t rejected = 0;
+    ck_assert_msg(lu_through_entry(cache_dir, a, ipiv, &rejected) == CLOPS_OK, "lu: %s",
+                  err_last());
+    /* A program with no LU kernel in it, under LU's key. */
+    struct clops_pool *pool = program_pool("", cache_dir);
+    cl_kernel kernel = NULL;
+    ck_assert_msg(pool_create_kernel(pool, &pool->devices[0], "test", "transpose",
+                                     "-DT=float -DTILE=8 -DROWS=2", "transpose",
+                                     &kernel) == CLOPS_OK,
+                  "transpose: %s", err_last());
+    clReleaseKernel(kernel);
+    pool_release(pool);
+    char *lu_key, *other_key;
+    unsigned char *lu_binary, *other_binary;
+    size_t lu_size, other_size;
+    find_entry_of(cache_dir, "lu", &lu_key, &lu_binary, &lu_size);
+    find_entry_of(cache_dir, "transpose", &other_key, &other_binary, &other_size);
+    struct program_cache cache;
+    cache_init(&cache, 1, cache_dir);
+    cache_store(&cache, lu_key, other_binary, other_size);
+
+    ck_assert_msg(lu_through_entry(cache_dir, again, ipiv_again, &rejected) == CLOPS_OK,
+                  "lu over the forged entry: %s", err_last());
+    ck_assert_int_eq(rejected, 1);
+    ck_assert_mem_eq(again, a, sizeof a);
+    ck_assert_mem_eq(ipiv_again, ipiv, sizeof ipiv);
+    /* The rebuilt entry serves the next pool. */
+    ck_assert_int_eq(lu_through_entry(cache_dir, again, ipiv_again, &rejected), CLOPS_OK);
+    ck_assert_int_eq(rejected, 0);
+    ck_assert_mem_eq(again, a, sizeof a);
+    free(lu_key);
+    free(lu_binary);
+    free(other_key);
+    free(other_binary);
+    remove_tree(root);
+}
+END_TEST
+
 /* A FIFO in the kernel directory is refused with a message, never waited on. */
 START_TEST(test_fifo_kernel_source_is_an_error_without_blocking)
 {
@@ -871,6 +970,7 @@ static Suite *cache_suite(void)
     TCase *programs = tcase_create("programs");
     tcase_add_test(programs, test_entry_holding_another_programs_binary_is_rebuilt_once);
     tcase_add_test(programs, test_fifo_kernel_source_is_an_error_without_blocking);
+    tcase_add_test(programs, test_lu_entry_holding_another_programs_binary_is_rebuilt_once);
     suite_add_tcase(s, programs);
     return s;
 }

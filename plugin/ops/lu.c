@@ -130,16 +130,6 @@ int32_t lu_check_pivoting(int32_t pivoting, const char *op)
 /* Most work-groups of a panel step: the size of the buffers of their pivot candidates. */
 enum { panel_groups_max = 1024 };
 
-static int32_t create_kernel(struct lu_ctx *ctx, cl_program program, const char *name,
-                             cl_kernel *out)
-{
-    cl_int rc;
-    *out = clCreateKernel(program, name, &rc);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clCreateKernel(%s) failed", ctx->op, name);
-    return CLOPS_OK;
-}
-
 /* The work-group of the panel and inversion kernels: 256 work-items on a GPU (8 warps per
  * chunk of panel rows); narrow on a CPU, where PoCL runs a work-group on one core and more
  * work-items only add loop overhead. A power of two (the kernels' tree reductions) within the
@@ -164,18 +154,15 @@ static int32_t create_kernels(struct lu_ctx *ctx)
     if (ctx->resident_groups > 0)
         snprintf(options + n, sizeof options - (size_t)n, " -DRESIDENT_ROWS=%d -DRESIDENT_NB=%d",
                  (int)ctx->resident_rows, (int)ctx->panel_nb);
-    cl_program program;
-    int32_t status = pool_get_program(ctx->pool, ctx->dev, ctx->op, "lu", options, &program);
-    if (status == CLOPS_OK)
-        status = create_kernel(ctx, program, "lu_copy", &ctx->copy);
-    if (status == CLOPS_OK)
-        status = create_kernel(ctx, program, "lu_laswp", &ctx->laswp);
-    if (status == CLOPS_OK)
-        status = create_kernel(ctx, program, "lu_panel_column", &ctx->panel);
-    if (status == CLOPS_OK)
-        status = create_kernel(ctx, program, "lu_invert_lower", &ctx->invert);
-    if (status == CLOPS_OK && ctx->resident_groups > 0)
-        status = create_kernel(ctx, program, "lu_panel_resident", &ctx->resident);
+    /* Through pool_create_kernel, which rebuilds a cached binary that lacks a kernel. */
+    const char *names[5] = {"lu_copy", "lu_laswp", "lu_panel_column", "lu_invert_lower",
+                            "lu_panel_resident"};
+    cl_kernel *kernels[5] = {&ctx->copy, &ctx->laswp, &ctx->panel, &ctx->invert, &ctx->resident};
+    const int count = ctx->resident_groups > 0 ? 5 : 4;
+    int32_t status = CLOPS_OK;
+    for (int i = 0; i < count && status == CLOPS_OK; i++)
+        status = pool_create_kernel(ctx->pool, ctx->dev, ctx->op, "lu", options, names[i],
+                                    kernels[i]);
     return status;
 }
 
