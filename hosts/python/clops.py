@@ -29,7 +29,9 @@ except ImportError:  # the binding works without it, on buffers with explicit sh
     numpy = None
 
 ABI_MAJOR = 1
-ABI_MINOR = 1
+ABI_MINOR = 2
+# Element sizes of ABI 1.0 and 1.1, which did not state them (CLOPS_PARAM_SIZE_1_1, ..._ARG_...).
+PARAM_SIZE_1_1, ARG_SIZE_1_1 = 40, 48
 MAX_RANK = 4
 
 # enum clops_status
@@ -70,7 +72,9 @@ class clops_param(Structure):
 class clops_op(Structure):
     _fields_ = [("struct_size", c_uint32), ("version", c_int32), ("name", c_char_p),
                 ("summary", c_char_p), ("doc", c_char_p), ("param_count", c_int32),
-                ("reserved", c_int32), ("params", POINTER(clops_param)), ("entry", c_void_p)]
+                ("reserved", c_int32), ("params", POINTER(clops_param)), ("entry", c_void_p),
+                # Appended in ABI 1.2: present when struct_size covers it (see _params).
+                ("param_size", c_uint32), ("reserved2", c_int32)]
 
 
 class clops_arg(Structure):
@@ -137,6 +141,9 @@ class clops_api(Structure):
         ("invoke", CFUNCTYPE(c_int32, _pool_p, POINTER(clops_op), POINTER(clops_arg), c_int32)),
         # Appended in ABI 1.1: check with has("pool_device_stats").
         ("pool_device_stats", CFUNCTYPE(c_int32, _pool_p, c_int32, POINTER(clops_device_stats))),
+        # Appended in ABI 1.2: check with has("invoke_sized").
+        ("invoke_sized", CFUNCTYPE(c_int32, _pool_p, POINTER(clops_op), POINTER(clops_arg), c_int32,
+                                   c_uint32)),
     ]
 
 
@@ -179,6 +186,14 @@ class Library:
         """CLOPS_API_HAS: whether the plugin's table holds `member`."""
         return self.api.struct_size >= _end_of(member)
 
+    def invoke(self, pool, op, args, nargs):
+        """invoke_sized with this mirror's sizeof(clops_arg); invoke() on a plugin older than
+        ABI 1.2, which reads 1.1's clops_arg (the size this mirror still has)."""
+        if self.has("invoke_sized"):
+            return self.api.invoke_sized(pool, op, args, nargs, ctypes.sizeof(clops_arg))
+        assert ctypes.sizeof(clops_arg) == ARG_SIZE_1_1, "invoke() needs 1.1's clops_arg"
+        return self.api.invoke(pool, op, args, nargs)
+
     def check(self, status):
         """Raises ClopsError for a failed call; read before any other call replaces the message."""
         if status != OK:
@@ -209,9 +224,19 @@ class Library:
         self.api.set_log_callback(self._log_fn, None, max_level)
 
 
-def _end_of(member):
-    field = getattr(clops_api, member)
+def _end_of(member, struct=clops_api):
+    field = getattr(struct, member)
     return field.offset + field.size
+
+
+def _params(op):
+    """The operator's parameter descriptors (a clops_op), stepping by the plugin's param_size:
+    the plugin's struct clops_param may be larger or smaller than this mirror. A plugin older
+    than ABI 1.2 does not state it (its struct_size ends before): its size is 1.1's."""
+    has_size = op.struct_size >= _end_of("param_size", clops_op)
+    size = op.param_size if has_size else PARAM_SIZE_1_1
+    first = ctypes.cast(op.params, c_void_p).value
+    return [clops_param.from_address(first + k * size) for k in range(op.param_count)]
 
 
 Param = namedtuple("Param", "name kind dtypes enum_values default doc")
@@ -224,8 +249,7 @@ def _text(b):
 
 def _op_info(op):
     params = []
-    for k in range(op.param_count):
-        p = op.params[k]
+    for p in _params(op):
         values = []
         while p.enum_values and p.enum_values[len(values)] is not None:
             values.append(p.enum_values[len(values)].decode())
@@ -432,8 +456,7 @@ class Pool:
         value's text, or its index (True/False for none/transpose); None leaves a parameter out."""
         lib = self.lib
         op = lib.find(name)
-        params = {p.name.decode(): p for p in (op.contents.params[k]
-                                               for k in range(op.contents.param_count))}
+        params = {p.name.decode(): p for p in _params(op.contents)}
         names = list(params)
         if len(args) > len(names):
             raise TypeError("%s takes %d parameters, %d given" % (name, len(names), len(args)))
@@ -462,7 +485,7 @@ class Pool:
                 a.s = str(value).encode()
             cargs.append(a)
         array_t = clops_arg * max(len(cargs), 1)
-        lib.check(lib.api.invoke(self._live(), op, array_t(*cargs), len(cargs)))
+        lib.check(lib.invoke(self._live(), op, array_t(*cargs), len(cargs)))
 
     # Typed helpers for the common operators; each is one invoke().
     def gemm(self, a, b, c, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):

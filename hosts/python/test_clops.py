@@ -49,6 +49,66 @@ def test_abi_mirror_matches_plugin():
     assert lib.version().count(".") == 2, lib.version()
 
 
+def test_sized_arrays_of_abi_1_2():
+    """The plugin states sizeof(clops_param) in each descriptor and has invoke_sized."""
+    lib = clops.library()
+    assert lib.api.abi_minor >= 2 and lib.has("invoke_sized")
+    for i in range(lib.api.op_count()):
+        op = lib.api.op_at(i).contents
+        assert op.struct_size >= clops._end_of("param_size", clops.clops_op), op.struct_size
+        assert op.param_size == ctypes.sizeof(clops.clops_param), op.param_size
+        assert op.reserved2 == 0
+
+
+def _fake_op(names, stride, struct_size):
+    """A descriptor as another plugin would publish it: parameters `stride` bytes apart (the
+    bytes past this mirror's clops_param set to 0xA5), and `struct_size`."""
+    raw = ctypes.create_string_buffer(b"\xa5" * (stride * len(names)))
+    keep = [raw]
+    for k, name in enumerate(names):
+        p = clops.clops_param.from_address(ctypes.addressof(raw) + k * stride)
+        ctypes.memset(ctypes.addressof(p), 0, ctypes.sizeof(p))
+        keep.append(ctypes.create_string_buffer(name.encode()))
+        # The pointer itself: assigning bytes to p.name would own a copy p cannot keep alive.
+        ctypes.c_void_p.from_address(ctypes.addressof(p)).value = ctypes.addressof(keep[-1])
+        p.kind = clops.INT64
+    op = clops.clops_op(struct_size=struct_size, name=b"fake", param_count=len(names),
+                        param_size=999)
+    op.params = ctypes.cast(raw, ctypes.POINTER(clops.clops_param))
+    if struct_size >= clops._end_of("param_size", clops.clops_op):
+        op.param_size = stride
+    return op, keep
+
+
+def test_params_step_by_the_plugins_param_size():
+    """A plugin whose clops_param grew is walked by its param_size; one older than ABI 1.2
+    (its clops_op ends before param_size) by 1.1's 40 bytes, whatever lies past its end."""
+    names = ["first", "second", "third"]
+    grown, keep = _fake_op(names, ctypes.sizeof(clops.clops_param) + 24,
+                           ctypes.sizeof(clops.clops_op))
+    assert [p.name.decode() for p in clops._params(grown)] == names
+    assert [p.name for p in clops._op_info(grown).params] == names
+    old, keep = _fake_op(names, clops.PARAM_SIZE_1_1, clops._end_of("entry", clops.clops_op))
+    assert [p.name.decode() for p in clops._params(old)] == names
+
+
+def test_invoke_falls_back_to_invoke_on_a_1_1_plugin(pool):
+    """Without invoke_sized in the table (a 1.1 plugin), Pool.invoke calls invoke."""
+    lib = clops.library()
+    a, b = array.array("d", [1, 2, 3, 4]), array.array("d", [5, 6, 7, 8])
+    for hide in (False, True):
+        if hide:
+            lib.has = lambda member, has=lib.has: member != "invoke_sized" and has(member)
+        try:
+            c = array.array("d", [1, 1, 1, 1])
+            pool.invoke("gemm", clops.View(a, (2, 2)), clops.View(b, (2, 2)),
+                        clops.View(c, (2, 2)), beta=1.0)
+            assert c.tolist() == [20, 23, 44, 51], (hide, c.tolist())
+        finally:
+            lib.__dict__.pop("has", None)
+    assert lib.has("invoke_sized")
+
+
 def test_op_listing_contains_gemm():
     ops = {op.name: op for op in clops.ops()}
     for name in ("gemm", "lu", "solve", "lu_solve"):
