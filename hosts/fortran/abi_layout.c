@@ -32,6 +32,8 @@ static const int64_t layout[] = {
     AT(clops_op, reserved),
     AT(clops_op, params),
     AT(clops_op, entry),
+    AT(clops_op, param_size),
+    AT(clops_op, reserved2),
     SIZE(clops_arg),
     AT(clops_arg, kind),
     AT(clops_arg, reserved),
@@ -99,6 +101,7 @@ static const int64_t layout[] = {
     AT(clops_api, op_index),
     AT(clops_api, invoke),
     AT(clops_api, pool_device_stats),
+    AT(clops_api, invoke_sized),
 };
 
 /* Copies up to `capacity` entries into `out`; returns how many there are. */

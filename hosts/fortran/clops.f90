@@ -16,7 +16,9 @@ module clops
     private
 
     ! ---- Constants of abi/clops.h -----------------------------------------------------------
-    integer(c_int32_t), parameter, public :: CLOPS_ABI_MAJOR = 1, CLOPS_ABI_MINOR = 1
+    integer(c_int32_t), parameter, public :: CLOPS_ABI_MAJOR = 1, CLOPS_ABI_MINOR = 2
+    ! The element sizes of ABI 1.0 and 1.1, which did not state them.
+    integer(c_int32_t), parameter, public :: CLOPS_PARAM_SIZE_1_1 = 40, CLOPS_ARG_SIZE_1_1 = 48
     integer, parameter, public :: CLOPS_MAX_RANK = 4
 
     integer(c_int32_t), parameter, public :: &
@@ -70,8 +72,11 @@ module clops
         type(c_ptr) :: doc
         integer(c_int32_t) :: param_count
         integer(c_int32_t) :: reserved
-        type(c_ptr) :: params
+        type(c_ptr) :: params ! param_count of them, param_size bytes apart: see clops_op_param
         type(c_funptr) :: entry
+        ! ---- Appended in ABI 1.2 (present when struct_size >= OP_BYTES_WITH_PARAM_SIZE) ----
+        integer(c_int32_t) :: param_size ! uint32_t: sizeof(struct clops_param) in the plugin
+        integer(c_int32_t) :: reserved2
     end type
 
     type, bind(c), public :: clops_arg
@@ -160,11 +165,16 @@ module clops
         type(c_funptr) :: invoke
         ! ---- Appended in ABI 1.1 ----
         type(c_funptr) :: pool_device_stats
+        ! ---- Appended in ABI 1.2 ----
+        type(c_funptr) :: invoke_sized
     end type
 
     ! Bytes of the table up to and including `invoke`, the last member this module calls:
     ! the three header fields (8 bytes), then 23 function pointers.
     integer(c_int32_t), parameter :: API_BYTES_NEEDED = 8 + 23 * 8
+    ! Bytes of struct clops_op up to and including param_size (offset 56): a descriptor of a
+    ! plugin older than ABI 1.2 is shorter, and its parameters are CLOPS_PARAM_SIZE_1_1 apart.
+    integer(c_int32_t), parameter :: OP_BYTES_WITH_PARAM_SIZE = 56 + 4
 
     ! A pool of devices and queues; released with clops_pool_release (a released or never
     ! created pool has a null handle).
@@ -175,6 +185,7 @@ module clops
     public :: clops_load, clops_is_loaded, clops_get_api, clops_version
     public :: clops_pool_create, clops_pool_release
     public :: clops_error_message, clops_status_name
+    public :: clops_op_find, clops_op_param, clops_param_name
     public :: gemm, lu, solve, lu_solve
 
     interface gemm
@@ -387,15 +398,47 @@ contains
     function op_entry(name) result(entry)
         character(len=*), intent(in) :: name
         type(c_funptr) :: entry
-        procedure(op_find_fn), pointer :: find
         type(clops_op), pointer :: op
-        type(c_ptr) :: found
         entry = c_null_funptr
+        op => clops_op_find(name)
+        if (associated(op)) entry = op%entry
+    end function
+
+    ! ---- Descriptors ------------------------------------------------------------------------
+
+    ! The descriptor of operator `name`; null when there is none or the library is not loaded.
+    function clops_op_find(name) result(op)
+        character(len=*), intent(in) :: name
+        type(clops_op), pointer :: op
+        procedure(op_find_fn), pointer :: find
+        type(c_ptr) :: found
+        nullify (op)
+        if (.not. associated(table)) return
         call c_f_procpointer(table%op_find, find)
         found = find(to_c(name))
-        if (.not. c_associated(found)) return
-        call c_f_pointer(found, op)
-        entry = op%entry
+        if (c_associated(found)) call c_f_pointer(found, op)
+    end function
+
+    ! Parameter `index` (1-based) of a descriptor, null when out of range. The parameters lie
+    ! param_size bytes apart as the plugin was built, which need not be this mirror's size:
+    ! c_f_pointer(op%params, params, [n]) would step by ours.
+    function clops_op_param(op, index) result(param)
+        type(clops_op), intent(in) :: op
+        integer, intent(in) :: index
+        type(clops_param), pointer :: param
+        integer(c_intptr_t) :: first, size
+        nullify (param)
+        if (index < 1 .or. index > op%param_count) return
+        size = CLOPS_PARAM_SIZE_1_1
+        if (op%struct_size >= OP_BYTES_WITH_PARAM_SIZE) size = op%param_size
+        first = transfer(op%params, first)
+        call c_f_pointer(transfer(first + (index - 1) * size, c_null_ptr), param)
+    end function
+
+    function clops_param_name(param) result(name)
+        type(clops_param), intent(in) :: param
+        character(len=:), allocatable :: name
+        name = from_c(param%name)
     end function
 
     ! ---- Pools ------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ program test_clops
 
     ! LAPACK's test suite accepts scaled residuals below 30.
     real(real64), parameter :: RESIDUAL_BOUND = 30
+    ! sizeof(struct clops_op) in ABI 1.1: it ended with `entry`.
+    integer(c_int32_t), parameter :: OP_BYTES_BEFORE_PARAM_SIZE = 56
     type(clops_pool) :: pool
     integer(c_int32_t) :: status
 
@@ -27,6 +29,8 @@ program test_clops
     call expect(status == CLOPS_OK, 'clops_load: '//clops_error_message())
     call test_table_size_covers_mirror()
     call test_calls_without_pool_are_rejected()
+    call test_descriptors_walked_by_param_size()
+    call test_op_param_steps_by_the_plugins_size()
     status = clops_pool_create(pool)
     call expect(status == CLOPS_OK, 'clops_pool_create: '//clops_error_message())
 
@@ -129,7 +133,7 @@ contains
         call put_size(out, count, c_sizeof(o))
         call put_offsets(out, count, c_loc(o), [c_loc(o%version), c_loc(o%name), c_loc(o%summary), c_loc(o%doc), &
                            c_loc(o%param_count), c_loc(o%reserved), c_loc(o%params), &
-                           c_loc(o%entry)])
+                           c_loc(o%entry), c_loc(o%param_size), c_loc(o%reserved2)])
         call put_size(out, count, c_sizeof(a))
         call put_offsets(out, count, c_loc(a), [c_loc(a%kind), c_loc(a%reserved), c_loc(a%tensor), c_loc(a%i), &
                            c_loc(a%d), c_loc(a%s)])
@@ -162,7 +166,7 @@ contains
                              c_loc(api%buffer_download), c_loc(api%buffer_release), &
                              c_loc(api%buffer_size), c_loc(api%op_count), c_loc(api%op_at), &
                              c_loc(api%op_find), c_loc(api%op_index), c_loc(api%invoke), &
-                             c_loc(api%pool_device_stats)])
+                             c_loc(api%pool_device_stats), c_loc(api%invoke_sized)])
     end subroutine
 
     subroutine put_size(out, count, value)
@@ -205,11 +209,71 @@ contains
         api => clops_get_api()
         call expect(associated(api), 'clops_get_api after clops_load')
         call expect(api%abi_major == CLOPS_ABI_MAJOR, 'table serves ABI 1')
-        ! The plugin of this tree is ABI 1.1: its table is exactly our mirror.
+        ! The plugin of this tree is ABI 1.2: its table is exactly our mirror.
         call expect(int(api%struct_size, c_size_t) == c_sizeof(api), 'struct_size = sizeof mirror')
         call expect(len(clops_version()) > 0, 'version string')
         print *, 'table_size_covers_mirror: PASS (libclops '//clops_version()//', ABI '// &
             text(int(api%abi_major, c_int32_t))//'.'//text(int(api%abi_minor, c_int32_t))//')'
+    end subroutine
+
+    ! ---- Descriptors (ABI 1.2: sized arrays) ----------------------------------------------
+
+    subroutine test_descriptors_walked_by_param_size()
+        character(len=*), parameter :: names(7) = [character(len=7) :: 'a', 'b', 'c', &
+                                                   'trans_a', 'trans_b', 'alpha', 'beta']
+        type(clops_op), pointer :: op
+        type(clops_param) :: mirror
+        integer :: i
+        op => clops_op_find('gemm')
+        call expect(associated(op), 'clops_op_find(gemm)')
+        call expect(.not. associated(clops_op_find('gemmm')), 'clops_op_find of an unknown name')
+        call expect(op%struct_size >= c_sizeof(op), 'the descriptor holds param_size')
+        call expect(int(op%param_size, c_size_t) == c_sizeof(mirror), &
+                    'param_size = sizeof(struct clops_param)')
+        call expect(op%param_count == size(names), 'gemm has 7 parameters')
+        do i = 1, size(names)
+            call expect(clops_param_name(clops_op_param(op, i)) == trim(names(i)), &
+                        'gemm parameter '//trim(names(i)))
+        end do
+        call expect(.not. associated(clops_op_param(op, 0)), 'parameter 0 is out of range')
+        call expect(.not. associated(clops_op_param(op, 8)), 'parameter 8 is out of range')
+        print *, 'descriptors_walked_by_param_size: PASS'
+    end subroutine
+
+    ! Descriptors of other plugins: one whose struct clops_param grew by 24 bytes (the bytes
+    ! this mirror does not know hold -1), and one older than ABI 1.2, without param_size.
+    subroutine test_op_param_steps_by_the_plugins_size()
+        type, bind(c) :: grown_param
+            type(clops_param) :: param
+            integer(c_int64_t) :: appended(3)
+        end type
+        type(grown_param), target :: grown(3)
+        type(clops_param), target :: old(3)
+        type(clops_op) :: op
+        character(kind=c_char), target :: names(2, 3)
+        integer :: i
+        names = reshape([character(kind=c_char) :: 'x', c_null_char, 'y', c_null_char, &
+                         'z', c_null_char], [2, 3])
+        do i = 1, 3
+            grown(i)%param = clops_param(c_loc(names(1, i)), CLOPS_PARAM_INT64, 0, c_null_ptr, &
+                                         c_null_ptr, c_null_ptr)
+            grown(i)%appended = -1
+            old(i) = grown(i)%param
+        end do
+        op = clops_op(int(c_sizeof(op), c_int32_t), 1, c_null_ptr, c_null_ptr, c_null_ptr, 3, &
+                      0, c_loc(grown(1)), c_null_funptr, int(c_sizeof(grown(1)), c_int32_t), 0)
+        do i = 1, 3
+            call expect(clops_param_name(clops_op_param(op, i)) == names(1, i), &
+                        'a grown clops_param is stepped by param_size')
+        end do
+        op%struct_size = OP_BYTES_BEFORE_PARAM_SIZE
+        op%params = c_loc(old(1))
+        op%param_size = 999 ! past the descriptor's struct_size: never read
+        do i = 1, 3
+            call expect(clops_param_name(clops_op_param(op, i)) == names(1, i), &
+                        'a 1.1 descriptor is stepped by CLOPS_PARAM_SIZE_1_1')
+        end do
+        print *, 'op_param_steps_by_the_plugins_size: PASS'
     end subroutine
 
     ! ---- GEMM -----------------------------------------------------------------------------
