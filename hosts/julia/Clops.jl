@@ -28,7 +28,10 @@ const API_POOL_RELEASE = 8
 const API_OP_FIND = 20
 const API_BYTES_NEEDED = 8 + 8 * (API_OP_FIND + 1) # the table must reach op_find, our last
 # struct clops_op: uint32 struct_size, int32 version, name, summary, doc, int32 param_count,
-# int32 reserved, params, then the typed entry.
+# int32 reserved, params, then the typed entry; ABI 1.2 appends uint32 param_size at byte 56,
+# the distance between elements of params. This module reads no parameter descriptor and calls
+# no invoke; code that does steps by param_size (when struct_size reaches past byte 60) and
+# calls invoke_sized (table index 24 from ABI 1.2) with its own sizeof(struct clops_arg).
 const OP_ENTRY_OFFSET = 48
 
 # struct clops_tensor, member for member: 96 bytes, offsets 0, 8, 16, 24, 28, 32, 64.

@@ -54,6 +54,9 @@ enum {
 };
 enum { API_BYTES_NEEDED = 8 + 8 * (API_OP_FIND + 1), OP_ENTRY_OFFSET = 48 };
 _Static_assert(offsetof(struct clops_op, entry) == OP_ENTRY_OFFSET, "op entry offset");
+/* What Clops.jl's comment says of ABI 1.2's sized arrays. */
+_Static_assert(offsetof(struct clops_op, param_size) == 56, "op param_size offset");
+_Static_assert(offsetof(struct clops_api, invoke_sized) == 8 + 8 * 24, "invoke_sized index");
 
 /* ---- Checks ---------------------------------------------------------------------------------- */
 
