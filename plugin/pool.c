@@ -401,6 +401,10 @@ static int32_t open_device(struct clops_pool *pool, const struct candidate *c, i
     if (status != CLOPS_OK)
         return status;
     dev->max_alloc_bytes = (int64_t)max_alloc;
+    status = device_value(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof dev->max_work_group,
+                          &dev->max_work_group, "CL_DEVICE_MAX_WORK_GROUP_SIZE");
+    if (status != CLOPS_OK)
+        return status;
     dev->memory_limit_bytes =
         memory_limit(dev->info.global_mem_bytes, pool->cfg.device_memory_percent);
     dev->memory_in_use = memory_count_for(c->device);
@@ -553,6 +557,57 @@ cl_command_queue pool_acquire_queue(struct pool_device *dev)
 {
     unsigned q = atomic_fetch_add(&dev->next_queue, 1u);
     return dev->queues[q % (unsigned)dev->queue_count];
+}
+
+int32_t pool_device_count(const struct clops_pool *pool)
+{
+    return pool->device_count;
+}
+
+struct pool_device *pool_device_at(const struct clops_pool *pool, int32_t index)
+{
+    return &pool->devices[index];
+}
+
+const struct clops_device_info *pool_device_info(const struct pool_device *dev)
+{
+    return &dev->info;
+}
+
+int32_t pool_device_index(const struct pool_device *dev)
+{
+    return dev->index;
+}
+
+size_t pool_device_max_work_group(const struct pool_device *dev)
+{
+    return dev->max_work_group;
+}
+
+int32_t pool_kernel_max_work_group(const struct pool_device *dev, cl_kernel kernel, const char *op,
+                                   size_t *out)
+{
+    *out = 0;
+    cl_int rc = clGetKernelWorkGroupInfo(kernel, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                         sizeof *out, out, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clGetKernelWorkGroupInfo on '%s' failed", op, dev->info.name);
+    return CLOPS_OK;
+}
+
+int32_t pool_queue_count(const struct pool_device *dev)
+{
+    return dev->queue_count;
+}
+
+const struct config_op *pool_op_settings(const struct clops_pool *pool, const char *op_name)
+{
+    return config_find_op(&pool->cfg, op_name);
+}
+
+const char *pool_build_options(const struct clops_pool *pool)
+{
+    return pool->cfg.build_options;
 }
 
 /* ---- Programs -------------------------------------------------------------------------------- */
@@ -1027,6 +1082,47 @@ int32_t pool_chain_end(struct clops_pool *pool, cl_command_queue queue, cl_event
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: waiting for the device failed", what);
     return CLOPS_OK;
+}
+
+void pool_record_upload(struct clops_pool *pool, int64_t bytes)
+{
+    atomic_fetch_add(&pool->bytes_uploaded, (long long)bytes);
+}
+
+void pool_record_download(struct clops_pool *pool, int64_t bytes)
+{
+    atomic_fetch_add(&pool->bytes_downloaded, (long long)bytes);
+}
+
+void pool_read_stats(const struct clops_pool *pool, struct clops_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->programs_built = atomic_load(&pool->programs_built);
+    out->programs_loaded = atomic_load(&pool->programs_loaded);
+    out->cache_rejected = atomic_load(&pool->cache_rejected);
+    out->calls = atomic_load(&pool->calls);
+    out->bytes_uploaded = atomic_load(&pool->bytes_uploaded);
+    out->bytes_downloaded = atomic_load(&pool->bytes_downloaded);
+}
+
+void pool_read_op_stats(const struct clops_pool *pool, int32_t index, struct clops_op_stats *out)
+{
+    const struct pool_op_counters *c = &pool->op_counters[index];
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->name = registry_at(index)->name;
+    out->calls = atomic_load(&c->calls);
+    out->failures = atomic_load(&c->failures);
+    out->device_ns = atomic_load(&c->device_ns);
+}
+
+void pool_read_device_stats(const struct pool_device *dev, struct clops_device_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    out->tasks = atomic_load(&dev->tasks);
+    out->busy_ns = atomic_load(&dev->busy_ns);
 }
 
 void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t busy_ns)

@@ -23,6 +23,7 @@ struct pool_device {
     atomic_uint next_queue;
     struct clops_device_info info; /* struct_size = sizeof */
     int64_t max_alloc_bytes;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    size_t max_work_group;         /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
     int32_t index;                 /* in the pool */
     atomic_llong tasks, busy_ns;   /* clops_device_stats */
     /* Device memory accounting (pool_alloc_device_memory): the bytes clops may hold on this
@@ -50,10 +51,35 @@ struct clops_pool {
     struct pool_op_counters *op_counters; /* registry_count() entries */
 };
 
+/* ---- Devices: what operators may know of the devices and their queues ---------------------- */
+
+/* The pool's devices, 1 or more; device 0 is the primary (where buffer_create allocates). */
+int32_t pool_device_count(const struct clops_pool *pool);
+/* Device `index`, 0 <= index < pool_device_count. Owned by the pool, for its lifetime. */
+struct pool_device *pool_device_at(const struct clops_pool *pool, int32_t index);
 /* The device an operator runs on: the configured one for `op_name`, else the primary. */
 struct pool_device *pool_device_for_op(struct clops_pool *pool, const char *op_name);
+/* What the device is (name, type, memory sizes, compute units, fp64...); owned by the pool. */
+const struct clops_device_info *pool_device_info(const struct pool_device *dev);
+/* Its index in the pool. */
+int32_t pool_device_index(const struct pool_device *dev);
+/* CL_DEVICE_MAX_WORK_GROUP_SIZE, read when the device was opened. */
+size_t pool_device_max_work_group(const struct pool_device *dev);
+/* CL_KERNEL_WORK_GROUP_SIZE of `kernel` on `dev`: at most the device's limit, fewer where the
+ * compiled kernel needs more registers. `op` names the operator in the message. */
+int32_t pool_kernel_max_work_group(const struct pool_device *dev, cl_kernel kernel, const char *op,
+                                   size_t *out);
+/* How many queues `dev` has (the configured devices[].queues). */
+int32_t pool_queue_count(const struct pool_device *dev);
 /* A queue of `dev`, handed out round-robin so that host threads spread over the queues. */
 cl_command_queue pool_acquire_queue(struct pool_device *dev);
+
+/* ---- Settings ---------------------------------------------------------------------------- */
+
+/* Operator `op_name`'s configured settings (operators.<name>), or NULL when it has none. */
+const struct config_op *pool_op_settings(const struct clops_pool *pool, const char *op_name);
+/* The build options configured for every operator (build_options). */
+const char *pool_build_options(const struct clops_pool *pool);
 
 /* A new kernel object `kernel_name` of the program built from kernels/<source_name>.cl on `dev`
  * with `options` (after the pool's and the operator's configured build options): a kernel per
@@ -116,6 +142,18 @@ int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const c
                                  const char *what, cl_mem *out);
 /* Releases `mem` (NULL is a no-op) and gives its bytes back to `dev`'s count. */
 void pool_free_device_memory(struct pool_device *dev, cl_mem mem);
+
+/* ---- Statistics ------------------------------------------------------------------------ */
+
+/* Counts bytes copied between host and device memory (clops_stats.bytes_uploaded and
+ * bytes_downloaded). */
+void pool_record_upload(struct clops_pool *pool, int64_t bytes);
+void pool_record_download(struct clops_pool *pool, int64_t bytes);
+/* The statistics behind the table's pool_stats, pool_op_stats (`index` a registry index) and
+ * pool_device_stats, whole structs (struct_size = sizeof). */
+void pool_read_stats(const struct clops_pool *pool, struct clops_stats *out);
+void pool_read_op_stats(const struct clops_pool *pool, int32_t index, struct clops_op_stats *out);
+void pool_read_device_stats(const struct pool_device *dev, struct clops_device_stats *out);
 
 /* Records work a device did for an operator that splits work between devices. */
 void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t busy_ns);
