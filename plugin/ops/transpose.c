@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "pool.h"
 #include "tensor.h"
 
@@ -283,53 +284,56 @@ static int32_t launch(struct clops_pool *pool, struct pool_device *dev, cl_comma
     return status;
 }
 
-static int32_t transpose_run(struct clops_pool *pool, struct pool_device *dev,
-                             const struct transpose_plan *p, int64_t *device_ns)
-{
+/* ---- The operator's steps: check and enqueue (call.h runs the rest) ------------------------- */
+
+struct transpose_call {
+    struct transpose_plan plan;
     struct transpose_tiles tiles;
-    int32_t status = tiles_for(pool, dev, &tiles);
+};
+
+static int32_t transpose_check(struct op_call *call)
+{
+    struct transpose_call *t = call->plan;
+    int32_t status = transpose_check_args(call->dev, call->values[0].tensor,
+                                          call->values[1].tensor, &t->plan);
     if (status != CLOPS_OK)
         return status;
-    cl_command_queue queue = pool_acquire_queue(dev);
-    struct staged_tensor sx = {0}, sy = {0};
+    if (t->plan.batch == 0 || t->plan.m == 0 || t->plan.n == 0) {
+        call->nothing_to_do = 1;
+        return CLOPS_OK;
+    }
     /* In place, x's staging is y's: one copy in, the same copy back. */
-    status = tensor_stage(pool, dev, queue, p->x, 1, &sx, op_name, "x");
-    if (status == CLOPS_OK && !p->in_place)
-        status = tensor_stage(pool, dev, queue, p->y, 0, &sy, op_name, "y"); /* only written */
-    if (status == CLOPS_OK)
-        status = launch(pool, dev, queue, p, &tiles, &sx, &sy, device_ns);
-    if (status == CLOPS_OK)
-        status = tensor_unstage_output(pool, queue, p->in_place ? &sx : &sy, op_name, "y");
-    tensor_release(&sy);
-    tensor_release(&sx);
-    return status;
+    if (t->plan.in_place) {
+        call->stage[0] = STAGE_INOUT;
+        call->stage[1] = STAGE_NONE;
+    }
+    return tiles_for(call->pool, call->dev, &t->tiles);
 }
+
+static int32_t transpose_enqueue(struct op_call *call)
+{
+    const struct transpose_call *t = call->plan;
+    const struct staged_tensor *sy = &call->staged[t->plan.in_place ? 0 : 1];
+    return launch(call->pool, call->dev, call->queue, &t->plan, &t->tiles, &call->staged[0], sy,
+                  &call->device_ns);
+}
+
+extern const struct clops_op op_transpose;
+
+const struct op_impl impl_transpose = {
+    .desc = &op_transpose,
+    .plan_size = sizeof(struct transpose_call),
+    .check = transpose_check,
+    .enqueue = transpose_enqueue,
+};
 
 /* ---- The entry point ------------------------------------------------------------------------- */
-
-static int32_t transpose_call(struct clops_pool *pool, const struct clops_tensor *x,
-                              const struct clops_tensor *y, int64_t *device_ns)
-{
-    struct pool_device *dev = pool_device_for_op(pool, op_name);
-    struct transpose_plan plan;
-    int32_t status = transpose_check_args(dev, x, y, &plan);
-    if (status != CLOPS_OK)
-        return status;
-    if (plan.batch == 0 || plan.m == 0 || plan.n == 0)
-        return CLOPS_OK;
-    return transpose_run(pool, dev, &plan, device_ns);
-}
 
 static int32_t transpose_entry(struct clops_pool *pool, const struct clops_tensor *x,
                                const struct clops_tensor *y)
 {
-    err_clear();
-    if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
-    int64_t device_ns = 0;
-    int32_t status = transpose_call(pool, x, y, &device_ns);
-    pool_record_call(pool, op_name, status, device_ns);
-    return status;
+    const union op_value values[] = {{.tensor = x}, {.tensor = y}};
+    return call_run(pool, &impl_transpose, values);
 }
 
 _Static_assert(_Generic(&transpose_entry, clops_transpose_fn : 1, default : 0),

@@ -1,0 +1,87 @@
+/* call.h — one lifecycle for every operator call, keyed by the operator's descriptor:
+ * validate and plan (the operator's check) -> stage host operands on the device (the core) ->
+ * enqueue the device work (the operator's enqueue) -> finish: download the outputs, write them
+ * into host memory only once everything succeeded, record the statistics (the core).
+ *
+ * An operator supplies a struct op_impl: its descriptor, its check and its enqueue step (and,
+ * where it keeps host results of its own, a commit step), nothing else. The typed ABI entry and
+ * invoke() both end in call_run with the parameters' values in the descriptor's order.
+ *
+ * The next steps reuse this without change:
+ * - A non-blocking submit runs check, stage and enqueue on the caller's thread (all that can
+ *   reject the call happens there, before anything is queued), and returns an event for the
+ *   last enqueued command; call_finish runs when that event completes (from a callback or a
+ *   wait). Hence the split: enqueue only enqueues (and may wait inside where an operator needs
+ *   a result to go on), and everything after it is call_finish.
+ * - A call split across devices: the operator's check fills its plan for the pool's devices,
+ *   its enqueue hands work units to the splitter (split.h), one worker per device queue, each
+ *   staging what its units read; the core's staging and finish are the same.
+ */
+#ifndef CLOPS_CALL_H
+#define CLOPS_CALL_H
+
+#include <stdint.h>
+
+#include "pool.h"
+#include "tensor.h"
+
+enum { CALL_MAX_PARAMS = 32 };
+
+/* One parameter's value, as the typed entry receives it (enums by index). */
+union op_value {
+    const struct clops_tensor *tensor; /* NULL: an optional tensor left out */
+    const void *pointer;
+    const char *string;
+    int64_t i64;
+    double f64;
+    int32_t i32;
+};
+
+/* How the core stages a tensor parameter before enqueue. The default follows the descriptor's
+ * kind (in: upload; out: no upload, download; inout: both); a check may change it (gemm's C is
+ * only written when beta = 0) or take a tensor out of the core's hands (STAGE_NONE: not staged,
+ * or staged by the operator itself). Device tensors are used in place whatever it says. */
+enum op_stage { STAGE_NONE = 0, STAGE_IN = 1, STAGE_OUT = 2, STAGE_INOUT = 3 };
+
+struct op_impl;
+
+struct op_call {
+    struct clops_pool *pool;
+    const struct op_impl *impl;
+    const union op_value *values; /* the descriptor's params, in order */
+    struct pool_device *dev;      /* where the call runs: the operator's configured device */
+    /* Set by check. */
+    void *plan;             /* impl->plan_size bytes, zeroed before check */
+    int32_t nothing_to_do;  /* a valid call with no device work (empty extents, C = 1 * C) */
+    int8_t stage[CALL_MAX_PARAMS];
+    /* Set by the core for enqueue. */
+    cl_command_queue queue;
+    struct staged_tensor staged[CALL_MAX_PARAMS];
+    int64_t device_ns; /* device time, when profiling: enqueue adds its kernels' */
+};
+
+struct op_impl {
+    const struct clops_op *desc;
+    size_t plan_size; /* at most CALL_PLAN_MAX */
+    /* Every check of the arguments, before anything touches the device; fills the plan and may
+     * change call->stage or set nothing_to_do. A rejected call changes nothing. */
+    int32_t (*check)(struct op_call *call);
+    /* The device work, on call->queue with the staged operands (call->staged[i].mem and
+     * .offset for tensor parameter i). Returns once its results are ready to download. */
+    int32_t (*enqueue)(struct op_call *call);
+    /* Optional: writes results the operator keeps itself (downloaded by its enqueue) into host
+     * memory. Runs after every download succeeded, and cannot fail. */
+    void (*commit)(struct op_call *call);
+    /* Optional: frees what check or enqueue allocated in the plan; runs on every path. */
+    void (*release)(struct op_call *call);
+};
+
+enum { CALL_PLAN_MAX = 1024 };
+
+/* Runs one call of `impl` with `values`, through the whole lifecycle. */
+int32_t call_run(struct clops_pool *pool, const struct op_impl *impl, const union op_value *values);
+
+/* The value of parameter `name` (a descriptor's name), for an operator's own code. */
+int32_t call_param_index(const struct op_impl *impl, const char *name);
+
+#endif
