@@ -25,7 +25,7 @@ int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffe
     if (b == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "buffer_create: out of host memory");
     b->pool = pool;
-    b->dev = &pool->devices[0];
+    b->dev = pool_device_at(pool, 0);
     b->bytes = bytes;
     int32_t status =
         pool_alloc_device_memory(b->dev, bytes, "buffer_create", "parameter 'bytes'", &b->mem);
@@ -60,7 +60,7 @@ int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, i
                                      (size_t)bytes, src, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "buffer_upload: clEnqueueWriteBuffer failed");
-    atomic_fetch_add(&b->pool->bytes_uploaded, (long long)bytes);
+    pool_record_upload(b->pool, bytes);
     return CLOPS_OK;
 }
 
@@ -75,7 +75,7 @@ int32_t buffer_download(struct clops_buffer *b, int64_t offset, void *dst, int64
                                     (size_t)bytes, dst, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "buffer_download: clEnqueueReadBuffer failed");
-    atomic_fetch_add(&b->pool->bytes_downloaded, (long long)bytes);
+    pool_record_download(b->pool, bytes);
     return CLOPS_OK;
 }
 

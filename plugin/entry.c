@@ -92,7 +92,7 @@ static void api_pool_release(struct clops_pool *pool)
 
 static int32_t api_pool_device_count(const struct clops_pool *pool)
 {
-    return pool == NULL ? 0 : pool->device_count;
+    return pool == NULL ? 0 : pool_device_count(pool);
 }
 
 static int32_t api_pool_device_info(const struct clops_pool *pool, int32_t index,
@@ -102,11 +102,12 @@ static int32_t api_pool_device_info(const struct clops_pool *pool, int32_t index
     if (pool == NULL || out == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_device_info: parameter '%s' is NULL",
                        pool == NULL ? "pool" : "out");
-    if (index < 0 || index >= pool->device_count)
+    if (index < 0 || index >= pool_device_count(pool))
         return err_set(CLOPS_ERR_NOT_FOUND,
                        "pool_device_info: parameter 'index' = %d; the pool has %d device(s)",
-                       (int)index, (int)pool->device_count);
-    return pool_copy_sized(out, &pool->devices[index].info, sizeof pool->devices[index].info);
+                       (int)index, (int)pool_device_count(pool));
+    return pool_copy_sized(out, pool_device_info(pool_device_at(pool, index)),
+                           sizeof(struct clops_device_info));
 }
 
 static int32_t api_pool_stats(const struct clops_pool *pool, struct clops_stats *out)
@@ -115,14 +116,8 @@ static int32_t api_pool_stats(const struct clops_pool *pool, struct clops_stats 
     if (pool == NULL || out == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_stats: parameter '%s' is NULL",
                        pool == NULL ? "pool" : "out");
-    struct clops_stats s = {0};
-    s.struct_size = sizeof s;
-    s.programs_built = atomic_load(&pool->programs_built);
-    s.programs_loaded = atomic_load(&pool->programs_loaded);
-    s.cache_rejected = atomic_load(&pool->cache_rejected);
-    s.calls = atomic_load(&pool->calls);
-    s.bytes_uploaded = atomic_load(&pool->bytes_uploaded);
-    s.bytes_downloaded = atomic_load(&pool->bytes_downloaded);
+    struct clops_stats s;
+    pool_read_stats(pool, &s);
     return pool_copy_sized(out, &s, sizeof s);
 }
 
@@ -137,13 +132,8 @@ static int32_t api_pool_op_stats(const struct clops_pool *pool, int32_t index,
         return err_set(CLOPS_ERR_NOT_FOUND,
                        "pool_op_stats: parameter 'index' = %d; there are %d operators", (int)index,
                        (int)registry_count());
-    const struct pool_op_counters *c = &pool->op_counters[index];
-    struct clops_op_stats s = {0};
-    s.struct_size = sizeof s;
-    s.name = registry_at(index)->name;
-    s.calls = atomic_load(&c->calls);
-    s.failures = atomic_load(&c->failures);
-    s.device_ns = atomic_load(&c->device_ns);
+    struct clops_op_stats s;
+    pool_read_op_stats(pool, index, &s);
     return pool_copy_sized(out, &s, sizeof s);
 }
 
@@ -154,14 +144,12 @@ static int32_t api_pool_device_stats(const struct clops_pool *pool, int32_t inde
     if (pool == NULL || out == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_device_stats: parameter '%s' is NULL",
                        pool == NULL ? "pool" : "out");
-    if (index < 0 || index >= pool->device_count)
+    if (index < 0 || index >= pool_device_count(pool))
         return err_set(CLOPS_ERR_NOT_FOUND,
                        "pool_device_stats: parameter 'index' = %d; the pool has %d device(s)",
-                       (int)index, (int)pool->device_count);
-    struct clops_device_stats s = {0};
-    s.struct_size = sizeof s;
-    s.tasks = atomic_load(&pool->devices[index].tasks);
-    s.busy_ns = atomic_load(&pool->devices[index].busy_ns);
+                       (int)index, (int)pool_device_count(pool));
+    struct clops_device_stats s;
+    pool_read_device_stats(pool_device_at(pool, index), &s);
     return pool_copy_sized(out, &s, sizeof s);
 }
 

@@ -176,7 +176,8 @@ int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *p
             return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                            "%s: parameter '%s' is a buffer on device '%s' of another pool or "
                            "device; this call runs on '%s'",
-                           op, param, t->buffer->dev->info.name, dev->info.name);
+                           op, param, pool_device_info(t->buffer->dev)->name,
+                           pool_device_info(dev)->name);
         if (span > 0 && end_bytes > t->buffer->bytes)
             return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                            "%s: parameter '%s' addresses %lld bytes but its buffer holds %lld", op,
@@ -357,7 +358,7 @@ static int32_t upload_view(struct clops_pool *pool, cl_command_queue queue,
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: uploading parameter '%s' (%lld bytes) failed", op, param,
                       (long long)moved);
-    atomic_fetch_add(&pool->bytes_uploaded, (long long)moved);
+    pool_record_upload(pool, moved);
     return CLOPS_OK;
 }
 
@@ -431,7 +432,7 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: downloading parameter '%s' (%lld bytes) failed", op, param,
                       (long long)moved);
-    atomic_fetch_add(&pool->bytes_downloaded, (long long)moved);
+    pool_record_download(pool, moved);
     return CLOPS_OK;
 }
 

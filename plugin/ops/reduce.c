@@ -60,7 +60,7 @@ static int32_t tuning_for(struct clops_pool *pool, const struct pool_device *dev
     out->groups_per_cu = pool_op_option_int(pool, op_name, "-DGROUPS_PER_CU=", out->groups_per_cu);
     out->rows_per_group =
         pool_op_option_int(pool, op_name, "-DROWS_PER_GROUP=", out->rows_per_group);
-    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    const struct config_op *settings = pool_op_settings(pool, op_name);
     const char *opts = settings != NULL ? settings->build_options : NULL;
     if (!is_power_of_two(out->wg) || out->wg > 1024 ||
         (out->vec != 1 && out->vec != 2 && out->vec != 4 && out->vec != 8 && out->vec != 16) ||
@@ -148,11 +148,11 @@ static int32_t check_x(const struct pool_device *dev, const struct clops_tensor 
                        "%s: parameter 'x' has rank %d; expected 1 to %d", op_name, (int)x->rank,
                        CLOPS_MAX_RANK);
     int32_t status = tensor_check(x, op_name, "x", X_DTYPES, x != NULL ? x->rank : 1, dev);
-    if (status == CLOPS_OK && x->dtype == CLOPS_F64 && !dev->info.fp64)
+    if (status == CLOPS_OK && x->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
         status = err_set(CLOPS_ERR_UNSUPPORTED,
                          "%s: parameter 'x' is f64 but device '%s' has no double precision "
                          "(cl_khr_fp64)",
-                         op_name, dev->info.name);
+                         op_name, pool_device_info(dev)->name);
     return status;
 }
 
@@ -249,18 +249,13 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
 
 /* The work-group size the device can run: the tuned one, or the largest power of two below the
  * device's limit (small embedded devices). */
-static int32_t fit_group_size(const struct pool_device *dev, struct reduce_tuning *t)
+static void fit_group_size(const struct pool_device *dev, struct reduce_tuning *t)
 {
-    size_t max_group = 0;
-    cl_int rc = clGetDeviceInfo(dev->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group,
-                                &max_group, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clGetDeviceInfo(CL_DEVICE_MAX_WORK_GROUP_SIZE) failed", op_name);
+    const size_t max_group = pool_device_max_work_group(dev);
     while ((size_t)t->wg > max_group && t->wg > 1)
         t->wg /= 2;
     while (t->rows_per_group > t->wg)
         t->rows_per_group /= 2;
-    return CLOPS_OK;
 }
 
 /* Phase-1 groups: enough to fill the device, but no more than there are vectors to load. */
@@ -269,8 +264,8 @@ static int64_t partial_groups(const struct pool_device *dev, const struct reduce
 {
     int64_t per_group = (int64_t)t->wg * t->vec;
     int64_t wanted = (n + per_group - 1) / per_group;
-    int64_t most =
-        (int64_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * t->groups_per_cu;
+    const int32_t units = pool_device_info(dev)->compute_units;
+    int64_t most = (int64_t)(units > 0 ? units : 1) * t->groups_per_cu;
     return wanted < most ? wanted : most;
 }
 
@@ -392,10 +387,9 @@ static int32_t reduce_run(struct clops_pool *pool, struct pool_device *dev,
 {
     struct reduce_tuning tuning;
     int32_t status = tuning_for(pool, dev, &tuning);
-    if (status == CLOPS_OK)
-        status = fit_group_size(dev, &tuning);
     if (status != CLOPS_OK)
         return status;
+    fit_group_size(dev, &tuning);
     cl_command_queue queue = pool_acquire_queue(dev);
     struct staged_tensor sx = {0}, so = {0};
     status = tensor_stage(pool, dev, queue, p->x, 1, &sx, op_name, "x");

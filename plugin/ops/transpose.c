@@ -44,18 +44,14 @@ static int32_t tiles_for(struct clops_pool *pool, const struct pool_device *dev,
     *out = tunings[i];
     out->tile = pool_op_option_int(pool, op_name, "-DTILE=", out->tile);
     out->rows = pool_op_option_int(pool, op_name, "-DROWS=", out->rows);
-    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    const struct config_op *settings = pool_op_settings(pool, op_name);
     const char *opts = settings != NULL ? settings->build_options : NULL;
     if (out->tile < 1 || out->tile > 64 || out->rows < 1 || out->tile % out->rows != 0)
         return err_set(CLOPS_ERR_CONFIG,
                        "%s: operators.transpose.build_options \"%s\": TILE must be 1..64 and a "
                        "multiple of ROWS",
                        op_name, opts != NULL ? opts : "");
-    size_t max_group = 0;
-    cl_int rc = clGetDeviceInfo(dev->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_group,
-                                &max_group, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clGetDeviceInfo(CL_DEVICE_MAX_WORK_GROUP_SIZE) failed", op_name);
+    const size_t max_group = pool_device_max_work_group(dev);
     while ((size_t)(out->tile * out->rows) > max_group && out->rows > 1)
         out->rows = out->rows % 2 == 0 && out->tile % (out->rows / 2) == 0 ? out->rows / 2 : 1;
     return CLOPS_OK;
