@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "pool.h"
 #include "tensor.h"
 
@@ -57,9 +58,8 @@ static struct gemm_tiles tiles_for_call(const struct pool_device *dev, int64_t m
     for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++) {
         const struct gemm_tuning *t = &tunings[i];
         if (pool_device_matches(dev, t->vendor, t->type))
-            return tiles_group_count(&t->large, m, n) >= pool_device_info(dev)->compute_units
-                       ? t->large
-                       : t->small;
+            return tiles_group_count(&t->large, m, n) >= dev->info.compute_units ? t->large
+                                                                                 : t->small;
     }
     return fallback_tiles;
 }
@@ -160,11 +160,11 @@ static int32_t check_tensors(const struct pool_device *dev, const struct clops_t
                            "%s: parameter '%s' has dtype %s but 'a' has %s; a, b and c must "
                            "have one dtype",
                            op_name, names[i], dtype_name(t[i]->dtype), dtype_name(a->dtype));
-    if (a->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
+    if (a->dtype == CLOPS_F64 && !dev->info.fp64)
         return err_set(CLOPS_ERR_UNSUPPORTED,
                        "%s: parameter 'a' is f64 but device '%s' has no double precision "
                        "(cl_khr_fp64)",
-                       op_name, pool_device_info(dev)->name);
+                       op_name, dev->info.name);
     return CLOPS_OK;
 }
 
@@ -328,11 +328,12 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, i
     if (status != CLOPS_OK)
         return status;
     size_t max_group = 0;
-    status = pool_kernel_max_work_group(dev, *out, op_name, &max_group);
-    if (status != CLOPS_OK) {
+    cl_int rc = clGetKernelWorkGroupInfo(*out, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                         sizeof max_group, &max_group, NULL);
+    if (rc != CL_SUCCESS) {
         clReleaseKernel(*out);
         *out = NULL;
-        return status;
+        return err_cl(rc, "%s: clGetKernelWorkGroupInfo failed", op_name);
     }
     *fits = tiles_group_size(tiles) <= max_group;
     return CLOPS_OK;
@@ -347,21 +348,21 @@ static int32_t get_kernel(struct clops_pool *pool, struct pool_device *dev,
     *tiles = tiles_with_overrides(pool, tiles_for_call(dev, p->m, p->n));
     if (!tiles_are_valid(tiles)) {
         /* The table's tiles are valid: only configured ones can fail here. */
-        const struct config_op *settings = pool_op_settings(pool, op_name);
+        const struct config_op *settings = config_find_op(&pool->cfg, op_name);
         return err_set(CLOPS_ERR_CONFIG,
                        "%s: operators.gemm.build_options \"%s\": the tiles do not divide "
                        "(TILE_M %% WPT_M, TILE_N %% WPT_N, WPT %% VW and the tile loads over "
                        "the work-group must all be exact)",
                        op_name, settings != NULL ? settings->build_options : "");
     }
-    if (tiles_local_bytes(tiles, dtype_size(p->dtype)) > pool_device_info(dev)->local_mem_bytes)
+    if (tiles_local_bytes(tiles, dtype_size(p->dtype)) > dev->info.local_mem_bytes)
         *tiles = fallback_tiles;
     int fits = 0;
     int32_t status = create_kernel(pool, dev, p->dtype, tiles, out, &fits);
     if (status != CLOPS_OK || fits || memcmp(tiles, &fallback_tiles, sizeof *tiles) == 0)
         return status;
     log_msg(CLOPS_LOG_INFO, "%s: '%s' cannot run %zu work-items per group; using smaller tiles",
-            op_name, pool_device_info(dev)->name, tiles_group_size(tiles));
+            op_name, dev->info.name, tiles_group_size(tiles));
     clReleaseKernel(*out);
     *out = NULL;
     *tiles = fallback_tiles;
@@ -410,80 +411,77 @@ static int32_t launch(struct clops_pool *pool, cl_command_queue queue, cl_kernel
     return pool_run_kernel(pool, queue, kernel, 1, &global, &local, device_ns, op_name);
 }
 
-/* Stages the operands, runs the kernel once over the whole of C, copies C back. A and B are
- * neither staged nor read when k = 0 (the kernel then takes NULL buffers). */
-static int32_t gemm_run(struct clops_pool *pool, struct pool_device *dev, const struct gemm_plan *p,
-                        int64_t *device_ns)
+/* ---- The operator's steps: check and enqueue (call.h runs the rest) ------------------------- */
+
+/* The parameters' positions in the descriptor (gemm_params below). */
+enum { P_A, P_B, P_C, P_TRANS_A, P_TRANS_B, P_ALPHA, P_BETA };
+
+static int32_t gemm_check(struct op_call *call)
 {
-    cl_command_queue queue = pool_acquire_queue(dev);
-    struct staged_tensor sa = {0}, sb = {0}, sc = {0};
+    const union op_value *v = call->values;
+    struct gemm_plan *p = call->plan;
+    int32_t status = gemm_check_args(call->dev, v[P_A].tensor, v[P_B].tensor, v[P_C].tensor,
+                                     v[P_TRANS_A].i32, v[P_TRANS_B].i32, p);
+    if (status != CLOPS_OK)
+        return status;
+    p->alpha = v[P_ALPHA].f64;
+    p->beta = v[P_BETA].f64;
+    /* BLAS: alpha = 0 reads neither A nor B (NaN in them does not leak into C). */
+    if (p->alpha == 0.0)
+        p->k = 0;
+    /* Nothing to compute: an empty C, or C = 1 * C. */
+    if (p->m == 0 || p->n == 0 || (p->k == 0 && p->beta == 1.0)) {
+        call->nothing_to_do = 1;
+        return CLOPS_OK;
+    }
+    /* A and B are neither staged nor read when k = 0 (the kernel then takes NULL buffers); C
+     * is read by the kernel only for beta != 0, and written back, elements only. */
+    if (p->k == 0)
+        call->stage[P_A] = call->stage[P_B] = STAGE_NONE;
+    if (p->beta == 0.0)
+        call->stage[P_C] = STAGE_OUT;
+    return CLOPS_OK;
+}
+
+/* Runs the kernel once over the whole of C. */
+static int32_t gemm_run(struct op_call *call)
+{
+    const struct gemm_plan *p = call->plan;
+    /* The kernel's Ak and Bk are A and B, or B and A for a column-major C (gemm_plan). */
+    const int a_first = p->ka == call->values[P_A].tensor;
+    const struct staged_tensor *sa = &call->staged[a_first ? P_A : P_B];
+    const struct staged_tensor *sb = &call->staged[a_first ? P_B : P_A];
     struct gemm_tiles tiles;
     cl_kernel kernel = NULL;
-    int32_t status = get_kernel(pool, dev, p, &tiles, &kernel);
-    if (status != CLOPS_OK)
-        goto cleanup;
-    if (p->k > 0) {
-        status = tensor_stage(pool, dev, queue, p->ka, 1, &sa, op_name, p->ka_param);
-        if (status != CLOPS_OK)
-            goto cleanup;
-        status = tensor_stage(pool, dev, queue, p->kb, 1, &sb, op_name, p->kb_param);
-        if (status != CLOPS_OK)
-            goto cleanup;
-    }
-    /* Read by the kernel only for beta != 0; written back, elements only, after the kernel. */
-    status = tensor_stage(pool, dev, queue, p->c, p->beta != 0.0, &sc, op_name, "c");
-    if (status != CLOPS_OK)
-        goto cleanup;
-    status = bind_plan(kernel, p, &sa, &sb, &sc);
-    if (status != CLOPS_OK)
-        goto cleanup;
-    status = launch(pool, queue, kernel, &tiles, p, device_ns);
-    if (status != CLOPS_OK)
-        goto cleanup;
-    status = tensor_unstage_output(pool, queue, &sc, op_name, "c");
-cleanup:
-    tensor_release(&sc);
-    tensor_release(&sb);
-    tensor_release(&sa);
+    int32_t status = get_kernel(call->pool, call->dev, p, &tiles, &kernel);
+    if (status == CLOPS_OK)
+        status = bind_plan(kernel, p, sa, sb, &call->staged[P_C]);
+    if (status == CLOPS_OK)
+        status = launch(call->pool, call->queue, kernel, &tiles, p, &call->device_ns);
     if (kernel != NULL)
         clReleaseKernel(kernel);
     return status;
 }
 
-/* ---- The entry point ------------------------------------------------------------------------- */
+extern const struct clops_op op_gemm;
 
-static int32_t gemm_call(struct clops_pool *pool, const struct clops_tensor *a,
-                         const struct clops_tensor *b, const struct clops_tensor *c,
-                         int32_t trans_a, int32_t trans_b, double alpha, double beta,
-                         int64_t *device_ns)
-{
-    struct pool_device *dev = pool_device_for_op(pool, op_name);
-    struct gemm_plan plan;
-    int32_t status = gemm_check_args(dev, a, b, c, trans_a, trans_b, &plan);
-    if (status != CLOPS_OK)
-        return status;
-    plan.alpha = alpha;
-    plan.beta = beta;
-    /* BLAS: alpha = 0 reads neither A nor B (NaN in them does not leak into C). */
-    if (alpha == 0.0)
-        plan.k = 0;
-    /* Nothing to compute: an empty C, or C = 1 * C. */
-    if (plan.m == 0 || plan.n == 0 || (plan.k == 0 && beta == 1.0))
-        return CLOPS_OK;
-    return gemm_run(pool, dev, &plan, device_ns);
-}
+const struct op_impl impl_gemm = {
+    .desc = &op_gemm,
+    .plan_size = sizeof(struct gemm_plan),
+    .check = gemm_check,
+    .enqueue = gemm_run,
+};
+
+/* ---- The entry point ------------------------------------------------------------------------- */
 
 static int32_t gemm_entry(struct clops_pool *pool, const struct clops_tensor *a,
                           const struct clops_tensor *b, const struct clops_tensor *c,
                           int32_t trans_a, int32_t trans_b, double alpha, double beta)
 {
-    err_clear();
-    if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
-    int64_t device_ns = 0;
-    int32_t status = gemm_call(pool, a, b, c, trans_a, trans_b, alpha, beta, &device_ns);
-    pool_record_call(pool, op_name, status, device_ns);
-    return status;
+    const union op_value values[] = {{.tensor = a},    {.tensor = b},    {.tensor = c},
+                                      {.i32 = trans_a}, {.i32 = trans_b}, {.f64 = alpha},
+                                      {.f64 = beta}};
+    return call_run(pool, &impl_gemm, values);
 }
 
 _Static_assert(_Generic(&gemm_entry, clops_gemm_fn : 1, default : 0),
