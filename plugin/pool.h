@@ -169,8 +169,5 @@ int32_t pool_list_devices(struct clops_device_info *out, int32_t capacity, int32
 /* Copies a struct that starts with struct_size into a host struct of possibly older size:
  * only the members that fit the host's struct_size are written. */
 int32_t pool_copy_sized(void *dst, const void *src, size_t full_size);
-/* Fails, naming the property, when one cannot be read. */
-int32_t pool_fill_device_info(cl_platform_id platform, cl_device_id device,
-                              struct clops_device_info *out);
 
 #endif

@@ -1,0 +1,104 @@
+/* pool_memory.c — device memory accounting: every buffer clops creates is counted against its
+ * device's limit (device_memory_percent), over all the pools of the process. */
+#include "pool_internal.h"
+
+enum { MEMORY_COUNTS_MAX = 256 };
+
+/* The bytes clops holds on each OpenCL device, for the whole process: pools opened on one device
+ * share its memory, so they share its count. A device handle lives as long as the process, and
+ * so do the entries (never removed, at most one per device on the system). */
+static struct {
+    cl_device_id device;
+    atomic_llong in_use;
+} memory_counts[MEMORY_COUNTS_MAX];
+static int32_t memory_count_entries;
+static pthread_mutex_t memory_counts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static atomic_llong *memory_count_for(cl_device_id device)
+{
+    atomic_llong *found = NULL;
+    pthread_mutex_lock(&memory_counts_lock);
+    for (int32_t i = 0; i < memory_count_entries && found == NULL; i++)
+        if (memory_counts[i].device == device)
+            found = &memory_counts[i].in_use;
+    if (found == NULL && memory_count_entries < MEMORY_COUNTS_MAX) {
+        memory_counts[memory_count_entries].device = device;
+        found = &memory_counts[memory_count_entries++].in_use;
+    }
+    pthread_mutex_unlock(&memory_counts_lock);
+    return found;
+}
+
+/* `percent` of what the device reports, without overflow; no limit when it reports nothing. */
+static int64_t memory_limit(int64_t global_mem_bytes, int32_t percent)
+{
+    if (global_mem_bytes <= 0)
+        return INT64_MAX;
+    return global_mem_bytes / 100 * percent + global_mem_bytes % 100 * percent / 100;
+}
+
+int32_t pool_memory_attach(struct pool_device *dev, int32_t percent)
+{
+    dev->memory_limit_bytes = memory_limit(dev->info.global_mem_bytes, percent);
+    dev->memory_in_use = memory_count_for(dev->device);
+    if (dev->memory_in_use == NULL)
+        return err_set(CLOPS_ERR_INTERNAL, "pool: more than %d OpenCL devices",
+                       (int)MEMORY_COUNTS_MAX);
+    return CLOPS_OK;
+}
+
+/* Takes `bytes` of dev's limit, or returns 0 and what is held when they do not fit. A
+ * compare-and-swap, so that two threads cannot both see room for the last bytes. */
+static int reserve_device_memory(struct pool_device *dev, int64_t bytes, int64_t *held)
+{
+    long long in_use = atomic_load(dev->memory_in_use);
+    do {
+        if (bytes > dev->memory_limit_bytes - in_use) {
+            *held = in_use;
+            return 0;
+        }
+    } while (!atomic_compare_exchange_weak(dev->memory_in_use, &in_use, in_use + bytes));
+    return 1;
+}
+
+int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const char *op,
+                                 const char *what, cl_mem *out)
+{
+    *out = NULL;
+    if (bytes <= 0)
+        return err_set(CLOPS_ERR_INTERNAL, "%s: %s: asked for %lld bytes of device memory", op,
+                       what, (long long)bytes);
+    /* Checked here because lazy drivers (NVIDIA's, PoCL) accept any size now, to fail at first
+     * use. */
+    if (bytes > dev->max_alloc_bytes)
+        return err_set(CLOPS_ERR_OUT_OF_DEVICE_MEMORY,
+                       "%s: %s: %lld bytes exceed the largest allocation '%s' allows (%lld bytes)",
+                       op, what, (long long)bytes, dev->info.name, (long long)dev->max_alloc_bytes);
+    int64_t held = 0;
+    if (!reserve_device_memory(dev, bytes, &held))
+        return err_set(CLOPS_ERR_OUT_OF_DEVICE_MEMORY,
+                       "%s: %s: %lld bytes do not fit in the memory of '%s': %lld bytes in use, "
+                       "limit %lld bytes (device_memory_percent of the %lld bytes it reports)",
+                       op, what, (long long)bytes, dev->info.name, (long long)held,
+                       (long long)dev->memory_limit_bytes, (long long)dev->info.global_mem_bytes);
+    cl_int rc;
+    *out = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &rc);
+    if (rc != CL_SUCCESS) {
+        *out = NULL;
+        atomic_fetch_sub(dev->memory_in_use, (long long)bytes);
+        return err_cl(rc, "%s: %s: allocating %lld bytes on '%s' failed", op, what,
+                      (long long)bytes, dev->info.name);
+    }
+    return CLOPS_OK;
+}
+
+void pool_free_device_memory(struct pool_device *dev, cl_mem mem)
+{
+    if (mem == NULL)
+        return;
+    /* The size it was created with, so that callers need not keep it. */
+    size_t bytes = 0;
+    if (clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS)
+        atomic_fetch_sub(dev->memory_in_use, (long long)bytes);
+    clReleaseMemObject(mem);
+}

@@ -1,0 +1,298 @@
+/* pool_programs.c — the pool's programs: kernel sources (embedded or from kernel_dir), built
+ * once per pool and device through the binary cache, and kernels created from them. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "file.h"
+#include "kernels.h"
+#include "pool_internal.h"
+
+enum { PROGRAM_KEY_MAX = 4096 };
+
+struct pool_program {
+    struct pool_program *next;
+    const struct pool_device *dev;
+    char *source_name;
+    char *options;
+    cl_program program;
+    int from_cache; /* built from a cached binary: a kernel missing from it means a bad entry */
+    int stale;      /* replaced after that happened; released with the pool, not before, as
+                     * another thread may still be creating a kernel from it */
+};
+
+/* The kernel source: from the configured override directory, else embedded. malloc'd. */
+static int32_t load_source(const struct clops_pool *pool, const char *op_name,
+                           const char *source_name, char **text, size_t *size)
+{
+    if (pool->cfg.kernel_dir[0] == '\0') {
+        const char *embedded = kernels_find(source_name, size);
+        if (embedded == NULL)
+            return err_set(CLOPS_ERR_NOT_FOUND, "%s: no embedded kernel source '%s.cl'", op_name,
+                           source_name);
+        *text = malloc(*size + 1);
+        if (*text == NULL)
+            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                           "%s: out of host memory copying kernels/%s.cl", op_name, source_name);
+        memcpy(*text, embedded, *size);
+        (*text)[*size] = '\0';
+        return CLOPS_OK;
+    }
+    char path[CONFIG_PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s.cl", pool->cfg.kernel_dir, source_name);
+    struct stat st;
+    FILE *f = file_open_regular(path, 0, &st);
+    if (f == NULL)
+        return err_set(CLOPS_ERR_IO, "%s: kernel_dir: cannot open '%s': %s%s", op_name, path,
+                       errno == EINVAL ? file_type_name(st.st_mode) : strerror(errno),
+                       errno == EINVAL ? ", not a regular file" : "");
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (len >= 0 && *text == NULL) {
+        fclose(f);
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory reading '%s'", op_name,
+                       path);
+    }
+    if (*text == NULL || fread(*text, 1, (size_t)len, f) != (size_t)len) {
+        fclose(f);
+        free(*text);
+        return err_set(CLOPS_ERR_IO, "%s: kernel_dir: cannot read '%s'", op_name, path);
+    }
+    fclose(f);
+    (*text)[len] = '\0';
+    *size = (size_t)len;
+    return CLOPS_OK;
+}
+
+static int32_t fail_build(cl_program program, const struct pool_device *dev, cl_int rc,
+                          const char *op_name, const char *source_name, const char *options)
+{
+    int32_t status = err_cl(rc, "%s: building kernels/%s.cl for '%s' with options \"%s\" failed",
+                            op_name, source_name, dev->info.name, options);
+    if (rc != CL_BUILD_PROGRAM_FAILURE)
+        return status;
+    size_t log_size = 0;
+    clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
+    char *log = malloc(log_size + 1);
+    if (log != NULL && clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, log_size,
+                                             log, NULL) == CL_SUCCESS) {
+        log[log_size] = '\0';
+        err_append("\nbuild log:\n");
+        err_append(log);
+    }
+    free(log);
+    return CLOPS_ERR_BUILD;
+}
+
+static cl_program build_from_binary(const struct pool_device *dev, const unsigned char *binary,
+                                    size_t size, const char *options)
+{
+    cl_int rc, binary_status;
+    cl_program program = clCreateProgramWithBinary(dev->context, 1, &dev->device, &size, &binary,
+                                                   &binary_status, &rc);
+    if (rc != CL_SUCCESS || binary_status != CL_SUCCESS) {
+        /* A driver may return a program whose only device rejected the binary. */
+        if (program != NULL)
+            clReleaseProgram(program);
+        return NULL;
+    }
+    if (clBuildProgram(program, 1, &dev->device, options, NULL, NULL) != CL_SUCCESS) {
+        clReleaseProgram(program);
+        return NULL;
+    }
+    return program;
+}
+
+static void store_binary(const struct clops_pool *pool, const struct pool_device *dev,
+                         cl_program program, const char *key)
+{
+    size_t size = 0;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
+            CL_SUCCESS ||
+        size == 0)
+        return;
+    unsigned char *binary = malloc(size);
+    if (binary == NULL)
+        return;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) == CL_SUCCESS)
+        cache_store(&pool->cache, key, binary, size);
+    (void)dev;
+    free(binary);
+}
+
+/* Builds the program, from its cached binary when there is a good one (*from_cache set), else
+ * from source (then cached). `discard_cached`: the cached binary is known bad; drop it and build
+ * from source. */
+static int32_t build_program(struct clops_pool *pool, const struct pool_device *dev,
+                             const char *op_name, const char *source_name, const char *options,
+                             int discard_cached, cl_program *out, int *from_cache)
+{
+    *from_cache = 0;
+    char *source = NULL;
+    size_t source_size = 0;
+    int32_t status = load_source(pool, op_name, source_name, &source, &source_size);
+    if (status != CLOPS_OK)
+        return status;
+    char key[PROGRAM_KEY_MAX];
+    snprintf(key, sizeof key, "platform=%s|device=%s|driver=%s|source=%s:%016llx|options=%s",
+             dev->info.platform, dev->info.name, dev->info.driver_version, source_name,
+             (unsigned long long)cache_hash(source, source_size, 0), options);
+    if (discard_cached) {
+        cache_discard(&pool->cache, key);
+        atomic_fetch_add(&pool->cache_rejected, 1);
+    } else {
+        unsigned char *binary = NULL;
+        size_t size = 0;
+        enum cache_result r = cache_load(&pool->cache, key, &binary, &size);
+        if (r == CACHE_HIT) {
+            *out = build_from_binary(dev, binary, size, options);
+            free(binary);
+            if (*out != NULL) {
+                atomic_fetch_add(&pool->programs_loaded, 1);
+                *from_cache = 1;
+                free(source);
+                return CLOPS_OK;
+            }
+            log_msg(CLOPS_LOG_WARNING,
+                    "cache: driver rejected the cached binary of %s.cl; "
+                    "rebuilding",
+                    source_name);
+            cache_discard(&pool->cache, key);
+            r = CACHE_CORRUPT;
+        }
+        if (r == CACHE_CORRUPT)
+            atomic_fetch_add(&pool->cache_rejected, 1);
+    }
+    cl_int rc;
+    const char *text = source;
+    cl_program program = clCreateProgramWithSource(dev->context, 1, &text, &source_size, &rc);
+    free(source);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clCreateProgramWithSource failed", op_name);
+    rc = clBuildProgram(program, 1, &dev->device, options, NULL, NULL);
+    if (rc != CL_SUCCESS) {
+        status = fail_build(program, dev, rc, op_name, source_name, options);
+        clReleaseProgram(program);
+        return status;
+    }
+    atomic_fetch_add(&pool->programs_built, 1);
+    if (pool->cache.enabled)
+        store_binary(pool, dev, program, key);
+    *out = program;
+    return CLOPS_OK;
+}
+
+/* The pool's program of `source_name` with `options` (before the configured ones) on `dev`,
+ * built on first use. `stale`: a program built from a cached binary that then lacked a kernel;
+ * if the pool still holds it, it is retired and the program rebuilt from source with its cache
+ * entry dropped (if another thread did so first, that one's program is returned). */
+static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
+                            const char *source_name, const char *options, cl_program stale,
+                            cl_program *out, int *from_cache)
+{
+    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    char full[2048];
+    int n = snprintf(full, sizeof full, "%s %s %s", pool->cfg.build_options,
+                     settings != NULL ? settings->build_options : "", options);
+    if (n < 0 || (size_t)n >= sizeof full)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: build options are too long (%d bytes)",
+                       op_name, n);
+    int32_t status = CLOPS_OK;
+    log_defer_begin(); /* a log callback may call an operator, which wants programs_lock */
+    pthread_mutex_lock(&pool->programs_lock);
+    struct pool_program *p = pool->programs;
+    while (p != NULL && !(!p->stale && p->dev == dev && strcmp(p->source_name, source_name) == 0 &&
+                          strcmp(p->options, full) == 0))
+        p = p->next;
+    const int discard_cached = p != NULL && stale != NULL && p->program == stale;
+    if (discard_cached) {
+        p->stale = 1;
+        p = NULL;
+    }
+    if (p == NULL) {
+        /* Builds hold the lock: a second thread wanting the same program waits for it instead
+         * of compiling it twice. */
+        cl_program program;
+        int cached = 0;
+        status =
+            build_program(pool, dev, op_name, source_name, full, discard_cached, &program, &cached);
+        if (status == CLOPS_OK) {
+            p = calloc(1, sizeof *p);
+            char *name = strdup(source_name), *opts = strdup(full);
+            if (p == NULL || name == NULL || opts == NULL) {
+                free(p);
+                free(name);
+                free(opts);
+                clReleaseProgram(program);
+                p = NULL;
+                status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                                 "%s: out of host memory keeping the program of kernels/%s.cl",
+                                 op_name, source_name);
+            } else {
+                p->dev = dev;
+                p->source_name = name;
+                p->options = opts;
+                p->program = program;
+                p->from_cache = cached;
+                p->next = pool->programs;
+                pool->programs = p;
+            }
+        }
+    }
+    if (p != NULL) {
+        *out = p->program;
+        *from_cache = p->from_cache;
+    }
+    pthread_mutex_unlock(&pool->programs_lock);
+    log_defer_end();
+    return status;
+}
+
+int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
+                           const char *source_name, const char *options, const char *kernel_name,
+                           cl_kernel *out)
+{
+    cl_program program;
+    int from_cache = 0;
+    int32_t status =
+        find_program(pool, dev, op_name, source_name, options, NULL, &program, &from_cache);
+    if (status != CLOPS_OK)
+        return status;
+    cl_int rc;
+    *out = clCreateKernel(program, kernel_name, &rc);
+    if (rc != CL_SUCCESS && from_cache) {
+        /* An entry with the right key and checksum can still hold another program's binary (a
+         * cache copied between machines, a driver that reuses a version string): rebuilt from
+         * source once, or every later run would fail the same way. */
+        log_msg(CLOPS_LOG_WARNING,
+                "cache: the cached binary of %s.cl for '%s' fails clCreateKernel(%s) with %s; "
+                "rebuilding it from source",
+                source_name, dev->info.name, kernel_name, err_cl_name(rc));
+        status =
+            find_program(pool, dev, op_name, source_name, options, program, &program, &from_cache);
+        if (status != CLOPS_OK)
+            return status;
+        *out = clCreateKernel(program, kernel_name, &rc);
+    }
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clCreateKernel(%s) on '%s' failed", op_name, kernel_name,
+                      dev->info.name);
+    return CLOPS_OK;
+}
+
+void pool_release_programs(struct clops_pool *pool)
+{
+    struct pool_program *p = pool->programs;
+    while (p != NULL) {
+        struct pool_program *next = p->next;
+        clReleaseProgram(p->program);
+        free(p->source_name);
+        free(p->options);
+        free(p);
+        p = next;
+    }
+    pool->programs = NULL;
+}
