@@ -2,20 +2,18 @@
  * Mandelbrot set, cut into tiles that the pool's devices (GPUs and the CPU) share. */
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "pool.h"
+#include "split.h"
 #include "tensor.h"
 
 static const char op_name[] = "mandelbrot";
 
 enum { PRECISION_F32 = 0, PRECISION_F64 = 1 };
-enum { TILE_MAX = 4096, CHUNK_MAX = 256, WORKERS_MAX = CONFIG_MAX_DEVICES * 16 };
+enum { TILE_MAX = 4096 };
 /* Work-items a launch should have at least, by device kind: a GPU needs about 2^20 to keep
  * every multiprocessor busy (an H100 holds 132 x 2048 resident work-items), and 4 times that
  * makes the wait after each launch rarer; a CPU needs far fewer, just enough to hide the
@@ -27,9 +25,6 @@ enum { GPU_LAUNCH_ITEMS = 1 << 22, GPU_ALONE_LAUNCH_ITEMS = 1 << 24, CPU_LAUNCH_
 static const int64_t iterations_max = INT64_C(1) << 31;
 /* Pixel coordinates are ints in the kernel, with room for a tile past the end. */
 static const int64_t extent_max = INT32_MAX / 2;
-
-/* The two sides of a split: which devices a fraction goes to. */
-enum { SIDE_GPU = 0, SIDE_CPU = 1 };
 
 /* ---- The call, validated --------------------------------------------------------------------- */
 
@@ -195,130 +190,44 @@ static int32_t mandel_check_args(const struct pool_device *primary,
     return status;
 }
 
-/* ---- Sides and the tile lists ---------------------------------------------------------------- */
-
-/* The side a device works for. A pool without any GPU but with several devices lets its
- * primary device stand in for the GPU side, so that a fraction still splits the work (and is
- * testable on a machine with CPU devices only). */
-static int device_side(const struct clops_pool *pool, int32_t d)
-{
-    int has_gpu = 0;
-    for (int32_t i = 0; i < pool->device_count; i++)
-        has_gpu |= pool->devices[i].info.type == CLOPS_DEVICE_GPU;
-    if (!has_gpu)
-        return d == 0 && pool->device_count > 1 ? SIDE_GPU : SIDE_CPU;
-    return pool->devices[d].info.type == CLOPS_DEVICE_GPU ? SIDE_GPU : SIDE_CPU;
-}
-
-/* Tile numbers that workers take from both ends: GPU-side workers take chunks from the front,
- * CPU-side workers from the back, so that whatever a CPU still works on at the end lies past
- * `back`, where the GPU side can find it. */
-struct tile_list {
-    int32_t *ids;
-    int32_t len;
-    atomic_llong ends; /* front << 32 | back: [front, back) are still to be taken */
-};
-
-static long long pack_ends(int32_t front, int32_t back)
-{
-    return (long long)((uint64_t)(uint32_t)front << 32 | (uint32_t)back);
-}
-
-/* The lists: one of every tile, row-major, for dynamic scheduling; for a fraction f, tile t
- * goes to the GPU side's list when floor((t+1) f) > floor(t f) (floor(T f) tiles in all, spread
- * evenly over the image, since costly tiles cluster around the set), the others to the CPU
- * side's. A side without devices gives its tiles to the other. */
-struct tile_lists {
-    struct tile_list list[2];
-    int32_t count; /* 1 (dynamic) or 2 */
-};
-
-static int32_t lists_build(const struct clops_pool *pool, const struct mandel_plan *p,
-                           struct tile_lists *l)
-{
-    memset(l, 0, sizeof *l);
-    int present[2] = {0, 0};
-    for (int32_t d = 0; d < pool->device_count; d++)
-        present[device_side(pool, d)] = 1;
-    l->count = p->dynamic ? 1 : 2;
-    for (int32_t s = 0; s < l->count; s++) {
-        l->list[s].ids = malloc((size_t)p->tile_count * sizeof(int32_t));
-        if (l->list[s].ids == NULL)
-            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
-    }
-    for (int32_t t = 0; t < p->tile_count; t++) {
-        int side = 0;
-        if (!p->dynamic) {
-            int gpu = floor((t + 1) * p->gpu_share) > floor(t * p->gpu_share);
-            side = present[SIDE_GPU] && (gpu || !present[SIDE_CPU]) ? SIDE_GPU : SIDE_CPU;
-        }
-        l->list[side].ids[l->list[side].len++] = t;
-    }
-    for (int32_t s = 0; s < 2; s++)
-        atomic_init(&l->list[s].ends, pack_ends(0, l->list[s].len));
-    return CLOPS_OK;
-}
-
-static void lists_free(struct tile_lists *l)
-{
-    free(l->list[0].ids);
-    free(l->list[1].ids);
-}
-
 /* ---- Workers --------------------------------------------------------------------------------- */
 
-/* What became of a tile. With dynamic scheduling over both sides, a GPU-side worker that finds
- * nothing left to take renders again the tiles a CPU-side worker is still on (stolen): a GPU is
- * so much faster that waiting for the CPU's last tile can cost more than the CPU ever saved.
- * Whoever finishes a tile first delivers it (done) and the other drops its copy: both are the
- * same bits. A CPU renders its tiles in bands and gives them up between bands once they are
- * done, so it holds the call up by at most one band. */
-enum { TILE_TAKEN = 0, TILE_STOLEN = 1, TILE_DONE = 2 };
+/* Tiles are the split's units (split.h): the splitter hands each worker chunks of tile numbers;
+ * a CPU-side worker's chunks may be contested, rendered in bands and given up between bands. */
 /* Pixels per band of a CPU's tiles: a few milliseconds of a deep zoom on a CPU. */
 enum { BAND_ITEMS = 1 << 12 };
 
 /* Where a worker's kernel writes one output: straight into the device buffer (the output is a
  * buffer on the primary device, which this worker runs on), or into compact T x T slots on its
  * device, downloaded and then scattered into host memory (HOST) or uploaded and placed into the
- * device buffer by the primary device (PLACE). Tiles that two workers may both render always go
- * through compact slots, so that only the one that finishes first writes the output. */
+ * device buffer by the primary device (PLACE). Tiles that two workers may both render (contested
+ * chunks) always go through compact slots, so that only the one that finishes first writes the
+ * output. */
 enum delivery { DELIVER_NONE = 0, DELIVER_DIRECT, DELIVER_HOST, DELIVER_PLACE };
 
-/* One host thread per (device, queue) of the devices that take part: it takes chunks of tiles
- * from its list, renders them on its queue and delivers them into the outputs. */
+/* A split worker's state (one per device, or per queue of a device): its kernels and buffers. */
 struct worker {
     struct mandel_call *call;
     struct pool_device *dev;
     cl_command_queue queue;
-    int32_t list, side, max_chunk, group_size;
-    int32_t steals;        /* GPU side, dynamic, with a CPU side: re-renders CPU tiles at the end */
-    int32_t in_bands;      /* CPU side, dynamic, with a GPU side: its tiles may be stolen */
+    int32_t max_chunk, group_size;
     int32_t bound_compact; /* how the render kernel's outputs are bound: -1 not yet, 0, 1 */
     cl_kernel render;
     cl_mem ids, staged[2]; /* on dev: tile numbers, compact outputs */
     void *host[2];         /* compact outputs downloaded */
-    int32_t chunk_ids[CHUNK_MAX];
     /* PLACE only: the primary device's queue, kernel and staging buffers. */
     cl_command_queue place_queue;
     cl_kernel place;
-    int32_t place_group, place_ids_host[CHUNK_MAX];
+    int32_t place_group, place_ids_host[SPLIT_CHUNK_MAX];
     cl_mem place_ids, place_staged[2];
-    int64_t tiles, busy_ns, device_ns;
-    int32_t status;
-    char message[1024];
+    int64_t device_ns;
 };
 
 struct mandel_call {
     struct clops_pool *pool;
+    struct pool_device *primary;
     const struct mandel_plan *plan;
-    struct tile_lists lists;
-    atomic_uchar *state; /* per tile: TILE_TAKEN, TILE_STOLEN or TILE_DONE */
-    int32_t worker_count;
-    int32_t side_workers[2];     /* workers by side */
-    int32_t stealing;            /* dynamic, with workers on both sides */
-    atomic_int side_done[2];     /* tiles delivered by each side so far */
-    atomic_int stolen, given_up; /* tiles, for the log */
-    atomic_int failed;
+    int64_t device_ns; /* the workers', summed as they are released */
 };
 
 static size_t staged_bytes(const struct mandel_plan *p, int32_t chunk)
@@ -339,7 +248,7 @@ static enum delivery delivery_for(const struct worker *w, int o, int compact)
         return DELIVER_NONE;
     if (t->buffer == NULL)
         return DELIVER_HOST;
-    return w->dev == &w->call->pool->devices[0] && !compact ? DELIVER_DIRECT : DELIVER_PLACE;
+    return w->dev == w->call->primary && !compact ? DELIVER_DIRECT : DELIVER_PLACE;
 }
 
 static int32_t set_args(cl_kernel kernel, const char *name, cl_uint first, cl_uint count,
@@ -462,11 +371,10 @@ static int32_t bind_place(struct worker *w)
 static int32_t group_size_for(cl_kernel kernel, const struct pool_device *dev, int32_t *out)
 {
     size_t allowed = 0;
-    cl_int rc = clGetKernelWorkGroupInfo(kernel, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                         sizeof allowed, &allowed, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clGetKernelWorkGroupInfo on '%s' failed", op_name, dev->info.name);
-    size_t want = dev->info.type == CLOPS_DEVICE_GPU ? 128 : 64;
+    int32_t status = pool_kernel_max_work_group(dev, kernel, op_name, &allowed);
+    if (status != CLOPS_OK)
+        return status;
+    size_t want = pool_device_info(dev)->type == CLOPS_DEVICE_GPU ? 128 : 64;
     *out = (int32_t)(allowed < want ? (allowed > 0 ? allowed : 1) : want);
     return CLOPS_OK;
 }
@@ -505,57 +413,26 @@ static int32_t setup_staging(struct worker *w, int o)
     return status;
 }
 
-/* How many of the `left` tiles still in the list the worker takes, before max_chunk. Without
- * stealing (one side, or a fixed split) 1/workers of its side: one launch per device where
- * max_chunk allows (H100, 4096^2 f32: 1.38 ms in one launch, 2.02 ms in two on two queues).
- * With stealing, a side's share by the speeds seen so far: both sides started together, so the
- * tiles each has delivered are its speed; the other side is counted one tile ahead per worker
- * (the tiles it is on), so a side that has delivered nothing yet still gets a part. Before its
- * own first delivery a side takes 1/(2 workers) of what is left (guided), so that one device's
- * first chunk cannot leave the others waiting. A GPU 150 times faster than the CPU thus takes
- * half the image, then nearly all the rest in its second launch, where halving chunks took
- * six (deep zoom, H100 + PoCL). */
-static int32_t chunk_share(const struct worker *w, int32_t left)
+/* Everything a worker needs (split_job.setup), made before any thread starts. */
+static int32_t worker_setup(void *op, const struct split_worker *sw, void *state)
 {
-    const struct mandel_call *c = w->call;
-    const int32_t workers = c->side_workers[w->side];
-    if (!c->stealing)
-        return (left + workers - 1) / workers;
-    const int64_t own = atomic_load(&c->side_done[w->side]);
-    if (own == 0)
-        return (left + 2 * workers - 1) / (2 * workers);
-    const int64_t other = atomic_load(&c->side_done[1 - w->side]) + c->side_workers[1 - w->side];
-    return (int32_t)ceil((double)left * (double)own / (double)(own + other) / workers);
-}
-
-/* Everything a worker needs, made before any thread starts. */
-static int32_t worker_setup(struct mandel_call *c, struct worker *w, struct pool_device *dev,
-                            int32_t list, int32_t side)
-{
+    struct mandel_call *c = op;
+    struct worker *w = state;
     const struct mandel_plan *p = c->plan;
-    *w = (struct worker){.call = c, .dev = dev, .list = list, .side = side, .bound_compact = -1};
-    w->queue = pool_acquire_queue(dev);
-    w->steals = c->stealing && side == SIDE_GPU;
-    w->in_bands = c->stealing && side == SIDE_CPU;
-    int64_t items = dev->info.type != CLOPS_DEVICE_GPU ? CPU_LAUNCH_ITEMS
-                    : c->stealing                      ? GPU_LAUNCH_ITEMS
-                                                       : GPU_ALONE_LAUNCH_ITEMS;
-    int64_t chunk = items / ((int64_t)p->tile * p->tile);
-    if (!c->stealing) { /* no larger than take_chunk's first: staging buffers have this size */
-        const int32_t first = chunk_share(w, c->lists.list[list].len);
-        chunk = chunk < first ? chunk : first;
-    }
-    w->max_chunk = clamp32(chunk, 1, CHUNK_MAX);
-    const int may_compact = w->steals || w->in_bands;
-    int32_t status = create_kernel(c->pool, dev, p, "mandelbrot", &w->render);
+    *w = (struct worker){.call = c,
+                         .dev = sw->dev,
+                         .queue = sw->queue,
+                         .max_chunk = sw->max_chunk,
+                         .bound_compact = -1};
+    int32_t status = create_kernel(c->pool, w->dev, p, "mandelbrot", &w->render);
     if (status == CLOPS_OK)
-        status = group_size_for(w->render, dev, &w->group_size);
+        status = group_size_for(w->render, w->dev, &w->group_size);
     if (status == CLOPS_OK)
-        status = create_buffer(dev, (size_t)w->max_chunk * sizeof(cl_int), &w->ids);
+        status = create_buffer(w->dev, (size_t)w->max_chunk * sizeof(cl_int), &w->ids);
     int any_place = 0;
     for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
         const enum delivery usual = delivery_for(w, o, 0);
-        if (usual == DELIVER_NONE || (usual == DELIVER_DIRECT && !may_compact))
+        if (usual == DELIVER_NONE || (usual == DELIVER_DIRECT && !sw->contested))
             continue;
         status = setup_staging(w, o);
         any_place |= delivery_for(w, o, 1) == DELIVER_PLACE;
@@ -563,14 +440,16 @@ static int32_t worker_setup(struct mandel_call *c, struct worker *w, struct pool
     if (status == CLOPS_OK)
         status = bind_render(w);
     if (status == CLOPS_OK && any_place)
-        status = setup_place(w, &c->pool->devices[0]);
+        status = setup_place(w, c->primary);
     return status;
 }
 
-static void worker_release(struct worker *w)
+/* split_job.teardown: adds the worker's device time to the call's and releases its objects. */
+static void worker_release(void *state)
 {
-    /* A worker never set up has no call and no buffers. */
-    struct pool_device *primary = w->call != NULL ? &w->call->pool->devices[0] : NULL;
+    struct worker *w = state;
+    struct pool_device *primary = w->call->primary;
+    w->call->device_ns += w->device_ns;
     pool_free_device_memory(w->dev, w->ids);
     pool_free_device_memory(w->dev, w->staged[0]);
     pool_free_device_memory(w->dev, w->staged[1]);
@@ -583,55 +462,6 @@ static void worker_release(struct worker *w)
         clReleaseKernel(w->place);
     free(w->host[0]);
     free(w->host[1]);
-}
-
-/* ---- Taking tiles ---------------------------------------------------------------------------- */
-
-/* Takes the next chunk of the worker's list into chunk_ids, from the front (GPU side) or the
- * back (CPU side), of chunk_share tiles; returns its length, 0 when the list is done. */
-static int32_t take_chunk(struct worker *w)
-{
-    struct tile_list *l = &w->call->lists.list[w->list];
-    long long ends = atomic_load(&l->ends), next;
-    int32_t n, first;
-    do {
-        const int32_t front = (int32_t)(ends >> 32), back = (int32_t)(uint32_t)ends;
-        if (front >= back)
-            return 0;
-        n = clamp32(chunk_share(w, back - front), 1, w->max_chunk);
-        first = w->side == SIDE_GPU ? front : back - n;
-        next = w->side == SIDE_GPU ? pack_ends(front + n, back) : pack_ends(front, back - n);
-    } while (!atomic_compare_exchange_weak(&l->ends, &ends, next));
-    memcpy(w->chunk_ids, l->ids + first, (size_t)n * sizeof(int32_t));
-    return n;
-}
-
-/* Once the list is empty: up to max_chunk tiles that CPU-side workers took (those past the
- * list's final `back`) and have not finished, marked stolen. */
-static int32_t steal_chunk(struct worker *w)
-{
-    struct mandel_call *c = w->call;
-    const struct tile_list *l = &c->lists.list[w->list];
-    int32_t n = 0;
-    for (int32_t i = (int32_t)(uint32_t)atomic_load(&l->ends); i < l->len && n < w->max_chunk;
-         i++) {
-        unsigned char taken = TILE_TAKEN;
-        if (atomic_compare_exchange_strong(&c->state[l->ids[i]], &taken, TILE_STOLEN))
-            w->chunk_ids[n++] = l->ids[i];
-    }
-    atomic_fetch_add(&c->stolen, n);
-    return n;
-}
-
-/* Whether other workers delivered every tile of this worker's chunk. Stolen is not enough: a
- * GPU side slower than the CPU (a small integrated GPU) must not make the CPU drop a tile that
- * it would finish first. */
-static int chunk_delivered_elsewhere(const struct worker *w, int32_t n)
-{
-    for (int32_t k = 0; k < n; k++)
-        if (atomic_load(&w->call->state[w->chunk_ids[k]]) != TILE_DONE)
-            return 0;
-    return 1;
 }
 
 /* ---- Rendering and delivering a chunk -------------------------------------------------------- */
@@ -677,17 +507,18 @@ static int32_t write_blocking(cl_command_queue queue, cl_mem mem, size_t bytes, 
     cl_int rc = clEnqueueWriteBuffer(queue, mem, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: uploading %zu bytes failed", op_name, bytes);
-    atomic_fetch_add(&pool->bytes_uploaded, (long long)bytes);
+    pool_record_upload(pool, (int64_t)bytes);
     return CLOPS_OK;
 }
 
 /* Tiles downloaded from compact slots, going to buffers on the primary device: upload, then
  * place the claimed ones (the others' numbers become -1). */
-static int32_t deliver_place(struct worker *w, int32_t n, const int *claimed)
+static int32_t deliver_place(struct worker *w, const struct split_chunk *chunk, const int *claimed)
 {
     struct clops_pool *pool = w->call->pool;
+    const int32_t n = chunk->count;
     for (int32_t k = 0; k < n; k++)
-        w->place_ids_host[k] = claimed[k] ? w->chunk_ids[k] : -1;
+        w->place_ids_host[k] = claimed[k] ? chunk->units[k] : -1;
     int32_t status = write_blocking(w->place_queue, w->place_ids, (size_t)n * sizeof(cl_int),
                                     w->place_ids_host, pool);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++)
@@ -704,50 +535,48 @@ static int32_t deliver_place(struct worker *w, int32_t n, const int *claimed)
                            op_name);
 }
 
-/* Delivers the claimed tiles of a chunk rendered with `compact` (direct outputs are already
- * written). */
-static int32_t deliver(struct worker *w, int32_t n, int compact, const int *claimed)
+/* Delivers the claimed tiles of a chunk (split_job.deliver): a contested chunk was rendered into
+ * compact slots; direct outputs are already written. */
+static int32_t deliver(void *state, const struct split_chunk *chunk, const int *claimed)
 {
+    struct worker *w = state;
     struct clops_pool *pool = w->call->pool;
     const struct mandel_plan *p = w->call->plan;
     int any_place = 0;
     for (int o = 0; o < 2; o++) {
-        const enum delivery d = delivery_for(w, o, compact);
+        const enum delivery d = delivery_for(w, o, chunk->contested);
         if (d != DELIVER_HOST && d != DELIVER_PLACE)
             continue;
-        size_t bytes = staged_bytes(p, n);
+        size_t bytes = staged_bytes(p, chunk->count);
         cl_int rc = clEnqueueReadBuffer(w->queue, w->staged[o], CL_TRUE, 0, bytes, w->host[o], 0,
                                         NULL, NULL);
         if (rc != CL_SUCCESS)
             return err_cl(rc, "%s: downloading %zu bytes of tiles failed", op_name, bytes);
-        atomic_fetch_add(&pool->bytes_downloaded, (long long)bytes);
+        pool_record_download(pool, (int64_t)bytes);
         any_place |= d == DELIVER_PLACE;
-        for (int32_t k = 0; d == DELIVER_HOST && k < n; k++)
+        for (int32_t k = 0; d == DELIVER_HOST && k < chunk->count; k++)
             if (claimed[k])
-                scatter_tile(p, o, w->host[o], k, w->chunk_ids[k]);
+                scatter_tile(p, o, w->host[o], k, chunk->units[k]);
     }
-    return any_place ? deliver_place(w, n, claimed) : CLOPS_OK;
+    return any_place ? deliver_place(w, chunk, claimed) : CLOPS_OK;
 }
 
-/* Renders chunk_ids[0 .. n-1] (in bands where a GPU may take them over), claims the tiles no one
- * delivered yet and delivers them; *delivered counts them. */
-static int32_t render_chunk(struct worker *w, int32_t n, int stolen, int32_t *delivered)
+/* Renders the chunk's tiles (split_job.render): in bands where a GPU may take them over, giving
+ * them up between bands once another worker delivered them all. */
+static int32_t render_chunk(void *state, const struct split_chunk *chunk)
 {
+    struct worker *w = state;
     struct clops_pool *pool = w->call->pool;
-    const int32_t T = w->call->plan->tile;
-    const int compact = stolen || w->in_bands, may_give_up = w->in_bands && !stolen;
-    const int32_t band = may_give_up ? clamp32(BAND_ITEMS / ((int64_t)n * T), 1, T) : T;
-    *delivered = 0;
-    int32_t status = bind_outputs(w, compact);
+    const int32_t T = w->call->plan->tile, n = chunk->count;
+    const int32_t band = chunk->may_give_up ? clamp32(BAND_ITEMS / ((int64_t)n * T), 1, T) : T;
+    int32_t status = bind_outputs(w, chunk->contested);
     if (status == CLOPS_OK)
-        status = write_blocking(w->queue, w->ids, (size_t)n * sizeof(cl_int), w->chunk_ids, pool);
+        status = write_blocking(w->queue, w->ids, (size_t)n * sizeof(cl_int), chunk->units, pool);
     if (status == CLOPS_OK)
         status = set_int_arg(w->render, "mandelbrot", 10, n);
     for (int32_t row0 = 0; row0 < T && status == CLOPS_OK; row0 += band) {
-        if (may_give_up && chunk_delivered_elsewhere(w, n)) {
-            atomic_fetch_add(&w->call->given_up, n);
+        if (chunk->may_give_up && split_chunk_given_up(chunk))
             return CLOPS_OK;
-        }
         const int32_t rows = T - row0 < band ? T - row0 : band;
         status = set_int_arg(w->render, "mandelbrot", 11, row0);
         if (status == CLOPS_OK)
@@ -757,162 +586,47 @@ static int32_t render_chunk(struct worker *w, int32_t n, int stolen, int32_t *de
             status = pool_run_kernel(pool, w->queue, w->render, 1, &global, &local, &w->device_ns,
                                      op_name);
     }
-    if (status != CLOPS_OK)
-        return status;
-    int claimed[CHUNK_MAX];
-    for (int32_t k = 0; k < n; k++) {
-        claimed[k] = atomic_exchange(&w->call->state[w->chunk_ids[k]], TILE_DONE) != TILE_DONE;
-        *delivered += claimed[k];
-    }
-    return *delivered > 0 ? deliver(w, n, compact, claimed) : CLOPS_OK;
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* A worker's thread: chunks until its list is done (and nothing is left to steal) or another
- * worker failed. The error message is thread-local, so a failure's text is copied for the
- * calling thread to report. */
-static void worker_main(struct worker *w)
-{
-    while (!atomic_load(&w->call->failed)) {
-        int stolen = 0;
-        int32_t n = take_chunk(w), delivered = 0;
-        if (n == 0 && w->steals) {
-            n = steal_chunk(w);
-            stolen = 1;
-        }
-        if (n == 0)
-            break;
-        int64_t start = now_ns();
-        int32_t status = render_chunk(w, n, stolen, &delivered);
-        w->busy_ns += now_ns() - start;
-        w->tiles += delivered;
-        atomic_fetch_add(&w->call->side_done[w->side], delivered);
-        if (status != CLOPS_OK) {
-            w->status = status;
-            snprintf(w->message, sizeof w->message, "%s", err_last());
-            atomic_store(&w->call->failed, 1);
-            break;
-        }
-    }
-}
-
-static void *worker_thread(void *arg)
-{
-    worker_main(arg);
-    return NULL;
+    return status;
 }
 
 /* ---- The whole call -------------------------------------------------------------------------- */
 
-/* The devices whose list has tiles, and on which sides. f64 needs every one of them to have
- * double precision. */
-static int32_t plan_devices(struct mandel_call *c, int *taking_part, int has_side[2])
+/* split_job.check_device: f64 needs every device that takes part to have double precision. */
+static int32_t check_device(void *op, const struct pool_device *dev)
 {
-    const struct clops_pool *pool = c->pool;
-    for (int32_t d = 0; d < pool->device_count; d++) {
-        const struct pool_device *dev = &pool->devices[d];
-        const int32_t side = device_side(pool, d);
-        taking_part[d] = c->lists.list[c->plan->dynamic ? 0 : side].len > 0;
-        if (!taking_part[d])
-            continue;
-        if (c->plan->precision == PRECISION_F64 && !dev->info.fp64)
-            return err_set(CLOPS_ERR_UNSUPPORTED,
-                           "%s: parameter 'precision' is f64 but device '%s' of the pool has no "
-                           "double precision (cl_khr_fp64)",
-                           op_name, dev->info.name);
-        has_side[side] = 1;
-    }
+    const struct mandel_call *c = op;
+    if (c->plan->precision == PRECISION_F64 && !pool_device_info(dev)->fp64)
+        return err_set(CLOPS_ERR_UNSUPPORTED,
+                       "%s: parameter 'precision' is f64 but device '%s' of the pool has no "
+                       "double precision (cl_khr_fp64)",
+                       op_name, pool_device_info(dev)->name);
     return CLOPS_OK;
 }
 
-/* One worker per device that takes part; with stealing (a dynamic split between a GPU and a
- * CPU side) one per queue, so that a GPU's next chunk can run while the last one downloads.
- * Otherwise a device renders its share in as few launches as it can, and a second queue only
- * slowed them: H100, deep zoom 2048^2 f64, one launch 8.4 ms with one queue in the pool's
- * device, 23 ms with two (the second idle). */
-static int32_t plan_workers(struct mandel_call *c, struct pool_device **devs, int32_t *sides)
-{
-    struct clops_pool *pool = c->pool;
-    int has_side[2] = {0, 0}, taking_part[CONFIG_MAX_DEVICES] = {0};
-    c->worker_count = 0;
-    c->side_workers[0] = c->side_workers[1] = 0;
-    int32_t status = plan_devices(c, taking_part, has_side);
-    if (status != CLOPS_OK)
-        return status;
-    c->stealing = c->plan->dynamic && has_side[SIDE_GPU] && has_side[SIDE_CPU];
-    for (int32_t d = 0; d < pool->device_count; d++) {
-        struct pool_device *dev = &pool->devices[d];
-        const int32_t queues = c->stealing ? dev->queue_count : 1;
-        const int32_t side = device_side(pool, d);
-        for (int32_t q = 0; taking_part[d] && q < queues && c->worker_count < WORKERS_MAX; q++) {
-            devs[c->worker_count] = dev;
-            sides[c->worker_count++] = side;
-            c->side_workers[side]++;
-        }
-    }
-    return CLOPS_OK;
-}
-
-/* Runs workers 1.. on threads of their own and worker 0 on the calling one; joins them. */
-static int32_t run_workers(struct worker *workers, int32_t count)
-{
-    pthread_t threads[WORKERS_MAX];
-    int32_t started = 1, status = CLOPS_OK;
-    for (; started < count; started++)
-        if (pthread_create(&threads[started], NULL, worker_thread, &workers[started]) != 0) {
-            status =
-                err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: cannot start a worker thread", op_name);
-            atomic_store(&workers[0].call->failed, 1);
-            break;
-        }
-    if (status == CLOPS_OK)
-        worker_main(&workers[0]);
-    for (int32_t i = 1; i < started; i++)
-        pthread_join(threads[i], NULL);
-    for (int32_t i = 0; i < count && status == CLOPS_OK; i++)
-        if (workers[i].status != CLOPS_OK)
-            status = err_set(workers[i].status, "%s", workers[i].message);
-    return status;
-}
-
+/* The tiles, shared by the pool's devices through the splitter. */
 static int32_t mandel_run(struct clops_pool *pool, const struct mandel_plan *p, int64_t *device_ns)
 {
-    struct mandel_call call = {.pool = pool, .plan = p};
-    atomic_init(&call.failed, 0);
-    atomic_init(&call.stolen, 0);
-    atomic_init(&call.given_up, 0);
-    struct pool_device *devs[WORKERS_MAX];
-    int32_t sides[WORKERS_MAX];
-    struct worker *workers = calloc(WORKERS_MAX, sizeof *workers);
-    call.state = calloc((size_t)p->tile_count, sizeof *call.state); /* all TILE_TAKEN (0) */
-    int32_t status = workers == NULL || call.state == NULL
-                         ? err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name)
-                         : lists_build(pool, p, &call.lists);
-    if (status == CLOPS_OK)
-        status = plan_workers(&call, devs, sides);
-    for (int32_t i = 0; status == CLOPS_OK && i < call.worker_count; i++)
-        status = worker_setup(&call, &workers[i], devs[i], p->dynamic ? 0 : sides[i], sides[i]);
-    if (status == CLOPS_OK)
-        status = run_workers(workers, call.worker_count);
-    for (int32_t i = 0; workers != NULL && i < call.worker_count; i++) {
-        if (workers[i].dev != NULL && workers[i].tiles + workers[i].busy_ns > 0)
-            pool_record_device_work(workers[i].dev, workers[i].tiles, workers[i].busy_ns);
-        *device_ns += workers[i].device_ns;
-        worker_release(&workers[i]);
-    }
-    if (call.stealing)
-        log_msg(CLOPS_LOG_DEBUG, "%s: %d tiles, %d workers, %d tiles stolen, %d given up", op_name,
-                (int)p->tile_count, (int)call.worker_count, atomic_load(&call.stolen),
-                atomic_load(&call.given_up));
-    lists_free(&call.lists);
-    free(call.state);
-    free(workers);
+    struct mandel_call call = {.pool = pool, .primary = pool_device_at(pool, 0), .plan = p};
+    const struct split_job job = {
+        .name = op_name,
+        .unit_name = "tiles",
+        .unit_count = p->tile_count,
+        .dynamic = p->dynamic,
+        .gpu_share = p->gpu_share,
+        .unit_items = (int64_t)p->tile * p->tile,
+        .launch_items = {[SPLIT_LAUNCH_GPU_SHARED] = GPU_LAUNCH_ITEMS,
+                         [SPLIT_LAUNCH_GPU_ALONE] = GPU_ALONE_LAUNCH_ITEMS,
+                         [SPLIT_LAUNCH_CPU] = CPU_LAUNCH_ITEMS},
+        .op = &call,
+        .worker_size = sizeof(struct worker),
+        .check_device = check_device,
+        .setup = worker_setup,
+        .render = render_chunk,
+        .deliver = deliver,
+        .teardown = worker_release,
+    };
+    int32_t status = split_run(pool, &job, NULL);
+    *device_ns += call.device_ns;
     return status;
 }
 
@@ -957,9 +671,9 @@ static void warn_unsafe_options(const struct clops_pool *pool)
 {
     static const char *const unsafe[] = {"-cl-mad-enable", "-cl-unsafe-math-optimizations",
                                          "-cl-fast-relaxed-math"};
-    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    const struct config_op *settings = pool_op_settings(pool, op_name);
     for (size_t i = 0; i < sizeof unsafe / sizeof unsafe[0]; i++)
-        if (strstr(pool->cfg.build_options, unsafe[i]) != NULL ||
+        if (strstr(pool_build_options(pool), unsafe[i]) != NULL ||
             (settings != NULL && strstr(settings->build_options, unsafe[i]) != NULL))
             log_msg(CLOPS_LOG_WARNING,
                     "%s: build option %s is configured: tiles may differ in their last bits "
@@ -974,8 +688,8 @@ static int32_t mandel_call_checked(struct clops_pool *pool, const struct clops_t
                                    int64_t *device_ns)
 {
     struct mandel_plan plan;
-    int32_t status = mandel_check_args(&pool->devices[0], iters, image, center_x, center_y, scale,
-                                       max_iterations, precision, split, tile, &plan);
+    int32_t status = mandel_check_args(pool_device_at(pool, 0), iters, image, center_x, center_y,
+                                       scale, max_iterations, precision, split, tile, &plan);
     if (status != CLOPS_OK || plan.tile_count == 0)
         return status;
     warn_unsafe_options(pool);

@@ -1,0 +1,140 @@
+/* split.h — the work splitter: one operator call's work, cut into numbered units, shared by every
+ * device of the pool. The splitter starts a host thread per worker (a device, or with stealing
+ * each queue of a device), hands out chunks of units, and gathers the statistics; the operator
+ * says only how a chunk of units is rendered on a worker's device and delivered into its
+ * outputs. It knows nothing of what a unit is.
+ *
+ * Sides. Every device works for one of two sides: the GPU side (the pool's GPU devices) or the
+ * CPU side (the others). A pool with no GPU but several devices lets its primary device stand in
+ * for the GPU side, so that a split can be tried on a machine with CPU devices only.
+ *
+ * Lists. dynamic: one list of every unit in order; GPU-side workers take chunks from its front,
+ * CPU-side workers from its back. Fixed share f (0 .. 1): unit u goes to the GPU side's list
+ * when floor((u+1) f) > floor(u f) (floor(U f) units spread evenly over the numbers), the other
+ * units to the CPU side's; each side shares its own list, without taking over. A side without
+ * devices gives its units to the other. Only devices whose list has units take part.
+ *
+ * Chunks. A worker's chunks hold at most max_chunk units: launch_items of its kind (a GPU with
+ * a CPU side to share with, a GPU alone, a CPU) divided by unit_items, 1 .. SPLIT_CHUNK_MAX.
+ * Without stealing (one side, or a fixed share) a worker takes 1/workers of what is left of its
+ * side's list, and its max_chunk is no larger than that first share (one launch per device
+ * where the chunk limit allows). With stealing (dynamic, devices on both sides) a side takes its
+ * share by the speeds seen so far: both sides started together, so the units each has
+ * delivered are its speed; the other side is counted one unit ahead per worker (the units it is
+ * on), so that a side that delivered nothing yet still gets a part; before its own first
+ * delivery a side takes 1/(2 workers) of what is left (guided), so that one device's first
+ * chunk cannot leave the others waiting.
+ *
+ * Stealing. With dynamic lists and devices on both sides, a GPU-side worker that finds the list
+ * empty takes again the units CPU-side workers hold and have not finished (stolen), up to
+ * max_chunk at a time: a GPU can be so much faster that waiting for the CPU's last chunk costs
+ * more than the CPU saved. Every chunk that two workers may both render is `contested`: the
+ * render callback must write it into memory of the worker's own, never into the outputs. After
+ * render, the worker claims each unit that nobody has delivered yet, and deliver writes the
+ * claimed units into the outputs (both renders are the same bits, so who delivers a unit does
+ * not matter). A CPU-side worker's own chunks may be given up: render works in steps (bands)
+ * and calls split_chunk_given_up between them, stopping once another worker delivered every
+ * unit of the chunk; so a slow CPU holds the call up by at most one step.
+ *
+ * Results. Per worker, the units it delivered and its busy time (render and delivery, abandoned
+ * work included) go to pool_record_device_work; a call's delivered units sum to unit_count.
+ *
+ * Threads. Worker 0 runs on the calling thread, the others on threads split_run starts and joins.
+ * setup, check_device and teardown run on the calling thread, before and after the workers run;
+ * render and deliver on the worker's thread. After a failure (a callback's, or a thread that
+ * would not start) the other workers stop after their chunk, and split_run returns the first
+ * worker's failure with its message.
+ *
+ * Using it for a multi-device GEMM: units are the tiles of C (tile_m x tile_n, row-major),
+ * unit_items = tile_m * tile_n work-items; check_device refuses f64 on a device without fp64;
+ * setup creates the kernel and uploads A and B (or, per chunk, the row and column panels its
+ * tiles need) to the worker's device and sizes a staging buffer of max_chunk tiles; render
+ * computes the chunk's tiles, straight into C when C is a buffer on the worker's device and the
+ * chunk is not contested, else into staging; deliver downloads the staged tiles and writes the
+ * claimed ones into C (host memory, or uploaded to C's device and placed by a kernel there).
+ * A GEMM with beta != 0 reads C: a staged tile starts from C's tile, so rendering a tile twice
+ * still gives the same bits.
+ *
+ * Using it for a multi-device LU: the panel of each step is factored on one device, then the
+ * trailing update A22 -= L21 U12 is split: units are the trailing matrix's column blocks, one
+ * split_run per step (or per group of steps). setup uploads the step's L21 (and the pivots) to
+ * the worker's device; render updates the chunk's column blocks (applying the row swaps, solving
+ * for U12 and the GEMM) on copies of the worker's own; deliver writes the claimed blocks back.
+ * The next panel's block is a unit like the others; a run starts its threads afresh, so steps
+ * must be large enough to pay for that. */
+#ifndef CLOPS_SPLIT_H
+#define CLOPS_SPLIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pool.h"
+
+/* The two sides of a split, and the kinds of device that size chunks. */
+enum { SPLIT_SIDE_GPU = 0, SPLIT_SIDE_CPU = 1 };
+enum { SPLIT_LAUNCH_GPU_SHARED = 0, SPLIT_LAUNCH_GPU_ALONE, SPLIT_LAUNCH_CPU, SPLIT_LAUNCH_KINDS };
+/* The most units in a chunk, and workers in a run. */
+enum { SPLIT_CHUNK_MAX = 256, SPLIT_WORKERS_MAX = CONFIG_MAX_DEVICES * 16 };
+
+struct split_call; /* the splitter's state for one run */
+
+/* A worker as the callbacks see it. */
+struct split_worker {
+    struct clops_pool *pool;
+    struct pool_device *dev; /* the device it runs on */
+    cl_command_queue queue;  /* its queue on dev */
+    int32_t side;            /* SPLIT_SIDE_GPU or SPLIT_SIDE_CPU */
+    int32_t max_chunk;       /* the most units in one of its chunks: per-chunk buffers' size */
+    int32_t contested;       /* whether any of its chunks may be contested */
+};
+
+/* A chunk of units for render and deliver. */
+struct split_chunk {
+    const int32_t *units; /* the unit numbers, count of them, not necessarily consecutive */
+    int32_t count;
+    int32_t contested;   /* another worker may render these units too: see Stealing above */
+    int32_t may_give_up; /* render in steps and call split_chunk_given_up between them */
+    struct split_call *call;
+};
+
+struct split_job {
+    const char *name;      /* the operator, for messages: "<name>: cannot start a worker thread" */
+    const char *unit_name; /* what units are, plural, for the log ("tiles") */
+    int32_t unit_count;
+    int32_t dynamic;    /* 1: dynamic lists; 0: a fixed share */
+    double gpu_share;   /* fixed share: the GPU side's share of the units, 0 .. 1 */
+    int64_t unit_items; /* work-items a unit takes, >= 1 */
+    int64_t launch_items[SPLIT_LAUNCH_KINDS]; /* work-items a launch should have, by kind */
+    void *op;           /* the operator's call, given to check_device and setup */
+    size_t worker_size; /* bytes of each worker's state (zeroed) given to the callbacks */
+    /* Every device that takes part, before any setup; may be NULL. */
+    int32_t (*check_device)(void *op, const struct pool_device *dev);
+    /* Makes what the worker needs (kernels, buffers) in `state`. */
+    int32_t (*setup)(void *op, const struct split_worker *w, void *state);
+    /* Renders the chunk's units on the worker's device. */
+    int32_t (*render)(void *state, const struct split_chunk *chunk);
+    /* Writes the units with claimed[k] != 0 (at least one) of a rendered chunk into the outputs;
+     * a chunk that is not contested has every unit claimed. */
+    int32_t (*deliver)(void *state, const struct split_chunk *chunk, const int *claimed);
+    /* Releases what setup made; called for every worker whose setup was called, failed or not. */
+    void (*teardown)(void *state);
+};
+
+/* What a run did: units delivered and busy time by pool device index. */
+struct split_result {
+    int64_t units[CONFIG_MAX_DEVICES], busy_ns[CONFIG_MAX_DEVICES];
+    int32_t workers, stolen, given_up;
+};
+
+/* Runs `job` on every device of `pool` that takes part; `result` may be NULL. A job with no
+ * units does nothing. */
+int32_t split_run(struct clops_pool *pool, const struct split_job *job,
+                  struct split_result *result);
+
+/* For a render with chunk->may_give_up, between its steps: whether other workers delivered every
+ * unit of the chunk, so that it should stop (its work is dropped, counted as given up). Stolen is
+ * not enough: a GPU side slower than the CPU must not make the CPU drop a unit it would finish
+ * first. */
+int split_chunk_given_up(const struct split_chunk *chunk);
+
+#endif
