@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "pool.h"
 #include "tensor.h"
 
@@ -382,55 +383,60 @@ static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_com
     return status;
 }
 
-static int32_t reduce_run(struct clops_pool *pool, struct pool_device *dev,
-                          const struct reduce_plan *p, int64_t *device_ns)
-{
+/* ---- The operator's steps: check and enqueue (call.h runs the rest) ------------------------- */
+
+struct reduce_call {
+    struct reduce_plan plan;
     struct reduce_tuning tuning;
-    int32_t status = tuning_for(pool, dev, &tuning);
+};
+
+/* The parameters' positions in the descriptor (reduce_params below). */
+enum { P_X, P_OUT, P_OP, P_AXIS };
+
+static int32_t reduce_check(struct op_call *call)
+{
+    const union op_value *v = call->values;
+    struct reduce_call *r = call->plan;
+    int32_t status = reduce_check_args(call->dev, v[P_X].tensor, v[P_OUT].tensor, v[P_OP].i32,
+                                       v[P_AXIS].i64, &r->plan);
     if (status != CLOPS_OK)
         return status;
-    fit_group_size(dev, &tuning);
-    cl_command_queue queue = pool_acquire_queue(dev);
-    struct staged_tensor sx = {0}, so = {0};
-    status = tensor_stage(pool, dev, queue, p->x, 1, &sx, op_name, "x");
+    if (r->plan.axis >= 0 && r->plan.rows == 0) {
+        call->nothing_to_do = 1; /* no results to write */
+        return CLOPS_OK;
+    }
+    status = tuning_for(call->pool, call->dev, &r->tuning);
     if (status == CLOPS_OK)
-        status = tensor_stage(pool, dev, queue, p->out, 0, &so, op_name, "out"); /* only written */
-    if (status == CLOPS_OK)
-        status = p->axis < 0 ? run_whole(pool, dev, queue, p, &tuning, &sx, &so, device_ns)
-                             : run_axis(pool, dev, queue, p, &tuning, &sx, &so, device_ns);
-    if (status == CLOPS_OK)
-        status = tensor_unstage_output(pool, queue, &so, op_name, "out");
-    tensor_release(&so);
-    tensor_release(&sx);
+        fit_group_size(call->dev, &r->tuning);
     return status;
 }
 
-/* ---- The entry point ------------------------------------------------------------------------- */
-
-static int32_t reduce_call(struct clops_pool *pool, const struct clops_tensor *x,
-                           const struct clops_tensor *out, int32_t op, int64_t axis,
-                           int64_t *device_ns)
+static int32_t reduce_enqueue(struct op_call *call)
 {
-    struct pool_device *dev = pool_device_for_op(pool, op_name);
-    struct reduce_plan plan;
-    int32_t status = reduce_check_args(dev, x, out, op, axis, &plan);
-    if (status != CLOPS_OK)
-        return status;
-    if (axis >= 0 && plan.rows == 0)
-        return CLOPS_OK; /* no results to write */
-    return reduce_run(pool, dev, &plan, device_ns);
+    const struct reduce_call *r = call->plan;
+    const struct staged_tensor *sx = &call->staged[P_X], *so = &call->staged[P_OUT];
+    return r->plan.axis < 0 ? run_whole(call->pool, call->dev, call->queue, &r->plan, &r->tuning,
+                                        sx, so, &call->device_ns)
+                            : run_axis(call->pool, call->dev, call->queue, &r->plan, &r->tuning,
+                                       sx, so, &call->device_ns);
 }
+
+extern const struct clops_op op_reduce;
+
+const struct op_impl impl_reduce = {
+    .desc = &op_reduce,
+    .plan_size = sizeof(struct reduce_call),
+    .check = reduce_check,
+    .enqueue = reduce_enqueue,
+};
+
+/* ---- The entry point ------------------------------------------------------------------------- */
 
 static int32_t reduce_entry(struct clops_pool *pool, const struct clops_tensor *x,
                             const struct clops_tensor *out, int32_t op, int64_t axis)
 {
-    err_clear();
-    if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
-    int64_t device_ns = 0;
-    int32_t status = reduce_call(pool, x, out, op, axis, &device_ns);
-    pool_record_call(pool, op_name, status, device_ns);
-    return status;
+    const union op_value values[] = {{.tensor = x}, {.tensor = out}, {.i32 = op}, {.i64 = axis}};
+    return call_run(pool, &impl_reduce, values);
 }
 
 _Static_assert(_Generic(&reduce_entry, clops_reduce_fn : 1, default : 0),
