@@ -58,8 +58,9 @@ static struct gemm_tiles tiles_for_call(const struct pool_device *dev, int64_t m
     for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++) {
         const struct gemm_tuning *t = &tunings[i];
         if (pool_device_matches(dev, t->vendor, t->type))
-            return tiles_group_count(&t->large, m, n) >= dev->info.compute_units ? t->large
-                                                                                 : t->small;
+            return tiles_group_count(&t->large, m, n) >= pool_device_info(dev)->compute_units
+                       ? t->large
+                       : t->small;
     }
     return fallback_tiles;
 }
@@ -160,11 +161,11 @@ static int32_t check_tensors(const struct pool_device *dev, const struct clops_t
                            "%s: parameter '%s' has dtype %s but 'a' has %s; a, b and c must "
                            "have one dtype",
                            op_name, names[i], dtype_name(t[i]->dtype), dtype_name(a->dtype));
-    if (a->dtype == CLOPS_F64 && !dev->info.fp64)
+    if (a->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
         return err_set(CLOPS_ERR_UNSUPPORTED,
                        "%s: parameter 'a' is f64 but device '%s' has no double precision "
                        "(cl_khr_fp64)",
-                       op_name, dev->info.name);
+                       op_name, pool_device_info(dev)->name);
     return CLOPS_OK;
 }
 
@@ -328,12 +329,11 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, i
     if (status != CLOPS_OK)
         return status;
     size_t max_group = 0;
-    cl_int rc = clGetKernelWorkGroupInfo(*out, dev->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                         sizeof max_group, &max_group, NULL);
-    if (rc != CL_SUCCESS) {
+    status = pool_kernel_max_work_group(dev, *out, op_name, &max_group);
+    if (status != CLOPS_OK) {
         clReleaseKernel(*out);
         *out = NULL;
-        return err_cl(rc, "%s: clGetKernelWorkGroupInfo failed", op_name);
+        return status;
     }
     *fits = tiles_group_size(tiles) <= max_group;
     return CLOPS_OK;
@@ -348,21 +348,21 @@ static int32_t get_kernel(struct clops_pool *pool, struct pool_device *dev,
     *tiles = tiles_with_overrides(pool, tiles_for_call(dev, p->m, p->n));
     if (!tiles_are_valid(tiles)) {
         /* The table's tiles are valid: only configured ones can fail here. */
-        const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+        const struct config_op *settings = pool_op_settings(pool, op_name);
         return err_set(CLOPS_ERR_CONFIG,
                        "%s: operators.gemm.build_options \"%s\": the tiles do not divide "
                        "(TILE_M %% WPT_M, TILE_N %% WPT_N, WPT %% VW and the tile loads over "
                        "the work-group must all be exact)",
                        op_name, settings != NULL ? settings->build_options : "");
     }
-    if (tiles_local_bytes(tiles, dtype_size(p->dtype)) > dev->info.local_mem_bytes)
+    if (tiles_local_bytes(tiles, dtype_size(p->dtype)) > pool_device_info(dev)->local_mem_bytes)
         *tiles = fallback_tiles;
     int fits = 0;
     int32_t status = create_kernel(pool, dev, p->dtype, tiles, out, &fits);
     if (status != CLOPS_OK || fits || memcmp(tiles, &fallback_tiles, sizeof *tiles) == 0)
         return status;
     log_msg(CLOPS_LOG_INFO, "%s: '%s' cannot run %zu work-items per group; using smaller tiles",
-            op_name, dev->info.name, tiles_group_size(tiles));
+            op_name, pool_device_info(dev)->name, tiles_group_size(tiles));
     clReleaseKernel(*out);
     *out = NULL;
     *tiles = fallback_tiles;
