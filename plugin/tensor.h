@@ -25,6 +25,10 @@ const char *dtype_name(int32_t dtype);
  * Messages read "<op>: parameter '<param>' ...". */
 int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *param,
                      uint32_t dtypes, int32_t rank, const struct pool_device *dev);
+/* tensor_check for a rank-1 i32 tensor (pivots, flags), and then at least `min_len` elements
+ * (exactly `min_len` when `exact`). */
+int32_t tensor_check_i32_vector(const struct clops_tensor *t, const char *op, const char *param,
+                                int64_t min_len, int32_t exact, const struct pool_device *dev);
 
 /* Elements from the tensor's first addressed element to its last, inclusive (0 when empty). */
 int64_t tensor_span(const struct clops_tensor *t);
@@ -67,6 +71,16 @@ int32_t tensor_unstage_output(struct clops_pool *pool, cl_command_queue queue,
                               struct staged_tensor *s, const char *op, const char *param);
 /* Frees the temporary buffer and an uncommitted download. */
 void tensor_release(struct staged_tensor *s);
+
+/* Reads or writes the first n elements of a rank-1 i32 tensor (checked), host or device, and
+ * nothing between them: what lies between strided elements may be another view's. A device
+ * tensor's go through `queue` (blocking), counted in the pool's statistics; host memory is
+ * accessed directly, and writing it cannot fail. `op` names the operator in messages. */
+int32_t tensor_read_i32(struct clops_pool *pool, cl_command_queue queue,
+                        const struct clops_tensor *t, int32_t *values, int64_t n, const char *op);
+int32_t tensor_write_i32(struct clops_pool *pool, cl_command_queue queue,
+                         const struct clops_tensor *t, const int32_t *values, int64_t n,
+                         const char *op);
 
 /* A host tensor over `data` with t's dtype, shape and order of axes in memory but no gaps
  * (tensor_elements(t) elements): a temporary that tensor_unpack then writes into t's memory,

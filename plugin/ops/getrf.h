@@ -1,7 +1,8 @@
-/* lu.h — the machinery shared by lu.c (lu) and solve.c (solve, lu_solve): argument checks, the
- * row-major working matrix on the device, the blocked factorization and the blocked solves. */
-#ifndef CLOPS_OPS_LU_H
-#define CLOPS_OPS_LU_H
+/* getrf.h — the LU engine behind the lu, solve and lu_solve operators: their argument checks, a
+ * call's context (device, queue, kernels, scratch), the row-major working matrix on the device,
+ * the blocked factorization (getrf) and the blocked solves with its factors (getrs). */
+#ifndef CLOPS_OPS_GETRF_H
+#define CLOPS_OPS_GETRF_H
 
 #include <stdint.h>
 
@@ -16,7 +17,7 @@ struct lu_ctx {
     struct clops_pool *pool;
     struct pool_device *dev;
     cl_command_queue queue;
-    const char *op; /* the operator's name, for messages and its configuration */
+    const char *op; /* the operator's name, for messages, its configuration and its statistics */
     int32_t dtype;
     int64_t elem_size;
     int64_t nb;              /* outer panel width, and the triangular solves' block */
@@ -51,23 +52,35 @@ struct lu_staged {
     const char *param;
 };
 
-/* Checks: a f32/f64 rank-2 tensor, row- or column-major with its leading dimension at least the
- * extent it steps over, f64 only on a device with double precision. */
+/* ---- Checks ---------------------------------------------------------------------------------- */
+
+/* A f32/f64 rank-2 tensor, row- or column-major with its leading dimension at least the extent
+ * it steps over, f64 only on a device with double precision. */
 int32_t lu_check_matrix(const struct clops_tensor *t, const char *op, const char *param,
                         const struct pool_device *dev);
-/* A rank-1 i32 tensor of at least `min_len` elements (exactly when `exact`). */
-int32_t lu_check_i32_vector(const struct clops_tensor *t, const char *op, const char *param,
-                            int64_t min_len, int32_t exact, const struct pool_device *dev);
-int32_t lu_check_pivoting(int32_t pivoting, const char *op);
+/* A square matrix (already checked by lu_check_matrix). */
+int32_t lu_check_square(const struct clops_tensor *t, const char *op, const char *param);
+/* b: N x NRHS of the dtype of a (parameter `a_param`, already checked), which is N x N. */
+int32_t lu_check_rhs(const struct pool_device *dev, const struct clops_tensor *a,
+                     const char *a_param, const struct clops_tensor *b, const char *op);
 
-int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
-                    const char *op, int32_t dtype);
+/* ---- A call's context ------------------------------------------------------------------------ */
+
+/* Opens the context of a call of operator `op` on its configured device (ctx->dev, for the
+ * checks): nothing on the device yet, and nothing that can fail. */
+void lu_ctx_open(struct lu_ctx *ctx, struct clops_pool *pool, const char *op);
+/* Takes a queue, the block sizes and the kernels for `dtype` on ctx->dev, once the checks have
+ * passed. */
+int32_t lu_ctx_init(struct lu_ctx *ctx, int32_t dtype);
 /* Waits for the call's kernels, adding their device time: the last device step of a call,
  * before it writes host outputs. */
 int32_t lu_ctx_finish(struct lu_ctx *ctx);
-/* Waits as lu_ctx_finish unless that was done, and frees the context; returns the wait's
- * status. */
-int32_t lu_ctx_release(struct lu_ctx *ctx);
+/* Ends the call whose status so far is `status`: waits as lu_ctx_finish unless that was done,
+ * frees the context, records the call in the pool's statistics; returns `status`, or the wait's
+ * when `status` is CLOPS_OK. */
+int32_t lu_ctx_close(struct lu_ctx *ctx, int32_t status);
+
+/* ---- The working matrix ---------------------------------------------------------------------- */
 
 /* Stages `t` (its contents uploaded) and views it as a row-major matrix. */
 int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *param,
@@ -78,16 +91,13 @@ int32_t lu_unstage(struct lu_ctx *ctx, struct lu_staged *s);
 void lu_commit(struct lu_staged *s);
 void lu_staged_release(struct lu_staged *s);
 
-/* Reads or writes the first n elements of a rank-1 i32 tensor, host or device, and nothing
- * between them. Writing host memory cannot fail. */
-int32_t lu_read_i32(struct lu_ctx *ctx, const struct clops_tensor *t, int32_t *values, int64_t n);
-int32_t lu_write_i32(struct lu_ctx *ctx, const struct clops_tensor *t, const int32_t *values,
-                     int64_t n);
 /* ipiv[0 .. n-1] = piv, info[0] = inf: those of the two on the device as a device step
  * (on_host = 0), those in host memory as the commit of a call that succeeded (on_host = 1,
  * which cannot fail). */
 int32_t lu_write_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, const int32_t *piv,
                         int64_t n, const struct clops_tensor *info, int32_t inf, int32_t on_host);
+
+/* ---- getrf, getrs ---------------------------------------------------------------------------- */
 
 /* getrf on the working matrix: ipiv receives min(M, N) 1-based pivots, *info 0 or the first
  * k with U(k, k) = 0. */
@@ -96,5 +106,9 @@ int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivotin
 /* getrs: b (N x NRHS) = op(A)^-1 b from the factors and pivots of lu_factor. */
 int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
                           const struct lu_matrix *b, int32_t trans);
+/* getrs on a tensor: stages b into *sb, solves, and writes b back on the device or downloads it
+ * for the caller to lu_commit once the call has succeeded (and to release in any case). */
+int32_t lu_solve_tensor(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
+                        const struct clops_tensor *b, int32_t trans, struct lu_staged *sb);
 
 #endif

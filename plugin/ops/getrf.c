@@ -1,0 +1,759 @@
+/* getrf.c — the LU engine of lu, solve and lu_solve (getrf.h): LAPACK's getrf as a blocked
+ * right-looking factorization whose panels one work-group (or a resident grid) factors on the
+ * device and whose O(N^3) work, the trailing updates, goes to gemm.cl; getrs as blocked
+ * triangular solves, each diagonal block inverted on the device and applied with a GEMM. */
+#include "getrf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "gemm.h"
+
+/* ---- Block size per device ------------------------------------------------------------------ */
+
+/* Two block sizes. NB, the outer panel width, is the K of the trailing GEMM updates: a GPU
+ * wants it large enough for the GEMM to run near its peak. Each outer panel is itself factored
+ * blocked, in inner panels of PANEL_NB columns: those go to the panel kernel, one launch per
+ * column over the whole device, and the rest of the outer panel is updated by small GEMMs. On a CPU
+ * device 32 and 8 keep the tests at N = 127 or 300 crossing several blocks of both levels. Override
+ * per pool with "-DLU_NB=<n>" and "-DLU_PANEL_NB=<n>" in the operator's build_options (lu, solve,
+ * lu_solve).
+ */
+static const struct {
+    int32_t type;
+    int64_t nb, panel_nb;
+} block_sizes[] = {
+    /* H100, N = 8192 f32 (clops-bench lu --config, hosts/bench/RESULTS.md): with the resident
+     * panel kernel 256/32 6.34 TFLOP/s, 256/64 6.50, 512/64 6.44; with one launch per column
+     * (kernel time) 128/8 136 ms, 128/32 113, 256/32 105. */
+    {CLOPS_DEVICE_GPU, 256, 64},
+    {CLOPS_DEVICE_CPU, 32, 8},
+    {0, 32, 8},
+};
+
+/* The value of "-D<name>=<n>" in the operator's configured build options, or `fallback`. */
+static int64_t configured_size(const struct clops_pool *pool, const char *op, const char *name,
+                               int64_t fallback)
+{
+    char key[32];
+    snprintf(key, sizeof key, "-D%s=", name);
+    int32_t v = pool_op_option_int(pool, op, key, (int32_t)fallback);
+    if (v >= 1 && v <= 1024)
+        return v;
+    log_msg(CLOPS_LOG_WARNING, "%s: ignoring %s%d (expected 1..1024)", op, key, (int)v);
+    return fallback;
+}
+
+static void block_sizes_for(const struct clops_pool *pool, const struct pool_device *dev,
+                            const char *op, int64_t *nb, int64_t *panel_nb)
+{
+    size_t i = 0;
+    while (block_sizes[i].type != 0 && block_sizes[i].type != pool_device_info(dev)->type)
+        i++;
+    *nb = configured_size(pool, op, "LU_NB", block_sizes[i].nb);
+    *panel_nb = configured_size(pool, op, "LU_PANEL_NB", block_sizes[i].panel_nb);
+}
+
+/* ---- Validation ------------------------------------------------------------------------------ */
+
+/* Kernel indices are 32-bit ints (gemm.cl's limit). */
+static const int64_t lu_extent_max = INT32_MAX / 2;
+
+/* LAPACK's lda >= max(1, M): the matrix is written in place, so rows or columns that overlap
+ * (a leading dimension too small) would corrupt each other. */
+static int32_t check_layout(const struct clops_tensor *t, const char *op, const char *param)
+{
+    if (tensor_is_row_major(t) || tensor_is_column_major(t))
+        return CLOPS_OK;
+    const long long s0 = (long long)t->strides[0], s1 = (long long)t->strides[1];
+    if (s1 == 1)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' strides[0] (the leading dimension) = %lld is smaller "
+                       "than its %lld columns (row-major)",
+                       op, param, s0, (long long)t->shape[1]);
+    if (s0 == 1)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter '%s' strides[1] (the leading dimension) = %lld is smaller "
+                       "than its %lld rows (column-major)",
+                       op, param, s1, (long long)t->shape[0]);
+    return err_set(CLOPS_ERR_UNSUPPORTED,
+                   "%s: parameter '%s' has strides {%lld, %lld}; expected one of them to be 1 "
+                   "(a row- or column-major matrix)",
+                   op, param, s0, s1);
+}
+
+int32_t lu_check_matrix(const struct clops_tensor *t, const char *op, const char *param,
+                        const struct pool_device *dev)
+{
+    int32_t status = tensor_check(t, op, param, LU_DTYPES, 2, dev);
+    if (status != CLOPS_OK)
+        return status;
+    if (t->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
+        return err_set(CLOPS_ERR_UNSUPPORTED,
+                       "%s: parameter '%s' is f64 but device '%s' has no double precision "
+                       "(cl_khr_fp64)",
+                       op, param, pool_device_info(dev)->name);
+    for (int i = 0; i < 2; i++)
+        if (t->shape[i] > lu_extent_max)
+            return err_set(CLOPS_ERR_UNSUPPORTED,
+                           "%s: parameter '%s' has shape[%d] = %lld, over the kernels' 32-bit "
+                           "indexing (at most %lld)",
+                           op, param, i, (long long)t->shape[i], (long long)lu_extent_max);
+    return check_layout(t, op, param);
+}
+
+int32_t lu_check_square(const struct clops_tensor *t, const char *op, const char *param)
+{
+    if (t->shape[0] == t->shape[1])
+        return CLOPS_OK;
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                   "%s: parameter '%s' has shape %lldx%lld; expected a square N x N matrix", op,
+                   param, (long long)t->shape[0], (long long)t->shape[1]);
+}
+
+int32_t lu_check_rhs(const struct pool_device *dev, const struct clops_tensor *a,
+                     const char *a_param, const struct clops_tensor *b, const char *op)
+{
+    int32_t status = lu_check_matrix(b, op, "b", dev);
+    if (status != CLOPS_OK)
+        return status;
+    if (b->dtype != a->dtype)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'b' has dtype %s but '%s' has %s; they must match", op,
+                       dtype_name(b->dtype), a_param, dtype_name(a->dtype));
+    if (b->shape[0] != a->shape[0])
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'b' has %lld rows but '%s' is %lldx%lld; expected N = %lld "
+                       "rows",
+                       op, (long long)b->shape[0], a_param, (long long)a->shape[0],
+                       (long long)a->shape[0], (long long)a->shape[0]);
+    return CLOPS_OK;
+}
+
+/* ---- Context, scratch buffers, staging ------------------------------------------------------- */
+
+/* Most work-groups of a panel step: the size of the buffers of their pivot candidates. */
+enum { panel_groups_max = 1024 };
+
+/* The work-group of the panel and inversion kernels: 256 work-items on a GPU (8 warps per
+ * chunk of panel rows); narrow on a CPU, where PoCL runs a work-group on one core and more
+ * work-items only add loop overhead. A power of two (the kernels' tree reductions) within the
+ * device's limit. */
+static int32_t panel_group_size(const struct pool_device *dev)
+{
+    const size_t max_group = pool_device_max_work_group(dev);
+    size_t want = pool_device_info(dev)->type == CLOPS_DEVICE_GPU ? 256 : 64, wg = 1;
+    while (wg * 2 <= want && wg * 2 <= max_group)
+        wg *= 2;
+    return (int32_t)wg;
+}
+
+static int32_t create_kernels(struct lu_ctx *ctx)
+{
+    char options[160];
+    int n = snprintf(options, sizeof options, "-DREAL=%s -DPANEL_WG=%d",
+                     ctx->dtype == CLOPS_F64 ? "double -DUSE_FP64" : "float", (int)ctx->panel_wg);
+    if (ctx->resident_groups > 0)
+        snprintf(options + n, sizeof options - (size_t)n, " -DRESIDENT_ROWS=%d -DRESIDENT_NB=%d",
+                 (int)ctx->resident_rows, (int)ctx->panel_nb);
+    /* Through pool_create_kernel, which rebuilds a cached binary that lacks a kernel. */
+    const char *names[5] = {"lu_copy", "lu_laswp", "lu_panel_column", "lu_invert_lower",
+                            "lu_panel_resident"};
+    cl_kernel *kernels[5] = {&ctx->copy, &ctx->laswp, &ctx->panel, &ctx->invert, &ctx->resident};
+    const int count = ctx->resident_groups > 0 ? 5 : 4;
+    int32_t status = CLOPS_OK;
+    for (int i = 0; i < count && status == CLOPS_OK; i++)
+        status =
+            pool_create_kernel(ctx->pool, ctx->dev, ctx->op, "lu", options, names[i], kernels[i]);
+    return status;
+}
+
+static void release_kernels(struct lu_ctx *ctx)
+{
+    cl_kernel *kernels[5] = {&ctx->copy, &ctx->laswp, &ctx->panel, &ctx->invert, &ctx->resident};
+    for (int i = 0; i < 5; i++) {
+        if (*kernels[i] != NULL)
+            clReleaseKernel(*kernels[i]);
+        *kernels[i] = NULL;
+    }
+}
+
+/* The resident panel kernel (kernels/lu.cl: lu_panel_resident) needs every one of its
+ * work-groups running at once. On GPUs it runs one group per compute unit, a guarantee in
+ * practice (one group fits an SM, and the queue runs one kernel at a time) but not OpenCL's;
+ * elsewhere one group, which needs no guarantee (a CPU device's work-groups may run one after
+ * another) and on PoCL beats a launch per column: N = 1024 f32 121 ms against 136, f64 149
+ * against 225. "-DLU_PANEL_RESIDENT=0" in the operator's build_options turns it off (a launch
+ * per column over the whole device instead), "-DLU_PANEL_GROUPS=<n>" sets its groups (more
+ * than one on a CPU device can deadlock). Each group keeps its rows of the panel in local
+ * memory: RESIDENT_ROWS of them, what fits beside the kernel's other local arrays; a panel
+ * taller than the groups hold takes the per-column kernel. */
+static void resident_setup(struct lu_ctx *ctx)
+{
+    const struct clops_device_info *info = pool_device_info(ctx->dev);
+    const int gpu = info->type == CLOPS_DEVICE_GPU;
+    if (pool_op_option_int(ctx->pool, ctx->op, "-DLU_PANEL_RESIDENT=", 1) != 1)
+        return;
+    const int64_t units = info->compute_units;
+    const int64_t es = ctx->elem_size;
+    const int64_t other = ctx->panel_wg * (es + 4) + 2 * ctx->panel_nb * es + 1024;
+    int64_t rows = (info->local_mem_bytes - other) / (ctx->panel_nb * es);
+    int64_t groups =
+        pool_op_option_int(ctx->pool, ctx->op, "-DLU_PANEL_GROUPS=", gpu ? (int32_t)units : 1);
+    if (groups > units)
+        groups = units;
+    if (groups > panel_groups_max / 2)
+        groups = panel_groups_max / 2;
+    if (rows < 1 || groups < 1)
+        return;
+    ctx->resident_rows = rows < 1024 ? rows : 1024;
+    ctx->resident_groups = groups;
+}
+
+void lu_ctx_open(struct lu_ctx *ctx, struct clops_pool *pool, const char *op)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->pool = pool;
+    ctx->dev = pool_device_for_op(pool, op);
+    ctx->op = op;
+}
+
+int32_t lu_ctx_init(struct lu_ctx *ctx, int32_t dtype)
+{
+    struct clops_pool *pool = ctx->pool;
+    const char *op = ctx->op;
+    ctx->queue = pool_acquire_queue(ctx->dev);
+    ctx->dtype = dtype;
+    ctx->elem_size = dtype_size(dtype);
+    block_sizes_for(pool, ctx->dev, op, &ctx->nb, &ctx->panel_nb);
+    ctx->panel_wg = panel_group_size(ctx->dev);
+    ctx->panel_rows = configured_size(pool, op, "LU_PANEL_ROWS", 64);
+    resident_setup(ctx);
+    /* Every kernel of the call goes on this one in-order queue without a wait in between;
+     * lu_ctx_finish waits once and takes the device time of the whole chain. */
+    int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start, op);
+    if (status == CLOPS_OK)
+        status = create_kernels(ctx);
+    size_t kernel_max = 0;
+    if (status == CLOPS_OK)
+        status = pool_kernel_max_work_group(ctx->dev, ctx->panel, op, &kernel_max);
+    if (status != CLOPS_OK || kernel_max >= (size_t)ctx->panel_wg)
+        return status;
+    /* The compiled kernel allows fewer work-items than the device (registers): rebuild. */
+    release_kernels(ctx);
+    while (ctx->panel_wg > 1 && (size_t)ctx->panel_wg > kernel_max)
+        ctx->panel_wg /= 2;
+    return create_kernels(ctx);
+}
+
+static void release_mem(struct pool_device *dev, cl_mem *m)
+{
+    pool_free_device_memory(dev, *m);
+    *m = NULL;
+}
+
+int32_t lu_ctx_finish(struct lu_ctx *ctx)
+{
+    ctx->finished = 1;
+    int32_t status =
+        pool_chain_end(ctx->pool, ctx->queue, ctx->chain_start, &ctx->device_ns, ctx->op);
+    ctx->chain_start = NULL;
+    return status;
+}
+
+int32_t lu_ctx_close(struct lu_ctx *ctx, int32_t status)
+{
+    int32_t waited = CLOPS_OK;
+    if (ctx->queue != NULL && !ctx->finished)
+        waited = lu_ctx_finish(ctx);
+    release_kernels(ctx);
+    release_mem(ctx->dev, &ctx->ipiv_mem);
+    release_mem(ctx->dev, &ctx->inv_mem);
+    release_mem(ctx->dev, &ctx->tmp_mem);
+    release_mem(ctx->dev, &ctx->part_v_mem);
+    release_mem(ctx->dev, &ctx->part_i_mem);
+    release_mem(ctx->dev, &ctx->count_mem);
+    release_mem(ctx->dev, &ctx->xrow_mem);
+    release_mem(ctx->dev, &ctx->arrived_mem);
+    if (status == CLOPS_OK)
+        status = waited;
+    pool_record_call(ctx->pool, ctx->op, status, ctx->device_ns);
+    return status;
+}
+
+/* A device buffer of at least `bytes`, kept across the steps of one call. */
+static int32_t ensure_buffer(struct lu_ctx *ctx, cl_mem *mem, int64_t *have, int64_t bytes)
+{
+    if (*mem != NULL && *have >= bytes)
+        return CLOPS_OK;
+    release_mem(ctx->dev, mem);
+    int32_t status = pool_alloc_device_memory(ctx->dev, bytes, ctx->op, "scratch", mem);
+    if (status != CLOPS_OK)
+        return status;
+    *have = bytes;
+    return CLOPS_OK;
+}
+
+static int32_t run_kernel(struct lu_ctx *ctx, cl_kernel kernel, const struct kernel_arg *args,
+                          cl_uint count, cl_uint dims, const size_t *global, const size_t *local)
+{
+    int32_t status = pool_set_kernel_args(kernel, 0, args, count, ctx->op);
+    if (status != CLOPS_OK)
+        return status;
+    return pool_enqueue_kernel(ctx->queue, kernel, dims, global, local, ctx->op);
+}
+
+/* dst = src, rows x cols, each with its own strides (kernels/lu.cl: lu_copy). */
+static int32_t copy_matrix(struct lu_ctx *ctx, int64_t rows, int64_t cols, cl_mem src,
+                           const cl_long src_geom[3], cl_mem dst, const cl_long dst_geom[3])
+{
+    const cl_int r = (cl_int)rows, c = (cl_int)cols;
+    const struct kernel_arg args[] = {
+        {sizeof r, &r},
+        {sizeof c, &c},
+        {sizeof(cl_mem), &src},
+        {sizeof(cl_long), &src_geom[0]},
+        {sizeof(cl_long), &src_geom[1]},
+        {sizeof(cl_long), &src_geom[2]},
+        {sizeof(cl_mem), &dst},
+        {sizeof(cl_long), &dst_geom[0]},
+        {sizeof(cl_long), &dst_geom[1]},
+        {sizeof(cl_long), &dst_geom[2]},
+    };
+    const size_t global[2] = {(size_t)cols, (size_t)rows};
+    return run_kernel(ctx, ctx->copy, args, (cl_uint)(sizeof args / sizeof args[0]), 2, global,
+                      NULL);
+}
+
+int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *param,
+                 struct lu_staged *out)
+{
+    memset(out, 0, sizeof *out);
+    out->param = param;
+    const int64_t rows = t->shape[0], cols = t->shape[1];
+    int32_t status = tensor_stage(ctx->pool, ctx->dev, ctx->queue, t, 1, &out->st, ctx->op, param);
+    if (status != CLOPS_OK || rows == 0 || cols == 0)
+        return status;
+    out->m = (struct lu_matrix){out->st.mem, out->st.offset, rows > 1 ? t->strides[0] : cols, rows,
+                                cols};
+    if (tensor_is_row_major(t))
+        return CLOPS_OK;
+    /* A column-major tensor: factor a row-major copy, so that row swaps stay contiguous. */
+    char what[96];
+    snprintf(what, sizeof what, "a working copy of parameter '%s'", param);
+    status =
+        pool_alloc_device_memory(ctx->dev, rows * cols * ctx->elem_size, ctx->op, what, &out->copy);
+    if (status != CLOPS_OK)
+        return status;
+    out->m = (struct lu_matrix){out->copy, 0, cols, rows, cols};
+    const cl_long src[3] = {out->st.offset, t->strides[0], t->strides[1]};
+    const cl_long dst[3] = {0, cols, 1};
+    return copy_matrix(ctx, rows, cols, out->st.mem, src, out->copy, dst);
+}
+
+int32_t lu_unstage(struct lu_ctx *ctx, struct lu_staged *s)
+{
+    const struct clops_tensor *t = s->st.t;
+    if (s->copy != NULL) {
+        const cl_long src[3] = {0, s->m.cols, 1};
+        const cl_long dst[3] = {s->st.offset, t->strides[0], t->strides[1]};
+        int32_t status = copy_matrix(ctx, s->m.rows, s->m.cols, s->copy, src, s->st.mem, dst);
+        if (status != CLOPS_OK)
+            return status;
+    }
+    return tensor_download(ctx->pool, ctx->queue, &s->st, ctx->op, s->param);
+}
+
+void lu_commit(struct lu_staged *s)
+{
+    tensor_commit(&s->st);
+}
+
+void lu_staged_release(struct lu_staged *s)
+{
+    release_mem(s->st.dev, &s->copy);
+    tensor_release(&s->st);
+}
+
+int32_t lu_write_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, const int32_t *piv,
+                        int64_t n, const struct clops_tensor *info, int32_t inf, int32_t on_host)
+{
+    int32_t status = CLOPS_OK;
+    if ((ipiv->buffer == NULL) == (on_host != 0))
+        status = tensor_write_i32(ctx->pool, ctx->queue, ipiv, piv, n, ctx->op);
+    if (status == CLOPS_OK && (info->buffer == NULL) == (on_host != 0))
+        status = tensor_write_i32(ctx->pool, ctx->queue, info, &inf, 1, ctx->op);
+    return status;
+}
+
+/* ---- Device steps ---------------------------------------------------------------------------- */
+
+/* Row interchanges k_begin .. k_end - 1 of `ipiv` (already in ctx->ipiv_mem) on the columns of
+ * m outside [skip_begin, skip_begin + skip_count). */
+static int32_t laswp(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t skip_begin,
+                     int64_t skip_count, int64_t k_begin, int64_t k_end, int32_t reverse)
+{
+    if (m->cols - skip_count <= 0 || k_end <= k_begin)
+        return CLOPS_OK;
+    const cl_long off = m->offset, ld = m->ld;
+    const cl_int cols = (cl_int)m->cols, sb = (cl_int)skip_begin, sc = (cl_int)skip_count;
+    const cl_int kb = (cl_int)k_begin, ke = (cl_int)k_end, rev = reverse;
+    const struct kernel_arg args[] = {
+        {sizeof(cl_mem), &m->mem},
+        {sizeof off, &off},
+        {sizeof ld, &ld},
+        {sizeof cols, &cols},
+        {sizeof sb, &sb},
+        {sizeof sc, &sc},
+        {sizeof(cl_mem), &ctx->ipiv_mem},
+        {sizeof kb, &kb},
+        {sizeof ke, &ke},
+        {sizeof rev, &rev},
+    };
+    const size_t global = (size_t)(m->cols - skip_count);
+    return run_kernel(ctx, ctx->laswp, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
+                      NULL);
+}
+
+/* ctx->ipiv_mem = ipiv[0 .. n - 1] (lu_solve's pivots, for laswp). */
+static int32_t upload_pivots(struct lu_ctx *ctx, const int32_t *ipiv, int64_t n)
+{
+    int32_t status =
+        ensure_buffer(ctx, &ctx->ipiv_mem, &ctx->ipiv_bytes, (n + 1) * (int64_t)sizeof(int32_t));
+    if (status != CLOPS_OK)
+        return status;
+    cl_int rc = clEnqueueWriteBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, 0,
+                                     (size_t)n * sizeof(int32_t), ipiv, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: uploading pivots failed", ctx->op);
+    return CLOPS_OK;
+}
+
+static struct gemm_operand operand(const struct lu_matrix *m, int64_t r0, int64_t c0)
+{
+    return (struct gemm_operand){m->mem, m->offset + r0 * m->ld + c0, m->ld, 1};
+}
+
+/* ctx->inv_mem (n x n, row-major) = op(T)^-1 for the diagonal block at (b0, b0) of `m`: its
+ * lower triangle (unit: the factor L) when `lower`, else its upper one, transposed when `trans`
+ * (kernels/lu.cl: lu_invert_lower, which an upper triangle reaches read backwards). */
+static int32_t invert_diagonal_block(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t b0,
+                                     int64_t n, int32_t trans, int lower, int unit)
+{
+    int32_t status = ensure_buffer(ctx, &ctx->inv_mem, &ctx->inv_bytes, n * n * ctx->elem_size);
+    if (status != CLOPS_OK)
+        return status;
+    const cl_long si = trans ? 1 : m->ld, sk = trans ? m->ld : 1, last = n - 1;
+    const cl_long base = m->offset + b0 * m->ld + b0;
+    const cl_long t_off = lower ? base : base + last * (si + sk);
+    const cl_long ti = lower ? si : -si, tk = lower ? sk : -sk;
+    const cl_long v_off = lower ? 0 : last * (n + 1), vi = lower ? n : -n, vk = lower ? 1 : -1;
+    const cl_int nn = (cl_int)n, u = unit;
+    const struct kernel_arg args[] = {
+        {sizeof nn, &nn}, {sizeof u, &u},   {sizeof(cl_mem), &m->mem},       {sizeof t_off, &t_off},
+        {sizeof ti, &ti}, {sizeof tk, &tk}, {sizeof(cl_mem), &ctx->inv_mem}, {sizeof v_off, &v_off},
+        {sizeof vi, &vi}, {sizeof vk, &vk},
+    };
+    /* One work-group per column, of up to panel_wg work-items (a power of two). */
+    size_t local = 1;
+    while (local < (size_t)n && local < (size_t)ctx->panel_wg)
+        local *= 2;
+    const size_t global = (size_t)n * local;
+    return run_kernel(ctx, ctx->invert, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
+                      &local);
+}
+
+/* B(r0 : r0+n, c0 : c0+cols) = inv * B(...) with the n x n inverse in ctx->inv_mem: the block
+ * goes to ctx->tmp_mem and a GEMM writes the product back in place. */
+static int32_t apply_inverse(struct lu_ctx *ctx, int64_t n, const struct lu_matrix *b, int64_t r0,
+                             int64_t c0, int64_t cols)
+{
+    const int64_t es = ctx->elem_size;
+    int32_t status = ensure_buffer(ctx, &ctx->tmp_mem, &ctx->tmp_bytes, n * cols * es);
+    if (status != CLOPS_OK)
+        return status;
+    /* With the copy kernel, not clEnqueueCopyBufferRect: NVIDIA's driver rejects some rect
+     * origins inside a matrix with CL_INVALID_VALUE (seen on the H100). */
+    const cl_long src_geom[3] = {b->offset + r0 * b->ld + c0, b->ld, 1};
+    const cl_long dst_geom[3] = {0, cols, 1};
+    status = copy_matrix(ctx, n, cols, b->mem, src_geom, ctx->tmp_mem, dst_geom);
+    if (status != CLOPS_OK)
+        return status;
+    const struct gemm_operand a_op = {ctx->inv_mem, 0, n, 1}, b_op = {ctx->tmp_mem, 0, cols, 1};
+    const struct gemm_operand c_op = operand(b, r0, c0);
+    return gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op,
+                        0.0, &c_op, &ctx->device_ns, ctx->op);
+}
+
+/* ---- getrf ----------------------------------------------------------------------------------- */
+
+/* The panel steps' scratch: one pivot candidate per work-group, and the count of finished
+ * groups, which starts at 0 and which the last group of each step resets. */
+/* *counter (a device int, made when NULL) = 0, in queue order. */
+static int32_t clear_counter(struct lu_ctx *ctx, cl_mem *counter)
+{
+    int64_t bytes = *counter != NULL ? 4 : 0;
+    int32_t status = ensure_buffer(ctx, counter, &bytes, 4);
+    if (status != CLOPS_OK)
+        return status;
+    const cl_int zero = 0;
+    cl_int rc = clEnqueueFillBuffer(ctx->queue, *counter, &zero, sizeof zero, 0, sizeof zero, 0,
+                                    NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: clearing a panel kernel's counter failed", ctx->op);
+    return CLOPS_OK;
+}
+
+static int32_t ensure_panel_scratch(struct lu_ctx *ctx)
+{
+    if (ctx->count_mem != NULL)
+        return CLOPS_OK;
+    int64_t v_bytes = 0, i_bytes = 0;
+    int32_t status =
+        ensure_buffer(ctx, &ctx->part_v_mem, &v_bytes, panel_groups_max * ctx->elem_size);
+    if (status == CLOPS_OK)
+        status = ensure_buffer(ctx, &ctx->part_i_mem, &i_bytes, panel_groups_max * 4);
+    return status == CLOPS_OK ? clear_counter(ctx, &ctx->count_mem) : status;
+}
+
+/* The resident kernel's scratch: the candidate rows (two sets, by parity) and its arrival
+ * counter, which only grows (ctx->arrivals counts what it holds). */
+static int32_t ensure_resident_scratch(struct lu_ctx *ctx)
+{
+    if (ctx->arrived_mem != NULL)
+        return CLOPS_OK;
+    int64_t r_bytes = 0;
+    int32_t status = ensure_panel_scratch(ctx);
+    if (status == CLOPS_OK)
+        status = ensure_buffer(ctx, &ctx->xrow_mem, &r_bytes,
+                               2 * (ctx->resident_groups + 1) * ctx->panel_nb * ctx->elem_size);
+    ctx->arrivals = 0;
+    return status == CLOPS_OK ? clear_counter(ctx, &ctx->arrived_mem) : status;
+}
+
+/* The arguments both panel kernels start with (kernels/lu.cl): the rows x jb panel at (j, j),
+ * the pivots and info, the pivoting, the candidates' buffers and the kernel's counter. */
+static int32_t set_panel_args(struct lu_ctx *ctx, cl_kernel kernel, const struct lu_matrix *a,
+                              int64_t j, int64_t jb, int32_t pivoting, int64_t mn, cl_mem counter)
+{
+    const cl_long off = a->offset + j * a->ld + j, ld = a->ld;
+    const cl_int rows = (cl_int)(a->rows - j), nb = (cl_int)jb, row0 = (cl_int)j;
+    const cl_int partial = pivoting == LU_PIVOTING_PARTIAL, info_at = (cl_int)mn;
+    const struct kernel_arg args[] = {
+        {sizeof(cl_mem), &a->mem},
+        {sizeof off, &off},
+        {sizeof ld, &ld},
+        {sizeof rows, &rows},
+        {sizeof nb, &nb},
+        {sizeof row0, &row0},
+        {sizeof(cl_mem), &ctx->ipiv_mem},
+        {sizeof info_at, &info_at},
+        {sizeof partial, &partial},
+        {sizeof(cl_mem), &ctx->part_v_mem},
+        {sizeof(cl_mem), &ctx->part_i_mem},
+        {sizeof(cl_mem), &counter},
+    };
+    return pool_set_kernel_args(kernel, 0, args, (cl_uint)(sizeof args / sizeof args[0]), ctx->op);
+}
+enum { panel_common_args = 12 };
+
+/* Factors the rows x jb panel at (j, j) in one launch of `groups` resident work-groups
+ * (kernels/lu.cl: lu_panel_resident); pivots and info as factor_panel. */
+static int32_t factor_panel_resident(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j,
+                                     int64_t jb, int32_t pivoting, int64_t mn, int64_t groups)
+{
+    int32_t status = ensure_resident_scratch(ctx);
+    if (status != CLOPS_OK)
+        return status;
+    /* The counter is a 32-bit int: start it over (a fill, ordered by the queue) before it
+     * could wrap. */
+    if (ctx->arrivals + jb * groups > INT32_MAX / 2) {
+        ctx->arrivals = 0;
+        status = clear_counter(ctx, &ctx->arrived_mem);
+        if (status != CLOPS_OK)
+            return status;
+    }
+    const cl_int base = (cl_int)ctx->arrivals;
+    const struct kernel_arg args[] = {{sizeof base, &base}, {sizeof(cl_mem), &ctx->xrow_mem}};
+    status = set_panel_args(ctx, ctx->resident, a, j, jb, pivoting, mn, ctx->arrived_mem);
+    if (status == CLOPS_OK)
+        status = pool_set_kernel_args(ctx->resident, panel_common_args, args, 2, ctx->op);
+    if (status != CLOPS_OK)
+        return status;
+    ctx->arrivals += jb * groups;
+    const size_t local = (size_t)ctx->panel_wg, global = (size_t)groups * local;
+    return pool_enqueue_kernel(ctx->queue, ctx->resident, 1, &global, &local, ctx->op);
+}
+
+/* Factors the rows x jb panel at (j, j) on the device, one launch per column and one to finish
+ * the last (kernels/lu.cl: lu_panel_column), each over chunks of about panel_rows rows;
+ * pivots into ctx->ipiv_mem[j ..], a zero pivot into ctx->ipiv_mem[min(M, N)] (info). */
+static int32_t factor_panel(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j, int64_t jb,
+                            int32_t pivoting, int64_t mn)
+{
+    const int64_t rows = a->rows - j;
+    int64_t resident = ctx->resident_groups;
+    if (resident > (rows + 31) / 32)
+        resident = (rows + 31) / 32; /* at least 32 rows a group */
+    if (resident > 0 && (rows + resident - 1) / resident <= ctx->resident_rows)
+        return factor_panel_resident(ctx, a, j, jb, pivoting, mn, resident);
+    int32_t status = ensure_panel_scratch(ctx);
+    if (status == CLOPS_OK)
+        status = set_panel_args(ctx, ctx->panel, a, j, jb, pivoting, mn, ctx->count_mem);
+    int64_t groups = (rows + ctx->panel_rows - 1) / ctx->panel_rows;
+    if (groups > panel_groups_max)
+        groups = panel_groups_max;
+    const size_t local = (size_t)ctx->panel_wg, global = (size_t)groups * local;
+    for (cl_int k = 0; status == CLOPS_OK && k <= (cl_int)jb; k++) {
+        const struct kernel_arg arg = {sizeof k, &k};
+        status = pool_set_kernel_args(ctx->panel, panel_common_args, &arg, 1, ctx->op);
+        if (status == CLOPS_OK)
+            status = pool_enqueue_kernel(ctx->queue, ctx->panel, 1, &global, &local, ctx->op);
+    }
+    return status;
+}
+
+/* Columns [c0, c1) of a, as a matrix of its own (rows unchanged, so pivots stay valid). */
+static struct lu_matrix column_range(const struct lu_matrix *a, int64_t c0, int64_t c1)
+{
+    struct lu_matrix v = *a;
+    v.offset += c0;
+    v.cols = c1 - c0;
+    return v;
+}
+
+/* Right-looking blocked LU of the first `count` columns from c0 of the rows c0 .. M - 1, with
+ * its interchanges and updates applied to the columns [c0, c1): c1 = N at the outer level
+ * (blocks of NB), the end of the outer panel at the inner one (blocks of PANEL_NB). Each step at
+ * column j, width jb: the panel A(j:M, j:j+jb) is factored (inner level, or the panel kernel);
+ * its interchanges are applied to the range's other columns; the block row right of the panel
+ * becomes U12 = L11^-1 A12 (one GEMM with L11's inverse); the rows below get A22 -= L21 U12
+ * through gemm.cl. */
+static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t c0, int64_t c1,
+                            int64_t count, int inner, int32_t pivoting, int64_t mn)
+{
+    const int64_t nb = inner ? ctx->panel_nb : ctx->nb;
+    const struct lu_matrix range = column_range(a, c0, c1);
+    int32_t status = CLOPS_OK;
+    for (int64_t j = c0; status == CLOPS_OK && j < c0 + count; j += nb) {
+        const int64_t jb = c0 + count - j < nb ? c0 + count - j : nb;
+        const int64_t rows = a->rows - j, right = c1 - j - jb;
+        if (!inner && jb > ctx->panel_nb)
+            status = factor_range(ctx, a, j, j + jb, jb, 1, pivoting, mn);
+        else
+            status = factor_panel(ctx, a, j, jb, pivoting, mn);
+        if (status == CLOPS_OK && pivoting == LU_PIVOTING_PARTIAL)
+            status = laswp(ctx, &range, j - c0, jb, j, j + jb, 0);
+        if (status != CLOPS_OK || right == 0)
+            continue;
+        status = invert_diagonal_block(ctx, a, j, jb, 0, 1, 1);
+        if (status == CLOPS_OK)
+            status = apply_inverse(ctx, jb, a, j, j + jb, right);
+        if (status != CLOPS_OK || rows == jb)
+            continue;
+        const struct gemm_operand l21 = operand(a, j + jb, j), u12 = operand(a, j, j + jb);
+        const struct gemm_operand a22 = operand(a, j + jb, j + jb);
+        status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, rows - jb, right, jb,
+                              -1.0, &l21, &u12, 1.0, &a22, &ctx->device_ns, ctx->op);
+    }
+    return status;
+}
+
+/* The pivots and info the panels left in ctx->ipiv_mem. */
+static int32_t read_pivots(struct lu_ctx *ctx, int64_t mn, int32_t *ipiv, int32_t *info)
+{
+    cl_int rc = clEnqueueReadBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, 0,
+                                    (size_t)mn * sizeof(int32_t), ipiv, 0, NULL, NULL);
+    if (rc == CL_SUCCESS)
+        rc = clEnqueueReadBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, (size_t)mn * sizeof(int32_t),
+                                 sizeof(int32_t), info, 0, NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: downloading the pivots failed", ctx->op);
+    return CLOPS_OK;
+}
+
+int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivoting, int32_t *ipiv,
+                  int32_t *info)
+{
+    *info = 0;
+    const int64_t mn = a->rows < a->cols ? a->rows : a->cols;
+    if (mn == 0)
+        return CLOPS_OK;
+    int32_t status =
+        ensure_buffer(ctx, &ctx->ipiv_mem, &ctx->ipiv_bytes, (mn + 1) * (int64_t)sizeof(int32_t));
+    if (status == CLOPS_OK) { /* info starts at 0 */
+        cl_int rc =
+            clEnqueueWriteBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, (size_t)mn * sizeof(int32_t),
+                                 sizeof(int32_t), info, 0, NULL, NULL);
+        if (rc != CL_SUCCESS)
+            status = err_cl(rc, "%s: clearing info failed", ctx->op);
+    }
+    if (status == CLOPS_OK)
+        status = factor_range(ctx, a, 0, a->cols, mn, 0, pivoting, mn);
+    if (status == CLOPS_OK)
+        status = read_pivots(ctx, mn, ipiv, info);
+    return status;
+}
+
+/* ---- getrs ----------------------------------------------------------------------------------- */
+
+/* Solves op(T) X = B in place for a triangle of the factors in `lu`: the unit lower L (lower = 1)
+ * or U, transposed or not. Blocked by NB: each diagonal block is inverted on the device and
+ * applied with a GEMM, then the rest of B is updated by one GEMM with the block's column of
+ * op(T), from the top for a lower op(T), from the bottom for an upper one. */
+static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, int32_t trans,
+                    const struct lu_matrix *b)
+{
+    const int64_t n = lu->rows, nb = ctx->nb, nrhs = b->cols;
+    const int64_t si = trans ? 1 : lu->ld, sk = trans ? lu->ld : 1; /* op(T)(i,k) strides */
+    const int forward = lower != (trans != 0);
+    const int64_t blocks = (n + nb - 1) / nb;
+    int32_t status = CLOPS_OK;
+    for (int64_t s = 0; status == CLOPS_OK && s < blocks; s++) {
+        const int64_t b0 = (forward ? s : blocks - 1 - s) * nb;
+        const int64_t bs = n - b0 < nb ? n - b0 : nb;
+        status = invert_diagonal_block(ctx, lu, b0, bs, trans, forward, lower);
+        if (status == CLOPS_OK)
+            status = apply_inverse(ctx, bs, b, b0, 0, nrhs);
+        /* The rows of B still to solve: below the block (forward) or above it. */
+        const int64_t r0 = forward ? b0 + bs : 0, rows = forward ? n - b0 - bs : b0;
+        if (status != CLOPS_OK || rows == 0)
+            continue;
+        const struct gemm_operand t_op = {lu->mem, lu->offset + r0 * si + b0 * sk, si, sk};
+        const struct gemm_operand x_op = operand(b, b0, 0), c_op = operand(b, r0, 0);
+        status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, rows, nrhs, bs, -1.0,
+                              &t_op, &x_op, 1.0, &c_op, &ctx->device_ns, ctx->op);
+    }
+    return status;
+}
+
+/* LAPACK getrs: A = P L U, so A X = B is X = U^-1 L^-1 P^T B, and A^T X = B is
+ * X = P L^-T U^-T B. */
+int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
+                          const struct lu_matrix *b, int32_t trans)
+{
+    const int64_t n = lu->rows;
+    if (n == 0 || b->cols == 0)
+        return CLOPS_OK;
+    int32_t status = upload_pivots(ctx, ipiv, n);
+    if (status == CLOPS_OK && !trans)
+        status = laswp(ctx, b, 0, 0, 0, n, 0);
+    if (status == CLOPS_OK)
+        status = trsm(ctx, lu, !trans, trans, b);
+    if (status == CLOPS_OK)
+        status = trsm(ctx, lu, trans, trans, b);
+    if (status == CLOPS_OK && trans)
+        status = laswp(ctx, b, 0, 0, 0, n, 1);
+    return status;
+}
+
+int32_t lu_solve_tensor(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
+                        const struct clops_tensor *b, int32_t trans, struct lu_staged *sb)
+{
+    int32_t status = lu_stage(ctx, b, "b", sb);
+    if (status == CLOPS_OK)
+        status = lu_solve_factored(ctx, lu, ipiv, &sb->m, trans);
+    if (status == CLOPS_OK)
+        status = lu_unstage(ctx, sb);
+    return status;
+}
