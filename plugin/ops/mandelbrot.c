@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "split.h"
 #include "tensor.h"
 
@@ -630,41 +631,6 @@ static int32_t mandel_run(struct clops_pool *pool, const struct mandel_plan *p, 
     return status;
 }
 
-/* mandel_run with host outputs rendered into packed host temporaries, written into host memory
- * (only the outputs' elements) once every tile has been delivered: a failed call leaves them
- * untouched, where delivering tiles straight into them would leave those done before the
- * failure. The cost is a host copy of each host output and one pass over it, next to the
- * render. Device outputs are written in place as tiles are delivered. */
-static int32_t mandel_run_committed(struct clops_pool *pool, const struct mandel_plan *p,
-                                    int64_t *device_ns)
-{
-    struct mandel_plan staged = *p;
-    const struct clops_tensor *outputs[2] = {p->iters, p->image};
-    struct clops_tensor packed[2];
-    void *data[2] = {NULL, NULL};
-    int32_t status = CLOPS_OK;
-    for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
-        const struct clops_tensor *t = outputs[o];
-        if (t == NULL || t->buffer != NULL)
-            continue;
-        data[o] = malloc((size_t)(tensor_elements(t) * dtype_size(t->dtype)));
-        if (data[o] == NULL) {
-            status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
-            break;
-        }
-        tensor_packed_like(t, data[o], &packed[o]);
-        *(o == 0 ? &staged.iters : &staged.image) = &packed[o];
-    }
-    if (status == CLOPS_OK)
-        status = mandel_run(pool, &staged, device_ns);
-    for (int o = 0; o < 2; o++) {
-        if (status == CLOPS_OK && data[o] != NULL)
-            tensor_unpack(outputs[o], data[o]);
-        free(data[o]);
-    }
-    return status;
-}
-
 /* The configuration can add build options to every kernel; those that let the compiler fuse or
  * reassociate break the promise that every device renders a tile to the same bits. */
 static void warn_unsafe_options(const struct clops_pool *pool)
@@ -681,34 +647,110 @@ static void warn_unsafe_options(const struct clops_pool *pool)
                     op_name, unsafe[i]);
 }
 
-static int32_t mandel_call_checked(struct clops_pool *pool, const struct clops_tensor *iters,
-                                   const struct clops_tensor *image, double center_x,
-                                   double center_y, double scale, int64_t max_iterations,
-                                   int32_t precision, const char *split, int64_t tile,
-                                   int64_t *device_ns)
-{
+/* ---- The operator's steps: check, enqueue, commit (call.h runs the rest) ------------------ */
+
+/* Host outputs are rendered into packed host temporaries and written into host memory (only the
+ * outputs' elements) by the commit step, once every tile has been delivered: a failed call
+ * leaves them untouched, where delivering tiles straight into them would leave those done
+ * before the failure. The cost is a host copy of each host output and one pass over it, next to
+ * the render. Device outputs are written in place as tiles are delivered; the core stages
+ * neither (the tiles go to each device's own buffers). */
+struct mandel_state {
     struct mandel_plan plan;
-    int32_t status = mandel_check_args(pool_device_at(pool, 0), iters, image, center_x, center_y,
-                                       scale, max_iterations, precision, split, tile, &plan);
-    if (status != CLOPS_OK || plan.tile_count == 0)
+    struct clops_tensor packed[2];
+    void *data[2];
+};
+
+/* The parameters' positions in the descriptor (mandelbrot_params below). */
+enum {
+    P_ITERATIONS,
+    P_IMAGE,
+    P_CENTER_X,
+    P_CENTER_Y,
+    P_SCALE,
+    P_MAX_ITERATIONS,
+    P_PRECISION,
+    P_SPLIT,
+    P_TILE
+};
+
+static int32_t mandel_check(struct op_call *call)
+{
+    const union op_value *v = call->values;
+    struct mandel_state *s = call->plan;
+    int32_t status = mandel_check_args(pool_device_at(call->pool, 0), v[P_ITERATIONS].tensor,
+                                       v[P_IMAGE].tensor, v[P_CENTER_X].f64, v[P_CENTER_Y].f64,
+                                       v[P_SCALE].f64, v[P_MAX_ITERATIONS].i64, v[P_PRECISION].i32,
+                                       v[P_SPLIT].string, v[P_TILE].i64, &s->plan);
+    if (status != CLOPS_OK)
         return status;
-    warn_unsafe_options(pool);
-    return mandel_run_committed(pool, &plan, device_ns);
+    call->stage[P_ITERATIONS] = call->stage[P_IMAGE] = STAGE_NONE;
+    if (s->plan.tile_count == 0)
+        call->nothing_to_do = 1;
+    else
+        warn_unsafe_options(call->pool);
+    return CLOPS_OK;
 }
+
+static int32_t mandel_enqueue(struct op_call *call)
+{
+    struct mandel_state *s = call->plan;
+    struct mandel_plan staged = s->plan;
+    const struct clops_tensor *outputs[2] = {s->plan.iters, s->plan.image};
+    for (int o = 0; o < 2; o++) {
+        const struct clops_tensor *t = outputs[o];
+        if (t == NULL || t->buffer != NULL)
+            continue;
+        s->data[o] = malloc((size_t)(tensor_elements(t) * dtype_size(t->dtype)));
+        if (s->data[o] == NULL)
+            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
+        tensor_packed_like(t, s->data[o], &s->packed[o]);
+        *(o == 0 ? &staged.iters : &staged.image) = &s->packed[o];
+    }
+    return mandel_run(call->pool, &staged, &call->device_ns);
+}
+
+static void mandel_commit(struct op_call *call)
+{
+    struct mandel_state *s = call->plan;
+    const struct clops_tensor *outputs[2] = {s->plan.iters, s->plan.image};
+    for (int o = 0; o < 2; o++)
+        if (s->data[o] != NULL)
+            tensor_unpack(outputs[o], s->data[o]);
+}
+
+static void mandel_release(struct op_call *call)
+{
+    struct mandel_state *s = call->plan;
+    for (int o = 0; o < 2; o++) {
+        free(s->data[o]);
+        s->data[o] = NULL;
+    }
+}
+
+extern const struct clops_op op_mandelbrot;
+
+const struct op_impl impl_mandelbrot = {
+    .desc = &op_mandelbrot,
+    .plan_size = sizeof(struct mandel_state),
+    .check = mandel_check,
+    .enqueue = mandel_enqueue,
+    .commit = mandel_commit,
+    .release = mandel_release,
+};
+
+/* ---- The entry point ------------------------------------------------------------------------- */
 
 static int32_t mandelbrot_entry(struct clops_pool *pool, const struct clops_tensor *iterations,
                                 const struct clops_tensor *image, double center_x, double center_y,
                                 double scale, int64_t max_iterations, int32_t precision,
                                 const char *split, int64_t tile)
 {
-    err_clear();
-    if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
-    int64_t device_ns = 0;
-    int32_t status = mandel_call_checked(pool, iterations, image, center_x, center_y, scale,
-                                         max_iterations, precision, split, tile, &device_ns);
-    pool_record_call(pool, op_name, status, device_ns);
-    return status;
+    const union op_value values[] = {
+        {.tensor = iterations}, {.tensor = image}, {.f64 = center_x},
+        {.f64 = center_y},      {.f64 = scale},    {.i64 = max_iterations},
+        {.i32 = precision},     {.string = split}, {.i64 = tile}};
+    return call_run(pool, &impl_mandelbrot, values);
 }
 
 _Static_assert(_Generic(&mandelbrot_entry, clops_mandelbrot_fn : 1, default : 0),
