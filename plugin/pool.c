@@ -1,49 +1,12 @@
-/* pool.c — the device pool's lifecycle (create, release), the operators' settings and the
- * statistics. Its devices, memory, programs and launches live in pool_devices.c, pool_memory.c,
- * pool_programs.c and pool_launch.c, around the structs of pool_internal.h. */
+/* pool.c — what every part of the pool reads and counts: the operators' settings and the
+ * statistics. The pool's devices, memory, programs and launches live in pool_devices.c,
+ * pool_memory.c, pool_programs.c and pool_launch.c, its creation and release in
+ * pool_lifecycle.c, around the structs of pool_internal.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "pool_internal.h"
 #include "registry.h"
-
-int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
-{
-    *out = NULL;
-    struct clops_pool *pool = calloc(1, sizeof *pool);
-    if (pool == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
-    pool->cfg = *cfg;
-    if (pthread_mutex_init(&pool->programs_lock, NULL) != 0) {
-        free(pool);
-        return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
-    }
-    pool->op_counters = calloc((size_t)registry_count(), sizeof *pool->op_counters);
-    int32_t status = pool->op_counters == NULL
-                         ? err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory")
-                         : pool_open_devices(pool);
-    if (status != CLOPS_OK) {
-        pool_release(pool);
-        return status;
-    }
-    cache_init(&pool->cache, cfg->cache_enabled, cfg->cache_dir);
-    for (int32_t i = 0; i < pool->device_count; i++)
-        log_msg(CLOPS_LOG_INFO, "pool: device %d: %s (%s)", (int)i, pool->devices[i].info.name,
-                pool->devices[i].info.platform);
-    *out = pool;
-    return CLOPS_OK;
-}
-
-void pool_release(struct clops_pool *pool)
-{
-    if (pool == NULL)
-        return;
-    pool_release_programs(pool);
-    pool_close_devices(pool);
-    free(pool->op_counters);
-    pthread_mutex_destroy(&pool->programs_lock);
-    free(pool);
-}
 
 const struct config_op *pool_op_settings(const struct clops_pool *pool, const char *op_name)
 {

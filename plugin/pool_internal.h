@@ -1,10 +1,54 @@
-/* pool_internal.h — the pool's own header, for pool.c, pool_devices.c, pool_memory.c,
- * pool_programs.c and pool_launch.c only: what they share besides pool.h. The rest of the
- * library uses pool.h. */
+/* pool_internal.h — the pool's structs and what its files share besides pool.h: for pool.c,
+ * pool_devices.c, pool_memory.c, pool_programs.c, pool_launch.c and pool_lifecycle.c only (and,
+ * test-only, tests/test_cache.c, which runs kernels on the pool's context and reads its program
+ * counters). The rest of the library uses pool.h's functions. */
 #ifndef CLOPS_POOL_INTERNAL_H
 #define CLOPS_POOL_INTERNAL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cache.h"
 #include "pool.h"
+
+struct pool_program; /* a built program, keyed by source name + options */
+
+struct pool_device {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue *queues;
+    int32_t queue_count;
+    atomic_uint next_queue;
+    struct clops_device_info info; /* struct_size = sizeof */
+    int64_t max_alloc_bytes;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    size_t max_work_group;         /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    int32_t index;                 /* in the pool */
+    atomic_llong tasks, busy_ns;   /* clops_device_stats */
+    /* Device memory accounting (pool_alloc_device_memory): the bytes clops may hold on this
+     * device, and the bytes it holds, counted over every pool of the process that opened the
+     * same cl_device_id (shared, never freed). */
+    int64_t memory_limit_bytes;
+    atomic_llong *memory_in_use;
+};
+
+struct pool_op_counters {
+    atomic_llong calls;
+    atomic_llong failures;
+    atomic_llong device_ns;
+};
+
+struct clops_pool {
+    struct pool_config cfg;
+    struct program_cache cache;
+    struct pool_device *devices;
+    int32_t device_count;
+    pthread_mutex_t programs_lock;
+    struct pool_program *programs;
+    atomic_llong programs_built, programs_loaded, cache_rejected;
+    atomic_llong calls, bytes_uploaded, bytes_downloaded;
+    struct pool_op_counters *op_counters; /* registry_count() entries */
+};
 
 /* pool_devices.c: discovers the system's devices, opens those the configuration chooses as
  * pool->devices. On failure pool->device_count counts those to close with pool_close_devices,

@@ -2,6 +2,7 @@
  * taken from both ends of a list without locks, stealing, and the statistics. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,7 +16,7 @@
 #include "config.h"
 #include "entry.h"
 #include "error.h"
-#include "pool.h"
+#include "pool_internal.h" /* test-only: the pool's context and counters */
 #include "testutil.h"
 
 /* Layout offsets of an entry (see cache.c): magic 8, version 4, key length 8, key, binary
