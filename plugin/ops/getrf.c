@@ -5,6 +5,7 @@
 #include "getrf.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gemm.h"
@@ -210,19 +211,13 @@ static void resident_setup(struct lu_ctx *ctx)
     ctx->resident_groups = groups;
 }
 
-void lu_ctx_open(struct lu_ctx *ctx, struct clops_pool *pool, const char *op)
+int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
+                    cl_command_queue queue, const char *op, int32_t dtype)
 {
-    memset(ctx, 0, sizeof *ctx);
     ctx->pool = pool;
-    ctx->dev = pool_device_for_op(pool, op);
+    ctx->dev = dev;
     ctx->op = op;
-}
-
-int32_t lu_ctx_init(struct lu_ctx *ctx, int32_t dtype)
-{
-    struct clops_pool *pool = ctx->pool;
-    const char *op = ctx->op;
-    ctx->queue = pool_acquire_queue(ctx->dev);
+    ctx->queue = queue;
     ctx->dtype = dtype;
     ctx->elem_size = dtype_size(dtype);
     block_sizes_for(pool, ctx->dev, op, &ctx->nb, &ctx->panel_nb);
@@ -261,11 +256,12 @@ int32_t lu_ctx_finish(struct lu_ctx *ctx)
     return status;
 }
 
-int32_t lu_ctx_close(struct lu_ctx *ctx, int32_t status)
+void lu_ctx_release(struct lu_ctx *ctx)
 {
-    int32_t waited = CLOPS_OK;
-    if (ctx->queue != NULL && !ctx->finished)
-        waited = lu_ctx_finish(ctx);
+    if (ctx->queue == NULL)
+        return;
+    if (!ctx->finished)
+        lu_ctx_finish(ctx); /* the call failed already; this wait's status adds nothing */
     release_kernels(ctx);
     release_mem(ctx->dev, &ctx->ipiv_mem);
     release_mem(ctx->dev, &ctx->inv_mem);
@@ -275,10 +271,32 @@ int32_t lu_ctx_close(struct lu_ctx *ctx, int32_t status)
     release_mem(ctx->dev, &ctx->count_mem);
     release_mem(ctx->dev, &ctx->xrow_mem);
     release_mem(ctx->dev, &ctx->arrived_mem);
-    if (status == CLOPS_OK)
-        status = waited;
-    pool_record_call(ctx->pool, ctx->op, status, ctx->device_ns);
-    return status;
+}
+
+int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t npiv)
+{
+    const char *op = call->impl->desc->name;
+    l->piv = malloc((size_t)(npiv > 0 ? npiv : 1) * sizeof *l->piv);
+    if (l->piv == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op);
+    return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, op, dtype);
+}
+
+void lu_call_release(struct op_call *call)
+{
+    struct lu_call *l = call->plan;
+    lu_staged_release(&l->b);
+    lu_staged_release(&l->a);
+    lu_ctx_release(&l->ctx);
+    call->device_ns += l->ctx.device_ns;
+    free(l->piv);
+    l->piv = NULL;
+}
+
+void lu_call_stage_none(struct op_call *call)
+{
+    for (int32_t i = 0; i < call->impl->desc->param_count; i++)
+        call->stage[i] = STAGE_NONE;
 }
 
 /* A device buffer of at least `bytes`, kept across the steps of one call. */

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "call.h"
 #include "pool.h"
 #include "tensor.h"
 
@@ -66,19 +67,36 @@ int32_t lu_check_rhs(const struct pool_device *dev, const struct clops_tensor *a
 
 /* ---- A call's context ------------------------------------------------------------------------ */
 
-/* Opens the context of a call of operator `op` on its configured device (ctx->dev, for the
- * checks): nothing on the device yet, and nothing that can fail. */
-void lu_ctx_open(struct lu_ctx *ctx, struct clops_pool *pool, const char *op);
-/* Takes a queue, the block sizes and the kernels for `dtype` on ctx->dev, once the checks have
- * passed. */
-int32_t lu_ctx_init(struct lu_ctx *ctx, int32_t dtype);
+/* Takes the call's device and queue, the block sizes and the kernels for `dtype`, once the
+ * checks have passed; the context must be zeroed before (the call's plan is). */
+int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
+                    cl_command_queue queue, const char *op, int32_t dtype);
 /* Waits for the call's kernels, adding their device time: the last device step of a call,
  * before it writes host outputs. */
 int32_t lu_ctx_finish(struct lu_ctx *ctx);
-/* Ends the call whose status so far is `status`: waits as lu_ctx_finish unless that was done,
- * frees the context, records the call in the pool's statistics; returns `status`, or the wait's
- * when `status` is CLOPS_OK. */
-int32_t lu_ctx_close(struct lu_ctx *ctx, int32_t status);
+/* Frees the context, having waited as lu_ctx_finish unless that was done (so that nothing
+ * still running uses what is freed). A no-op on a context never initialised. */
+void lu_ctx_release(struct lu_ctx *ctx);
+
+/* ---- The three operators' call steps (call.h) ------------------------------------------------ */
+
+/* What an LU operator's call holds from its enqueue to its release: it must be the first
+ * member of the operator's plan. The engine stages its own operands (a row-major working copy
+ * of a column-major matrix, pivots read or written on the host), so the operators leave the
+ * core's staging out (STAGE_NONE). */
+struct lu_call {
+    struct lu_ctx ctx;
+    struct lu_staged a, b; /* the matrix (a or lu) and the right-hand sides */
+    int32_t *piv;          /* pivots, on the host */
+    int32_t inf;           /* getrf's info */
+};
+
+/* The first step of an enqueue: the context for `dtype` and room for `npiv` pivots. */
+int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t npiv);
+/* The release step of all three (op_impl.release). */
+void lu_call_release(struct op_call *call);
+/* Leaves every tensor parameter to the engine (in an operator's check). */
+void lu_call_stage_none(struct op_call *call);
 
 /* ---- The working matrix ---------------------------------------------------------------------- */
 

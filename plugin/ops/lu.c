@@ -1,7 +1,5 @@
 /* lu.c — the lu operator: LAPACK's getrf, P·A = L·U with partial pivoting, on the LU engine
  * (getrf.h). */
-#include <stdlib.h>
-
 #include "getrf.h"
 
 static const char op_name[] = "lu";
@@ -34,52 +32,73 @@ static int32_t lu_check_args(const struct pool_device *dev, const struct clops_t
     return tensor_check_disjoint(op_name, uses, 3, NULL);
 }
 
-/* Factors the staged a and downloads it, writes ipiv and info where they are device tensors,
- * waits for the device; only then writes the host outputs (a failed call leaves them
- * untouched). */
-static int32_t lu_run(struct lu_ctx *ctx, const struct clops_tensor *a,
-                      const struct clops_tensor *ipiv, const struct clops_tensor *info,
-                      int32_t pivoting)
+/* ---- The operator's steps (call.h runs them) ------------------------------------------------- */
+
+/* The parameters' positions in the descriptor (lu_params below). */
+enum { P_A, P_IPIV, P_INFO, P_PIVOTING };
+
+static int32_t lu_check(struct op_call *call)
 {
-    const int64_t mn = a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1];
-    int32_t *piv = malloc((size_t)(mn > 0 ? mn : 1) * sizeof *piv);
-    if (piv == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
-    int32_t inf = 0;
-    struct lu_staged sa;
-    int32_t status = lu_stage(ctx, a, "a", &sa);
+    const union op_value *v = call->values;
+    lu_call_stage_none(call);
+    return lu_check_args(call->dev, v[P_A].tensor, v[P_IPIV].tensor, v[P_INFO].tensor,
+                         v[P_PIVOTING].i32);
+}
+
+static int64_t pivot_count(const struct clops_tensor *a)
+{
+    return a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1];
+}
+
+/* Factors the staged a and downloads it, writes ipiv and info where they are device tensors,
+ * waits for the device; the host outputs are written by lu_commit, once all that succeeded. */
+static int32_t lu_enqueue(struct op_call *call)
+{
+    struct lu_call *l = call->plan;
+    const union op_value *v = call->values;
+    const struct clops_tensor *a = v[P_A].tensor;
+    int32_t status = lu_call_open(call, l, a->dtype, pivot_count(a));
     if (status == CLOPS_OK)
-        status = lu_factor(ctx, &sa.m, pivoting, piv, &inf);
+        status = lu_stage(&l->ctx, a, "a", &l->a);
     if (status == CLOPS_OK)
-        status = lu_unstage(ctx, &sa);
+        status = lu_factor(&l->ctx, &l->a.m, v[P_PIVOTING].i32, l->piv, &l->inf);
     if (status == CLOPS_OK)
-        status = lu_write_pivots(ctx, ipiv, piv, mn, info, inf, 0);
+        status = lu_unstage(&l->ctx, &l->a);
     if (status == CLOPS_OK)
-        status = lu_ctx_finish(ctx);
-    if (status == CLOPS_OK) {
-        lu_commit(&sa);
-        lu_write_pivots(ctx, ipiv, piv, mn, info, inf, 1);
-    }
-    lu_staged_release(&sa);
-    free(piv);
+        status = lu_write_pivots(&l->ctx, v[P_IPIV].tensor, l->piv, pivot_count(a),
+                                 v[P_INFO].tensor, l->inf, 0);
+    if (status == CLOPS_OK)
+        status = lu_ctx_finish(&l->ctx);
     return status;
 }
+
+static void lu_commit_step(struct op_call *call)
+{
+    struct lu_call *l = call->plan;
+    const union op_value *v = call->values;
+    lu_commit(&l->a);
+    lu_write_pivots(&l->ctx, v[P_IPIV].tensor, l->piv, pivot_count(v[P_A].tensor), v[P_INFO].tensor,
+                    l->inf, 1);
+}
+
+extern const struct clops_op op_lu;
+
+const struct op_impl impl_lu = {
+    .desc = &op_lu,
+    .plan_size = sizeof(struct lu_call),
+    .check = lu_check,
+    .enqueue = lu_enqueue,
+    .commit = lu_commit_step,
+    .release = lu_call_release,
+};
 
 static int32_t lu_entry(struct clops_pool *pool, const struct clops_tensor *a,
                         const struct clops_tensor *ipiv, const struct clops_tensor *info,
                         int32_t pivoting)
 {
-    err_clear();
-    if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
-    struct lu_ctx ctx;
-    lu_ctx_open(&ctx, pool, op_name);
-    int32_t status = lu_check_args(ctx.dev, a, ipiv, info, pivoting);
-    if (status == CLOPS_OK)
-        status = lu_ctx_init(&ctx, a->dtype);
-    if (status == CLOPS_OK)
-        status = lu_run(&ctx, a, ipiv, info, pivoting);
-    return lu_ctx_close(&ctx, status);
+    const union op_value values[] = {
+        {.tensor = a}, {.tensor = ipiv}, {.tensor = info}, {.i32 = pivoting}};
+    return call_run(pool, &impl_lu, values);
 }
 
 _Static_assert(_Generic(&lu_entry, clops_lu_fn : 1, default : 0),

@@ -1,7 +1,5 @@
 /* lu_solve.c — the lu_solve operator: LAPACK's getrs, A·X = B or A^T·X = B solved with the
  * factors and pivots that lu wrote, on the LU engine (getrf.h). */
-#include <stdlib.h>
-
 #include "getrf.h"
 
 static const char op_name[] = "lu_solve";
@@ -39,47 +37,65 @@ static int32_t check_pivot_values(const int32_t *ipiv, int64_t n)
     return CLOPS_OK;
 }
 
-static int32_t lu_solve_run(struct lu_ctx *ctx, const struct clops_tensor *lu,
-                            const struct clops_tensor *ipiv, const struct clops_tensor *b,
-                            int32_t trans)
+/* ---- The operator's steps (call.h runs them) ------------------------------------------------- */
+
+/* The parameters' positions in the descriptor (lu_solve_params below). */
+enum { P_LU, P_IPIV, P_B, P_TRANS };
+
+static int32_t lu_solve_check(struct op_call *call)
 {
+    const union op_value *v = call->values;
+    lu_call_stage_none(call);
+    return lu_solve_check_args(call->dev, v[P_LU].tensor, v[P_IPIV].tensor, v[P_B].tensor,
+                               v[P_TRANS].i32);
+}
+
+/* The pivots are read (and checked) first: the solve needs them on the host. b is written by
+ * lu_solve_commit, once every device step has succeeded. */
+static int32_t lu_solve_enqueue(struct op_call *call)
+{
+    struct lu_call *l = call->plan;
+    const union op_value *v = call->values;
+    const struct clops_tensor *lu = v[P_LU].tensor;
     const int64_t n = lu->shape[0];
-    int32_t *piv = malloc((size_t)(n > 0 ? n : 1) * sizeof *piv);
-    if (piv == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
-    struct lu_staged sl = {0}, sb = {0};
-    int32_t status = tensor_read_i32(ctx->pool, ctx->queue, ipiv, piv, n, op_name);
+    int32_t status = lu_call_open(call, l, lu->dtype, n);
     if (status == CLOPS_OK)
-        status = check_pivot_values(piv, n);
+        status = tensor_read_i32(call->pool, call->queue, v[P_IPIV].tensor, l->piv, n, op_name);
     if (status == CLOPS_OK)
-        status = lu_stage(ctx, lu, "lu", &sl);
+        status = check_pivot_values(l->piv, n);
     if (status == CLOPS_OK)
-        status = lu_solve_tensor(ctx, &sl.m, piv, b, trans, &sb);
+        status = lu_stage(&l->ctx, lu, "lu", &l->a);
     if (status == CLOPS_OK)
-        status = lu_ctx_finish(ctx);
+        status = lu_solve_tensor(&l->ctx, &l->a.m, l->piv, v[P_B].tensor, v[P_TRANS].i32, &l->b);
     if (status == CLOPS_OK)
-        lu_commit(&sb);
-    lu_staged_release(&sb);
-    lu_staged_release(&sl);
-    free(piv);
+        status = lu_ctx_finish(&l->ctx);
     return status;
 }
+
+static void lu_solve_commit(struct op_call *call)
+{
+    struct lu_call *l = call->plan;
+    lu_commit(&l->b);
+}
+
+extern const struct clops_op op_lu_solve;
+
+const struct op_impl impl_lu_solve = {
+    .desc = &op_lu_solve,
+    .plan_size = sizeof(struct lu_call),
+    .check = lu_solve_check,
+    .enqueue = lu_solve_enqueue,
+    .commit = lu_solve_commit,
+    .release = lu_call_release,
+};
 
 static int32_t lu_solve_entry(struct clops_pool *pool, const struct clops_tensor *lu,
                               const struct clops_tensor *ipiv, const struct clops_tensor *b,
                               int32_t trans)
 {
-    err_clear();
-    if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
-    struct lu_ctx ctx;
-    lu_ctx_open(&ctx, pool, op_name);
-    int32_t status = lu_solve_check_args(ctx.dev, lu, ipiv, b, trans);
-    if (status == CLOPS_OK)
-        status = lu_ctx_init(&ctx, lu->dtype);
-    if (status == CLOPS_OK)
-        status = lu_solve_run(&ctx, lu, ipiv, b, trans);
-    return lu_ctx_close(&ctx, status);
+    const union op_value values[] = {
+        {.tensor = lu}, {.tensor = ipiv}, {.tensor = b}, {.i32 = trans}};
+    return call_run(pool, &impl_lu_solve, values);
 }
 
 _Static_assert(_Generic(&lu_solve_entry, clops_lu_solve_fn : 1, default : 0),

@@ -1,7 +1,5 @@
 /* solve.c — the solve operator: LAPACK's gesv, A = P·L·U (getrf) and then A·X = B solved with
  * the factors (getrs), on the LU engine (getrf.h). */
-#include <stdlib.h>
-
 #include "getrf.h"
 
 static const char op_name[] = "solve";
@@ -26,55 +24,71 @@ static int32_t solve_check_args(const struct pool_device *dev, const struct clop
     return tensor_check_disjoint(op_name, uses, 4, NULL);
 }
 
-/* gesv: a, ipiv and info are written whatever info says; b only when A is nonsingular. Host
- * outputs are written last, once every device step has succeeded. */
-static int32_t solve_run(struct lu_ctx *ctx, const struct clops_tensor *a,
-                         const struct clops_tensor *b, const struct clops_tensor *ipiv,
-                         const struct clops_tensor *info)
+/* ---- The operator's steps (call.h runs them) ------------------------------------------------- */
+
+/* The parameters' positions in the descriptor (solve_params below). */
+enum { P_A, P_B, P_IPIV, P_INFO };
+
+static int32_t solve_check(struct op_call *call)
 {
+    const union op_value *v = call->values;
+    lu_call_stage_none(call);
+    return solve_check_args(call->dev, v[P_A].tensor, v[P_B].tensor, v[P_IPIV].tensor,
+                            v[P_INFO].tensor);
+}
+
+/* gesv: a, ipiv and info are written whatever info says; b only when A is nonsingular. Host
+ * outputs are written by solve_commit, once every device step has succeeded. */
+static int32_t solve_enqueue(struct op_call *call)
+{
+    struct lu_call *l = call->plan;
+    const union op_value *v = call->values;
+    const struct clops_tensor *a = v[P_A].tensor;
     const int64_t n = a->shape[0];
-    int32_t *piv = malloc((size_t)(n > 0 ? n : 1) * sizeof *piv);
-    if (piv == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
-    int32_t inf = 0;
-    struct lu_staged sa, sb = {0};
-    int32_t status = lu_stage(ctx, a, "a", &sa);
+    int32_t status = lu_call_open(call, l, a->dtype, n);
     if (status == CLOPS_OK)
-        status = lu_factor(ctx, &sa.m, LU_PIVOTING_PARTIAL, piv, &inf);
-    if (status == CLOPS_OK && inf == 0)
-        status = lu_solve_tensor(ctx, &sa.m, piv, b, 0, &sb);
+        status = lu_stage(&l->ctx, a, "a", &l->a);
     if (status == CLOPS_OK)
-        status = lu_unstage(ctx, &sa);
+        status = lu_factor(&l->ctx, &l->a.m, LU_PIVOTING_PARTIAL, l->piv, &l->inf);
+    if (status == CLOPS_OK && l->inf == 0)
+        status = lu_solve_tensor(&l->ctx, &l->a.m, l->piv, v[P_B].tensor, 0, &l->b);
     if (status == CLOPS_OK)
-        status = lu_write_pivots(ctx, ipiv, piv, n, info, inf, 0);
+        status = lu_unstage(&l->ctx, &l->a);
     if (status == CLOPS_OK)
-        status = lu_ctx_finish(ctx);
-    if (status == CLOPS_OK) {
-        lu_commit(&sa);
-        lu_commit(&sb);
-        lu_write_pivots(ctx, ipiv, piv, n, info, inf, 1);
-    }
-    lu_staged_release(&sb);
-    lu_staged_release(&sa);
-    free(piv);
+        status = lu_write_pivots(&l->ctx, v[P_IPIV].tensor, l->piv, n, v[P_INFO].tensor, l->inf, 0);
+    if (status == CLOPS_OK)
+        status = lu_ctx_finish(&l->ctx);
     return status;
 }
+
+static void solve_commit(struct op_call *call)
+{
+    struct lu_call *l = call->plan;
+    const union op_value *v = call->values;
+    lu_commit(&l->a);
+    lu_commit(&l->b);
+    lu_write_pivots(&l->ctx, v[P_IPIV].tensor, l->piv, v[P_A].tensor->shape[0], v[P_INFO].tensor,
+                    l->inf, 1);
+}
+
+extern const struct clops_op op_solve;
+
+const struct op_impl impl_solve = {
+    .desc = &op_solve,
+    .plan_size = sizeof(struct lu_call),
+    .check = solve_check,
+    .enqueue = solve_enqueue,
+    .commit = solve_commit,
+    .release = lu_call_release,
+};
 
 static int32_t solve_entry(struct clops_pool *pool, const struct clops_tensor *a,
                            const struct clops_tensor *b, const struct clops_tensor *ipiv,
                            const struct clops_tensor *info)
 {
-    err_clear();
-    if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op_name);
-    struct lu_ctx ctx;
-    lu_ctx_open(&ctx, pool, op_name);
-    int32_t status = solve_check_args(ctx.dev, a, b, ipiv, info);
-    if (status == CLOPS_OK)
-        status = lu_ctx_init(&ctx, a->dtype);
-    if (status == CLOPS_OK)
-        status = solve_run(&ctx, a, b, ipiv, info);
-    return lu_ctx_close(&ctx, status);
+    const union op_value values[] = {
+        {.tensor = a}, {.tensor = b}, {.tensor = ipiv}, {.tensor = info}};
+    return call_run(pool, &impl_solve, values);
 }
 
 _Static_assert(_Generic(&solve_entry, clops_solve_fn : 1, default : 0),
