@@ -4,6 +4,7 @@
 #include <stdalign.h>
 #include <string.h>
 
+#include "registry.h"
 
 static int is_tensor(int32_t kind)
 {
@@ -94,9 +95,12 @@ static int32_t execute(struct op_call *c)
     return status;
 }
 
-int32_t call_run(struct clops_pool *pool, const struct op_impl *impl, const union op_value *values)
+int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values)
 {
     err_clear();
+    const struct op_impl *impl = registry_impl(index);
+    if (impl == NULL)
+        return err_set(CLOPS_ERR_INTERNAL, "call: no operator at index %d", (int)index);
     const struct clops_op *op = impl->desc;
     if (pool == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op->name);
@@ -111,7 +115,7 @@ int32_t call_run(struct clops_pool *pool, const struct op_impl *impl, const unio
     c.impl = impl;
     c.values = values;
     c.plan = plan;
-    c.dev = pool_device_for_op(pool, op->name);
+    c.dev = pool_device_for_op(pool, index);
     for (int32_t i = 0; i < op->param_count; i++)
         c.stage[i] = is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind) : STAGE_NONE;
     int32_t status = impl->check(&c);
@@ -119,6 +123,11 @@ int32_t call_run(struct clops_pool *pool, const struct op_impl *impl, const unio
         status = execute(&c);
     if (impl->release != NULL)
         impl->release(&c);
-    pool_record_call(pool, op->name, status, c.device_ns);
+    pool_record_call(pool, index, status, c.device_ns);
     return status;
+}
+
+int32_t call_run(struct clops_pool *pool, const struct op_impl *impl, const union op_value *values)
+{
+    return call_run_index(pool, registry_index(impl->desc), values);
 }

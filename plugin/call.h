@@ -30,7 +30,6 @@ enum { CALL_MAX_PARAMS = 32 };
 /* One parameter's value, as the typed entry receives it (enums by index). */
 union op_value {
     const struct clops_tensor *tensor; /* NULL: an optional tensor left out */
-    const void *pointer;
     const char *string;
     int64_t i64;
     double f64;
@@ -78,7 +77,10 @@ struct op_impl {
 
 enum { CALL_PLAN_MAX = 1024 };
 
-/* Runs one call of `impl` with `values`, through the whole lifecycle. */
+/* Runs one call of the operator at `index` in the registry with `values` (its parameters in
+ * the descriptor's order), through the whole lifecycle: what invoke() calls. */
+int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values);
+/* The same for `impl` itself: what an operator's typed entry calls. */
 int32_t call_run(struct clops_pool *pool, const struct op_impl *impl, const union op_value *values);
 
 /* The value of parameter `name` (a descriptor's name), for an operator's own code. */

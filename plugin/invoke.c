@@ -1,72 +1,21 @@
 /* invoke.c — the generic call: matches tagged arguments to an operator's descriptor, checks
- * every kind, fills defaults, then calls the typed entry point through libffi with a call
- * interface (ffi_cif) prepared once per operator. */
+ * every kind, fills defaults, then runs the call's lifecycle (call.h) by the descriptor's
+ * index, as the typed entry point does. */
 #include "invoke.h"
 
 #include <errno.h>
-#include <ffi.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "error.h"
 #include "registry.h"
 
-enum { INVOKE_MAX_PARAMS = 32 };
+enum { INVOKE_MAX_PARAMS = CALL_MAX_PARAMS };
 
 /* The growth rule: ABI 1.1's hosts' arrays are read with CLOPS_ARG_SIZE_1_1. */
 _Static_assert(sizeof(struct clops_arg) >= CLOPS_ARG_SIZE_1_1, "struct clops_arg only grows");
-
-struct op_cif {
-    ffi_cif cif;
-    ffi_type *types[INVOKE_MAX_PARAMS + 1];
-    int32_t ready; /* 1 prepared, -1 failed */
-};
-
-static pthread_mutex_t cif_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t cif_once = PTHREAD_ONCE_INIT;
-static struct op_cif *cifs;
-
-static void cif_init(void)
-{
-    cifs = calloc((size_t)registry_count(), sizeof *cifs);
-}
-
-static ffi_type *ffi_type_of(int32_t kind)
-{
-    switch (kind) {
-    case CLOPS_PARAM_INT64: return &ffi_type_sint64;
-    case CLOPS_PARAM_DOUBLE: return &ffi_type_double;
-    case CLOPS_PARAM_ENUM: return &ffi_type_sint32;
-    default: return &ffi_type_pointer; /* tensors and strings */
-    }
-}
-
-/* The operator's prepared call interface: (pool, params...) -> int32_t. */
-static int32_t get_cif(const struct clops_op *op, int32_t index, ffi_cif **out)
-{
-    pthread_once(&cif_once, cif_init);
-    if (cifs == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "invoke: out of host memory");
-    pthread_mutex_lock(&cif_lock);
-    struct op_cif *c = &cifs[index];
-    if (c->ready == 0) {
-        c->types[0] = &ffi_type_pointer;
-        for (int32_t i = 0; i < op->param_count; i++)
-            c->types[i + 1] = ffi_type_of(op->params[i].kind);
-        ffi_status s = ffi_prep_cif(&c->cif, FFI_DEFAULT_ABI, (unsigned)op->param_count + 1,
-                                    &ffi_type_sint32, c->types);
-        c->ready = s == FFI_OK ? 1 : -1;
-    }
-    int32_t ready = c->ready;
-    pthread_mutex_unlock(&cif_lock);
-    if (ready != 1)
-        return err_set(CLOPS_ERR_INTERNAL, "invoke: ffi_prep_cif failed for operator '%s'",
-                       op->name);
-    *out = &c->cif;
-    return CLOPS_OK;
-}
 
 const char *invoke_kind_name(int32_t kind)
 {
@@ -87,14 +36,6 @@ static int is_tensor_kind(int32_t kind)
     return kind == CLOPS_PARAM_TENSOR_IN || kind == CLOPS_PARAM_TENSOR_OUT ||
            kind == CLOPS_PARAM_TENSOR_INOUT;
 }
-
-/* One parameter's value as the typed entry receives it. */
-union slot {
-    const void *pointer;
-    int64_t i64;
-    double f64;
-    int32_t i32;
-};
 
 static int32_t enum_index(const struct clops_param *p, const char *text)
 {
@@ -129,7 +70,7 @@ static int param_is_optional_tensor(const struct clops_param *p)
 }
 
 static int32_t convert_arg(const struct clops_op *op, const struct clops_param *p,
-                           const struct clops_arg *a, union slot *out)
+                           const struct clops_arg *a, union op_value *out)
 {
     int kinds_match = is_tensor_kind(p->kind) ? is_tensor_kind(a->kind) : a->kind == p->kind;
     if (!kinds_match)
@@ -139,7 +80,7 @@ static int32_t convert_arg(const struct clops_op *op, const struct clops_param *
     switch (p->kind) {
     case CLOPS_PARAM_INT64: out->i64 = a->i; return CLOPS_OK;
     case CLOPS_PARAM_DOUBLE: out->f64 = a->d; return CLOPS_OK;
-    case CLOPS_PARAM_STRING: out->pointer = a->s; return CLOPS_OK;
+    case CLOPS_PARAM_STRING: out->string = a->s; return CLOPS_OK;
     case CLOPS_PARAM_ENUM: {
         if (a->s != NULL) {
             int32_t i = enum_index(p, a->s);
@@ -163,13 +104,13 @@ static int32_t convert_arg(const struct clops_op *op, const struct clops_param *
         if (a->tensor == NULL && !param_is_optional_tensor(p))
             return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                            "%s: parameter '%s' is NULL (expected a tensor)", op->name, p->name);
-        out->pointer = a->tensor;
+        out->tensor = a->tensor;
         return CLOPS_OK;
     }
 }
 
 static int32_t apply_default(const struct clops_op *op, const struct clops_param *p,
-                             union slot *out)
+                             union op_value *out)
 {
     if (p->default_value == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: missing required parameter '%s' (%s)",
@@ -184,10 +125,10 @@ static int32_t apply_default(const struct clops_op *op, const struct clops_param
         return out->i32 >= 0
                    ? CLOPS_OK
                    : err_set(CLOPS_ERR_INTERNAL, "%s: bad default for '%s'", op->name, p->name);
-    case CLOPS_PARAM_STRING: out->pointer = p->default_value; return CLOPS_OK;
+    case CLOPS_PARAM_STRING: out->string = p->default_value; return CLOPS_OK;
     default:
         if (param_is_optional_tensor(p)) {
-            out->pointer = NULL;
+            out->tensor = NULL;
             return CLOPS_OK;
         }
         return err_set(CLOPS_ERR_INTERNAL, "%s: tensor parameter '%s' has a default", op->name,
@@ -232,7 +173,7 @@ static struct clops_arg arg_at(const struct clops_arg *args, int32_t k, uint32_t
 
 /* Matches args to parameters: positional first, then named; each parameter at most once. */
 static int32_t bind_args(const struct clops_op *op, const struct clops_arg *args, int32_t nargs,
-                         uint32_t arg_size, union slot *slots, int32_t *given)
+                         uint32_t arg_size, union op_value *slots, int32_t *given)
 {
     int32_t next_position = 0, seen_named = 0;
     for (int32_t k = 0; k < nargs; k++) {
@@ -306,20 +247,10 @@ int32_t invoke_op_sized(struct clops_pool *pool, const struct clops_op *op,
                        op->name, (unsigned)arg_size, CLOPS_ARG_SIZE_1_1);
     if (op->param_count > INVOKE_MAX_PARAMS)
         return err_set(CLOPS_ERR_INTERNAL, "%s: too many parameters for invoke", op->name);
-    union slot slots[INVOKE_MAX_PARAMS];
+    union op_value slots[INVOKE_MAX_PARAMS];
     int32_t given[INVOKE_MAX_PARAMS] = {0};
     int32_t status = bind_args(op, args, nargs, arg_size, slots, given);
     if (status != CLOPS_OK)
         return status;
-    ffi_cif *cif = NULL;
-    status = get_cif(op, index, &cif);
-    if (status != CLOPS_OK)
-        return status;
-    void *values[INVOKE_MAX_PARAMS + 1];
-    values[0] = &pool;
-    for (int32_t i = 0; i < op->param_count; i++)
-        values[i + 1] = &slots[i];
-    ffi_sarg result = 0;
-    ffi_call(cif, op->entry, &result, values);
-    return (int32_t)result;
+    return call_run_index(pool, index, slots);
 }

@@ -91,12 +91,10 @@ void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t bus
     atomic_fetch_add(&dev->busy_ns, busy_ns);
 }
 
-void pool_record_call(struct clops_pool *pool, const char *op_name, int32_t status,
-                      int64_t device_ns)
+void pool_record_call(struct clops_pool *pool, int32_t i, int32_t status, int64_t device_ns)
 {
     atomic_fetch_add(&pool->calls, 1);
-    int32_t i = registry_index_by_name(op_name);
-    if (i < 0)
+    if (i < 0 || i >= registry_count())
         return;
     atomic_fetch_add(&pool->op_counters[i].calls, 1);
     if (status != CLOPS_OK)

@@ -20,8 +20,9 @@ struct pool_device; /* one opened device: its context, queues and accounting */
 int32_t pool_device_count(const struct clops_pool *pool);
 /* Device `index`, 0 <= index < pool_device_count. Owned by the pool, for its lifetime. */
 struct pool_device *pool_device_at(const struct clops_pool *pool, int32_t index);
-/* The device an operator runs on: the configured one for `op_name`, else the primary. */
-struct pool_device *pool_device_for_op(struct clops_pool *pool, const char *op_name);
+/* The device an operator runs on (`op_index` its descriptor's index in the registry): the
+ * configured one, else the primary. */
+struct pool_device *pool_device_for_op(struct clops_pool *pool, int32_t op_index);
 /* What the device is (name, type, memory sizes, compute units, fp64...); owned by the pool. */
 const struct clops_device_info *pool_device_info(const struct pool_device *dev);
 /* Its index in the pool. */
@@ -121,9 +122,8 @@ void pool_read_device_stats(const struct pool_device *dev, struct clops_device_s
 /* Records work a device did for an operator that splits work between devices. */
 void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t busy_ns);
 
-/* Records one operator call in the statistics. */
-void pool_record_call(struct clops_pool *pool, const char *op_name, int32_t status,
-                      int64_t device_ns);
+/* Records one call of the operator at `op_index` (the registry's) in the statistics. */
+void pool_record_call(struct clops_pool *pool, int32_t op_index, int32_t status, int64_t device_ns);
 
 int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out);
 void pool_release(struct clops_pool *pool);

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "pool_internal.h"
+#include "registry.h"
 
 /* From cl_ext.h / the ICD loader: clGetPlatformIDs finds no ICD at all. */
 #define CLOPS_PLATFORM_NOT_FOUND_KHR (-1001)
@@ -387,9 +388,10 @@ void pool_close_devices(struct clops_pool *pool)
     free(pool->devices);
 }
 
-struct pool_device *pool_device_for_op(struct clops_pool *pool, const char *op_name)
+struct pool_device *pool_device_for_op(struct clops_pool *pool, int32_t op_index)
 {
-    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
+    const struct config_op *settings =
+        op_index >= 0 && op_index < registry_count() ? pool->op_counters[op_index].settings : NULL;
     if (settings != NULL && settings->device >= 0 && settings->device < pool->device_count)
         return &pool->devices[settings->device];
     return &pool->devices[0];

@@ -33,6 +33,7 @@ struct pool_device {
 };
 
 struct pool_op_counters {
+    const struct config_op *settings; /* operators.<name>, resolved at creation; NULL if none */
     atomic_llong calls;
     atomic_llong failures;
     atomic_llong device_ns;

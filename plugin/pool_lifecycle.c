@@ -24,6 +24,9 @@ int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
         pool_release(pool);
         return status;
     }
+    /* Calls find their operator's settings by the descriptor's index from here on. */
+    for (int32_t i = 0; i < registry_count(); i++)
+        pool->op_counters[i].settings = config_find_op(&pool->cfg, registry_at(i)->name);
     cache_init(&pool->cache, cfg->cache_enabled, cfg->cache_dir);
     for (int32_t i = 0; i < pool->device_count; i++)
         log_msg(CLOPS_LOG_INFO, "pool: device %d: %s (%s)", (int)i, pool->devices[i].info.name,

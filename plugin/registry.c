@@ -1,16 +1,19 @@
-/* registry.c — the table of operators. Adding an operator: its descriptor in plugin/ops/<name>.c
- * and one line here. */
+/* registry.c — the table of operators. Adding an operator: its descriptor and its call steps
+ * (struct op_impl) in plugin/ops/<name>.c and one line here. */
 #include "registry.h"
 
 #include <string.h>
 
-extern const struct clops_op op_gemm;
-extern const struct clops_op op_reduce, op_transpose;
-extern const struct clops_op op_mandelbrot;
-extern const struct clops_op op_lu, op_solve, op_lu_solve;
+#include "call.h"
 
-static const struct clops_op *const operators[] = {
-    &op_gemm, &op_reduce, &op_transpose, &op_mandelbrot, &op_lu, &op_solve, &op_lu_solve,
+extern const struct op_impl impl_gemm;
+extern const struct op_impl impl_reduce, impl_transpose;
+extern const struct op_impl impl_mandelbrot;
+extern const struct op_impl impl_lu, impl_solve, impl_lu_solve;
+
+static const struct op_impl *const operators[] = {
+    &impl_gemm, &impl_reduce, &impl_transpose, &impl_mandelbrot,
+    &impl_lu,   &impl_solve,  &impl_lu_solve,
 };
 
 enum { OPERATOR_COUNT = (int)(sizeof operators / sizeof operators[0]) };
@@ -20,15 +23,20 @@ int32_t registry_count(void)
     return OPERATOR_COUNT;
 }
 
-const struct clops_op *registry_at(int32_t index)
+const struct op_impl *registry_impl(int32_t index)
 {
     return index >= 0 && index < OPERATOR_COUNT ? operators[index] : NULL;
+}
+
+const struct clops_op *registry_at(int32_t index)
+{
+    return index >= 0 && index < OPERATOR_COUNT ? operators[index]->desc : NULL;
 }
 
 int32_t registry_index_by_name(const char *name)
 {
     for (int32_t i = 0; name != NULL && i < OPERATOR_COUNT; i++)
-        if (strcmp(operators[i]->name, name) == 0)
+        if (strcmp(operators[i]->desc->name, name) == 0)
             return i;
     return -1;
 }
@@ -41,7 +49,7 @@ const struct clops_op *registry_find(const char *name)
 int32_t registry_index(const struct clops_op *op)
 {
     for (int32_t i = 0; i < OPERATOR_COUNT; i++)
-        if (operators[i] == op)
+        if (operators[i]->desc == op)
             return i;
     return -1;
 }

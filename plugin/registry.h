@@ -8,6 +8,8 @@
 
 int32_t registry_count(void);
 const struct clops_op *registry_at(int32_t index);
+struct op_impl;
+const struct op_impl *registry_impl(int32_t index); /* the operator's call steps (call.h) */
 const struct clops_op *registry_find(const char *name);
 int32_t registry_index(const struct clops_op *op);         /* -1 when unknown */
 int32_t registry_index_by_name(const char *name);          /* -1 when unknown */
