@@ -255,6 +255,16 @@ struct clops_arg {
     const char *s;
 };
 
+/* What an output tensor of a call must be (check_sized, ABI 1.2). */
+struct clops_output_spec {
+    uint32_t struct_size; /* the bytes the plugin wrote of this element */
+    int32_t param;        /* the output's index among the descriptor's parameters */
+    int32_t dtype;        /* enum clops_dtype */
+    int32_t rank;         /* -1: not known */
+    int64_t shape[CLOPS_MAX_RANK];
+};
+#define CLOPS_OUTPUT_SPEC_SIZE_1_2 48
+
 /* ---- Devices and statistics --------------------------------------------------------------- */
 
 enum clops_device_type { CLOPS_DEVICE_GPU = 1, CLOPS_DEVICE_CPU = 2, CLOPS_DEVICE_OTHER = 4 };
@@ -372,7 +382,7 @@ struct clops_api {
     const struct clops_op *(*op_at)(int32_t index);      /* NULL when out of range */
     const struct clops_op *(*op_find)(const char *name); /* NULL (and NOT_FOUND) if unknown */
     int32_t (*op_index)(const struct clops_op *op);      /* -1 when not one of ours */
-    /* Checks every argument against the descriptor, then calls op->entry (through libffi).
+    /* Checks every argument against the descriptor, then runs the operator as op->entry does.
      * A rejected call does nothing. `args` are ABI 1.1's clops_arg: this is
      * invoke_sized(pool, op, args, nargs, CLOPS_ARG_SIZE_1_1), kept for the hosts built before
      * it; a host built against 1.2 or later calls invoke_sized when the table has it. */
@@ -395,6 +405,29 @@ struct clops_api {
      * host's, read only during the call. */
     int32_t (*invoke_sized)(struct clops_pool *pool, const struct clops_op *op,
                             const struct clops_arg *args, int32_t nargs, uint32_t arg_size);
+    /* Checks a call without running it: the same binding of `args` as invoke_sized, then every
+     * check the operator makes before it touches a device, with the same status and message a
+     * run would give; nothing is allocated on a device, no kernel is built, no output written,
+     * and the pool's statistics do not count it. What a pipeline validator or a workflow engine
+     * needs to know before it runs anything:
+     * - Tensors may be descriptions: data and buffer both NULL, with dtype, rank, shape and
+     *   strides (and offset 0). Their memory is not checked and they overlap nothing.
+     * - `pool` may be NULL: then what depends on a device (double precision, a buffer's pool,
+     *   the configured tunings) is not checked.
+     * - For each output parameter of the operator (kind out or inout), in the descriptor's
+     *   order, outputs[k] receives the dtype, rank and shape it must have, derived from the
+     *   inputs; rank -1 where that is not known (an optional output left out, or a call
+     *   refused before the inputs were checked). Written also when the call is refused (a
+     *   wrong output shape, say), as far as it is known. The host owns `outputs`: `capacity`
+     *   elements lying `output_size` bytes apart (sizeof its struct clops_output_spec, at least
+     *   CLOPS_OUTPUT_SPEC_SIZE_1_2); the plugin writes the members that fit, sets each
+     *   element's struct_size to what it wrote, and stores in *count the number of output
+     *   parameters (which may exceed capacity). outputs may be NULL when capacity is 0; count
+     *   may be NULL. */
+    int32_t (*check_sized)(struct clops_pool *pool, const struct clops_op *op,
+                           const struct clops_arg *args, int32_t nargs, uint32_t arg_size,
+                           struct clops_output_spec *outputs, uint32_t output_size,
+                           int32_t capacity, int32_t *count);
 };
 
 /* The only entry symbol. Returns NULL when the plugin does not serve `abi_major` (it serves 1). */

@@ -95,30 +95,90 @@ static int32_t execute(struct op_call *c)
     return status;
 }
 
-int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values)
+void call_expect(struct op_call *call, int32_t param, int32_t dtype, int32_t rank,
+                 const int64_t *shape)
 {
-    err_clear();
+    struct op_output *o = &call->expect[param];
+    o->dtype = dtype;
+    o->rank = rank;
+    for (int32_t i = 0; i < CLOPS_MAX_RANK; i++)
+        o->shape[i] = i < rank ? shape[i] : 0;
+}
+
+void call_expect_same(struct op_call *call, int32_t param)
+{
+    const struct clops_tensor *t = call->values[param].tensor;
+    call_expect(call, param, t->dtype, t->rank, t->shape);
+}
+
+/* A call's state before its check: the plan zeroed, the default staging, nothing expected. */
+static void call_init(struct op_call *c, struct clops_pool *pool, const struct op_impl *impl,
+                      const union op_value *values, void *plan)
+{
+    const struct clops_op *op = impl->desc;
+    memset(c, 0, sizeof *c);
+    memset(plan, 0, impl->plan_size);
+    c->pool = pool;
+    c->impl = impl;
+    c->values = values;
+    c->plan = plan;
+    for (int32_t i = 0; i < op->param_count; i++) {
+        c->stage[i] = is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind)
+                                                    : STAGE_NONE;
+        c->expect[i].rank = -1;
+    }
+}
+
+/* The operator at `index`, if a call of it fits what a call holds. */
+static int32_t call_impl(int32_t index, const struct op_impl **out)
+{
     const struct op_impl *impl = registry_impl(index);
     if (impl == NULL)
         return err_set(CLOPS_ERR_INTERNAL, "call: no operator at index %d", (int)index);
+    if (impl->desc->param_count > CALL_MAX_PARAMS || impl->plan_size > CALL_PLAN_MAX)
+        return err_set(CLOPS_ERR_INTERNAL, "%s: more parameters or plan than a call holds",
+                       impl->desc->name);
+    *out = impl;
+    return CLOPS_OK;
+}
+
+int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_value *values,
+                         struct op_output expect[CALL_MAX_PARAMS])
+{
+    err_clear();
+    const struct op_impl *impl = NULL;
+    int32_t status = call_impl(index, &impl);
+    if (status != CLOPS_OK)
+        return status;
+    alignas(max_align_t) unsigned char plan[CALL_PLAN_MAX];
+    struct op_call c;
+    call_init(&c, pool, impl, values, plan);
+    c.checking = 1;
+    c.dev = pool != NULL ? pool_device_for_op(pool, index) : NULL;
+    tensor_describing(1);
+    status = impl->check(&c);
+    tensor_describing(0);
+    if (impl->release != NULL)
+        impl->release(&c);
+    memcpy(expect, c.expect, sizeof c.expect);
+    return status;
+}
+
+int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values)
+{
+    err_clear();
+    const struct op_impl *impl = NULL;
+    int32_t status = call_impl(index, &impl);
+    if (status != CLOPS_OK)
+        return status;
     const struct clops_op *op = impl->desc;
     if (pool == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op->name);
-    if (op->param_count > CALL_MAX_PARAMS || impl->plan_size > CALL_PLAN_MAX)
-        return err_set(CLOPS_ERR_INTERNAL, "%s: more parameters or plan than a call holds",
-                       op->name);
     alignas(max_align_t) unsigned char plan[CALL_PLAN_MAX];
-    memset(plan, 0, impl->plan_size);
     struct op_call c;
-    memset(&c, 0, sizeof c);
-    c.pool = pool;
-    c.impl = impl;
-    c.values = values;
-    c.plan = plan;
+    call_init(&c, pool, impl, values, plan);
     c.dev = pool_device_for_op(pool, index);
-    for (int32_t i = 0; i < op->param_count; i++)
-        c.stage[i] = is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind) : STAGE_NONE;
-    int32_t status = impl->check(&c);
+    status = impl->check(&c);
     if (status == CLOPS_OK && !c.nothing_to_do)
         status = execute(&c);
     if (impl->release != NULL)

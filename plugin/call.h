@@ -44,15 +44,24 @@ enum op_stage { STAGE_NONE = 0, STAGE_IN = 1, STAGE_OUT = 2, STAGE_INOUT = 3 };
 
 struct op_impl;
 
+/* What an output parameter must be, as a check derives it from the inputs (rank -1: unknown). */
+struct op_output {
+    int32_t dtype, rank;
+    int64_t shape[CLOPS_MAX_RANK];
+};
+
 struct op_call {
     struct clops_pool *pool;
     const struct op_impl *impl;
     const union op_value *values; /* the descriptor's params, in order */
-    struct pool_device *dev;      /* where the call runs: the operator's configured device */
+    struct pool_device *dev;      /* where the call runs: the operator's configured device;
+                                     NULL in a check without a pool (then pool is NULL too) */
+    int32_t checking;             /* 1: a check only (call_check_index); nothing will run */
     /* Set by check. */
     void *plan;             /* impl->plan_size bytes, zeroed before check */
     int32_t nothing_to_do;  /* a valid call with no device work (empty extents, C = 1 * C) */
     int8_t stage[CALL_MAX_PARAMS];
+    struct op_output expect[CALL_MAX_PARAMS]; /* by parameter; what check_sized reports */
     /* Set by the core for enqueue. */
     cl_command_queue queue;
     struct staged_tensor staged[CALL_MAX_PARAMS];
@@ -82,6 +91,19 @@ enum { CALL_PLAN_MAX = 1024 };
 int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values);
 /* The same for `impl` itself: what an operator's typed entry calls. */
 int32_t call_run(struct clops_pool *pool, const struct op_impl *impl, const union op_value *values);
+
+/* Checks a call without running it (api->check_sized): pool may be NULL, tensors may be
+ * descriptions (tensor_describing); expect[i] receives what output parameter i must be. */
+int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_value *values,
+                         struct op_output expect[CALL_MAX_PARAMS]);
+
+/* In a check: output parameter `param` must have `dtype`, `rank` and `shape`. Checks state it
+ * as soon as the inputs it follows from are checked, before they check the output itself, so
+ * that a refused call still reports it. */
+void call_expect(struct op_call *call, int32_t param, int32_t dtype, int32_t rank,
+                 const int64_t *shape);
+/* The same: parameter `param` must be what it is (an in-place output such as LU's a). */
+void call_expect_same(struct op_call *call, int32_t param);
 
 /* The value of parameter `name` (a descriptor's name), for an operator's own code. */
 int32_t call_param_index(const struct op_impl *impl, const char *name);

@@ -236,6 +236,7 @@ static const struct clops_api api_v1 = {
     .invoke = invoke_op,
     .pool_device_stats = api_pool_device_stats,
     .invoke_sized = invoke_op_sized,
+    .check_sized = check_op_sized,
 };
 
 /* Descriptors state sizeof(struct clops_param) (param_size); ABI 1.1's hosts step by the old. */

@@ -221,36 +221,107 @@ int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op, const stru
     return invoke_op_sized(pool, op, args, nargs, CLOPS_ARG_SIZE_1_1);
 }
 
-int32_t invoke_op_sized(struct clops_pool *pool, const struct clops_op *op,
-                        const struct clops_arg *args, int32_t nargs, uint32_t arg_size)
+/* What invoke_sized and check_sized share: the operator's index and the bound values. `verb`
+ * names the function in messages. A NULL pool is left to the caller. */
+static int32_t bind_call(const struct clops_op *op, const struct clops_arg *args, int32_t nargs,
+                         uint32_t arg_size, const char *verb, int32_t *index,
+                         union op_value slots[INVOKE_MAX_PARAMS])
 {
-    err_clear();
-    int32_t index = registry_index(op);
-    if (op == NULL || index < 0)
+    *index = registry_index(op);
+    if (op == NULL || *index < 0)
         return err_set(CLOPS_ERR_NOT_FOUND,
-                       "invoke: parameter 'op' is %s (expected a descriptor from op_at or "
-                       "op_find)",
-                       op == NULL ? "NULL" : "not an operator of this library");
-    if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op->name);
+                       "%s: parameter 'op' is %s (expected a descriptor from op_at or op_find)",
+                       verb, op == NULL ? "NULL" : "not an operator of this library");
     if (nargs < 0 || (nargs > 0 && args == NULL))
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                       "%s: invoke with nargs = %d and args = %p; expected nargs >= 0 and args "
+                       "%s: %s with nargs = %d and args = %p; expected nargs >= 0 and args "
                        "non-NULL when nargs > 0",
-                       op->name, (int)nargs, (const void *)args);
+                       op->name, verb, (int)nargs, (const void *)args);
     /* Smaller than ABI 1.1's struct is no clops_arg at all; a size that is no multiple of the
      * members' alignment is no sizeof (a count passed for a size, say). */
     if (arg_size < CLOPS_ARG_SIZE_1_1 || arg_size % 8 != 0)
         return err_set(CLOPS_ERR_ABI_MISMATCH,
-                       "%s: invoke_sized: parameter 'arg_size' = %u; expected sizeof(struct "
+                       "%s: %s_sized: parameter 'arg_size' = %u; expected sizeof(struct "
                        "clops_arg) of the host's header: a multiple of 8, at least %d (ABI 1.1)",
-                       op->name, (unsigned)arg_size, CLOPS_ARG_SIZE_1_1);
+                       op->name, verb, (unsigned)arg_size, CLOPS_ARG_SIZE_1_1);
     if (op->param_count > INVOKE_MAX_PARAMS)
-        return err_set(CLOPS_ERR_INTERNAL, "%s: too many parameters for invoke", op->name);
-    union op_value slots[INVOKE_MAX_PARAMS];
+        return err_set(CLOPS_ERR_INTERNAL, "%s: too many parameters for %s", op->name, verb);
     int32_t given[INVOKE_MAX_PARAMS] = {0};
-    int32_t status = bind_args(op, args, nargs, arg_size, slots, given);
+    return bind_args(op, args, nargs, arg_size, slots, given);
+}
+
+int32_t invoke_op_sized(struct clops_pool *pool, const struct clops_op *op,
+                        const struct clops_arg *args, int32_t nargs, uint32_t arg_size)
+{
+    err_clear();
+    if (op != NULL && registry_index(op) >= 0 && pool == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op->name);
+    union op_value slots[INVOKE_MAX_PARAMS];
+    int32_t index;
+    int32_t status = bind_call(op, args, nargs, arg_size, "invoke", &index, slots);
     if (status != CLOPS_OK)
         return status;
     return call_run_index(pool, index, slots);
+}
+
+/* Writes the output parameters' specs into the host's array (elements output_size apart, each
+ * member that fits); returns how many outputs the operator has. */
+static int32_t write_specs(const struct clops_op *op, const struct op_output *expect,
+                           struct clops_output_spec *outputs, uint32_t output_size,
+                           int32_t capacity)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < op->param_count; i++) {
+        const int32_t kind = op->params[i].kind;
+        if (kind != CLOPS_PARAM_TENSOR_OUT && kind != CLOPS_PARAM_TENSOR_INOUT)
+            continue;
+        if (k < capacity) {
+            struct clops_output_spec spec;
+            memset(&spec, 0, sizeof spec);
+            const size_t bytes = output_size < sizeof spec ? output_size : sizeof spec;
+            spec.struct_size = (uint32_t)bytes;
+            spec.param = i;
+            spec.dtype = expect[i].dtype;
+            spec.rank = expect[i].rank;
+            for (int32_t d = 0; d < CLOPS_MAX_RANK; d++)
+                spec.shape[d] = expect[i].shape[d];
+            memcpy((char *)outputs + (size_t)k * output_size, &spec, bytes);
+        }
+        k++;
+    }
+    return k;
+}
+
+int32_t check_op_sized(struct clops_pool *pool, const struct clops_op *op,
+                       const struct clops_arg *args, int32_t nargs, uint32_t arg_size,
+                       struct clops_output_spec *outputs, uint32_t output_size, int32_t capacity,
+                       int32_t *count)
+{
+    err_clear();
+    if (capacity < 0 || (capacity > 0 && outputs == NULL))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "check_sized: capacity = %d and outputs = %p; expected capacity >= 0 and "
+                       "outputs non-NULL when capacity > 0",
+                       (int)capacity, (const void *)outputs);
+    if (capacity > 0 && output_size < CLOPS_OUTPUT_SPEC_SIZE_1_2)
+        return err_set(CLOPS_ERR_ABI_MISMATCH,
+                       "check_sized: parameter 'output_size' = %u; expected sizeof(struct "
+                       "clops_output_spec) of the host's header, at least %d",
+                       (unsigned)output_size, CLOPS_OUTPUT_SPEC_SIZE_1_2);
+    union op_value slots[INVOKE_MAX_PARAMS];
+    struct op_output expect[CALL_MAX_PARAMS];
+    for (int32_t i = 0; i < CALL_MAX_PARAMS; i++)
+        expect[i].rank = -1;
+    int32_t index;
+    int32_t status = bind_call(op, args, nargs, arg_size, "check", &index, slots);
+    if (status == CLOPS_OK)
+        status = call_check_index(pool, index, slots, expect);
+    if (op != NULL && registry_index(op) >= 0) {
+        int32_t n = write_specs(op, expect, outputs, output_size, capacity);
+        if (count != NULL)
+            *count = n;
+    } else if (count != NULL) {
+        *count = 0;
+    }
+    return status;
 }

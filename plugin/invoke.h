@@ -11,6 +11,11 @@ int32_t invoke_op(struct clops_pool *pool, const struct clops_op *op, const stru
 /* The same on an array whose elements are arg_size bytes apart (api->invoke_sized). */
 int32_t invoke_op_sized(struct clops_pool *pool, const struct clops_op *op,
                         const struct clops_arg *args, int32_t nargs, uint32_t arg_size);
+/* Checks a call without running it (api->check_sized, clops.h). */
+int32_t check_op_sized(struct clops_pool *pool, const struct clops_op *op,
+                       const struct clops_arg *args, int32_t nargs, uint32_t arg_size,
+                       struct clops_output_spec *outputs, uint32_t output_size, int32_t capacity,
+                       int32_t *count);
 /* "tensor (in)", "int64", ... for messages. */
 const char *invoke_kind_name(int32_t kind);
 

@@ -116,6 +116,20 @@ static int checked_span(const struct clops_tensor *t, int64_t *span)
     return 1;
 }
 
+/* Set while this thread checks a call without running it (call_check): tensors may then be
+ * descriptions, with neither data nor buffer. */
+static _Thread_local int describing;
+
+void tensor_describing(int on)
+{
+    describing = on;
+}
+
+static int is_description(const struct clops_tensor *t)
+{
+    return describing && t->data == NULL && t->buffer == NULL;
+}
+
 int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *param,
                      uint32_t dtypes, int32_t rank, const struct pool_device *dev)
 {
@@ -133,7 +147,7 @@ int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *p
     if (t->rank != rank)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter '%s' has rank %d; expected %d",
                        op, param, (int)t->rank, (int)rank);
-    if ((t->data == NULL) == (t->buffer == NULL))
+    if ((t->data == NULL) == (t->buffer == NULL) && !is_description(t))
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                        "%s: parameter '%s' must have exactly one of data (host memory) and "
                        "buffer (device memory) set; it has %s",
@@ -693,7 +707,7 @@ int32_t tensor_check_disjoint(const char *op, const struct tensor_use *uses, int
         for (int32_t i = 0; i < j; i++) {
             const struct tensor_use *a = &uses[i], *b = &uses[j];
             if (a->t == NULL || b->t == NULL || !(a->written || b->written) ||
-                !tensor_views_overlap(a->t, b->t))
+                is_description(a->t) || is_description(b->t) || !tensor_views_overlap(a->t, b->t))
                 continue;
             return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                            "%s: parameter '%s' overlaps parameter '%s' in memory: they share "

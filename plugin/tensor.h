@@ -25,6 +25,10 @@ const char *dtype_name(int32_t dtype);
  * Messages read "<op>: parameter '<param>' ...". */
 int32_t tensor_check(const struct clops_tensor *t, const char *op, const char *param,
                      uint32_t dtypes, int32_t rank, const struct pool_device *dev);
+/* While on (for this thread: call_check), tensor_check accepts descriptions, tensors with
+ * neither data nor buffer (only their dtype, rank, shape and strides are checked), and
+ * tensor_check_disjoint takes them to overlap nothing. */
+void tensor_describing(int on);
 /* tensor_check for a rank-1 i32 tensor (pivots, flags), and then at least `min_len` elements
  * (exactly `min_len` when `exact`). */
 int32_t tensor_check_i32_vector(const struct clops_tensor *t, const char *op, const char *param,

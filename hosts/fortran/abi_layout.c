@@ -102,6 +102,12 @@ static const int64_t layout[] = {
     AT(clops_api, invoke),
     AT(clops_api, pool_device_stats),
     AT(clops_api, invoke_sized),
+    AT(clops_api, check_sized),
+    SIZE(clops_output_spec),
+    AT(clops_output_spec, param),
+    AT(clops_output_spec, dtype),
+    AT(clops_output_spec, rank),
+    AT(clops_output_spec, shape),
 };
 
 /* Copies up to `capacity` entries into `out`; returns how many there are. */

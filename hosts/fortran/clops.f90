@@ -167,6 +167,16 @@ module clops
         type(c_funptr) :: pool_device_stats
         ! ---- Appended in ABI 1.2 ----
         type(c_funptr) :: invoke_sized
+        type(c_funptr) :: check_sized
+    end type
+
+    ! What an output tensor of a call must be (check_sized, ABI 1.2).
+    type, bind(c), public :: clops_output_spec
+        integer(c_int32_t) :: struct_size ! uint32_t
+        integer(c_int32_t) :: param
+        integer(c_int32_t) :: dtype
+        integer(c_int32_t) :: rank
+        integer(c_int64_t) :: shape(CLOPS_MAX_RANK)
     end type
 
     ! Bytes of the table up to and including `invoke`, the last member this module calls:

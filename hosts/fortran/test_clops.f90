@@ -123,6 +123,7 @@ contains
         type(clops_op_stats), target :: os
         type(clops_device_stats), target :: ds
         type(clops_api), target :: api
+        type(clops_output_spec), target :: spec
         count = 0
         call put_size(out, count, c_sizeof(t))
         call put_offsets(out, count, c_loc(t), [c_loc(t%buffer), c_loc(t%offset), c_loc(t%dtype), c_loc(t%rank), &
@@ -166,7 +167,11 @@ contains
                              c_loc(api%buffer_download), c_loc(api%buffer_release), &
                              c_loc(api%buffer_size), c_loc(api%op_count), c_loc(api%op_at), &
                              c_loc(api%op_find), c_loc(api%op_index), c_loc(api%invoke), &
-                             c_loc(api%pool_device_stats), c_loc(api%invoke_sized)])
+                             c_loc(api%pool_device_stats), c_loc(api%invoke_sized), &
+                             c_loc(api%check_sized)])
+        call put_size(out, count, c_sizeof(spec))
+        call put_offsets(out, count, c_loc(spec), [c_loc(spec%param), c_loc(spec%dtype), &
+                             c_loc(spec%rank), c_loc(spec%shape)])
     end subroutine
 
     subroutine put_size(out, count, value)

@@ -108,6 +108,12 @@ class clops_device_stats(Structure):
                 ("busy_ns", c_int64)]
 
 
+class clops_output_spec(Structure):
+    """What an output tensor of a call must be (check_sized, ABI 1.2)."""
+    _fields_ = [("struct_size", c_uint32), ("param", c_int32), ("dtype", c_int32),
+                ("rank", c_int32), ("shape", c_int64 * MAX_RANK)]
+
+
 clops_log_fn = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)
 _pool_p, _buffer_p = c_void_p, c_void_p  # opaque: struct clops_pool *, struct clops_buffer *
 
@@ -144,6 +150,9 @@ class clops_api(Structure):
         # Appended in ABI 1.2: check with has("invoke_sized").
         ("invoke_sized", CFUNCTYPE(c_int32, _pool_p, POINTER(clops_op), POINTER(clops_arg), c_int32,
                                    c_uint32)),
+        ("check_sized", CFUNCTYPE(c_int32, _pool_p, POINTER(clops_op), POINTER(clops_arg), c_int32,
+                                  c_uint32, POINTER(clops_output_spec), c_uint32, c_int32,
+                                  POINTER(c_int32))),
     ]
 
 

@@ -161,7 +161,7 @@ static int32_t check_tensors(const struct pool_device *dev, const struct clops_t
                            "%s: parameter '%s' has dtype %s but 'a' has %s; a, b and c must "
                            "have one dtype",
                            op_name, names[i], dtype_name(t[i]->dtype), dtype_name(a->dtype));
-    if (a->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
+    if (dev != NULL && a->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
         return err_set(CLOPS_ERR_UNSUPPORTED,
                        "%s: parameter 'a' is f64 but device '%s' has no double precision "
                        "(cl_khr_fp64)",
@@ -256,16 +256,26 @@ static int32_t check_no_alias(const struct clops_tensor *a, const struct clops_t
     return tensor_check_disjoint(op_name, uses, 3, NULL);
 }
 
+/* C is op(A)'s rows by op(B)'s columns, of their dtype (for check_sized). */
+static void expect_c(struct op_call *call, const struct clops_tensor *a,
+                     const struct clops_tensor *b, int32_t trans_a, int32_t trans_b)
+{
+    const int64_t shape[2] = {op_view(a, trans_a).rows, op_view(b, trans_b).cols};
+    call_expect(call, 2, a->dtype, 2, shape);
+}
+
 /* Every check, before anything touches the device; fills the plan on success. */
-static int32_t gemm_check_args(const struct pool_device *dev, const struct clops_tensor *a,
+static int32_t gemm_check_args(struct op_call *call, const struct clops_tensor *a,
                                const struct clops_tensor *b, const struct clops_tensor *c,
                                int32_t trans_a, int32_t trans_b, struct gemm_plan *plan)
 {
-    int32_t status = check_tensors(dev, a, b, c);
+    int32_t status = check_tensors(call->dev, a, b, c);
     if (status == CLOPS_OK)
         status = check_trans("trans_a", trans_a);
     if (status == CLOPS_OK)
         status = check_trans("trans_b", trans_b);
+    if (status == CLOPS_OK)
+        expect_c(call, a, b, trans_a, trans_b);
     if (status == CLOPS_OK)
         status = check_shapes(a, b, c, trans_a, trans_b);
     if (status == CLOPS_OK)
@@ -420,7 +430,7 @@ static int32_t gemm_check(struct op_call *call)
 {
     const union op_value *v = call->values;
     struct gemm_plan *p = call->plan;
-    int32_t status = gemm_check_args(call->dev, v[P_A].tensor, v[P_B].tensor, v[P_C].tensor,
+    int32_t status = gemm_check_args(call, v[P_A].tensor, v[P_B].tensor, v[P_C].tensor,
                                      v[P_TRANS_A].i32, v[P_TRANS_B].i32, p);
     if (status != CLOPS_OK)
         return status;

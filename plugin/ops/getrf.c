@@ -89,7 +89,7 @@ int32_t lu_check_matrix(const struct clops_tensor *t, const char *op, const char
     int32_t status = tensor_check(t, op, param, LU_DTYPES, 2, dev);
     if (status != CLOPS_OK)
         return status;
-    if (t->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
+    if (dev != NULL && t->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
         return err_set(CLOPS_ERR_UNSUPPORTED,
                        "%s: parameter '%s' is f64 but device '%s' has no double precision "
                        "(cl_khr_fp64)",

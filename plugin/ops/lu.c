@@ -13,14 +13,18 @@ static int32_t check_pivoting(int32_t pivoting)
                    (int)pivoting);
 }
 
-static int32_t lu_check_args(const struct pool_device *dev, const struct clops_tensor *a,
+static int32_t lu_check_args(struct op_call *call, const struct clops_tensor *a,
                              const struct clops_tensor *ipiv, const struct clops_tensor *info,
                              int32_t pivoting)
 {
+    const struct pool_device *dev = call->dev;
     int32_t status = lu_check_matrix(a, op_name, "a", dev);
     if (status != CLOPS_OK)
         return status;
-    const int64_t mn = a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1];
+    const int64_t mn = a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1], one = 1;
+    call_expect_same(call, 0);
+    call_expect(call, 1, CLOPS_I32, 1, &mn);
+    call_expect(call, 2, CLOPS_I32, 1, &one);
     status = tensor_check_i32_vector(ipiv, op_name, "ipiv", mn, 0, dev);
     if (status == CLOPS_OK)
         status = tensor_check_i32_vector(info, op_name, "info", 1, 1, dev);
@@ -41,7 +45,7 @@ static int32_t lu_check(struct op_call *call)
 {
     const union op_value *v = call->values;
     lu_call_stage_none(call);
-    return lu_check_args(call->dev, v[P_A].tensor, v[P_IPIV].tensor, v[P_INFO].tensor,
+    return lu_check_args(call, v[P_A].tensor, v[P_IPIV].tensor, v[P_INFO].tensor,
                          v[P_PIVOTING].i32);
 }
 

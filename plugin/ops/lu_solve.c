@@ -4,10 +4,11 @@
 
 static const char op_name[] = "lu_solve";
 
-static int32_t lu_solve_check_args(const struct pool_device *dev, const struct clops_tensor *lu,
+static int32_t lu_solve_check_args(struct op_call *call, const struct clops_tensor *lu,
                                    const struct clops_tensor *ipiv, const struct clops_tensor *b,
                                    int32_t trans)
 {
+    const struct pool_device *dev = call->dev;
     int32_t status = lu_check_matrix(lu, op_name, "lu", dev);
     if (status == CLOPS_OK)
         status = lu_check_square(lu, op_name, "lu");
@@ -15,6 +16,8 @@ static int32_t lu_solve_check_args(const struct pool_device *dev, const struct c
         status = tensor_check_i32_vector(ipiv, op_name, "ipiv", lu->shape[0], 0, dev);
     if (status == CLOPS_OK)
         status = lu_check_rhs(dev, lu, "lu", b, op_name);
+    if (status == CLOPS_OK)
+        call_expect_same(call, 2);
     if (status == CLOPS_OK && trans != CLOPS_NO_TRANS && trans != CLOPS_TRANS)
         status = err_set(CLOPS_ERR_INVALID_ARGUMENT,
                          "%s: parameter 'trans' = %d; expected 0 (none) or 1 (transpose)", op_name,
@@ -46,7 +49,7 @@ static int32_t lu_solve_check(struct op_call *call)
 {
     const union op_value *v = call->values;
     lu_call_stage_none(call);
-    return lu_solve_check_args(call->dev, v[P_LU].tensor, v[P_IPIV].tensor, v[P_B].tensor,
+    return lu_solve_check_args(call, v[P_LU].tensor, v[P_IPIV].tensor, v[P_B].tensor,
                                v[P_TRANS].i32);
 }
 

@@ -40,13 +40,19 @@ struct mandel_plan {
     double gpu_share; /* static: the share of tiles for the GPU side, 0 .. 1 */
 };
 
-static int32_t check_outputs(const struct pool_device *primary, const struct clops_tensor *iters,
-                             const struct clops_tensor *image)
+/* The image follows the iterations' extents; the iterations' own are the call's choice. */
+static int32_t check_outputs(struct op_call *call, const struct pool_device *primary,
+                             const struct clops_tensor *iters, const struct clops_tensor *image)
 {
     int32_t status =
         tensor_check(iters, op_name, "iterations", CLOPS_DTYPE_BIT(CLOPS_U32), 2, primary);
-    if (status != CLOPS_OK || image == NULL)
+    if (status != CLOPS_OK)
         return status;
+    call_expect_same(call, 0);
+    if (image == NULL)
+        return CLOPS_OK;
+    const int64_t rgba[3] = {iters->shape[0], iters->shape[1], 4};
+    call_expect(call, 1, CLOPS_U8, 3, rgba);
     status = tensor_check(image, op_name, "image", CLOPS_DTYPE_BIT(CLOPS_U8), 3, primary);
     if (status != CLOPS_OK)
         return status;
@@ -154,13 +160,13 @@ static int32_t check_view(double center_x, double center_y, double scale, int32_
     return CLOPS_OK;
 }
 
-static int32_t mandel_check_args(const struct pool_device *primary,
+static int32_t mandel_check_args(struct op_call *call, const struct pool_device *primary,
                                  const struct clops_tensor *iters, const struct clops_tensor *image,
                                  double center_x, double center_y, double scale,
                                  int64_t max_iterations, int32_t precision, const char *split,
                                  int64_t tile, struct mandel_plan *plan)
 {
-    int32_t status = check_outputs(primary, iters, image);
+    int32_t status = check_outputs(call, primary, iters, image);
     const struct tensor_use uses[2] = {{iters, "iterations", 1}, {image, "image", 1}};
     if (status == CLOPS_OK)
         status = tensor_check_disjoint(op_name, uses, 2, NULL);
@@ -678,7 +684,9 @@ static int32_t mandel_check(struct op_call *call)
 {
     const union op_value *v = call->values;
     struct mandel_state *s = call->plan;
-    int32_t status = mandel_check_args(pool_device_at(call->pool, 0), v[P_ITERATIONS].tensor,
+    /* Its tiles go to every device; buffers must be on the primary one. */
+    const struct pool_device *primary = call->pool != NULL ? pool_device_at(call->pool, 0) : NULL;
+    int32_t status = mandel_check_args(call, primary, v[P_ITERATIONS].tensor,
                                        v[P_IMAGE].tensor, v[P_CENTER_X].f64, v[P_CENTER_Y].f64,
                                        v[P_SCALE].f64, v[P_MAX_ITERATIONS].i64, v[P_PRECISION].i32,
                                        v[P_SPLIT].string, v[P_TILE].i64, &s->plan);
@@ -687,7 +695,7 @@ static int32_t mandel_check(struct op_call *call)
     call->stage[P_ITERATIONS] = call->stage[P_IMAGE] = STAGE_NONE;
     if (s->plan.tile_count == 0)
         call->nothing_to_do = 1;
-    else
+    else if (!call->checking)
         warn_unsafe_options(call->pool);
     return CLOPS_OK;
 }

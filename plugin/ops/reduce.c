@@ -149,7 +149,7 @@ static int32_t check_x(const struct pool_device *dev, const struct clops_tensor 
                        "%s: parameter 'x' has rank %d; expected 1 to %d", op_name, (int)x->rank,
                        CLOPS_MAX_RANK);
     int32_t status = tensor_check(x, op_name, "x", X_DTYPES, x != NULL ? x->rank : 1, dev);
-    if (status == CLOPS_OK && x->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
+    if (status == CLOPS_OK && dev != NULL && x->dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
         status = err_set(CLOPS_ERR_UNSUPPORTED,
                          "%s: parameter 'x' is f64 but device '%s' has no double precision "
                          "(cl_khr_fp64)",
@@ -215,10 +215,11 @@ static int32_t check_not_empty(const struct reduce_plan *p)
 }
 
 /* Every check, before anything touches the device; fills the plan on success. */
-static int32_t reduce_check_args(const struct pool_device *dev, const struct clops_tensor *x,
+static int32_t reduce_check_args(struct op_call *call, const struct clops_tensor *x,
                                  const struct clops_tensor *out, int32_t op, int64_t axis,
                                  struct reduce_plan *p)
 {
+    const struct pool_device *dev = call->dev;
     int32_t status = check_x(dev, x);
     if (status == CLOPS_OK)
         status = check_op_axis(x, op, axis);
@@ -229,6 +230,8 @@ static int32_t reduce_check_args(const struct pool_device *dev, const struct clo
         plan_whole(x, p);
     else
         plan_axis(x, p);
+    const int64_t count = axis < 0 ? 1 : p->rows;
+    call_expect(call, 1, result_dtype(op, x->dtype), 1, &count);
     status = check_out(dev, p);
     if (status == CLOPS_OK)
         status = check_not_empty(p);
@@ -397,7 +400,7 @@ static int32_t reduce_check(struct op_call *call)
 {
     const union op_value *v = call->values;
     struct reduce_call *r = call->plan;
-    int32_t status = reduce_check_args(call->dev, v[P_X].tensor, v[P_OUT].tensor, v[P_OP].i32,
+    int32_t status = reduce_check_args(call, v[P_X].tensor, v[P_OUT].tensor, v[P_OP].i32,
                                        v[P_AXIS].i64, &r->plan);
     if (status != CLOPS_OK)
         return status;
@@ -405,6 +408,8 @@ static int32_t reduce_check(struct op_call *call)
         call->nothing_to_do = 1; /* no results to write */
         return CLOPS_OK;
     }
+    if (call->pool == NULL)
+        return CLOPS_OK; /* a check without a pool: no tuning to check */
     status = tuning_for(call->pool, call->dev, &r->tuning);
     if (status == CLOPS_OK)
         fit_group_size(call->dev, &r->tuning);

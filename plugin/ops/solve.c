@@ -4,15 +4,23 @@
 
 static const char op_name[] = "solve";
 
-static int32_t solve_check_args(const struct pool_device *dev, const struct clops_tensor *a,
+static int32_t solve_check_args(struct op_call *call, const struct clops_tensor *a,
                                 const struct clops_tensor *b, const struct clops_tensor *ipiv,
                                 const struct clops_tensor *info)
 {
+    const struct pool_device *dev = call->dev;
     int32_t status = lu_check_matrix(a, op_name, "a", dev);
     if (status == CLOPS_OK)
         status = lu_check_square(a, op_name, "a");
-    if (status == CLOPS_OK)
+    if (status == CLOPS_OK) {
+        const int64_t one = 1;
+        call_expect_same(call, 0);
+        call_expect(call, 2, CLOPS_I32, 1, &a->shape[0]);
+        call_expect(call, 3, CLOPS_I32, 1, &one);
         status = lu_check_rhs(dev, a, "a", b, op_name);
+    }
+    if (status == CLOPS_OK)
+        call_expect_same(call, 1);
     if (status == CLOPS_OK)
         status = tensor_check_i32_vector(ipiv, op_name, "ipiv", a->shape[0], 0, dev);
     if (status == CLOPS_OK)
@@ -33,7 +41,7 @@ static int32_t solve_check(struct op_call *call)
 {
     const union op_value *v = call->values;
     lu_call_stage_none(call);
-    return solve_check_args(call->dev, v[P_A].tensor, v[P_B].tensor, v[P_IPIV].tensor,
+    return solve_check_args(call, v[P_A].tensor, v[P_B].tensor, v[P_IPIV].tensor,
                             v[P_INFO].tensor);
 }
 

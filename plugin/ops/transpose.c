@@ -150,12 +150,14 @@ static void shape_text(const int64_t *shape, int32_t rank, char *out, size_t siz
             snprintf(out + used, size - (size_t)used, "%s%lld", i ? "x" : "", (long long)shape[i]);
 }
 
-static int32_t check_shape(const struct clops_tensor *x, const struct clops_tensor *y)
+static int32_t check_shape(struct op_call *call, const struct clops_tensor *x,
+                           const struct clops_tensor *y)
 {
     int64_t want[CLOPS_MAX_RANK];
     memcpy(want, x->shape, sizeof want);
     want[x->rank - 2] = x->shape[x->rank - 1];
     want[x->rank - 1] = x->shape[x->rank - 2];
+    call_expect(call, 1, x->dtype, x->rank, want);
     if (memcmp(want, y->shape, (size_t)x->rank * sizeof want[0]) == 0)
         return CLOPS_OK;
     char expected[96], got[96];
@@ -182,12 +184,12 @@ static int32_t check_memory(const struct clops_tensor *x, const struct clops_ten
 }
 
 /* Every check, before anything touches the device. */
-static int32_t transpose_check_args(const struct pool_device *dev, const struct clops_tensor *x,
+static int32_t transpose_check_args(struct op_call *call, const struct clops_tensor *x,
                                     const struct clops_tensor *y, struct transpose_plan *p)
 {
-    int32_t status = check_tensors(dev, x, y);
+    int32_t status = check_tensors(call->dev, x, y);
     if (status == CLOPS_OK)
-        status = check_shape(x, y);
+        status = check_shape(call, x, y);
     if (status == CLOPS_OK)
         status = check_memory(x, y);
     if (status != CLOPS_OK)
@@ -290,7 +292,7 @@ struct transpose_call {
 static int32_t transpose_check(struct op_call *call)
 {
     struct transpose_call *t = call->plan;
-    int32_t status = transpose_check_args(call->dev, call->values[0].tensor,
+    int32_t status = transpose_check_args(call, call->values[0].tensor,
                                           call->values[1].tensor, &t->plan);
     if (status != CLOPS_OK)
         return status;
@@ -303,7 +305,8 @@ static int32_t transpose_check(struct op_call *call)
         call->stage[0] = STAGE_INOUT;
         call->stage[1] = STAGE_NONE;
     }
-    return tiles_for(call->pool, call->dev, &t->tiles);
+    /* A check without a pool has no tuning to check. */
+    return call->pool != NULL ? tiles_for(call->pool, call->dev, &t->tiles) : CLOPS_OK;
 }
 
 static int32_t transpose_enqueue(struct op_call *call)
