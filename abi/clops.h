@@ -347,8 +347,9 @@ struct clops_api {
     void (*set_log_callback)(clops_log_fn fn, void *user, int32_t max_level);
 
     /* Devices visible to the OpenCL ICD loader, without creating a pool. Fills up to
-     * `capacity` entries of `out` (each with struct_size set by the host) and stores the total
-     * number found in *count. */
+     * `capacity` entries of `out` (each with struct_size set by the host to its sizeof: the
+     * elements lie that many bytes apart, so a host built against an older, smaller struct is
+     * not overrun) and stores the total number found in *count. */
     int32_t (*devices_list)(struct clops_device_info *out, int32_t capacity, int32_t *count);
 
     /* Pools. *out receives a pool the host releases with pool_release(). NULL config: the

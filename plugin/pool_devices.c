@@ -194,8 +194,22 @@ int32_t pool_list_devices(struct clops_device_info *out, int32_t capacity, int32
     int32_t status = discover_devices(&list, &n);
     if (status != CLOPS_OK)
         return status;
-    for (int32_t i = 0; i < n && i < capacity; i++)
-        pool_copy_sized(&out[i], &list[i].info, sizeof list[i].info);
+    /* The host's elements lie its sizeof apart, which it states in struct_size: stepping by
+     * the plugin's would overrun the array of a host built against a smaller struct. */
+    const size_t stride = capacity > 0 ? out[0].struct_size : 0;
+    for (int32_t i = 0; i < n && i < capacity; i++) {
+        void *element = (char *)out + (size_t)i * stride;
+        uint32_t size;
+        memcpy(&size, element, sizeof size);
+        if (size != stride)
+            return err_set(CLOPS_ERR_ABI_MISMATCH,
+                           "devices_list: out[%d].struct_size = %u but out[0]'s is %u; every "
+                           "element holds sizeof(struct clops_device_info)",
+                           (int)i, (unsigned)size, (unsigned)stride);
+        status = pool_copy_sized(element, &list[i].info, sizeof list[i].info);
+        if (status != CLOPS_OK)
+            return status;
+    }
     *count = n;
     return CLOPS_OK;
 }

@@ -170,6 +170,41 @@ START_TEST(test_devices_list_finds_a_device)
 }
 END_TEST
 
+/* An array of a host whose clops_device_info is smaller (an older header, say) is stepped by
+ * the host's struct_size, not the plugin's sizeof: nothing past each element is written. */
+START_TEST(test_devices_list_steps_by_the_hosts_struct_size)
+{
+    const struct clops_api *api = tu_api();
+    /* The host's struct ends before `fp64`: its array is 4 of those, packed, then a canary. */
+    enum { OLD = offsetof(struct clops_device_info, fp64), N = 4, CANARY = 64 };
+    unsigned char old[N * OLD + CANARY];
+    memset(old, 0x77, sizeof old);
+    for (int i = 0; i < N; i++) {
+        const uint32_t size = OLD;
+        memcpy(old + i * OLD, &size, sizeof size);
+    }
+    int32_t count = -1;
+    ck_assert_int_eq(api->devices_list((struct clops_device_info *)(void *)old, N, &count),
+                     CLOPS_OK);
+    ck_assert_int_ge(count, 1);
+    struct clops_device_info full[N];
+    for (int i = 0; i < N; i++)
+        full[i].struct_size = sizeof full[i];
+    ck_assert_int_eq(api->devices_list(full, N, &count), CLOPS_OK);
+    for (int i = 0; i < N; i++) {
+        struct clops_device_info got;
+        memcpy(&got, old + i * OLD, OLD);
+        ck_assert_uint_eq(got.struct_size, OLD);
+        if (i < count) {
+            ck_assert_str_eq(got.name, full[i].name);
+            ck_assert_int_eq(got.compute_units, full[i].compute_units);
+        }
+    }
+    for (int k = 0; k < CANARY; k++)
+        ck_assert_uint_eq(old[N * OLD + k], 0x77);
+}
+END_TEST
+
 START_TEST(test_older_host_struct_is_not_overrun)
 {
     /* A host built against a header where clops_device_info ended before `fp64`. */
@@ -350,6 +385,7 @@ int main(void)
     tcase_add_test(tc, test_gemm_descriptor_lists_its_parameters);
     tcase_add_test(tc, test_op_find_unknown_names_it);
     tcase_add_test(tc, test_devices_list_finds_a_device);
+    tcase_add_test(tc, test_devices_list_steps_by_the_hosts_struct_size);
     tcase_add_test(tc, test_older_host_struct_is_not_overrun);
     tcase_add_test(tc, test_last_error_is_per_thread);
     tcase_add_test(tc, test_log_callback_receives_diagnostics);
