@@ -2,21 +2,19 @@
  * strided tensor in two phases (per-work-group partial states, then one final work-group) or
  * along the rows of a strided 2-D view; work-group size and vector width are -D options. */
 
-#if !defined(DTYPE) || !defined(OP) || !defined(WG) || !defined(VEC)
-#error "reduce.cl needs -DDTYPE, -DOP, -DWG and -DVEC"
+#if !defined(DTYPE) || !defined(OP) || !defined(WG) || !defined(VEC) || !defined(STATE_BYTES)
+#error "reduce.cl needs -DDTYPE, -DOP, -DWG, -DVEC and -DSTATE_BYTES"
 #endif
 
-/* DTYPE is enum clops_dtype; OP the index into the operator's enum values. */
-#define DT_F32 1
-#define DT_F64 2
-#define DT_I32 3
-#define DT_U32 4
-#define OP_SUM 0
-#define OP_MIN 1
-#define OP_MAX 2
-#define OP_NORM2 3
-#define OP_ARGMIN 4
-#define OP_ARGMAX 5
+/* DTYPE is an enum clops_dtype, OP an index into the operator's op values: the host passes the
+ * values they are compared with, so that they are written once, in abi/clops.h and reduce.c. */
+#if !defined(DT_F32) || !defined(DT_F64) || !defined(DT_I32) || !defined(DT_U32)
+#error "reduce.cl needs -DDT_F32, -DDT_F64, -DDT_I32 and -DDT_U32 (enum clops_dtype)"
+#endif
+#if !defined(OP_SUM) || !defined(OP_MIN) || !defined(OP_MAX) || !defined(OP_NORM2) || \
+    !defined(OP_ARGMIN) || !defined(OP_ARGMAX)
+#error "reduce.cl needs -DOP_SUM, -DOP_MIN, -DOP_MAX, -DOP_NORM2, -DOP_ARGMIN and -DOP_ARGMAX"
+#endif
 
 #if DTYPE == DT_F64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -39,7 +37,7 @@
 #define T_MAX UINT_MAX
 #define T_LOWEST 0u
 #else
-#error "DTYPE must be 1 (f32), 2 (f64), 3 (i32) or 4 (u32)"
+#error "DTYPE must be one of DT_F32, DT_F64, DT_I32 or DT_U32"
 #endif
 typedef T_NAME T;
 
@@ -287,11 +285,11 @@ static result st_result(state st)
 }
 
 #else
-#error "OP must be 0..5"
+#error "OP must be one of OP_SUM, OP_MIN, OP_MAX, OP_NORM2, OP_ARGMIN or OP_ARGMAX"
 #endif
 
-/* The host allocates 64 bytes per partial state. */
-typedef char state_fits_64_bytes[sizeof(state) <= 64 ? 1 : -1];
+/* The host allocates STATE_BYTES per partial state. */
+typedef char state_fits_state_bytes[sizeof(state) <= STATE_BYTES ? 1 : -1];
 
 /* Reduces the states of the work-items sharing local column `lx` (`ny` of them, a power of two,
  * at scratch[lx * ny + ly]) to scratch[lx * ny] by a tree: log2(ny) levels, each with a barrier,

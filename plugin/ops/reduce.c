@@ -47,6 +47,20 @@ static int is_power_of_two(int64_t v)
     return v > 0 && (v & (v - 1)) == 0;
 }
 
+/* The table's values as settings (operators.reduce.wg = 128; ...), each replacing the table's:
+ * how to tune on a new device without rebuilding. */
+static const struct op_setting reduce_setting_list[] = {
+    {"wg", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "WG"},
+    {"vec", SETTING_INT, 1, 16, SETTING_PER_DEVICE, "VEC"},
+    {"groups_per_cu", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "GROUPS_PER_CU"},
+    {"rows_per_group", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "ROWS_PER_GROUP"},
+};
+static const struct op_settings reduce_settings = {
+    reduce_setting_list, (int32_t)(sizeof reduce_setting_list / sizeof reduce_setting_list[0])};
+
+/* The device's row of the table with the configured settings in its place. Each is in its range
+ * (checked with the configuration); what depends on the others, or on the device's values for
+ * those not configured, is checked here. */
 static int32_t tuning_for(struct clops_pool *pool, const struct pool_device *dev,
                           struct reduce_tuning *out)
 {
@@ -54,24 +68,19 @@ static int32_t tuning_for(struct clops_pool *pool, const struct pool_device *dev
     while (!pool_device_matches(dev, tunings[i].vendor, tunings[i].type))
         i++; /* the last row matches every device */
     *out = tunings[i];
-    /* -D values in the operator's configured build options replace the table's (how to tune
-     * on a new device without rebuilding). */
-    out->wg = pool_op_option_int(pool, op_name, "-DWG=", out->wg);
-    out->vec = pool_op_option_int(pool, op_name, "-DVEC=", out->vec);
-    out->groups_per_cu = pool_op_option_int(pool, op_name, "-DGROUPS_PER_CU=", out->groups_per_cu);
-    out->rows_per_group =
-        pool_op_option_int(pool, op_name, "-DROWS_PER_GROUP=", out->rows_per_group);
-    const struct config_op *settings = pool_op_settings(pool, op_name);
-    const char *opts = settings != NULL ? settings->build_options : NULL;
-    if (!is_power_of_two(out->wg) || out->wg > 1024 ||
-        (out->vec != 1 && out->vec != 2 && out->vec != 4 && out->vec != 8 && out->vec != 16) ||
-        out->groups_per_cu < 1 || !is_power_of_two(out->rows_per_group) ||
-        out->rows_per_group > out->wg)
+    out->wg = pool_op_setting_int(pool, op_name, "wg", out->wg);
+    out->vec = pool_op_setting_int(pool, op_name, "vec", out->vec);
+    out->groups_per_cu = pool_op_setting_int(pool, op_name, "groups_per_cu", out->groups_per_cu);
+    out->rows_per_group = pool_op_setting_int(pool, op_name, "rows_per_group", out->rows_per_group);
+    if (!is_power_of_two(out->wg) || !is_power_of_two(out->vec) ||
+        !is_power_of_two(out->rows_per_group) || out->rows_per_group > out->wg) {
+        char configured[512];
+        pool_op_describe_settings(pool, op_name, configured, sizeof configured);
         return err_set(CLOPS_ERR_CONFIG,
-                       "%s: operators.reduce.build_options \"%s\": WG must be a power of two "
-                       "<= 1024, VEC 1, 2, 4, 8 or 16, GROUPS_PER_CU >= 1, ROWS_PER_GROUP a "
-                       "power of two <= WG",
-                       op_name, opts != NULL ? opts : "");
+                       "%s: %s: wg %d, vec %d, rows_per_group %d: wg must be a power of two, vec "
+                       "1, 2, 4, 8 or 16, rows_per_group a power of two <= wg",
+                       op_name, configured, (int)out->wg, (int)out->vec, (int)out->rows_per_group);
+    }
     return CLOPS_OK;
 }
 
@@ -245,9 +254,16 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
                              const struct reduce_plan *p, const struct reduce_tuning *t,
                              const char *name, cl_kernel *out)
 {
-    char options[128];
-    snprintf(options, sizeof options, "-DDTYPE=%d -DOP=%d -DWG=%d -DVEC=%d", (int)p->dtype,
-             (int)p->op, (int)t->wg, (int)t->vec);
+    /* The kernel compares DTYPE and OP with these, so that the values of enum clops_dtype and
+     * the order of op_values are stated once, here and in the ABI. */
+    char options[384];
+    snprintf(options, sizeof options,
+             "-DDTYPE=%d -DOP=%d -DWG=%d -DVEC=%d -DSTATE_BYTES=%d -DDT_F32=%d -DDT_F64=%d "
+             "-DDT_I32=%d -DDT_U32=%d -DOP_SUM=%d -DOP_MIN=%d -DOP_MAX=%d -DOP_NORM2=%d "
+             "-DOP_ARGMIN=%d -DOP_ARGMAX=%d",
+             (int)p->dtype, (int)p->op, (int)t->wg, (int)t->vec, (int)STATE_BYTES, CLOPS_F32,
+             CLOPS_F64, CLOPS_I32, CLOPS_U32, OP_SUM, OP_MIN, OP_MAX, OP_NORM2, OP_ARGMIN,
+             OP_ARGMAX);
     return pool_create_kernel(pool, dev, op_name, "reduce", options, name, out);
 }
 
@@ -433,6 +449,7 @@ const struct op_impl impl_reduce = {
     .plan_size = sizeof(struct reduce_call),
     .check = reduce_check,
     .enqueue = reduce_enqueue,
+    .settings = &reduce_settings,
 };
 
 /* ---- The entry point ------------------------------------------------------------------------- */
@@ -505,8 +522,16 @@ const struct clops_op op_reduce = {
            "norm2 of integers, or f64 on a device without double precision. A rejected call "
            "touches neither the device nor out.\n"
            "\n"
-           "Tuning: operators.reduce.build_options may set -DWG= (work-group size), -DVEC= "
-           "(elements per load), -DGROUPS_PER_CU= and -DROWS_PER_GROUP=.",
+           "Tuning (settings in operators.reduce, checked when the pool is created): wg "
+           "(1..1024, a power of two), work-items per group; vec (1, 2, 4, 8 or 16), elements "
+           "per load of a dense x; groups_per_cu (1..1024), first-pass groups per compute unit; "
+           "rows_per_group (1..1024, a power of two <= wg), rows a group takes in a column-wise "
+           "axis reduction. Each left out takes the device's value (NVIDIA GPUs 256, 4, 8, 32; "
+           "other GPUs 256, 4, 4, 32; CPUs 64, 4, 4, 16). A call whose settings break the power "
+           "of two rules (with the device's values for those left out) is CLOPS_ERR_CONFIG "
+           "naming them. The old spelling -DWG=<n>, -DVEC=<n>, -DGROUPS_PER_CU=<n>, "
+           "-DROWS_PER_GROUP=<n> in operators.reduce.build_options is still read as these "
+           "settings.",
     .param_count = (int32_t)(sizeof reduce_params / sizeof reduce_params[0]),
     .params = reduce_params,
     .param_size = sizeof(struct clops_param),
