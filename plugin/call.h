@@ -82,6 +82,9 @@ struct op_impl {
     void (*commit)(struct op_call *call);
     /* Optional: frees what check or enqueue allocated in the plan; runs on every path. */
     void (*release)(struct op_call *call);
+    /* Optional: the settings it declares (config.h), read from operators.<name> and checked
+     * when a pool is created; NULL: none. */
+    const struct op_settings *settings;
 };
 
 enum { CALL_PLAN_MAX = 1024 };

@@ -7,9 +7,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "call.h"
 #include "error.h"
 #include "file.h"
 #include "registry.h"
@@ -205,19 +207,11 @@ static int32_t fail_unknown_key(const struct parser *p, const config_setting_t *
                 config_setting_name(member), expected);
 }
 
-/* Reads the members of `group` into `base`: every member must be one of `fields`, and fields are
- * read in table order, whatever the order in the file, so later fields may depend on earlier. */
-static int32_t parse_group(const struct parser *p, const config_setting_t *group, const char *path,
+/* Reads those of `fields` that `group` has into `base`, in table order, whatever the order in the
+ * file, so later fields may depend on earlier. */
+static int32_t read_fields(const struct parser *p, const config_setting_t *group, const char *path,
                            const struct field *fields, size_t count, void *base)
 {
-    if (config_setting_type(group) != CONFIG_TYPE_GROUP)
-        return fail_type(p, group, path, "a group { ... }");
-    int n = config_setting_length(group);
-    for (int i = 0; i < n; i++) {
-        const config_setting_t *member = config_setting_get_elem(group, (unsigned)i);
-        if (find_field(fields, count, config_setting_name(member)) == NULL)
-            return fail_unknown_key(p, member, path, fields, count);
-    }
     for (size_t i = 0; i < count; i++) {
         const config_setting_t *member = config_setting_get_member(group, fields[i].key);
         if (member == NULL)
@@ -229,6 +223,21 @@ static int32_t parse_group(const struct parser *p, const config_setting_t *group
             return status;
     }
     return CLOPS_OK;
+}
+
+/* Reads the members of `group` into `base`: every member must be one of `fields`. */
+static int32_t parse_group(const struct parser *p, const config_setting_t *group, const char *path,
+                           const struct field *fields, size_t count, void *base)
+{
+    if (config_setting_type(group) != CONFIG_TYPE_GROUP)
+        return fail_type(p, group, path, "a group { ... }");
+    int n = config_setting_length(group);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *member = config_setting_get_elem(group, (unsigned)i);
+        if (find_field(fields, count, config_setting_name(member)) == NULL)
+            return fail_unknown_key(p, member, path, fields, count);
+    }
+    return read_fields(p, group, path, fields, count, base);
 }
 
 /* ---- devices --------------------------------------------------------------------------------- */
@@ -308,6 +317,199 @@ static void op_defaults(struct config_op *op)
     op->device = -1;
 }
 
+/* ---- Operator settings ----------------------------------------------------------------------- */
+
+static const char whitespace[] = " \t\n\r\f\v";
+
+struct op_settings config_op_declared_settings(const char *op_name)
+{
+    const struct op_impl *impl = registry_impl(registry_index_by_name(op_name));
+    struct op_settings none = {NULL, 0};
+    return impl != NULL && impl->settings != NULL ? *impl->settings : none;
+}
+
+static int32_t find_setting(const struct op_settings *decl, const char *name)
+{
+    for (int32_t i = 0; i < decl->count; i++)
+        if (strcmp(decl->list[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The field through which declared setting `i` is read into a struct config_op. */
+static struct field setting_field(const struct op_setting *d, int32_t i)
+{
+    struct field f = {.key = d->name,
+                      .parse = d->type == SETTING_BOOL ? parse_bool : parse_int,
+                      .offset = offsetof(struct config_op, values) + (size_t)i * sizeof(int32_t),
+                      .min = d->min,
+                      .max = d->max};
+    return f;
+}
+
+static int32_t fail_unknown_op_key(const struct parser *p, const config_setting_t *member,
+                                   const char *path, const char *op_name,
+                                   const struct op_settings *decl)
+{
+    char names[512] = "";
+    size_t used = 0;
+    for (int32_t i = 0; i < decl->count && used < sizeof names; i++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i > 0 ? ", " : "",
+                                 decl->list[i].name);
+    if (decl->count == 0)
+        return fail(p, member, path,
+                    "unknown key '%s' (expected one of device, build_options); %s has no settings",
+                    config_setting_name(member), op_name);
+    return fail(p, member, path,
+                "unknown key '%s' (expected one of device, build_options) or a setting of %s (%s)",
+                config_setting_name(member), op_name, names);
+}
+
+/* The declared setting whose old spelling "-D<define>=" starts `token`, or -1. */
+static int32_t old_spelling_of(const struct op_settings *decl, const char *token)
+{
+    for (int32_t i = 0; i < decl->count; i++) {
+        const char *define = decl->list[i].define;
+        size_t length = define != NULL ? strlen(define) : 0;
+        if (length > 0 && strncmp(token, "-D", 2) == 0 && strncmp(token + 2, define, length) == 0 &&
+            token[2 + length] == '=')
+            return i;
+    }
+    return -1;
+}
+
+/* Reads one old spelling, `token` (up to `end`), of declared setting `i` into `op`. */
+static int32_t read_old_spelling(const struct parser *p, const config_setting_t *options,
+                                 const char *path, const struct op_setting *d, int32_t i,
+                                 const char *token, const char *end, struct config_op *op)
+{
+    const int length = (int)(end - token);
+    if (op->origin[i] != SETTING_DEFAULT)
+        return fail(p, options, path, "%.*s: operators.%s.%s is set already (%s)", length, token,
+                    op->name, d->name,
+                    op->origin[i] == SETTING_KEY ? "by its key" : "earlier in build_options");
+    const char *value = token + 3 + strlen(d->define);
+    char *stop = NULL;
+    errno = 0;
+    long long v = strtoll(value, &stop, 10);
+    const int32_t min = d->type == SETTING_BOOL ? 0 : d->min;
+    const int32_t max = d->type == SETTING_BOOL ? 1 : d->max;
+    if (value == end || stop != end || errno != 0 || v < min || v > max)
+        return fail(p, options, path,
+                    "%.*s: expected %s %d..%d (the old spelling of operators.%s.%s)", length, token,
+                    d->type == SETTING_BOOL ? "0 or 1, an integer in" : "an integer in", (int)min,
+                    (int)max, op->name, d->name);
+    op->values[i] = (int32_t)v;
+    op->origin[i] = SETTING_BUILD_OPTIONS;
+    return CLOPS_OK;
+}
+
+/* Takes the old spellings of the operator's settings ("-DTILE_M=64") out of its build_options
+ * and reads them as the settings' keys would be: they were tunings the operator read back from
+ * the options, which no kernel reads from there, and they no longer reach the compiler or the
+ * program cache's key. What else the options hold stays as written. */
+static int32_t take_old_spellings(const struct parser *p, const config_setting_t *options,
+                                  const char *path, const struct op_settings *decl,
+                                  struct config_op *op)
+{
+    int taken = 0;
+    char *at = op->build_options + strspn(op->build_options, whitespace);
+    while (*at != '\0') {
+        char *end = at + strcspn(at, whitespace);
+        int32_t i = old_spelling_of(decl, at);
+        if (i < 0) {
+            at = end + strspn(end, whitespace);
+            continue;
+        }
+        int32_t status = read_old_spelling(p, options, path, &decl->list[i], i, at, end, op);
+        if (status != CLOPS_OK)
+            return status;
+        char *next = end + strspn(end, whitespace);
+        memmove(at, next, strlen(next) + 1);
+        taken = 1;
+    }
+    size_t length = strlen(op->build_options);
+    while (taken && length > 0 && strchr(whitespace, op->build_options[length - 1]) != NULL)
+        op->build_options[--length] = '\0';
+    return CLOPS_OK;
+}
+
+/* Reads operators.<name> = { ... } into `op`: the core's keys (device, build_options), then the
+ * settings the operator declares, then the old spellings of those in build_options. */
+static int32_t parse_operator(const struct parser *p, const config_setting_t *group,
+                              const char *path, struct config_op *op)
+{
+    if (config_setting_type(group) != CONFIG_TYPE_GROUP)
+        return fail_type(p, group, path, "a group { ... }");
+    const struct op_settings decl = config_op_declared_settings(op->name);
+    if (decl.count > CONFIG_MAX_SETTINGS)
+        return err_set(CLOPS_ERR_INTERNAL, "%s declares %d settings, at most %d", op->name,
+                       (int)decl.count, (int)CONFIG_MAX_SETTINGS);
+    int n = config_setting_length(group);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *member = config_setting_get_elem(group, (unsigned)i);
+        const char *key = config_setting_name(member);
+        if (find_field(op_fields, sizeof op_fields / sizeof op_fields[0], key) == NULL &&
+            find_setting(&decl, key) < 0)
+            return fail_unknown_op_key(p, member, path, op->name, &decl);
+    }
+    int32_t status =
+        read_fields(p, group, path, op_fields, sizeof op_fields / sizeof op_fields[0], op);
+    for (int32_t i = 0; status == CLOPS_OK && i < decl.count; i++) {
+        const config_setting_t *member = config_setting_get_member(group, decl.list[i].name);
+        if (member == NULL)
+            continue;
+        char member_path[KEY_PATH_MAX];
+        child_path(member_path, path, decl.list[i].name);
+        struct field f = setting_field(&decl.list[i], i);
+        status = f.parse(p, &f, member, member_path, op);
+        op->origin[i] = SETTING_KEY;
+    }
+    const config_setting_t *options = config_setting_get_member(group, "build_options");
+    if (status == CLOPS_OK && options != NULL) {
+        char options_path[KEY_PATH_MAX];
+        child_path(options_path, path, "build_options");
+        status = take_old_spellings(p, options, options_path, &decl, op);
+    }
+    return status;
+}
+
+int32_t config_op_setting(const struct config_op *op, const char *op_name, const char *setting,
+                          int32_t device_default)
+{
+    const struct op_settings decl = config_op_declared_settings(op_name);
+    int32_t i = find_setting(&decl, setting);
+    if (i < 0)
+        return device_default;
+    if (op != NULL && op->origin[i] != SETTING_DEFAULT)
+        return op->values[i];
+    return decl.list[i].def != SETTING_PER_DEVICE ? decl.list[i].def : device_default;
+}
+
+void config_op_describe_settings(const struct config_op *op, const char *op_name, char *out,
+                                 size_t size)
+{
+    const struct op_settings decl = config_op_declared_settings(op_name);
+    size_t used = 0;
+    out[0] = '\0';
+    for (int32_t i = 0; op != NULL && i < decl.count && used < size; i++) {
+        const struct op_setting *d = &decl.list[i];
+        const char *sep = used > 0 ? ", " : "";
+        if (op->origin[i] == SETTING_KEY && d->type == SETTING_BOOL)
+            used += (size_t)snprintf(out + used, size - used, "%soperators.%s.%s = %s", sep,
+                                     op_name, d->name, op->values[i] ? "true" : "false");
+        else if (op->origin[i] == SETTING_KEY)
+            used += (size_t)snprintf(out + used, size - used, "%soperators.%s.%s = %d", sep,
+                                     op_name, d->name, (int)op->values[i]);
+        else if (op->origin[i] == SETTING_BUILD_OPTIONS)
+            used +=
+                (size_t)snprintf(out + used, size - used, "%soperators.%s.build_options -D%s=%d",
+                                 sep, op_name, d->define, (int)op->values[i]);
+    }
+    if (out[0] == '\0')
+        snprintf(out, size, "the defaults");
+}
+
 static int32_t fail_unknown_operator(const struct parser *p, const config_setting_t *s,
                                      const char *path)
 {
@@ -344,8 +546,7 @@ static int32_t parse_operators(const struct parser *p, const struct field *f,
             return fail(p, member, op_path, "operator name longer than %zu characters",
                         sizeof op->name - 1);
         strcpy(op->name, name);
-        int32_t status =
-            parse_group(p, member, op_path, op_fields, sizeof op_fields / sizeof op_fields[0], op);
+        int32_t status = parse_operator(p, member, op_path, op);
         if (status != CLOPS_OK)
             return status;
         p->cfg->op_count = i + 1;

@@ -3,6 +3,7 @@
 #ifndef CLOPS_CONFIG_H
 #define CLOPS_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum { CONFIG_MAX_DEVICES = 8, CONFIG_MAX_OPS = 32, CONFIG_PATH_MAX = 1024 };
@@ -20,11 +21,44 @@ struct config_device {
     int32_t required;       /* 0: skipped with a warning when absent; default 1 */
 };
 
+/* ---- Operator settings ------------------------------------------------------------------ */
+
+/* A setting an operator declares (its tunings): read from operators.<op>.<name> and checked
+ * when the configuration is parsed, like every other key; the operator reads the typed value
+ * (pool_op_setting_int) and turns it into -D values of its own where a kernel needs one. */
+enum setting_type { SETTING_INT = 1, SETTING_BOOL = 2 };
+/* The default of a setting that the operator's tuning table picks per device. */
+#define SETTING_PER_DEVICE INT32_MIN
+enum { CONFIG_MAX_SETTINGS = 16 };
+
+struct op_setting {
+    const char *name;   /* the key under operators.<op> */
+    int32_t type;       /* enum setting_type */
+    int32_t min, max;   /* SETTING_INT: the accepted range */
+    int32_t def;        /* the default (SETTING_BOOL: 0 or 1), or SETTING_PER_DEVICE */
+    const char *define; /* the old spelling, "-D<define>=<n>" in operators.<op>.build_options,
+                           still honoured (and taken out of the options); NULL: none */
+};
+
+/* An operator's declared settings (struct op_impl's `settings`): static, for the library's
+ * lifetime. */
+struct op_settings {
+    const struct op_setting *list;
+    int32_t count; /* at most CONFIG_MAX_SETTINGS */
+};
+
+/* Where a setting's value came from. */
+enum setting_origin { SETTING_DEFAULT = 0, SETTING_KEY = 1, SETTING_BUILD_OPTIONS = 2 };
+
 /* One entry of `operators`: settings the core applies to one operator. */
 struct config_op {
     char name[64];           /* must name a registered operator */
     int32_t device;          /* index into the pool's opened devices; -1 = the primary (0) */
-    char build_options[512]; /* appended to the kernel build options of this operator */
+    char build_options[512]; /* appended to the kernel build options of this operator, less the
+                                old spellings of its settings */
+    /* The operator's declared settings, in its declaration's order. */
+    int32_t values[CONFIG_MAX_SETTINGS];
+    int8_t origin[CONFIG_MAX_SETTINGS]; /* enum setting_origin */
 };
 
 struct pool_config {
@@ -50,5 +84,17 @@ int32_t config_parse_file(const char *path, struct pool_config *cfg);
 int32_t config_parse_string(const char *text, struct pool_config *cfg);
 /* The settings for operator `name`, or NULL when the configuration has none. */
 const struct config_op *config_find_op(const struct pool_config *cfg, const char *name);
+/* The settings operator `op_name` declares (an empty list when it declares none). */
+struct op_settings config_op_declared_settings(const char *op_name);
+/* The value of operator `op_name`'s setting `setting` in `op` (NULL: not configured): the
+ * configured value, else the declared default, else, for a SETTING_PER_DEVICE one,
+ * `device_default`. An undeclared `setting` gives `device_default`. */
+int32_t config_op_setting(const struct config_op *op, const char *op_name, const char *setting,
+                          int32_t device_default);
+/* "operators.gemm.tile_m = 100, operators.gemm.build_options -DWPT_M=8": the configured
+ * settings of `op` and where each was set, for a message refusing their combination; "the
+ * defaults" when none is. */
+void config_op_describe_settings(const struct config_op *op, const char *op_name, char *out,
+                                 size_t size);
 
 #endif

@@ -2,7 +2,6 @@
  * statistics. The pool's devices, memory, programs and launches live in pool_devices.c,
  * pool_memory.c, pool_programs.c and pool_launch.c, its creation and release in
  * pool_lifecycle.c, around the structs of pool_internal.h. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "pool_internal.h"
@@ -18,16 +17,16 @@ const char *pool_build_options(const struct clops_pool *pool)
     return pool->cfg.build_options;
 }
 
-int32_t pool_op_option_int(const struct clops_pool *pool, const char *op_name, const char *key,
-                           int32_t fallback)
+int32_t pool_op_setting_int(const struct clops_pool *pool, const char *op_name, const char *setting,
+                            int32_t device_default)
 {
-    const struct config_op *settings = config_find_op(&pool->cfg, op_name);
-    const char *at = settings != NULL ? strstr(settings->build_options, key) : NULL;
-    if (at == NULL)
-        return fallback;
-    /* Clamped, not wrapped: a huge value must stay out of every operator's valid range. */
-    long long v = strtoll(at + strlen(key), NULL, 10);
-    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+    return config_op_setting(config_find_op(&pool->cfg, op_name), op_name, setting, device_default);
+}
+
+void pool_op_describe_settings(const struct clops_pool *pool, const char *op_name, char *out,
+                               size_t size)
+{
+    config_op_describe_settings(config_find_op(&pool->cfg, op_name), op_name, out, size);
 }
 
 int32_t pool_copy_sized(void *dst, const void *src, size_t full_size)

@@ -59,11 +59,15 @@ int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, con
  * substring of the device's vendor ("" = any), `type` an enum clops_device_type (0 = any). */
 int pool_device_matches(const struct pool_device *dev, const char *vendor, int32_t type);
 
-/* The integer after `key` (e.g. "-DTILE_M=") in operator `op_name`'s configured build options,
- * or `fallback` when the configuration names none: how a kernel parameter is tried on a device
- * without rebuilding. */
-int32_t pool_op_option_int(const struct clops_pool *pool, const char *op_name, const char *key,
-                           int32_t fallback);
+/* Operator `op_name`'s setting `setting` (one it declares, config.h): the configured value,
+ * checked against its declared range when the pool was created, else its declared default,
+ * else, for a default per device, `device_default` (the operator's tuning table's). */
+int32_t pool_op_setting_int(const struct clops_pool *pool, const char *op_name, const char *setting,
+                            int32_t device_default);
+/* The configured settings of `op_name` and where each was set ("operators.gemm.tile_m = 100,
+ * operators.gemm.build_options -DWPT_M=8"), for a message refusing their combination. */
+void pool_op_describe_settings(const struct clops_pool *pool, const char *op_name, char *out,
+                               size_t size);
 
 /* Launches `kernel` on `queue` and waits for it. When profiling is on, adds the kernel's
  * device time to *device_ns. `what` names the operator for messages. */

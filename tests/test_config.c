@@ -1,6 +1,7 @@
 /* test_config.c — the pool configuration parser: the shipped example, defaults, and that every
  * kind of mistake is an error naming file:line: and the key. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -458,6 +459,297 @@ START_TEST(test_valid_file_records_its_path_as_source)
 }
 END_TEST
 
+/* ---- Operator settings --------------------------------------------------------------------- */
+
+/* The value `op_name`'s setting has after parsing `text`; -77 stands for "the device's". */
+static int32_t setting_after(const char *text, const char *op_name, const char *setting)
+{
+    struct pool_config cfg;
+    int32_t status = config_parse_string(text, &cfg);
+    ck_assert_msg(status == CLOPS_OK, "%s: %s", err_status_name(status), err_last());
+    return config_op_setting(config_find_op(&cfg, op_name), op_name, setting, -77);
+}
+
+START_TEST(test_operator_settings_are_read_as_typed_keys)
+{
+    const char *text = "operators = {\n"
+                       "  gemm = { tile_m = 64; vw = 2; };\n"
+                       "  reduce = { wg = 128; rows_per_group = 8; };\n"
+                       "  transpose = { tile = 16; rows = 4; };\n"
+                       "  lu = { nb = 16; panel_resident = false; panel_rows = 5; };\n"
+                       "  solve = { panel_nb = 3; panel_groups = 2; };\n"
+                       "};\n";
+    ck_assert_int_eq(setting_after(text, "gemm", "tile_m"), 64);
+    ck_assert_int_eq(setting_after(text, "gemm", "vw"), 2);
+    ck_assert_int_eq(setting_after(text, "gemm", "tile_n"), -77);
+    ck_assert_int_eq(setting_after(text, "reduce", "wg"), 128);
+    ck_assert_int_eq(setting_after(text, "reduce", "rows_per_group"), 8);
+    ck_assert_int_eq(setting_after(text, "transpose", "tile"), 16);
+    ck_assert_int_eq(setting_after(text, "transpose", "rows"), 4);
+    ck_assert_int_eq(setting_after(text, "lu", "nb"), 16);
+    ck_assert_int_eq(setting_after(text, "lu", "panel_resident"), 0);
+    ck_assert_int_eq(setting_after(text, "lu", "panel_rows"), 5);
+    /* Each of lu, solve and lu_solve has its own. */
+    ck_assert_int_eq(setting_after(text, "solve", "panel_nb"), 3);
+    ck_assert_int_eq(setting_after(text, "solve", "panel_groups"), 2);
+    ck_assert_int_eq(setting_after(text, "lu", "panel_nb"), -77);
+    ck_assert_int_eq(setting_after(text, "lu_solve", "nb"), -77);
+}
+END_TEST
+
+/* A setting left out takes its declared default, or the device's where the default is per
+ * device, whether the operator has an entry or not. */
+START_TEST(test_operator_settings_left_out_take_their_defaults)
+{
+    ck_assert_int_eq(setting_after("", "lu", "panel_rows"), 64);
+    ck_assert_int_eq(setting_after("", "lu", "panel_resident"), 1);
+    ck_assert_int_eq(setting_after("", "lu", "nb"), -77);
+    ck_assert_int_eq(setting_after("operators = { lu = { device = 0; }; };", "lu", "panel_rows"),
+                     64);
+    ck_assert_int_eq(setting_after("operators = { lu = { nb = 8; }; };", "lu", "panel_resident"),
+                     1);
+    ck_assert_int_eq(setting_after("", "gemm", "tile_k"), -77);
+    ck_assert_int_eq(setting_after("", "reduce", "vec"), -77);
+    ck_assert_int_eq(setting_after("", "transpose", "rows"), -77);
+    /* A name no operator declares is the caller's fallback, not an accident. */
+    ck_assert_int_eq(setting_after("", "mandelbrot", "tile"), -77);
+}
+END_TEST
+
+/* Every operator's settings are range-checked when the configuration is read, the same way. */
+START_TEST(test_operator_settings_out_of_range_name_the_key)
+{
+    expect_config_error("operators = {\n  gemm = {\n    tile_m = 0;\n  };\n};\n", 3,
+                        "operators.gemm.tile_m: expected an integer in 1..512, got 0");
+    expect_config_error("operators = {\n  gemm = { vw = 17; };\n};\n", 2,
+                        "operators.gemm.vw: expected an integer in 1..16, got 17");
+    expect_config_error("operators = { reduce = { wg = 2048; }; };", 1,
+                        "operators.reduce.wg: expected an integer in 1..1024, got 2048");
+    expect_config_error("operators = { transpose = { rows = 65; }; };", 1,
+                        "operators.transpose.rows: expected an integer in 1..64, got 65");
+    expect_config_error("operators = { lu = { nb = 0; }; };", 1,
+                        "operators.lu.nb: expected an integer in 1..1024, got 0");
+    expect_config_error("operators = { solve = { panel_nb = 2000; }; };", 1,
+                        "operators.solve.panel_nb: expected an integer in 1..1024, got 2000");
+    expect_config_error("operators = {\n lu_solve = {\n panel_rows = -1; }; };", 3,
+                        "operators.lu_solve.panel_rows: expected an integer in 1..1024, got -1");
+}
+END_TEST
+
+START_TEST(test_operator_settings_of_the_wrong_type_name_the_key)
+{
+    expect_config_error("operators = { gemm = { tile_m = \"64\"; }; };", 1,
+                        "operators.gemm.tile_m: expected an integer in 1..512, got string \"64\"");
+    expect_config_error("operators = { reduce = { vec = 4.0; }; };", 1,
+                        "operators.reduce.vec: expected an integer in 1..16, got float 4");
+    expect_config_error("operators = { lu = { panel_resident = 1; }; };", 1,
+                        "operators.lu.panel_resident: expected true or false, got integer 1");
+    expect_config_error("operators = { transpose = { tile = true; }; };", 1,
+                        "operators.transpose.tile: expected an integer in 1..64, got boolean true");
+}
+END_TEST
+
+START_TEST(test_unknown_operator_setting_is_named_with_the_declared_ones)
+{
+    expect_config_error("operators = {\n  transpose = { tiles = 8; };\n};\n", 2,
+                        "operators.transpose: unknown key 'tiles' (expected one of device, "
+                        "build_options) or a setting of transpose (tile, rows)");
+    expect_config_error("operators = { lu = { nb = 8; tile_m = 4; }; };", 1,
+                        "operators.lu: unknown key 'tile_m' (expected one of device, "
+                        "build_options) or a setting of lu (nb, panel_nb, panel_rows, "
+                        "panel_resident, panel_groups)");
+    expect_config_error("operators = { mandelbrot = { tile = 8; }; };", 1,
+                        "operators.mandelbrot: unknown key 'tile' (expected one of device, "
+                        "build_options); mandelbrot has no settings");
+}
+END_TEST
+
+/* The old spellings in build_options are read as the settings, with the same checks, and are
+ * taken out of the options: the rest of the options stays as written. */
+START_TEST(test_old_spellings_in_build_options_become_settings)
+{
+    const char *text = "operators = { lu = { build_options = "
+                       "\"-cl-mad-enable -DLU_NB=8  -DLU_PANEL_NB=4 -DLU_PANEL_RESIDENT=0 "
+                       "-DFOO=1\"; }; gemm = { build_options = \"-DTILE_M=32\"; }; };";
+    struct pool_config cfg;
+    ck_assert_int_eq(config_parse_string(text, &cfg), CLOPS_OK);
+    const struct config_op *lu = config_find_op(&cfg, "lu");
+    ck_assert_str_eq(lu->build_options, "-cl-mad-enable -DFOO=1");
+    ck_assert_int_eq(config_op_setting(lu, "lu", "nb", -77), 8);
+    ck_assert_int_eq(config_op_setting(lu, "lu", "panel_nb", -77), 4);
+    ck_assert_int_eq(config_op_setting(lu, "lu", "panel_resident", -77), 0);
+    const struct config_op *gemm = config_find_op(&cfg, "gemm");
+    ck_assert_str_eq(gemm->build_options, "");
+    ck_assert_int_eq(config_op_setting(gemm, "gemm", "tile_m", -77), 32);
+    char described[256];
+    config_op_describe_settings(gemm, "gemm", described, sizeof described);
+    ck_assert_str_eq(described, "operators.gemm.build_options -DTILE_M=32");
+    /* Another operator's spelling is just an option. */
+    ck_assert_int_eq(config_parse_string("operators = { gemm = { build_options = \"-DTILE=8\"; "
+                                         "tile_n = 16; }; };",
+                                         &cfg),
+                     CLOPS_OK);
+    ck_assert_str_eq(cfg.ops[0].build_options, "-DTILE=8");
+    config_op_describe_settings(&cfg.ops[0], "gemm", described, sizeof described);
+    ck_assert_str_eq(described, "operators.gemm.tile_n = 16");
+}
+END_TEST
+
+START_TEST(test_bad_old_spellings_are_errors_naming_build_options)
+{
+    expect_config_error("operators = {\n  lu = { build_options = \"-DLU_NB=0\"; };\n};", 2,
+                        "operators.lu.build_options: -DLU_NB=0: expected an integer in 1..1024 "
+                        "(the old spelling of operators.lu.nb)");
+    expect_config_error("operators = { gemm = { build_options = \"-DX -DTILE_M=abc\"; }; };", 1,
+                        "operators.gemm.build_options: -DTILE_M=abc: expected an integer in "
+                        "1..512");
+    expect_config_error("operators = { lu = { build_options = \"-DLU_PANEL_RESIDENT=2\"; }; };", 1,
+                        "-DLU_PANEL_RESIDENT=2: expected 0 or 1");
+    expect_config_error("operators = { gemm = { tile_m = 64; build_options = \"-DTILE_M=32\"; "
+                        "}; };",
+                        1,
+                        "operators.gemm.build_options: -DTILE_M=32: operators.gemm.tile_m is "
+                        "set already (by its key)");
+    expect_config_error("operators = { reduce = { build_options = \"-DWG=32 -DWG=64\"; }; };", 1,
+                        "-DWG=64: operators.reduce.wg is set already (earlier in build_options)");
+}
+END_TEST
+
+/* ---- Settings in a pool -------------------------------------------------------------------- */
+
+/* A setting out of range refuses the pool itself, before any call, naming file:line: key. */
+START_TEST(test_pool_creation_refuses_a_setting_out_of_range)
+{
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(tu_api()->pool_create_from_string(
+                         "profiling = true;\noperators = {\n  reduce = { vec = 0; };\n};", &pool),
+                     CLOPS_ERR_CONFIG);
+    ck_assert_ptr_null(pool);
+    const char *msg = tu_api()->last_error();
+    ck_assert_msg(
+        strncmp(msg, "<string>:3: operators.reduce.vec: expected an integer in 1..16",
+                strlen("<string>:3: operators.reduce.vec: expected an integer in 1..16")) == 0,
+        "%s", msg);
+}
+END_TEST
+
+/* Settings each in range but not fitting together are refused by the call, which names them;
+ * nothing is written. */
+START_TEST(test_call_names_settings_that_do_not_fit_together)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_from_string(
+                         "operators = { gemm = { tile_m = 100; wpt_m = 8; }; };", &pool),
+                     CLOPS_OK);
+    float x[4] = {1, 2, 3, 4}, y[4] = {0};
+    struct clops_tensor a = clops_matrix(x, CLOPS_F32, 2, 2, 2, 0);
+    struct clops_tensor c = clops_matrix(y, CLOPS_F32, 2, 2, 2, 0);
+    clops_gemm_fn gemm = (clops_gemm_fn)api->op_find("gemm")->entry;
+    ck_assert_int_eq(gemm(pool, &a, &a, &c, 0, 0, 1.0, 0.0), CLOPS_ERR_CONFIG);
+    assert_contains(api->last_error(), "operators.gemm.tile_m = 100, operators.gemm.wpt_m = 8");
+    ck_assert_float_eq(y[0], 0.0f);
+    api->pool_release(pool);
+}
+END_TEST
+
+/* The log lines of kernel_times for lu's resident panel kernel: "lu: kernel NAME: N launches". */
+static void count_panel_launches(int32_t level, const char *message, void *user)
+{
+    char name[64];
+    int launches = 0;
+    if (level == CLOPS_LOG_INFO &&
+        sscanf(message, "lu: kernel %63[^:]: %d launches", name, &launches) == 2 &&
+        strcmp(name, "lu_panel_resident") == 0)
+        *(int *)user += launches;
+}
+
+/* Resident panel launches of an LU of a 100 x 100 f32 matrix on a pool made from `config`. */
+static int panel_launches_with(const char *config)
+{
+    const struct clops_api *api = tu_api();
+    char text[512];
+    snprintf(text, sizeof text, "kernel_times = true; profiling = true;\n%s", config);
+    struct clops_pool *pool = NULL;
+    ck_assert_msg(api->pool_create_from_string(text, &pool) == CLOPS_OK, "%s", api->last_error());
+    enum { N = 100 };
+    float *a = malloc(sizeof(float) * N * N);
+    tu_fill_f32(a, N * N);
+    int32_t ipiv[N], info = -1;
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F32, N, N, N, 0);
+    struct clops_tensor tp = {
+        .data = ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {N}, .strides = {1}};
+    struct clops_tensor ti = {
+        .data = &info, .dtype = CLOPS_I32, .rank = 1, .shape = {1}, .strides = {1}};
+    int launches = 0;
+    api->set_log_callback(count_panel_launches, &launches, CLOPS_LOG_INFO);
+    int32_t status = ((clops_lu_fn)api->op_find("lu")->entry)(pool, &ta, &tp, &ti, 0);
+    api->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
+    ck_assert_msg(status == CLOPS_OK, "%s", api->last_error());
+    ck_assert_int_eq(info, 0);
+    free(a);
+    api->pool_release(pool);
+    return launches;
+}
+
+/* A configured panel_nb is the width of lu's panels: 4 gives 25 resident panel launches for 100
+ * columns (the default, 8 on a CPU device or 64 on a GPU, gives 13 or 2), by its key or by its
+ * old spelling; panel_resident = false gives none. */
+START_TEST(test_configured_lu_settings_shape_its_launches)
+{
+    tu_seed(11);
+    ck_assert_int_eq(panel_launches_with("operators = { lu = { panel_nb = 4; }; };"), 25);
+    ck_assert_int_eq(
+        panel_launches_with("operators = { lu = { build_options = \"-DLU_PANEL_NB=4\"; }; };"), 25);
+    ck_assert_int_eq(panel_launches_with("operators = { lu = { panel_resident = false; }; };"), 0);
+    const int by_default = panel_launches_with("");
+    ck_assert_msg(by_default == 13 || by_default == 2, "%d launches", by_default);
+}
+END_TEST
+
+/* Whether a file under `dir` holds `a` and (when not NULL) not `b`. */
+static int some_file_holds(const char *dir, const char *a, const char *b)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int found = 0;
+    for (struct dirent *e = readdir(d); e != NULL && !found; e = readdir(d)) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        if (f == NULL)
+            continue;
+        static char content[1 << 22];
+        size_t n = fread(content, 1, sizeof content, f);
+        fclose(f);
+        found = memmem(content, n, a, strlen(a)) != NULL &&
+                (b == NULL || memmem(content, n, b, strlen(b)) == NULL);
+    }
+    closedir(d);
+    return found;
+}
+
+/* LU's tunings (nb, panel_nb, ...) shape its launches and no kernel reads them: their old
+ * spellings in build_options no longer reach the compiler or the program cache's key, which
+ * keeps the rest of the options. */
+START_TEST(test_lu_tunings_stay_out_of_build_options_and_cache_key)
+{
+    char dir[1024], config[1400];
+    snprintf(dir, sizeof dir, "%s/test_config_cache_XXXXXX", scratch_dir());
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(config, sizeof config,
+             "cache = { dir = \"%s\"; };\noperators = { lu = { build_options = \"-DLU_NB=8 "
+             "-DCLOPS_TEST_MARK=1 -DLU_PANEL_NB=4 -DLU_PANEL_ROWS=5\"; }; };",
+             dir);
+    ck_assert_int_eq(panel_launches_with(config), 25); /* still read: panel_nb = 4 */
+    ck_assert_msg(some_file_holds(dir, "|source=lu:", NULL), "no cache entry of lu in %s", dir);
+    ck_assert_msg(some_file_holds(dir, "-DCLOPS_TEST_MARK=1", "LU_"),
+                  "lu's cache key lacks the build options, or holds an LU_ tuning");
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -494,6 +786,23 @@ static Suite *config_suite(void)
     tcase_add_test(files, test_syntax_error_in_a_file_names_the_file_and_line);
     tcase_add_test(files, test_valid_file_records_its_path_as_source);
     suite_add_tcase(s, files);
+
+    TCase *settings = tcase_create("settings");
+    tcase_add_test(settings, test_operator_settings_are_read_as_typed_keys);
+    tcase_add_test(settings, test_operator_settings_left_out_take_their_defaults);
+    tcase_add_test(settings, test_operator_settings_out_of_range_name_the_key);
+    tcase_add_test(settings, test_operator_settings_of_the_wrong_type_name_the_key);
+    tcase_add_test(settings, test_unknown_operator_setting_is_named_with_the_declared_ones);
+    tcase_add_test(settings, test_old_spellings_in_build_options_become_settings);
+    tcase_add_test(settings, test_bad_old_spellings_are_errors_naming_build_options);
+    suite_add_tcase(s, settings);
+
+    TCase *in_a_pool = tcase_create("in_a_pool");
+    tcase_add_test(in_a_pool, test_pool_creation_refuses_a_setting_out_of_range);
+    tcase_add_test(in_a_pool, test_call_names_settings_that_do_not_fit_together);
+    tcase_add_test(in_a_pool, test_configured_lu_settings_shape_its_launches);
+    tcase_add_test(in_a_pool, test_lu_tunings_stay_out_of_build_options_and_cache_key);
+    suite_add_tcase(s, in_a_pool);
     return s;
 }
 

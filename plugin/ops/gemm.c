@@ -76,26 +76,36 @@ static int64_t tiles_local_bytes(const struct gemm_tiles *t, int64_t elem_size)
     return (int64_t)t->tile_k * (t->tile_m + t->vw + t->tile_n + t->vw) * elem_size;
 }
 
-/* Tiles named in the operator's configured build options ("-DTILE_M=64 -DVW=4 ...") replace
- * the table's: the way to try other tiles on a device without rebuilding (see clops-bench's
- * tune area). The same -D then reaches the compiler twice with one value, which C allows. */
-static struct gemm_tiles tiles_with_overrides(const struct clops_pool *pool, struct gemm_tiles t)
+/* The tiles as settings (operators.gemm.tile_m = 64; ...), each replacing the table's: the way
+ * to try other tiles on a device without rebuilding (see clops-bench's tune area). */
+static const struct op_setting gemm_setting_list[] = {
+    {"tile_m", SETTING_INT, 1, 512, SETTING_PER_DEVICE, "TILE_M"},
+    {"tile_n", SETTING_INT, 1, 512, SETTING_PER_DEVICE, "TILE_N"},
+    {"tile_k", SETTING_INT, 1, 128, SETTING_PER_DEVICE, "TILE_K"},
+    {"wpt_m", SETTING_INT, 1, 32, SETTING_PER_DEVICE, "WPT_M"},
+    {"wpt_n", SETTING_INT, 1, 32, SETTING_PER_DEVICE, "WPT_N"},
+    {"vw", SETTING_INT, 1, 16, SETTING_PER_DEVICE, "VW"},
+};
+static const struct op_settings gemm_settings = {
+    gemm_setting_list, (int32_t)(sizeof gemm_setting_list / sizeof gemm_setting_list[0])};
+
+static struct gemm_tiles tiles_with_settings(const struct clops_pool *pool, struct gemm_tiles t)
 {
-    t.tile_m = pool_op_option_int(pool, op_name, "-DTILE_M=", t.tile_m);
-    t.tile_n = pool_op_option_int(pool, op_name, "-DTILE_N=", t.tile_n);
-    t.tile_k = pool_op_option_int(pool, op_name, "-DTILE_K=", t.tile_k);
-    t.wpt_m = pool_op_option_int(pool, op_name, "-DWPT_M=", t.wpt_m);
-    t.wpt_n = pool_op_option_int(pool, op_name, "-DWPT_N=", t.wpt_n);
-    t.vw = pool_op_option_int(pool, op_name, "-DVW=", t.vw);
+    t.tile_m = pool_op_setting_int(pool, op_name, "tile_m", t.tile_m);
+    t.tile_n = pool_op_setting_int(pool, op_name, "tile_n", t.tile_n);
+    t.tile_k = pool_op_setting_int(pool, op_name, "tile_k", t.tile_k);
+    t.wpt_m = pool_op_setting_int(pool, op_name, "wpt_m", t.wpt_m);
+    t.wpt_n = pool_op_setting_int(pool, op_name, "wpt_n", t.wpt_n);
+    t.vw = pool_op_setting_int(pool, op_name, "vw", t.vw);
     return t;
 }
 
-/* Overridden tiles must still make a kernel that compiles and covers C (gemm.cl's #errors). */
+/* Configured tiles must still make a kernel that compiles and covers C (gemm.cl's #errors): each
+ * setting is in its range (checked with the configuration), but whether they divide one another
+ * depends on the device's own tiles for those not configured, so it is checked here. */
 static int tiles_are_valid(const struct gemm_tiles *t)
 {
-    if (t->tile_m < 1 || t->tile_n < 1 || t->tile_k < 1 || t->wpt_m < 1 || t->wpt_n < 1 ||
-        t->vw < 1 || t->tile_m % t->wpt_m || t->tile_n % t->wpt_n || t->wpt_m % t->vw ||
-        t->wpt_n % t->vw)
+    if (t->tile_m % t->wpt_m || t->tile_n % t->wpt_n || t->wpt_m % t->vw || t->wpt_n % t->vw)
         return 0;
     int64_t group = (int64_t)(t->tile_m / t->wpt_m) * (t->tile_n / t->wpt_n);
     return (t->tile_m * t->tile_k) % group == 0 && (t->tile_n * t->tile_k) % group == 0;
@@ -355,15 +365,17 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, i
 static int32_t get_kernel(struct clops_pool *pool, struct pool_device *dev,
                           const struct gemm_plan *p, struct gemm_tiles *tiles, cl_kernel *out)
 {
-    *tiles = tiles_with_overrides(pool, tiles_for_call(dev, p->m, p->n));
+    *tiles = tiles_with_settings(pool, tiles_for_call(dev, p->m, p->n));
     if (!tiles_are_valid(tiles)) {
         /* The table's tiles are valid: only configured ones can fail here. */
-        const struct config_op *settings = pool_op_settings(pool, op_name);
+        char configured[512];
+        pool_op_describe_settings(pool, op_name, configured, sizeof configured);
         return err_set(CLOPS_ERR_CONFIG,
-                       "%s: operators.gemm.build_options \"%s\": the tiles do not divide "
-                       "(TILE_M %% WPT_M, TILE_N %% WPT_N, WPT %% VW and the tile loads over "
-                       "the work-group must all be exact)",
-                       op_name, settings != NULL ? settings->build_options : "");
+                       "%s: %s: the tiles %dx%dx%d of %dx%d, vw %d, do not divide (tile_m %% "
+                       "wpt_m, tile_n %% wpt_n, wpt %% vw and the tile loads over the "
+                       "work-group must all be exact)",
+                       op_name, configured, (int)tiles->tile_m, (int)tiles->tile_n,
+                       (int)tiles->tile_k, (int)tiles->wpt_m, (int)tiles->wpt_n, (int)tiles->vw);
     }
     if (tiles_local_bytes(tiles, dtype_size(p->dtype)) > pool_device_info(dev)->local_mem_bytes)
         *tiles = fallback_tiles;
@@ -480,6 +492,7 @@ const struct op_impl impl_gemm = {
     .plan_size = sizeof(struct gemm_plan),
     .check = gemm_check,
     .enqueue = gemm_run,
+    .settings = &gemm_settings,
 };
 
 /* ---- The entry point ------------------------------------------------------------------------- */
@@ -546,7 +559,18 @@ const struct clops_op op_gemm = {
         "than 0 or 1, or C overlapping A or B. CLOPS_ERR_UNSUPPORTED for a dtype other than f32 "
         "and f64, f64 on a device without double precision, a C without a unit stride, or an "
         "extent over 2^30 - 1. A rejected call touches neither the device nor C; device and "
-        "build failures carry the OpenCL error's name.",
+        "build failures carry the OpenCL error's name.\n"
+        "\n"
+        "Tuning (settings in operators.gemm, checked when the pool is created): tile_m and "
+        "tile_n (1..512), the block of C a work-group computes; tile_k (1..128), its K step; "
+        "wpt_m and wpt_n (1..32), the block of a work-item; vw (1..16), rows per local vector "
+        "load. Each left out takes the device's value (NVIDIA GPUs 128x128x16 of 8x8, vw 4, or "
+        "64x64x16 of 4x4 when there are fewer blocks than compute units; other GPUs 64x64x8 of "
+        "4x4; CPUs 64x128x8 of 16x16, vw 16). tile_m must be a multiple of wpt_m, tile_n of "
+        "wpt_n, wpt_m and wpt_n of vw, and each tile must split evenly over the work-group's "
+        "loads: a call with tiles that do not is CLOPS_ERR_CONFIG naming the settings. The old "
+        "spelling -DTILE_M=<n> ... -DVW=<n> in operators.gemm.build_options is still read as "
+        "these settings.",
     .param_count = (int32_t)(sizeof gemm_params / sizeof gemm_params[0]),
     .params = gemm_params,
     .param_size = sizeof(struct clops_param),

@@ -16,9 +16,8 @@
  * wants it large enough for the GEMM to run near its peak. Each outer panel is itself factored
  * blocked, in inner panels of PANEL_NB columns: those go to the panel kernel, one launch per
  * column over the whole device, and the rest of the outer panel is updated by small GEMMs. On a CPU
- * device 32 and 8 keep the tests at N = 127 or 300 crossing several blocks of both levels. Override
- * per pool with "-DLU_NB=<n>" and "-DLU_PANEL_NB=<n>" in the operator's build_options (lu, solve,
- * lu_solve).
+ * device 32 and 8 keep the tests at N = 127 or 300 crossing several blocks of both levels. Both
+ * are settings of each operator (nb, panel_nb).
  */
 static const struct {
     int32_t type;
@@ -32,18 +31,17 @@ static const struct {
     {0, 32, 8},
 };
 
-/* The value of "-D<name>=<n>" in the operator's configured build options, or `fallback`. */
-static int64_t configured_size(const struct clops_pool *pool, const char *op, const char *name,
-                               int64_t fallback)
-{
-    char key[32];
-    snprintf(key, sizeof key, "-D%s=", name);
-    int32_t v = pool_op_option_int(pool, op, key, (int32_t)fallback);
-    if (v >= 1 && v <= 1024)
-        return v;
-    log_msg(CLOPS_LOG_WARNING, "%s: ignoring %s%d (expected 1..1024)", op, key, (int)v);
-    return fallback;
-}
+/* The engine's tunings, none of which a kernel reads as a -D value: they shape the launches.
+ * The old spellings -DLU_NB=<n> ... in build_options are still read as these. */
+static const struct op_setting lu_setting_list[] = {
+    {"nb", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_NB"},
+    {"panel_nb", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_PANEL_NB"},
+    {"panel_rows", SETTING_INT, 1, 1024, 64, "LU_PANEL_ROWS"},
+    {"panel_resident", SETTING_BOOL, 0, 1, 1, "LU_PANEL_RESIDENT"},
+    {"panel_groups", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_PANEL_GROUPS"},
+};
+const struct op_settings lu_settings = {
+    lu_setting_list, (int32_t)(sizeof lu_setting_list / sizeof lu_setting_list[0])};
 
 static void block_sizes_for(const struct clops_pool *pool, const struct pool_device *dev,
                             const char *op, int64_t *nb, int64_t *panel_nb)
@@ -51,8 +49,8 @@ static void block_sizes_for(const struct clops_pool *pool, const struct pool_dev
     size_t i = 0;
     while (block_sizes[i].type != 0 && block_sizes[i].type != pool_device_info(dev)->type)
         i++;
-    *nb = configured_size(pool, op, "LU_NB", block_sizes[i].nb);
-    *panel_nb = configured_size(pool, op, "LU_PANEL_NB", block_sizes[i].panel_nb);
+    *nb = pool_op_setting_int(pool, op, "nb", (int32_t)block_sizes[i].nb);
+    *panel_nb = pool_op_setting_int(pool, op, "panel_nb", (int32_t)block_sizes[i].panel_nb);
 }
 
 /* ---- Validation ------------------------------------------------------------------------------ */
@@ -184,23 +182,23 @@ static void release_kernels(struct lu_ctx *ctx)
  * practice (one group fits an SM, and the queue runs one kernel at a time) but not OpenCL's;
  * elsewhere one group, which needs no guarantee (a CPU device's work-groups may run one after
  * another) and on PoCL beats a launch per column: N = 1024 f32 121 ms against 136, f64 149
- * against 225. "-DLU_PANEL_RESIDENT=0" in the operator's build_options turns it off (a launch
- * per column over the whole device instead), "-DLU_PANEL_GROUPS=<n>" sets its groups (more
- * than one on a CPU device can deadlock). Each group keeps its rows of the panel in local
+ * against 225. The setting panel_resident = false turns it off (a launch per column over the
+ * whole device instead), panel_groups sets its groups (more than one on a CPU device can
+ * deadlock). Each group keeps its rows of the panel in local
  * memory: RESIDENT_ROWS of them, what fits beside the kernel's other local arrays; a panel
  * taller than the groups hold takes the per-column kernel. */
 static void resident_setup(struct lu_ctx *ctx)
 {
     const struct clops_device_info *info = pool_device_info(ctx->dev);
     const int gpu = info->type == CLOPS_DEVICE_GPU;
-    if (pool_op_option_int(ctx->pool, ctx->op, "-DLU_PANEL_RESIDENT=", 1) != 1)
+    if (!pool_op_setting_int(ctx->pool, ctx->op, "panel_resident", 1))
         return;
     const int64_t units = info->compute_units;
     const int64_t es = ctx->elem_size;
     const int64_t other = ctx->panel_wg * (es + 4) + 2 * ctx->panel_nb * es + 1024;
     int64_t rows = (info->local_mem_bytes - other) / (ctx->panel_nb * es);
     int64_t groups =
-        pool_op_option_int(ctx->pool, ctx->op, "-DLU_PANEL_GROUPS=", gpu ? (int32_t)units : 1);
+        pool_op_setting_int(ctx->pool, ctx->op, "panel_groups", gpu ? (int32_t)units : 1);
     if (groups > units)
         groups = units;
     if (groups > panel_groups_max / 2)
@@ -222,7 +220,7 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     ctx->elem_size = dtype_size(dtype);
     block_sizes_for(pool, ctx->dev, op, &ctx->nb, &ctx->panel_nb);
     ctx->panel_wg = panel_group_size(ctx->dev);
-    ctx->panel_rows = configured_size(pool, op, "LU_PANEL_ROWS", 64);
+    ctx->panel_rows = pool_op_setting_int(pool, op, "panel_rows", 64);
     resident_setup(ctx);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_finish waits once and takes the device time of the whole chain. */

@@ -13,6 +13,10 @@
 enum { LU_DTYPES = CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64) };
 enum lu_pivoting { LU_PIVOTING_PARTIAL = 0, LU_PIVOTING_NONE = 1 };
 
+/* The settings of lu, solve and lu_solve (operators.<name>.nb, panel_nb, panel_rows,
+ * panel_resident, panel_groups), each operator configured on its own. */
+extern const struct op_settings lu_settings;
+
 /* One call's device, queue, kernels and scratch buffers. */
 struct lu_ctx {
     struct clops_pool *pool;

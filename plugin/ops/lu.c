@@ -94,6 +94,7 @@ const struct op_impl impl_lu = {
     .enqueue = lu_enqueue,
     .commit = lu_commit_step,
     .release = lu_call_release,
+    .settings = &lu_settings,
 };
 
 static int32_t lu_entry(struct clops_pool *pool, const struct clops_tensor *a,
@@ -152,11 +153,20 @@ const struct clops_op op_lu = {
            "columns, column by column as LAPACK's getf2 (pivot search, interchange, scaling, "
            "rank-1 update), in one launch per panel whose work-groups keep their rows in local "
            "memory and meet at a grid-wide barrier per column (one group per compute unit on GPUs, "
-           "one group elsewhere; -DLU_PANEL_RESIDENT=0 turns it off), or, for panels taller than "
-           "those groups hold, one launch per column over the whole device. NB and PANEL_NB "
-           "are 256 and 64 on GPUs, 32 and 8 elsewhere; -DLU_NB=<n> and -DLU_PANEL_NB=<n> in the "
-           "operator's build_options override them. pivoting = none skips the interchanges (the "
-           "course seed's Doolittle scheme): unstable, kept for comparison only.\n"
+           "one group elsewhere), or, for panels taller than those groups hold, one launch per "
+           "column over the whole device. NB and PANEL_NB are 256 and 64 on GPUs, 32 and 8 "
+           "elsewhere. pivoting = none skips the interchanges (the course seed's Doolittle "
+           "scheme): unstable, kept for comparison only.\n"
+           "\n"
+           "Tuning (settings in operators.lu, and the same in operators.solve and "
+           "operators.lu_solve, checked when the pool is created): nb (1..1024), NB; panel_nb "
+           "(1..1024), PANEL_NB; panel_resident (true or false, default true), the resident panel "
+           "kernel; panel_groups (1..1024), its work-groups (default one per compute unit on "
+           "GPUs, 1 elsewhere; more than the device's compute units are not used); panel_rows "
+           "(1..1024, default 64), rows per work-group of the per-column panel kernel. The old "
+           "spellings -DLU_NB=<n>, -DLU_PANEL_NB=<n>, -DLU_PANEL_RESIDENT=0|1, "
+           "-DLU_PANEL_GROUPS=<n>, -DLU_PANEL_ROWS=<n> in build_options are still read as these "
+           "settings (and no longer reach the kernel compiler).\n"
            "\n"
            "Overlap: a, ipiv and info must not share an element (interleaved views of one "
            "array that share none are fine).\n"

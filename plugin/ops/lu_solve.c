@@ -90,6 +90,7 @@ const struct op_impl impl_lu_solve = {
     .enqueue = lu_solve_enqueue,
     .commit = lu_solve_commit,
     .release = lu_call_release,
+    .settings = &lu_settings,
 };
 
 static int32_t lu_solve_entry(struct clops_pool *pool, const struct clops_tensor *lu,

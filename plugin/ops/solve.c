@@ -88,6 +88,7 @@ const struct op_impl impl_solve = {
     .enqueue = solve_enqueue,
     .commit = solve_commit,
     .release = lu_call_release,
+    .settings = &lu_settings,
 };
 
 static int32_t solve_entry(struct clops_pool *pool, const struct clops_tensor *a,

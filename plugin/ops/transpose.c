@@ -33,8 +33,18 @@ static const struct transpose_tiles {
     {"", 0, 16, 4},
 };
 
-/* The table's tiles for `dev`, or those named in operators.transpose.build_options (-DTILE=,
- * -DROWS=), shrunk to the device's work-group limit. */
+/* The tiles as settings (operators.transpose.tile = 16; rows = 4;), each replacing the table's. */
+static const struct op_setting transpose_setting_list[] = {
+    {"tile", SETTING_INT, 1, 64, SETTING_PER_DEVICE, "TILE"},
+    {"rows", SETTING_INT, 1, 64, SETTING_PER_DEVICE, "ROWS"},
+};
+static const struct op_settings transpose_settings = {
+    transpose_setting_list,
+    (int32_t)(sizeof transpose_setting_list / sizeof transpose_setting_list[0])};
+
+/* The table's tiles for `dev`, or the configured ones, shrunk to the device's work-group limit.
+ * Each setting is in its range (checked with the configuration); that tile is a multiple of rows
+ * may involve the device's value for one left out, so it is checked here. */
 static int32_t tiles_for(struct clops_pool *pool, const struct pool_device *dev,
                          struct transpose_tiles *out)
 {
@@ -42,15 +52,14 @@ static int32_t tiles_for(struct clops_pool *pool, const struct pool_device *dev,
     while (!pool_device_matches(dev, tunings[i].vendor, tunings[i].type))
         i++; /* the last row matches every device */
     *out = tunings[i];
-    out->tile = pool_op_option_int(pool, op_name, "-DTILE=", out->tile);
-    out->rows = pool_op_option_int(pool, op_name, "-DROWS=", out->rows);
-    const struct config_op *settings = pool_op_settings(pool, op_name);
-    const char *opts = settings != NULL ? settings->build_options : NULL;
-    if (out->tile < 1 || out->tile > 64 || out->rows < 1 || out->tile % out->rows != 0)
-        return err_set(CLOPS_ERR_CONFIG,
-                       "%s: operators.transpose.build_options \"%s\": TILE must be 1..64 and a "
-                       "multiple of ROWS",
-                       op_name, opts != NULL ? opts : "");
+    out->tile = pool_op_setting_int(pool, op_name, "tile", out->tile);
+    out->rows = pool_op_setting_int(pool, op_name, "rows", out->rows);
+    if (out->tile % out->rows != 0) {
+        char configured[512];
+        pool_op_describe_settings(pool, op_name, configured, sizeof configured);
+        return err_set(CLOPS_ERR_CONFIG, "%s: %s: tile %d must be a multiple of rows %d", op_name,
+                       configured, (int)out->tile, (int)out->rows);
+    }
     const size_t max_group = pool_device_max_work_group(dev);
     while ((size_t)(out->tile * out->rows) > max_group && out->rows > 1)
         out->rows = out->rows % 2 == 0 && out->tile % (out->rows / 2) == 0 ? out->rows / 2 : 1;
@@ -324,6 +333,7 @@ const struct op_impl impl_transpose = {
     .plan_size = sizeof(struct transpose_call),
     .check = transpose_check,
     .enqueue = transpose_enqueue,
+    .settings = &transpose_settings,
 };
 
 /* ---- The entry point ------------------------------------------------------------------------- */
@@ -374,8 +384,13 @@ const struct clops_op op_transpose = {
            "place. CLOPS_ERR_UNSUPPORTED for another dtype (i64). A rejected call touches neither "
            "the device nor y.\n"
            "\n"
-           "Tuning: operators.transpose.build_options may set -DTILE= and -DROWS= (TILE a "
-           "multiple of ROWS, at most 64).",
+           "Tuning (settings in operators.transpose, checked when the pool is created): tile "
+           "(1..64), the side of the square a work-group moves; rows (1..64), the rows of "
+           "work-items moving it, tile a multiple of rows (a call where it is not, with the "
+           "device's value for one left out, is CLOPS_ERR_CONFIG naming them). Defaults: 32 and "
+           "8 (16 and 4 on devices that are neither GPUs nor CPUs); rows is halved while the "
+           "group is larger than the device allows. The old spelling -DTILE=<n> -DROWS=<n> in "
+           "operators.transpose.build_options is still read as these settings.",
     .param_count = (int32_t)(sizeof transpose_params / sizeof transpose_params[0]),
     .params = transpose_params,
     .param_size = sizeof(struct clops_param),
