@@ -105,4 +105,12 @@ const struct pl_tensor *step_tensor(const struct pipeline *pl, const struct pl_s
 /* 1 when parameter kind `kind` is a tensor the operator writes. */
 int param_kind_writes(int32_t kind);
 
+/* The tensor as a dense row-major (C order) view over `data`; NULL data: a description. */
+struct clops_tensor pl_tensor_view(const struct pl_tensor *t, void *data);
+/* The step's arguments as invoke and check_sized take them, into `args` (op->param_count
+ * elements); returns their count. Only the arguments the file gives are passed, by name: the
+ * plugin applies its own defaults and checks everything against the descriptor. Tensors are
+ * passed as their `view`. */
+int32_t step_args(const struct pipeline *pl, const struct pl_step *step, struct clops_arg *args);
+
 #endif

@@ -39,22 +39,6 @@ static void store(void *data, int32_t dtype, int64_t index, double value)
     }
 }
 
-/* Row-major (C order), dense: the last axis has stride 1. */
-static struct clops_tensor row_major_view(const struct pl_tensor *t)
-{
-    struct clops_tensor view = {0};
-    view.data = t->data;
-    view.dtype = t->dtype;
-    view.rank = t->rank;
-    int64_t stride = 1;
-    for (int32_t axis = t->rank - 1; axis >= 0; axis--) {
-        view.shape[axis] = t->shape[axis];
-        view.strides[axis] = stride;
-        stride *= t->shape[axis] > 1 ? t->shape[axis] : 1;
-    }
-    return view;
-}
-
 /* The generators of the format (demo.cfg's header); file tensors were read while validating. */
 static void generate(struct pl_tensor *t)
 {
@@ -79,7 +63,7 @@ static void generate(struct pl_tensor *t)
             store(t->data, t->dtype, k,
                   k + 1 == t->elements ? t->stop : t->start + step * (double)k);
     }
-    t->view = row_major_view(t);
+    t->view = pl_tensor_view(t, t->data);
 }
 
 static int64_t tensor_bytes(const struct pl_tensor *t)
@@ -187,28 +171,6 @@ static void mark_written(const struct pipeline *pl, const struct pl_step *step)
     }
 }
 
-/* Only the arguments the file gives are passed, by name: the plugin applies its own defaults
- * and checks everything against the descriptor. */
-static int32_t build_args(const struct pipeline *pl, const struct pl_step *step,
-                          struct clops_arg *args)
-{
-    int32_t count = 0;
-    for (int32_t p = 0; p < step->op->param_count; p++) {
-        const struct pl_value *v = &step->values[p];
-        if (!v->given)
-            continue;
-        struct clops_arg *a = &args[count++];
-        memset(a, 0, sizeof *a);
-        a->name = step->op->params[p].name;
-        a->kind = step->op->params[p].kind;
-        a->tensor = v->tensor >= 0 ? &pl->tensors[v->tensor].view : NULL;
-        a->i = v->i;
-        a->d = v->d;
-        a->s = v->s;
-    }
-    return count;
-}
-
 /* The runs of one step; a failed transfer is reported here, a failed call by the caller. */
 static int32_t run_step(struct run *r, int index, int *transfer_failed)
 {
@@ -220,7 +182,7 @@ static int32_t run_step(struct run *r, int index, int *transfer_failed)
         return CLOPS_ERR_DEVICE;
     }
     struct clops_arg *args = host_xcalloc((size_t)step->op->param_count, sizeof *args);
-    int32_t count = build_args(r->pl, step, args);
+    int32_t count = step_args(r->pl, step, args);
     struct progress *progress =
         r->options->quiet
             ? NULL
