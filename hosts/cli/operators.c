@@ -1,6 +1,7 @@
 /* operators.c — what the CLI knows about particular operators beyond their descriptors: the
- * shapes their tensors must agree on, the work a step does, and how to verify its result on the
- * host in higher precision. Adding a check is a function and one line in `check_kinds`. */
+ * work a step does, and how to verify its result on the host in higher precision. Their rules
+ * (shapes, dtypes) are the plugin's, asked through check_sized when a pipeline is validated.
+ * Adding a check is a function and one line in `check_kinds`. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,195 +109,6 @@ static double gemm_reference_error(const struct pipeline *pl, const struct pl_st
     snprintf(detail, size, "M = %lld, N = %lld, K = %lld", (long long)g.m, (long long)g.n,
              (long long)g.k);
     return worst;
-}
-
-/* ---- shapes: what each operator requires of its tensors, checked before anything runs ------ */
-
-/* "300x200" for messages; `buf` must hold 64 characters. */
-static const char *dims(const struct pl_tensor *t, char *buf)
-{
-    buf[0] = '\0';
-    for (int32_t i = 0; i < t->rank; i++) {
-        char extent[24];
-        snprintf(extent, sizeof extent, "%lld", (long long)t->shape[i]);
-        host_append(buf, 64, "x", extent);
-    }
-    return buf;
-}
-
-/* The step's tensor `name`, required to have `rank` axes (-1 when absent and optional). */
-static int need_rank(const struct pipeline *pl, const struct pl_step *step, const char *name,
-                     int32_t rank, const struct pl_tensor **out, char *msg, size_t size)
-{
-    *out = step_tensor(pl, step, name);
-    if (*out == NULL || (*out)->rank == rank)
-        return 0;
-    char d[64];
-    snprintf(msg, size, "'%s' is %s; expected %d axes", name, dims(*out, d), (int)rank);
-    return -1;
-}
-
-static int same_dtype(const struct pl_tensor *x, const char *xn, const struct pl_tensor *y,
-                      const char *yn, char *msg, size_t size)
-{
-    if (x == NULL || y == NULL || x->dtype == y->dtype)
-        return 0;
-    snprintf(msg, size, "'%s' is %s but '%s' is %s; they must match", yn, host_dtype_name(y->dtype),
-             xn, host_dtype_name(x->dtype));
-    return -1;
-}
-
-/* An i32 vector of at least `min` elements (exactly, when `exact`). */
-static int need_length(const struct pl_tensor *t, const char *name, int64_t min, int exact,
-                       char *msg, size_t size)
-{
-    if (t == NULL || (t->shape[0] >= min && (!exact || t->shape[0] == min)))
-        return 0;
-    snprintf(msg, size, "'%s' has %lld elements; expected %s%lld", name, (long long)t->shape[0],
-             exact ? "" : "at least ", (long long)min);
-    return -1;
-}
-
-static int gemm_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
-                       size_t size)
-{
-    const struct pl_tensor *a, *b, *c;
-    if (need_rank(pl, step, "a", 2, &a, msg, size) || need_rank(pl, step, "b", 2, &b, msg, size) ||
-        need_rank(pl, step, "c", 2, &c, msg, size) || same_dtype(a, "a", b, "b", msg, size) ||
-        same_dtype(a, "a", c, "c", msg, size))
-        return -1;
-    int ta = step_value(step, "trans_a")->i != CLOPS_NO_TRANS;
-    int tb = step_value(step, "trans_b")->i != CLOPS_NO_TRANS;
-    int64_t am = a->shape[ta], ak = a->shape[!ta], bk = b->shape[tb], bn = b->shape[!tb];
-    if (am == c->shape[0] && bn == c->shape[1] && ak == bk)
-        return 0;
-    snprintf(msg, size,
-             "op(a) is %lldx%lld, op(b) %lldx%lld and c %lldx%lld; expected M x K, K x N and "
-             "M x N",
-             (long long)am, (long long)ak, (long long)bk, (long long)bn, (long long)c->shape[0],
-             (long long)c->shape[1]);
-    return -1;
-}
-
-static int lu_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg, size_t size)
-{
-    const struct pl_tensor *a, *ipiv, *info;
-    if (need_rank(pl, step, "a", 2, &a, msg, size) ||
-        need_rank(pl, step, "ipiv", 1, &ipiv, msg, size) ||
-        need_rank(pl, step, "info", 1, &info, msg, size))
-        return -1;
-    int64_t k = a->shape[0] < a->shape[1] ? a->shape[0] : a->shape[1];
-    return need_length(ipiv, "ipiv", k, 0, msg, size) || need_length(info, "info", 1, 1, msg, size)
-               ? -1
-               : 0;
-}
-
-/* solve's a or lu_solve's lu: square, with b of N rows and pivots for N rows. */
-static int square_system(const struct pipeline *pl, const struct pl_step *step, const char *an,
-                         char *msg, size_t size)
-{
-    const struct pl_tensor *a, *b, *ipiv;
-    if (need_rank(pl, step, an, 2, &a, msg, size) || need_rank(pl, step, "b", 2, &b, msg, size) ||
-        need_rank(pl, step, "ipiv", 1, &ipiv, msg, size) || same_dtype(a, an, b, "b", msg, size))
-        return -1;
-    char d[64];
-    if (a->shape[0] != a->shape[1])
-        snprintf(msg, size, "'%s' is %s; expected a square N x N matrix", an, dims(a, d));
-    else if (b->shape[0] != a->shape[0])
-        snprintf(msg, size, "'b' has %lld rows but '%s' is %s; expected N = %lld rows",
-                 (long long)b->shape[0], an, dims(a, d), (long long)a->shape[0]);
-    else
-        return need_length(ipiv, "ipiv", a->shape[0], 0, msg, size);
-    return -1;
-}
-
-static int solve_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
-                        size_t size)
-{
-    const struct pl_tensor *info;
-    if (square_system(pl, step, "a", msg, size) || need_rank(pl, step, "info", 1, &info, msg, size))
-        return -1;
-    return need_length(info, "info", 1, 1, msg, size);
-}
-
-static int lu_solve_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
-                           size_t size)
-{
-    return square_system(pl, step, "lu", msg, size);
-}
-
-/* The reduce operator's result dtype: indices for arg*, i64 sums of 32-bit integers. */
-static int32_t reduce_result_dtype(int64_t op, int32_t dtype)
-{
-    enum { SUM = 0, ARGMIN = 4, ARGMAX = 5 };
-    if (op == ARGMIN || op == ARGMAX)
-        return CLOPS_I64;
-    if (op == SUM && (dtype == CLOPS_I32 || dtype == CLOPS_U32))
-        return CLOPS_I64;
-    return dtype;
-}
-
-static int reduce_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
-                         size_t size)
-{
-    const struct pl_tensor *x = step_tensor(pl, step, "x"), *out;
-    if (need_rank(pl, step, "out", 1, &out, msg, size))
-        return -1;
-    int64_t axis = step_value(step, "axis")->i, op = step_value(step, "op")->i;
-    if (axis >= 0 && (x->rank != 2 || axis > 1)) {
-        snprintf(msg, size, "axis = %lld needs a matrix x and 0 or 1; x has %d axes",
-                 (long long)axis, (int)x->rank);
-        return -1;
-    }
-    int64_t count = axis < 0 ? 1 : x->shape[axis == 0 ? 1 : 0];
-    int32_t want = reduce_result_dtype(op, x->dtype);
-    if (out->shape[0] != count)
-        snprintf(msg, size, "'out' has %lld elements; expected %lld", (long long)out->shape[0],
-                 (long long)count);
-    else if (out->dtype != want)
-        snprintf(msg, size, "'out' is %s; this reduction of %s gives %s",
-                 host_dtype_name(out->dtype), host_dtype_name(x->dtype), host_dtype_name(want));
-    else
-        return 0;
-    return -1;
-}
-
-static int transpose_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
-                            size_t size)
-{
-    const struct pl_tensor *x = step_tensor(pl, step, "x"), *y = step_tensor(pl, step, "y");
-    if (same_dtype(x, "x", y, "y", msg, size))
-        return -1;
-    int64_t want[CLOPS_MAX_RANK];
-    memcpy(want, x->shape, sizeof want);
-    int r = x->rank;
-    if (r >= 2) {
-        want[r - 2] = x->shape[r - 1];
-        want[r - 1] = x->shape[r - 2];
-    }
-    if ((r == 2 || r == 3) && y->rank == r &&
-        memcmp(want, y->shape, (size_t)r * sizeof want[0]) == 0)
-        return 0;
-    char dx[64], dy[64];
-    snprintf(msg, size, "x is %s and y %s; expected 2 or 3 axes, y with x's last two swapped",
-             dims(x, dx), dims(y, dy));
-    return -1;
-}
-
-static int mandelbrot_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
-                             size_t size)
-{
-    const struct pl_tensor *it, *image;
-    if (need_rank(pl, step, "iterations", 2, &it, msg, size) ||
-        need_rank(pl, step, "image", 3, &image, msg, size))
-        return -1;
-    if (image == NULL || (image->shape[0] == it->shape[0] && image->shape[1] == it->shape[1] &&
-                          image->shape[2] == 4))
-        return 0;
-    char di[64], dm[64];
-    snprintf(msg, size, "'image' is %s but 'iterations' is %s; expected H x W x 4 (RGBA)",
-             dims(image, dm), dims(it, di));
-    return -1;
 }
 
 /* ---- lu and solve: LAPACK's scaled residuals ---------------------------------------------- */
@@ -575,16 +387,15 @@ static const struct check_kind check_kinds[] = {
 
 static const struct {
     const char *op;
-    int (*shapes)(const struct pipeline *pl, const struct pl_step *step, char *msg, size_t size);
     struct step_work (*work)(const struct pipeline *pl, const struct pl_step *step);
 } operators[] = {
-    {"gemm", gemm_shapes, gemm_work},
-    {"lu", lu_shapes, lu_work},
-    {"solve", solve_shapes, solve_work},
-    {"lu_solve", lu_solve_shapes, solve_work},
-    {"reduce", reduce_shapes, memory_work},
-    {"transpose", transpose_shapes, memory_work},
-    {"mandelbrot", mandelbrot_shapes, mandelbrot_work},
+    {"gemm", gemm_work},
+    {"lu", lu_work},
+    {"solve", solve_work},
+    {"lu_solve", solve_work},
+    {"reduce", memory_work},
+    {"transpose", memory_work},
+    {"mandelbrot", mandelbrot_work},
 };
 
 const struct check_kind *check_kind_find(const char *name)
@@ -630,10 +441,4 @@ struct step_work step_work(const struct pipeline *pl, const struct pl_step *step
 {
     int row = operator_row(step);
     return row >= 0 ? operators[row].work(pl, step) : (struct step_work){0};
-}
-
-int step_check_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg, size_t size)
-{
-    int row = operator_row(step);
-    return row >= 0 ? operators[row].shapes(pl, step, msg, size) : 0;
 }

@@ -1,6 +1,5 @@
 /* operators.h — what the CLI knows about particular operators beyond their descriptors
- * (operators.c): how to verify a step's result on the host, the work a step does, and the shapes
- * its tensors must agree on. */
+ * (operators.c): how to verify a step's result on the host and the work a step does. */
 #ifndef CLOPS_CLI_OPERATORS_H
 #define CLOPS_CLI_OPERATORS_H
 
@@ -40,11 +39,5 @@ struct step_work {
     const char *unit;
 };
 struct step_work step_work(const struct pipeline *pl, const struct pl_step *step);
-
-/* Checks the step's tensors' shapes and dtypes against each other as its operator requires
- * (gemm's inner extents under the trans flags, solve's square A, ...). Returns 0, or -1 with
- * a message naming the parameters in `msg`. Operators it does not know pass. */
-int step_check_shapes(const struct pipeline *pl, const struct pl_step *step, char *msg,
-                      size_t size);
 
 #endif

@@ -402,6 +402,7 @@ static void parse_tensor(struct pipeline *pl, config_setting_t *group, const cha
         if (t->dtype != CLOPS_DTYPE_INVALID || dtype == NULL)
             read_file_tensor(pl, group, what, t, has_shape);
     }
+    t->view = pl_tensor_view(t, NULL);
     pl->tensor_count = index + 1; /* declared: visible to later tensors, steps and outputs */
 }
 
@@ -551,6 +552,43 @@ static void parse_args(struct pipeline *pl, config_setting_t *group, const char 
     check_aliasing(pl, step, group, what);
 }
 
+/* Whether every tensor the step passes was declared in full (a tensor whose dtype or shape was
+ * refused has had its own message; the operator's would only repeat it). */
+static int tensors_declared(const struct pipeline *pl, const struct pl_step *step)
+{
+    for (int32_t p = 0; p < step->op->param_count; p++) {
+        const struct pl_tensor *t =
+            step->values[p].tensor >= 0 ? &pl->tensors[step->values[p].tensor] : NULL;
+        if (t != NULL && (t->dtype == CLOPS_DTYPE_INVALID || t->rank == 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* The operator's own checks of the step (its shapes and dtypes, its options), asked of the plugin
+ * with the tensors described, before any pool exists: this CLI keeps no copy of an operator's
+ * rules. The message is the one a run would give, less its leading "op: ". A plugin older than
+ * ABI 1.2 cannot be asked; its run refuses the same call. */
+static void check_call(struct pipeline *pl, config_setting_t *group, const char *what,
+                       const struct pl_step *step)
+{
+    const struct clops_api *api = pl->api;
+    if (!CLOPS_API_HAS(api, check_sized))
+        return;
+    struct clops_arg *args = host_xcalloc((size_t)step->op->param_count, sizeof *args);
+    int32_t count = step_args(pl, step, args);
+    int32_t status = api->check_sized(NULL, step->op, args, count, sizeof *args, NULL,
+                                      sizeof(struct clops_output_spec), 0, NULL);
+    free(args);
+    if (status == CLOPS_OK)
+        return;
+    const char *msg = api->last_error();
+    size_t name = strlen(step->op->name);
+    if (strncmp(msg, step->op->name, name) == 0 && strncmp(msg + name, ": ", 2) == 0)
+        msg += name + 2;
+    report(pl, group, "%s (%s): %s", what, step->op->name, msg);
+}
+
 static void parse_step(struct pipeline *pl, config_setting_t *group, const char *what, int index)
 {
     struct pl_step *step = &pl->steps[index];
@@ -576,10 +614,9 @@ static void parse_step(struct pipeline *pl, config_setting_t *group, const char 
     }
     int errors = pl->errors;
     parse_args(pl, group, what, step);
-    char msg[256];
-    /* Shapes are compared only between arguments that are all well-formed. */
-    if (pl->errors == errors && step_check_shapes(pl, step, msg, sizeof msg) != 0)
-        report(pl, group, "%s (%s): %s", what, op->name, msg);
+    /* The plugin is asked only about arguments that are all well-formed. */
+    if (pl->errors == errors && tensors_declared(pl, step))
+        check_call(pl, group, what, step);
 }
 
 /* ---- checks and outputs ------------------------------------------------------------------- */

@@ -37,7 +37,9 @@ struct pl_tensor {
     void *data;                  /* row-major host memory, owned by the pipeline */
     struct clops_buffer *buffer; /* the device copy during a run, or NULL */
     int host_stale;              /* the device copy is newer than `data` */
-    struct clops_tensor view;    /* as the operators see it: `buffer` when set, else `data` */
+    /* As the operators see it: once validated, a description (no data, no buffer: what
+     * check_sized takes); during a run `buffer` when set, else `data`. */
+    struct clops_tensor view;
 };
 
 /* One parameter of a step's operator: as the file gives it, else the descriptor's default. */

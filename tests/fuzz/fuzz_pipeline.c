@@ -1,10 +1,10 @@
 /* fuzz_pipeline.c — libFuzzer harness for the pipeline parser and validator (hosts/cli
  * pipeline.c, pipeline_set.c, operators.c): pipeline_load() of any text against the plugin's
- * operator descriptors, without a device and without running a step. Leading lines
- * "//set key.path=value" (comments to libconfig) are also applied as --set overrides. File
- * tensors resolve against a private directory holding small files under the names the example
- * pipelines use (data/laplace100.mtx, ...). Validation messages go to stderr: run with
- * -close_fd_mask=2 to keep them out of the log. */
+ * operator descriptors and checks (check_sized, with described tensors and no pool), without a
+ * device and without running a step. Leading lines "//set key.path=value" (comments to
+ * libconfig) are also applied as --set overrides. File tensors resolve against a private
+ * directory holding small files under the names the example pipelines use (data/laplace100.mtx,
+ * ...). Validation messages go to stderr: run with -close_fd_mask=2 to keep them out of the log. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
