@@ -28,7 +28,7 @@ static const char help[] =
     "                     16384 with --big; 256,512,1024 on a CPU device)\n"
     "  -r, --reps R       timed calls per measurement (default 3)\n"
     "  -b, --big          add 16384 (GPU) or 2048 (CPU) to the default sizes\n"
-    "  -c, --config FILE  create the pool from FILE (e.g. to set -DLU_NB=<n> for lu, solve)\n"
+    "  -c, --config FILE  create the pool from FILE (e.g. operators.lu.nb = <n>; for lu, solve)\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
     "  -h, --help         print this help\n"
     "\n" BENCH_HELP_EXIT_STATUS;

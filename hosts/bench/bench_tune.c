@@ -1,6 +1,6 @@
 /* bench_tune.c — `clops-bench tune`: searches GEMM tile sets on the pool's device and prints
- * the tuning-table entry of plugin/ops/gemm.c for it. Each candidate is forced through
- * operators.gemm.build_options in a pool of its own, checked against a host computation, then
+ * the tuning-table entry of plugin/ops/gemm.c for it. Each candidate is forced through the
+ * gemm settings (operators.gemm.tile_m, ...) in a pool of its own, checked against a host computation, then
  * timed; the fastest valid set per dtype wins. */
 #include <getopt.h>
 #include <math.h>
@@ -50,9 +50,10 @@ static int tiles_valid(const struct tiles *t)
            (t->tile_n * t->tile_k) % group == 0 && t->wpt_m % t->vw == 0 && t->wpt_n % t->vw == 0;
 }
 
-static void tiles_options(const struct tiles *t, char *out, size_t size)
+/* The set as the operator's settings, "tile_m = 64; ...; vw = 4;". */
+static void tiles_settings(const struct tiles *t, char *out, size_t size)
 {
-    snprintf(out, size, "-DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DWPT_M=%d -DWPT_N=%d -DVW=%d",
+    snprintf(out, size, "tile_m = %d; tile_n = %d; tile_k = %d; wpt_m = %d; wpt_n = %d; vw = %d;",
              t->tile_m, t->tile_n, t->tile_k, t->wpt_m, t->wpt_n, t->vw);
 }
 
@@ -136,10 +137,10 @@ static int result_is_right(const struct tune *tu, int32_t dtype, struct operands
 static double time_set(const struct tune *tu, const struct tiles *t, int32_t dtype)
 {
     const struct clops_api *api = tu->session.lib.api;
-    char options[256], config[1024];
-    tiles_options(t, options, sizeof options);
-    snprintf(config, sizeof config, "%s\noperators = { gemm = { build_options = \"%s\"; }; };",
-             tu->base_config, options);
+    char settings[256], config[1024];
+    tiles_settings(t, settings, sizeof settings);
+    snprintf(config, sizeof config, "%s\noperators = { gemm = { %s }; };", tu->base_config,
+             settings);
     struct clops_pool *pool = NULL;
     if (api->pool_create_from_string(config, &pool) != CLOPS_OK)
         return -1;
@@ -230,11 +231,11 @@ int bench_tune_main(int argc, char **argv)
             if (!tiles_valid(&cand))
                 continue;
             double ms = time_set(&tu, &cand, dtypes[d]);
-            char options[256];
-            tiles_options(&cand, options, sizeof options);
+            char settings[256];
+            tiles_settings(&cand, settings, sizeof settings);
             table_row(&t);
             table_cell(&t, "%s", host_dtype_name(dtypes[d]));
-            table_cell(&t, "%s", options);
+            table_cell(&t, "%s", settings);
             if (ms < 0) {
                 table_cell(&t, "failed");
                 table_cell(&t, "-");
