@@ -402,25 +402,52 @@ typedef void sgemm_fn(const char *, const char *, const int *, const int *, cons
 typedef void dgemm_fn(const char *, const char *, const int *, const int *, const int *,
                       const double *, const double *, const int *, const double *, const int *,
                       const double *, double *, const int *, size_t, size_t);
-typedef void sgemm64_fn(const char *, const char *, const int64_t *, const int64_t *,
-                        const int64_t *, const float *, const float *, const int64_t *,
-                        const float *, const int64_t *, const float *, float *, const int64_t *,
-                        size_t, size_t);
-typedef void dgemm64_fn(const char *, const char *, const int64_t *, const int64_t *,
-                        const int64_t *, const double *, const double *, const int64_t *,
-                        const double *, const int64_t *, const double *, double *, const int64_t *,
-                        size_t, size_t);
+typedef void gemm_fn(const char *, const char *, const int *, const int *, const int *,
+                     const void *, const void *, const int *, const void *, const int *,
+                     const void *, void *, const int *, size_t, size_t);
+typedef void gemm64_fn(const char *, const char *, const int64_t *, const int64_t *,
+                       const int64_t *, const void *, const void *, const int64_t *, const void *,
+                       const int64_t *, const void *, void *, const int64_t *, size_t, size_t);
+
+/* alpha and beta at the routine's precision, as gemm_call holds them. */
+static double gemm_scalar(enum routine r, const void *x)
+{
+    return r == DGEMM ? *(const double *)x : *(const float *)x;
+}
+
+static void gemm_lp64(enum routine r, const char *transa, const char *transb, const int *m,
+                      const int *n, const int *k, const void *alpha, const void *a, const int *lda,
+                      const void *b, const int *ldb, const void *beta, void *c, const int *ldc,
+                      size_t transa_len, size_t transb_len)
+{
+    const double alpha_value = gemm_scalar(r, alpha), beta_value = gemm_scalar(r, beta);
+    const struct gemm_call g = {r,          LP64, *transa, *transb, *m,   *n,   *k,  alpha_value,
+                                beta_value, a,    b,       c,       *lda, *ldb, *ldc};
+    if (gemm_run(&g) == RUN_ON_HOST)
+        ((gemm_fn *)host_routine(r, LP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                                           ldc, transa_len, transb_len);
+}
+
+static void gemm_ilp64(enum routine r, const char *transa, const char *transb, const int64_t *m,
+                       const int64_t *n, const int64_t *k, const void *alpha, const void *a,
+                       const int64_t *lda, const void *b, const int64_t *ldb, const void *beta,
+                       void *c, const int64_t *ldc, size_t transa_len, size_t transb_len)
+{
+    const double alpha_value = gemm_scalar(r, alpha), beta_value = gemm_scalar(r, beta);
+    const struct gemm_call g = {r,          ILP64, *transa, *transb, *m,   *n,   *k,  alpha_value,
+                                beta_value, a,     b,       c,       *lda, *ldb, *ldc};
+    if (gemm_run(&g) == RUN_ON_HOST)
+        ((gemm64_fn *)host_routine(r, ILP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta,
+                                              c, ldc, transa_len, transb_len);
+}
 
 EXPORT void sgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
                    const float *alpha, const float *a, const int *lda, const float *b,
                    const int *ldb, const float *beta, float *c, const int *ldc, size_t transa_len,
                    size_t transb_len)
 {
-    const struct gemm_call g = {SGEMM, LP64, *transa, *transb, *m,   *n,   *k,  *alpha,
-                                *beta, a,    b,       c,       *lda, *ldb, *ldc};
-    if (gemm_run(&g) == RUN_ON_HOST)
-        ((sgemm_fn *)host_routine(SGEMM, LP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb,
-                                                beta, c, ldc, transa_len, transb_len);
+    gemm_lp64(SGEMM, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, transa_len,
+              transb_len);
 }
 
 EXPORT void dgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
@@ -428,11 +455,8 @@ EXPORT void dgemm_(const char *transa, const char *transb, const int *m, const i
                    const int *ldb, const double *beta, double *c, const int *ldc, size_t transa_len,
                    size_t transb_len)
 {
-    const struct gemm_call g = {DGEMM, LP64, *transa, *transb, *m,   *n,   *k,  *alpha,
-                                *beta, a,    b,       c,       *lda, *ldb, *ldc};
-    if (gemm_run(&g) == RUN_ON_HOST)
-        ((dgemm_fn *)host_routine(DGEMM, LP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb,
-                                                beta, c, ldc, transa_len, transb_len);
+    gemm_lp64(DGEMM, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, transa_len,
+              transb_len);
 }
 
 EXPORT void sgemm_64_(const char *transa, const char *transb, const int64_t *m, const int64_t *n,
@@ -440,11 +464,8 @@ EXPORT void sgemm_64_(const char *transa, const char *transb, const int64_t *m, 
                       const float *b, const int64_t *ldb, const float *beta, float *c,
                       const int64_t *ldc, size_t transa_len, size_t transb_len)
 {
-    const struct gemm_call g = {SGEMM, ILP64, *transa, *transb, *m,   *n,   *k,  *alpha,
-                                *beta, a,     b,       c,       *lda, *ldb, *ldc};
-    if (gemm_run(&g) == RUN_ON_HOST)
-        ((sgemm64_fn *)host_routine(SGEMM, ILP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb,
-                                                   beta, c, ldc, transa_len, transb_len);
+    gemm_ilp64(SGEMM, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, transa_len,
+               transb_len);
 }
 
 EXPORT void dgemm_64_(const char *transa, const char *transb, const int64_t *m, const int64_t *n,
@@ -452,11 +473,8 @@ EXPORT void dgemm_64_(const char *transa, const char *transb, const int64_t *m, 
                       const double *b, const int64_t *ldb, const double *beta, double *c,
                       const int64_t *ldc, size_t transa_len, size_t transb_len)
 {
-    const struct gemm_call g = {DGEMM, ILP64, *transa, *transb, *m,   *n,   *k,  *alpha,
-                                *beta, a,     b,       c,       *lda, *ldb, *ldc};
-    if (gemm_run(&g) == RUN_ON_HOST)
-        ((dgemm64_fn *)host_routine(DGEMM, ILP64))(transa, transb, m, n, k, alpha, a, lda, b, ldb,
-                                                   beta, c, ldc, transa_len, transb_len);
+    gemm_ilp64(DGEMM, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, transa_len,
+               transb_len);
 }
 
 /* ---- CBLAS gemm ----------------------------------------------------------------------------
@@ -506,27 +524,24 @@ static void cblas_gemm(struct gemm_call g, enum CBLAS_ORDER order, const char *c
     }
 }
 
+/* cblas_sgemm and cblas_dgemm: alpha and beta widened to double, the matrices untyped. */
+static void cblas_gemm_either(enum routine r, const char *cblas_name, enum CBLAS_ORDER order,
+                              enum CBLAS_TRANSPOSE transa, enum CBLAS_TRANSPOSE transb, int m,
+                              int n, int k, double alpha, const void *a, int lda, const void *b,
+                              int ldb, double beta, void *c, int ldc)
+{
+    const char ta = cblas_trans_char(transa), tb = cblas_trans_char(transb);
+    const struct gemm_call g = {r, LP64, ta, tb, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc};
+    cblas_gemm(g, order, cblas_name);
+}
+
 EXPORT void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
                         enum CBLAS_TRANSPOSE transb, int m, int n, int k, float alpha,
                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
                         int ldc)
 {
-    const struct gemm_call g = {SGEMM,
-                                LP64,
-                                cblas_trans_char(transa),
-                                cblas_trans_char(transb),
-                                m,
-                                n,
-                                k,
-                                alpha,
-                                beta,
-                                a,
-                                b,
-                                c,
-                                lda,
-                                ldb,
-                                ldc};
-    cblas_gemm(g, order, "cblas_sgemm");
+    cblas_gemm_either(SGEMM, "cblas_sgemm", order, transa, transb, m, n, k, alpha, a, lda, b, ldb,
+                      beta, c, ldc);
 }
 
 EXPORT void cblas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
@@ -534,22 +549,8 @@ EXPORT void cblas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
                         const double *a, int lda, const double *b, int ldb, double beta, double *c,
                         int ldc)
 {
-    const struct gemm_call g = {DGEMM,
-                                LP64,
-                                cblas_trans_char(transa),
-                                cblas_trans_char(transb),
-                                m,
-                                n,
-                                k,
-                                alpha,
-                                beta,
-                                a,
-                                b,
-                                c,
-                                lda,
-                                ldb,
-                                ldc};
-    cblas_gemm(g, order, "cblas_dgemm");
+    cblas_gemm_either(DGEMM, "cblas_dgemm", order, transa, transb, m, n, k, alpha, a, lda, b, ldb,
+                      beta, c, ldc);
 }
 
 /* ---- Pivots: clops's are int32 ---------------------------------------------------------------
