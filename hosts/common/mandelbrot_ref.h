@@ -13,21 +13,6 @@
 
 #if FLT_EVAL_METHOD != 0
 #error "the f32 reference needs float arithmetic without excess precision (FLT_EVAL_METHOD 0)"
-/* The operator's palette: black inside; outside, a cycle of 256 iterations through four
- * colours, interpolated in integers. */
-static inline void mandel_ref_colour(uint32_t n, uint32_t max_iterations, uint8_t rgba[4])
-{
-    static const uint8_t c[4][3] = {{0, 7, 100}, {32, 107, 203}, {237, 255, 255}, {255, 170, 0}};
-    rgba[3] = 255;
-    if (n >= max_iterations) {
-        rgba[0] = rgba[1] = rgba[2] = 0;
-        return;
-    }
-    const uint32_t p = (n * 4u) & 1023u, s = p >> 8, next = (s + 1u) & 3u, w = p & 255u;
-    for (int ch = 0; ch < 3; ch++)
-        rgba[ch] = (uint8_t)((c[s][ch] * (256u - w) + c[next][ch] * w) >> 8);
-}
-
 #endif
 
 /* A view as the operator takes it. */
