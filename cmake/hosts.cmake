@@ -1,0 +1,28 @@
+# Helpers for the hosts' CMakeLists: optional languages and tests checked by expect.cmake.
+
+# Enables LANG where a compiler for it is installed; CMAKE_<LANG>_COMPILER says whether it was.
+# A macro, because enable_language belongs in the calling directory's scope.
+macro(clops_enable_optional_language lang)
+  include(CheckLanguage)
+  check_language(${lang})
+  if(CMAKE_${lang}_COMPILER)
+    enable_language(${lang})
+  endif()
+endmacro()
+
+# clops_add_expect_test(<name> RC <code> REGEX <regex> COMMAND <command...>
+#                       [ENVIRONMENT <VAR=value...>] [TIMEOUT <seconds>])
+# A test that runs COMMAND through hosts/cli/tests/expect.cmake: it passes when the command
+# exits with RC and its output matches REGEX (ctest alone checks one or the other).
+function(clops_add_expect_test name)
+  cmake_parse_arguments(arg "" "RC;REGEX;TIMEOUT" "COMMAND;ENVIRONMENT" ${ARGN})
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_COMMAND} -DEXPECT_RC=${arg_RC} "-DEXPECT_REGEX=${arg_REGEX}"
+                   "-DCOMMAND=${arg_COMMAND}" -P ${CMAKE_SOURCE_DIR}/hosts/cli/tests/expect.cmake)
+  if(DEFINED arg_ENVIRONMENT)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
+  endif()
+  if(DEFINED arg_TIMEOUT)
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT})
+  endif()
+endfunction()
