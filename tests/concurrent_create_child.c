@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clops.h"
+#include "testutil.h"
 
 enum { MAX_THREADS = 64, MAX_LISTED = 16 };
 
@@ -25,16 +25,6 @@ struct result {
 };
 
 static struct result results[MAX_THREADS];
-
-/* Not tu_api(): Check's assertions only work inside a test runner. */
-static const struct clops_api *load_api(void)
-{
-    const char *path = getenv("CLOPS_LIBRARY");
-    void *lib = path != NULL ? dlopen(path, RTLD_NOW) : NULL;
-    clops_plugin_entry_fn entry =
-        lib != NULL ? (clops_plugin_entry_fn)(uintptr_t)dlsym(lib, "clops_plugin_entry") : NULL;
-    return entry != NULL ? entry(CLOPS_ABI_MAJOR) : NULL;
-}
 
 static void list_devices(struct result *r)
 {
@@ -81,7 +71,7 @@ int main(int argc, char **argv)
     }
     /* A hang must fail the test, not stall it: SIGALRM ends the process. */
     alarm(240);
-    api = load_api();
+    api = tu_api_or_null();
     if (api == NULL) {
         fprintf(stderr, "concurrent_create_child: cannot load $CLOPS_LIBRARY: %s\n", dlerror());
         return 2;

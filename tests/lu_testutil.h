@@ -35,7 +35,7 @@ static inline const char *kind_name(int kind)
 
 static inline int64_t tmat_esize(int32_t dtype)
 {
-    return dtype == CLOPS_F64 ? 8 : 4;
+    return tu_dtype_size(dtype);
 }
 
 static inline long double tmat_eps(int32_t dtype)
@@ -72,22 +72,14 @@ static inline struct tmat tmat_new(int32_t dtype, int64_t rows, int64_t cols, in
     int64_t inner = col_major ? rows : cols, outer = col_major ? cols : rows;
     m.ld = (inner > 1 ? inner : 1) + pad;
     m.count = offset + m.ld * (outer > 1 ? outer : 1);
-    m.data = malloc((size_t)(m.count * tmat_esize(dtype)));
-    ck_assert_ptr_nonnull(m.data);
-    if (dtype == CLOPS_F64)
-        tu_fill_f64(m.data, m.count);
-    else
-        tu_fill_f32(m.data, m.count);
+    m.data = tu_random_elements(dtype, m.count);
     return m;
 }
 
 static inline struct tmat tmat_copy(const struct tmat *m)
 {
     struct tmat c = *m;
-    size_t bytes = (size_t)(m->count * tmat_esize(m->dtype));
-    c.data = malloc(bytes);
-    ck_assert_ptr_nonnull(c.data);
-    memcpy(c.data, m->data, bytes);
+    c.data = tu_memdup(m->data, (size_t)(m->count * tmat_esize(m->dtype)));
     return c;
 }
 

@@ -24,7 +24,7 @@ struct matrix {
 
 static int64_t elem_size(int32_t dtype)
 {
-    return dtype == CLOPS_F64 ? 8 : 4;
+    return tu_dtype_size(dtype);
 }
 
 static int64_t max64(int64_t x, int64_t y)
@@ -42,22 +42,14 @@ static struct matrix matrix_new(int32_t dtype, int64_t rows, int64_t cols, int64
                        .ld = max64(1, (col_major ? rows : cols) + pad),
                        .col_major = col_major};
     m.count = max64(1, offset + m.ld * (col_major ? cols : rows));
-    m.data = malloc((size_t)(m.count * elem_size(dtype)));
-    ck_assert_ptr_nonnull(m.data);
-    if (dtype == CLOPS_F64)
-        tu_fill_f64(m.data, m.count);
-    else
-        tu_fill_f32(m.data, m.count);
+    m.data = tu_random_elements(dtype, m.count);
     return m;
 }
 
 static struct matrix matrix_copy(const struct matrix *m)
 {
     struct matrix c = *m;
-    size_t bytes = (size_t)(m->count * elem_size(m->dtype));
-    c.data = malloc(bytes);
-    ck_assert_ptr_nonnull(c.data);
-    memcpy(c.data, m->data, bytes);
+    c.data = tu_memdup(m->data, (size_t)(m->count * elem_size(m->dtype)));
     return c;
 }
 

@@ -2,7 +2,6 @@
  * statistics, the binary cache across processes, build errors, and threads sharing a pool. */
 #include <check.h>
 #include <dirent.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,42 +11,10 @@
 
 #include "testutil.h"
 
-/* Runs C = A·B (f64, row-major, n×n) on `pool` and returns the largest error against a long
- * double reference, or -1 when the call failed. */
+/* The checked GEMM of testutil on `pool`: the largest error, or -1 when the call failed. */
 static double checked_gemm(struct clops_pool *pool, int n, uint64_t seed)
 {
-    double *a = malloc(sizeof(double) * (size_t)(n * n));
-    double *b = malloc(sizeof(double) * (size_t)(n * n));
-    double *c = malloc(sizeof(double) * (size_t)(n * n));
-    /* A private generator: tu_uniform's state is not shared between threads. */
-    uint64_t x = seed * 2654435761u + 1;
-    for (int i = 0; i < n * n; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        a[i] = (double)(x % 2001) / 1000.0 - 1.0;
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        b[i] = (double)(x % 2001) / 1000.0 - 1.0;
-        c[i] = NAN;
-    }
-    struct clops_tensor ta = clops_matrix(a, CLOPS_F64, n, n, n, 0);
-    struct clops_tensor tb = clops_matrix(b, CLOPS_F64, n, n, n, 0);
-    struct clops_tensor tc = clops_matrix(c, CLOPS_F64, n, n, n, 0);
-    clops_gemm_fn gemm = (clops_gemm_fn)tu_api()->op_find("gemm")->entry;
-    double worst = -1;
-    if (gemm(pool, &ta, &tb, &tc, CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1.0, 0.0) == CLOPS_OK) {
-        worst = 0;
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) {
-                long double ref = 0;
-                for (int k = 0; k < n; k++)
-                    ref += (long double)a[i * n + k] * b[k * n + j];
-                double err = fabs((double)(ref - c[i * n + j]));
-                worst = isnan(err) ? INFINITY : err > worst ? err : worst;
-            }
-    }
-    free(a);
-    free(b);
-    free(c);
-    return worst;
+    return tu_checked_gemm(tu_api(), pool, n, seed, NULL);
 }
 
 struct worker {

@@ -3,7 +3,9 @@
 
 #include <check.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void *library;
 static const struct clops_api *api;
@@ -32,6 +34,15 @@ const struct clops_api *tu_api(void)
         ck_assert_uint_ge(api->struct_size, sizeof(struct clops_api));
     }
     return api;
+}
+
+const struct clops_api *tu_api_or_null(void)
+{
+    const char *path = getenv("CLOPS_LIBRARY");
+    void *lib = path != NULL ? dlopen(path, RTLD_NOW) : NULL;
+    clops_plugin_entry_fn entry =
+        lib != NULL ? (clops_plugin_entry_fn)(uintptr_t)dlsym(lib, "clops_plugin_entry") : NULL;
+    return entry != NULL ? entry(CLOPS_ABI_MAJOR) : NULL;
 }
 
 struct clops_pool *tu_pool(void)
@@ -68,6 +79,69 @@ void tu_fill_f64(double *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         x[i] = tu_uniform();
+}
+
+int64_t tu_dtype_size(int32_t dtype)
+{
+    return dtype == CLOPS_F64 ? 8 : 4;
+}
+
+void *tu_random_elements(int32_t dtype, int64_t count)
+{
+    void *x = malloc((size_t)(count * tu_dtype_size(dtype)));
+    ck_assert_ptr_nonnull(x);
+    if (dtype == CLOPS_F64)
+        tu_fill_f64(x, count);
+    else
+        tu_fill_f32(x, count);
+    return x;
+}
+
+void *tu_memdup(const void *p, size_t size)
+{
+    void *copy = malloc(size);
+    ck_assert_ptr_nonnull(copy);
+    memcpy(copy, p, size);
+    return copy;
+}
+
+double tu_checked_gemm(const struct clops_api *api, struct clops_pool *pool, int n, uint64_t seed,
+                       int32_t *status)
+{
+    double *a = malloc(sizeof(double) * (size_t)(n * n));
+    double *b = malloc(sizeof(double) * (size_t)(n * n));
+    double *c = malloc(sizeof(double) * (size_t)(n * n));
+    uint64_t x = seed * 2654435761u + 1;
+    for (int i = 0; i < n * n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        a[i] = (double)(x % 2001) / 1000.0 - 1.0;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        b[i] = (double)(x % 2001) / 1000.0 - 1.0;
+        c[i] = NAN;
+    }
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F64, n, n, n, 0);
+    struct clops_tensor tb = clops_matrix(b, CLOPS_F64, n, n, n, 0);
+    struct clops_tensor tc = clops_matrix(c, CLOPS_F64, n, n, n, 0);
+    clops_gemm_fn gemm = (clops_gemm_fn)api->op_find("gemm")->entry;
+    int32_t called = gemm(pool, &ta, &tb, &tc, CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1.0, 0.0);
+    double worst = -1;
+    if (called == CLOPS_OK) {
+        worst = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                long double ref = 0;
+                for (int k = 0; k < n; k++)
+                    ref += (long double)a[i * n + k] * b[k * n + j];
+                double err = fabs((double)(ref - c[i * n + j]));
+                worst = isnan(err) ? INFINITY : err > worst ? err : worst;
+            }
+    }
+    free(a);
+    free(b);
+    free(c);
+    if (status != NULL)
+        *status = called;
+    return worst;
 }
 
 int tu_run_suite(Suite *suite, int fork)

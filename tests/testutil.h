@@ -3,6 +3,7 @@
 #define CLOPS_TESTUTIL_H
 
 #include <check.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "clops.h"
@@ -11,6 +12,9 @@
 const struct clops_api *tu_api(void);
 /* The dlopen handle of that library. */
 void *tu_library(void);
+/* The same table without Check, for helper processes (Check's assertions only work inside a test
+ * runner): NULL when $CLOPS_LIBRARY is unset or fails to load. */
+const struct clops_api *tu_api_or_null(void);
 /* A default pool, created once per process and shared by the tests of a suite. */
 struct clops_pool *tu_pool(void);
 
@@ -19,6 +23,19 @@ void tu_seed(uint64_t seed);
 double tu_uniform(void);
 void tu_fill_f32(float *x, int64_t n);
 void tu_fill_f64(double *x, int64_t n);
+/* Bytes per element of an f32 or f64 tensor. */
+int64_t tu_dtype_size(int32_t dtype);
+/* count elements of dtype (f32 or f64) from tu_uniform, in memory the caller frees. */
+void *tu_random_elements(int32_t dtype, int64_t count);
+/* A copy of size bytes at p, in memory the caller frees. */
+void *tu_memdup(const void *p, size_t size);
+
+/* Runs C = A·B (f64, row-major, n×n) through api on pool, with inputs from a private generator
+ * seeded by seed (tu_uniform's state is not shared between threads) over a C of NaNs, and returns
+ * the largest error against a long double reference (INFINITY where one is NaN), or -1 when the
+ * call failed; *status, when status is not NULL, gets the call's status. */
+double tu_checked_gemm(const struct clops_api *api, struct clops_pool *pool, int n, uint64_t seed,
+                       int32_t *status);
 
 /* Runs a suite, in forked processes (fork = 1) or in this one (fork = 0: the pool and its built
  * programs are shared by the tests); returns main()'s exit status. */
