@@ -55,6 +55,32 @@ static void write_temp_config(const char *text, char *path, size_t size)
     close(fd);
 }
 
+/* Asserts each field of a parsed device, in the order struct config_device declares them. */
+static void expect_device(const struct config_device *d, int32_t type, const char *vendor,
+                          int32_t platform_index, int32_t index, int32_t queues, int32_t required)
+{
+    ck_assert_int_eq(d->type, type);
+    ck_assert_str_eq(d->vendor, vendor);
+    ck_assert_int_eq(d->platform_index, platform_index);
+    ck_assert_int_eq(d->index, index);
+    ck_assert_int_eq(d->queues, queues);
+    ck_assert_int_eq(d->required, required);
+}
+
+/* Asserts the pool-wide settings of a parsed configuration. */
+static void expect_pool_settings(const struct pool_config *cfg, int32_t cpu_fallback,
+                                 int32_t profiling, const char *build_options,
+                                 int32_t cache_enabled, const char *cache_dir,
+                                 const char *kernel_dir)
+{
+    ck_assert_int_eq(cfg->cpu_fallback, cpu_fallback);
+    ck_assert_int_eq(cfg->profiling, profiling);
+    ck_assert_str_eq(cfg->build_options, build_options);
+    ck_assert_int_eq(cfg->cache_enabled, cache_enabled);
+    ck_assert_str_eq(cfg->cache_dir, cache_dir);
+    ck_assert_str_eq(cfg->kernel_dir, kernel_dir);
+}
+
 /* ---- Valid configurations ------------------------------------------------------------------ */
 
 START_TEST(test_shipped_example_parses_to_documented_values)
@@ -69,24 +95,10 @@ START_TEST(test_shipped_example_parses_to_documented_values)
     ck_assert_str_eq(cfg.source, path);
 
     ck_assert_int_eq(cfg.device_count, 2);
-    ck_assert_int_eq(cfg.devices[0].type, CLOPS_DEVICE_GPU);
-    ck_assert_str_eq(cfg.devices[0].vendor, "");
-    ck_assert_int_eq(cfg.devices[0].platform_index, -1);
-    ck_assert_int_eq(cfg.devices[0].index, 0);
-    ck_assert_int_eq(cfg.devices[0].queues, 2);
-    ck_assert_int_eq(cfg.devices[0].required, 0);
-    ck_assert_int_eq(cfg.devices[1].type, CLOPS_DEVICE_CPU);
-    ck_assert_int_eq(cfg.devices[1].platform_index, -1);
-    ck_assert_int_eq(cfg.devices[1].index, 0);
-    ck_assert_int_eq(cfg.devices[1].queues, 1);
-    ck_assert_int_eq(cfg.devices[1].required, 0);
+    expect_device(&cfg.devices[0], CLOPS_DEVICE_GPU, "", -1, 0, 2, 0);
+    expect_device(&cfg.devices[1], CLOPS_DEVICE_CPU, "", -1, 0, 1, 0);
 
-    ck_assert_int_eq(cfg.cpu_fallback, 1);
-    ck_assert_int_eq(cfg.profiling, 1);
-    ck_assert_str_eq(cfg.build_options, "");
-    ck_assert_int_eq(cfg.cache_enabled, 1);
-    ck_assert_str_eq(cfg.cache_dir, "");
-    ck_assert_str_eq(cfg.kernel_dir, "");
+    expect_pool_settings(&cfg, 1, 1, "", 1, "", "");
     ck_assert_int_eq(cfg.device_memory_percent, 90);
 
     ck_assert_int_eq(cfg.op_count, 1);
@@ -104,12 +116,7 @@ START_TEST(test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on)
     memset(&cfg, 0x5a, sizeof cfg);
     config_defaults(&cfg);
     ck_assert_int_eq(cfg.device_count, 0);
-    ck_assert_int_eq(cfg.cpu_fallback, 1);
-    ck_assert_int_eq(cfg.profiling, 1);
-    ck_assert_int_eq(cfg.cache_enabled, 1);
-    ck_assert_str_eq(cfg.build_options, "");
-    ck_assert_str_eq(cfg.cache_dir, "");
-    ck_assert_str_eq(cfg.kernel_dir, "");
+    expect_pool_settings(&cfg, 1, 1, "", 1, "", "");
     ck_assert_int_eq(cfg.op_count, 0);
     ck_assert_int_eq(cfg.device_memory_percent, 90);
     for (int i = 0; i < CONFIG_MAX_OPS; i++)
@@ -141,25 +148,11 @@ START_TEST(test_every_key_is_read_whatever_its_order)
     int32_t status = config_parse_string(text, &cfg);
     ck_assert_msg(status == CLOPS_OK, "%s", err_last());
     ck_assert_int_eq(cfg.device_count, 2);
-    ck_assert_int_eq(cfg.devices[0].type, 0);
-    ck_assert_str_eq(cfg.devices[0].vendor, "pocl");
-    ck_assert_int_eq(cfg.devices[0].platform_index, 1);
-    ck_assert_int_eq(cfg.devices[0].index, 3);
-    ck_assert_int_eq(cfg.devices[0].queues, 16);
-    ck_assert_int_eq(cfg.devices[0].required, 1);
+    expect_device(&cfg.devices[0], 0, "pocl", 1, 3, 16, 1);
     /* A device's keys left out take their defaults. */
-    ck_assert_int_eq(cfg.devices[1].type, CLOPS_DEVICE_CPU);
-    ck_assert_str_eq(cfg.devices[1].vendor, "");
-    ck_assert_int_eq(cfg.devices[1].platform_index, -1);
-    ck_assert_int_eq(cfg.devices[1].index, 0);
-    ck_assert_int_eq(cfg.devices[1].queues, 2);
-    ck_assert_int_eq(cfg.devices[1].required, 1);
-    ck_assert_int_eq(cfg.cpu_fallback, 0);
-    ck_assert_int_eq(cfg.profiling, 0);
-    ck_assert_str_eq(cfg.build_options, "-cl-mad-enable");
-    ck_assert_int_eq(cfg.cache_enabled, 0);
-    ck_assert_str_eq(cfg.cache_dir, "relative/cache"); /* kept as written */
-    ck_assert_str_eq(cfg.kernel_dir, "kernels");
+    expect_device(&cfg.devices[1], CLOPS_DEVICE_CPU, "", -1, 0, 2, 1);
+    /* The cache directory is kept as written. */
+    expect_pool_settings(&cfg, 0, 0, "-cl-mad-enable", 0, "relative/cache", "kernels");
     const struct config_op *gemm = config_find_op(&cfg, "gemm");
     ck_assert_ptr_nonnull(gemm);
     ck_assert_int_eq(gemm->device, 1);
