@@ -35,6 +35,20 @@ static void fill_gaps(void *data, size_t bytes)
 
 enum { THREADS = 4, ROUNDS = 12 };
 
+/* How many of the count elements (elem bytes each) of got differ from want, bit for bit; *first
+ * gets the index of the first that does (-1 when none). */
+static int64_t count_wrong(const void *got, const void *want, int64_t count, size_t elem,
+                           int64_t *first)
+{
+    int64_t lost = 0;
+    *first = -1;
+    for (int64_t i = 0; i < count; i++)
+        if (memcmp((const char *)got + i * elem, (const char *)want + i * elem, elem) != 0 &&
+            lost++ == 0)
+            *first = i;
+    return lost;
+}
+
 /* One thread's call: `run` makes it once every thread is ready, so that the calls overlap.
  * Check's asserts stay on the main thread: a thread keeps its status and message. */
 struct job {
@@ -160,10 +174,8 @@ static void gemm_blocks(int column_blocks, double beta)
     for (int round = 0; round < ROUNDS; round++) {
         memcpy(c, c0, sizeof(double) * (size_t)count);
         run_threads(gemm_job_run, jobs, sizeof jobs[0]);
-        int64_t lost = 0, first = -1;
-        for (int64_t at = 0; at < count; at++)
-            if (memcmp(&c[at], &want[at], sizeof c[at]) != 0 && lost++ == 0)
-                first = at;
+        int64_t first;
+        int64_t lost = count_wrong(c, want, count, sizeof c[0], &first);
         ck_assert_msg(lost == 0,
                       "round %d: %lld of %lld elements of C wrong (gaps included), first at %lld "
                       "(%s): %g, want %g",
@@ -236,10 +248,8 @@ START_TEST(test_reduce_threads_on_interleaved_outputs_lose_nothing)
     for (int round = 0; round < ROUNDS; round++) {
         fill_gaps(out, sizeof(double) * R * S);
         run_threads(reduce_job_run, jobs, sizeof jobs[0]);
-        int64_t lost = 0, first = -1;
-        for (int64_t i = 0; i < (int64_t)R * S; i++)
-            if (memcmp(&out[i], &want[i], sizeof out[i]) != 0 && lost++ == 0)
-                first = i;
+        int64_t first;
+        int64_t lost = count_wrong(out, want, (int64_t)R * S, sizeof out[0], &first);
         ck_assert_msg(lost == 0, "round %d: %lld of %d elements of out wrong, first %lld (%s)",
                       round, (long long)lost, R * S, (long long)first,
                       first % S == THREADS ? "a gap" : "an element");
@@ -291,10 +301,8 @@ START_TEST(test_transpose_threads_on_column_blocks_lose_nothing)
     for (int round = 0; round < ROUNDS; round++) {
         fill_gaps(y, sizeof(float) * N * LD);
         run_threads(transpose_job_run, jobs, sizeof jobs[0]);
-        int64_t lost = 0, first = -1;
-        for (int64_t i = 0; i < (int64_t)N * LD; i++)
-            if (memcmp(&y[i], &want[i], sizeof y[i]) != 0 && lost++ == 0)
-                first = i;
+        int64_t first;
+        int64_t lost = count_wrong(y, want, (int64_t)N * LD, sizeof y[0], &first);
         ck_assert_msg(lost == 0, "round %d: %lld of %d elements of y wrong, first %lld (%s)",
                       round, (long long)lost, N * LD, (long long)first,
                       first % LD >= THREADS * M ? "a gap" : "an element");
@@ -340,12 +348,12 @@ START_TEST(test_transpose_threads_on_interleaved_batches_lose_nothing)
     for (int round = 0; round < ROUNDS; round++) {
         fill_gaps(y, COUNT);
         run_threads(transpose_job_run, jobs, sizeof jobs[0]);
-        int lost = 0, first = -1;
-        for (int i = 0; i < COUNT; i++)
-            if (y[i] != want[i] && lost++ == 0)
-                first = i;
-        ck_assert_msg(lost == 0, "layout %d, round %d: %d of %d bytes of y wrong, first %d (%s)",
-                      _i, round, lost, COUNT, first, want[first] == GAP_BYTE ? "a gap" : "an element");
+        int64_t first;
+        int64_t lost = count_wrong(y, want, COUNT, sizeof y[0], &first);
+        ck_assert_msg(lost == 0,
+                      "layout %d, round %d: %lld of %d bytes of y wrong, first %lld (%s)", _i,
+                      round, (long long)lost, COUNT, (long long)first,
+                      want[first] == GAP_BYTE ? "a gap" : "an element");
     }
     free(x);
     free(y);
