@@ -229,35 +229,74 @@ static void write_npy_fixture(const char *path, int major, const char *header, c
     free(bytes);
 }
 
-START_TEST(test_npy_round_trips_every_dtype_and_shape)
+/* ---- Round trips: every dtype at every awkward shape ------------------------------------- */
+
+/* One format's round trip (its fields in this order). Each case is written to `file`, checked on
+ * disk by check_file (NULL: nothing more) and, where read is not NULL, read back and compared with
+ * what was written, which read may first reshape to what the format holds. */
+struct round_trip {
+    const char *format, *file;
+    int32_t max_rank; /* cases of a higher rank are left out */
+    int finite;       /* random_tensor's: no NaN or infinity, for the text formats */
+    int (*write)(const char *path, const struct fmt_tensor *t, char *err, size_t size);
+    void (*check_file)(const char *path, const struct fmt_tensor *t, const char *what);
+    int (*read)(const char *path, struct fmt_tensor *t, struct fmt_tensor *back, char *err,
+                size_t size);
+};
+
+static void round_trip_every_case(const struct round_trip *rt)
 {
     for (int d = 0; d < DTYPE_COUNT; d++)
         for (int s = 0; s < SHAPE_COUNT; s++) {
             const struct shape *shape = &awkward_shapes[s];
-            struct fmt_tensor t = random_tensor(all_dtypes[d], shape->rank, shape->extents, 0);
-            struct fmt_tensor back;
+            if (shape->rank > rt->max_rank)
+                continue;
+            struct fmt_tensor t =
+                random_tensor(all_dtypes[d], shape->rank, shape->extents, rt->finite);
             char what[128], err[512];
-            describe_case(what, sizeof what, "npy", all_dtypes[d], shape);
-            ck_assert_msg(fmt_write_npy(in_dir("t.npy"), &t, err, sizeof err) == 0, "%s: %s", what,
+            describe_case(what, sizeof what, rt->format, all_dtypes[d], shape);
+            ck_assert_msg(rt->write(in_dir(rt->file), &t, err, sizeof err) == 0, "%s: %s", what,
                           err);
-            /* The layout NumPy writes: version 1.0, data at a multiple of 64, header ends in
-             * '\n'. */
-            size_t size;
-            unsigned char *file = (unsigned char *)slurp(in_dir("t.npy"), &size);
-            const size_t header_end = 10u + file[8] + 256u * file[9];
-            ck_assert_int_eq(file[6], 1);
-            ck_assert_int_eq(file[7], 0);
-            ck_assert_uint_eq(header_end % 64, 0);
-            ck_assert_int_eq(file[header_end - 1], '\n');
-            ck_assert_uint_eq(size - header_end,
-                              (size_t)(count_of(t.rank, t.shape) * host_dtype_size(t.dtype)));
-            free(file);
-            ck_assert_msg(fmt_read_npy(in_dir("t.npy"), &back, err, sizeof err) == 0, "%s: %s",
-                          what, err);
-            assert_same(&back, &t, what);
-            fmt_tensor_free(&back);
+            if (rt->check_file != NULL)
+                rt->check_file(in_dir(rt->file), &t, what);
+            if (rt->read != NULL) {
+                struct fmt_tensor back;
+                ck_assert_msg(rt->read(in_dir(rt->file), &t, &back, err, sizeof err) == 0, "%s: %s",
+                              what, err);
+                assert_same(&back, &t, what);
+                fmt_tensor_free(&back);
+            }
             fmt_tensor_free(&t);
         }
+}
+
+/* The layout NumPy writes: version 1.0, data at a multiple of 64, header ends in '\n'. */
+static void npy_layout_is_numpys(const char *path, const struct fmt_tensor *t, const char *what)
+{
+    (void)what;
+    size_t size;
+    unsigned char *file = (unsigned char *)slurp(path, &size);
+    const size_t header_end = 10u + file[8] + 256u * file[9];
+    ck_assert_int_eq(file[6], 1);
+    ck_assert_int_eq(file[7], 0);
+    ck_assert_uint_eq(header_end % 64, 0);
+    ck_assert_int_eq(file[header_end - 1], '\n');
+    ck_assert_uint_eq(size - header_end,
+                      (size_t)(count_of(t->rank, t->shape) * host_dtype_size(t->dtype)));
+    free(file);
+}
+
+static int read_npy(const char *path, struct fmt_tensor *t, struct fmt_tensor *back, char *err,
+                    size_t size)
+{
+    (void)t;
+    return fmt_read_npy(path, back, err, size);
+}
+
+START_TEST(test_npy_round_trips_every_dtype_and_shape)
+{
+    round_trip_every_case(&(struct round_trip){"npy", "t.npy", CLOPS_MAX_RANK, 0, fmt_write_npy,
+                                               npy_layout_is_numpys, read_npy});
 }
 END_TEST
 
@@ -493,30 +532,21 @@ END_TEST
 
 /* ---- Matrix Market -------------------------------------------------------------------------- */
 
+/* A vector comes back as the N x 1 matrix the file holds. */
+static int read_mtx(const char *path, struct fmt_tensor *t, struct fmt_tensor *back, char *err,
+                    size_t size)
+{
+    if (t->rank == 1) {
+        t->rank = 2;
+        t->shape[1] = 1;
+    }
+    return fmt_read_mtx(path, t->dtype, back, err, size);
+}
+
 START_TEST(test_mtx_round_trips_every_dtype_in_ranks_1_and_2)
 {
-    for (int d = 0; d < DTYPE_COUNT; d++)
-        for (int s = 0; s < SHAPE_COUNT; s++) {
-            const struct shape *shape = &awkward_shapes[s];
-            if (shape->rank > 2)
-                continue;
-            struct fmt_tensor t = random_tensor(all_dtypes[d], shape->rank, shape->extents, 1);
-            struct fmt_tensor back;
-            char what[128], err[512];
-            describe_case(what, sizeof what, "mtx", all_dtypes[d], shape);
-            ck_assert_msg(fmt_write_mtx(in_dir("t.mtx"), &t, err, sizeof err) == 0, "%s: %s", what,
-                          err);
-            ck_assert_msg(fmt_read_mtx(in_dir("t.mtx"), all_dtypes[d], &back, err, sizeof err) == 0,
-                          "%s: %s", what, err);
-            /* A vector comes back as the N x 1 matrix the file holds. */
-            if (t.rank == 1) {
-                t.rank = 2;
-                t.shape[1] = 1;
-            }
-            assert_same(&back, &t, what);
-            fmt_tensor_free(&back);
-            fmt_tensor_free(&t);
-        }
+    round_trip_every_case(
+        &(struct round_trip){"mtx", "t.mtx", 2, 1, fmt_write_mtx, NULL, read_mtx});
 }
 END_TEST
 
@@ -705,27 +735,25 @@ END_TEST
 
 /* ---- Raw, CSV ------------------------------------------------------------------------------- */
 
+static void raw_holds_the_elements_only(const char *path, const struct fmt_tensor *t,
+                                        const char *what)
+{
+    (void)what;
+    size_t size;
+    free(slurp(path, &size));
+    ck_assert_uint_eq(size, (size_t)(count_of(t->rank, t->shape) * host_dtype_size(t->dtype)));
+}
+
+static int read_raw(const char *path, struct fmt_tensor *t, struct fmt_tensor *back, char *err,
+                    size_t size)
+{
+    return fmt_read(path, t->dtype, t->rank, t->shape, back, err, size);
+}
+
 START_TEST(test_raw_round_trips_every_dtype_and_shape)
 {
-    for (int d = 0; d < DTYPE_COUNT; d++)
-        for (int s = 0; s < SHAPE_COUNT; s++) {
-            const struct shape *shape = &awkward_shapes[s];
-            struct fmt_tensor t = random_tensor(all_dtypes[d], shape->rank, shape->extents, 0);
-            struct fmt_tensor back;
-            char what[128], err[512];
-            describe_case(what, sizeof what, "raw", all_dtypes[d], shape);
-            ck_assert_msg(fmt_write(in_dir("t.bin"), &t, err, sizeof err) == 0, "%s: %s", what,
-                          err);
-            size_t size;
-            free(slurp(in_dir("t.bin"), &size));
-            ck_assert_uint_eq(size, (size_t)(count_of(t.rank, t.shape) * host_dtype_size(t.dtype)));
-            ck_assert_msg(
-                fmt_read(in_dir("t.bin"), t.dtype, t.rank, t.shape, &back, err, sizeof err) == 0,
-                "%s: %s", what, err);
-            assert_same(&back, &t, what);
-            fmt_tensor_free(&back);
-            fmt_tensor_free(&t);
-        }
+    round_trip_every_case(&(struct round_trip){"raw", "t.bin", CLOPS_MAX_RANK, 0, fmt_write,
+                                               raw_holds_the_elements_only, read_raw});
 }
 END_TEST
 
@@ -791,21 +819,17 @@ static void assert_csv_holds(const char *path, const struct fmt_tensor *t, int64
     free(text);
 }
 
+/* Rank 1 is one line; higher ranks have the last extent as columns. */
+static void csv_rows_hold_the_values(const char *path, const struct fmt_tensor *t, const char *what)
+{
+    const int64_t cols = t->shape[t->rank - 1];
+    assert_csv_holds(path, t, count_of(t->rank, t->shape) / cols, cols, what);
+}
+
 START_TEST(test_csv_rows_read_back_to_the_same_values)
 {
-    for (int d = 0; d < DTYPE_COUNT; d++)
-        for (int s = 0; s < SHAPE_COUNT; s++) {
-            const struct shape *shape = &awkward_shapes[s];
-            struct fmt_tensor t = random_tensor(all_dtypes[d], shape->rank, shape->extents, 1);
-            char what[128], err[512];
-            describe_case(what, sizeof what, "csv", all_dtypes[d], shape);
-            ck_assert_msg(fmt_write(in_dir("t.CSV"), &t, err, sizeof err) == 0, "%s: %s", what,
-                          err);
-            /* Rank 1 is one line; higher ranks have the last extent as columns. */
-            const int64_t cols = t.shape[t.rank - 1];
-            assert_csv_holds(in_dir("t.CSV"), &t, count_of(t.rank, t.shape) / cols, cols, what);
-            fmt_tensor_free(&t);
-        }
+    round_trip_every_case(&(struct round_trip){"csv", "t.CSV", CLOPS_MAX_RANK, 1, fmt_write,
+                                               csv_rows_hold_the_values, NULL});
     const int32_t m[6] = {1, -2, 3, 4, 5, 2147483647};
     struct fmt_tensor t = {.dtype = CLOPS_I32, .rank = 2, .shape = {2, 3}, .data = (void *)m};
     char err[512];
