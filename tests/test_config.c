@@ -631,10 +631,8 @@ END_TEST
 START_TEST(test_call_names_settings_that_do_not_fit_together)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_from_string(
-                         "operators = { gemm = { tile_m = 100; wpt_m = 8; }; };", &pool),
-                     CLOPS_OK);
+    struct clops_pool *pool =
+        tu_pool_from_string("operators = { gemm = { tile_m = 100; wpt_m = 8; }; };");
     float x[4] = {1, 2, 3, 4}, y[4] = {0};
     struct clops_tensor a = clops_matrix(x, CLOPS_F32, 2, 2, 2, 0);
     struct clops_tensor c = clops_matrix(y, CLOPS_F32, 2, 2, 2, 0);
@@ -663,8 +661,7 @@ static int panel_launches_with(const char *config)
     const struct clops_api *api = tu_api();
     char text[512];
     snprintf(text, sizeof text, "kernel_times = true; profiling = true;\n%s", config);
-    struct clops_pool *pool = NULL;
-    ck_assert_msg(api->pool_create_from_string(text, &pool) == CLOPS_OK, "%s", api->last_error());
+    struct clops_pool *pool = tu_pool_from_string(text);
     enum { N = 100 };
     float *a = malloc(sizeof(float) * N * N);
     tu_fill_f32(a, N * N);

@@ -320,7 +320,7 @@ START_TEST(test_gemm_every_tile_layout_matches_reference)
     char config[512];
     snprintf(config, sizeof config, "operators = { gemm = { build_options = \"%s\"; }; };",
              tile_overrides[_i / 2]);
-    ck_assert_int_eq(tu_api()->pool_create_from_string(config, &case_pool), CLOPS_OK);
+    case_pool = tu_pool_from_string(config);
     static const int64_t shapes[][3] = {{1, 1, 1}, {129, 67, 45}, {37, 200, 33}};
     for (int s = 0; s < 3; s++)
         for (int t = 0; t < 4; t++) {
@@ -335,11 +335,8 @@ END_TEST
 
 START_TEST(test_gemm_rejects_tiles_that_do_not_divide)
 {
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(
-        tu_api()->pool_create_from_string(
-            "operators = { gemm = { build_options = \"-DTILE_M=100 -DWPT_M=8\"; }; };", &pool),
-        CLOPS_OK);
+    struct clops_pool *pool = tu_pool_from_string(
+        "operators = { gemm = { build_options = \"-DTILE_M=100 -DWPT_M=8\"; }; };");
     float x[4] = {1, 2, 3, 4}, y[4] = {0};
     struct clops_tensor a = clops_matrix(x, CLOPS_F32, 2, 2, 2, 0);
     struct clops_tensor c = clops_matrix(y, CLOPS_F32, 2, 2, 2, 0);

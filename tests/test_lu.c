@@ -146,8 +146,7 @@ START_TEST(test_lu_configured_block_sizes_keep_lapack_pivots)
     char config[256];
     snprintf(config, sizeof config, "operators = { lu = { build_options = \"%s\"; }; };",
              options[_i]);
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(tu_api()->pool_create_from_string(config, &pool), CLOPS_OK);
+    struct clops_pool *pool = tu_pool_from_string(config);
     static const int64_t dims[][2] = {{129, 64}, {64, 129}, {100, 100}};
     for (int s = 0; s < 3; s++) {
         tu_seed(250 + (uint64_t)(_i * 3 + s));
@@ -195,8 +194,7 @@ static void collect_kernel_lines(int32_t level, const char *message, void *user)
 START_TEST(test_lu_kernel_times_are_logged_by_kernel)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_from_string("kernel_times = true;", &pool), CLOPS_OK);
+    struct clops_pool *pool = tu_pool_from_string("kernel_times = true;");
     tu_seed(400);
     struct tmat a = tmat_new(CLOPS_F32, 100, 100, 0, 0, 0);
     tmat_fill_kind(&a, KIND_RANDOM);

@@ -167,8 +167,7 @@ END_TEST
 START_TEST(test_device_memory_percent_sets_the_limit)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_from_string("device_memory_percent = 37;", &pool), CLOPS_OK);
+    struct clops_pool *pool = tu_pool_from_string("device_memory_percent = 37;");
     const struct clops_device_info info = primary_info(pool);
     struct held h = {0};
     fill_to_limit(pool, &info, 37, &h);

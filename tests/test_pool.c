@@ -56,10 +56,8 @@ END_TEST
 START_TEST(test_pool_from_string_picks_cpu)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool = NULL;
-    int32_t status = api->pool_create_from_string(
-        "devices = ( { type = \"cpu\"; queues = 3; } );\nprofiling = false;\n", &pool);
-    ck_assert_msg(status == CLOPS_OK, "%s", api->last_error());
+    struct clops_pool *pool =
+        tu_pool_from_string("devices = ( { type = \"cpu\"; queues = 3; } );\nprofiling = false;\n");
     ck_assert_int_eq(api->pool_device_count(pool), 1);
     struct clops_device_info info = {.struct_size = sizeof info};
     ck_assert_int_eq(api->pool_device_info(pool, 0, &info), CLOPS_OK);
@@ -89,7 +87,7 @@ START_TEST(test_missing_device_errors_or_falls_back)
     ck_assert_ptr_nonnull(strstr(api->last_error(), "NoSuchVendor"));
     const char *lenient = "devices = ( { type = \"gpu\"; vendor = \"NoSuchVendor\"; } );\n"
                           "cpu_fallback = true;\n";
-    ck_assert_int_eq(api->pool_create_from_string(lenient, &pool), CLOPS_OK);
+    pool = tu_pool_from_string(lenient);
     struct clops_device_info info = {.struct_size = sizeof info};
     ck_assert_int_eq(api->pool_device_info(pool, 0, &info), CLOPS_OK);
     ck_assert_int_eq(info.type, CLOPS_DEVICE_CPU);
@@ -253,9 +251,7 @@ START_TEST(test_disabled_cache_always_builds)
 {
     const struct clops_api *api = tu_api();
     for (int round = 0; round < 2; round++) {
-        struct clops_pool *pool = NULL;
-        ck_assert_int_eq(api->pool_create_from_string("cache = { enabled = false; };", &pool),
-                         CLOPS_OK);
+        struct clops_pool *pool = tu_pool_from_string("cache = { enabled = false; };");
         ck_assert_double_ge(checked_gemm(pool, 9, 1), 0);
         struct clops_stats s = {.struct_size = sizeof s};
         api->pool_stats(pool, &s);
@@ -285,8 +281,7 @@ START_TEST(test_build_failure_reports_the_log)
     snprintf(path, sizeof path, "%s/gemm.cl", dir);
     write_file(path, "__kernel void gemm(__global float *x) { x[0] = undeclared_name; }\n");
     snprintf(config, sizeof config, "kernel_dir = \"%s\";\ncache = { enabled = false; };\n", dir);
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_from_string(config, &pool), CLOPS_OK);
+    struct clops_pool *pool = tu_pool_from_string(config);
     float a[4] = {1, 2, 3, 4}, c[4] = {0};
     struct clops_tensor t = clops_matrix(a, CLOPS_F32, 2, 2, 2, 0);
     struct clops_tensor tc = clops_matrix(c, CLOPS_F32, 2, 2, 2, 0);
@@ -305,7 +300,7 @@ START_TEST(test_build_failure_reports_the_log)
     api->pool_release(pool);
     /* A missing kernel file in the override directory is an I/O error naming the path. */
     unlink(path);
-    ck_assert_int_eq(api->pool_create_from_string(config, &pool), CLOPS_OK);
+    pool = tu_pool_from_string(config);
     ck_assert_int_eq(gemm(pool, &t, &t, &tc, 0, 0, 1.0, 0.0), CLOPS_ERR_IO);
     ck_assert_ptr_nonnull(strstr(api->last_error(), path));
     api->pool_release(pool);
@@ -321,8 +316,7 @@ START_TEST(test_kernel_dir_override_is_used)
     char config[1024];
     snprintf(config, sizeof config, "kernel_dir = \"%s/kernels\";\ncache = { enabled = false; };\n",
              src);
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_from_string(config, &pool), CLOPS_OK);
+    struct clops_pool *pool = tu_pool_from_string(config);
     double err = checked_gemm(pool, 31, 3);
     ck_assert_double_ge(err, 0);
     ck_assert_double_lt(err, 1e-12);

@@ -642,7 +642,7 @@ START_TEST(test_reduce_other_launch_tunings_match_long_double)
     char config[256];
     snprintf(config, sizeof config, "operators = { reduce = { build_options = \"%s\"; }; };",
              tunings[_i]);
-    ck_assert_int_eq(tu_api()->pool_create_from_string(config, &case_pool), CLOPS_OK);
+    case_pool = tu_pool_from_string(config);
     tu_seed(700 + (uint64_t)_i);
     const int64_t n = 100003;
     float *data = random_data(CLOPS_F32, n, 0.0);
@@ -663,10 +663,8 @@ END_TEST
 
 START_TEST(test_reduce_rejects_bad_tunings)
 {
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(tu_api()->pool_create_from_string(
-                         "operators = { reduce = { build_options = \"-DWG=100\"; }; };", &pool),
-                     CLOPS_OK);
+    struct clops_pool *pool =
+        tu_pool_from_string("operators = { reduce = { build_options = \"-DWG=100\"; }; };");
     float x[4] = {1, 2, 3, 4}, out = 7;
     struct clops_tensor t = vector(x, CLOPS_F32, 4), o = vector(&out, CLOPS_F32, 1);
     ck_assert_int_eq(reduce_entry()(pool, &t, &o, SUM, -1), CLOPS_ERR_CONFIG);

@@ -54,6 +54,14 @@ struct clops_pool *tu_pool(void)
     return pool;
 }
 
+struct clops_pool *tu_pool_from_string(const char *config)
+{
+    struct clops_pool *made = NULL;
+    int32_t status = tu_api()->pool_create_from_string(config, &made);
+    ck_assert_msg(status == CLOPS_OK, "pool_create_from_string: %s", tu_api()->last_error());
+    return made;
+}
+
 void tu_seed(uint64_t seed)
 {
     rng_state = seed * 0x9E3779B97F4A7C15ull + 1;

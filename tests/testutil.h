@@ -17,6 +17,8 @@ void *tu_library(void);
 const struct clops_api *tu_api_or_null(void);
 /* A default pool, created once per process and shared by the tests of a suite. */
 struct clops_pool *tu_pool(void);
+/* A new pool made from configuration text that must be accepted; the caller releases it. */
+struct clops_pool *tu_pool_from_string(const char *config);
 
 /* Deterministic per-test random numbers in [-1, 1); seed from the test name. */
 void tu_seed(uint64_t seed);
