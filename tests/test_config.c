@@ -67,18 +67,17 @@ static void expect_device(const struct config_device *d, int32_t type, const cha
     ck_assert_int_eq(d->required, required);
 }
 
-/* Asserts the pool-wide settings of a parsed configuration. */
-static void expect_pool_settings(const struct pool_config *cfg, int32_t cpu_fallback,
-                                 int32_t profiling, const char *build_options,
-                                 int32_t cache_enabled, const char *cache_dir,
-                                 const char *kernel_dir)
+/* Asserts the pool-wide settings of a parsed configuration, spelt in `want` as the snprintf
+ * below writes them (one string, so that a failure shows every setting). */
+static void expect_pool_settings(const struct pool_config *cfg, const char *want)
 {
-    ck_assert_int_eq(cfg->cpu_fallback, cpu_fallback);
-    ck_assert_int_eq(cfg->profiling, profiling);
-    ck_assert_str_eq(cfg->build_options, build_options);
-    ck_assert_int_eq(cfg->cache_enabled, cache_enabled);
-    ck_assert_str_eq(cfg->cache_dir, cache_dir);
-    ck_assert_str_eq(cfg->kernel_dir, kernel_dir);
+    char got[sizeof cfg->build_options + sizeof cfg->cache_dir + sizeof cfg->kernel_dir + 128];
+    snprintf(got, sizeof got,
+             "cpu_fallback=%d profiling=%d build_options='%s' cache_enabled=%d cache_dir='%s' "
+             "kernel_dir='%s'",
+             (int)cfg->cpu_fallback, (int)cfg->profiling, cfg->build_options,
+             (int)cfg->cache_enabled, cfg->cache_dir, cfg->kernel_dir);
+    ck_assert_str_eq(got, want);
 }
 
 /* ---- Valid configurations ------------------------------------------------------------------ */
@@ -98,7 +97,8 @@ START_TEST(test_shipped_example_parses_to_documented_values)
     expect_device(&cfg.devices[0], CLOPS_DEVICE_GPU, "", -1, 0, 2, 0);
     expect_device(&cfg.devices[1], CLOPS_DEVICE_CPU, "", -1, 0, 1, 0);
 
-    expect_pool_settings(&cfg, 1, 1, "", 1, "", "");
+    expect_pool_settings(&cfg, "cpu_fallback=1 profiling=1 build_options='' cache_enabled=1 "
+                               "cache_dir='' kernel_dir=''");
     ck_assert_int_eq(cfg.device_memory_percent, 90);
 
     ck_assert_int_eq(cfg.op_count, 1);
@@ -116,7 +116,8 @@ START_TEST(test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on)
     memset(&cfg, 0x5a, sizeof cfg);
     config_defaults(&cfg);
     ck_assert_int_eq(cfg.device_count, 0);
-    expect_pool_settings(&cfg, 1, 1, "", 1, "", "");
+    expect_pool_settings(&cfg, "cpu_fallback=1 profiling=1 build_options='' cache_enabled=1 "
+                               "cache_dir='' kernel_dir=''");
     ck_assert_int_eq(cfg.op_count, 0);
     ck_assert_int_eq(cfg.device_memory_percent, 90);
     for (int i = 0; i < CONFIG_MAX_OPS; i++)
@@ -152,7 +153,8 @@ START_TEST(test_every_key_is_read_whatever_its_order)
     /* A device's keys left out take their defaults. */
     expect_device(&cfg.devices[1], CLOPS_DEVICE_CPU, "", -1, 0, 2, 1);
     /* The cache directory is kept as written. */
-    expect_pool_settings(&cfg, 0, 0, "-cl-mad-enable", 0, "relative/cache", "kernels");
+    expect_pool_settings(&cfg, "cpu_fallback=0 profiling=0 build_options='-cl-mad-enable' "
+                               "cache_enabled=0 cache_dir='relative/cache' kernel_dir='kernels'");
     const struct config_op *gemm = config_find_op(&cfg, "gemm");
     ck_assert_ptr_nonnull(gemm);
     ck_assert_int_eq(gemm->device, 1);
