@@ -62,6 +62,38 @@ struct clops_pool *tu_pool_from_string(const char *config)
     return made;
 }
 
+struct clops_buffer *tu_kept_buffer(int64_t bytes)
+{
+    enum { KEPT_SIZES = 4 };
+    static struct {
+        int64_t bytes;
+        struct clops_buffer *buffer;
+    } kept[KEPT_SIZES];
+    for (int i = 0; i < KEPT_SIZES; i++) {
+        if (kept[i].buffer == NULL) {
+            ck_assert_int_eq(tu_api()->buffer_create(tu_pool(), bytes, &kept[i].buffer), CLOPS_OK);
+            kept[i].bytes = bytes;
+        }
+        if (kept[i].bytes == bytes)
+            return kept[i].buffer;
+    }
+    ck_abort_msg("tu_kept_buffer: more than %d sizes", KEPT_SIZES);
+    return NULL;
+}
+
+void tu_expect_refusal(const char *op, int which, int32_t got, int32_t want, const char *needle)
+{
+    const struct clops_api *api = tu_api();
+    const char *msg = api->last_error();
+    const size_t n = strlen(op);
+    ck_assert_msg(got == want, "%s case %d: expected %s, got %s (%s)", op, which,
+                  api->status_name(want), api->status_name(got), msg);
+    ck_assert_msg(strstr(msg, needle) != NULL, "%s case %d: \"%s\" lacks \"%s\"", op, which, msg,
+                  needle);
+    ck_assert_msg(strncmp(msg, op, n) == 0 && strncmp(msg + n, ": ", 2) == 0,
+                  "%s case %d: \"%s\" does not start with \"%s: \"", op, which, msg, op);
+}
+
 void tu_seed(uint64_t seed)
 {
     rng_state = seed * 0x9E3779B97F4A7C15ull + 1;

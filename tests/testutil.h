@@ -20,6 +20,14 @@ struct clops_pool *tu_pool(void);
 /* A new pool made from configuration text that must be accepted; the caller releases it. */
 struct clops_pool *tu_pool_from_string(const char *config);
 
+/* A device buffer of `bytes` on tu_pool(), made on the first call for that size and kept for the
+ * process: for the bad-argument tests, which need a buffer where a host tensor is wanted. */
+struct clops_buffer *tu_kept_buffer(int64_t bytes);
+/* Asserts what a bad-argument case of operator op must give: the expected status (got is the
+ * call's) and a message that starts with "<op>: " and contains needle; `which` numbers the case
+ * in failures. */
+void tu_expect_refusal(const char *op, int which, int32_t got, int32_t want, const char *needle);
+
 /* Deterministic per-test random numbers in [-1, 1); seed from the test name. */
 void tu_seed(uint64_t seed);
 double tu_uniform(void);
