@@ -204,6 +204,25 @@ START_TEST(test_gemm_threads_on_row_blocks_of_one_column_major_c_lose_nothing)
 }
 END_TEST
 
+/* Runs the jobs ROUNDS times, the output (count elements of elem bytes, named `what` in failures)
+ * filled with gaps before each round, and asserts that it then equals want bit for bit: the
+ * threads' elements and the gaps between them, which want holds as GAP_BYTE. */
+static void run_rounds_over_gaps(int32_t (*run)(void *), void *jobs, size_t job_size, void *out,
+                                 const void *want, int64_t count, size_t elem, const char *what)
+{
+    for (int round = 0; round < ROUNDS; round++) {
+        fill_gaps(out, (size_t)count * elem);
+        run_threads(run, jobs, job_size);
+        int64_t first;
+        int64_t lost = count_wrong(out, want, count, elem, &first);
+        ck_assert_msg(lost == 0, "%s, round %d: %lld of %lld elements wrong, first %lld (%s)", what,
+                      round, (long long)lost, (long long)count, (long long)first,
+                      lost > 0 && ((const unsigned char *)want)[first * (int64_t)elem] == GAP_BYTE
+                          ? "a gap"
+                          : "an element");
+    }
+}
+
 /* ---- reduce: interleaved elements of one output vector --------------------------------------- */
 
 struct reduce_job {
@@ -245,15 +264,8 @@ START_TEST(test_reduce_threads_on_interleaved_outputs_lose_nothing)
         jobs[t].out = (struct clops_tensor){.data = out, .offset = t, .dtype = CLOPS_F64,
                                             .rank = 1, .shape = {R}, .strides = {S}};
     }
-    for (int round = 0; round < ROUNDS; round++) {
-        fill_gaps(out, sizeof(double) * R * S);
-        run_threads(reduce_job_run, jobs, sizeof jobs[0]);
-        int64_t first;
-        int64_t lost = count_wrong(out, want, (int64_t)R * S, sizeof out[0], &first);
-        ck_assert_msg(lost == 0, "round %d: %lld of %d elements of out wrong, first %lld (%s)",
-                      round, (long long)lost, R * S, (long long)first,
-                      first % S == THREADS ? "a gap" : "an element");
-    }
+    run_rounds_over_gaps(reduce_job_run, jobs, sizeof jobs[0], out, want, (int64_t)R * S,
+                         sizeof out[0], "out");
     free(x);
     free(out);
     free(want);
@@ -298,15 +310,8 @@ START_TEST(test_transpose_threads_on_column_blocks_lose_nothing)
         jobs[t].y = clops_matrix(y, CLOPS_F32, N, M, LD, 0);
         jobs[t].y.offset = t * M;
     }
-    for (int round = 0; round < ROUNDS; round++) {
-        fill_gaps(y, sizeof(float) * N * LD);
-        run_threads(transpose_job_run, jobs, sizeof jobs[0]);
-        int64_t first;
-        int64_t lost = count_wrong(y, want, (int64_t)N * LD, sizeof y[0], &first);
-        ck_assert_msg(lost == 0, "round %d: %lld of %d elements of y wrong, first %lld (%s)",
-                      round, (long long)lost, N * LD, (long long)first,
-                      first % LD >= THREADS * M ? "a gap" : "an element");
-    }
+    run_rounds_over_gaps(transpose_job_run, jobs, sizeof jobs[0], y, want, (int64_t)N * LD,
+                         sizeof y[0], "y");
     free(x);
     free(y);
     free(want);
@@ -345,16 +350,8 @@ START_TEST(test_transpose_threads_on_interleaved_batches_lose_nothing)
             .y = {.data = y, .offset = offset, .dtype = CLOPS_U8, .rank = 3, .shape = {B, N, M},
                   .strides = {SB, SJ, si}}};
     }
-    for (int round = 0; round < ROUNDS; round++) {
-        fill_gaps(y, COUNT);
-        run_threads(transpose_job_run, jobs, sizeof jobs[0]);
-        int64_t first;
-        int64_t lost = count_wrong(y, want, COUNT, sizeof y[0], &first);
-        ck_assert_msg(lost == 0,
-                      "layout %d, round %d: %lld of %d bytes of y wrong, first %lld (%s)", _i,
-                      round, (long long)lost, COUNT, (long long)first,
-                      want[first] == GAP_BYTE ? "a gap" : "an element");
-    }
+    run_rounds_over_gaps(transpose_job_run, jobs, sizeof jobs[0], y, want, COUNT, sizeof y[0],
+                         _i == 0 ? "y (layout 0)" : "y (layout 1)");
     free(x);
     free(y);
     free(want);
