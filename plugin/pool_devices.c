@@ -67,34 +67,40 @@ static int32_t fill_device_info(cl_platform_id platform, cl_device_id device,
     cl_device_fp_config fp64 = 0;
     /* A property that cannot be read fails the listing: a guessed name, size or fp64 would
      * choose the wrong device or refuse every call. */
+    const struct {
+        cl_platform_id platform; /* set for a property of the platform, NULL for the device's */
+        cl_uint param;
+        const char *what;
+        char *out;
+        size_t size;
+    } strings[] = {
+        {NULL, CL_DEVICE_NAME, "CL_DEVICE_NAME", out->name, sizeof out->name},
+        {NULL, CL_DEVICE_VENDOR, "CL_DEVICE_VENDOR", out->vendor, sizeof out->vendor},
+        {platform, CL_PLATFORM_NAME, "CL_PLATFORM_NAME", out->platform, sizeof out->platform},
+        {NULL, CL_DRIVER_VERSION, "CL_DRIVER_VERSION", out->driver_version,
+         sizeof out->driver_version},
+        {NULL, CL_DEVICE_VERSION, "CL_DEVICE_VERSION", out->opencl_version,
+         sizeof out->opencl_version},
+    };
+    const struct {
+        cl_device_info param;
+        const char *what;
+        void *value;
+        size_t size;
+    } values[] = {
+        {CL_DEVICE_GLOBAL_MEM_SIZE, "CL_DEVICE_GLOBAL_MEM_SIZE", &mem, sizeof mem},
+        {CL_DEVICE_LOCAL_MEM_SIZE, "CL_DEVICE_LOCAL_MEM_SIZE", &local, sizeof local},
+        {CL_DEVICE_MAX_COMPUTE_UNITS, "CL_DEVICE_MAX_COMPUTE_UNITS", &units, sizeof units},
+        {CL_DEVICE_DOUBLE_FP_CONFIG, "CL_DEVICE_DOUBLE_FP_CONFIG", &fp64, sizeof fp64},
+    };
     int32_t status = device_value(device, CL_DEVICE_TYPE, sizeof type, &type, "CL_DEVICE_TYPE");
-    if (status == CLOPS_OK)
-        status = copy_info_string(NULL, device, CL_DEVICE_NAME, "CL_DEVICE_NAME", out->name,
-                                  sizeof out->name);
-    if (status == CLOPS_OK)
-        status = copy_info_string(NULL, device, CL_DEVICE_VENDOR, "CL_DEVICE_VENDOR", out->vendor,
-                                  sizeof out->vendor);
-    if (status == CLOPS_OK)
-        status = copy_info_string(platform, NULL, CL_PLATFORM_NAME, "CL_PLATFORM_NAME",
-                                  out->platform, sizeof out->platform);
-    if (status == CLOPS_OK)
-        status = copy_info_string(NULL, device, CL_DRIVER_VERSION, "CL_DRIVER_VERSION",
-                                  out->driver_version, sizeof out->driver_version);
-    if (status == CLOPS_OK)
-        status = copy_info_string(NULL, device, CL_DEVICE_VERSION, "CL_DEVICE_VERSION",
-                                  out->opencl_version, sizeof out->opencl_version);
-    if (status == CLOPS_OK)
-        status = device_value(device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem,
-                              "CL_DEVICE_GLOBAL_MEM_SIZE");
-    if (status == CLOPS_OK)
-        status = device_value(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local,
-                              "CL_DEVICE_LOCAL_MEM_SIZE");
-    if (status == CLOPS_OK)
-        status = device_value(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units,
-                              "CL_DEVICE_MAX_COMPUTE_UNITS");
-    if (status == CLOPS_OK)
-        status = device_value(device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64,
-                              "CL_DEVICE_DOUBLE_FP_CONFIG");
+    for (size_t i = 0; status == CLOPS_OK && i < sizeof strings / sizeof strings[0]; i++)
+        status =
+            copy_info_string(strings[i].platform, strings[i].platform ? NULL : device,
+                             strings[i].param, strings[i].what, strings[i].out, strings[i].size);
+    for (size_t i = 0; status == CLOPS_OK && i < sizeof values / sizeof values[0]; i++)
+        status =
+            device_value(device, values[i].param, values[i].size, values[i].value, values[i].what);
     out->type = (type & CL_DEVICE_TYPE_GPU)   ? CLOPS_DEVICE_GPU
                 : (type & CL_DEVICE_TYPE_CPU) ? CLOPS_DEVICE_CPU
                                               : CLOPS_DEVICE_OTHER;
