@@ -59,30 +59,31 @@ static int32_t api_pool_create_default(struct clops_pool **out)
     return create_pool(&cfg, out);
 }
 
-static int32_t api_pool_create_from_file(const char *path, struct clops_pool **out)
+/* pool_create_from_file and _from_string: `source` is the path or the text that `parse` reads;
+ * `entry` and `param` name the call and the parameter in the message when it is NULL. */
+static int32_t create_pool_parsed(const char *source,
+                                  int32_t (*parse)(const char *, struct pool_config *),
+                                  const char *entry, const char *param, struct clops_pool **out)
 {
     err_clear();
     if (out != NULL)
         *out = NULL;
-    if (path == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                       "pool_create_from_file: parameter 'path' is NULL");
+    if (source == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter '%s' is NULL", entry, param);
     struct pool_config cfg;
-    int32_t status = config_parse_file(path, &cfg);
+    int32_t status = parse(source, &cfg);
     return status != CLOPS_OK ? status : create_pool(&cfg, out);
+}
+
+static int32_t api_pool_create_from_file(const char *path, struct clops_pool **out)
+{
+    return create_pool_parsed(path, config_parse_file, "pool_create_from_file", "path", out);
 }
 
 static int32_t api_pool_create_from_string(const char *text, struct clops_pool **out)
 {
-    err_clear();
-    if (out != NULL)
-        *out = NULL;
-    if (text == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                       "pool_create_from_string: parameter 'config_text' is NULL");
-    struct pool_config cfg;
-    int32_t status = config_parse_string(text, &cfg);
-    return status != CLOPS_OK ? status : create_pool(&cfg, out);
+    return create_pool_parsed(text, config_parse_string, "pool_create_from_string", "config_text",
+                              out);
 }
 
 static void api_pool_release(struct clops_pool *pool)
@@ -95,17 +96,34 @@ static int32_t api_pool_device_count(const struct clops_pool *pool)
     return pool == NULL ? 0 : pool_device_count(pool);
 }
 
+/* The stats and info entries' checks, `entry` naming the call: pool and out are non-NULL. */
+static int32_t check_pool_and_out(const char *entry, const struct clops_pool *pool, const void *out)
+{
+    if (pool == NULL || out == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter '%s' is NULL", entry,
+                       pool == NULL ? "pool" : "out");
+    return CLOPS_OK;
+}
+
+/* check_pool_and_out, and index names one of the pool's devices. */
+static int32_t check_device_index(const char *entry, const struct clops_pool *pool, int32_t index,
+                                  const void *out)
+{
+    int32_t status = check_pool_and_out(entry, pool, out);
+    if (status == CLOPS_OK && (index < 0 || index >= pool_device_count(pool)))
+        status =
+            err_set(CLOPS_ERR_NOT_FOUND, "%s: parameter 'index' = %d; the pool has %d device(s)",
+                    entry, (int)index, (int)pool_device_count(pool));
+    return status;
+}
+
 static int32_t api_pool_device_info(const struct clops_pool *pool, int32_t index,
                                     struct clops_device_info *out)
 {
     err_clear();
-    if (pool == NULL || out == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_device_info: parameter '%s' is NULL",
-                       pool == NULL ? "pool" : "out");
-    if (index < 0 || index >= pool_device_count(pool))
-        return err_set(CLOPS_ERR_NOT_FOUND,
-                       "pool_device_info: parameter 'index' = %d; the pool has %d device(s)",
-                       (int)index, (int)pool_device_count(pool));
+    int32_t status = check_device_index("pool_device_info", pool, index, out);
+    if (status != CLOPS_OK)
+        return status;
     return pool_copy_sized(out, pool_device_info(pool_device_at(pool, index)),
                            sizeof(struct clops_device_info));
 }
@@ -113,9 +131,9 @@ static int32_t api_pool_device_info(const struct clops_pool *pool, int32_t index
 static int32_t api_pool_stats(const struct clops_pool *pool, struct clops_stats *out)
 {
     err_clear();
-    if (pool == NULL || out == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_stats: parameter '%s' is NULL",
-                       pool == NULL ? "pool" : "out");
+    int32_t status = check_pool_and_out("pool_stats", pool, out);
+    if (status != CLOPS_OK)
+        return status;
     struct clops_stats s;
     pool_read_stats(pool, &s);
     return pool_copy_sized(out, &s, sizeof s);
@@ -125,9 +143,9 @@ static int32_t api_pool_op_stats(const struct clops_pool *pool, int32_t index,
                                  struct clops_op_stats *out)
 {
     err_clear();
-    if (pool == NULL || out == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_op_stats: parameter '%s' is NULL",
-                       pool == NULL ? "pool" : "out");
+    int32_t status = check_pool_and_out("pool_op_stats", pool, out);
+    if (status != CLOPS_OK)
+        return status;
     if (index < 0 || index >= registry_count())
         return err_set(CLOPS_ERR_NOT_FOUND,
                        "pool_op_stats: parameter 'index' = %d; there are %d operators", (int)index,
@@ -141,13 +159,9 @@ static int32_t api_pool_device_stats(const struct clops_pool *pool, int32_t inde
                                      struct clops_device_stats *out)
 {
     err_clear();
-    if (pool == NULL || out == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_device_stats: parameter '%s' is NULL",
-                       pool == NULL ? "pool" : "out");
-    if (index < 0 || index >= pool_device_count(pool))
-        return err_set(CLOPS_ERR_NOT_FOUND,
-                       "pool_device_stats: parameter 'index' = %d; the pool has %d device(s)",
-                       (int)index, (int)pool_device_count(pool));
+    int32_t status = check_device_index("pool_device_stats", pool, index, out);
+    if (status != CLOPS_OK)
+        return status;
     struct clops_device_stats s;
     pool_read_device_stats(pool_device_at(pool, index), &s);
     return pool_copy_sized(out, &s, sizeof s);
