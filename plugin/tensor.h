@@ -34,6 +34,21 @@ void tensor_describing(int on);
 int32_t tensor_check_i32_vector(const struct clops_tensor *t, const char *op, const char *param,
                                 int64_t min_len, int32_t exact, const struct pool_device *dev);
 
+/* A view's elements as runs of `run` contiguous elements, one per index of its outer axes
+ * (count[i] indices, stride[i] elements apart, innermost first): the axes of extent > 1 sorted
+ * by stride (stably), each merged into the one before where it continues it, the first being
+ * the run when its stride is 1. Transfers read and write these runs only, never the gaps
+ * between them, which may be other views' elements that other threads are writing (a padded C
+ * whose column blocks threads compute); host temporaries hold the runs back to back in this
+ * order, "packed". */
+struct view_runs {
+    int64_t run;
+    int32_t outer;
+    int64_t count[CLOPS_MAX_RANK], stride[CLOPS_MAX_RANK];
+};
+
+void view_runs(const struct clops_tensor *t, struct view_runs *v); /* a checked, non-empty t */
+
 /* Elements from the tensor's first addressed element to its last, inclusive (0 when empty). */
 int64_t tensor_span(const struct clops_tensor *t);
 int64_t tensor_elements(const struct clops_tensor *t);
