@@ -39,6 +39,9 @@ struct pool_op_counters {
     atomic_llong device_ns;
 };
 
+/* How many host blocks a pool keeps for later calls (pool_host_give). */
+enum { POOL_HOST_CACHE = 4 };
+
 struct clops_pool {
     struct pool_config cfg;
     struct program_cache cache;
@@ -49,6 +52,11 @@ struct clops_pool {
     atomic_llong programs_built, programs_loaded, cache_rejected;
     atomic_llong calls, bytes_uploaded, bytes_downloaded;
     struct pool_op_counters *op_counters; /* registry_count() entries */
+    pthread_mutex_t host_lock;            /* guards host_cache */
+    struct pool_host_block {
+        void *data;
+        size_t bytes;
+    } host_cache[POOL_HOST_CACHE]; /* pool_host_take's blocks of past calls */
 };
 
 /* pool_devices.c: discovers the system's devices, opens those the configuration chooses as
@@ -60,6 +68,8 @@ void pool_close_devices(struct clops_pool *pool);
 /* pool_memory.c: sets dev's memory limit to `percent` of what it reports and attaches it to the
  * process-wide count of bytes held on its cl_device_id. */
 int32_t pool_memory_attach(struct pool_device *dev, int32_t percent);
+/* pool_memory.c: frees the host blocks the pool kept (pool_host_give). */
+void pool_host_release_all(struct clops_pool *pool);
 
 /* pool_programs.c: releases every program the pool built. */
 void pool_release_programs(struct clops_pool *pool);

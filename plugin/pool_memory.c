@@ -1,6 +1,9 @@
-/* pool_memory.c — device memory accounting: every buffer clops creates is counted against its
- * device's limit (device_memory_percent), over all the pools of the process. */
+/* pool_memory.c — the memory a pool's calls use: device memory accounting (every buffer clops
+ * creates is counted against its device's limit, device_memory_percent, over all the pools of
+ * the process), and the host blocks its calls' temporaries reuse. */
 #include "pool_internal.h"
+
+#include <stdlib.h>
 
 enum { MEMORY_COUNTS_MAX = 256 };
 
@@ -101,4 +104,58 @@ void pool_free_device_memory(struct pool_device *dev, cl_mem mem)
     if (clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS)
         atomic_fetch_sub(dev->memory_in_use, (long long)bytes);
     clReleaseMemObject(mem);
+}
+
+void *pool_host_take(struct clops_pool *pool, size_t bytes, size_t *capacity)
+{
+    if (bytes == 0)
+        bytes = 1;
+    pthread_mutex_lock(&pool->host_lock);
+    int best = -1;
+    for (int i = 0; i < POOL_HOST_CACHE; i++) {
+        const struct pool_host_block *b = &pool->host_cache[i];
+        if (b->data != NULL && b->bytes >= bytes &&
+            (best < 0 || b->bytes < pool->host_cache[best].bytes))
+            best = i;
+    }
+    void *data = NULL;
+    if (best >= 0) {
+        data = pool->host_cache[best].data;
+        *capacity = pool->host_cache[best].bytes;
+        pool->host_cache[best] = (struct pool_host_block){NULL, 0};
+    }
+    pthread_mutex_unlock(&pool->host_lock);
+    if (data == NULL) {
+        data = malloc(bytes);
+        *capacity = data != NULL ? bytes : 0;
+    }
+    return data;
+}
+
+void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
+{
+    if (data == NULL)
+        return;
+    pthread_mutex_lock(&pool->host_lock);
+    /* An empty slot, else the smallest block if this one is larger. */
+    int slot = 0;
+    for (int i = 1; i < POOL_HOST_CACHE && pool->host_cache[slot].data != NULL; i++)
+        if (pool->host_cache[i].data == NULL ||
+            pool->host_cache[i].bytes < pool->host_cache[slot].bytes)
+            slot = i;
+    struct pool_host_block evicted = {data, capacity};
+    if (pool->host_cache[slot].data == NULL || pool->host_cache[slot].bytes < capacity) {
+        evicted = pool->host_cache[slot];
+        pool->host_cache[slot] = (struct pool_host_block){data, capacity};
+    }
+    pthread_mutex_unlock(&pool->host_lock);
+    free(evicted.data);
+}
+
+void pool_host_release_all(struct clops_pool *pool)
+{
+    for (int i = 0; i < POOL_HOST_CACHE; i++) {
+        free(pool->host_cache[i].data);
+        pool->host_cache[i] = (struct pool_host_block){NULL, 0};
+    }
 }

@@ -68,6 +68,8 @@ struct staged_tensor {
     int64_t offset;
     int32_t temporary;
     struct pool_device *dev; /* the device staged for, where a temporary `mem` lives */
+    struct clops_pool *pool; /* whose host blocks `host` comes from */
+    size_t host_capacity;
     void *host;              /* tensor_download's copy of the elements, packed; freed by commit */
 };
 

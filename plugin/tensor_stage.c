@@ -139,6 +139,7 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
     memset(out, 0, sizeof *out);
     out->t = t;
     out->dev = dev;
+    out->pool = pool;
     if (t->buffer != NULL) {
         out->mem = t->buffer->mem;
         out->offset = t->offset;
@@ -170,8 +171,9 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
     view_runs(t, &v);
     const size_t origin[3] = {0, 0, 0};
     size_t region[3], pitch[2];
-    free(s->host);
-    s->host = malloc((size_t)bytes);
+    /* A block of earlier calls: pages already touched (pool_host_take says why it matters). */
+    pool_host_give(s->pool, s->host, s->host_capacity);
+    s->host = pool_host_take(s->pool, (size_t)bytes, &s->host_capacity);
     char *scratch = NULL;
     if (s->host == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
@@ -211,7 +213,7 @@ void tensor_commit(struct staged_tensor *s)
     if (s->host == NULL)
         return;
     tensor_unpack(s->t, s->host);
-    free(s->host);
+    pool_host_give(s->pool, s->host, s->host_capacity);
     s->host = NULL;
 }
 
@@ -230,7 +232,7 @@ void tensor_release(struct staged_tensor *s)
         pool_free_device_memory(s->dev, s->mem);
     s->mem = NULL;
     s->temporary = 0;
-    free(s->host);
+    pool_host_give(s->pool, s->host, s->host_capacity);
     s->host = NULL;
 }
 
