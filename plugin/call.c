@@ -40,8 +40,8 @@ static int32_t stage_operands(struct op_call *c)
         if (c->stage[i] == STAGE_NONE || t == NULL)
             continue;
         const int upload = c->stage[i] == STAGE_IN || c->stage[i] == STAGE_INOUT;
-        int32_t status = tensor_stage(c->pool, c->dev, c->queue, t, upload, &c->staged[i],
-                                      op->name, op->params[i].name);
+        int32_t status = tensor_stage(c->pool, c->dev, c->queue, t, upload, &c->staged[i], op->name,
+                                      op->params[i].name);
         if (status != CLOPS_OK)
             return status;
     }
@@ -55,8 +55,8 @@ static int32_t download_outputs(struct op_call *c)
     for (int32_t i = 0; i < op->param_count; i++) {
         if (c->stage[i] != STAGE_OUT && c->stage[i] != STAGE_INOUT)
             continue;
-        int32_t status = tensor_download(c->pool, c->queue, &c->staged[i], op->name,
-                                         op->params[i].name);
+        int32_t status =
+            tensor_download(c->pool, c->queue, &c->staged[i], op->name, op->params[i].name);
         if (status != CLOPS_OK)
             return status;
     }
@@ -123,8 +123,8 @@ static void call_init(struct op_call *c, struct clops_pool *pool, const struct o
     c->values = values;
     c->plan = plan;
     for (int32_t i = 0; i < op->param_count; i++) {
-        c->stage[i] = is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind)
-                                                    : STAGE_NONE;
+        c->stage[i] =
+            is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind) : STAGE_NONE;
         c->expect[i].rank = -1;
     }
 }

@@ -58,8 +58,8 @@ struct op_call {
                                      NULL in a check without a pool (then pool is NULL too) */
     int32_t checking;             /* 1: a check only (call_check_index); nothing will run */
     /* Set by check. */
-    void *plan;             /* impl->plan_size bytes, zeroed before check */
-    int32_t nothing_to_do;  /* a valid call with no device work (empty extents, C = 1 * C) */
+    void *plan;            /* impl->plan_size bytes, zeroed before check */
+    int32_t nothing_to_do; /* a valid call with no device work (empty extents, C = 1 * C) */
     int8_t stage[CALL_MAX_PARAMS];
     struct op_output expect[CALL_MAX_PARAMS]; /* by parameter; what check_sized reports */
     /* Set by the core for enqueue. */

@@ -70,7 +70,7 @@ struct staged_tensor {
     struct pool_device *dev; /* the device staged for, where a temporary `mem` lives */
     struct clops_pool *pool; /* whose host blocks `host` comes from */
     size_t host_capacity;
-    void *host;              /* tensor_download's copy of the elements, packed; freed by commit */
+    void *host; /* tensor_download's copy of the elements, packed; freed by commit */
 };
 
 /* Stages `t` for `dev`. upload = 1 copies the host tensor's elements in (inputs, and outputs

@@ -84,8 +84,8 @@ void *__real_malloc(size_t size);
 void *__real_calloc(size_t count, size_t size);
 void *__real_realloc(void *p, size_t size);
 char *__real_strdup(const char *s);
-int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                          void *(*start)(void *), void *arg);
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                          void *arg);
 
 void *__wrap_malloc(size_t size)
 {
@@ -126,11 +126,10 @@ cl_int __real_clGetDeviceIDs(cl_platform_id p, cl_device_type type, cl_uint n,
                              cl_device_id *devices, cl_uint *count);
 cl_int __real_clGetDeviceInfo(cl_device_id d, cl_device_info what, size_t size, void *value,
                               size_t *size_ret);
-cl_context __real_clCreateContext(const cl_context_properties *props, cl_uint n,
-                                  const cl_device_id *devices,
-                                  void(CL_CALLBACK *notify)(const char *, const void *, size_t,
-                                                            void *),
-                                  void *user, cl_int *errcode_ret);
+cl_context
+__real_clCreateContext(const cl_context_properties *props, cl_uint n, const cl_device_id *devices,
+                       void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
+                       void *user, cl_int *errcode_ret);
 cl_int __real_clReleaseContext(cl_context c);
 cl_int __real_clRetainContext(cl_context c);
 cl_command_queue __real_clCreateCommandQueue(cl_context c, cl_device_id d,
@@ -167,11 +166,10 @@ cl_int __wrap_clGetDeviceInfo(cl_device_id d, cl_device_info what, size_t size, 
                                     : __real_clGetDeviceInfo(d, what, size, value, size_ret);
 }
 
-cl_context __wrap_clCreateContext(const cl_context_properties *props, cl_uint n,
-                                  const cl_device_id *devices,
-                                  void(CL_CALLBACK *notify)(const char *, const void *, size_t,
-                                                            void *),
-                                  void *user, cl_int *errcode_ret)
+cl_context
+__wrap_clCreateContext(const cl_context_properties *props, cl_uint n, const cl_device_id *devices,
+                       void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
+                       void *user, cl_int *errcode_ret)
 {
     if (CL_FAIL(clCreateContext))
         return failed_create(errcode_ret, CL_OUT_OF_RESOURCES);
@@ -190,8 +188,7 @@ cl_int __wrap_clRetainContext(cl_context c)
 }
 
 cl_command_queue __wrap_clCreateCommandQueue(cl_context c, cl_device_id d,
-                                             cl_command_queue_properties props,
-                                             cl_int *errcode_ret)
+                                             cl_command_queue_properties props, cl_int *errcode_ret)
 {
     if (CL_FAIL(clCreateCommandQueue))
         return failed_create(errcode_ret, CL_OUT_OF_RESOURCES);
@@ -400,8 +397,8 @@ cl_program __real_clCreateProgramWithBinary(cl_context c, cl_uint n, const cl_de
                                             const size_t *lengths, const unsigned char **binaries,
                                             cl_int *binary_status, cl_int *errcode_ret);
 cl_int __real_clBuildProgram(cl_program p, cl_uint n, const cl_device_id *devices,
-                             const char *options,
-                             void(CL_CALLBACK *notify)(cl_program, void *), void *user);
+                             const char *options, void(CL_CALLBACK *notify)(cl_program, void *),
+                             void *user);
 cl_int __real_clGetProgramInfo(cl_program p, cl_program_info what, size_t size, void *value,
                                size_t *size_ret);
 cl_int __real_clGetProgramBuildInfo(cl_program p, cl_device_id d, cl_program_build_info what,
@@ -436,8 +433,8 @@ cl_program __wrap_clCreateProgramWithBinary(cl_context c, cl_uint n, const cl_de
 }
 
 cl_int __wrap_clBuildProgram(cl_program p, cl_uint n, const cl_device_id *devices,
-                             const char *options,
-                             void(CL_CALLBACK *notify)(cl_program, void *), void *user)
+                             const char *options, void(CL_CALLBACK *notify)(cl_program, void *),
+                             void *user)
 {
     return CL_FAIL(clBuildProgram) ? CL_OUT_OF_RESOURCES
                                    : __real_clBuildProgram(p, n, devices, options, notify, user);
@@ -516,8 +513,8 @@ cl_int __real_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint di
                                      cl_event *event);
 cl_int __real_clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nwait, const cl_event *wait,
                                           cl_event *event);
-cl_int __real_clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nwait,
-                                           const cl_event *wait, cl_event *event);
+cl_int __real_clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nwait, const cl_event *wait,
+                                           cl_event *event);
 cl_int __real_clWaitForEvents(cl_uint n, const cl_event *events);
 cl_int __real_clGetEventProfilingInfo(cl_event e, cl_profiling_info what, size_t size, void *value,
                                       size_t *size_ret);
@@ -546,8 +543,8 @@ cl_int __wrap_clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nwait, con
     return __real_clEnqueueMarkerWithWaitList(q, nwait, wait, event);
 }
 
-cl_int __wrap_clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nwait,
-                                           const cl_event *wait, cl_event *event)
+cl_int __wrap_clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nwait, const cl_event *wait,
+                                           cl_event *event)
 {
     if (CL_FAIL(clEnqueueBarrierWithWaitList))
         return CL_OUT_OF_RESOURCES;

@@ -774,8 +774,8 @@ static void find_entry_of(const char *cache_dir, const char *source, char **key,
 /* LU factors a 5 x 5 f64 matrix through the operator's entry, on a pool over `cache_dir`. */
 static int32_t lu_through_entry(const char *cache_dir, double *a, int32_t *ipiv, int64_t *rejected)
 {
-    static const double start[25] = {4, 1, 2, 0, 3, 1, 5, 1, 2, 0, 2, 1, 6, 1, 1,
-                                      0, 2, 1, 7, 2, 3, 0, 1, 2, 8};
+    static const double start[25] = {4, 1, 2, 0, 3, 1, 5, 1, 2, 0, 2, 1, 6,
+                                     1, 1, 0, 2, 1, 7, 2, 3, 0, 1, 2, 8};
     memcpy(a, start, sizeof start);
     struct clops_pool *pool = program_pool("", cache_dir);
     const struct clops_op *op = entry_table(CLOPS_ABI_MAJOR)->op_find("lu");

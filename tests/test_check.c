@@ -181,8 +181,7 @@ START_TEST(test_lu_family_report_factors_pivots_and_info)
     expect_spec(&r, 2, 2, CLOPS_I32, 1, 5, 0, 0);
     expect_spec(&r, 3, 3, CLOPS_I32, 1, 1, 0, 0);
 
-    const struct clops_arg lu_solve[] = {tensor("lu", &sq), tensor("ipiv", &piv5),
-                                         tensor("b", &b)};
+    const struct clops_arg lu_solve[] = {tensor("lu", &sq), tensor("ipiv", &piv5), tensor("b", &b)};
     r = check_call(tu_pool(), "lu_solve", lu_solve, 3);
     expect_ok(&r);
     ck_assert_int_eq(r.count, 1);
@@ -283,8 +282,8 @@ START_TEST(test_refusals_match_a_run_of_every_operator)
         struct checked c = check_call(tu_pool(), r[i].op, args, r[i].nt);
         ck_assert_msg(c.status != CLOPS_OK, "%s: the check accepted a call a run refuses", r[i].op);
         ck_assert_msg(memory_untouched(&r[i]), "%s: the check wrote host memory", r[i].op);
-        int32_t run = api->invoke_sized(tu_pool(), api->op_find(r[i].op), args, r[i].nt,
-                                        sizeof args[0]);
+        int32_t run =
+            api->invoke_sized(tu_pool(), api->op_find(r[i].op), args, r[i].nt, sizeof args[0]);
         ck_assert_int_eq(run, c.status);
         ck_assert_str_eq(api->last_error(), c.message);
         ck_assert_msg(strncmp(c.message, r[i].op, strlen(r[i].op)) == 0, "%s", c.message);
@@ -300,11 +299,15 @@ START_TEST(test_a_valid_check_runs_and_counts_nothing)
     const struct clops_api *api = tu_api();
     struct clops_pool *pool = tu_pool();
     void *mem[3];
-    struct clops_tensor a = in_memory(described(CLOPS_F32, 2, (int64_t)4, (int64_t)6), 0x5a, &mem[0]);
-    struct clops_tensor b = in_memory(described(CLOPS_F32, 2, (int64_t)6, (int64_t)3), 0x5a, &mem[1]);
-    struct clops_tensor c = in_memory(described(CLOPS_F32, 2, (int64_t)4, (int64_t)3), 0x5a, &mem[2]);
+    struct clops_tensor a =
+        in_memory(described(CLOPS_F32, 2, (int64_t)4, (int64_t)6), 0x5a, &mem[0]);
+    struct clops_tensor b =
+        in_memory(described(CLOPS_F32, 2, (int64_t)6, (int64_t)3), 0x5a, &mem[1]);
+    struct clops_tensor c =
+        in_memory(described(CLOPS_F32, 2, (int64_t)4, (int64_t)3), 0x5a, &mem[2]);
     const struct clops_arg args[] = {tensor("a", &a), tensor("b", &b), tensor("c", &c)};
-    struct clops_stats before = {.struct_size = sizeof before}, after = {.struct_size = sizeof after};
+    struct clops_stats before = {.struct_size = sizeof before},
+                       after = {.struct_size = sizeof after};
     ck_assert_int_eq(api->pool_stats(pool, &before), CLOPS_OK);
     struct checked r = check_call(pool, "gemm", args, 3);
     expect_ok(&r);
@@ -341,7 +344,8 @@ START_TEST(test_a_check_needs_no_pool)
 }
 END_TEST
 
-/* ---- Misuse of check_sized itself ------------------------------------------------------------- */
+/* ---- Misuse of check_sized itself -------------------------------------------------------------
+ */
 
 START_TEST(test_bad_output_arrays_are_refused_naming_them)
 {
@@ -356,9 +360,9 @@ START_TEST(test_bad_output_arrays_are_refused_naming_them)
     ck_assert_int_eq(api->check_sized(NULL, op, args, 3, sizeof args[0], specs, 16, 3, &count),
                      CLOPS_ERR_ABI_MISMATCH);
     ck_assert_ptr_nonnull(strstr(api->last_error(), "'output_size' = 16"));
-    ck_assert_int_eq(api->check_sized(NULL, op, args, 3, sizeof args[0], NULL, sizeof specs[0], 2,
-                                      &count),
-                     CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(
+        api->check_sized(NULL, op, args, 3, sizeof args[0], NULL, sizeof specs[0], 2, &count),
+        CLOPS_ERR_INVALID_ARGUMENT);
     /* Capacity 0: no array, and the count says how many outputs there are. */
     ck_assert_int_eq(api->check_sized(NULL, op, args, 3, sizeof args[0], NULL, 0, 0, &count),
                      CLOPS_OK);

@@ -10,9 +10,9 @@
 #include <check.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,8 +184,7 @@ static int32_t gemm_host_call(struct clops_pool *pool)
     struct clops_tensor a = clops_matrix(g_a, CLOPS_F32, GM, GK, GK, 0);
     struct clops_tensor b = clops_matrix(g_b, CLOPS_F32, GK, GN, G_LDB, 0);
     struct clops_tensor c = clops_matrix(g_c, CLOPS_F32, GM, GN, G_LDC, 0);
-    return gemm_fn(pool, &a, &b, &c, CLOPS_NO_TRANS, CLOPS_NO_TRANS,
-                                             g_alpha, g_beta);
+    return gemm_fn(pool, &a, &b, &c, CLOPS_NO_TRANS, CLOPS_NO_TRANS, g_alpha, g_beta);
 }
 
 static int gemm_host_check(char *why, size_t size)
@@ -232,8 +231,7 @@ static int32_t gemm_device_call(struct clops_pool *pool)
     struct clops_tensor a = clops_matrix_on_device(gd_ba, CLOPS_F64, GK, GM, GM, 0);
     struct clops_tensor b = clops_matrix_on_device(gd_bb, CLOPS_F64, GK, GN, GN, 0);
     struct clops_tensor c = clops_matrix_on_device(gd_bc, CLOPS_F64, GM, GN, GD_LDC, 1);
-    return gemm_fn(pool, &a, &b, &c, CLOPS_TRANS, CLOPS_NO_TRANS,
-                                             g_alpha, g_beta);
+    return gemm_fn(pool, &a, &b, &c, CLOPS_TRANS, CLOPS_NO_TRANS, g_alpha, g_beta);
 }
 
 static int gemm_device_check(char *why, size_t size)
@@ -245,8 +243,7 @@ static int gemm_device_check(char *why, size_t size)
             for (int k = 0; k < GK; k++)
                 ref += g_alpha * gd_a[k * GM + i] * gd_b[k * GN + j];
             if (fabs(gd_c[j * GD_LDC + i] - ref) > 1e-12) {
-                snprintf(why, size, "c(%d, %d) = %g, expected %g", i, j, gd_c[j * GD_LDC + i],
-                         ref);
+                snprintf(why, size, "c(%d, %d) = %g, expected %g", i, j, gd_c[j * GD_LDC + i], ref);
                 return 0;
             }
         }
@@ -295,10 +292,10 @@ static void lu_prepare(void)
 static int32_t lu_call(struct clops_pool *pool)
 {
     struct clops_tensor a = clops_matrix(l_a, CLOPS_F64, LN, LN, L_LDA, 1);
-    struct clops_tensor ipiv = {.data = l_ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {LN},
-                                .strides = {1}};
-    struct clops_tensor info = {.data = l_info, .dtype = CLOPS_I32, .rank = 1, .shape = {1},
-                                .strides = {1}};
+    struct clops_tensor ipiv = {
+        .data = l_ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {LN}, .strides = {1}};
+    struct clops_tensor info = {
+        .data = l_info, .dtype = CLOPS_I32, .rank = 1, .shape = {1}, .strides = {1}};
     return lu_fn(pool, &a, &ipiv, &info, 0);
 }
 
@@ -379,10 +376,10 @@ static int32_t solve_call(struct clops_pool *pool)
 {
     struct clops_tensor a = clops_matrix(l_a, CLOPS_F64, LN, LN, L_LDA, 1);
     struct clops_tensor b = clops_matrix(l_b, CLOPS_F64, LN, L_NRHS, L_NRHS, 0);
-    struct clops_tensor ipiv = {.data = l_ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {LN},
-                                .strides = {1}};
-    struct clops_tensor info = {.data = l_info, .dtype = CLOPS_I32, .rank = 1, .shape = {1},
-                                .strides = {1}};
+    struct clops_tensor ipiv = {
+        .data = l_ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {LN}, .strides = {1}};
+    struct clops_tensor info = {
+        .data = l_info, .dtype = CLOPS_I32, .rank = 1, .shape = {1}, .strides = {1}};
     return solve_fn(pool, &a, &b, &ipiv, &info);
 }
 
@@ -443,8 +440,8 @@ static void lu_solve_prepare(void)
 static int32_t lu_solve_call(struct clops_pool *pool)
 {
     struct clops_tensor lu = clops_matrix(l_a, CLOPS_F64, LN, LN, L_LDA, 1);
-    struct clops_tensor ipiv = {.data = l_ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {LN},
-                                .strides = {1}};
+    struct clops_tensor ipiv = {
+        .data = l_ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {LN}, .strides = {1}};
     /* Two of the three columns: a padded B. */
     struct clops_tensor b = clops_matrix(l_b, CLOPS_F64, LN, 2, L_NRHS, 0);
     return lu_solve_fn(pool, &lu, &ipiv, &b, 1);
@@ -479,8 +476,8 @@ static void reduce_prepare(void)
 static int32_t reduce_call(struct clops_pool *pool)
 {
     struct clops_tensor x = clops_matrix(r_x, CLOPS_F32, RM, RN, R_LD, 0);
-    struct clops_tensor out = {.data = r_out, .dtype = CLOPS_F32, .rank = 1, .shape = {RM},
-                               .strides = {R_OUT_STRIDE}};
+    struct clops_tensor out = {
+        .data = r_out, .dtype = CLOPS_F32, .rank = 1, .shape = {RM}, .strides = {R_OUT_STRIDE}};
     return reduce_fn(pool, &x, &out, 0 /* sum */, 1);
 }
 
@@ -520,10 +517,13 @@ static void argmax_prepare(void)
 
 static int32_t argmax_call(struct clops_pool *pool)
 {
-    struct clops_tensor x = {.data = ra_x, .dtype = CLOPS_F64, .rank = 3,
-                             .shape = {RA0, RA1, RA2}, .strides = {RA1 * RA2, RA2, 1}};
-    struct clops_tensor out = {.data = ra_out, .dtype = CLOPS_I64, .rank = 1, .shape = {1},
-                               .strides = {1}};
+    struct clops_tensor x = {.data = ra_x,
+                             .dtype = CLOPS_F64,
+                             .rank = 3,
+                             .shape = {RA0, RA1, RA2},
+                             .strides = {RA1 * RA2, RA2, 1}};
+    struct clops_tensor out = {
+        .data = ra_out, .dtype = CLOPS_I64, .rank = 1, .shape = {1}, .strides = {1}};
     return reduce_fn(pool, &x, &out, 5 /* argmax */, -1);
 }
 
@@ -597,10 +597,12 @@ static void mandelbrot_prepare(void)
 static int32_t mandelbrot_call(struct clops_pool *pool)
 {
     struct clops_tensor it = clops_matrix(m_iter, CLOPS_U32, MH, MW, MW, 0);
-    struct clops_tensor image = {.data = m_image, .dtype = CLOPS_U8, .rank = 3,
-                                 .shape = {MH, MW, 4}, .strides = {MW * 4, 4, 1}};
-    return mandelbrot_fn(pool, &it, &image, -0.5, 0.1, 3.0,
-                                                         M_ITER, 0, "dynamic", M_TILE);
+    struct clops_tensor image = {.data = m_image,
+                                 .dtype = CLOPS_U8,
+                                 .rank = 3,
+                                 .shape = {MH, MW, 4},
+                                 .strides = {MW * 4, 4, 1}};
+    return mandelbrot_fn(pool, &it, &image, -0.5, 0.1, 3.0, M_ITER, 0, "dynamic", M_TILE);
 }
 
 static int mandelbrot_check(char *why, size_t size)
@@ -620,15 +622,13 @@ static int mandelbrot_check(char *why, size_t size)
     return 1;
 }
 
-static void no_fini(void)
-{
-}
+static void no_fini(void) {}
 
 static const struct fault_case cases[] = {
     {"gemm (host, f32, padded)", "gemm", gemm_host_init, gemm_host_prepare, gemm_host_call,
      gemm_host_check, no_fini},
-    {"gemm (device buffers, f64)", "gemm", gemm_device_init, gemm_device_prepare,
-     gemm_device_call, gemm_device_check, no_fini},
+    {"gemm (device buffers, f64)", "gemm", gemm_device_init, gemm_device_prepare, gemm_device_call,
+     gemm_device_check, no_fini},
     {"lu (host, f64)", "lu", lu_init, lu_prepare, lu_call, lu_check, no_fini},
     {"solve (host, f64)", "solve", solve_init, solve_prepare, solve_call, solve_check, no_fini},
     {"lu_solve (host, f64, trans)", "lu_solve", lu_solve_init, lu_solve_prepare, lu_solve_call,
@@ -809,9 +809,8 @@ static void sweep_one(int ci, enum sweep_mode mode, enum fault_kind kind, int64_
     if (status != CLOPS_OK) {
         t->failed++;
         if (!message_names_op(message, c->op))
-            problem("%s, %s: %s %lld (%s) failed: message does not name '%s': \"%s\"\n",
-                    c->label, mode_names[mode], kind_names[kind], (long long)n, where, c->op,
-                    message);
+            problem("%s, %s: %s %lld (%s) failed: message does not name '%s': \"%s\"\n", c->label,
+                    mode_names[mode], kind_names[kind], (long long)n, where, c->op, message);
         if (kind == FAULT_OPENCL && error != NULL && strstr(message, error) == NULL)
             problem("%s, %s: OpenCL call %lld (%s) failed with %s: message lacks it: \"%s\"\n",
                     c->label, mode_names[mode], (long long)n, where, error, message);
@@ -821,8 +820,8 @@ static void sweep_one(int ci, enum sweep_mode mode, enum fault_kind kind, int64_
                     c->label, mode_names[mode], (long long)n, where, api->status_name(status),
                     message);
         if (failed == NULL)
-            problem("%s, %s: %s %lld: nothing was made to fail but the call failed: %s\n",
-                    c->label, mode_names[mode], kind_names[kind], (long long)n, message);
+            problem("%s, %s: %s %lld: nothing was made to fail but the call failed: %s\n", c->label,
+                    mode_names[mode], kind_names[kind], (long long)n, message);
         /* STAGING (issue 11, item 2): host outputs are written only after every device step
          * succeeded. Until the staging rewrite lands, failures of the downloads after the first
          * output's are expected to be reported here. */
@@ -1039,9 +1038,9 @@ static void sweep_pool_create(enum fault_kind kind)
                     "(%d units, %lld bytes, fp64 %d, version '%s') instead of '%s' (%d, %lld, "
                     "%d, '%s')\n",
                     kind_names[kind], (long long)n, where, got.name, (int)got.compute_units,
-                    (long long)got.global_mem_bytes, (int)got.fp64, got.opencl_version,
-                    want.name, (int)want.compute_units, (long long)want.global_mem_bytes,
-                    (int)want.fp64, want.opencl_version);
+                    (long long)got.global_mem_bytes, (int)got.fp64, got.opencl_version, want.name,
+                    (int)want.compute_units, (long long)want.global_mem_bytes, (int)want.fp64,
+                    want.opencl_version);
         cases[0].init(pool);
         cases[0].prepare();
         status = cases[0].call(pool);
@@ -1094,8 +1093,8 @@ int main(void)
     TCase *tc = tcase_create("sweeps");
     tcase_set_timeout(tc, 1200);
     tcase_add_loop_test(tc, test_faults_in_pool_creation_give_an_error_or_a_working_pool, 0, 2);
-    tcase_add_loop_test(tc, test_faults_in_any_call_of_an_operator_leave_outputs_and_pool_intact,
-                        0, CASE_COUNT);
+    tcase_add_loop_test(tc, test_faults_in_any_call_of_an_operator_leave_outputs_and_pool_intact, 0,
+                        CASE_COUNT);
     suite_add_tcase(s, tc);
     int rc = tu_run_suite(s, 0);
     api->set_log_callback(NULL, NULL, 0);

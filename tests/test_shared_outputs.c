@@ -103,8 +103,7 @@ struct gemm_job {
 static int32_t gemm_job_run(void *arg)
 {
     struct gemm_job *g = arg;
-    return g->gemm(g->pool, &g->a, &g->b, &g->c, CLOPS_NO_TRANS, CLOPS_NO_TRANS, g->alpha,
-                   g->beta);
+    return g->gemm(g->pool, &g->a, &g->b, &g->c, CLOPS_NO_TRANS, CLOPS_NO_TRANS, g->alpha, g->beta);
 }
 
 /* Whether element `at` of a C of `count` elements is one of the C matrix's (else a gap). */
@@ -261,8 +260,8 @@ START_TEST(test_reduce_threads_on_interleaved_outputs_lose_nothing)
         jobs[t].reduce = (clops_reduce_fn)op("reduce")->entry;
         jobs[t].pool = tu_pool();
         jobs[t].x = clops_matrix(x + (size_t)t * R * L, CLOPS_F64, R, L, L, 0);
-        jobs[t].out = (struct clops_tensor){.data = out, .offset = t, .dtype = CLOPS_F64,
-                                            .rank = 1, .shape = {R}, .strides = {S}};
+        jobs[t].out = (struct clops_tensor){
+            .data = out, .offset = t, .dtype = CLOPS_F64, .rank = 1, .shape = {R}, .strides = {S}};
     }
     run_rounds_over_gaps(reduce_job_run, jobs, sizeof jobs[0], out, want, (int64_t)R * S,
                          sizeof out[0], "out");
@@ -342,13 +341,19 @@ START_TEST(test_transpose_threads_on_interleaved_batches_lose_nothing)
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++)
                     want[offset + b * SB + j * SJ + i * si] = xt[(b * M + i) * N + j];
-        jobs[t] = (struct transpose_job){
-            .transpose = (clops_transpose_fn)op("transpose")->entry,
-            .pool = tu_pool(),
-            .x = {.data = (void *)xt, .dtype = CLOPS_U8, .rank = 3, .shape = {B, M, N},
-                  .strides = {M * N, N, 1}},
-            .y = {.data = y, .offset = offset, .dtype = CLOPS_U8, .rank = 3, .shape = {B, N, M},
-                  .strides = {SB, SJ, si}}};
+        jobs[t] = (struct transpose_job){.transpose = (clops_transpose_fn)op("transpose")->entry,
+                                         .pool = tu_pool(),
+                                         .x = {.data = (void *)xt,
+                                               .dtype = CLOPS_U8,
+                                               .rank = 3,
+                                               .shape = {B, M, N},
+                                               .strides = {M * N, N, 1}},
+                                         .y = {.data = y,
+                                               .offset = offset,
+                                               .dtype = CLOPS_U8,
+                                               .rank = 3,
+                                               .shape = {B, N, M},
+                                               .strides = {SB, SJ, si}}};
     }
     run_rounds_over_gaps(transpose_job_run, jobs, sizeof jobs[0], y, want, COUNT, sizeof y[0],
                          _i == 0 ? "y (layout 0)" : "y (layout 1)");
@@ -427,12 +432,12 @@ START_TEST(test_lu_outputs_interleaved_in_one_array_are_accepted)
     for (int i = 0; i < 2 * N; i++)
         piv[i] = -99;
     struct clops_tensor ta = clops_matrix(a, CLOPS_F64, N, N, N, 0);
-    struct clops_tensor ipiv = {.data = piv, .dtype = CLOPS_I32, .rank = 1, .shape = {N},
-                                .strides = {2}};
-    struct clops_tensor info = {.data = piv, .offset = 1, .dtype = CLOPS_I32, .rank = 1,
-                                .shape = {1}, .strides = {1}};
-    ck_assert_msg(((clops_lu_fn)op("lu")->entry)(tu_pool(), &ta, &ipiv, &info, 0) == CLOPS_OK,
-                  "%s", tu_api()->last_error());
+    struct clops_tensor ipiv = {
+        .data = piv, .dtype = CLOPS_I32, .rank = 1, .shape = {N}, .strides = {2}};
+    struct clops_tensor info = {
+        .data = piv, .offset = 1, .dtype = CLOPS_I32, .rank = 1, .shape = {1}, .strides = {1}};
+    ck_assert_msg(((clops_lu_fn)op("lu")->entry)(tu_pool(), &ta, &ipiv, &info, 0) == CLOPS_OK, "%s",
+                  tu_api()->last_error());
     ck_assert_int_eq(piv[1], 0);
     for (int i = 0; i < N; i++)
         ck_assert_msg(piv[2 * i] >= i + 1 && piv[2 * i] <= N, "ipiv[%d] = %d", i, piv[2 * i]);
@@ -460,14 +465,16 @@ START_TEST(test_reduce_refuses_an_element_count_that_overflows)
     struct clops_buffer *buf = NULL;
     ck_assert_int_eq(api->buffer_create(tu_pool(), 32 << 20, &buf), CLOPS_OK);
     const int64_t e = 65536;
-    struct clops_tensor x = {.buffer = buf, .dtype = CLOPS_F32, .rank = 4, .shape = {e, e, e, e},
+    struct clops_tensor x = {.buffer = buf,
+                             .dtype = CLOPS_F32,
+                             .rank = 4,
+                             .shape = {e, e, e, e},
                              .strides = {1, 1, 1, 1}};
     float result = -7.0f;
-    struct clops_tensor o = {.data = &result, .dtype = CLOPS_F32, .rank = 1, .shape = {1},
-                             .strides = {1}};
+    struct clops_tensor o = {
+        .data = &result, .dtype = CLOPS_F32, .rank = 1, .shape = {1}, .strides = {1}};
     int32_t status = ((clops_reduce_fn)op("reduce")->entry)(tu_pool(), &x, &o, 0, -1);
-    ck_assert_msg(status == CLOPS_ERR_INVALID_ARGUMENT, "status %d: %s", status,
-                  api->last_error());
+    ck_assert_msg(status == CLOPS_ERR_INVALID_ARGUMENT, "status %d: %s", status, api->last_error());
     ck_assert_msg(strstr(api->last_error(), "parameter 'x'") != NULL &&
                       strstr(api->last_error(), "overflows") != NULL,
                   "%s", api->last_error());
@@ -487,8 +494,11 @@ START_TEST(test_transpose_refuses_an_element_count_that_overflows)
 {
     uint8_t x[16] = {0}, y[16] = {0};
     const int64_t big = INT64_C(1) << 22;
-    struct clops_tensor tx = {.data = x, .dtype = CLOPS_U8, .rank = 3,
-                              .shape = {big, big / 2, big / 2}, .strides = {1, 1, 1}};
+    struct clops_tensor tx = {.data = x,
+                              .dtype = CLOPS_U8,
+                              .rank = 3,
+                              .shape = {big, big / 2, big / 2},
+                              .strides = {1, 1, 1}};
     struct clops_tensor ty = tx;
     ty.data = y;
     int32_t status = ((clops_transpose_fn)op("transpose")->entry)(tu_pool(), &tx, &ty);

@@ -1,7 +1,7 @@
 /* bench_tune.c — `clops-bench tune`: searches GEMM tile sets on the pool's device and prints
  * the tuning-table entry of plugin/ops/gemm.c for it. Each candidate is forced through the
- * gemm settings (operators.gemm.tile_m, ...) in a pool of its own, checked against a host computation, then
- * timed; the fastest valid set per dtype wins. */
+ * gemm settings (operators.gemm.tile_m, ...) in a pool of its own, checked against a host
+ * computation, then timed; the fastest valid set per dtype wins. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>

@@ -502,8 +502,8 @@ static int32_t gemm_entry(struct clops_pool *pool, const struct clops_tensor *a,
                           int32_t trans_a, int32_t trans_b, double alpha, double beta)
 {
     const union op_value values[] = {{.tensor = a},    {.tensor = b},    {.tensor = c},
-                                      {.i32 = trans_a}, {.i32 = trans_b}, {.f64 = alpha},
-                                      {.f64 = beta}};
+                                     {.i32 = trans_a}, {.i32 = trans_b}, {.f64 = alpha},
+                                     {.f64 = beta}};
     return call_run(pool, &impl_gemm, values);
 }
 

@@ -687,9 +687,9 @@ static int32_t mandel_check(struct op_call *call)
     struct mandel_state *s = call->plan;
     /* Its tiles go to every device; buffers must be on the primary one. */
     const struct pool_device *primary = call->pool != NULL ? pool_device_at(call->pool, 0) : NULL;
-    int32_t status = mandel_check_args(call, primary, v[P_ITERATIONS].tensor,
-                                       v[P_IMAGE].tensor, v[P_CENTER_X].f64, v[P_CENTER_Y].f64,
-                                       v[P_SCALE].f64, v[P_MAX_ITERATIONS].i64, v[P_PRECISION].i32,
+    int32_t status = mandel_check_args(call, primary, v[P_ITERATIONS].tensor, v[P_IMAGE].tensor,
+                                       v[P_CENTER_X].f64, v[P_CENTER_Y].f64, v[P_SCALE].f64,
+                                       v[P_MAX_ITERATIONS].i64, v[P_PRECISION].i32,
                                        v[P_SPLIT].string, v[P_TILE].i64, &s->plan);
     if (status != CLOPS_OK)
         return status;

@@ -438,8 +438,8 @@ static int32_t reduce_enqueue(struct op_call *call)
     const struct staged_tensor *sx = &call->staged[P_X], *so = &call->staged[P_OUT];
     return r->plan.axis < 0 ? run_whole(call->pool, call->dev, call->queue, &r->plan, &r->tuning,
                                         sx, so, &call->device_ns)
-                            : run_axis(call->pool, call->dev, call->queue, &r->plan, &r->tuning,
-                                       sx, so, &call->device_ns);
+                            : run_axis(call->pool, call->dev, call->queue, &r->plan, &r->tuning, sx,
+                                       so, &call->device_ns);
 }
 
 extern const struct clops_op op_reduce;

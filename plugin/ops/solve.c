@@ -41,8 +41,7 @@ static int32_t solve_check(struct op_call *call)
 {
     const union op_value *v = call->values;
     lu_call_stage_none(call);
-    return solve_check_args(call, v[P_A].tensor, v[P_B].tensor, v[P_IPIV].tensor,
-                            v[P_INFO].tensor);
+    return solve_check_args(call, v[P_A].tensor, v[P_B].tensor, v[P_IPIV].tensor, v[P_INFO].tensor);
 }
 
 /* gesv: a, ipiv and info are written whatever info says; b only when A is nonsingular. Host

@@ -301,8 +301,8 @@ struct transpose_call {
 static int32_t transpose_check(struct op_call *call)
 {
     struct transpose_call *t = call->plan;
-    int32_t status = transpose_check_args(call, call->values[0].tensor,
-                                          call->values[1].tensor, &t->plan);
+    int32_t status =
+        transpose_check_args(call, call->values[0].tensor, call->values[1].tensor, &t->plan);
     if (status != CLOPS_OK)
         return status;
     if (t->plan.batch == 0 || t->plan.m == 0 || t->plan.n == 0) {
