@@ -312,16 +312,13 @@ int32_t check_op_sized(struct clops_pool *pool, const struct clops_op *op,
     struct op_output expect[CALL_MAX_PARAMS];
     for (int32_t i = 0; i < CALL_MAX_PARAMS; i++)
         expect[i].rank = -1;
-    int32_t index;
+    int32_t index = -1;
     int32_t status = bind_call(op, args, nargs, arg_size, "check", &index, slots);
     if (status == CLOPS_OK)
         status = call_check_index(pool, index, slots, expect);
-    if (op != NULL && registry_index(op) >= 0) {
-        int32_t n = write_specs(op, expect, outputs, output_size, capacity);
-        if (count != NULL)
-            *count = n;
-    } else if (count != NULL) {
-        *count = 0;
-    }
+    /* bind_call found the operator first (index >= 0) whatever it refused after. */
+    const int32_t n = index >= 0 ? write_specs(op, expect, outputs, output_size, capacity) : 0;
+    if (count != NULL)
+        *count = n;
     return status;
 }
