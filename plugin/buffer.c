@@ -51,32 +51,39 @@ static int32_t check_transfer(const char *what, const struct clops_buffer *b, in
     return CLOPS_OK;
 }
 
-int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, int64_t bytes)
+/* One blocking transfer between host memory and the buffer: from `src` when `dst` is NULL, else
+ * into `dst`. On any queue of the buffer's device: operators finish before they return, so the
+ * buffer's contents are complete whichever queue wrote them. */
+static int32_t transfer(const char *what, struct clops_buffer *b, int64_t offset, const void *src,
+                        void *dst, int64_t bytes)
 {
-    int32_t status = check_transfer("buffer_upload", b, offset, src, bytes);
+    const int download = dst != NULL;
+    int32_t status = check_transfer(what, b, offset, download ? dst : src, bytes);
     if (status != CLOPS_OK || bytes == 0)
         return status;
-    cl_int rc = clEnqueueWriteBuffer(pool_acquire_queue(b->dev), b->mem, CL_TRUE, (size_t)offset,
-                                     (size_t)bytes, src, 0, NULL, NULL);
+    cl_command_queue queue = pool_acquire_queue(b->dev);
+    cl_int rc = download ? clEnqueueReadBuffer(queue, b->mem, CL_TRUE, (size_t)offset,
+                                               (size_t)bytes, dst, 0, NULL, NULL)
+                         : clEnqueueWriteBuffer(queue, b->mem, CL_TRUE, (size_t)offset,
+                                                (size_t)bytes, src, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
-        return err_cl(rc, "buffer_upload: clEnqueueWriteBuffer failed");
-    pool_record_upload(b->pool, bytes);
+        return err_cl(rc, "%s: %s failed", what,
+                      download ? "clEnqueueReadBuffer" : "clEnqueueWriteBuffer");
+    if (download)
+        pool_record_download(b->pool, bytes);
+    else
+        pool_record_upload(b->pool, bytes);
     return CLOPS_OK;
+}
+
+int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, int64_t bytes)
+{
+    return transfer("buffer_upload", b, offset, src, NULL, bytes);
 }
 
 int32_t buffer_download(struct clops_buffer *b, int64_t offset, void *dst, int64_t bytes)
 {
-    int32_t status = check_transfer("buffer_download", b, offset, dst, bytes);
-    if (status != CLOPS_OK || bytes == 0)
-        return status;
-    /* A blocking read on any queue of the device: operators finish before they return, so
-     * the buffer's contents are complete whichever queue wrote them. */
-    cl_int rc = clEnqueueReadBuffer(pool_acquire_queue(b->dev), b->mem, CL_TRUE, (size_t)offset,
-                                    (size_t)bytes, dst, 0, NULL, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "buffer_download: clEnqueueReadBuffer failed");
-    pool_record_download(b->pool, bytes);
-    return CLOPS_OK;
+    return transfer("buffer_download", b, offset, NULL, dst, bytes);
 }
 
 void buffer_release(struct clops_buffer *b)

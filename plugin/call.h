@@ -89,6 +89,18 @@ struct op_impl {
 
 enum { CALL_PLAN_MAX = 1024 };
 
+/* The fields of an operator's descriptor (abi/clops.h) that every operator fills the same way:
+ * its size and version, its parameter table, and its typed entry point, which must have the
+ * ABI's prototype `abi_fn` (anything else is a compile error: no _Generic association).
+ * Not clang-formatted: version 14 splits the association. */
+/* clang-format off */
+#define OP_DESCRIPTOR_FIELDS(param_table, entry_fn, abi_fn)                                       \
+    .struct_size = sizeof(struct clops_op), .version = 1,                                         \
+    .param_count = (int32_t)(sizeof(param_table) / sizeof((param_table)[0])),                     \
+    .params = (param_table), .param_size = sizeof(struct clops_param),                            \
+    .entry = (void (*)(void))_Generic(&(entry_fn), abi_fn : (entry_fn))
+/* clang-format on */
+
 /* Runs one call of the operator at `index` in the registry with `values` (its parameters in
  * the descriptor's order), through the whole lifecycle: what invoke() calls. */
 int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values);

@@ -1,15 +1,10 @@
 /* registry.c — the table of operators. Adding an operator: its descriptor and its call steps
- * (struct op_impl) in plugin/ops/<name>.c and one line here. */
+ * (struct op_impl) in plugin/ops/<name>.c, declared in registry.h, and one line here. */
 #include "registry.h"
 
 #include <string.h>
 
 #include "call.h"
-
-extern const struct op_impl impl_gemm;
-extern const struct op_impl impl_reduce, impl_transpose;
-extern const struct op_impl impl_mandelbrot;
-extern const struct op_impl impl_lu, impl_solve, impl_lu_solve;
 
 static const struct op_impl *const operators[] = {
     &impl_gemm, &impl_reduce, &impl_transpose, &impl_mandelbrot,

@@ -1,4 +1,5 @@
-/* registry.h — the table of operators. Adding an operator is one line in registry.c. */
+/* registry.h — the table of operators. Adding an operator: its call steps here and one line in
+ * registry.c. */
 #ifndef CLOPS_REGISTRY_H
 #define CLOPS_REGISTRY_H
 
@@ -11,6 +12,10 @@ const struct clops_op *registry_at(int32_t index);
 struct op_impl;
 const struct op_impl *registry_impl(int32_t index); /* the operator's call steps (call.h) */
 const struct clops_op *registry_find(const char *name);
+
+/* The operators' call steps (plugin/ops/<name>.c), listed by registry.c. */
+extern const struct op_impl impl_gemm, impl_reduce, impl_transpose, impl_mandelbrot;
+extern const struct op_impl impl_lu, impl_solve, impl_lu_solve;
 int32_t registry_index(const struct clops_op *op);         /* -1 when unknown */
 int32_t registry_index_by_name(const char *name);          /* -1 when unknown */
 

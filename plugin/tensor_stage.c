@@ -92,6 +92,21 @@ void tensor_unpack(const struct clops_tensor *t, const void *packed)
     copy_runs(&v, es, (char *)t->data + t->offset * es, (char *)packed, 1, 1);
 }
 
+/* The end of a transfer of `moved` bytes of parameter `param`: its error, or its count in the
+ * pool's statistics. */
+static int32_t transfer_done(struct clops_pool *pool, cl_int rc, int64_t moved, int download,
+                             const char *op, const char *param)
+{
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: %s parameter '%s' (%lld bytes) failed", op,
+                      download ? "downloading" : "uploading", param, (long long)moved);
+    if (download)
+        pool_record_download(pool, moved);
+    else
+        pool_record_upload(pool, moved);
+    return CLOPS_OK;
+}
+
 /* Copies a host view's elements into `mem`, laid out as the view, reading nothing else of host
  * memory: one transfer when the view is dense or its runs make a rectangle (a padded matrix,
  * the BLAS case), else through a host copy of the span whose gaps are zeros (kernels read only
@@ -125,11 +140,7 @@ static int32_t upload_view(struct clops_pool *pool, cl_command_queue queue,
                                   NULL);
         free(scratch);
     }
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: uploading parameter '%s' (%lld bytes) failed", op, param,
-                      (long long)moved);
-    pool_record_upload(pool, moved);
-    return CLOPS_OK;
+    return transfer_done(pool, rc, moved, 0, op, param);
 }
 
 int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
@@ -201,11 +212,7 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
             copy_runs(&v, es, scratch, s->host, 1, 0);
         free(scratch);
     }
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: downloading parameter '%s' (%lld bytes) failed", op, param,
-                      (long long)moved);
-    pool_record_download(pool, moved);
-    return CLOPS_OK;
+    return transfer_done(pool, rc, moved, 1, op, param);
 }
 
 void tensor_commit(struct staged_tensor *s)

@@ -9,6 +9,7 @@
 
 #include "call.h"
 #include "pool.h"
+#include "registry.h"
 #include "tensor.h"
 
 static const char op_name[] = "gemm";
@@ -485,16 +486,6 @@ static int32_t gemm_run(struct op_call *call)
     return status;
 }
 
-extern const struct clops_op op_gemm;
-
-const struct op_impl impl_gemm = {
-    .desc = &op_gemm,
-    .plan_size = sizeof(struct gemm_plan),
-    .check = gemm_check,
-    .enqueue = gemm_run,
-    .settings = &gemm_settings,
-};
-
 /* ---- The entry point ------------------------------------------------------------------------- */
 
 static int32_t gemm_entry(struct clops_pool *pool, const struct clops_tensor *a,
@@ -506,9 +497,6 @@ static int32_t gemm_entry(struct clops_pool *pool, const struct clops_tensor *a,
                                      {.f64 = beta}};
     return call_run(pool, &impl_gemm, values);
 }
-
-_Static_assert(_Generic(&gemm_entry, clops_gemm_fn : 1, default : 0),
-               "gemm_entry must have the ABI's clops_gemm_fn prototype");
 
 /* ---- The descriptor -------------------------------------------------------------------------- */
 
@@ -530,9 +518,7 @@ static const struct clops_param gemm_params[] = {
      "Scales C's prior contents; 0 ignores them, NaN included. Rounded to float for f32."},
 };
 
-const struct clops_op op_gemm = {
-    .struct_size = sizeof(struct clops_op),
-    .version = 1,
+static const struct clops_op op_gemm = {
     .name = op_name,
     .summary = "General matrix multiply: C = alpha * op(A) * op(B) + beta * C, f32 or f64.",
     .doc =
@@ -571,10 +557,15 @@ const struct clops_op op_gemm = {
         "loads: a call with tiles that do not is CLOPS_ERR_CONFIG naming the settings. The old "
         "spelling -DTILE_M=<n> ... -DVW=<n> in operators.gemm.build_options is still read as "
         "these settings.",
-    .param_count = (int32_t)(sizeof gemm_params / sizeof gemm_params[0]),
-    .params = gemm_params,
-    .param_size = sizeof(struct clops_param),
-    .entry = (void (*)(void))gemm_entry,
+    OP_DESCRIPTOR_FIELDS(gemm_params, gemm_entry, clops_gemm_fn),
+};
+
+const struct op_impl impl_gemm = {
+    .desc = &op_gemm,
+    .plan_size = sizeof(struct gemm_plan),
+    .check = gemm_check,
+    .enqueue = gemm_run,
+    .settings = &gemm_settings,
 };
 
 /* ---- Internal entry for other operators (gemm.h) -------------------------------------------- */

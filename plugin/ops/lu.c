@@ -1,6 +1,7 @@
 /* lu.c — the lu operator: LAPACK's getrf, P·A = L·U with partial pivoting, on the LU engine
  * (getrf.h). */
 #include "getrf.h"
+#include "registry.h"
 
 static const char op_name[] = "lu";
 
@@ -85,18 +86,6 @@ static void lu_commit_step(struct op_call *call)
                     l->inf, 1);
 }
 
-extern const struct clops_op op_lu;
-
-const struct op_impl impl_lu = {
-    .desc = &op_lu,
-    .plan_size = sizeof(struct lu_call),
-    .check = lu_check,
-    .enqueue = lu_enqueue,
-    .commit = lu_commit_step,
-    .release = lu_call_release,
-    .settings = &lu_settings,
-};
-
 static int32_t lu_entry(struct clops_pool *pool, const struct clops_tensor *a,
                         const struct clops_tensor *ipiv, const struct clops_tensor *info,
                         int32_t pivoting)
@@ -105,9 +94,6 @@ static int32_t lu_entry(struct clops_pool *pool, const struct clops_tensor *a,
         {.tensor = a}, {.tensor = ipiv}, {.tensor = info}, {.i32 = pivoting}};
     return call_run(pool, &impl_lu, values);
 }
-
-_Static_assert(_Generic(&lu_entry, clops_lu_fn : 1, default : 0),
-               "lu_entry must have the ABI's clops_lu_fn prototype");
 
 /* ---- The descriptor -------------------------------------------------------------------------- */
 
@@ -127,9 +113,7 @@ static const struct clops_param lu_params[] = {
      "a division by zero, whenever a leading minor is small or singular; for comparison)."},
 };
 
-const struct clops_op op_lu = {
-    .struct_size = sizeof(struct clops_op),
-    .version = 1,
+static const struct clops_op op_lu = {
     .name = op_name,
     .summary = "LU factorization with partial pivoting, P·A = L·U (LAPACK getrf), f32 or f64.",
     .doc = "Factors the M x N matrix A as P·A = L·U with partial pivoting (row interchanges), as "
@@ -178,8 +162,15 @@ const struct clops_op op_lu = {
            "other than f32/f64 (a) or i32 (ipiv, info), f64 on a device without double "
            "precision, a matrix with no unit stride, or an extent over 2^30 - 1. A rejected call "
            "writes nothing.",
-    .param_count = (int32_t)(sizeof lu_params / sizeof lu_params[0]),
-    .params = lu_params,
-    .param_size = sizeof(struct clops_param),
-    .entry = (void (*)(void))lu_entry,
+    OP_DESCRIPTOR_FIELDS(lu_params, lu_entry, clops_lu_fn),
+};
+
+const struct op_impl impl_lu = {
+    .desc = &op_lu,
+    .plan_size = sizeof(struct lu_call),
+    .check = lu_check,
+    .enqueue = lu_enqueue,
+    .commit = lu_commit_step,
+    .release = lu_call_release,
+    .settings = &lu_settings,
 };

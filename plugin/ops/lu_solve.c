@@ -1,6 +1,7 @@
 /* lu_solve.c — the lu_solve operator: LAPACK's getrs, A·X = B or A^T·X = B solved with the
  * factors and pivots that lu wrote, on the LU engine (getrf.h). */
 #include "getrf.h"
+#include "registry.h"
 
 static const char op_name[] = "lu_solve";
 
@@ -81,18 +82,6 @@ static void lu_solve_commit(struct op_call *call)
     lu_commit(&l->b);
 }
 
-extern const struct clops_op op_lu_solve;
-
-const struct op_impl impl_lu_solve = {
-    .desc = &op_lu_solve,
-    .plan_size = sizeof(struct lu_call),
-    .check = lu_solve_check,
-    .enqueue = lu_solve_enqueue,
-    .commit = lu_solve_commit,
-    .release = lu_call_release,
-    .settings = &lu_settings,
-};
-
 static int32_t lu_solve_entry(struct clops_pool *pool, const struct clops_tensor *lu,
                               const struct clops_tensor *ipiv, const struct clops_tensor *b,
                               int32_t trans)
@@ -101,9 +90,6 @@ static int32_t lu_solve_entry(struct clops_pool *pool, const struct clops_tensor
         {.tensor = lu}, {.tensor = ipiv}, {.tensor = b}, {.i32 = trans}};
     return call_run(pool, &impl_lu_solve, values);
 }
-
-_Static_assert(_Generic(&lu_solve_entry, clops_lu_solve_fn : 1, default : 0),
-               "lu_solve_entry must have the ABI's clops_lu_solve_fn prototype");
 
 static const char *const trans_values[] = {"none", "transpose", NULL};
 
@@ -119,9 +105,7 @@ static const struct clops_param lu_solve_params[] = {
      "none: solve A·X = B; transpose: solve A^T·X = B."},
 };
 
-const struct clops_op op_lu_solve = {
-    .struct_size = sizeof(struct clops_op),
-    .version = 1,
+static const struct clops_op op_lu_solve = {
     .name = op_name,
     .summary = "Solves A·X = B or A^T·X = B with the factors of lu (LAPACK getrs), f32 or f64.",
     .doc = "With P·A = L·U from the lu operator (lu and ipiv as it wrote them), overwrites the "
@@ -138,8 +122,15 @@ const struct clops_op op_lu_solve = {
            "trans other than 0 or 1, or b overlapping lu or ipiv. CLOPS_ERR_UNSUPPORTED for other "
            "dtypes, f64 without device support, a matrix with no unit stride. A rejected call "
            "writes nothing.",
-    .param_count = (int32_t)(sizeof lu_solve_params / sizeof lu_solve_params[0]),
-    .params = lu_solve_params,
-    .param_size = sizeof(struct clops_param),
-    .entry = (void (*)(void))lu_solve_entry,
+    OP_DESCRIPTOR_FIELDS(lu_solve_params, lu_solve_entry, clops_lu_solve_fn),
+};
+
+const struct op_impl impl_lu_solve = {
+    .desc = &op_lu_solve,
+    .plan_size = sizeof(struct lu_call),
+    .check = lu_solve_check,
+    .enqueue = lu_solve_enqueue,
+    .commit = lu_solve_commit,
+    .release = lu_call_release,
+    .settings = &lu_settings,
 };

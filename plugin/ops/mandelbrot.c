@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "registry.h"
 #include "split.h"
 #include "tensor.h"
 
@@ -739,17 +740,6 @@ static void mandel_release(struct op_call *call)
     }
 }
 
-extern const struct clops_op op_mandelbrot;
-
-const struct op_impl impl_mandelbrot = {
-    .desc = &op_mandelbrot,
-    .plan_size = sizeof(struct mandel_state),
-    .check = mandel_check,
-    .enqueue = mandel_enqueue,
-    .commit = mandel_commit,
-    .release = mandel_release,
-};
-
 /* ---- The entry point ------------------------------------------------------------------------- */
 
 static int32_t mandelbrot_entry(struct clops_pool *pool, const struct clops_tensor *iterations,
@@ -763,9 +753,6 @@ static int32_t mandelbrot_entry(struct clops_pool *pool, const struct clops_tens
         {.i32 = precision},     {.string = split}, {.i64 = tile}};
     return call_run(pool, &impl_mandelbrot, values);
 }
-
-_Static_assert(_Generic(&mandelbrot_entry, clops_mandelbrot_fn : 1, default : 0),
-               "mandelbrot_entry must have the ABI's clops_mandelbrot_fn prototype");
 
 /* ---- The descriptor -------------------------------------------------------------------------- */
 
@@ -791,9 +778,7 @@ static const struct clops_param mandelbrot_params[] = {
     {"tile", CLOPS_PARAM_INT64, 0, NULL, "256", "Tile edge in pixels, 1 to 4096."},
 };
 
-const struct clops_op op_mandelbrot = {
-    .struct_size = sizeof(struct clops_op),
-    .version = 1,
+static const struct clops_op op_mandelbrot = {
     .name = op_name,
     .summary = "Mandelbrot set iteration counts and RGBA image, tiles shared by GPU and CPU.",
     .doc =
@@ -853,8 +838,14 @@ const struct clops_op op_mandelbrot = {
         "CLOPS_ERR_UNSUPPORTED for dtypes other than u32 and u8, an extent over 2^30 - 1, or f64 "
         "on a device without double precision. A rejected call writes nothing. An empty image "
         "is a valid call that does nothing.",
-    .param_count = (int32_t)(sizeof mandelbrot_params / sizeof mandelbrot_params[0]),
-    .params = mandelbrot_params,
-    .param_size = sizeof(struct clops_param),
-    .entry = (void (*)(void))mandelbrot_entry,
+    OP_DESCRIPTOR_FIELDS(mandelbrot_params, mandelbrot_entry, clops_mandelbrot_fn),
+};
+
+const struct op_impl impl_mandelbrot = {
+    .desc = &op_mandelbrot,
+    .plan_size = sizeof(struct mandel_state),
+    .check = mandel_check,
+    .enqueue = mandel_enqueue,
+    .commit = mandel_commit,
+    .release = mandel_release,
 };

@@ -7,6 +7,7 @@
 
 #include "call.h"
 #include "pool.h"
+#include "registry.h"
 #include "tensor.h"
 
 static const char op_name[] = "reduce";
@@ -442,16 +443,6 @@ static int32_t reduce_enqueue(struct op_call *call)
                                        so, &call->device_ns);
 }
 
-extern const struct clops_op op_reduce;
-
-const struct op_impl impl_reduce = {
-    .desc = &op_reduce,
-    .plan_size = sizeof(struct reduce_call),
-    .check = reduce_check,
-    .enqueue = reduce_enqueue,
-    .settings = &reduce_settings,
-};
-
 /* ---- The entry point ------------------------------------------------------------------------- */
 
 static int32_t reduce_entry(struct clops_pool *pool, const struct clops_tensor *x,
@@ -460,9 +451,6 @@ static int32_t reduce_entry(struct clops_pool *pool, const struct clops_tensor *
     const union op_value values[] = {{.tensor = x}, {.tensor = out}, {.i32 = op}, {.i64 = axis}};
     return call_run(pool, &impl_reduce, values);
 }
-
-_Static_assert(_Generic(&reduce_entry, clops_reduce_fn : 1, default : 0),
-               "reduce_entry must have the ABI's clops_reduce_fn prototype");
 
 /* ---- The descriptor -------------------------------------------------------------------------- */
 
@@ -480,9 +468,7 @@ static const struct clops_param reduce_params[] = {
      "its rows (one result per row)."},
 };
 
-const struct clops_op op_reduce = {
-    .struct_size = sizeof(struct clops_op),
-    .version = 1,
+static const struct clops_op op_reduce = {
     .name = op_name,
     .summary = "sum, min, max, norm2, argmin or argmax over a tensor or along a matrix axis.",
     .doc = "Reduces x with `op` over all its elements (axis = -1; x of rank 1 to 4, any strides) "
@@ -532,8 +518,13 @@ const struct clops_op op_reduce = {
            "naming them. The old spelling -DWG=<n>, -DVEC=<n>, -DGROUPS_PER_CU=<n>, "
            "-DROWS_PER_GROUP=<n> in operators.reduce.build_options is still read as these "
            "settings.",
-    .param_count = (int32_t)(sizeof reduce_params / sizeof reduce_params[0]),
-    .params = reduce_params,
-    .param_size = sizeof(struct clops_param),
-    .entry = (void (*)(void))reduce_entry,
+    OP_DESCRIPTOR_FIELDS(reduce_params, reduce_entry, clops_reduce_fn),
+};
+
+const struct op_impl impl_reduce = {
+    .desc = &op_reduce,
+    .plan_size = sizeof(struct reduce_call),
+    .check = reduce_check,
+    .enqueue = reduce_enqueue,
+    .settings = &reduce_settings,
 };

@@ -1,6 +1,7 @@
 /* solve.c — the solve operator: LAPACK's gesv, A = P·L·U (getrf) and then A·X = B solved with
  * the factors (getrs), on the LU engine (getrf.h). */
 #include "getrf.h"
+#include "registry.h"
 
 static const char op_name[] = "solve";
 
@@ -78,18 +79,6 @@ static void solve_commit(struct op_call *call)
                     l->inf, 1);
 }
 
-extern const struct clops_op op_solve;
-
-const struct op_impl impl_solve = {
-    .desc = &op_solve,
-    .plan_size = sizeof(struct lu_call),
-    .check = solve_check,
-    .enqueue = solve_enqueue,
-    .commit = solve_commit,
-    .release = lu_call_release,
-    .settings = &lu_settings,
-};
-
 static int32_t solve_entry(struct clops_pool *pool, const struct clops_tensor *a,
                            const struct clops_tensor *b, const struct clops_tensor *ipiv,
                            const struct clops_tensor *info)
@@ -98,9 +87,6 @@ static int32_t solve_entry(struct clops_pool *pool, const struct clops_tensor *a
         {.tensor = a}, {.tensor = b}, {.tensor = ipiv}, {.tensor = info}};
     return call_run(pool, &impl_solve, values);
 }
-
-_Static_assert(_Generic(&solve_entry, clops_solve_fn : 1, default : 0),
-               "solve_entry must have the ABI's clops_solve_fn prototype");
 
 static const struct clops_param solve_params[] = {
     {"a", CLOPS_PARAM_TENSOR_INOUT, LU_DTYPES, NULL, NULL,
@@ -115,9 +101,7 @@ static const struct clops_param solve_params[] = {
      "i32, rank 1, 1 element: 0, or k > 0 when U(k, k) is exactly zero (A singular)."},
 };
 
-const struct clops_op op_solve = {
-    .struct_size = sizeof(struct clops_op),
-    .version = 1,
+static const struct clops_op op_solve = {
     .name = op_name,
     .summary = "Solves A·X = B through LU with partial pivoting (LAPACK gesv), f32 or f64.",
     .doc = "Factors the N x N matrix A as P·A = L·U exactly as the lu operator does (a, ipiv and "
@@ -134,8 +118,15 @@ const struct clops_op op_solve = {
            "overlap in memory. CLOPS_ERR_UNSUPPORTED for other dtypes (a, b: f32/f64; ipiv, info: "
            "i32), f64 without device support, a matrix with no unit stride. A rejected call "
            "writes nothing.",
-    .param_count = (int32_t)(sizeof solve_params / sizeof solve_params[0]),
-    .params = solve_params,
-    .param_size = sizeof(struct clops_param),
-    .entry = (void (*)(void))solve_entry,
+    OP_DESCRIPTOR_FIELDS(solve_params, solve_entry, clops_solve_fn),
+};
+
+const struct op_impl impl_solve = {
+    .desc = &op_solve,
+    .plan_size = sizeof(struct lu_call),
+    .check = solve_check,
+    .enqueue = solve_enqueue,
+    .commit = solve_commit,
+    .release = lu_call_release,
+    .settings = &lu_settings,
 };

@@ -7,6 +7,7 @@
 
 #include "call.h"
 #include "pool.h"
+#include "registry.h"
 #include "tensor.h"
 
 static const char op_name[] = "transpose";
@@ -326,16 +327,6 @@ static int32_t transpose_enqueue(struct op_call *call)
                   &call->device_ns);
 }
 
-extern const struct clops_op op_transpose;
-
-const struct op_impl impl_transpose = {
-    .desc = &op_transpose,
-    .plan_size = sizeof(struct transpose_call),
-    .check = transpose_check,
-    .enqueue = transpose_enqueue,
-    .settings = &transpose_settings,
-};
-
 /* ---- The entry point ------------------------------------------------------------------------- */
 
 static int32_t transpose_entry(struct clops_pool *pool, const struct clops_tensor *x,
@@ -344,9 +335,6 @@ static int32_t transpose_entry(struct clops_pool *pool, const struct clops_tenso
     const union op_value values[] = {{.tensor = x}, {.tensor = y}};
     return call_run(pool, &impl_transpose, values);
 }
-
-_Static_assert(_Generic(&transpose_entry, clops_transpose_fn : 1, default : 0),
-               "transpose_entry must have the ABI's clops_transpose_fn prototype");
 
 /* ---- The descriptor -------------------------------------------------------------------------- */
 
@@ -358,9 +346,7 @@ static const struct clops_param transpose_params[] = {
      "x, or x itself (same memory, offset, shape and strides) for square matrices: in place."},
 };
 
-const struct clops_op op_transpose = {
-    .struct_size = sizeof(struct clops_op),
-    .version = 1,
+static const struct clops_op op_transpose = {
     .name = op_name,
     .summary = "y = x^T over the last two axes: a matrix, or a batch; in place when square.",
     .doc = "Writes y(b, j, i) = x(b, i, j) for a matrix x (rank 2, M x N; y is N x M) or a batch "
@@ -391,8 +377,13 @@ const struct clops_op op_transpose = {
            "8 (16 and 4 on devices that are neither GPUs nor CPUs); rows is halved while the "
            "group is larger than the device allows. The old spelling -DTILE=<n> -DROWS=<n> in "
            "operators.transpose.build_options is still read as these settings.",
-    .param_count = (int32_t)(sizeof transpose_params / sizeof transpose_params[0]),
-    .params = transpose_params,
-    .param_size = sizeof(struct clops_param),
-    .entry = (void (*)(void))transpose_entry,
+    OP_DESCRIPTOR_FIELDS(transpose_params, transpose_entry, clops_transpose_fn),
+};
+
+const struct op_impl impl_transpose = {
+    .desc = &op_transpose,
+    .plan_size = sizeof(struct transpose_call),
+    .check = transpose_check,
+    .enqueue = transpose_enqueue,
+    .settings = &transpose_settings,
 };
