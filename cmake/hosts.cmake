@@ -18,7 +18,7 @@ function(clops_add_expect_test name)
   cmake_parse_arguments(arg "" "RC;REGEX;TIMEOUT" "COMMAND;ENVIRONMENT" ${ARGN})
   add_test(NAME ${name}
            COMMAND ${CMAKE_COMMAND} -DEXPECT_RC=${arg_RC} "-DEXPECT_REGEX=${arg_REGEX}"
-                   "-DCOMMAND=${arg_COMMAND}" -P ${CMAKE_SOURCE_DIR}/hosts/cli/tests/expect.cmake)
+                   "-DCOMMAND=${arg_COMMAND}" -P ${PROJECT_SOURCE_DIR}/hosts/cli/tests/expect.cmake)
   if(DEFINED arg_ENVIRONMENT)
     set_tests_properties(${name} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
   endif()

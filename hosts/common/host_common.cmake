@@ -6,6 +6,6 @@ if(NOT TARGET clops_host_common)
     ${CMAKE_CURRENT_LIST_DIR}/table.c
     ${CMAKE_CURRENT_LIST_DIR}/util.c)
   target_include_directories(clops_host_common PUBLIC
-    ${CMAKE_SOURCE_DIR}/abi ${CMAKE_CURRENT_LIST_DIR})
+    ${PROJECT_SOURCE_DIR}/abi ${CMAKE_CURRENT_LIST_DIR})
   target_link_libraries(clops_host_common PUBLIC ${CMAKE_DL_LIBS})
 endif()

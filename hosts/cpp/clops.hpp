@@ -2,9 +2,13 @@
 // clops::error exceptions, tensor views over host memory or device buffers, typed gemm / lu /
 // solve / lu_solve, and a generic invoke by parameter name. Needs only abi/clops.h and -ldl.
 //
-//     clops::library lib;                     // $CLOPS_LIBRARY, else libclops.so.1
+//     clops::library lib;                     // $CLOPS_LIBRARY, else CLOPS_PLUGIN_PATH
 //     clops::pool pool = lib.create_pool();   // first GPU, else the CPU
 //     pool.gemm(clops::view(a, m, k), clops::view(b, k, n), clops::view(c, m, n));
+//
+// CLOPS_PLUGIN_PATH, when the build defines it (find_package(clops)'s clops::headers does, and
+// pkg-config's `plugin` variable holds it), is the installed plugin's path; else libclops.so.1
+// is looked up on the system's library path.
 //
 // Lifetimes: a pool keeps its library loaded, and a buffer keeps its pool alive (the ABI wants a
 // buffer released before its pool), so the objects may be destroyed in any order.
@@ -664,7 +668,8 @@ class pool
 class library
 {
   public:
-    // Loads $CLOPS_LIBRARY when set, else libclops.so.1 through the system search path.
+    // Loads $CLOPS_LIBRARY when set, else CLOPS_PLUGIN_PATH when the build defines it, else
+    // libclops.so.1 through the system search path.
     library() : library(default_path()) {}
 
     explicit library(const std::string &path) : plugin_(std::make_shared<detail::plugin>())
@@ -741,7 +746,12 @@ class library
     static std::string default_path()
     {
         const char *named = std::getenv("CLOPS_LIBRARY");
-        return named != nullptr && named[0] != '\0' ? named : "libclops.so.1";
+#ifdef CLOPS_PLUGIN_PATH
+        const char *installed = CLOPS_PLUGIN_PATH;
+#else
+        const char *installed = "libclops.so.1";
+#endif
+        return named != nullptr && named[0] != '\0' ? named : installed;
     }
     const detail::plugin &checked() const
     {

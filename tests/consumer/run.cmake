@@ -1,0 +1,103 @@
+# run.cmake — builds and runs tests/consumer the way a user of clops would, with no
+# CLOPS_LIBRARY and no LD_LIBRARY_PATH, and checks the numbers each program prints.
+#   cmake -DMODE=package|pkgconfig|subdirectory -DSOURCE_DIR=<clops tree> -DBUILD_DIR=<its build>
+#         -DWORK=<scratch dir> -P run.cmake
+#   package       cmake --install into WORK/prefix, then find_package(clops 1 CONFIG)
+#   pkgconfig     cmake --install into WORK/prefix, then cc with pkg-config's flags
+#   subdirectory  the source tree added with add_subdirectory()
+cmake_minimum_required(VERSION 3.19)
+foreach(var MODE SOURCE_DIR BUILD_DIR WORK)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "run.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+set(here ${CMAKE_CURRENT_LIST_DIR})
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+
+# Runs a command; stops the test with its output when it fails.
+function(step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+# Runs a program as a user would (no CLOPS_LIBRARY, no LD_LIBRARY_PATH); its output must match.
+function(expect program regex)
+  step("${program}" ${CMAKE_COMMAND} -E env --unset=CLOPS_LIBRARY --unset=LD_LIBRARY_PATH
+       ${program} ${ARGN})
+  if(NOT step_output MATCHES "${regex}")
+    message(FATAL_ERROR "${program}: expected output matching '${regex}', got:\n${step_output}")
+  endif()
+  message(STATUS "${program}: ${step_output}")
+endfunction()
+
+# The README's C program, exactly as the README shows it.
+file(READ ${SOURCE_DIR}/README.md readme)
+string(FIND "${readme}" "## A tour of the API" at)
+string(SUBSTRING "${readme}" ${at} -1 readme)
+string(FIND "${readme}" "```c\n" begin)
+math(EXPR begin "${begin} + 5")
+string(SUBSTRING "${readme}" ${begin} -1 tour)
+string(FIND "${tour}" "\n```" end)
+string(SUBSTRING "${tour}" 0 ${end} tour)
+file(WRITE ${WORK}/tour.c "${tour}\n")
+
+set(tour_c "C = \\[8 10; 20 22\\]")
+set(tour_cpp "C = \\[4 5; 10 11\\]")
+set(blas "C = \\[4 5; 10 11\\] x = \\[0.8 1.4\\] info = 0")
+set(prefix ${WORK}/prefix)
+
+if(MODE STREQUAL "package" OR MODE STREQUAL "pkgconfig")
+  step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+endif()
+
+if(MODE STREQUAL "package" OR MODE STREQUAL "subdirectory")
+  if(MODE STREQUAL "package")
+    set(how -DCMAKE_PREFIX_PATH=${prefix})
+  else()
+    set(how -DCLOPS_TREE=${SOURCE_DIR})
+  endif()
+  step("configuring the consumer" ${CMAKE_COMMAND} -S ${here} -B ${WORK}/build ${how}
+       -DTOUR_SOURCE=${WORK}/tour.c)
+  step("building the consumer" ${CMAKE_COMMAND} --build ${WORK}/build -j2
+       --target tour tour_cpp blas)
+  expect(${WORK}/build/tour "${tour_c}")
+  expect(${WORK}/build/tour_cpp "${tour_cpp}")
+  expect(${WORK}/build/blas "${blas}")
+  file(READ ${WORK}/build/plugin_path.txt plugin)
+  if(MODE STREQUAL "package" AND NOT plugin MATCHES "^${prefix}/lib[^/]*(/[^/]+)?/libclops\\.so")
+    message(FATAL_ERROR "$<TARGET_FILE:clops::plugin> is ${plugin}, not under ${prefix}")
+  endif()
+  if(NOT EXISTS ${plugin})
+    message(FATAL_ERROR "$<TARGET_FILE:clops::plugin> is ${plugin}, which does not exist")
+  endif()
+endif()
+
+if(MODE STREQUAL "pkgconfig")
+  set(pc "PKG_CONFIG_PATH=${prefix}/lib/pkgconfig:${prefix}/share/pkgconfig")
+  file(GLOB pcdirs ${prefix}/lib/*/pkgconfig)
+  foreach(dir ${pcdirs})
+    string(APPEND pc ":${dir}")
+  endforeach()
+  step("cc with pkg-config clops" ${CMAKE_COMMAND} -E env ${pc} sh -c "cc ${WORK}/tour.c -o ${WORK}/tour \
+$(pkg-config --cflags --libs clops) \
+-DCLOPS_PLUGIN_PATH=\"\\\"$(pkg-config --variable=plugin clops)\\\"\"")
+  expect(${WORK}/tour "${tour_c}")
+  step("c++ with pkg-config clops" ${CMAKE_COMMAND} -E env ${pc} sh -c "c++ -std=c++17 ${here}/tour.cpp \
+-o ${WORK}/tour_cpp $(pkg-config --cflags --libs clops) \
+-DCLOPS_PLUGIN_PATH=\"\\\"$(pkg-config --variable=plugin clops)\\\"\"")
+  expect(${WORK}/tour_cpp "${tour_cpp}")
+  step("cc with pkg-config clops-lapack" ${CMAKE_COMMAND} -E env ${pc} sh -c "cc ${here}/blas.c -o ${WORK}/blas \
+$(pkg-config --libs clops-lapack) -Wl,-rpath,$(pkg-config --variable=libdir clops-lapack)")
+  expect(${WORK}/blas "${blas}")
+  step("pkg-config --modversion clops" ${CMAKE_COMMAND} -E env ${pc} sh -c "pkg-config --modversion clops")
+  if(NOT step_output MATCHES "^1\\.")
+    message(FATAL_ERROR "pkg-config --modversion clops: ${step_output}")
+  endif()
+  # The installed programs find the installed plugin by themselves.
+  expect(${prefix}/bin/clops "clops 1\\.[0-9]+\\.[0-9]+" --version)
+  expect(${prefix}/bin/clops "gemm" ops)
+endif()
