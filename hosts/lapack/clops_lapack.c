@@ -650,11 +650,31 @@ static int32_t call_lu_solve(struct clops_pool *pool, const struct lu_args *x)
     return ((clops_lu_solve_fn)clops.lu_solve->entry)(pool, &x->a, &x->ipiv, &x->b, x->trans);
 }
 
+/* What getrf, getrs and gesv do once LAPACK's checks have set *info: report the argument they
+ * rejected (INFO = -position), return quickly when the call is `empty`, and turn away a call
+ * with one of its `count` integer arguments beyond int32 (reject_beyond_int32). Returns 1 with
+ * *o set when the call ends here, 0 when it goes on to clops. */
+static int lu_family_ends_early(enum routine r, enum width w, int empty, int count,
+                                const int64_t values[], const int positions[], int64_t *info,
+                                enum outcome *o)
+{
+    *o = DONE;
+    if (*info != 0) {
+        report_illegal(routines[r].srname, w, -*info);
+        return 1;
+    }
+    if (empty)
+        return 1;
+    const int64_t beyond = position_beyond_int32(count, values, positions);
+    if (beyond != 0)
+        *o = reject_beyond_int32(r, beyond, info);
+    return beyond != 0;
+}
+
 /* ipiv points to INTEGERs of width w; *info receives INFO unless the host routine runs. */
 static enum outcome getrf_run(enum routine r, enum width w, int64_t m, int64_t n, void *a,
                               int64_t lda, void *ipiv, int64_t *info)
 {
-    const char *srname = routines[r].srname;
     *info = 0;
     if (m < 0)
         *info = -1;
@@ -662,21 +682,15 @@ static enum outcome getrf_run(enum routine r, enum width w, int64_t m, int64_t n
         *info = -2;
     else if (lda < max1(m))
         *info = -4;
-    if (*info != 0) {
-        report_illegal(srname, w, -*info);
-        return DONE;
-    }
-    if (m == 0 || n == 0)
-        return DONE;
-    const int64_t beyond =
-        position_beyond_int32(3, (const int64_t[3]){m, n, lda}, (const int[3]){1, 2, 4});
-    if (beyond != 0)
-        return reject_beyond_int32(r, beyond, info);
+    enum outcome o;
+    if (lu_family_ends_early(r, w, m == 0 || n == 0, 3, (const int64_t[3]){m, n, lda},
+                             (const int[3]){1, 2, 4}, info, &o))
+        return o;
     int32_t clops_info = 0;
     struct lu_args x = {.a = fortran_matrix(a, routines[r].dtype, m, n, lda),
                         .pivots = {.caller = ipiv, .width = w, .n = m < n ? m : n},
                         .info = i32_vector(&clops_info, 1)};
-    enum outcome o = lu_family_run(r, w, (uint64_t)(m * n), info, call_lu, &x);
+    o = lu_family_run(r, w, (uint64_t)(m * n), info, call_lu, &x);
     if (o == DONE && *info == 0)
         *info = clops_info;
     return o;
@@ -686,7 +700,6 @@ static enum outcome getrs_run(enum routine r, enum width w, char trans, int64_t 
                               const void *a, int64_t lda, const void *ipiv, void *b, int64_t ldb,
                               int64_t *info)
 {
-    const char *srname = routines[r].srname;
     const int notran = lsame(trans, 'N');
     *info = 0;
     if (!notran && !lsame(trans, 'T') && !lsame(trans, 'C'))
@@ -699,16 +712,10 @@ static enum outcome getrs_run(enum routine r, enum width w, char trans, int64_t 
         *info = -5;
     else if (ldb < max1(n))
         *info = -8;
-    if (*info != 0) {
-        report_illegal(srname, w, -*info);
-        return DONE;
-    }
-    if (n == 0 || nrhs == 0)
-        return DONE;
-    const int64_t beyond =
-        position_beyond_int32(4, (const int64_t[4]){n, nrhs, lda, ldb}, (const int[4]){2, 3, 5, 8});
-    if (beyond != 0)
-        return reject_beyond_int32(r, beyond, info);
+    enum outcome o;
+    if (lu_family_ends_early(r, w, n == 0 || nrhs == 0, 4, (const int64_t[4]){n, nrhs, lda, ldb},
+                             (const int[4]){2, 3, 5, 8}, info, &o))
+        return o;
     const int32_t dtype = routines[r].dtype;
     struct lu_args x = {.a = fortran_matrix(a, dtype, n, n, lda),
                         .b = fortran_matrix(b, dtype, n, nrhs, ldb),
@@ -721,7 +728,6 @@ static enum outcome getrs_run(enum routine r, enum width w, char trans, int64_t 
 static enum outcome gesv_run(enum routine r, enum width w, int64_t n, int64_t nrhs, void *a,
                              int64_t lda, void *ipiv, void *b, int64_t ldb, int64_t *info)
 {
-    const char *srname = routines[r].srname;
     *info = 0;
     if (n < 0)
         *info = -1;
@@ -731,16 +737,10 @@ static enum outcome gesv_run(enum routine r, enum width w, int64_t n, int64_t nr
         *info = -4;
     else if (ldb < max1(n))
         *info = -7;
-    if (*info != 0) {
-        report_illegal(srname, w, -*info);
-        return DONE;
-    }
-    if (n == 0)
-        return DONE;
-    const int64_t beyond =
-        position_beyond_int32(4, (const int64_t[4]){n, nrhs, lda, ldb}, (const int[4]){1, 2, 4, 7});
-    if (beyond != 0)
-        return reject_beyond_int32(r, beyond, info);
+    enum outcome o;
+    if (lu_family_ends_early(r, w, n == 0, 4, (const int64_t[4]){n, nrhs, lda, ldb},
+                             (const int[4]){1, 2, 4, 7}, info, &o))
+        return o;
     const int32_t dtype = routines[r].dtype;
     int32_t clops_info = 0;
     struct lu_args x = {.a = fortran_matrix(a, dtype, n, n, lda),
@@ -748,8 +748,8 @@ static enum outcome gesv_run(enum routine r, enum width w, int64_t n, int64_t nr
                         .pivots = {.caller = ipiv, .width = w, .n = n},
                         .info = i32_vector(&clops_info, 1)};
     /* gesv factors A even with no right-hand side, as LAPACK's (getrf, then getrs). */
-    enum outcome o = lu_family_run(r, w, (uint64_t)(n * n) + (uint64_t)(n * nrhs), info,
-                                   nrhs == 0 ? call_lu : call_solve, &x);
+    o = lu_family_run(r, w, (uint64_t)(n * n) + (uint64_t)(n * nrhs), info,
+                      nrhs == 0 ? call_lu : call_solve, &x);
     if (o == DONE && *info == 0)
         *info = clops_info;
     return o;
