@@ -31,6 +31,29 @@ static void expect(const char *what, const char *name, int position, int info, i
     seen_position = 0;
 }
 
+/* expect() for a routine with INFO, which must be -position. INFO is then set to 7, a value no
+ * rejected call leaves, so that the next call must write it. */
+static void expect_info(const char *what, const char *name, int position, int *info)
+{
+    expect(what, name, position, *info, -position);
+    *info = 7;
+}
+
+/* dgemm_ calls with one bad argument (N is 4 throughout), in LAPACK's order of the checks. */
+static const struct dgemm_case {
+    const char *what, *transa, *transb;
+    int m, k, lda, ldb, ldc, position;
+} dgemm_cases[] = {
+    {"dgemm lda=3 < M=4", "N", "N", 4, 4, 3, 4, 4, 8},
+    {"dgemm transa='X' is reported before lda", "X", "N", 4, 4, 3, 4, 4, 1},
+    {"dgemm transb='q'", "n", "q", 4, 4, 4, 4, 4, 2},
+    {"dgemm M<0", "N", "N", -1, 4, 4, 4, 4, 3},
+    {"dgemm K<0", "N", "N", 4, -1, 4, 4, 4, 5},
+    /* transb = 'T': B is N x K, so ldb >= N = 4 */
+    {"dgemm ldb=3 < N (B transposed)", "T", "t", 4, 4, 4, 3, 4, 10},
+    {"dgemm ldc=3 < M", "C", "N", 4, 4, 4, 4, 3, 13},
+};
+
 int main(void)
 {
     double a[16], b[16], c[16];
@@ -41,21 +64,12 @@ int main(void)
     const float salpha = 1.0f, sbeta = 0.0f;
     int m = 4, n = 4, k = 4, ld = 4, small = 3, neg = -1, one = 1, ipiv[4] = {0}, info = 7;
 
-    dgemm_("N", "N", &m, &n, &k, &alpha, a, &small, b, &ld, &beta, c, &ld, 1, 1);
-    expect("dgemm lda=3 < M=4", "DGEMM", 8, 0, 0);
-    dgemm_("X", "N", &m, &n, &k, &alpha, a, &small, b, &ld, &beta, c, &ld, 1, 1);
-    expect("dgemm transa='X' is reported before lda", "DGEMM", 1, 0, 0);
-    dgemm_("n", "q", &m, &n, &k, &alpha, a, &ld, b, &ld, &beta, c, &ld, 1, 1);
-    expect("dgemm transb='q'", "DGEMM", 2, 0, 0);
-    dgemm_("N", "N", &neg, &n, &k, &alpha, a, &ld, b, &ld, &beta, c, &ld, 1, 1);
-    expect("dgemm M<0", "DGEMM", 3, 0, 0);
-    dgemm_("N", "N", &m, &n, &neg, &alpha, a, &ld, b, &ld, &beta, c, &ld, 1, 1);
-    expect("dgemm K<0", "DGEMM", 5, 0, 0);
-    /* transb = 'T': B is N x K, so ldb >= N = 4 */
-    dgemm_("T", "t", &m, &n, &k, &alpha, a, &ld, b, &small, &beta, c, &ld, 1, 1);
-    expect("dgemm ldb=3 < N (B transposed)", "DGEMM", 10, 0, 0);
-    dgemm_("C", "N", &m, &n, &k, &alpha, a, &ld, b, &ld, &beta, c, &small, 1, 1);
-    expect("dgemm ldc=3 < M", "DGEMM", 13, 0, 0);
+    for (size_t i = 0; i < sizeof dgemm_cases / sizeof dgemm_cases[0]; i++) {
+        const struct dgemm_case *t = &dgemm_cases[i];
+        dgemm_(t->transa, t->transb, &t->m, &n, &t->k, &alpha, a, &t->lda, b, &t->ldb, &beta, c,
+               &t->ldc, 1, 1);
+        expect(t->what, "DGEMM", t->position, 0, 0);
+    }
     sgemm_("N", "N", &m, &n, &k, &salpha, sa, &small, sb, &ld, &sbeta, sc, &ld, 1, 1);
     expect("sgemm lda=3", "SGEMM", 8, 0, 0);
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 4, 4, 4, 1.0, a, 3, b, 4, 0.0, c, 4);
@@ -68,37 +82,27 @@ int main(void)
     expect("cblas_dgemm bad order", "cblas_dgemm", 1, 0, 0);
 
     dgetrf_(&neg, &n, a, &ld, ipiv, &info);
-    expect("dgetrf M=-1", "DGETRF", 1, info, -1);
-    info = 7;
+    expect_info("dgetrf M=-1", "DGETRF", 1, &info);
     sgetrf_(&m, &neg, sa, &ld, ipiv, &info);
-    expect("sgetrf N=-1", "SGETRF", 2, info, -2);
-    info = 7;
+    expect_info("sgetrf N=-1", "SGETRF", 2, &info);
     dgetrf_(&m, &n, a, &small, ipiv, &info);
-    expect("dgetrf lda=3 < M", "DGETRF", 4, info, -4);
-    info = 7;
+    expect_info("dgetrf lda=3 < M", "DGETRF", 4, &info);
     dgetrs_("X", &n, &one, a, &ld, ipiv, b, &ld, &info, 1);
-    expect("dgetrs trans='X'", "DGETRS", 1, info, -1);
-    info = 7;
+    expect_info("dgetrs trans='X'", "DGETRS", 1, &info);
     dgetrs_("T", &n, &neg, a, &ld, ipiv, b, &ld, &info, 1);
-    expect("dgetrs NRHS<0", "DGETRS", 3, info, -3);
-    info = 7;
+    expect_info("dgetrs NRHS<0", "DGETRS", 3, &info);
     sgetrs_("N", &n, &one, sa, &small, ipiv, sb, &ld, &info, 1);
-    expect("sgetrs lda=3", "SGETRS", 5, info, -5);
-    info = 7;
+    expect_info("sgetrs lda=3", "SGETRS", 5, &info);
     dgetrs_("C", &n, &one, a, &ld, ipiv, b, &small, &info, 1);
-    expect("dgetrs ldb=3", "DGETRS", 8, info, -8);
-    info = 7;
+    expect_info("dgetrs ldb=3", "DGETRS", 8, &info);
     dgesv_(&neg, &one, a, &ld, ipiv, b, &ld, &info);
-    expect("dgesv N<0", "DGESV", 1, info, -1);
-    info = 7;
+    expect_info("dgesv N<0", "DGESV", 1, &info);
     dgesv_(&n, &neg, a, &ld, ipiv, b, &ld, &info);
-    expect("dgesv NRHS<0", "DGESV", 2, info, -2);
-    info = 7;
+    expect_info("dgesv NRHS<0", "DGESV", 2, &info);
     sgesv_(&n, &one, sa, &small, ipiv, sb, &ld, &info);
-    expect("sgesv lda=3", "SGESV", 4, info, -4);
-    info = 7;
+    expect_info("sgesv lda=3", "SGESV", 4, &info);
     dgesv_(&n, &one, a, &ld, ipiv, b, &small, &info);
-    expect("dgesv ldb=3", "DGESV", 7, info, -7);
+    expect_info("dgesv ldb=3", "DGESV", 7, &info);
 
     int untouched = 1;
     for (int i = 0; i < 16; i++)
