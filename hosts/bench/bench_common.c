@@ -30,6 +30,12 @@ int bench_parse_int(const char *text, int base, int64_t lo, int64_t hi, int64_t 
     return 0;
 }
 
+const char *bench_take_int(const char *arg, int base, int64_t lo, int64_t hi, int64_t *out,
+                           const char *error)
+{
+    return bench_parse_int(arg, base, lo, hi, out) != 0 ? error : NULL;
+}
+
 const char *bench_parse_sizes(const char *text, int64_t *sizes, int max, int *count)
 {
     char *copy = host_xstrdup(text), *save = NULL;

@@ -62,6 +62,11 @@ int bench_usage_error(const char *program, const char *what, const char *arg);
  * [lo, hi]. Returns 0, or -1 when it is not one. */
 int bench_parse_int(const char *text, int base, int64_t lo, int64_t hi, int64_t *out);
 
+/* An integer option's value for bench_command_line.take: bench_parse_int() into *out, and NULL,
+ * or `error` (the usage error's text) when `arg` is not one. */
+const char *bench_take_int(const char *arg, int base, int64_t lo, int64_t hi, int64_t *out,
+                           const char *error);
+
 /* "N,N,..." with 1 <= N <= 65536, at most `max` of them, into sizes[0 .. *count - 1]. Returns
  * NULL, or the usage error's text for a --sizes option. */
 const char *bench_parse_sizes(const char *text, int64_t *sizes, int max, int *count);

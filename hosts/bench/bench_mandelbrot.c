@@ -85,24 +85,17 @@ static const char *take_option(void *area, int option, const char *arg)
 {
     struct options *opt = area;
     switch (option) {
-    case 'n':
-        return bench_parse_int(arg, 10, 1, 65536, &opt->size) != 0 ? "--size: value out of range:"
-                                                                   : NULL;
+    case 'n': return bench_take_int(arg, 10, 1, 65536, &opt->size, "--size: value out of range:");
     case 'm':
-        return bench_parse_int(arg, 10, 1, INT64_C(1) << 31, &opt->max_iterations) != 0
-                   ? "--max-iterations: value out of range:"
-                   : NULL;
+        return bench_take_int(arg, 10, 1, INT64_C(1) << 31, &opt->max_iterations,
+                              "--max-iterations: value out of range:");
     case 'd':
-        return bench_parse_int(arg, 10, 1, 65536, &opt->deep_size) != 0
-                   ? "--deep-size: value out of range:"
-                   : NULL;
+        return bench_take_int(arg, 10, 1, 65536, &opt->deep_size,
+                              "--deep-size: value out of range:");
     case 'D':
-        return bench_parse_int(arg, 10, 1, INT64_C(1) << 31, &opt->deep_max_iterations) != 0
-                   ? "--deep-max-iterations: value out of range:"
-                   : NULL;
-    case 't':
-        return bench_parse_int(arg, 10, 1, 4096, &opt->tile) != 0 ? "--tile: value out of range:"
-                                                                  : NULL;
+        return bench_take_int(arg, 10, 1, INT64_C(1) << 31, &opt->deep_max_iterations,
+                              "--deep-max-iterations: value out of range:");
+    case 't': return bench_take_int(arg, 10, 1, 4096, &opt->tile, "--tile: value out of range:");
     case 's': opt->split = 0; break;
     }
     return NULL;

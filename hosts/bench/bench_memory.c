@@ -62,13 +62,11 @@ static const char *take_option(void *area, int option, const char *arg)
     /* Base 0: the sizes may be given as 0x4000000. */
     switch (option) {
     case 'n':
-        return bench_parse_int(arg, 0, 1024, INT64_C(1) << 32, &opt->reduce_n) != 0
-                   ? "--reduce-size wants 1024 to 2^32, not"
-                   : NULL;
+        return bench_take_int(arg, 0, 1024, INT64_C(1) << 32, &opt->reduce_n,
+                              "--reduce-size wants 1024 to 2^32, not");
     case 't':
-        return bench_parse_int(arg, 0, 1, 65536, &opt->transpose_n) != 0
-                   ? "--transpose-size wants 1 to 65536, not"
-                   : NULL;
+        return bench_take_int(arg, 0, 1, 65536, &opt->transpose_n,
+                              "--transpose-size wants 1 to 65536, not");
     }
     return NULL;
 }
