@@ -25,6 +25,20 @@ void expect(bool condition, const std::string &what)
     }
 }
 
+// `call` must throw clops::error with `status` and a message that contains `fragment` ("": any
+// message); `throws` names the failure when it returns, `what` when the error is another.
+template <class Call>
+void expect_error(Call call, int32_t status, const char *fragment, const std::string &throws,
+                  const std::string &what)
+{
+    try {
+        call();
+        expect(false, throws);
+    } catch (const clops::error &e) {
+        expect(e.status() == status && e.message().find(fragment) != std::string::npos, what);
+    }
+}
+
 void pass(const char *name, double value)
 {
     std::printf("%s: PASS, scaled error %.3e\n", name, value);
@@ -221,29 +235,16 @@ void test_bad_arguments_throw_status_and_message(const clops::pool &pool)
         expect(c == std::vector<double>(30, 7.0), "a rejected call changes nothing");
     }
     // The binding's own checks: a view that does not fit its vector, a read-only output.
-    try {
-        (void)clops::view(a, 5, 5);
-        expect(false, "a 5x5 view of 20 elements throws");
-    } catch (const clops::error &e) {
-        expect(e.status() == CLOPS_ERR_INVALID_ARGUMENT &&
-                   e.message().find("20") != std::string::npos,
-               "view that does not fit: INVALID_ARGUMENT naming the size");
-    }
+    expect_error([&] { (void)clops::view(a, 5, 5); }, CLOPS_ERR_INVALID_ARGUMENT, "20",
+                 "a 5x5 view of 20 elements throws",
+                 "view that does not fit: INVALID_ARGUMENT naming the size");
     const std::vector<double> &c_const = c;
-    try {
-        pool.gemm(clops::view(a, 5, 4), clops::view(a, 4, 5), clops::view(c_const, 5, 5));
-        expect(false, "a read-only C throws");
-    } catch (const clops::error &e) {
-        expect(e.status() == CLOPS_ERR_INVALID_ARGUMENT &&
-                   e.message().find("'c'") != std::string::npos,
-               "read-only output: INVALID_ARGUMENT naming c");
-    }
-    try {
-        pool.invoke("gemmm", {});
-        expect(false, "an unknown operator throws");
-    } catch (const clops::error &e) {
-        expect(e.status() == CLOPS_ERR_NOT_FOUND, "unknown operator: CLOPS_ERR_NOT_FOUND");
-    }
+    expect_error(
+        [&] { pool.gemm(clops::view(a, 5, 4), clops::view(a, 4, 5), clops::view(c_const, 5, 5)); },
+        CLOPS_ERR_INVALID_ARGUMENT, "'c'", "a read-only C throws",
+        "read-only output: INVALID_ARGUMENT naming c");
+    expect_error([&] { pool.invoke("gemmm", {}); }, CLOPS_ERR_NOT_FOUND, "",
+                 "an unknown operator throws", "unknown operator: CLOPS_ERR_NOT_FOUND");
     std::printf("bad_arguments_throw_status_and_message: PASS\n");
 }
 
@@ -325,15 +326,13 @@ void test_move_semantics()
         clops::pool second = std::move(first);
         expect(first.empty() && !first && first.get() == nullptr, "moved-from pool is empty");
         expect(second.get() == handle, "the handle moved");
-        try {
-            std::vector<double> x(4, 1.0), y(4, 0.0);
-            first.gemm(clops::view(x, 2, 2), clops::view(x, 2, 2), clops::view(y, 2, 2));
-            expect(false, "a call on a moved-from pool throws");
-        } catch (const clops::error &e) {
-            expect(e.status() == CLOPS_ERR_INVALID_ARGUMENT &&
-                       e.message().find("empty") != std::string::npos,
-                   "moved-from pool: INVALID_ARGUMENT, 'empty'");
-        }
+        expect_error(
+            [&] {
+                std::vector<double> x(4, 1.0), y(4, 0.0);
+                first.gemm(clops::view(x, 2, 2), clops::view(x, 2, 2), clops::view(y, 2, 2));
+            },
+            CLOPS_ERR_INVALID_ARGUMENT, "empty", "a call on a moved-from pool throws",
+            "moved-from pool: INVALID_ARGUMENT, 'empty'");
 
         clops::pool third = lib.create_pool();
         third = std::move(second); // releases third's own pool, takes second's
