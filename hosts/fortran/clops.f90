@@ -383,13 +383,17 @@ contains
 
     function clops_version() result(version)
         character(len=:), allocatable :: version
+        version = ''
+        if (associated(table)) version = string_member(table%version)
+    end function
+
+    ! What a member of the table with string_fn's prototype (version, last_error) returns.
+    function string_member(member) result(s)
+        type(c_funptr), intent(in) :: member
+        character(len=:), allocatable :: s
         procedure(string_fn), pointer :: fn
-        if (.not. associated(table)) then
-            version = ''
-            return
-        end if
-        call c_f_procpointer(table%version, fn)
-        version = from_c(fn())
+        call c_f_procpointer(member, fn)
+        s = from_c(fn())
     end function
 
     ! getenv() rather than get_environment_variable: libgfortran strndup()s the unterminated
@@ -490,19 +494,14 @@ contains
     ! the parameter, its value and what was expected.
     function clops_error_message() result(message)
         character(len=:), allocatable :: message
-        procedure(string_fn), pointer :: last_error
         if (allocated(module_message)) then
             if (len(module_message) > 0) then
                 message = module_message
                 return
             end if
         end if
-        if (.not. associated(table)) then
-            message = 'libclops is not loaded'
-            return
-        end if
-        call c_f_procpointer(table%last_error, last_error)
-        message = from_c(last_error())
+        message = 'libclops is not loaded'
+        if (associated(table)) message = string_member(table%last_error)
     end function
 
     ! The status's enum name, e.g. "CLOPS_ERR_INVALID_ARGUMENT".
@@ -623,33 +622,6 @@ contains
         if (size(a, 1) > 1) next(1) = c_loc(a(2, 1))
         if (size(a, 2) > 1) next(2) = c_loc(a(1, 2))
         t = array_tensor(CLOPS_F32, 4, shape(a), c_loc(a(1, 1)), next)
-    end function
-
-    ! A vector as an N×1 matrix (the right-hand side of solve).
-    function column_f64(v) result(t)
-        real(real64), intent(in), target :: v(:)
-        type(clops_tensor) :: t
-        type(c_ptr) :: next(2)
-        next = c_null_ptr
-        if (size(v) == 0) then
-            t = array_tensor(CLOPS_F64, 8, [size(v), 1], c_null_ptr, next)
-            return
-        end if
-        if (size(v) > 1) next(1) = c_loc(v(2))
-        t = array_tensor(CLOPS_F64, 8, [size(v), 1], c_loc(v(1)), next)
-    end function
-
-    function column_f32(v) result(t)
-        real(real32), intent(in), target :: v(:)
-        type(clops_tensor) :: t
-        type(c_ptr) :: next(2)
-        next = c_null_ptr
-        if (size(v) == 0) then
-            t = array_tensor(CLOPS_F32, 4, [size(v), 1], c_null_ptr, next)
-            return
-        end if
-        if (size(v) > 1) next(1) = c_loc(v(2))
-        t = array_tensor(CLOPS_F32, 4, [size(v), 1], c_loc(v(1)), next)
     end function
 
     function tensor_i32(v) result(t)
@@ -799,13 +771,17 @@ contains
         call call_solve(pool, tensor_f64(a), tensor_f64(b), ipiv, info, status)
     end subroutine
 
+    ! A vector b is the N×1 matrix over the same elements (a pointer remapping of rank one: a
+    ! section with a stride stays in place).
     subroutine solve_f64_vector(pool, a, b, ipiv, info, status)
         type(clops_pool), intent(in) :: pool
         real(real64), intent(inout), target :: a(:, :), b(:)
         integer(c_int32_t), intent(inout), target :: ipiv(:)
         integer(c_int32_t), intent(out) :: info
         integer(c_int32_t), intent(out), optional :: status
-        call call_solve(pool, tensor_f64(a), column_f64(b), ipiv, info, status)
+        real(real64), pointer :: column(:, :)
+        column(1:size(b), 1:1) => b
+        call solve_f64(pool, a, column, ipiv, info, status)
     end subroutine
 
     subroutine solve_f32(pool, a, b, ipiv, info, status)
@@ -823,7 +799,9 @@ contains
         integer(c_int32_t), intent(inout), target :: ipiv(:)
         integer(c_int32_t), intent(out) :: info
         integer(c_int32_t), intent(out), optional :: status
-        call call_solve(pool, tensor_f32(a), column_f32(b), ipiv, info, status)
+        real(real32), pointer :: column(:, :)
+        column(1:size(b), 1:1) => b
+        call solve_f32(pool, a, column, ipiv, info, status)
     end subroutine
 
     ! ---- lu_solve: A X = B or Aᵀ X = B with lu's factors (getrs) ----------------------------
@@ -863,7 +841,9 @@ contains
         real(real64), intent(inout), target :: b(:)
         logical, intent(in), optional :: trans
         integer(c_int32_t), intent(out), optional :: status
-        call call_lu_solve(pool, tensor_f64(factors), ipiv, column_f64(b), trans, status)
+        real(real64), pointer :: column(:, :)
+        column(1:size(b), 1:1) => b
+        call lu_solve_f64(pool, factors, ipiv, column, trans, status)
     end subroutine
 
     subroutine lu_solve_f32(pool, factors, ipiv, b, trans, status)
@@ -883,7 +863,9 @@ contains
         real(real32), intent(inout), target :: b(:)
         logical, intent(in), optional :: trans
         integer(c_int32_t), intent(out), optional :: status
-        call call_lu_solve(pool, tensor_f32(factors), ipiv, column_f32(b), trans, status)
+        real(real32), pointer :: column(:, :)
+        column(1:size(b), 1:1) => b
+        call lu_solve_f32(pool, factors, ipiv, column, trans, status)
     end subroutine
 
     ! ---- C strings --------------------------------------------------------------------------
