@@ -9,9 +9,6 @@
 include(CMakePackageConfigHelpers)
 
 set(CLOPS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/clops)
-# Where hosts dlopen the plugin from once installed: the SONAME's file in the library directory.
-set(CLOPS_INSTALLED_PLUGIN
-    ${CMAKE_INSTALL_FULL_LIBDIR}/libclops.so.${PROJECT_VERSION_MAJOR})
 
 install(TARGETS clops EXPORT clopsTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
@@ -69,6 +66,8 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/clops-lapack.pc.in ${PROJECT_BINARY_D
                @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/clops.pc ${PROJECT_BINARY_DIR}/clops-lapack.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+
+include(${PROJECT_SOURCE_DIR}/cmake/packaging.cmake)
 
 # Tests: the consumer project of tests/consumer, built and run each way a user would.
 if(CLOPS_BUILD_TESTS)

@@ -8,10 +8,6 @@
 
 #include "util.h"
 
-#ifndef CLOPS_BUILD_LIBRARY
-#define CLOPS_BUILD_LIBRARY NULL
-#endif
-
 /* ---- command line ------------------------------------------------------------------------- */
 
 int bench_usage_error(const char *program, const char *what, const char *arg)
@@ -137,7 +133,7 @@ int bench_load_library(struct bench_session *s)
 {
     /* libclops is never dlclose()d: OpenCL drivers are not safe to unload. */
     char why[8192];
-    if (host_library_load(&s->lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
+    if (host_library_load(&s->lib, why, sizeof why) != 0) {
         fprintf(stderr, "%s: cannot load libclops: %s\n", s->program, why);
         return BENCH_EXIT_LOAD;
     }

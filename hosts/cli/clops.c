@@ -9,11 +9,6 @@
 #include "table.h"
 #include "util.h"
 
-/* The library built next to this program (a generator expression in CMakeLists.txt); an
- * installed clops falls through to libclops.so.1 on the system path. */
-#ifndef CLOPS_BUILD_LIBRARY
-#define CLOPS_BUILD_LIBRARY NULL
-#endif
 #ifndef CLOPS_VERSION_STRING
 #define CLOPS_VERSION_STRING "unknown"
 #endif
@@ -99,7 +94,7 @@ static const char run_help[] =
 static int cli_load(struct cli *cli)
 {
     char why[8192];
-    if (host_library_load(&cli->lib, CLOPS_BUILD_LIBRARY, why, sizeof why) != 0) {
+    if (host_library_load(&cli->lib, why, sizeof why) != 0) {
         fprintf(stderr, "clops: cannot load libclops: %s\n", why);
         return CLI_LOAD;
     }

@@ -2,10 +2,10 @@
 #include "loader.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "util.h"
 
@@ -66,12 +66,17 @@ static int try_load(struct host_library *lib, const char *candidate, char *why, 
     }
     lib->handle = handle;
     lib->api = api;
-    snprintf(lib->path, sizeof lib->path, "%s", candidate);
+    /* The file dlopen() found (a bare SONAME names none), for messages and --version. */
+    struct link_map *map = NULL;
+    const char *found = dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL &&
+                                map->l_name != NULL && map->l_name[0] != '\0'
+                            ? map->l_name
+                            : candidate;
+    snprintf(lib->path, sizeof lib->path, "%s", found);
     return 0;
 }
 
-int host_library_load(struct host_library *lib, const char *build_tree_path, char *why,
-                      size_t why_size)
+int host_library_load(struct host_library *lib, char *why, size_t why_size)
 {
     memset(lib, 0, sizeof *lib);
     why[0] = '\0';
@@ -83,11 +88,13 @@ int host_library_load(struct host_library *lib, const char *build_tree_path, cha
         snprintf(why + used, why_size - used, " (from $CLOPS_LIBRARY)");
         return -1;
     }
-    /* Only tried when present, so that an installed host does not report a stale build path. */
-    if (build_tree_path != NULL && access(build_tree_path, F_OK) == 0 &&
-        try_load(lib, build_tree_path, why, why_size) == 0)
+    if (try_load(lib, "libclops.so.1", why, why_size) == 0)
         return 0;
-    return try_load(lib, "libclops.so.1", why, why_size);
+    size_t used = strlen(why);
+    snprintf(why + used, why_size - used,
+             " (searched the program's run path and the system's library path; set "
+             "CLOPS_LIBRARY to the plugin's file to name it)");
+    return -1;
 }
 
 static const char *level_name(int32_t level)

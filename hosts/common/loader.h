@@ -10,16 +10,16 @@
 struct host_library {
     void *handle;
     const struct clops_api *api;
-    char path[4096]; /* what was passed to dlopen() */
+    char path[4096]; /* the file dlopen() loaded */
 };
 
-/* Loads the plugin from, in order: $CLOPS_LIBRARY (alone: a library the user named that fails
- * to load is an error, not a reason to pick another one), `build_tree_path` (the library built
- * next to the host; may be NULL), then "libclops.so.1" through the system search path.
- * Negotiates ABI CLOPS_ABI_MAJOR and checks that the table holds every member this host uses.
- * Returns 0, or -1 with the reasons (one per attempt) in `why`. */
-int host_library_load(struct host_library *lib, const char *build_tree_path, char *why,
-                      size_t why_size);
+/* Loads the plugin from $CLOPS_LIBRARY when it is set (alone: a library the user named that
+ * fails to load is an error, not a reason to pick another one), else "libclops.so.1" as
+ * dlopen() searches for it: the program's run path first (set by the build: this build tree's
+ * library, or the installed one where the install's library directory is not on the system
+ * path), then the system's. Negotiates ABI CLOPS_ABI_MAJOR and checks that the table holds
+ * every member this host uses. Returns 0, or -1 with the reasons (one per attempt) in `why`. */
+int host_library_load(struct host_library *lib, char *why, size_t why_size);
 
 /* Sends the plugin's diagnostics to stderr as "<program>: <level>: <message>": warnings and
  * errors always, info and debug too when `verbose`. */

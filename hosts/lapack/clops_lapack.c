@@ -133,7 +133,7 @@ static void print_stats(void);
 static void clops_init(void)
 {
     char why[2048];
-    if (host_library_load(&clops.lib, NULL, why, sizeof why) != 0) {
+    if (host_library_load(&clops.lib, why, sizeof why) != 0) {
         report_clops_failure_once("cannot load libclops", why);
         return;
     }
