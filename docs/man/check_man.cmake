@@ -3,7 +3,8 @@
 #   cmake -DMAN_DIR=docs/man [-DCLOPS_EXE=clops] [-DCLOPS_BENCH_EXE=clops-bench]
 #         [-DMAN_RENDERER=groff|man] -P docs/man/check_man.cmake
 #
-# 1. Every page (MAN_DIR/*.[1-9]) renders without a warning: `groff -man -Tutf8 -ww -z PAGE`, or
+# 1. Every page (MAN_DIR/*.[1-9]) renders without a warning: `groff -man -Tutf8 -ww -z PAGE` and
+#    the same with -Tascii (a terminal without UTF-8 lacks glyphs such as \(*S), or
 #    `man --warnings=w -l PAGE` where groff is not installed (MAN_RENDERER picks one), must exit
 #    0 and print nothing on stderr. With neither installed this part is skipped, and the last
 #    line says so (the test's SKIP_REGULAR_EXPRESSION).
@@ -223,17 +224,20 @@ if(NOT GROFF AND NOT MAN)
           "(Debian/Ubuntu: groff-base, man-db)")
   return()
 endif()
+if(GROFF)
+  set(renderers "${GROFF} -man -Tutf8 -ww -z" "${GROFF} -man -Tascii -ww -z")
+else()
+  set(renderers "${MAN} --warnings=w -l")
+endif()
 foreach(page IN LISTS pages)
-  if(GROFF)
-    set(command ${GROFF} -man -Tutf8 -ww -z ${page})
-  else()
-    set(command ${MAN} --warnings=w -l ${page})
-  endif()
-  execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE warnings)
-  if(NOT rc EQUAL 0 OR NOT warnings STREQUAL "")
-    string(JOIN " " shown ${command})
-    string(APPEND failures "  ${page}: `${shown}` exited ${rc}:\n${warnings}\n")
-  endif()
+  foreach(renderer IN LISTS renderers)
+    separate_arguments(command UNIX_COMMAND "${renderer}")
+    execute_process(COMMAND ${command} ${page} RESULT_VARIABLE rc OUTPUT_QUIET
+                    ERROR_VARIABLE warnings)
+    if(NOT rc EQUAL 0 OR NOT warnings STREQUAL "")
+      string(APPEND failures "  ${page}: `${renderer} ${page}` exited ${rc}:\n${warnings}\n")
+    endif()
+  endforeach()
 endforeach()
 if(NOT failures STREQUAL "")
   message(FATAL_ERROR "The manual pages do not render cleanly:\n${failures}")
