@@ -1,0 +1,60 @@
+"""clops — OpenCL compute operators (libclops) from Python: NumPy functions shaped like NumPy's
+and scipy.linalg's, and the plugin's whole ABI through ctypes (nothing is compiled).
+
+    import numpy as np, clops
+    a, b = np.random.rand(300, 200), np.random.rand(200, 100)
+    c = clops.gemm(a, b)                           # a @ b, on the default pool
+    lu, piv = clops.lu_factor(np.random.rand(50, 50))
+    x = clops.solve(np.random.rand(5, 5), np.ones(5))
+    counts, rgba = clops.mandelbrot(640, 480, max_iter=256)
+
+`import clops` loads libclops: $CLOPS_LIBRARY, else the library recorded at installation
+(clops/_install.py), else libclops.so.1 from the dynamic linker's path; LoadError (an
+ImportError) lists each path tried and why it failed. clops.library().path is the one loaded.
+
+The low-level API: Pool (pool.invoke(name, ...) runs any operator; pool.gemm(a, b, c),
+pool.lu(a), pool.solve(a, b) work in place, as LAPACK), View, Buffer, ops(). A failed plugin call
+raises clops.Error (a subclass per status) with .status, .status_name and .message.
+"""
+
+import numpy  # required: the package's functions take and return ndarrays
+
+from . import _abi
+from ._abi import *  # noqa: F401,F403  the constants and struct mirrors of abi/clops.h
+from ._abi import _end_of  # noqa: F401  (CLOPS_API_HAS's bound; the ABI tests use it)
+from ._api import (default_pool, gemm, lu_factor, lu_solve, mandelbrot, solve,  # noqa: F401
+                   transpose)
+from ._errors import (AbiMismatchError, BuildError, ClopsError, ConfigError,  # noqa: F401
+                      DeviceError, Error, FileError, InternalError, InvalidArgumentError,
+                      LinAlgError, LoadError, NoDeviceError, NotFoundError,
+                      OutOfDeviceMemoryError, OutOfHostMemoryError, UnsupportedError,
+                      linalg_warning)
+from ._library import Library, Op, Param, candidates, library, ops  # noqa: F401
+from ._library import _op_info, _params  # noqa: F401  (descriptor walking; tested directly)
+from ._pool import Buffer, Pool  # noqa: F401
+from ._reduce import argmax, argmin, max, min, norm, sum  # noqa: F401
+from ._tensor import DeviceView, View, as_tensor  # noqa: F401
+from ._version import __version__  # noqa: F401
+
+__all__ = [
+    # the NumPy functions
+    "gemm", "lu_factor", "lu_solve", "solve", "transpose", "mandelbrot",
+    "sum", "min", "max", "argmin", "argmax", "norm", "default_pool",
+    # the low-level API
+    "Pool", "Buffer", "View", "DeviceView", "as_tensor", "Library", "library", "ops", "candidates",
+    "Op", "Param", "__version__",
+    # errors
+    "Error", "ClopsError", "InvalidArgumentError", "UnsupportedError", "OutOfDeviceMemoryError",
+    "OutOfHostMemoryError", "DeviceError", "BuildError", "ConfigError", "FileError",
+    "NotFoundError", "AbiMismatchError", "NoDeviceError", "InternalError", "LoadError",
+    "LinAlgError", "linalg_warning",
+]
+__all__ += _abi.__all__
+
+# Public classes show as clops.X (in reprs and tracebacks), not as the private module's.
+for _name in __all__:
+    if isinstance(globals()[_name], type) and globals()[_name].__module__.startswith("clops._"):
+        globals()[_name].__module__ = __name__
+del _name
+
+library()  # loading is importing: a missing or unusable libclops is an ImportError (LoadError)

@@ -1,0 +1,349 @@
+"""_api.py — the NumPy functions, shaped like scipy.linalg's and NumPy's: gemm, lu_factor,
+lu_solve, solve, transpose and mandelbrot (the reductions are in _reduce.py), and the default pool
+they run on when given no pool=.
+
+Arrays of any layout go in (C or Fortran order, slices, transposed views) and are viewed in place
+where the operator can take them; what it cannot (negative or zero strides, a non-native byte
+order, a matrix with no unit stride for the LU family) is copied first. Inputs are never written:
+results are new arrays, unless out= (gemm) or overwrite_a/overwrite_b (as SciPy's) allow it.
+dtypes are the ones the operator's descriptor lists; any other raises TypeError naming the
+parameter."""
+
+import atexit
+import numbers
+import threading
+
+import numpy as np
+
+from ._abi import DTYPES
+from ._errors import LinAlgError, warn_singular
+from ._library import library
+from ._pool import Pool
+from ._tensor import numpy_strides
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_pool():
+    """The pool the functions use when given no pool=: Pool() (the built-in configuration: the
+    first GPU, else the CPU device), created by the first call from any thread, the same for
+    every thread, and released at exit."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                pool = Pool()
+                atexit.register(pool.release)
+                _default = pool
+    return _default
+
+
+def pool_or_default(pool):
+    return default_pool() if pool is None else pool
+
+
+# ---- Operands -------------------------------------------------------------------------------
+
+_NUMPY_NAME = {name: numpy_name for name, _, _, numpy_name in DTYPES.values()}
+
+
+def accepted_dtypes(op, param):
+    """The NumPy dtypes operator `op`'s descriptor accepts for its tensor `param`."""
+    for p in library().op(op).params:
+        if p.name == param:
+            return tuple(np.dtype(_NUMPY_NAME[d]) for d in p.dtypes)
+    raise LookupError("operator %s has no parameter %r" % (op, param))
+
+
+def dtype_names(dtypes):
+    names = [d.name for d in dtypes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def check_dtype(arr, name, fn, dtypes):
+    if arr.dtype.newbyteorder("=") not in dtypes:
+        raise TypeError("clops.%s: parameter '%s' has dtype %s; expected %s"
+                        % (fn, name, arr.dtype, dtype_names(dtypes)))
+
+
+def viewable(arr):
+    """Whether the plugin takes arr's layout in place: native byte order, every axis with
+    extent stepping forward by whole elements."""
+    strides = numpy_strides(arr)
+    return arr.dtype.isnative and strides is not None and \
+        all(s > 0 for n, s in zip(arr.shape, strides) if n > 1)
+
+
+def matrix_layout(arr):
+    """Whether arr is a matrix the LU operators (and gemm's c) take in place: row- or
+    column-major, one unit stride and the other at least the extent it steps over."""
+    if arr.ndim != 2 or not viewable(arr):
+        return False
+    (m, n), (s0, s1) = arr.shape, numpy_strides(arr)
+    return (s1 == 1 and s0 >= n) or (s0 == 1 and s1 >= m)
+
+
+def operand(x, name, fn, dtypes, ndims):
+    """x as an ndarray the plugin can view: one of `dtypes` (TypeError naming the parameter
+    otherwise), a number of dimensions in `ndims` (ValueError otherwise); copied, in C order,
+    when its layout cannot be viewed."""
+    arr = np.asarray(x)
+    check_dtype(arr, name, fn, dtypes)
+    if arr.ndim not in ndims:
+        raise ValueError("clops.%s: parameter '%s' has %d dimensions (shape %s); expected %s"
+                         % (fn, name, arr.ndim, arr.shape,
+                            " or ".join(str(n) for n in ndims)))
+    if not viewable(arr):
+        arr = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C")
+    return arr
+
+
+def private_copy(arr):
+    """A copy an operator may overwrite, in the layout of arr when that is Fortran order
+    (SciPy's), else in C order (the LU operators' working layout)."""
+    order = "F" if arr.flags.f_contiguous and not arr.flags.c_contiguous else "C"
+    return np.array(arr, order=order)
+
+
+def overwritable(arr, original, matrix):
+    """Whether arr, made by operand() from the caller's `original`, is that very array and may
+    be written in place: writable, and of a layout the operator takes (a matrix, or a
+    contiguous vector that becomes an N x 1 one)."""
+    if arr is not original or not arr.flags.writeable:
+        return False
+    return matrix_layout(arr) if matrix else arr.flags.c_contiguous
+
+
+def require_finite(arr, name, fn):
+    if not np.isfinite(arr).all():
+        raise ValueError("clops.%s: parameter '%s' must not contain infs or NaNs" % (fn, name))
+
+
+def check_same_dtype(fn, first, other):
+    (name, arr), (other_name, other_arr) = first, other
+    if other_arr.dtype.newbyteorder("=") != arr.dtype.newbyteorder("="):
+        raise TypeError("clops.%s: parameter '%s' has dtype %s but '%s' has %s; they must be "
+                        "the same" % (fn, other_name, other_arr.dtype, name, arr.dtype))
+
+
+# ---- GEMM -----------------------------------------------------------------------------------
+
+def gemm(a, b, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out=None, pool=None):
+    """alpha * op(a) @ op(b), op(x) being x or x.T as trans_a / trans_b say: a new array, or,
+    with out= (an ndarray of op(a) @ op(b)'s shape and a's dtype), alpha * op(a) @ op(b) +
+    beta * out written into out, which is returned. Without out, beta has nothing to scale.
+    a and b: 2-D, float32 or float64, one dtype, any layout."""
+    dtypes = accepted_dtypes("gemm", "a")
+    a = operand(a, "a", "gemm", dtypes, (2,))
+    b = operand(b, "b", "gemm", dtypes, (2,))
+    check_same_dtype("gemm", ("a", a), ("b", b))
+    m, k = a.shape[::-1] if trans_a else a.shape
+    kb, n = b.shape[::-1] if trans_b else b.shape
+    if kb != k:
+        raise ValueError("clops.gemm: parameter 'b' has shape %s, so op(b) has %d rows; "
+                         "expected %d, the columns of op(a) (%d x %d)" % (b.shape, kb, k, m, k))
+    if out is None:
+        c, beta = np.empty((m, n), dtype=a.dtype), 0.0
+    else:
+        c = gemm_target(out, a, b, (m, n))
+    pool_or_default(pool).invoke("gemm", a=a, b=b, c=c, trans_a=bool(trans_a),
+                                 trans_b=bool(trans_b), alpha=alpha, beta=beta)
+    if out is None:
+        return c
+    if c is not out:
+        out[...] = c
+    return out
+
+
+def gemm_target(out, a, b, shape):
+    """The array gemm writes for out=: out itself, or a copy of it when the operator cannot
+    write it in place (no unit stride, foreign byte order, or sharing memory with a or b)."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError("clops.gemm: parameter 'out' is a %s; expected a numpy.ndarray"
+                        % type(out).__name__)
+    check_same_dtype("gemm", ("a", a), ("out", out))
+    if out.shape != shape:
+        raise ValueError("clops.gemm: parameter 'out' has shape %s; expected %s (op(a) @ op(b))"
+                         % (out.shape, shape))
+    if not out.flags.writeable:
+        raise ValueError("clops.gemm: parameter 'out' is read-only")
+    if matrix_layout(out) and not np.may_share_memory(out, a) and \
+            not np.may_share_memory(out, b):
+        return out
+    return np.array(out, dtype=out.dtype.newbyteorder("="), order="C")
+
+
+# ---- LU -------------------------------------------------------------------------------------
+
+def lu_factor(a, overwrite_a=False, check_finite=True, *, pool=None):
+    """LU factorization with partial pivoting, as scipy.linalg.lu_factor: returns (lu, piv),
+    lu holding U and L's entries below the diagonal (unit diagonal not stored), piv the row
+    interchanges: row i was interchanged with row piv[i], for i = 0, 1, ... in order.
+
+    piv is 0-based, as SciPy's: the lu operator writes LAPACK's 1-based ipiv (getrf's), and
+    piv = ipiv - 1. a: M x N, float32 or float64. A singular U (some U[k, k] exactly 0) gives a
+    LinAlgWarning (SciPy's when SciPy is installed, else RuntimeWarning), and the factors."""
+    original = a
+    a = operand(a, "a", "lu_factor", accepted_dtypes("lu", "a"), (2,))
+    if check_finite:
+        require_finite(a, "a", "lu_factor")
+    lu = a if overwrite_a and overwritable(a, original, True) else private_copy(a)
+    ipiv = np.zeros(min(lu.shape), dtype=np.int32)
+    info = np.zeros(1, dtype=np.int32)
+    pool_or_default(pool).invoke("lu", a=lu, ipiv=ipiv, info=info)
+    if info[0] > 0:
+        warn_singular(int(info[0]), stacklevel=2)
+    return lu, ipiv - 1
+
+
+# SciPy's trans values: 0 A x = b, 1 A^T x = b, 2 A^H x = b (A^T for real matrices).
+_TRANS = {0: "none", 1: "transpose", 2: "transpose"}
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, pool=None):
+    """Solves A x = b (trans=0) or A^T x = b (trans=1, or 2: A^H = A^T for real A) with the
+    (lu, piv) of lu_factor, as scipy.linalg.lu_solve; b is N or N x K, x has b's shape."""
+    lu, piv = lu_and_piv
+    dtypes = accepted_dtypes("lu_solve", "lu")
+    lu = operand(lu, "lu", "lu_solve", dtypes, (2,))
+    if lu.shape[0] != lu.shape[1]:
+        raise ValueError("clops.lu_solve: parameter 'lu' has shape %s; expected a square "
+                         "matrix" % (lu.shape,))
+    if not matrix_layout(lu):
+        lu = np.ascontiguousarray(lu)
+    n = lu.shape[0]
+    ipiv = lapack_pivots(piv, n)
+    op_trans = lu_solve_trans(trans)
+    original = b
+    b = operand(b, "b", "lu_solve", dtypes, (1, 2))
+    check_same_dtype("lu_solve", ("lu", lu), ("b", b))
+    check_rows("lu_solve", "b", b, n, "lu")
+    if check_finite:
+        require_finite(lu, "lu", "lu_solve")
+        require_finite(b, "b", "lu_solve")
+    x = b if overwrite_b and overwritable(b, original, b.ndim == 2) else private_copy(b)
+    pool_or_default(pool).invoke("lu_solve", lu=lu, ipiv=ipiv, b=as_matrix(x), trans=op_trans)
+    return x
+
+
+def lapack_pivots(piv, n):
+    """SciPy's 0-based piv as the 1-based i32 ipiv the operators take (LAPACK's)."""
+    piv = np.asarray(piv)
+    if piv.dtype.kind not in "iu":
+        raise TypeError("clops.lu_solve: parameter 'piv' has dtype %s; expected integers "
+                        "(lu_factor's pivots)" % piv.dtype)
+    if piv.shape != (n,):
+        raise ValueError("clops.lu_solve: parameter 'piv' has shape %s; expected (%d,), the "
+                         "order of lu" % (piv.shape, n))
+    if n and (piv.min() < 0 or piv.max() >= n):
+        raise ValueError("clops.lu_solve: parameter 'piv' has entries from %d to %d; expected "
+                         "0-based row numbers 0 .. %d" % (piv.min(), piv.max(), n - 1))
+    return (piv + 1).astype(np.int32)
+
+
+def lu_solve_trans(trans):
+    """The operator's trans value for SciPy's, if the plugin's lu_solve lists it."""
+    try:
+        wanted = _TRANS[trans]
+    except (KeyError, TypeError):
+        raise ValueError("clops.lu_solve: parameter 'trans' = %r; expected 0, 1 or 2"
+                         % (trans,)) from None
+    offered = next(p.enum_values for p in library().op("lu_solve").params if p.name == "trans")
+    if wanted not in offered:
+        raise NotImplementedError("clops.lu_solve: trans=%r needs the lu_solve operator's trans "
+                                  "= %s, which this plugin does not have (it offers: %s)"
+                                  % (trans, wanted, ", ".join(offered)))
+    return wanted
+
+
+def check_rows(fn, name, b, n, of):
+    if b.shape[0] != n:
+        raise ValueError("clops.%s: parameter '%s' has shape %s; expected %d rows, the order of "
+                         "'%s'" % (fn, name, b.shape, n, of))
+
+
+def as_matrix(x):
+    """x, or an N-vector as the N x 1 matrix the operators take (a view: results land in x)."""
+    return x.reshape(x.shape[0], 1) if x.ndim == 1 else x
+
+
+def solve(a, b, overwrite_a=False, overwrite_b=False, check_finite=True, *, pool=None):
+    """x with a x = b, as scipy.linalg.solve for a general square a: b is N or N x K, x has b's
+    shape. A singular a raises clops.LinAlgError (a numpy.linalg.LinAlgError) with `.info`, the
+    1-based k with U[k, k] exactly 0."""
+    dtypes = accepted_dtypes("solve", "a")
+    original_a, original_b = a, b
+    a = operand(a, "a", "solve", dtypes, (2,))
+    if a.shape[0] != a.shape[1]:
+        raise ValueError("clops.solve: parameter 'a' has shape %s; expected a square matrix"
+                         % (a.shape,))
+    b = operand(b, "b", "solve", dtypes, (1, 2))
+    check_same_dtype("solve", ("a", a), ("b", b))
+    check_rows("solve", "b", b, a.shape[0], "a")
+    if check_finite:
+        require_finite(a, "a", "solve")
+        require_finite(b, "b", "solve")
+    lu = a if overwrite_a and overwritable(a, original_a, True) else private_copy(a)
+    x = b if overwrite_b and overwritable(b, original_b, b.ndim == 2) else private_copy(b)
+    ipiv = np.zeros(a.shape[0], dtype=np.int32)
+    info = np.zeros(1, dtype=np.int32)
+    pool_or_default(pool).invoke("solve", a=lu, b=as_matrix(x), ipiv=ipiv, info=info)
+    if info[0] > 0:
+        error = LinAlgError("clops.solve: matrix is singular: U[%d, %d] of its LU factors is "
+                            "exactly zero" % (info[0] - 1, info[0] - 1))
+        error.info = int(info[0])
+        raise error
+    return x
+
+
+# ---- Transpose and Mandelbrot -----------------------------------------------------------------
+
+def transpose(a, *, pool=None):
+    """a.T of a 2-D array as a new C-contiguous array, copied by the transpose operator."""
+    a = operand(a, "a", "transpose", accepted_dtypes("transpose", "x"), (2,))
+    y = np.empty(a.shape[::-1], dtype=a.dtype)
+    pool_or_default(pool).invoke("transpose", x=a, y=y)
+    return y
+
+
+def mandelbrot(width, height, *, center=(-0.5, 0.0), scale=3.0, max_iter=1024,
+               dtype=np.float32, pool=None):
+    """Renders the Mandelbrot set: returns (counts, rgba), counts the uint32 height x width
+    iteration counts (max_iter for points that did not escape), rgba the uint8 height x width x 4
+    image through the operator's palette (black inside). The view is centred on `center` (an
+    (x, y) pair or a complex number) and `scale` wide in the complex plane, square pixels;
+    row 0 is the top. dtype (float32 or float64) is the arithmetic of the iteration; float64 for
+    deep zooms needs a device with double precision. Bit-identical on every device: see
+    `clops ops mandelbrot` for the exact steps."""
+    width = size_argument(width, "width")
+    height = size_argument(height, "height")
+    if isinstance(center, complex):
+        center = (center.real, center.imag)
+    try:
+        center_x, center_y = (float(c) for c in center)
+    except (TypeError, ValueError):
+        raise TypeError("clops.mandelbrot: parameter 'center' = %r; expected an (x, y) pair or "
+                        "a complex number" % (center,)) from None
+    precision = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}.get(np.dtype(dtype))
+    offered = next(p.enum_values for p in library().op("mandelbrot").params
+                   if p.name == "precision")
+    if precision not in offered:
+        raise TypeError("clops.mandelbrot: parameter 'dtype' is %s; expected %s"
+                        % (np.dtype(dtype), dtype_names([np.dtype(_NUMPY_NAME[p])
+                                                         for p in offered])))
+    counts = np.empty((height, width), dtype=np.uint32)
+    rgba = np.empty((height, width, 4), dtype=np.uint8)
+    pool_or_default(pool).invoke("mandelbrot", iterations=counts, image=rgba, center_x=center_x,
+                                 center_y=center_y, scale=scale, max_iterations=max_iter,
+                                 precision=precision)
+    return counts, rgba
+
+
+def size_argument(value, name):
+    if not isinstance(value, numbers.Integral):
+        raise TypeError("clops.mandelbrot: parameter '%s' = %r; expected an int" % (name, value))
+    if value < 0:
+        raise ValueError("clops.mandelbrot: parameter '%s' = %d; expected 0 or more"
+                         % (name, value))
+    return int(value)

@@ -1,0 +1,180 @@
+"""_library.py — finding and loading libclops, and reading its table and operator descriptors.
+
+`import clops` loads the first of: $CLOPS_LIBRARY; the library recorded when the package was
+installed (clops/_install.py, written by CMake's install step; absent in a source tree or a pip
+install); libclops.so.1 through the dynamic linker's search path. A candidate that does not load,
+or does not serve ABI 1, is passed over; when none loads, LoadError lists each and why."""
+
+import ctypes
+import os
+import threading
+from collections import namedtuple
+from ctypes import POINTER, c_uint32, c_void_p
+
+from ._abi import (ABI_MAJOR, ARG_SIZE_1_1, DTYPES, ERR_NOT_FOUND, LOG_WARNING, OK,
+                   PARAM_SIZE_1_1, _end_of, clops_api, clops_arg, clops_log_fn, clops_op,
+                   clops_param)
+from ._errors import LoadError, error_for
+
+SONAME = "libclops.so.1"
+
+
+class _Refused(Exception):
+    """A library that loaded but cannot serve this binding (the reason is the message)."""
+
+
+def installed_library():
+    """The path clops/_install.py recorded at installation, or None without that file."""
+    try:
+        from . import _install
+    except ImportError:
+        return None
+    return _install.LIBRARY
+
+
+def candidates():
+    """(path, where it comes from) in the order `import clops` tries them."""
+    out = []
+    env = os.environ.get("CLOPS_LIBRARY")
+    if env:
+        out.append((env, "$CLOPS_LIBRARY"))
+    installed = installed_library()
+    if installed:
+        out.append((installed, "recorded at installation in clops/_install.py"))
+    out.append((SONAME, "the dynamic linker's search path"))
+    return out
+
+
+class Library:
+    """The loaded plugin: its table `api`, and the operator descriptors. Library() searches the
+    candidates() in order; Library(path) loads that file only. `path` is the one loaded."""
+
+    def __init__(self, path=None):
+        tried = []
+        for candidate, origin in [(path, "given")] if path else candidates():
+            try:
+                self._open(candidate)
+            except (OSError, _Refused) as e:
+                tried.append("  %s (%s): %s" % (candidate, origin, e))
+                continue
+            self.path, self.origin = candidate, origin
+            self._ops, self._ops_lock = {}, threading.Lock()
+            return
+        raise LoadError(ERR_NOT_FOUND, "cannot load libclops; tried, in order:\n" +
+                        "\n".join(tried))
+
+    def _open(self, path):
+        dll = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        try:
+            entry = dll.clops_plugin_entry
+        except AttributeError:
+            raise _Refused("no symbol clops_plugin_entry: not a clops plugin") from None
+        entry.restype, entry.argtypes = POINTER(clops_api), [c_uint32]
+        table = entry(ABI_MAJOR)
+        # A shorter table comes from a plugin older than this mirror: members past its end must
+        # not be read, and everything up to invoke is needed here.
+        if not table or table.contents.abi_major != ABI_MAJOR:
+            raise _Refused("does not serve ABI %d" % ABI_MAJOR)
+        self.dll, self.api = dll, table.contents
+        if not self.has("invoke"):
+            raise _Refused("the table has %d bytes, ABI %d.0 needs %d"
+                           % (self.api.struct_size, ABI_MAJOR, _end_of("invoke")))
+
+    def has(self, member):
+        """CLOPS_API_HAS: whether the plugin's table holds `member`."""
+        return self.api.struct_size >= _end_of(member)
+
+    def invoke(self, pool, op, args, nargs):
+        """invoke_sized with this mirror's sizeof(clops_arg); invoke() on a plugin older than
+        ABI 1.2, which reads 1.1's clops_arg (the size this mirror still has)."""
+        if self.has("invoke_sized"):
+            return self.api.invoke_sized(pool, op, args, nargs, ctypes.sizeof(clops_arg))
+        assert ctypes.sizeof(clops_arg) == ARG_SIZE_1_1, "invoke() needs 1.1's clops_arg"
+        return self.api.invoke(pool, op, args, nargs)
+
+    def check(self, status):
+        """Raises the Error subclass for a failed call, with the plugin's message; read before
+        any other call replaces it."""
+        if status != OK:
+            raise error_for(status, self.api.last_error().decode(),
+                            self.api.status_name(status).decode())
+
+    def version(self):
+        return self.api.version().decode()
+
+    def ops(self):
+        """Every operator's descriptor, as Op tuples."""
+        return [_op_info(self.api.op_at(i).contents) for i in range(self.api.op_count())]
+
+    def find(self, name):
+        op = self.api.op_find(name.encode())
+        if not op:
+            self.check(ERR_NOT_FOUND)
+        return op
+
+    def op(self, name):
+        """The Op tuple of operator `name` (read once: descriptors live as long as the
+        library)."""
+        with self._ops_lock:
+            info = self._ops.get(name)
+            if info is None:
+                info = self._ops[name] = _op_info(self.find(name).contents)
+        return info
+
+    def set_log_callback(self, fn, max_level=LOG_WARNING):
+        """fn(level, message) receives the plugin's diagnostics, from any thread; None
+        removes it."""
+        # The ctypes callback is kept alive here for as long as the plugin may call it.
+        if fn is None:
+            self._log_fn = clops_log_fn()
+        else:
+            self._log_fn = clops_log_fn(lambda level, message, user: fn(level, message.decode()))
+        self.api.set_log_callback(self._log_fn, None, max_level)
+
+
+def _params(op):
+    """The operator's parameter descriptors (a clops_op), stepping by the plugin's param_size:
+    the plugin's struct clops_param may be larger or smaller than this mirror. A plugin older
+    than ABI 1.2 does not state it (its struct_size ends before): its size is 1.1's."""
+    has_size = op.struct_size >= _end_of("param_size", clops_op)
+    size = op.param_size if has_size else PARAM_SIZE_1_1
+    first = ctypes.cast(op.params, c_void_p).value
+    return [clops_param.from_address(first + k * size) for k in range(op.param_count)]
+
+
+Param = namedtuple("Param", "name kind dtypes enum_values default doc")
+Op = namedtuple("Op", "name version summary doc params")
+
+
+def _text(b):
+    return b.decode() if b is not None else None
+
+
+def _op_info(op):
+    params = []
+    for p in _params(op):
+        values = []
+        while p.enum_values and p.enum_values[len(values)] is not None:
+            values.append(p.enum_values[len(values)].decode())
+        dtypes = [DTYPES[d][0] for d in DTYPES if p.dtypes & (1 << d)]
+        params.append(Param(p.name.decode(), p.kind, dtypes, values, _text(p.default_value),
+                            _text(p.doc)))
+    return Op(op.name.decode(), op.version, _text(op.summary), _text(op.doc), params)
+
+
+_library = None
+_library_lock = threading.Lock()
+
+
+def library():
+    """The process's Library, loaded on first use (`import clops` does it)."""
+    global _library
+    if _library is None:
+        with _library_lock:
+            if _library is None:
+                _library = Library()
+    return _library
+
+
+def ops():
+    return library().ops()
