@@ -23,7 +23,11 @@ install(FILES ${PROJECT_SOURCE_DIR}/abi/clops.h ${PROJECT_SOURCE_DIR}/hosts/cpp/
               ${PROJECT_SOURCE_DIR}/hosts/fortran/clops.f90
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/clops COMPONENT dev)
 
-install(TARGETS clops_cli clops_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
+set(clops_programs clops_cli)
+if(TARGET clops_bench) # built where CLBlast is installed
+  list(APPEND clops_programs clops_bench)
+endif()
+install(TARGETS ${clops_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/clops
         COMPONENT tools)
 
@@ -32,8 +36,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DAT
 list(FIND CMAKE_C_IMPLICIT_LINK_DIRECTORIES ${CMAKE_INSTALL_FULL_LIBDIR} clops_libdir_implicit)
 if(clops_libdir_implicit LESS 0)
   file(RELATIVE_PATH clops_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
-  set_target_properties(clops_cli clops_bench PROPERTIES
-    INSTALL_RPATH "$ORIGIN/${clops_bin_to_lib}")
+  set_target_properties(${clops_programs} PROPERTIES INSTALL_RPATH "$ORIGIN/${clops_bin_to_lib}")
   if(TARGET clops_lapack)
     set_target_properties(clops_lapack PROPERTIES INSTALL_RPATH "$ORIGIN")
   endif()
@@ -71,7 +74,7 @@ include(${PROJECT_SOURCE_DIR}/cmake/packaging.cmake)
 
 # Tests: the consumer project of tests/consumer, built and run each way a user would.
 if(CLOPS_BUILD_TESTS)
-  foreach(mode package pkgconfig subdirectory)
+  foreach(mode package pkgconfig subdirectory fetchcontent)
     add_test(NAME consumer_${mode}
              COMMAND ${CMAKE_COMMAND} -DMODE=${mode} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
                      -DBUILD_DIR=${PROJECT_BINARY_DIR} -DWORK=${PROJECT_BINARY_DIR}/consumer-${mode}

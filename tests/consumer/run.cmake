@@ -5,7 +5,9 @@
 #   package       cmake --install into WORK/prefix, then find_package(clops 1 CONFIG)
 #   pkgconfig     cmake --install into WORK/prefix, then cc with pkg-config's flags
 #   subdirectory  the source tree added with add_subdirectory()
-#   system        clops installed in /usr (from the .deb packages: .ci/debs), both ways
+#   fetchcontent  the source tree added with FetchContent_MakeAvailable()
+#   system        clops installed in /usr (from the .deb packages: .ci/debs), both ways, and
+#                 the Fortran example of hosts/fortran/README.md with the installed module source
 cmake_minimum_required(VERSION 3.19)
 foreach(var MODE SOURCE_DIR BUILD_DIR WORK)
   if(NOT DEFINED ${var})
@@ -50,6 +52,7 @@ set(tour_c "C = \\[8 10; 20 22\\]")
 set(tour_cpp "C = \\[4 5; 10 11\\]")
 set(blas "C = \\[4 5; 10 11\\] x = \\[0.8 1.4\\] info = 0")
 set(prefix ${WORK}/prefix)
+set(prefix_re ${prefix})
 set(pc "PKG_CONFIG_PATH=${prefix}/lib/pkgconfig:${prefix}/share/pkgconfig")
 set(use_cmake OFF)
 set(use_pkgconfig OFF)
@@ -61,13 +64,18 @@ elseif(MODE STREQUAL "pkgconfig")
 elseif(MODE STREQUAL "subdirectory")
   set(use_cmake ON)
   set(cmake_args -DCLOPS_TREE=${SOURCE_DIR})
+elseif(MODE STREQUAL "fetchcontent")
+  set(use_cmake ON)
+  set(cmake_args -DCLOPS_FETCH=${SOURCE_DIR})
 elseif(MODE STREQUAL "system")
   set(use_cmake ON)
   set(use_pkgconfig ON)
   set(prefix /usr)
+  set(prefix_re "(/usr)?") # merged /usr: the dynamic linker may report /lib/...
   set(pc "CLOPS_CONSUMER=system") # pkg-config's own search path
 else()
-  message(FATAL_ERROR "run.cmake: MODE=${MODE}: expected package, pkgconfig, subdirectory or system")
+  message(FATAL_ERROR
+          "run.cmake: MODE=${MODE}: expected package, pkgconfig, subdirectory, fetchcontent or system")
 endif()
 
 if(MODE STREQUAL "package" OR MODE STREQUAL "pkgconfig")
@@ -78,6 +86,10 @@ if(MODE STREQUAL "package" OR MODE STREQUAL "pkgconfig")
   endforeach()
 endif()
 
+set(CLOPS_TREE_MODE OFF)
+if(MODE STREQUAL "subdirectory" OR MODE STREQUAL "fetchcontent")
+  set(CLOPS_TREE_MODE ON)
+endif()
 if(use_cmake)
   step("configuring the consumer" ${CMAKE_COMMAND} -S ${here} -B ${WORK}/build ${cmake_args}
        -DTOUR_SOURCE=${WORK}/tour.c)
@@ -87,7 +99,7 @@ if(use_cmake)
   expect(${WORK}/build/tour_cpp "${tour_cpp}")
   expect(${WORK}/build/blas "${blas}")
   file(READ ${WORK}/build/plugin_path.txt plugin)
-  if(NOT MODE STREQUAL "subdirectory" AND NOT plugin MATCHES "^${prefix}/lib[^/]*(/[^/]+)?/libclops\\.so")
+  if(NOT CLOPS_TREE_MODE AND NOT plugin MATCHES "^${prefix}/lib[^/]*(/[^/]+)?/libclops\\.so")
     message(FATAL_ERROR "$<TARGET_FILE:clops::plugin> is ${plugin}, not under ${prefix}")
   endif()
   if(NOT EXISTS ${plugin})
@@ -112,6 +124,21 @@ $(pkg-config --libs clops-lapack) -Wl,-rpath,$(pkg-config --variable=libdir clop
     message(FATAL_ERROR "pkg-config --modversion clops: ${step_output}")
   endif()
   # The installed programs find the installed plugin by themselves.
-  expect(${prefix}/bin/clops "clops 1\\.[0-9]+\\.[0-9]+.*libclops 1\\.[0-9.]+ .* from ${prefix}/(bin/\\.\\./)?lib[^ ]*/libclops\\.so\\.1" --version)
+  expect(${prefix}/bin/clops "clops 1\\.[0-9]+\\.[0-9]+.*libclops 1\\.[0-9.]+ .* from ${prefix_re}/(bin/\\.\\./)?lib[^ ]*/libclops\\.so\\.1" --version)
   expect(${prefix}/bin/clops "gemm" ops)
+endif()
+
+# Fortran: the README's example program, compiled with the installed module source as
+# README.md's "Installing" says; the module finds libclops.so.1 on the system's library path.
+if(MODE STREQUAL "system")
+  file(READ ${SOURCE_DIR}/hosts/fortran/README.md fortran_readme)
+  string(FIND "${fortran_readme}" "```fortran\n" begin)
+  math(EXPR begin "${begin} + 11")
+  string(SUBSTRING "${fortran_readme}" ${begin} -1 example)
+  string(FIND "${example}" "\n```" end)
+  string(SUBSTRING "${example}" 0 ${end} example)
+  file(WRITE ${WORK}/example.f90 "${example}\n")
+  step("gfortran with the installed module" sh -c "cd ${WORK} && gfortran \
+$(pkg-config --variable=includedir clops)/clops/clops.f90 example.f90 -ldl -o example")
+  expect(${WORK}/example "c\\(1,:\\) = +21\\.0+ +21\\.0+ +16\\.0+")
 endif()
