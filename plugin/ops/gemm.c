@@ -554,9 +554,9 @@ static const struct clops_op op_gemm = {
         "64x64x16 of 4x4 when there are fewer blocks than compute units; other GPUs 64x64x8 of "
         "4x4; CPUs 64x128x8 of 16x16, vw 16). tile_m must be a multiple of wpt_m, tile_n of "
         "wpt_n, wpt_m and wpt_n of vw, and each tile must split evenly over the work-group's "
-        "loads: a call with tiles that do not is CLOPS_ERR_CONFIG naming the settings. The old "
-        "spelling -DTILE_M=<n> ... -DVW=<n> in operators.gemm.build_options is still read as "
-        "these settings.",
+        "loads: a call with tiles that do not is CLOPS_ERR_CONFIG naming the settings. "
+        "-DTILE_M=<n> ... -DVW=<n> in operators.gemm.build_options are read as these settings "
+        "too.",
     OP_DESCRIPTOR_FIELDS(gemm_params, gemm_entry, clops_gemm_fn),
 };
 

@@ -515,9 +515,8 @@ static const struct clops_op op_reduce = {
            "axis reduction. Each left out takes the device's value (NVIDIA GPUs 256, 4, 8, 32; "
            "other GPUs 256, 4, 4, 32; CPUs 64, 4, 4, 16). A call whose settings break the power "
            "of two rules (with the device's values for those left out) is CLOPS_ERR_CONFIG "
-           "naming them. The old spelling -DWG=<n>, -DVEC=<n>, -DGROUPS_PER_CU=<n>, "
-           "-DROWS_PER_GROUP=<n> in operators.reduce.build_options is still read as these "
-           "settings.",
+           "naming them. -DWG=<n>, -DVEC=<n>, -DGROUPS_PER_CU=<n> and -DROWS_PER_GROUP=<n> in "
+           "operators.reduce.build_options are read as these settings too.",
     OP_DESCRIPTOR_FIELDS(reduce_params, reduce_entry, clops_reduce_fn),
 };
 

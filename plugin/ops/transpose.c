@@ -375,8 +375,8 @@ static const struct clops_op op_transpose = {
            "work-items moving it, tile a multiple of rows (a call where it is not, with the "
            "device's value for one left out, is CLOPS_ERR_CONFIG naming them). Defaults: 32 and "
            "8 (16 and 4 on devices that are neither GPUs nor CPUs); rows is halved while the "
-           "group is larger than the device allows. The old spelling -DTILE=<n> -DROWS=<n> in "
-           "operators.transpose.build_options is still read as these settings.",
+           "group is larger than the device allows. -DTILE=<n> and -DROWS=<n> in "
+           "operators.transpose.build_options are read as these settings too.",
     OP_DESCRIPTOR_FIELDS(transpose_params, transpose_entry, clops_transpose_fn),
 };
 
