@@ -25,7 +25,8 @@ struct config_device {
 
 /* A setting an operator declares (its tunings): read from operators.<op>.<name> and checked
  * when the configuration is parsed, like every other key; the operator reads the typed value
- * (pool_op_setting_int) and turns it into -D values of its own where a kernel needs one. */
+ * (pool_op_setting, by its position in the list) and turns it into -D values of its own where a
+ * kernel needs one. */
 enum setting_type { SETTING_INT = 1, SETTING_BOOL = 2 };
 /* The default of a setting that the operator's tuning table picks per device. */
 #define SETTING_PER_DEVICE INT32_MIN

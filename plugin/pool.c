@@ -4,6 +4,7 @@
  * pool_lifecycle.c, around the structs of pool_internal.h. */
 #include <string.h>
 
+#include "call.h"
 #include "pool_internal.h"
 #include "registry.h"
 
@@ -17,10 +18,17 @@ const char *pool_build_options(const struct clops_pool *pool)
     return pool->cfg.build_options;
 }
 
-int32_t pool_op_setting_int(const struct clops_pool *pool, const char *op_name, const char *setting,
-                            int32_t device_default)
+int32_t pool_op_setting(const struct clops_pool *pool, const struct op_impl *impl, int32_t setting,
+                        int32_t device_default)
 {
-    return config_op_setting(config_find_op(&pool->cfg, op_name), op_name, setting, device_default);
+    const int32_t index = registry_index(impl->desc);
+    const struct op_settings *decl = impl->settings;
+    if (index < 0 || decl == NULL || setting < 0 || setting >= decl->count)
+        return device_default;
+    const struct config_op *op = pool->op_counters[index].settings;
+    if (op != NULL && op->origin[setting] != SETTING_DEFAULT)
+        return op->values[setting];
+    return decl->list[setting].def != SETTING_PER_DEVICE ? decl->list[setting].def : device_default;
 }
 
 void pool_op_describe_settings(const struct clops_pool *pool, const char *op_name, char *out,

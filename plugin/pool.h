@@ -59,11 +59,14 @@ int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, con
  * substring of the device's vendor ("" = any), `type` an enum clops_device_type (0 = any). */
 int pool_device_matches(const struct pool_device *dev, const char *vendor, int32_t type);
 
-/* Operator `op_name`'s setting `setting` (one it declares, config.h): the configured value,
- * checked against its declared range when the pool was created, else its declared default,
- * else, for a default per device, `device_default` (the operator's tuning table's). */
-int32_t pool_op_setting_int(const struct clops_pool *pool, const char *op_name, const char *setting,
-                            int32_t device_default);
+/* Setting number `setting` of the operator `impl` (the index in the list it declares, config.h):
+ * the configured value, checked against its declared range when the pool was created, else its
+ * declared default, else, for a default per device, `device_default` (the operator's tuning
+ * table's). Keyed by the operator's registry index and the setting's position: no names are
+ * compared on a call. */
+struct op_impl;
+int32_t pool_op_setting(const struct clops_pool *pool, const struct op_impl *impl, int32_t setting,
+                        int32_t device_default);
 /* The configured settings of `op_name` and where each was set ("operators.gemm.tile_m = 100,
  * operators.gemm.build_options -DWPT_M=8"), for a message refusing their combination. */
 void pool_op_describe_settings(const struct clops_pool *pool, const char *op_name, char *out,

@@ -79,25 +79,26 @@ static int64_t tiles_local_bytes(const struct gemm_tiles *t, int64_t elem_size)
 
 /* The tiles as settings (operators.gemm.tile_m = 64; ...), each replacing the table's: the way
  * to try other tiles on a device without rebuilding (see clops-bench's tune area). */
+enum { SET_TILE_M, SET_TILE_N, SET_TILE_K, SET_WPT_M, SET_WPT_N, SET_VW };
 static const struct op_setting gemm_setting_list[] = {
-    {"tile_m", SETTING_INT, 1, 512, SETTING_PER_DEVICE, "TILE_M"},
-    {"tile_n", SETTING_INT, 1, 512, SETTING_PER_DEVICE, "TILE_N"},
-    {"tile_k", SETTING_INT, 1, 128, SETTING_PER_DEVICE, "TILE_K"},
-    {"wpt_m", SETTING_INT, 1, 32, SETTING_PER_DEVICE, "WPT_M"},
-    {"wpt_n", SETTING_INT, 1, 32, SETTING_PER_DEVICE, "WPT_N"},
-    {"vw", SETTING_INT, 1, 16, SETTING_PER_DEVICE, "VW"},
+    [SET_TILE_M] = {"tile_m", SETTING_INT, 1, 512, SETTING_PER_DEVICE, "TILE_M"},
+    [SET_TILE_N] = {"tile_n", SETTING_INT, 1, 512, SETTING_PER_DEVICE, "TILE_N"},
+    [SET_TILE_K] = {"tile_k", SETTING_INT, 1, 128, SETTING_PER_DEVICE, "TILE_K"},
+    [SET_WPT_M] = {"wpt_m", SETTING_INT, 1, 32, SETTING_PER_DEVICE, "WPT_M"},
+    [SET_WPT_N] = {"wpt_n", SETTING_INT, 1, 32, SETTING_PER_DEVICE, "WPT_N"},
+    [SET_VW] = {"vw", SETTING_INT, 1, 16, SETTING_PER_DEVICE, "VW"},
 };
 static const struct op_settings gemm_settings = {
     gemm_setting_list, (int32_t)(sizeof gemm_setting_list / sizeof gemm_setting_list[0])};
 
 static struct gemm_tiles tiles_with_settings(const struct clops_pool *pool, struct gemm_tiles t)
 {
-    t.tile_m = pool_op_setting_int(pool, op_name, "tile_m", t.tile_m);
-    t.tile_n = pool_op_setting_int(pool, op_name, "tile_n", t.tile_n);
-    t.tile_k = pool_op_setting_int(pool, op_name, "tile_k", t.tile_k);
-    t.wpt_m = pool_op_setting_int(pool, op_name, "wpt_m", t.wpt_m);
-    t.wpt_n = pool_op_setting_int(pool, op_name, "wpt_n", t.wpt_n);
-    t.vw = pool_op_setting_int(pool, op_name, "vw", t.vw);
+    t.tile_m = pool_op_setting(pool, &impl_gemm, SET_TILE_M, t.tile_m);
+    t.tile_n = pool_op_setting(pool, &impl_gemm, SET_TILE_N, t.tile_n);
+    t.tile_k = pool_op_setting(pool, &impl_gemm, SET_TILE_K, t.tile_k);
+    t.wpt_m = pool_op_setting(pool, &impl_gemm, SET_WPT_M, t.wpt_m);
+    t.wpt_n = pool_op_setting(pool, &impl_gemm, SET_WPT_N, t.wpt_n);
+    t.vw = pool_op_setting(pool, &impl_gemm, SET_VW, t.vw);
     return t;
 }
 

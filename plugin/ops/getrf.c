@@ -33,24 +33,26 @@ static const struct {
 
 /* The engine's tunings, none of which a kernel reads as a -D value: they shape the launches.
  * The old spellings -DLU_NB=<n> ... in build_options are still read as these. */
+enum { SET_NB, SET_PANEL_NB, SET_PANEL_ROWS, SET_PANEL_RESIDENT, SET_PANEL_GROUPS };
 static const struct op_setting lu_setting_list[] = {
-    {"nb", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_NB"},
-    {"panel_nb", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_PANEL_NB"},
-    {"panel_rows", SETTING_INT, 1, 1024, 64, "LU_PANEL_ROWS"},
-    {"panel_resident", SETTING_BOOL, 0, 1, 1, "LU_PANEL_RESIDENT"},
-    {"panel_groups", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_PANEL_GROUPS"},
+    [SET_NB] = {"nb", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_NB"},
+    [SET_PANEL_NB] = {"panel_nb", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_PANEL_NB"},
+    [SET_PANEL_ROWS] = {"panel_rows", SETTING_INT, 1, 1024, 64, "LU_PANEL_ROWS"},
+    [SET_PANEL_RESIDENT] = {"panel_resident", SETTING_BOOL, 0, 1, 1, "LU_PANEL_RESIDENT"},
+    [SET_PANEL_GROUPS] = {"panel_groups", SETTING_INT, 1, 1024, SETTING_PER_DEVICE,
+                          "LU_PANEL_GROUPS"},
 };
 const struct op_settings lu_settings = {
     lu_setting_list, (int32_t)(sizeof lu_setting_list / sizeof lu_setting_list[0])};
 
 static void block_sizes_for(const struct clops_pool *pool, const struct pool_device *dev,
-                            const char *op, int64_t *nb, int64_t *panel_nb)
+                            const struct op_impl *op, int64_t *nb, int64_t *panel_nb)
 {
     size_t i = 0;
     while (block_sizes[i].type != 0 && block_sizes[i].type != pool_device_info(dev)->type)
         i++;
-    *nb = pool_op_setting_int(pool, op, "nb", (int32_t)block_sizes[i].nb);
-    *panel_nb = pool_op_setting_int(pool, op, "panel_nb", (int32_t)block_sizes[i].panel_nb);
+    *nb = pool_op_setting(pool, op, SET_NB, (int32_t)block_sizes[i].nb);
+    *panel_nb = pool_op_setting(pool, op, SET_PANEL_NB, (int32_t)block_sizes[i].panel_nb);
 }
 
 /* ---- Validation ------------------------------------------------------------------------------ */
@@ -191,14 +193,14 @@ static void resident_setup(struct lu_ctx *ctx)
 {
     const struct clops_device_info *info = pool_device_info(ctx->dev);
     const int gpu = info->type == CLOPS_DEVICE_GPU;
-    if (!pool_op_setting_int(ctx->pool, ctx->op, "panel_resident", 1))
+    if (!pool_op_setting(ctx->pool, ctx->impl, SET_PANEL_RESIDENT, 1))
         return;
     const int64_t units = info->compute_units;
     const int64_t es = ctx->elem_size;
     const int64_t other = ctx->panel_wg * (es + 4) + 2 * ctx->panel_nb * es + 1024;
     int64_t rows = (info->local_mem_bytes - other) / (ctx->panel_nb * es);
     int64_t groups =
-        pool_op_setting_int(ctx->pool, ctx->op, "panel_groups", gpu ? (int32_t)units : 1);
+        pool_op_setting(ctx->pool, ctx->impl, SET_PANEL_GROUPS, gpu ? (int32_t)units : 1);
     if (groups > units)
         groups = units;
     if (groups > panel_groups_max / 2)
@@ -210,17 +212,19 @@ static void resident_setup(struct lu_ctx *ctx)
 }
 
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
-                    cl_command_queue queue, const char *op, int32_t dtype)
+                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype)
 {
+    const char *op = impl->desc->name;
     ctx->pool = pool;
     ctx->dev = dev;
+    ctx->impl = impl;
     ctx->op = op;
     ctx->queue = queue;
     ctx->dtype = dtype;
     ctx->elem_size = dtype_size(dtype);
-    block_sizes_for(pool, ctx->dev, op, &ctx->nb, &ctx->panel_nb);
+    block_sizes_for(pool, ctx->dev, impl, &ctx->nb, &ctx->panel_nb);
     ctx->panel_wg = panel_group_size(ctx->dev);
-    ctx->panel_rows = pool_op_setting_int(pool, op, "panel_rows", 64);
+    ctx->panel_rows = pool_op_setting(pool, impl, SET_PANEL_ROWS, 64);
     resident_setup(ctx);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_finish waits once and takes the device time of the whole chain. */
@@ -277,7 +281,7 @@ int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int
     l->piv = malloc((size_t)(npiv > 0 ? npiv : 1) * sizeof *l->piv);
     if (l->piv == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op);
-    return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, op, dtype);
+    return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, call->impl, dtype);
 }
 
 void lu_call_release(struct op_call *call)

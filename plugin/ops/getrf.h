@@ -22,6 +22,7 @@ struct lu_ctx {
     struct clops_pool *pool;
     struct pool_device *dev;
     cl_command_queue queue;
+    const struct op_impl *impl; /* the operator: its settings */
     const char *op; /* the operator's name, for messages, its configuration and its statistics */
     int32_t dtype;
     int64_t elem_size;
@@ -74,7 +75,7 @@ int32_t lu_check_rhs(const struct pool_device *dev, const struct clops_tensor *a
 /* Takes the call's device and queue, the block sizes and the kernels for `dtype`, once the
  * checks have passed; the context must be zeroed before (the call's plan is). */
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
-                    cl_command_queue queue, const char *op, int32_t dtype);
+                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype);
 /* Waits for the call's kernels, adding their device time: the last device step of a call,
  * before it writes host outputs. */
 int32_t lu_ctx_finish(struct lu_ctx *ctx);

@@ -50,11 +50,14 @@ static int is_power_of_two(int64_t v)
 
 /* The table's values as settings (operators.reduce.wg = 128; ...), each replacing the table's:
  * how to tune on a new device without rebuilding. */
+enum { SET_WG, SET_VEC, SET_GROUPS_PER_CU, SET_ROWS_PER_GROUP };
 static const struct op_setting reduce_setting_list[] = {
-    {"wg", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "WG"},
-    {"vec", SETTING_INT, 1, 16, SETTING_PER_DEVICE, "VEC"},
-    {"groups_per_cu", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "GROUPS_PER_CU"},
-    {"rows_per_group", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "ROWS_PER_GROUP"},
+    [SET_WG] = {"wg", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "WG"},
+    [SET_VEC] = {"vec", SETTING_INT, 1, 16, SETTING_PER_DEVICE, "VEC"},
+    [SET_GROUPS_PER_CU] = {"groups_per_cu", SETTING_INT, 1, 1024, SETTING_PER_DEVICE,
+                           "GROUPS_PER_CU"},
+    [SET_ROWS_PER_GROUP] = {"rows_per_group", SETTING_INT, 1, 1024, SETTING_PER_DEVICE,
+                            "ROWS_PER_GROUP"},
 };
 static const struct op_settings reduce_settings = {
     reduce_setting_list, (int32_t)(sizeof reduce_setting_list / sizeof reduce_setting_list[0])};
@@ -69,10 +72,11 @@ static int32_t tuning_for(struct clops_pool *pool, const struct pool_device *dev
     while (!pool_device_matches(dev, tunings[i].vendor, tunings[i].type))
         i++; /* the last row matches every device */
     *out = tunings[i];
-    out->wg = pool_op_setting_int(pool, op_name, "wg", out->wg);
-    out->vec = pool_op_setting_int(pool, op_name, "vec", out->vec);
-    out->groups_per_cu = pool_op_setting_int(pool, op_name, "groups_per_cu", out->groups_per_cu);
-    out->rows_per_group = pool_op_setting_int(pool, op_name, "rows_per_group", out->rows_per_group);
+    out->wg = pool_op_setting(pool, &impl_reduce, SET_WG, out->wg);
+    out->vec = pool_op_setting(pool, &impl_reduce, SET_VEC, out->vec);
+    out->groups_per_cu = pool_op_setting(pool, &impl_reduce, SET_GROUPS_PER_CU, out->groups_per_cu);
+    out->rows_per_group =
+        pool_op_setting(pool, &impl_reduce, SET_ROWS_PER_GROUP, out->rows_per_group);
     if (!is_power_of_two(out->wg) || !is_power_of_two(out->vec) ||
         !is_power_of_two(out->rows_per_group) || out->rows_per_group > out->wg) {
         char configured[512];

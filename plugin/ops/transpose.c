@@ -35,9 +35,10 @@ static const struct transpose_tiles {
 };
 
 /* The tiles as settings (operators.transpose.tile = 16; rows = 4;), each replacing the table's. */
+enum { SET_TILE, SET_ROWS };
 static const struct op_setting transpose_setting_list[] = {
-    {"tile", SETTING_INT, 1, 64, SETTING_PER_DEVICE, "TILE"},
-    {"rows", SETTING_INT, 1, 64, SETTING_PER_DEVICE, "ROWS"},
+    [SET_TILE] = {"tile", SETTING_INT, 1, 64, SETTING_PER_DEVICE, "TILE"},
+    [SET_ROWS] = {"rows", SETTING_INT, 1, 64, SETTING_PER_DEVICE, "ROWS"},
 };
 static const struct op_settings transpose_settings = {
     transpose_setting_list,
@@ -53,8 +54,8 @@ static int32_t tiles_for(struct clops_pool *pool, const struct pool_device *dev,
     while (!pool_device_matches(dev, tunings[i].vendor, tunings[i].type))
         i++; /* the last row matches every device */
     *out = tunings[i];
-    out->tile = pool_op_setting_int(pool, op_name, "tile", out->tile);
-    out->rows = pool_op_setting_int(pool, op_name, "rows", out->rows);
+    out->tile = pool_op_setting(pool, &impl_transpose, SET_TILE, out->tile);
+    out->rows = pool_op_setting(pool, &impl_transpose, SET_ROWS, out->rows);
     if (out->tile % out->rows != 0) {
         char configured[512];
         pool_op_describe_settings(pool, op_name, configured, sizeof configured);
