@@ -97,9 +97,14 @@ class Case(unittest.TestCase):
     def setUp(self):
         self.rng = generator(self)
 
-    def assertNames(self, cm, *needles):
+    def assertRefused(self, exc_type, needles, fn, *args, **kwargs):
+        """fn(*args, **kwargs) raises exc_type, whose message holds each of needles (the
+        parameter's name, what it was, what was expected)."""
+        with self.assertRaises(exc_type) as cm:
+            fn(*args, **kwargs)
         for needle in needles:
             self.assertIn(needle, str(cm.exception))
+        return cm.exception
 
 
 class GemmTest(Case):
@@ -177,30 +182,20 @@ class GemmTest(Case):
 
     def test_gemm_refusals_name_the_parameter(self):
         f64 = np.ones((3, 3))
-        with self.assertRaises(TypeError) as cm:
-            clops.gemm(np.ones((3, 3), dtype=np.int64), f64)
-        self.assertNames(cm, "'a'", "int64", "float32 or float64")
-        with self.assertRaises(TypeError) as cm:
-            clops.gemm(f64, np.ones((3, 3), dtype=np.complex128))
-        self.assertNames(cm, "'b'", "complex128")
-        with self.assertRaises(TypeError) as cm:
-            clops.gemm(f64, np.ones((3, 3), dtype=np.float32))
-        self.assertNames(cm, "'b'", "float32", "'a'")
-        with self.assertRaises(ValueError) as cm:
-            clops.gemm(np.ones((2, 3)), np.ones((4, 2)))
-        self.assertNames(cm, "'b'", "(4, 2)", "expected 3")
-        with self.assertRaises(ValueError) as cm:
-            clops.gemm(np.ones(3), f64)
-        self.assertNames(cm, "'a'", "1 dimensions")
-        with self.assertRaises(ValueError) as cm:
-            clops.gemm(f64, f64, out=np.zeros((3, 4)))
-        self.assertNames(cm, "'out'", "(3, 4)", "(3, 3)")
-        with self.assertRaises(TypeError) as cm:
-            clops.gemm(f64, f64, out=np.zeros((3, 3), dtype=np.float32))
-        self.assertNames(cm, "'out'", "float32")
-        with self.assertRaises(TypeError) as cm:
-            clops.gemm(f64, f64, out=[[0.0] * 3] * 3)
-        self.assertNames(cm, "'out'", "list")
+        self.assertRefused(TypeError, ("'a'", "int64", "float32 or float64"),
+                           clops.gemm, np.ones((3, 3), dtype=np.int64), f64)
+        self.assertRefused(TypeError, ("'b'", "complex128"),
+                           clops.gemm, f64, np.ones((3, 3), dtype=np.complex128))
+        self.assertRefused(TypeError, ("'b'", "float32", "'a'"),
+                           clops.gemm, f64, np.ones((3, 3), dtype=np.float32))
+        self.assertRefused(ValueError, ("'b'", "(4, 2)", "expected 3"),
+                           clops.gemm, np.ones((2, 3)), np.ones((4, 2)))
+        self.assertRefused(ValueError, ("'a'", "1 dimensions"), clops.gemm, np.ones(3), f64)
+        self.assertRefused(ValueError, ("'out'", "(3, 4)", "(3, 3)"),
+                           clops.gemm, f64, f64, out=np.zeros((3, 4)))
+        self.assertRefused(TypeError, ("'out'", "float32"),
+                           clops.gemm, f64, f64, out=np.zeros((3, 3), dtype=np.float32))
+        self.assertRefused(TypeError, ("'out'", "list"), clops.gemm, f64, f64, out=[[0.0] * 3] * 3)
 
 
 class LuTest(Case):
@@ -246,15 +241,11 @@ class LuTest(Case):
         self.assertLess(lu_residual(a, lu, piv), 30)
 
     def test_lu_factor_refusals(self):
-        with self.assertRaises(TypeError) as cm:
-            clops.lu_factor(np.eye(3, dtype=np.int32))
-        self.assertNames(cm, "'a'", "int32", "float32 or float64")
-        with self.assertRaises(ValueError) as cm:
-            clops.lu_factor(np.ones((2, 2, 2)))
-        self.assertNames(cm, "'a'", "3 dimensions")
-        with self.assertRaises(ValueError) as cm:
-            clops.lu_factor(np.array([[1.0, np.nan], [0.0, 1.0]]))
-        self.assertNames(cm, "'a'", "infs or NaNs")
+        self.assertRefused(TypeError, ("'a'", "int32", "float32 or float64"),
+                           clops.lu_factor, np.eye(3, dtype=np.int32))
+        self.assertRefused(ValueError, ("'a'", "3 dimensions"), clops.lu_factor, np.ones((2, 2, 2)))
+        self.assertRefused(ValueError, ("'a'", "infs or NaNs"),
+                           clops.lu_factor, np.array([[1.0, np.nan], [0.0, 1.0]]))
 
     def test_lu_solve_residual_every_trans(self):
         for dtype in FLOATS:
@@ -283,24 +274,17 @@ class LuTest(Case):
 
     def test_lu_solve_refusals(self):
         lu, piv = clops.lu_factor(self.rng.standard_normal((4, 4)))
-        with self.assertRaises(ValueError) as cm:
-            clops.lu_solve((lu, piv), np.ones(5))
-        self.assertNames(cm, "'b'", "expected 4 rows")
-        with self.assertRaises(ValueError) as cm:
-            clops.lu_solve((lu, piv[:3]), np.ones(4))
-        self.assertNames(cm, "'piv'", "(3,)")
-        with self.assertRaises(ValueError) as cm:
-            clops.lu_solve((lu, piv + 4), np.ones(4))
-        self.assertNames(cm, "'piv'", "0 .. 3")
-        with self.assertRaises(ValueError) as cm:
-            clops.lu_solve((lu, piv), np.ones(4), trans=3)
-        self.assertNames(cm, "'trans'", "3")
-        with self.assertRaises(TypeError) as cm:
-            clops.lu_solve((lu, piv), np.ones(4, dtype=np.float32))
-        self.assertNames(cm, "'b'", "float32", "'lu'")
-        with self.assertRaises(ValueError) as cm:
-            clops.lu_solve((lu[:, :3], piv), np.ones(4))
-        self.assertNames(cm, "'lu'", "square")
+        self.assertRefused(ValueError, ("'b'", "expected 4 rows"),
+                           clops.lu_solve, (lu, piv), np.ones(5))
+        self.assertRefused(ValueError, ("'piv'", "(3,)"), clops.lu_solve, (lu, piv[:3]), np.ones(4))
+        self.assertRefused(ValueError, ("'piv'", "0 .. 3"),
+                           clops.lu_solve, (lu, piv + 4), np.ones(4))
+        self.assertRefused(ValueError, ("'trans'", "3"),
+                           clops.lu_solve, (lu, piv), np.ones(4), trans=3)
+        self.assertRefused(TypeError, ("'b'", "float32", "'lu'"),
+                           clops.lu_solve, (lu, piv), np.ones(4, dtype=np.float32))
+        self.assertRefused(ValueError, ("'lu'", "square"),
+                           clops.lu_solve, (lu[:, :3], piv), np.ones(4))
 
 
 class SolveTest(Case):
@@ -330,26 +314,19 @@ class SolveTest(Case):
     def test_solve_singular_raises_linalg_error(self):
         a = np.array([[1.0, 2.0], [2.0, 4.0]])
         b = np.array([1.0, 1.0])
-        with self.assertRaises(clops.LinAlgError) as cm:
-            clops.solve(a, b)
-        self.assertIsInstance(cm.exception, np.linalg.LinAlgError)
-        self.assertEqual(cm.exception.info, 2)
-        self.assertNames(cm, "singular")
+        e = self.assertRefused(clops.LinAlgError, ("singular",), clops.solve, a, b)
+        self.assertIsInstance(e, np.linalg.LinAlgError)
+        self.assertEqual(e.info, 2)
         self.assertTrue(np.array_equal(b, [1.0, 1.0]))
 
     def test_solve_refusals(self):
-        with self.assertRaises(ValueError) as cm:
-            clops.solve(np.ones((3, 4)), np.ones(3))
-        self.assertNames(cm, "'a'", "square")
-        with self.assertRaises(ValueError) as cm:
-            clops.solve(np.eye(3), np.ones(4))
-        self.assertNames(cm, "'b'", "expected 3 rows")
-        with self.assertRaises(ValueError) as cm:
-            clops.solve(np.eye(3), np.ones((3, 1, 1)))
-        self.assertNames(cm, "'b'", "3 dimensions")
-        with self.assertRaises(TypeError) as cm:
-            clops.solve(np.eye(3, dtype=np.float16), np.ones(3))
-        self.assertNames(cm, "'a'", "float16")
+        self.assertRefused(ValueError, ("'a'", "square"), clops.solve, np.ones((3, 4)), np.ones(3))
+        self.assertRefused(ValueError, ("'b'", "expected 3 rows"),
+                           clops.solve, np.eye(3), np.ones(4))
+        self.assertRefused(ValueError, ("'b'", "3 dimensions"),
+                           clops.solve, np.eye(3), np.ones((3, 1, 1)))
+        self.assertRefused(TypeError, ("'a'", "float16"),
+                           clops.solve, np.eye(3, dtype=np.float16), np.ones(3))
 
 
 REDUCE_SHAPES = ((1,), (13,), (1, 1), (7, 5), (5, 7), (1, 37), (37, 1), (3, 4, 5),
@@ -444,9 +421,8 @@ class ReduceTest(Case):
     def test_empty_sum_is_zero_and_empty_min_is_refused(self):
         self.assertEqual(clops.sum(np.zeros(0)), 0.0)
         self.assertTrue(np.array_equal(clops.sum(np.zeros((3, 0)), axis=1), np.zeros(3)))
-        with self.assertRaises(ValueError) as cm:
-            clops.min(np.zeros(0, dtype=np.float32))
-        e = cm.exception
+        e = self.assertRefused(ValueError, ("'x'", "no elements"), clops.min,
+                               np.zeros(0, dtype=np.float32))
         self.assertIsInstance(e, clops.InvalidArgumentError)
         self.assertIsInstance(e, clops.Error)
         self.assertEqual((e.status, e.status_name), (1, "CLOPS_ERR_INVALID_ARGUMENT"))
@@ -454,24 +430,15 @@ class ReduceTest(Case):
 
     def test_reduce_refusals(self):
         m = np.ones((3, 4))
-        with self.assertRaises(ValueError) as cm:
-            clops.sum(m, axis=2)
-        self.assertNames(cm, "'axis'", "2", "out of bounds")
-        with self.assertRaises(ValueError) as cm:
-            clops.max(np.ones((2, 3, 4)), axis=0)
-        self.assertNames(cm, "'axis'", "3 dimensions")
-        with self.assertRaises(TypeError) as cm:
-            clops.sum(m, axis=1.5)
-        self.assertNames(cm, "'axis'")
-        with self.assertRaises(TypeError) as cm:
-            clops.sum(np.ones(4, dtype=np.int64))
-        self.assertNames(cm, "'x'", "int64", "float32", "float64", "int32", "uint32")
-        with self.assertRaises(TypeError) as cm:
-            clops.norm(np.ones(4, dtype=np.int32))
-        self.assertNames(cm, "'x'", "int32", "float32 or float64")
-        with self.assertRaises(TypeError) as cm:
-            clops.argmax(np.ones(4, dtype=bool))
-        self.assertNames(cm, "'x'", "bool")
+        self.assertRefused(ValueError, ("'axis'", "2", "out of bounds"), clops.sum, m, axis=2)
+        self.assertRefused(ValueError, ("'axis'", "3 dimensions"),
+                           clops.max, np.ones((2, 3, 4)), axis=0)
+        self.assertRefused(TypeError, ("'axis'",), clops.sum, m, axis=1.5)
+        self.assertRefused(TypeError, ("'x'", "int64", "float32", "float64", "int32", "uint32"),
+                           clops.sum, np.ones(4, dtype=np.int64))
+        self.assertRefused(TypeError, ("'x'", "int32", "float32 or float64"),
+                           clops.norm, np.ones(4, dtype=np.int32))
+        self.assertRefused(TypeError, ("'x'", "bool"), clops.argmax, np.ones(4, dtype=bool))
 
 
 class TransposeTest(Case):
@@ -487,12 +454,9 @@ class TransposeTest(Case):
                         self.assertTrue(np.array_equal(y, x.T))
 
     def test_transpose_refusals(self):
-        with self.assertRaises(ValueError) as cm:
-            clops.transpose(np.ones(3))
-        self.assertNames(cm, "'a'", "1 dimensions")
-        with self.assertRaises(TypeError) as cm:
-            clops.transpose(np.ones((2, 2), dtype=np.int64))
-        self.assertNames(cm, "'a'", "int64", "uint8")
+        self.assertRefused(ValueError, ("'a'", "1 dimensions"), clops.transpose, np.ones(3))
+        self.assertRefused(TypeError, ("'a'", "int64", "uint8"),
+                           clops.transpose, np.ones((2, 2), dtype=np.int64))
 
 
 def fma64(a, b, c):
@@ -568,15 +532,11 @@ class MandelbrotTest(Case):
     def test_empty_image_and_refusals(self):
         counts, rgba = clops.mandelbrot(0, 4)
         self.assertEqual((counts.shape, rgba.shape), ((4, 0), (4, 0, 4)))
-        with self.assertRaises(TypeError) as cm:
-            clops.mandelbrot(8, 8, dtype=np.int32)
-        self.assertNames(cm, "'dtype'", "int32", "float32 or float64")
-        with self.assertRaises(ValueError) as cm:
-            clops.mandelbrot(-1, 8)
-        self.assertNames(cm, "'width'", "-1")
-        with self.assertRaises(clops.InvalidArgumentError) as cm:
-            clops.mandelbrot(8, 8, scale=-1.0)
-        self.assertNames(cm, "'scale'")
+        self.assertRefused(TypeError, ("'dtype'", "int32", "float32 or float64"),
+                           clops.mandelbrot, 8, 8, dtype=np.int32)
+        self.assertRefused(ValueError, ("'width'", "-1"), clops.mandelbrot, -1, 8)
+        self.assertRefused(clops.InvalidArgumentError, ("'scale'",),
+                           clops.mandelbrot, 8, 8, scale=-1.0)
 
 
 class PoolAndErrorTest(Case):
@@ -623,18 +583,16 @@ class PoolAndErrorTest(Case):
         self.assertLess(max(results.values()), 4 * 6 * np.finfo(np.float64).eps * 10)
 
     def test_plugin_errors_carry_status_name_and_message(self):
-        with self.assertRaises(clops.Error) as cm:
-            clops.Pool(config_text="devices = ( { type = \"toaster\"; } );")
-        e = cm.exception
+        e = self.assertRefused(clops.Error, ("toaster",), clops.Pool,
+                               config_text='devices = ( { type = "toaster"; } );')
         self.assertIs(type(e), clops.ConfigError)
-        self.assertEqual(e.status, clops.ERR_CONFIG)
-        self.assertEqual(e.status_name, "CLOPS_ERR_CONFIG")
+        self.assertEqual((e.status, e.status_name), (clops.ERR_CONFIG, "CLOPS_ERR_CONFIG"))
         self.assertTrue(e.message and e.message in str(e), e)
-        with self.assertRaises(clops.NotFoundError) as cm:
-            clops.default_pool().invoke("gemm", gamma=1.0)
-        self.assertIsInstance(cm.exception, LookupError)
-        self.assertEqual(cm.exception.status, clops.ERR_NOT_FOUND)
-        self.assertIn("gamma", cm.exception.message)
+        e = self.assertRefused(clops.NotFoundError, ("gamma",), clops.default_pool().invoke,
+                               "gemm", gamma=1.0)
+        self.assertIsInstance(e, LookupError)
+        self.assertEqual(e.status, clops.ERR_NOT_FOUND)
+        self.assertIn("gamma", e.message)
         self.assertIs(clops.ClopsError, clops.Error)
 
     def test_version_is_the_librarys(self):
@@ -650,9 +608,8 @@ class PoolAndErrorTest(Case):
         try:
             lu_and_piv = clops.lu_factor(np.eye(3))
             np.testing.assert_array_equal(clops.lu_solve(lu_and_piv, np.ones(3)), np.ones(3))
-            with self.assertRaises(NotImplementedError) as cm:
-                clops.lu_solve(lu_and_piv, np.ones(3), trans=1)
-            self.assertNames(cm, "trans=1", "transpose", "offers: none")
+            self.assertRefused(NotImplementedError, ("trans=1", "transpose", "offers: none"),
+                               clops.lu_solve, lu_and_piv, np.ones(3), trans=1)
         finally:
             clops.library()._ops["lu_solve"] = saved
 
