@@ -94,9 +94,12 @@ def operand(x, name, fn, dtypes, ndims):
         raise ValueError("clops.%s: parameter '%s' has %d dimensions (shape %s); expected %s"
                          % (fn, name, arr.ndim, arr.shape,
                             " or ".join(str(n) for n in ndims)))
-    if not viewable(arr):
-        arr = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C")
-    return arr
+    return arr if viewable(arr) else native_copy(arr)
+
+
+def native_copy(arr):
+    """A C-order copy of arr in native byte order: what any operator can view."""
+    return np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C")
 
 
 def private_copy(arr):
@@ -171,7 +174,7 @@ def gemm_target(out, a, b, shape):
     if matrix_layout(out) and not np.may_share_memory(out, a) and \
             not np.may_share_memory(out, b):
         return out
-    return np.array(out, dtype=out.dtype.newbyteorder("="), order="C")
+    return native_copy(out)
 
 
 # ---- LU -------------------------------------------------------------------------------------
