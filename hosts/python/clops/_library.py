@@ -1,9 +1,11 @@
 """_library.py — finding and loading libclops, and reading its table and operator descriptors.
 
-`import clops` loads the first of: $CLOPS_LIBRARY; the library recorded when the package was
-installed (clops/_install.py, written by CMake's install step; absent in a source tree or a pip
-install); libclops.so.1 through the dynamic linker's search path. A candidate that does not load,
-or does not serve ABI 1, is passed over; when none loads, LoadError lists each and why."""
+`import clops` loads $CLOPS_LIBRARY when it is set, and only that (as every clops host does: a
+library the user named that does not load is an error, not a reason to pick another one); else
+the first of: the library recorded when the package was installed (clops/_install.py, written by
+CMake's install step; absent in a source tree or a pip install); libclops.so.1 through the
+dynamic linker's search path. A candidate that does not load, or does not serve ABI 1, is passed
+over; when none loads, LoadError lists each and why."""
 
 import ctypes
 import os
@@ -37,7 +39,7 @@ def candidates():
     out = []
     env = os.environ.get("CLOPS_LIBRARY")
     if env:
-        out.append((env, "$CLOPS_LIBRARY"))
+        return [(env, "$CLOPS_LIBRARY")]
     installed = installed_library()
     if installed:
         out.append((installed, "recorded at installation in clops/_install.py"))
