@@ -36,11 +36,11 @@ static const char help[] =
     "  -c, --config FILE  create the pools from FILE instead of the built-in defaults\n"
     "  -n, --no-cold      skip the cold/warm cache measurement\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
-    "  -h, --help         print this help\n"
-    "\n"
-    "Environment: CLOPS_LIBRARY, the libclops.so to load (as for clops).\n"
+    "  -h, --help         print this help\n" BENCH_HELP_RESULTS_OPTIONS "\n"
+    "Environment: CLOPS_LIBRARY, the libclops.so to load (as for clops); CLOPS_PYTHON, the\n"
+    "python3 that draws --chart.\n"
     "Exit status: 0 ok; 1 a call failed or clops and CLBlast disagree; 2 usage error;\n"
-    "3 libclops could not be loaded; 4 configuration error.\n";
+    "3 libclops could not be loaded; 4 configuration error;\n" BENCH_HELP_EXIT_RESULTS;
 
 /* GEMM's own options; the shared ones are in session.opt. */
 struct options {
@@ -324,7 +324,9 @@ static void add_row_start(struct table *t, int32_t dtype, int64_t n)
         table_cell(t, "-");
 }
 
-static void add_timing_cells(struct table *t, int64_t n, double ours, double theirs, double diff)
+/* The timings' cells, and their rows in the results file. */
+static void add_timings(const struct bench *b, struct table *t, int32_t dtype, int64_t n,
+                        double ours, double theirs, double diff)
 {
     double flops = 2.0 * (double)n * (double)n * (double)n;
     table_cell(t, "%.3f", ours);
@@ -333,6 +335,18 @@ static void add_timing_cells(struct table *t, int64_t n, double ours, double the
     table_cell(t, "%.3g", flops / (theirs * 1e9));
     table_cell(t, "%.2f", theirs / ours);
     table_cell(t, "%.1e", diff);
+    const char *impls[2] = {"clops", "clblast"};
+    const double ms[2] = {ours, theirs};
+    for (int i = 0; i < 2; i++)
+        bench_record(&(struct bench_row){.op = "gemm",
+                                         .dtype = dtype,
+                                         .impl = impls[i],
+                                         .n = n,
+                                         .n_unit = "matrix order",
+                                         .ms = ms[i],
+                                         .rate = flops / (ms[i] * 1e9),
+                                         .unit = "TFLOP/s",
+                                         .device = b->session.device.name});
 }
 
 /* Device memory both libraries' operands need, with some room for the drivers. */
@@ -375,7 +389,7 @@ static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *
     } else {
         double ours_ms = time_calls(b, &o, 0), theirs_ms = time_calls(b, &o, 1);
         b->failures += isnan(ours_ms) || isnan(theirs_ms);
-        add_timing_cells(t, n, ours_ms, theirs_ms, diff);
+        add_timings(b, t, dtype, n, ours_ms, theirs_ms, diff);
     }
     release_operands(b, &o);
 }
@@ -574,6 +588,7 @@ int bench_gemm_main(int argc, char **argv)
     static struct bench b = {.opt.cold = 1};
     static const struct bench_command_line command_line = {
         .program = "clops-bench",
+        .name = "gemm",
         .help = help,
         .options = own_options,
         .short_options = "s:bn",

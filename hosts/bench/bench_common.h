@@ -1,6 +1,6 @@
 /* bench_common.h — what the areas of clops-bench share: the exit statuses, the options every
- * area takes (--reps, --config, --verbose, --help), loading libclops, opening the pool and the
- * lines that name them, and sorting timings. */
+ * area takes (--reps, --config, --verbose, --help, --csv, --chart), loading libclops, opening the
+ * pool and the lines that name them, sorting timings, and the results file and its chart. */
 #ifndef CLOPS_BENCH_COMMON_H
 #define CLOPS_BENCH_COMMON_H
 
@@ -16,25 +16,42 @@ enum bench_exit {
     BENCH_EXIT_FAILED = 1, /* a call failed or a result was wrong */
     BENCH_EXIT_USAGE = 2,
     BENCH_EXIT_LOAD = 3, /* libclops could not be loaded, or lacks what the area measures */
-    BENCH_EXIT_CONFIG = 4
+    BENCH_EXIT_CONFIG = 4,
+    BENCH_EXIT_RESULTS = 5, /* --csv or --chart: a file could not be written, the chart failed */
+    BENCH_EXIT_NO_CHART = 6 /* --chart: python3, its matplotlib or chart.py is missing */
 };
+
+/* The paragraph of --help on --csv and --chart, after an area's own options. */
+#define BENCH_HELP_RESULTS_OPTIONS                                                                 \
+    "\nResults, besides the tables:\n"                                                             \
+    "  --csv FILE    one row per timed measurement, as CSV (hosts/bench/README.md)\n"              \
+    "  --chart PNG   a chart of them, rate against size, drawn by chart.py with matplotlib\n"      \
+    "                ($CLOPS_PYTHON, else python3 on PATH; checked before measuring)\n"
+
+/* The exit statuses of --csv and --chart: the last lines of every area's --help. */
+#define BENCH_HELP_EXIT_RESULTS                                                                    \
+    "5 --csv or --chart could not write its file or draw the chart; 6 --chart needs python3\n"     \
+    "with matplotlib ($CLOPS_PYTHON, else python3 on PATH), and it is missing.\n"
 
 /* The last paragraph of --help, for the areas whose failures are just those above. */
 #define BENCH_HELP_EXIT_STATUS                                                                     \
     "Exit status: 0 ok; 1 a call failed or a result was wrong; 2 usage error; 3 libclops could\n"  \
-    "not be loaded; 4 configuration error.\n"
+    "not be loaded; 4 configuration error;\n" BENCH_HELP_EXIT_RESULTS
 
-/* The options the areas take besides their own: -r/--reps R, -c/--config FILE, -v/--verbose
- * (and -h/--help). */
+/* The options the areas take besides their own: -r/--reps R, -c/--config FILE, -v/--verbose,
+ * --csv FILE, --chart PNG (and -h/--help). */
 struct bench_options {
     int reps;
     int verbose;
     const char *config; /* NULL: the pool's built-in defaults */
+    const char *csv;    /* NULL: no results file (a temporary one for --chart alone) */
+    const char *chart;  /* NULL: no chart */
 };
 
 /* How an area reads its command line. */
 struct bench_command_line {
     const char *program;          /* "clops-bench lu": starts each message, names --help */
+    const char *name;             /* "lu": the area column of its results */
     const char *help;             /* what --help prints */
     const struct option *options; /* the area's own long options, ending in {0} */
     const char *short_options;    /* the area's own short options, in getopt's spelling */
@@ -71,9 +88,11 @@ const char *bench_take_int(const char *arg, int base, int64_t lo, int64_t hi, in
  * NULL, or the usage error's text for a --sizes option. */
 const char *bench_parse_sizes(const char *text, int64_t *sizes, int max, int *count);
 
-/* Reads the command line, loads libclops (bench_load_library) and sends its warnings and
- * errors, and with --verbose its info and debug messages, to stderr. Returns -1 to go on, or
- * the exit status (BENCH_EXIT_OK after --help). */
+/* Reads the command line; with --chart checks that a chart can be drawn (python3, matplotlib and
+ * chart.py are there) before anything is measured; with --csv or --chart creates the results
+ * file (--csv's, or a temporary one) with its header row; loads libclops (bench_load_library) and
+ * sends its warnings and errors, and with --verbose its info and debug messages, to stderr. Returns
+ * -1 to go on, or the exit status (BENCH_EXIT_OK after --help). */
 int bench_start(int argc, char **argv, const struct bench_command_line *command_line,
                 struct bench_session *s);
 
@@ -105,5 +124,37 @@ void bench_sort(double *values, int count);
 
 /* The median of `count` timings (the mean of the middle two for an even count); sorts them. */
 double bench_median(double *values, int count);
+
+/* ---- results: --csv and --chart ----------------------------------------------------------
+ *
+ * A process measures one area, and its results file is the process's: bench_start() opens it,
+ * each area adds one row per timed measurement with bench_record(), and bench_main.c closes it
+ * and draws the chart with bench_results_finish() once the area has returned. The columns are
+ * those of BENCH_RESULTS_COLUMNS, described in hosts/bench/README.md; chart.py draws them. */
+
+#define BENCH_RESULTS_COLUMNS "area,op,dtype,impl,n,n_unit,time_ms,rate,unit,device,date"
+
+/* One timed measurement. */
+struct bench_row {
+    const char *op;     /* what was timed: "gemm", "solve 64 RHS", "reduce sum", ... */
+    int32_t dtype;      /* CLOPS_F32, ... */
+    const char *impl;   /* "clops", or the peer's name: "clblast" */
+    int64_t n;          /* the size the rate is drawn against */
+    const char *n_unit; /* what n counts: "matrix order", "elements", "image edge" */
+    double ms;          /* the time of one call (the median of the reps) */
+    double rate;        /* in `unit`: "TFLOP/s", "GB/s", "iterations/s" */
+    const char *unit;
+    const char *device; /* the device's name, as bench_print_device() prints it */
+};
+
+/* Adds `row` to the results file; nothing without --csv or --chart. A row whose time or rate is
+ * not a positive number (a failed measurement) is left out. */
+void bench_record(const struct bench_row *row);
+
+/* Closes the results file and, after an area that measured (`code` BENCH_EXIT_OK or
+ * BENCH_EXIT_FAILED), draws the chart: `$CLOPS_PYTHON chart.py CSV PNG`. Returns the process's
+ * exit status: `code`, or BENCH_EXIT_RESULTS when `code` was BENCH_EXIT_OK and the file or the
+ * chart could not be written. */
+int bench_results_finish(int code);
 
 #endif

@@ -21,7 +21,8 @@ static const char help[] =
     "warm-up call whose result is verified on the host (rows of P A - L U and of B - A X, as\n"
     "LAPACK's ratios ||r|| / (N ||A|| eps); a wrong result is reported and not timed), then\n"
     "the median of R calls on fresh copies of A (the upload is not timed).\n"
-    "TFLOP/s = (2/3) N^3 / time of lu.\n"
+    "TFLOP/s = (2/3) N^3 / time of lu; in --csv's results, a solve's rate counts\n"
+    "(2/3) N^3 + 2 N^2 RHS flops (getrf + getrs).\n"
     "\n"
     "Options:\n"
     "  -s, --sizes LIST   matrix orders, comma-separated (default 4096,8192 on a GPU, and\n"
@@ -30,8 +31,7 @@ static const char help[] =
     "  -b, --big          add 16384 (GPU) or 2048 (CPU) to the default sizes\n"
     "  -c, --config FILE  create the pool from FILE (e.g. operators.lu.nb = <n>; for lu, solve)\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
-    "  -h, --help         print this help\n"
-    "\n" BENCH_HELP_EXIT_STATUS;
+    "  -h, --help         print this help\n" BENCH_HELP_RESULTS_OPTIONS "\n" BENCH_HELP_EXIT_STATUS;
 
 /* lu's own options; the shared ones are in session.opt. */
 struct lu_options {
@@ -285,6 +285,27 @@ static void cell_ms(struct table *t, double ms)
         table_cell(t, "%.1f", ms);
 }
 
+/* The three measurements of one size as rows of the results file: a solve counts getrf's and
+ * getrs' flops, (2/3) N^3 + 2 N^2 RHS. */
+static void record_size(const struct lu_bench *bb, int32_t dtype, int64_t n, const double *ms)
+{
+    static const char *const ops[3] = {"lu", "solve 1 RHS", "solve 64 RHS"};
+    static const int64_t rhs[3] = {0, 1, WIDE_NRHS};
+    for (int i = 0; i < 3; i++) {
+        const double flops = 2.0 / 3.0 * (double)n * (double)n * (double)n +
+                             2.0 * (double)n * (double)n * (double)rhs[i];
+        bench_record(&(struct bench_row){.op = ops[i],
+                                         .dtype = dtype,
+                                         .impl = "clops",
+                                         .n = n,
+                                         .n_unit = "matrix order",
+                                         .ms = ms[i],
+                                         .rate = flops / (ms[i] * 1e-3) / 1e12,
+                                         .unit = "TFLOP/s",
+                                         .device = bb->session.device.name});
+    }
+}
+
 static void bench_size(struct lu_bench *bb, struct table *t, int32_t dtype, int64_t n)
 {
     double r_lu, r_1, r_64;
@@ -292,6 +313,7 @@ static void bench_size(struct lu_bench *bb, struct table *t, int32_t dtype, int6
     const double s1_ms = measure(bb, dtype, n, 1, &r_1);
     const double s64_ms = measure(bb, dtype, n, WIDE_NRHS, &r_64);
     const double flops = 2.0 / 3.0 * (double)n * (double)n * (double)n;
+    record_size(bb, dtype, n, (const double[3]){lu_ms, s1_ms, s64_ms});
     table_row(t);
     table_cell(t, "%s", dtype == CLOPS_F64 ? "f64" : "f32");
     table_cell(t, "%lld", (long long)n);
@@ -352,6 +374,7 @@ int bench_lu_main(int argc, char **argv)
     static struct lu_bench bb;
     static const struct bench_command_line command_line = {
         .program = "clops-bench lu",
+        .name = "lu",
         .help = help,
         .options = lu_own_options,
         .short_options = "s:b",

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_common.h"
 
 struct bench_area {
     const char *name;
@@ -36,8 +37,9 @@ int main(int argc, char **argv)
         usage();
         return 0;
     }
+    /* The area's results file (--csv, --chart) is closed and charted once it has returned. */
     for (int i = 0; argc >= 2 && i < AREA_COUNT; i++)
         if (strcmp(argv[1], areas[i].name) == 0)
-            return areas[i].main(argc - 1, argv + 1);
-    return bench_gemm_main(argc, argv);
+            return bench_results_finish(areas[i].main(argc - 1, argv + 1));
+    return bench_results_finish(bench_gemm_main(argc, argv));
 }

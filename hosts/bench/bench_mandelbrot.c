@@ -44,7 +44,7 @@ static const char help[] =
     "  -c, --config FILE             create the pool from FILE instead of the defaults\n"
     "  -s, --no-split                skip part 2\n"
     "  -v, --verbose                 also print the library's info and debug messages\n"
-    "  -h, --help                    print this help\n"
+    "  -h, --help                    print this help\n" BENCH_HELP_RESULTS_OPTIONS
     "\n" BENCH_HELP_EXIT_STATUS;
 
 /* mandelbrot's own options; the shared ones are in session.opt. */
@@ -244,6 +244,28 @@ static void add_row(const struct bench *b, struct table *t, const char *what,
     device_cells(b, t, m);
 }
 
+/* One measurement as a row of the results file, n = the image edge; its device is the pool's
+ * devices that ran tiles. */
+static void record(const struct bench *b, const char *op, int32_t dtype, int64_t n,
+                   const struct measurement *m)
+{
+    if (!m->ok)
+        return;
+    char devices[512] = "";
+    for (int32_t d = 0; d < b->device_count; d++)
+        if (m->tasks[d] > 0)
+            host_append(devices, sizeof devices, " + ", b->devices[d].name);
+    bench_record(&(struct bench_row){.op = op,
+                                     .dtype = dtype,
+                                     .impl = "clops",
+                                     .n = n,
+                                     .n_unit = "image edge",
+                                     .ms = m->ms,
+                                     .rate = m->iterations / (m->ms * 1e-3),
+                                     .unit = "iterations/s",
+                                     .device = devices});
+}
+
 static const struct table_column columns[] = {
     {"run", TABLE_LEFT},           {"split", TABLE_LEFT},
     {"ms", TABLE_RIGHT},           {"iterations", TABLE_RIGHT},
@@ -267,6 +289,7 @@ static void run_gpu(struct bench *b)
         struct clops_tensor counts = {
             .buffer = buffer, .dtype = CLOPS_U32, .rank = 2, .shape = {n, n}, .strides = {n, 1}};
         measure(b, &counts, host, n, &v, &m);
+        record(b, "whole set", CLOPS_F32, n, &m);
     }
     struct table t;
     table_init(&t, columns, COLUMN_COUNT);
@@ -313,8 +336,12 @@ static void run_split(struct bench *b)
         }
     struct table t;
     table_init(&t, columns, COLUMN_COUNT);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 3; k++) {
         add_row(b, &t, names[k], &m[k]);
+        char op[64];
+        snprintf(op, sizeof op, "deep zoom %s", names[k]);
+        record(b, op, CLOPS_F64, n, &m[k]);
+    }
     printf("\n2. Deep zoom, %lld^2 f64, maxit %lld, counts into host memory, tile %lld; median "
            "of %d calls:\n\n",
            (long long)n, (long long)v.max_iterations, (long long)b->opt.tile, b->session.opt.reps);
@@ -367,6 +394,7 @@ int bench_mandelbrot_main(int argc, char **argv)
                                      .split = 1}};
     static const struct bench_command_line command_line = {
         .program = "clops-bench mandelbrot",
+        .name = "mandelbrot",
         .help = help,
         .options = own_options,
         .short_options = "n:m:d:D:t:s",

@@ -28,7 +28,8 @@ static const char help[] =
     "host computation within the operator's documented bounds, transposes bit for bit); a row\n"
     "that fails is not timed. Then R calls: 'wall' is the median host time of one call\n"
     "(launches and waits included), 'device' the mean kernel time from the pool's profiling\n"
-    "statistics (the configuration's `profiling`, on by default).\n"
+    "statistics (the configuration's `profiling`, on by default). --csv's rows hold the wall\n"
+    "times, n = the elements reduced or the transpose's order.\n"
     "\n"
     "Options:\n"
     "  -n, --reduce-size N      elements reduced (default 2^26 on a GPU, 2^22 otherwise)\n"
@@ -36,7 +37,7 @@ static const char help[] =
     "  -r, --reps R             timed calls per row (default 20)\n"
     "  -c, --config FILE        create the pool from FILE instead of the built-in defaults\n"
     "  -v, --verbose            also print the library's info and debug messages\n"
-    "  -h, --help               print this help\n"
+    "  -h, --help               print this help\n" BENCH_HELP_RESULTS_OPTIONS
     "\n" BENCH_HELP_EXIT_STATUS;
 
 /* memory's own options; the shared ones are in session.opt. */
@@ -83,6 +84,10 @@ static const struct option own_options[] = {
  * else prints why); `bytes` is what one call must move through device memory. */
 struct job {
     const char *op, *what;
+    /* The row of the results file: what was timed ("reduce sum axis 1"), its size and what
+     * the size counts ("elements", "matrix order"). */
+    const char *label, *n_unit;
+    int64_t size;
     int32_t dtype;
     double bytes;
     int32_t (*run)(struct bench *b, struct job *j);
@@ -146,6 +151,16 @@ static void measure(struct bench *b, struct job *j)
     double wall, dev;
     time_job(b, j, &wall, &dev);
     b->failures += isnan(wall);
+    /* The wall time: what a peer timing its calls from the host measures too. */
+    bench_record(&(struct bench_row){.op = j->label,
+                                     .dtype = j->dtype,
+                                     .impl = "clops",
+                                     .n = j->size,
+                                     .n_unit = j->n_unit,
+                                     .ms = wall,
+                                     .rate = j->bytes / (wall * 1e6),
+                                     .unit = "GB/s",
+                                     .device = b->session.device.name});
     table_cell(t, "%.3f", wall);
     table_cell(t, "%.1f", j->bytes / (wall * 1e6));
     if (dev > 0) {
@@ -290,12 +305,16 @@ static void bench_reduce(struct bench *b, int64_t n)
         const char *what;
         int32_t op;
     } whole[] = {{"sum", OP_SUM}, {"max", OP_MAX}, {"norm2", OP_NORM2}, {"argmax", OP_ARGMAX}};
-    char what[4][64], axis_what[2][64];
+    char what[4][64], axis_what[2][64], label[4][32], axis_label[2][32];
     for (int k = 0; k < 4; k++) {
         snprintf(what[k], sizeof what[k], "%s, n = %lld", whole[k].what, (long long)n);
+        snprintf(label[k], sizeof label[k], "reduce %s", whole[k].what);
         struct job j = {
             .op = "reduce",
             .what = what[k],
+            .label = label[k],
+            .n_unit = "elements",
+            .size = n,
             .dtype = CLOPS_F32,
             .bytes = 4.0 * (double)n,
             .run = run_reduce,
@@ -313,8 +332,12 @@ static void bench_reduce(struct bench *b, int64_t n)
     for (int axis = 1; axis >= 0; axis--) {
         snprintf(axis_what[axis], sizeof axis_what[axis], "sum axis %d, %lldx%lld", axis,
                  (long long)rows, (long long)cols);
+        snprintf(axis_label[axis], sizeof axis_label[axis], "reduce sum axis %d", axis);
         struct job j = {.op = "reduce",
                         .what = axis_what[axis],
+                        .label = axis_label[axis],
+                        .n_unit = "elements",
+                        .size = rows * cols,
                         .dtype = CLOPS_F32,
                         .bytes = 4.0 * (double)(rows * cols),
                         .run = run_reduce,
@@ -382,6 +405,9 @@ static void bench_transpose(struct bench *b, int32_t dtype, int64_t n, int in_pl
     } else {
         struct job j = {.op = "transpose",
                         .what = what,
+                        .label = in_place ? "transpose in place" : "transpose",
+                        .n_unit = "matrix order",
+                        .size = n,
                         .dtype = dtype,
                         .bytes = 2.0 * (double)bytes,
                         .run = run_transpose,
@@ -468,6 +494,7 @@ int bench_memory_main(int argc, char **argv)
     static struct bench b;
     static const struct bench_command_line command_line = {
         .program = "clops-bench memory",
+        .name = "memory",
         .help = help,
         .options = own_options,
         .short_options = "n:t:",
