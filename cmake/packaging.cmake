@@ -38,6 +38,8 @@ set(CPACK_COMPONENT_DEV_DESCRIPTION
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME clops-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libclops1 ${clops_exact}")
+# clops-bench --chart draws with matplotlib.
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "python3-matplotlib")
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
     "clops programs: clops (devices, operators, pipelines) and clops-bench, with man pages and examples")
 
