@@ -16,21 +16,82 @@
 /* Host tensors larger than this are surely a typo in `shape` (and would overflow sizes). */
 #define MAX_TENSOR_BYTES (INT64_C(1) << 40)
 
-static void HOST_PRINTF(3, 4)
-    report(struct pipeline *pl, const config_setting_t *where, const char *fmt, ...)
+/* In a sweep, the run's index and values, once, before its first problem. */
+static void head(struct pipeline *pl)
 {
+    if (pl->headed || pl->run->label[0] == '\0')
+        return;
+    fprintf(stderr, "clops: %s, run %lld (%s):\n", pl->path, (long long)pl->run->index,
+            pl->run->label);
+    pl->headed = 1;
+}
+
+/* " (where ${n} = 64, ${2*n} = 128)": what the `${...}` on `line` became, so that a problem
+ * with a value substituted there names the param it came from. */
+static void print_substitutions(const struct pipeline *pl, int line, int with_keys)
+{
+    const struct pl_template *t = &pl->source->text;
+    int printed = 0;
+    for (int i = 0; line > 0 && pl->ref_texts != NULL && i < t->ref_count; i++) {
+        if (t->refs[i].line != line || pl->ref_texts[i] == NULL)
+            continue;
+        int repeated = 0;
+        for (int j = 0; j < i; j++)
+            repeated |= t->refs[j].line == line && strcmp(t->refs[j].expr, t->refs[i].expr) == 0;
+        if (repeated)
+            continue;
+        /* Inside a string the text is what was inserted; show it as the value it was. */
+        fprintf(stderr, "%s%s%s${%s} = %s%s%s", printed ? ", " : " (where ",
+                with_keys ? t->refs[i].key : "", with_keys ? ": " : "", t->refs[i].expr,
+                t->refs[i].in_string ? "\"" : "", pl->ref_texts[i],
+                t->refs[i].in_string ? "\"" : "");
+        printed = 1;
+    }
+    if (printed)
+        fputc(')', stderr);
+}
+
+/* `with_keys`: the message does not name the setting (libconfig's do not), the notes do. */
+static void HOST_PRINTF(4, 0)
+    report_va(struct pipeline *pl, int line, int with_keys, const char *fmt, va_list ap)
+{
+    pl->errors++;
+    if (pl->silent)
+        return;
+    head(pl);
     /* Settings from --set have no line. */
-    int line = where != NULL ? config_setting_source_line(where) : 0;
     if (line > 0)
         fprintf(stderr, "%s:%d: ", pl->path, line);
     else
         fprintf(stderr, "%s: ", pl->path);
+    vfprintf(stderr, fmt, ap);
+    print_substitutions(pl, line, with_keys);
+    fputc('\n', stderr);
+}
+
+static void HOST_PRINTF(3, 4) report_line(struct pipeline *pl, int line, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    report_va(pl, line, 0, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    pl->errors++;
+}
+
+static void libconfig_error(struct pipeline *pl, int line, const char *text, ...)
+{
+    va_list ap;
+    va_start(ap, text);
+    report_va(pl, line, 1, text, ap);
+    va_end(ap);
+}
+
+static void HOST_PRINTF(3, 4)
+    report(struct pipeline *pl, const config_setting_t *where, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report_va(pl, where != NULL ? config_setting_source_line(where) : 0, 0, fmt, ap);
+    va_end(ap);
 }
 
 static int in_list(const char *const *names, const char *name)
@@ -745,8 +806,11 @@ static void parse_output(struct pipeline *pl, config_setting_t *group, const cha
     for (int i = 0; out->file != NULL && i < index; i++)
         if (pl->outputs[i].file != NULL && strcmp(pl->outputs[i].file, out->file) == 0)
             report(pl, group, "%s: '%s' is already written by outputs[%d]", what, out->file, i);
-    if (out->file != NULL)
-        check_output_format(pl, group, what, out);
+    if (out->file == NULL)
+        return;
+    check_output_format(pl, group, what, out);
+    out->name =
+        sweep_output_name(&pl->source->sweep, &pl->source->params, pl->run->values, out->file);
 }
 
 /* ---- the file ----------------------------------------------------------------------------- */
@@ -760,46 +824,93 @@ static void parse_pool(struct pipeline *pl)
     pl->pool_path = relative_to_pipeline(pl, pool);
 }
 
-/* The --set overrides, before anything is parsed: they are as if written in the file. */
-static void apply_sets(struct pipeline *pl, char *const *sets, int set_count)
+/* A --set that cannot be applied: a usage error, not the file's. */
+static void HOST_PRINTF(3, 4)
+    set_failed(struct pipeline *pl, const char *assignment, const char *fmt, ...)
 {
-    for (int i = 0; i < set_count; i++) {
-        char err[256];
-        if (pipeline_apply_set(&pl->config, sets[i], err, sizeof err) != 0) {
-            fprintf(stderr, "clops: --set %s: %s\n", sets[i], err);
-            pl->bad_set = 1;
-            pl->errors++;
-        }
+    pl->bad_set = 1;
+    pl->errors++;
+    if (pl->silent)
+        return;
+    head(pl);
+    fprintf(stderr, "clops: --set %s: ", assignment);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+struct set_context {
+    struct pipeline *pl;
+    const struct pl_set *set;
+};
+
+static void set_problem(void *ctx, const struct pl_ref *ref, const char *problem)
+{
+    struct set_context *c = ctx;
+    set_failed(c->pl, c->set->assignment, "${%s}: %s", ref->expr, problem);
+}
+
+/* The --set overrides other than params and the sweep, before anything is parsed: they are as if
+ * written in the file, their `${...}` replaced by the run's values. */
+static void apply_sets(struct pipeline *pl)
+{
+    const struct pl_source *src = pl->source;
+    for (int i = 0; i < src->set_count; i++) {
+        const struct pl_set *set = &src->sets[i];
+        struct set_context ctx = {pl, set};
+        char **texts = NULL;
+        char *value =
+            template_expand(&set->value, &src->params, pl->run->values, &texts, set_problem, &ctx);
+        template_texts_free(texts, set->value.ref_count);
+        char *assignment = NULL, err[256];
+        if (value != NULL &&
+            asprintf(&assignment, "%.*s=%s", (int)set->key_len, set->assignment, value) < 0)
+            assignment = NULL;
+        if (assignment != NULL && pipeline_apply_set(&pl->config, assignment, err, sizeof err) != 0)
+            set_failed(pl, set->assignment, "%s", err);
+        free(assignment);
+        free(value);
     }
 }
 
-int pipeline_load(struct pipeline *pl, const char *path, const struct clops_api *api,
-                  char *const *sets, int set_count)
+static void expand_problem_reported(void *ctx, const struct pl_ref *ref, const char *problem)
 {
-    static const char *const keys[] = {"pool", "tensors", "steps", "checks", "outputs", NULL};
+    report_line(ctx, ref->line, "%s%s${%s}: %s", ref->key, ref->key[0] != '\0' ? ": " : "",
+                ref->expr, problem);
+}
+
+/* The run's text: the source's with every `${...}` replaced, parsed by libconfig. */
+static int parse_run_text(struct pipeline *pl)
+{
+    const struct pl_source *src = pl->source;
+    char *text = template_expand(&src->text, &src->params, pl->run->values, &pl->ref_texts,
+                                 expand_problem_reported, pl);
+    if (text == NULL)
+        return -1;
+    int read_ok = config_read_string(&pl->config, text) == CONFIG_TRUE;
+    free(text);
+    if (!read_ok)
+        libconfig_error(pl, config_error_line(&pl->config), config_error_text(&pl->config));
+    return read_ok ? 0 : -1;
+}
+
+int pipeline_load(struct pipeline *pl, const struct pl_source *src, const struct pl_run *run,
+                  const struct clops_api *api, int silent)
+{
+    static const char *const keys[] = {"params", "sweep",  "pool",    "tensors",
+                                       "steps",  "checks", "outputs", NULL};
     memset(pl, 0, sizeof *pl);
-    pl->path = path;
+    pl->path = src->path;
+    pl->source = src;
+    pl->run = run;
+    pl->silent = silent;
     pl->api = api;
     config_init(&pl->config);
-    /* Opened here, not by config_read_file(): a FIFO given as the pipeline would block it. */
-    char err[512];
-    int64_t size = 0;
-    FILE *f = fmt_open_input(path, &size, err, sizeof err);
-    if (f == NULL) {
-        fprintf(stderr, "%s\n", err);
-        return ++pl->errors;
-    }
-    int read_ok = config_read(&pl->config, f) == CONFIG_TRUE;
-    fclose(f);
-    if (!read_ok) {
-        if (config_error_type(&pl->config) == CONFIG_ERR_FILE_IO)
-            fprintf(stderr, "%s: read error\n", path);
-        else
-            fprintf(stderr, "%s:%d: %s\n", path, config_error_line(&pl->config),
-                    config_error_text(&pl->config));
-        return ++pl->errors;
-    }
-    apply_sets(pl, sets, set_count);
+    if (parse_run_text(pl) != 0)
+        return pl->errors;
+    apply_sets(pl);
     if (pl->bad_set)
         return pl->errors;
     config_setting_t *root = config_root_setting(&pl->config);
@@ -822,6 +933,9 @@ int pipeline_load(struct pipeline *pl, const char *path, const struct clops_api 
 
 void pipeline_free(struct pipeline *pl)
 {
+    for (int i = 0; pl->outputs != NULL && i < pl->output_count; i++)
+        free(pl->outputs[i].name);
+    template_texts_free(pl->ref_texts, pl->source->text.ref_count);
     for (int i = 0; pl->tensors != NULL && i < pl->tensor_count; i++) {
         free(pl->tensors[i].data);
         free(pl->tensors[i].file_path);

@@ -8,13 +8,16 @@
 #include "mandel.h"
 #include "operators.h"
 #include "pipeline_model.h"
+#include "pipeline_source.h"
 
-/* Reads `path`, applies the `set_count` overrides "key.path=value" of `sets` (--set), and
- * validates the result against the operators of `api`, printing each problem as
- * "path:line: message" on stderr. File tensors are read here. Returns the number of problems
- * (0: ready to run). The pipeline must be freed with pipeline_free() either way. */
-int pipeline_load(struct pipeline *pl, const char *path, const struct clops_api *api,
-                  char *const *sets, int set_count);
+/* The pipeline of one run of `src`: its text with every `${...}` replaced by the run's values,
+ * parsed, the other --set overrides applied, and validated against the operators of `api`,
+ * each problem printed as "path:line: message" on stderr (in a sweep after a line naming the
+ * run; none printed when `silent`). File tensors are read here. Returns the number of problems
+ * (0: ready to run). The pipeline must be freed with pipeline_free() either way; it refers to
+ * `src` and `run`, which must outlive it. */
+int pipeline_load(struct pipeline *pl, const struct pl_source *src, const struct pl_run *run,
+                  const struct clops_api *api, int silent);
 void pipeline_free(struct pipeline *pl);
 
 #endif

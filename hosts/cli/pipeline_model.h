@@ -75,13 +75,23 @@ struct pl_check {
 
 struct pl_output {
     int tensor;
-    const char *file; /* as written in the pipeline */
+    const char *file; /* as written in the pipeline (its `${...}` replaced) */
+    char *name;       /* what is written, relative to --output-dir: `file`, with the run's
+                         swept values in a sweep (sweep_output_name); owned */
     int format;       /* enum fmt_kind, from the file's extension */
     int line;
 };
 
+struct pl_source;
+struct pl_run;
+
 struct pipeline {
     const char *path;
+    const struct pl_source *source; /* what it was made from, and for which run */
+    const struct pl_run *run;
+    char **ref_texts; /* what each `${...}` of the source became in this run (messages) */
+    int silent;       /* count problems without printing them */
+    int headed;       /* the run's heading was printed before its first problem */
     const struct clops_api *api;
     config_t config; /* kept alive: names and strings above point into it */
     char *pool_path; /* resolved against the file's directory; NULL for the default pool */

@@ -1,6 +1,7 @@
-/* pipeline_run.c — running a validated pipeline: host tensors, the pool, device copies of the
- * tensors steps use, each step through op_find + invoke, the checks, the result tables and the
- * outputs. */
+/* pipeline_run.c — running a pipeline file: each run of its sweep (one run when it has none)
+ * validated before the first starts, then run by run: host tensors, the pool, device copies of
+ * the tensors steps use, each step through op_find + invoke, the checks, the result tables and
+ * the outputs; in a sweep, a table of the runs at the end. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +15,21 @@
 #include "table.h"
 #include "util.h"
 
+/* The pool of a run, kept for the next run while the runs of a sweep name the same pool file
+ * (the kernels it built stay built). */
+struct run_pool {
+    struct clops_pool *pool;
+    char *path;       /* the pool file it was made from; NULL: the built-in defaults */
+    char device[128]; /* its primary device */
+    int32_t device_count;
+};
+
 struct run {
     struct cli *cli;
     const struct run_options *options;
     struct pipeline *pl;
-    struct clops_pool *pool;
-    char device[128]; /* the pool's primary device */
-    int32_t device_count;
+    struct run_pool *pool;
+    char prefix[600]; /* "run 2 (n=64): " in a sweep, for its messages; else empty */
     int steps_done;
 };
 
@@ -88,7 +97,7 @@ static int upload_tensors(struct run *r)
         struct pl_tensor *t = &r->pl->tensors[i];
         if (!t->on_device || t->elements == 0)
             continue;
-        if (api->buffer_create(r->pool, tensor_bytes(t), &t->buffer) != CLOPS_OK ||
+        if (api->buffer_create(r->pool->pool, tensor_bytes(t), &t->buffer) != CLOPS_OK ||
             api->buffer_upload(t->buffer, 0, t->data, tensor_bytes(t)) != CLOPS_OK)
             return transfer_error(r, "upload", t);
         t->view.data = NULL;
@@ -198,7 +207,7 @@ static int32_t run_step(struct run *r, int index, int *transfer_failed)
         }
         progress_run(progress, run, step->repeat, step->best_ms);
         double start = host_now_ms();
-        status = api->invoke(r->pool, step->op, args, count);
+        status = api->invoke(r->pool->pool, step->op, args, count);
         double ms = host_now_ms() - start;
         step->best_ms = ms < step->best_ms ? ms : step->best_ms;
     }
@@ -261,17 +270,6 @@ static void format_shapes(const struct pipeline *pl, const struct pl_step *step,
     }
 }
 
-/* The shortest decimal that reads back as `x` (0.1, not 0.10000000000000001). */
-static const char *shortest(double x, char *out, size_t size)
-{
-    for (int digits = 6; digits <= 17; digits++) {
-        snprintf(out, size, "%.*g", digits, x);
-        if (strtod(out, NULL) == x)
-            break;
-    }
-    return out;
-}
-
 /* "a=A b=B alpha=1 trans_a=none": the arguments the file gives. */
 static void format_args(const struct pipeline *pl, const struct pl_step *step, char *out,
                         size_t size)
@@ -289,7 +287,7 @@ static void format_args(const struct pipeline *pl, const struct pl_step *step, c
             snprintf(item, sizeof item, "%s=%lld", param->name, (long long)v->i);
         else if (param->kind == CLOPS_PARAM_DOUBLE)
             snprintf(item, sizeof item, "%s=%s", param->name,
-                     shortest(v->d, number, sizeof number));
+                     format_shortest(v->d, number, sizeof number));
         else
             snprintf(item, sizeof item, "%s=%s", param->name, v->s != NULL ? v->s : "");
         host_append(out, size, " ", item);
@@ -315,10 +313,10 @@ static void print_steps(const struct run *r)
         table_cell(&t, "%s", step->op->name);
         table_cell(&t, "%s", shapes);
         /* Mandelbrot shares its tiles between every device of the pool. */
-        if (strcmp(step->op->name, "mandelbrot") == 0 && r->device_count > 1)
-            table_cell(&t, "%d devices", r->device_count);
+        if (strcmp(step->op->name, "mandelbrot") == 0 && r->pool->device_count > 1)
+            table_cell(&t, "%d devices", r->pool->device_count);
         else
-            table_cell(&t, "%s", r->device);
+            table_cell(&t, "%s", r->pool->device);
         table_cell(&t, "%d", step->repeat);
         table_cell(&t, "%.3f", step->best_ms);
         if (work.amount > 0.0 && step->best_ms > 0.0)
@@ -365,7 +363,7 @@ static void print_checks(const struct pipeline *pl)
 static void print_pool_stats(const struct run *r)
 {
     struct clops_stats stats = {.struct_size = sizeof stats};
-    if (r->cli->lib.api->pool_stats(r->pool, &stats) != CLOPS_OK)
+    if (r->cli->lib.api->pool_stats(r->pool->pool, &stats) != CLOPS_OK)
         return;
     printf("\nPool: %lld programs built, %lld loaded from the cache (%lld rejected), %lld calls, "
            "%lld bytes uploaded, %lld downloaded\n",
@@ -415,7 +413,10 @@ static void print_plan_tensors(const struct pipeline *pl)
 
 static void print_plan(const struct pipeline *pl, const char *output_dir)
 {
-    printf("Plan of %s (pool: %s)\n\nTensors:\n", pl->path,
+    printf("Plan of %s", pl->path);
+    if (pl->run->label[0] != '\0')
+        printf(", run %lld (%s)", (long long)pl->run->index, pl->run->label);
+    printf(" (pool: %s)\n\nTensors:\n",
            pl->pool_path != NULL ? pl->pool_path : "built-in defaults");
     print_plan_tensors(pl);
     printf("\nSteps:\n");
@@ -435,33 +436,38 @@ static void print_plan(const struct pipeline *pl, const char *output_dir)
     if (pl->output_count > 0)
         printf("\nOutputs (into %s):\n", output_dir);
     for (int i = 0; i < pl->output_count; i++)
-        printf("  %s -> %s (%s)\n", pl->tensors[pl->outputs[i].tensor].name, pl->outputs[i].file,
+        printf("  %s -> %s (%s)\n", pl->tensors[pl->outputs[i].tensor].name, pl->outputs[i].name,
                fmt_kind_name(pl->outputs[i].format));
-    printf("\nValid; nothing was run (--dry-run).\n");
 }
 
 /* ---- outputs ------------------------------------------------------------------------------ */
 
+/* Relative names are relative to --output-dir; absolute ones are kept. */
+static char *output_path(const char *output_dir, const char *name)
+{
+    char *path = NULL;
+    if (name[0] == '/' || strcmp(output_dir, ".") == 0)
+        path = host_xstrdup(name);
+    else if (asprintf(&path, "%s/%s", output_dir, name) < 0)
+        path = host_xstrdup(name);
+    return path;
+}
+
 static int write_outputs(const struct run *r)
 {
-    const char *output_dir = r->options->output_dir;
     for (int i = 0; i < r->pl->output_count; i++) {
         const struct pl_output *out = &r->pl->outputs[i];
         struct pl_tensor *t = &r->pl->tensors[out->tensor];
         if (fetch(r, t) != CLI_OK)
             return CLI_FAILED;
-        char *path = NULL;
-        if (out->file[0] == '/' || strcmp(output_dir, ".") == 0)
-            path = host_xstrdup(out->file);
-        else if (asprintf(&path, "%s/%s", output_dir, out->file) < 0)
-            path = host_xstrdup(out->file);
+        char *path = output_path(r->options->output_dir, out->name);
         struct fmt_tensor f = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
         memcpy(f.shape, t->shape, sizeof f.shape);
         char err[512];
         int rc = fmt_write(path, &f, err, sizeof err);
         if (rc != 0)
-            fprintf(stderr, "clops: outputs[%d] (%s:%d): cannot write %s: %s\n", i, r->pl->path,
-                    out->line, path, err);
+            fprintf(stderr, "clops: %soutputs[%d] (%s:%d): cannot write %s: %s\n", r->prefix, i,
+                    r->pl->path, out->line, path, err);
         else
             printf("Wrote %s (%s, %lld bytes of data) to %s\n", t->name, host_dtype_name(t->dtype),
                    (long long)tensor_bytes(t), path);
@@ -472,21 +478,38 @@ static int write_outputs(const struct run *r)
     return CLI_OK;
 }
 
-/* ---- the run ------------------------------------------------------------------------------ */
+/* ---- one run ------------------------------------------------------------------------------ */
 
-static int create_pool(struct run *r)
+static int same_pool_file(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static void release_pool(const struct cli *cli, struct run_pool *p)
+{
+    cli->lib.api->pool_release(p->pool);
+    free(p->path);
+    memset(p, 0, sizeof *p);
+}
+
+/* The pool the run's pipeline names: the one of the run before when it names the same file. */
+static int take_pool(struct run *r)
 {
     const struct clops_api *api = r->cli->lib.api;
     const char *pool_path = r->pl->pool_path;
-    int32_t status = pool_path != NULL ? api->pool_create_from_file(pool_path, &r->pool)
-                                       : api->pool_create_default(&r->pool);
+    if (r->pool->pool != NULL && same_pool_file(r->pool->path, pool_path))
+        return CLI_OK;
+    release_pool(r->cli, r->pool);
+    int32_t status = pool_path != NULL ? api->pool_create_from_file(pool_path, &r->pool->pool)
+                                       : api->pool_create_default(&r->pool->pool);
     if (status != CLOPS_OK)
         return cli_pool_error(r->cli, status);
+    r->pool->path = pool_path != NULL ? host_xstrdup(pool_path) : NULL;
     struct clops_device_info info = {.struct_size = sizeof info};
-    if (api->pool_device_info(r->pool, 0, &info) != CLOPS_OK)
+    if (api->pool_device_info(r->pool->pool, 0, &info) != CLOPS_OK)
         return cli_library_error(r->cli, CLI_FAILED);
-    snprintf(r->device, sizeof r->device, "%s", info.name);
-    r->device_count = api->pool_device_count(r->pool);
+    snprintf(r->pool->device, sizeof r->pool->device, "%s", info.name);
+    r->pool->device_count = api->pool_device_count(r->pool->pool);
     return CLI_OK;
 }
 
@@ -494,8 +517,8 @@ static int step_failed(const struct run *r, int i, int transfer_failed)
 {
     const struct pl_step *step = &r->pl->steps[i];
     print_steps(r);
-    fprintf(stderr, "clops: steps[%d] (%s, %s:%d) failed%s%s; outputs not written\n", i,
-            step->op->name, r->pl->path, step->line, transfer_failed ? "" : ": ",
+    fprintf(stderr, "clops: %ssteps[%d] (%s, %s:%d) failed%s%s; outputs not written\n", r->prefix,
+            i, step->op->name, r->pl->path, step->line, transfer_failed ? "" : ": ",
             transfer_failed ? "" : r->cli->lib.api->last_error());
     return CLI_FAILED;
 }
@@ -519,37 +542,35 @@ static int run_steps(struct run *r)
     for (int i = 0; i < r->pl->check_count; i++)
         failed += !check_passed(&r->pl->checks[i]);
     if (failed > 0) {
-        fprintf(stderr, "clops: %d of %d checks failed; outputs not written\n", failed,
+        fprintf(stderr, "clops: %s%d of %d checks failed; outputs not written\n", r->prefix, failed,
                 r->pl->check_count);
         return CLI_FAILED;
     }
     return CLI_OK;
 }
 
-int pipeline_run_file(struct cli *cli, const char *path, const struct run_options *options)
+/* One run: its pipeline loaded (validated before, with the same values), run on `pool`.
+ * Returns an exit code; *fatal when no later run can do better (the pool cannot be made). */
+static int run_one(struct cli *cli, const struct run_options *options, const struct pl_source *src,
+                   const struct pl_run *values, struct run_pool *pool, int *fatal)
 {
     struct pipeline pl;
-    int errors = pipeline_load(&pl, path, cli->lib.api, options->sets, options->set_count);
-    if (errors > 0) {
-        int code = pl.bad_set ? CLI_USAGE : CLI_CONFIG;
-        if (!pl.bad_set)
-            fprintf(stderr, "clops: %s: %d error%s; nothing was run\n", path, errors,
-                    errors == 1 ? "" : "s");
+    struct run r = {.cli = cli, .options = options, .pl = &pl, .pool = pool};
+    if (values->label[0] != '\0')
+        snprintf(r.prefix, sizeof r.prefix, "run %lld (%s): ", (long long)values->index,
+                 values->label);
+    /* A file read while validating may have changed since. */
+    if (pipeline_load(&pl, src, values, cli->lib.api, 0) > 0) {
+        fprintf(stderr, "clops: %sthe pipeline is no longer valid; not run\n", r.prefix);
         pipeline_free(&pl);
-        return code;
-    }
-    if (options->dry_run) {
-        print_plan(&pl, options->output_dir);
-        pipeline_free(&pl);
-        return CLI_OK;
+        return CLI_CONFIG;
     }
     for (int i = 0; i < pl.tensor_count; i++)
         generate(&pl.tensors[i]);
-
-    struct run r = {.cli = cli, .options = options, .pl = &pl};
-    int code = create_pool(&r);
+    int code = take_pool(&r);
+    *fatal = code != CLI_OK;
     if (code == CLI_OK) {
-        printf("Pipeline %s on %s (pool: %s)\n\n", path, r.device,
+        printf("Pipeline %s on %s (pool: %s)\n\n", pl.path, pool->device,
                pl.pool_path != NULL ? pl.pool_path : "built-in defaults");
         fflush(stdout);
         code = upload_tensors(&r);
@@ -560,10 +581,242 @@ int pipeline_run_file(struct cli *cli, const char *path, const struct run_option
         putchar('\n');
         code = write_outputs(&r);
     }
-    if (r.pool != NULL && cli->verbose)
+    if (pool->pool != NULL && cli->verbose)
         print_pool_stats(&r);
     release_buffers(&r);
-    cli->lib.api->pool_release(r.pool);
     pipeline_free(&pl);
+    return code;
+}
+
+/* ---- the runs ----------------------------------------------------------------------------- */
+
+/* "3, 5, 6, ...": the first few of a list of run indices. */
+static void append_index(char *out, size_t size, int64_t listed, int64_t index)
+{
+    char item[32];
+    if (listed < 8)
+        snprintf(item, sizeof item, "%lld", (long long)index);
+    else if (listed == 8)
+        snprintf(item, sizeof item, "...");
+    else
+        return;
+    host_append(out, size, ", ", item);
+}
+
+/* Every run is loaded and validated before the first one starts, so that a value that breaks
+ * one run (a shape of 0, a division by zero) stops the sweep before it has spent anything. The
+ * first invalid run's problems are printed; the others are counted. */
+static int validate_runs(const struct cli *cli, const struct pl_source *src)
+{
+    int64_t count = sweep_run_count(&src->sweep), invalid = 0, first = 0;
+    int errors = 0, bad_set = 0;
+    char indices[128] = "";
+    for (int64_t i = 0; i < count && !bad_set; i++) {
+        struct pl_run run;
+        struct pipeline pl;
+        pipeline_source_run(src, i, &run);
+        int e = pipeline_load(&pl, src, &run, cli->lib.api, invalid > 0);
+        if (e > 0 && invalid == 0) {
+            errors = e;
+            first = i;
+            bad_set = pl.bad_set;
+        }
+        if (e > 0)
+            append_index(indices, sizeof indices, invalid++, i);
+        pipeline_free(&pl);
+        pl_run_free(&run);
+    }
+    if (invalid == 0)
+        return CLI_OK;
+    if (bad_set)
+        return CLI_USAGE;
+    if (src->sweep.axis_count == 0)
+        fprintf(stderr, "clops: %s: %d error%s; nothing was run\n", src->path, errors,
+                errors == 1 ? "" : "s");
+    else
+        fprintf(stderr,
+                "clops: %s: run %lld has %d error%s; %lld of %lld runs are invalid (%s); nothing "
+                "was run\n",
+                src->path, (long long)first, errors, errors == 1 ? "" : "s", (long long)invalid,
+                (long long)count, indices);
+    return CLI_CONFIG;
+}
+
+/* The runs' swept values as table columns: "run", then one per swept param. */
+static struct table_column *run_columns(const struct pl_source *src, int extra,
+                                        const struct table_column *last, int *count)
+{
+    *count = 1 + src->sweep.axis_count + extra;
+    struct table_column *columns = host_xcalloc((size_t)*count, sizeof *columns);
+    columns[0] = (struct table_column){"run", TABLE_RIGHT};
+    for (int i = 0; i < src->sweep.axis_count; i++)
+        columns[1 + i] =
+            (struct table_column){src->params.items[src->sweep.axes[i].param].name, TABLE_LEFT};
+    for (int i = 0; i < extra; i++)
+        columns[1 + src->sweep.axis_count + i] = last[i];
+    return columns;
+}
+
+static void run_cells(struct table *t, const struct pl_source *src, const struct pl_run *run)
+{
+    table_row(t);
+    table_cell(t, "%lld", (long long)run->index);
+    for (int i = 0; i < src->sweep.axis_count; i++) {
+        char *text = param_value_text(&run->values[src->sweep.axes[i].param], 1);
+        table_cell(t, "%s", text);
+        free(text);
+    }
+}
+
+static void print_order(const struct pl_source *src, int64_t count)
+{
+    printf("\nSweep: %lld runs %s %s", (long long)count,
+           src->sweep.axis_count > 1 ? "over every combination of" : "over",
+           src->params.items[src->sweep.axes[0].param].name);
+    for (int i = 1; i < src->sweep.axis_count; i++)
+        printf("%s%s", i + 1 == src->sweep.axis_count ? " and " : ", ",
+               src->params.items[src->sweep.axes[i].param].name);
+    if (src->sweep.axis_count > 1)
+        printf(" (the first varies slowest)");
+    printf(":\n");
+}
+
+/* --dry-run: the plan of the first run, then, in a sweep, every run with its output files. */
+static int print_dry_run(const struct cli *cli, const struct pl_source *src, const char *output_dir)
+{
+    int64_t count = sweep_run_count(&src->sweep);
+    static const struct table_column outputs = {"outputs", TABLE_LEFT};
+    int column_count = 0;
+    struct table_column *columns = run_columns(src, 1, &outputs, &column_count);
+    struct table t;
+    table_init(&t, columns, column_count);
+    for (int64_t i = 0; i < count; i++) {
+        struct pl_run run;
+        struct pipeline pl;
+        pipeline_source_run(src, i, &run);
+        /* Valid when validate_runs looked, unless an input file has changed since. */
+        int valid = pipeline_load(&pl, src, &run, cli->lib.api, i > 0) == 0;
+        if (i == 0 && valid)
+            print_plan(&pl, output_dir);
+        run_cells(&t, src, &run);
+        char names[2048] = "";
+        for (int o = 0; valid && o < pl.output_count; o++)
+            host_append(names, sizeof names, ", ", pl.outputs[o].name);
+        table_cell(&t, "%s", names);
+        pipeline_free(&pl);
+        pl_run_free(&run);
+    }
+    if (src->sweep.axis_count > 0) {
+        print_order(src, count);
+        table_print(&t, stdout, 2);
+    }
+    table_free(&t);
+    free(columns);
+    printf("\nValid; nothing was run (--dry-run).\n");
+    return CLI_OK;
+}
+
+/* What became of one run of a sweep. */
+struct run_outcome {
+    int code;  /* enum cli_exit; -1: not run */
+    double ms; /* wall time */
+};
+
+/* The table of the runs, and the failed ones on stderr. Returns the sweep's exit code: the
+ * first failed run's. */
+static int print_sweep_outcome(const struct pl_source *src, const struct run_outcome *outcomes)
+{
+    int64_t count = sweep_run_count(&src->sweep), failed = 0, not_run = 0;
+    static const struct table_column last[] = {{"result", TABLE_LEFT}, {"ms", TABLE_RIGHT}};
+    int column_count = 0;
+    struct table_column *columns = run_columns(src, 2, last, &column_count);
+    struct table t;
+    table_init(&t, columns, column_count);
+    char indices[600] = "";
+    int code = CLI_OK;
+    for (int64_t i = 0; i < count; i++) {
+        struct pl_run run;
+        pipeline_source_run(src, i, &run);
+        run_cells(&t, src, &run);
+        const struct run_outcome *o = &outcomes[i];
+        table_cell(&t, "%s", o->code < 0 ? "not run" : o->code == CLI_OK ? "ok" : "FAILED");
+        table_cell(&t, o->code < 0 ? "-" : "%.1f", o->ms);
+        not_run += o->code < 0;
+        if (o->code > 0) {
+            if (failed < 8) {
+                char item[600];
+                snprintf(item, sizeof item, "run %lld (%s)", (long long)i, run.label);
+                host_append(indices, sizeof indices, ", ", item);
+            }
+            failed++;
+            code = code == CLI_OK ? o->code : code;
+        }
+        pl_run_free(&run);
+    }
+    print_order(src, count);
+    table_print(&t, stdout, 2);
+    table_free(&t);
+    free(columns);
+    if (failed > 0)
+        fprintf(stderr, "clops: %s: %lld of %lld runs failed: %s%s\n", src->path, (long long)failed,
+                (long long)count, indices, failed > 8 ? ", ..." : "");
+    if (not_run > 0)
+        fprintf(stderr, "clops: %s: %lld runs were not run\n", src->path, (long long)not_run);
+    return code;
+}
+
+/* Runs every run in order. A run that fails (a step, a check, an output) is reported with its
+ * values and the next one runs; a pool that cannot be made stops the sweep, since no later run
+ * could do better. */
+static int run_all(struct cli *cli, const struct pl_source *src, const struct run_options *options)
+{
+    int64_t count = sweep_run_count(&src->sweep);
+    int sweep = src->sweep.axis_count > 0;
+    struct run_outcome *outcomes = host_xcalloc((size_t)count, sizeof *outcomes);
+    for (int64_t i = 0; i < count; i++)
+        outcomes[i].code = -1;
+    struct run_pool pool = {0};
+    int code = CLI_OK;
+    for (int64_t i = 0; i < count; i++) {
+        struct pl_run run;
+        pipeline_source_run(src, i, &run);
+        if (sweep)
+            printf("%sRun %lld (%s), %lld of %lld\n\n", i > 0 ? "\n" : "", (long long)i, run.label,
+                   (long long)i + 1, (long long)count);
+        int fatal = 0;
+        double start = host_now_ms();
+        outcomes[i].code = run_one(cli, options, src, &run, &pool, &fatal);
+        outcomes[i].ms = host_now_ms() - start;
+        pl_run_free(&run);
+        code = code == CLI_OK ? outcomes[i].code : code;
+        if (fatal)
+            break;
+    }
+    if (pool.pool != NULL)
+        release_pool(cli, &pool);
+    if (sweep)
+        code = print_sweep_outcome(src, outcomes);
+    free(outcomes);
+    return code;
+}
+
+int pipeline_run_file(struct cli *cli, const char *path, const struct run_options *options)
+{
+    struct pl_source src;
+    int errors = pipeline_source_load(&src, path, options->sets, options->set_count);
+    int code = CLI_OK;
+    if (errors > 0 && src.bad_set) {
+        code = CLI_USAGE;
+    } else if (errors > 0) {
+        fprintf(stderr, "clops: %s: %d error%s; nothing was run\n", path, errors,
+                errors == 1 ? "" : "s");
+        code = CLI_CONFIG;
+    }
+    if (code == CLI_OK)
+        code = validate_runs(cli, &src);
+    if (code == CLI_OK)
+        code = options->dry_run ? print_dry_run(cli, &src, options->output_dir)
+                                : run_all(cli, &src, options);
+    pipeline_source_free(&src);
     return code;
 }

@@ -96,6 +96,24 @@ static int assign(config_setting_t *parent, const char *last, const config_setti
     return 0;
 }
 
+const config_setting_t *pipeline_parse_value(config_t *parsed, const char *text, char *err,
+                                             size_t size)
+{
+    /* Parsed by libconfig itself, as it would be in the file. */
+    config_init(parsed);
+    char *setting = NULL;
+    if (asprintf(&setting, "value = %s;", text) < 0)
+        setting = NULL;
+    int ok = setting != NULL && config_read_string(parsed, setting) == CONFIG_TRUE;
+    free(setting);
+    if (!ok) {
+        snprintf(err, size, "'%s' is not a value (a number, \"a string\", [1, 2] or ( ... ))",
+                 text);
+        return NULL;
+    }
+    return config_lookup(parsed, "value");
+}
+
 int pipeline_apply_set(config_t *config, const char *assignment, char *err, size_t size)
 {
     const char *eq = strchr(assignment, '=');
@@ -103,18 +121,11 @@ int pipeline_apply_set(config_t *config, const char *assignment, char *err, size
         snprintf(err, size, "expected key.path=value, e.g. tensors.A.shape=[64,64]");
         return -1;
     }
-    /* The value is parsed by libconfig itself, as it would be in the file. */
     config_t parsed;
-    config_init(&parsed);
-    char *text = NULL;
-    if (asprintf(&text, "value = %s;", eq + 1) < 0)
-        text = NULL;
     int rc = -1;
-    if (text == NULL || config_read_string(&parsed, text) != CONFIG_TRUE) {
-        snprintf(err, size, "'%s' is not a value (a number, \"a string\", [1, 2] or ( ... ))",
-                 eq + 1);
+    const config_setting_t *value = pipeline_parse_value(&parsed, eq + 1, err, size);
+    if (value == NULL)
         goto done;
-    }
     char *path = host_xstrdup(assignment);
     path[eq - assignment] = '\0';
     config_setting_t *at = config_root_setting(config);
@@ -123,7 +134,7 @@ int pipeline_apply_set(config_t *config, const char *assignment, char *err, size
     while (part != NULL) {
         char *next = strtok_r(NULL, ".", &save);
         if (next == NULL) {
-            rc = assign(at, part, config_lookup(&parsed, "value"), err, size);
+            rc = assign(at, part, value, err, size);
             break;
         }
         at = walk(at, part);
@@ -135,7 +146,6 @@ int pipeline_apply_set(config_t *config, const char *assignment, char *err, size
     }
     free(path);
 done:
-    free(text);
     config_destroy(&parsed);
     return rc;
 }

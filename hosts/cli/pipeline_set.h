@@ -11,4 +11,10 @@
  * 0, or -1 with a message in `err`. */
 int pipeline_apply_set(config_t *config, const char *assignment, char *err, size_t size);
 
+/* Parses `text` as a libconfig value (64, 1.5, "text", [64, 64]) into `parsed`, which the call
+ * initialises and the caller destroys (config_destroy) either way: the value's setting, or
+ * NULL with a message in `err`. */
+const config_setting_t *pipeline_parse_value(config_t *parsed, const char *text, char *err,
+                                             size_t size);
+
 #endif
