@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "json.h"
 #include "table.h"
 #include "util.h"
 
@@ -23,8 +24,9 @@ static const char global_help[] =
     "Embeddable OpenCL compute operators: inspect devices and operators, run pipelines.\n"
     "\n"
     "Commands:\n"
-    "  devices [--config FILE]   OpenCL devices, and those a pool opens\n"
-    "  ops [NAME]                the operators, or one operator's parameters\n"
+    "  devices [--config FILE] [--json]\n"
+    "                            OpenCL devices, and those a pool opens\n"
+    "  ops [NAME] [--json]       the operators, or one operator's parameters\n"
     "  run FILE.cfg              validate a pipeline file, then run it\n"
     "Run 'clops COMMAND --help' for a command's options.\n"
     "\n"
@@ -48,7 +50,7 @@ static const char global_help[] =
     "  4  error in a pool configuration or pipeline file\n";
 
 static const char devices_help[] =
-    "Usage: clops devices [--config FILE]\n"
+    "Usage: clops devices [--config FILE] [--json]\n"
     "\n"
     "Lists every OpenCL device the ICD loader sees, then creates a pool (the built-in\n"
     "defaults: first GPU, else a CPU device; or FILE, a pool configuration such as\n"
@@ -56,17 +58,20 @@ static const char devices_help[] =
     "\n"
     "Options:\n"
     "  -c, --config FILE  create the pool from FILE instead of the defaults\n"
+    "  -j, --json         print JSON instead (schema clops-devices/1, docs/json.md)\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
     "  -h, --help         print this help\n";
 
 static const char ops_help[] =
-    "Usage: clops ops [NAME]\n"
+    "Usage: clops ops [NAME] [--json]\n"
     "\n"
     "Without NAME: one line per operator (name, version, summary).\n"
     "With NAME: the operator's summary, documentation and parameters (kind, accepted\n"
     "dtypes, enum values, default; parameters without a default are required).\n"
     "\n"
     "Options:\n"
+    "  -j, --json     print JSON instead: every operator, or NAME, with their full\n"
+    "                 documentation and parameters (schema clops-ops/1, docs/json.md)\n"
     "  -v, --verbose  also print the library's info and debug messages\n"
     "  -h, --help     print this help\n";
 
@@ -164,6 +169,50 @@ static int parse_options(struct cli *cli, const struct command_options *spec, in
     return -1;
 }
 
+/* ---- Output shared by the commands -------------------------------------------------------- */
+
+/* The `schema` member every JSON output starts with, then the library that answered. */
+static void json_header(struct json_writer *w, const struct cli *cli, const char *schema)
+{
+    const struct clops_api *api = cli->lib.api;
+    json_key(w, "schema");
+    json_string(w, schema);
+    json_key(w, "libclops");
+    json_begin_object(w);
+    json_key(w, "version");
+    json_string(w, api->version());
+    json_key(w, "abi_major");
+    json_int(w, api->abi_major);
+    json_key(w, "abi_minor");
+    json_int(w, api->abi_minor);
+    json_key(w, "path");
+    json_string(w, cli->lib.path);
+    json_end_object(w);
+}
+
+static void json_member_string(struct json_writer *w, const char *key, const char *value)
+{
+    json_key(w, key);
+    json_string(w, value);
+}
+
+static void json_member_int(struct json_writer *w, const char *key, int64_t value)
+{
+    json_key(w, key);
+    json_int(w, value);
+}
+
+/* Ends a JSON output: its exit code, `code` when everything was written. */
+static int json_end(struct json_writer *w, int code)
+{
+    int status = json_finish(w);
+    if (status == JSON_OK)
+        return code;
+    fprintf(stderr, "clops: %s\n",
+            status == JSON_ERR_IO ? "cannot write the output" : "internal error: malformed JSON");
+    return CLI_FAILED;
+}
+
 /* ---- clops devices -------------------------------------------------------------------------- */
 
 static const char *device_type_name(int32_t type)
@@ -171,6 +220,15 @@ static const char *device_type_name(int32_t type)
     switch (type) {
     case CLOPS_DEVICE_GPU: return "GPU";
     case CLOPS_DEVICE_CPU: return "CPU";
+    default: return "other";
+    }
+}
+
+static const char *device_type_id(int32_t type)
+{
+    switch (type) {
+    case CLOPS_DEVICE_GPU: return "gpu";
+    case CLOPS_DEVICE_CPU: return "cpu";
     default: return "other";
     }
 }
@@ -269,15 +327,42 @@ static void print_pool_table(const struct clops_device_info *pool_devices, int32
     table_free(&t);
 }
 
-/* The pool's devices; NULL with an exit code in *code on failure. The caller frees. */
+/* The members of a device's JSON object that devices_list and pool_device_info both fill. */
+static void json_device_members(struct json_writer *w, const struct clops_device_info *d)
+{
+    json_member_int(w, "platform_index", d->platform_index);
+    json_member_int(w, "device_index", d->device_index);
+    json_member_string(w, "platform", d->platform);
+    json_member_string(w, "type", device_type_id(d->type));
+    json_member_string(w, "name", d->name);
+    json_member_string(w, "vendor", d->vendor);
+    json_member_string(w, "driver_version", d->driver_version);
+    json_member_string(w, "opencl_version", d->opencl_version);
+    json_member_int(w, "compute_units", d->compute_units);
+    json_member_int(w, "global_mem_bytes", d->global_mem_bytes);
+    json_member_int(w, "local_mem_bytes", d->local_mem_bytes);
+    json_key(w, "fp64");
+    json_bool(w, d->fp64);
+}
+
+/* Why a pool could not be made: the library's status and message. */
+struct pool_failure {
+    int32_t status;
+    char message[2048];
+};
+
+/* The pool's devices; NULL on failure, with the exit code in *code and the reason in *why
+ * (already printed to stderr). The caller frees. */
 static struct clops_device_info *pool_devices(struct cli *cli, const char *config, int32_t *count,
-                                              int *code)
+                                              int *code, struct pool_failure *why)
 {
     const struct clops_api *api = cli->lib.api;
     struct clops_pool *pool = NULL;
     int32_t status = config != NULL ? api->pool_create_from_file(config, &pool)
                                     : api->pool_create_default(&pool);
     if (status != CLOPS_OK) {
+        why->status = status;
+        snprintf(why->message, sizeof why->message, "%s", api->last_error());
         *code = cli_pool_error(cli, status);
         return NULL;
     }
@@ -286,7 +371,10 @@ static struct clops_device_info *pool_devices(struct cli *cli, const char *confi
         host_xcalloc((size_t)(*count > 0 ? *count : 1), sizeof *infos);
     for (int32_t i = 0; i < *count; i++) {
         infos[i].struct_size = sizeof infos[i];
-        if (api->pool_device_info(pool, i, &infos[i]) != CLOPS_OK) {
+        status = api->pool_device_info(pool, i, &infos[i]);
+        if (status != CLOPS_OK) {
+            why->status = status;
+            snprintf(why->message, sizeof why->message, "%s", api->last_error());
             *code = cli_library_error(cli, CLI_FAILED);
             free(infos);
             api->pool_release(pool);
@@ -297,17 +385,81 @@ static struct clops_device_info *pool_devices(struct cli *cli, const char *confi
     return infos;
 }
 
-static void take_config(void *ctx, int c, char *arg)
+/* `clops devices --json` (docs/schema/clops-devices.schema.json). */
+static void print_devices_json(struct json_writer *w, const struct cli *cli,
+                               const struct clops_device_info *infos, int32_t count,
+                               const char *config, const struct clops_device_info *in_pool,
+                               int32_t pool_count, const struct pool_failure *why)
 {
-    (void)c;
-    *(const char **)ctx = arg;
+    json_begin_object(w);
+    json_header(w, cli, "clops-devices/1");
+    json_key(w, "devices");
+    json_begin_array(w);
+    for (int32_t i = 0; i < count; i++) {
+        json_begin_object(w);
+        json_device_members(w, &infos[i]);
+        int index = pool_index_of(&infos[i], in_pool, in_pool != NULL ? pool_count : 0);
+        json_key(w, "pool_device");
+        if (index >= 0)
+            json_int(w, index);
+        else
+            json_null(w);
+        json_end_object(w);
+    }
+    json_end_array(w);
+    json_key(w, "pool");
+    json_begin_object(w);
+    json_member_string(w, "config", config); /* null: the built-in defaults */
+    json_key(w, "devices");
+    if (in_pool != NULL) {
+        json_begin_array(w);
+        for (int32_t i = 0; i < pool_count; i++) {
+            json_begin_object(w);
+            json_member_int(w, "index", i);
+            json_device_members(w, &in_pool[i]);
+            json_member_int(w, "queues", in_pool[i].queues);
+            json_end_object(w);
+        }
+        json_end_array(w);
+    } else {
+        json_null(w);
+    }
+    json_key(w, "error");
+    if (in_pool == NULL) {
+        json_begin_object(w);
+        json_member_string(w, "status", cli->lib.api->status_name(why->status));
+        json_member_string(w, "message", why->message);
+        json_end_object(w);
+    } else {
+        json_null(w);
+    }
+    json_end_object(w);
+    json_end_object(w);
+}
+
+struct devices_options {
+    const char *config;
+    int json;
+};
+
+static void take_devices_option(void *ctx, int c, char *arg)
+{
+    struct devices_options *o = ctx;
+    if (c == 'c')
+        o->config = arg;
+    else if (c == 'j')
+        o->json = 1;
 }
 
 static int cmd_devices(struct cli *cli, int argc, char **argv)
 {
-    const char *config = NULL;
-    static const struct option own[] = {{"config", required_argument, NULL, 'c'}, {0}};
-    struct command_options spec = {"devices", devices_help, own, take_config, &config};
+    struct devices_options options = {0};
+    static const struct option own[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {0},
+    };
+    struct command_options spec = {"devices", devices_help, own, take_devices_option, &options};
     int first, code = parse_options(cli, &spec, argc, argv, &first);
     if (code >= 0)
         return code;
@@ -320,15 +472,24 @@ static int cmd_devices(struct cli *cli, int argc, char **argv)
     struct clops_device_info *infos = list_devices(cli->lib.api, &count);
     if (infos == NULL)
         return cli_library_error(cli, CLI_FAILED);
-    if (count == 0)
+    if (count == 0 && !options.json)
         printf("No OpenCL devices found (is an ICD such as pocl-opencl-icd installed?)\n");
 
     int32_t pool_count = 0;
-    struct clops_device_info *in_pool = pool_devices(cli, config, &pool_count, &code);
-    print_device_table(infos, count, in_pool, in_pool != NULL ? pool_count : 0);
-    if (in_pool != NULL) {
-        print_pool_table(in_pool, pool_count, config != NULL ? config : "the built-in defaults");
+    struct pool_failure why = {0};
+    struct clops_device_info *in_pool = pool_devices(cli, options.config, &pool_count, &code, &why);
+    if (in_pool != NULL)
         code = CLI_OK;
+    if (options.json) {
+        struct json_writer w;
+        json_init(&w, stdout, JSON_PRETTY);
+        print_devices_json(&w, cli, infos, count, options.config, in_pool, pool_count, &why);
+        code = json_end(&w, code);
+    } else {
+        print_device_table(infos, count, in_pool, in_pool != NULL ? pool_count : 0);
+        if (in_pool != NULL)
+            print_pool_table(in_pool, pool_count,
+                             options.config != NULL ? options.config : "the built-in defaults");
     }
     free(in_pool);
     free(infos);
@@ -337,18 +498,27 @@ static int cmd_devices(struct cli *cli, int argc, char **argv)
 
 /* ---- clops ops ------------------------------------------------------------------------------ */
 
-static const char *param_kind_name(int32_t kind)
+static const struct {
+    int32_t kind;
+    const char *id;   /* in JSON */
+    const char *text; /* in the table */
+} param_kinds[] = {
+    {CLOPS_PARAM_TENSOR_IN, "tensor_in", "tensor in"},
+    {CLOPS_PARAM_TENSOR_OUT, "tensor_out", "tensor out"},
+    {CLOPS_PARAM_TENSOR_INOUT, "tensor_inout", "tensor inout"},
+    {CLOPS_PARAM_INT64, "int64", "int64"},
+    {CLOPS_PARAM_DOUBLE, "double", "double"},
+    {CLOPS_PARAM_ENUM, "enum", "enum"},
+    {CLOPS_PARAM_STRING, "string", "string"},
+};
+
+/* The kind's name for JSON (json = 1) or the table; "unknown" for one this clops predates. */
+static const char *param_kind_name(int32_t kind, int json)
 {
-    switch (kind) {
-    case CLOPS_PARAM_TENSOR_IN: return "tensor in";
-    case CLOPS_PARAM_TENSOR_OUT: return "tensor out";
-    case CLOPS_PARAM_TENSOR_INOUT: return "tensor inout";
-    case CLOPS_PARAM_INT64: return "int64";
-    case CLOPS_PARAM_DOUBLE: return "double";
-    case CLOPS_PARAM_ENUM: return "enum";
-    case CLOPS_PARAM_STRING: return "string";
-    default: return "?";
-    }
+    for (size_t i = 0; i < sizeof param_kinds / sizeof param_kinds[0]; i++)
+        if (param_kinds[i].kind == kind)
+            return json ? param_kinds[i].id : param_kinds[i].text;
+    return "unknown";
 }
 
 static void print_op_list(const struct clops_api *api)
@@ -389,7 +559,7 @@ static void print_op_details(const struct clops_op *op)
         host_join(values, sizeof values, "|", p->enum_values);
         table_row(&t);
         table_cell(&t, "%s", p->name);
-        table_cell(&t, "%s", param_kind_name(p->kind));
+        table_cell(&t, "%s", param_kind_name(p->kind, 0));
         table_cell(&t, "%s", dtypes[0] ? dtypes : "-");
         table_cell(&t, "%s", values[0] ? values : "-");
         table_cell(&t, "%s", p->default_value != NULL ? p->default_value : "(required)");
@@ -399,9 +569,76 @@ static void print_op_details(const struct clops_op *op)
     table_free(&t);
 }
 
+static void json_param(struct json_writer *w, const struct clops_param *p)
+{
+    json_begin_object(w);
+    json_member_string(w, "name", p->name);
+    json_member_string(w, "kind", param_kind_name(p->kind, 1));
+    json_key(w, "dtypes");
+    json_begin_array(w);
+    for (int32_t dtype = 1; dtype < 32; dtype++)
+        if ((p->dtypes & CLOPS_DTYPE_BIT(dtype)) && strcmp(host_dtype_name(dtype), "?") != 0)
+            json_string(w, host_dtype_name(dtype));
+    json_end_array(w);
+    json_key(w, "enum_values");
+    json_begin_array(w);
+    for (int i = 0; p->enum_values != NULL && p->enum_values[i] != NULL; i++)
+        json_string(w, p->enum_values[i]);
+    json_end_array(w);
+    json_member_string(w, "default", p->default_value); /* null: required */
+    json_key(w, "required");
+    json_bool(w, p->default_value == NULL);
+    json_member_string(w, "doc", p->doc != NULL ? p->doc : "");
+    json_end_object(w);
+}
+
+static void json_op(struct json_writer *w, const struct clops_op *op)
+{
+    json_begin_object(w);
+    json_member_string(w, "name", op->name);
+    json_member_int(w, "version", op->version);
+    json_member_string(w, "summary", op->summary);
+    json_member_string(w, "doc", op->doc != NULL ? op->doc : "");
+    json_key(w, "params");
+    json_begin_array(w);
+    for (int32_t i = 0; i < op->param_count; i++)
+        json_param(w, clops_op_param(op, i));
+    json_end_array(w);
+    json_end_object(w);
+}
+
+/* `clops ops [NAME] --json` (docs/schema/clops-ops.schema.json): every operator, or `only`. */
+static int print_ops_json(const struct cli *cli, const struct clops_op *only)
+{
+    const struct clops_api *api = cli->lib.api;
+    struct json_writer w;
+    json_init(&w, stdout, JSON_PRETTY);
+    json_begin_object(&w);
+    json_header(&w, cli, "clops-ops/1");
+    json_key(&w, "operators");
+    json_begin_array(&w);
+    for (int32_t i = 0; i < (only != NULL ? 1 : api->op_count()); i++) {
+        const struct clops_op *op = only != NULL ? only : api->op_at(i);
+        if (op != NULL)
+            json_op(&w, op);
+    }
+    json_end_array(&w);
+    json_end_object(&w);
+    return json_end(&w, CLI_OK);
+}
+
+static void take_ops_option(void *ctx, int c, char *arg)
+{
+    (void)arg;
+    if (c == 'j')
+        *(int *)ctx = 1;
+}
+
 static int cmd_ops(struct cli *cli, int argc, char **argv)
 {
-    struct command_options spec = {"ops", ops_help, NULL, NULL, NULL};
+    int json = 0;
+    static const struct option own[] = {{"json", no_argument, NULL, 'j'}, {0}};
+    struct command_options spec = {"ops", ops_help, own, take_ops_option, &json};
     int first, code = parse_options(cli, &spec, argc, argv, &first);
     if (code >= 0)
         return code;
@@ -409,16 +646,21 @@ static int cmd_ops(struct cli *cli, int argc, char **argv)
         return usage_error("ops", "unexpected argument '%s'", argv[first + 1]);
     if ((code = cli_load(cli)) != CLI_OK)
         return code;
-    if (first == argc) {
+    const struct clops_op *op = NULL;
+    if (first < argc) {
+        op = cli->lib.api->op_find(argv[first]);
+        if (op == NULL) {
+            fprintf(stderr, "clops: %s\nRun 'clops ops' for the list.\n",
+                    cli->lib.api->last_error());
+            return CLI_USAGE;
+        }
+    }
+    if (json)
+        return print_ops_json(cli, op);
+    if (op == NULL)
         print_op_list(cli->lib.api);
-        return CLI_OK;
-    }
-    const struct clops_op *op = cli->lib.api->op_find(argv[first]);
-    if (op == NULL) {
-        fprintf(stderr, "clops: %s\nRun 'clops ops' for the list.\n", cli->lib.api->last_error());
-        return CLI_USAGE;
-    }
-    print_op_details(op);
+    else
+        print_op_details(op);
     return CLI_OK;
 }
 
