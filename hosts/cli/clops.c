@@ -14,9 +14,6 @@
 #define CLOPS_VERSION_STRING "unknown"
 #endif
 
-/* Long descriptions are wrapped to this many columns. */
-enum { TEXT_WIDTH = 100 };
-
 static const char global_help[] =
     "Usage: clops [--verbose] COMMAND [ARGS...]\n"
     "       clops --help | --version\n"
@@ -54,7 +51,8 @@ static const char devices_help[] =
     "\n"
     "Lists every OpenCL device the ICD loader sees, then creates a pool (the built-in\n"
     "defaults: first GPU, else a CPU device; or FILE, a pool configuration such as\n"
-    "configs/clops.cfg) and shows which devices it opened.\n"
+    "configs/clops.cfg) and shows which devices it opened. Tables fit the terminal's width\n"
+    "($COLUMNS, else 100 columns when stdout is not a terminal).\n"
     "\n"
     "Options:\n"
     "  -c, --config FILE  create the pool from FILE instead of the defaults\n"
@@ -68,6 +66,8 @@ static const char ops_help[] =
     "Without NAME: one line per operator (name, version, summary).\n"
     "With NAME: the operator's summary, documentation and parameters (kind, accepted\n"
     "dtypes, enum values, default; parameters without a default are required).\n"
+    "Text fits the terminal's width ($COLUMNS, else 100 columns when stdout is not a\n"
+    "terminal).\n"
     "\n"
     "Options:\n"
     "  -j, --json     print JSON instead: every operator, or NAME, with their full\n"
@@ -171,6 +171,14 @@ static int parse_options(struct cli *cli, const struct command_options *spec, in
 
 /* ---- Output shared by the commands -------------------------------------------------------- */
 
+/* Text is laid out for this many columns when stdout is not a terminal and COLUMNS is unset. */
+enum { DEFAULT_TEXT_WIDTH = 100 };
+
+static int text_width(void)
+{
+    return host_output_width(stdout, DEFAULT_TEXT_WIDTH);
+}
+
 /* The `schema` member every JSON output starts with, then the library that answered. */
 static void json_header(struct json_writer *w, const struct cli *cli, const char *schema)
 {
@@ -268,17 +276,51 @@ static int pool_index_of(const struct clops_device_info *info,
     return -1;
 }
 
+/* How many of the `length` bytes at `text` to keep so that it does not end in a UTF-8
+ * character cut short. */
+static size_t whole_characters(const char *text, size_t length)
+{
+    size_t lead = length;
+    while (lead > 0 && ((unsigned char)text[lead - 1] & 0xC0) == 0x80)
+        lead--;
+    if (lead == 0)
+        return length;
+    unsigned char c = (unsigned char)text[lead - 1];
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return length - (lead - 1) < need ? lead - 1 : length;
+}
+
+/* table_cell() of a string of struct clops_device_info, a `size`-byte field. The library cuts a
+ * longer string to fit (PoCL's CL_DEVICE_VERSION runs past 63 bytes), mid-word or even
+ * mid-character: a string that fills its field is shown up to its last blank or hyphen (a word
+ * with neither, whole), then "…". */
+static void device_cell(struct table *t, const char *field, size_t size)
+{
+    size_t length = strnlen(field, size);
+    if (length + 1 < size) {
+        table_cell(t, "%s", field);
+        return;
+    }
+    size_t keep = length;
+    while (keep > 0 && field[keep - 1] != ' ' && field[keep - 1] != '-')
+        keep--;
+    if (keep == 0)
+        keep = whole_characters(field, length);
+    table_cell(t, "%.*s…", (int)keep, field);
+}
+
 static void print_device_table(const struct clops_device_info *infos, int32_t count,
                                const struct clops_device_info *pool_devices, int32_t pool_count)
 {
     static const struct table_column columns[] = {
-        {"#", TABLE_LEFT},    {"platform", TABLE_LEFT}, {"type", TABLE_LEFT},
-        {"name", TABLE_LEFT}, {"vendor", TABLE_LEFT},   {"driver", TABLE_LEFT},
+        {"#", TABLE_LEFT},    {"platform", TABLE_WRAP}, {"type", TABLE_LEFT},
+        {"name", TABLE_WRAP}, {"vendor", TABLE_WRAP},   {"driver", TABLE_WRAP},
         {"CUs", TABLE_RIGHT}, {"memory", TABLE_RIGHT},  {"fp64", TABLE_LEFT},
         {"pool", TABLE_LEFT},
     };
     struct table t;
     table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    t.width = text_width();
     for (int32_t i = 0; i < count; i++) {
         const struct clops_device_info *d = &infos[i];
         char memory[32];
@@ -286,11 +328,11 @@ static void print_device_table(const struct clops_device_info *infos, int32_t co
         int in_pool = pool_index_of(d, pool_devices, pool_count);
         table_row(&t);
         table_cell(&t, "%d.%d", d->platform_index, d->device_index);
-        table_cell(&t, "%s", d->platform);
+        device_cell(&t, d->platform, sizeof d->platform);
         table_cell(&t, "%s", device_type_name(d->type));
-        table_cell(&t, "%s", d->name);
-        table_cell(&t, "%s", d->vendor);
-        table_cell(&t, "%s", d->driver_version);
+        device_cell(&t, d->name, sizeof d->name);
+        device_cell(&t, d->vendor, sizeof d->vendor);
+        device_cell(&t, d->driver_version, sizeof d->driver_version);
         table_cell(&t, "%d", d->compute_units);
         table_cell(&t, "%s", memory);
         table_cell(&t, "%s", d->fp64 ? "yes" : "no");
@@ -309,19 +351,25 @@ static void print_pool_table(const struct clops_device_info *pool_devices, int32
                              const char *source)
 {
     static const struct table_column columns[] = {
-        {"device", TABLE_RIGHT}, {"name", TABLE_LEFT},    {"platform", TABLE_LEFT},
-        {"OpenCL", TABLE_LEFT},  {"queues", TABLE_RIGHT},
+        {"device", TABLE_RIGHT}, {"name", TABLE_WRAP},    {"platform", TABLE_WRAP},
+        {"OpenCL", TABLE_WRAP},  {"queues", TABLE_RIGHT},
     };
-    printf("\nPool from %s: %d device%s\n", source, pool_count, pool_count == 1 ? "" : "s");
+    char title[4200];
+    snprintf(title, sizeof title, "Pool from %s: %d device%s", source, pool_count,
+             pool_count == 1 ? "" : "s");
+    putchar('\n');
+    host_print_wrapped(stdout, title, 0, 2, text_width());
     struct table t;
     table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    t.width = text_width();
     for (int32_t i = 0; i < pool_count; i++) {
         table_row(&t);
         table_cell(&t, "%d", i);
-        table_cell(&t, "%s", pool_devices[i].name);
-        table_cell(&t, "%s", pool_devices[i].platform);
-        table_cell(&t, "%s", pool_devices[i].opencl_version);
-        table_cell(&t, "%d", pool_devices[i].queues);
+        const struct clops_device_info *d = &pool_devices[i];
+        device_cell(&t, d->name, sizeof d->name);
+        device_cell(&t, d->platform, sizeof d->platform);
+        device_cell(&t, d->opencl_version, sizeof d->opencl_version);
+        table_cell(&t, "%d", d->queues);
     }
     table_print(&t, stdout, 0);
     table_free(&t);
@@ -473,7 +521,9 @@ static int cmd_devices(struct cli *cli, int argc, char **argv)
     if (infos == NULL)
         return cli_library_error(cli, CLI_FAILED);
     if (count == 0 && !options.json)
-        printf("No OpenCL devices found (is an ICD such as pocl-opencl-icd installed?)\n");
+        host_print_wrapped(stdout,
+                           "No OpenCL devices found (is an ICD such as pocl-opencl-icd installed?)",
+                           0, 0, text_width());
 
     int32_t pool_count = 0;
     struct pool_failure why = {0};
@@ -524,9 +574,10 @@ static const char *param_kind_name(int32_t kind, int json)
 static void print_op_list(const struct clops_api *api)
 {
     static const struct table_column columns[] = {
-        {"name", TABLE_LEFT}, {"version", TABLE_RIGHT}, {"summary", TABLE_LEFT}};
+        {"name", TABLE_LEFT}, {"version", TABLE_RIGHT}, {"summary", TABLE_WRAP}};
     struct table t;
     table_init(&t, columns, 3);
+    t.width = text_width();
     for (int32_t i = 0; i < api->op_count(); i++) {
         const struct clops_op *op = api->op_at(i);
         if (op == NULL)
@@ -544,16 +595,22 @@ static void print_op_details(const struct clops_op *op)
 {
     static const struct table_column columns[] = {
         {"name", TABLE_LEFT},   {"kind", TABLE_LEFT},    {"dtypes", TABLE_LEFT},
-        {"values", TABLE_LEFT}, {"default", TABLE_LEFT}, {"doc", TABLE_LEFT},
+        {"values", TABLE_LEFT}, {"default", TABLE_LEFT}, {"doc", TABLE_WRAP},
     };
-    printf("%s (version %d): %s\n\n", op->name, op->version, op->summary);
-    host_print_wrapped(stdout, op->doc != NULL ? op->doc : "", 0, 0, TEXT_WIDTH);
+    int width = text_width();
+    char *title = NULL;
+    if (asprintf(&title, "%s (version %d): %s", op->name, op->version, op->summary) < 0)
+        title = NULL;
+    host_print_wrapped(stdout, title != NULL ? title : op->name, 0, 2, width);
+    free(title);
+    putchar('\n');
+    host_print_wrapped(stdout, op->doc != NULL ? op->doc : "", 0, 0, width);
     printf("\nParameters, in call order:\n");
     struct table t;
     table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
-    t.width = TEXT_WIDTH;
+    t.width = width;
     for (int32_t i = 0; i < op->param_count; i++) {
-        const struct clops_param *p = &op->params[i];
+        const struct clops_param *p = clops_op_param(op, i);
         char dtypes[64], values[256];
         host_dtype_mask_names(p->dtypes, dtypes, sizeof dtypes);
         host_join(values, sizeof values, "|", p->enum_values);
