@@ -369,8 +369,10 @@ void table_print(const struct table *t, FILE *out, int indent)
         for (int c = 0; c < n; c++)
             texts[c] = t->columns[c].title;
         print_row(t, out, indent, &header, texts);
+        /* The rule spans the columns, or the whole width when text goes under the rows. */
+        int rule = l.below ? t->width - indent : line_width(l.widths, l.shown, 0);
         fprintf(out, "%*s", indent, "");
-        for (int i = line_width(l.widths, l.shown, 0); i > 0; i--)
+        for (int i = rule; i > 0; i--)
             fputc('-', out);
         fputc('\n', out);
         for (int r = 0; r < t->row_count; r++) {
