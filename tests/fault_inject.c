@@ -70,6 +70,14 @@ static int should_fail(enum fault_kind kind, const char *function, const char *e
 #define CL_FAIL_ALLOC(function)                                                                    \
     should_fail(FAULT_OPENCL, #function, "CL_MEM_OBJECT_ALLOCATION_FAILURE")
 
+/* The real function of a wrapper: -Wl,--wrap=X sends the core's calls of X to __wrap_X, and
+ * __wrap_X's calls of __real_X to X. */
+#define REAL(function) extern __typeof__(function) __real_##function
+/* What the wrapper of an OpenCL function that returns a status returns: the error when this call
+ * is made to fail, else the real function's status. */
+#define STATUS_OR_REAL(function, ...)                                                              \
+    (CL_FAIL(function) ? CL_OUT_OF_RESOURCES : __real_##function(__VA_ARGS__))
+
 /* For the functions that create an object: NULL, with the code in *errcode_ret. */
 static void *failed_create(cl_int *errcode_ret, cl_int code)
 {
@@ -78,14 +86,28 @@ static void *failed_create(cl_int *errcode_ret, cl_int code)
     return NULL;
 }
 
+/* What the wrapper of an OpenCL function that creates an object returns: NULL with the error in
+ * *errcode_ret when this call is made to fail, else the real function's object. */
+#define OBJECT_OR_REAL(function, errcode_ret, ...)                                                 \
+    (CL_FAIL(function) ? failed_create(errcode_ret, CL_OUT_OF_RESOURCES)                           \
+                       : __real_##function(__VA_ARGS__))
+
+/* What the wrapper of a release returns: one that is made to fail still releases (first), and
+ * only its status is the error. */
+static cl_int release_status(cl_int released, const char *function)
+{
+    return should_fail(FAULT_OPENCL, function, "CL_OUT_OF_RESOURCES") ? CL_OUT_OF_RESOURCES
+                                                                      : released;
+}
+#define RELEASED(function, object) release_status(__real_##function(object), #function)
+
 /* ---- Allocation ------------------------------------------------------------------------------ */
 
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t count, size_t size);
-void *__real_realloc(void *p, size_t size);
-char *__real_strdup(const char *s);
-int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
-                          void *arg);
+REAL(malloc);
+REAL(calloc);
+REAL(realloc);
+REAL(strdup);
+REAL(pthread_create);
 
 void *__wrap_malloc(size_t size)
 {
@@ -119,51 +141,39 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
 
 /* ---- Platforms, devices, contexts, queues ---------------------------------------------------- */
 
-cl_int __real_clGetPlatformIDs(cl_uint n, cl_platform_id *platforms, cl_uint *count);
-cl_int __real_clGetPlatformInfo(cl_platform_id p, cl_platform_info what, size_t size, void *value,
-                                size_t *size_ret);
-cl_int __real_clGetDeviceIDs(cl_platform_id p, cl_device_type type, cl_uint n,
-                             cl_device_id *devices, cl_uint *count);
-cl_int __real_clGetDeviceInfo(cl_device_id d, cl_device_info what, size_t size, void *value,
-                              size_t *size_ret);
-cl_context
-__real_clCreateContext(const cl_context_properties *props, cl_uint n, const cl_device_id *devices,
-                       void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
-                       void *user, cl_int *errcode_ret);
-cl_int __real_clReleaseContext(cl_context c);
-cl_int __real_clRetainContext(cl_context c);
-cl_command_queue __real_clCreateCommandQueue(cl_context c, cl_device_id d,
-                                             cl_command_queue_properties props,
-                                             cl_int *errcode_ret);
-cl_int __real_clReleaseCommandQueue(cl_command_queue q);
-cl_int __real_clFinish(cl_command_queue q);
-cl_int __real_clFlush(cl_command_queue q);
+REAL(clGetPlatformIDs);
+REAL(clGetPlatformInfo);
+REAL(clGetDeviceIDs);
+REAL(clGetDeviceInfo);
+REAL(clCreateContext);
+REAL(clReleaseContext);
+REAL(clRetainContext);
+REAL(clCreateCommandQueue);
+REAL(clReleaseCommandQueue);
+REAL(clFinish);
+REAL(clFlush);
 
 cl_int __wrap_clGetPlatformIDs(cl_uint n, cl_platform_id *platforms, cl_uint *count)
 {
-    return CL_FAIL(clGetPlatformIDs) ? CL_OUT_OF_RESOURCES
-                                     : __real_clGetPlatformIDs(n, platforms, count);
+    return STATUS_OR_REAL(clGetPlatformIDs, n, platforms, count);
 }
 
 cl_int __wrap_clGetPlatformInfo(cl_platform_id p, cl_platform_info what, size_t size, void *value,
                                 size_t *size_ret)
 {
-    return CL_FAIL(clGetPlatformInfo) ? CL_OUT_OF_RESOURCES
-                                      : __real_clGetPlatformInfo(p, what, size, value, size_ret);
+    return STATUS_OR_REAL(clGetPlatformInfo, p, what, size, value, size_ret);
 }
 
 cl_int __wrap_clGetDeviceIDs(cl_platform_id p, cl_device_type type, cl_uint n,
                              cl_device_id *devices, cl_uint *count)
 {
-    return CL_FAIL(clGetDeviceIDs) ? CL_OUT_OF_RESOURCES
-                                   : __real_clGetDeviceIDs(p, type, n, devices, count);
+    return STATUS_OR_REAL(clGetDeviceIDs, p, type, n, devices, count);
 }
 
 cl_int __wrap_clGetDeviceInfo(cl_device_id d, cl_device_info what, size_t size, void *value,
                               size_t *size_ret)
 {
-    return CL_FAIL(clGetDeviceInfo) ? CL_OUT_OF_RESOURCES
-                                    : __real_clGetDeviceInfo(d, what, size, value, size_ret);
+    return STATUS_OR_REAL(clGetDeviceInfo, d, what, size, value, size_ret);
 }
 
 cl_context
@@ -171,91 +181,57 @@ __wrap_clCreateContext(const cl_context_properties *props, cl_uint n, const cl_d
                        void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
                        void *user, cl_int *errcode_ret)
 {
-    if (CL_FAIL(clCreateContext))
-        return failed_create(errcode_ret, CL_OUT_OF_RESOURCES);
-    return __real_clCreateContext(props, n, devices, notify, user, errcode_ret);
+    return OBJECT_OR_REAL(clCreateContext, errcode_ret, props, n, devices, notify, user,
+                          errcode_ret);
 }
 
 cl_int __wrap_clReleaseContext(cl_context c)
 {
-    cl_int rc = __real_clReleaseContext(c);
-    return CL_FAIL(clReleaseContext) ? CL_OUT_OF_RESOURCES : rc;
+    return RELEASED(clReleaseContext, c);
 }
 
 cl_int __wrap_clRetainContext(cl_context c)
 {
-    return CL_FAIL(clRetainContext) ? CL_OUT_OF_RESOURCES : __real_clRetainContext(c);
+    return STATUS_OR_REAL(clRetainContext, c);
 }
 
 cl_command_queue __wrap_clCreateCommandQueue(cl_context c, cl_device_id d,
                                              cl_command_queue_properties props, cl_int *errcode_ret)
 {
-    if (CL_FAIL(clCreateCommandQueue))
-        return failed_create(errcode_ret, CL_OUT_OF_RESOURCES);
-    return __real_clCreateCommandQueue(c, d, props, errcode_ret);
+    return OBJECT_OR_REAL(clCreateCommandQueue, errcode_ret, c, d, props, errcode_ret);
 }
 
 cl_int __wrap_clReleaseCommandQueue(cl_command_queue q)
 {
-    cl_int rc = __real_clReleaseCommandQueue(q);
-    return CL_FAIL(clReleaseCommandQueue) ? CL_OUT_OF_RESOURCES : rc;
+    return RELEASED(clReleaseCommandQueue, q);
 }
 
 cl_int __wrap_clFinish(cl_command_queue q)
 {
-    return CL_FAIL(clFinish) ? CL_OUT_OF_RESOURCES : __real_clFinish(q);
+    return STATUS_OR_REAL(clFinish, q);
 }
 
 cl_int __wrap_clFlush(cl_command_queue q)
 {
-    return CL_FAIL(clFlush) ? CL_OUT_OF_RESOURCES : __real_clFlush(q);
+    return STATUS_OR_REAL(clFlush, q);
 }
 
 /* ---- Memory objects and transfers ------------------------------------------------------------ */
 
-cl_mem __real_clCreateBuffer(cl_context c, cl_mem_flags flags, size_t size, void *host,
-                             cl_int *errcode_ret);
-cl_mem __real_clCreateSubBuffer(cl_mem m, cl_mem_flags flags, cl_buffer_create_type type,
-                                const void *info, cl_int *errcode_ret);
-cl_int __real_clReleaseMemObject(cl_mem m);
-cl_int __real_clRetainMemObject(cl_mem m);
-cl_int __real_clGetMemObjectInfo(cl_mem m, cl_mem_info what, size_t size, void *value,
-                                 size_t *size_ret);
-cl_int __real_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, size_t offset,
-                                  size_t size, void *dst, cl_uint nwait, const cl_event *wait,
-                                  cl_event *event);
-cl_int __real_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, size_t offset,
-                                   size_t size, const void *src, cl_uint nwait,
-                                   const cl_event *wait, cl_event *event);
-cl_int __real_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blocking,
-                                      const size_t *buffer_origin, const size_t *host_origin,
-                                      const size_t *region, size_t buffer_row_pitch,
-                                      size_t buffer_slice_pitch, size_t host_row_pitch,
-                                      size_t host_slice_pitch, void *dst, cl_uint nwait,
-                                      const cl_event *wait, cl_event *event);
-cl_int __real_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem m, cl_bool blocking,
-                                       const size_t *buffer_origin, const size_t *host_origin,
-                                       const size_t *region, size_t buffer_row_pitch,
-                                       size_t buffer_slice_pitch, size_t host_row_pitch,
-                                       size_t host_slice_pitch, const void *src, cl_uint nwait,
-                                       const cl_event *wait, cl_event *event);
-cl_int __real_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_offset,
-                                  size_t dst_offset, size_t size, cl_uint nwait,
-                                  const cl_event *wait, cl_event *event);
-cl_int __real_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst,
-                                      const size_t *src_origin, const size_t *dst_origin,
-                                      const size_t *region, size_t src_row_pitch,
-                                      size_t src_slice_pitch, size_t dst_row_pitch,
-                                      size_t dst_slice_pitch, cl_uint nwait, const cl_event *wait,
-                                      cl_event *event);
-cl_int __real_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern,
-                                  size_t pattern_size, size_t offset, size_t size, cl_uint nwait,
-                                  const cl_event *wait, cl_event *event);
-void *__real_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_map_flags flags,
-                                size_t offset, size_t size, cl_uint nwait, const cl_event *wait,
-                                cl_event *event, cl_int *errcode_ret);
-cl_int __real_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *mapped, cl_uint nwait,
-                                      const cl_event *wait, cl_event *event);
+REAL(clCreateBuffer);
+REAL(clCreateSubBuffer);
+REAL(clReleaseMemObject);
+REAL(clRetainMemObject);
+REAL(clGetMemObjectInfo);
+REAL(clEnqueueReadBuffer);
+REAL(clEnqueueWriteBuffer);
+REAL(clEnqueueReadBufferRect);
+REAL(clEnqueueWriteBufferRect);
+REAL(clEnqueueCopyBuffer);
+REAL(clEnqueueCopyBufferRect);
+REAL(clEnqueueFillBuffer);
+REAL(clEnqueueMapBuffer);
+REAL(clEnqueueUnmapMemObject);
 
 cl_mem __wrap_clCreateBuffer(cl_context c, cl_mem_flags flags, size_t size, void *host,
                              cl_int *errcode_ret)
@@ -275,38 +251,34 @@ cl_mem __wrap_clCreateSubBuffer(cl_mem m, cl_mem_flags flags, cl_buffer_create_t
 
 cl_int __wrap_clReleaseMemObject(cl_mem m)
 {
-    cl_int rc = __real_clReleaseMemObject(m);
-    return CL_FAIL(clReleaseMemObject) ? CL_OUT_OF_RESOURCES : rc;
+    return RELEASED(clReleaseMemObject, m);
 }
 
 cl_int __wrap_clRetainMemObject(cl_mem m)
 {
-    return CL_FAIL(clRetainMemObject) ? CL_OUT_OF_RESOURCES : __real_clRetainMemObject(m);
+    return STATUS_OR_REAL(clRetainMemObject, m);
 }
 
 cl_int __wrap_clGetMemObjectInfo(cl_mem m, cl_mem_info what, size_t size, void *value,
                                  size_t *size_ret)
 {
-    return CL_FAIL(clGetMemObjectInfo) ? CL_OUT_OF_RESOURCES
-                                       : __real_clGetMemObjectInfo(m, what, size, value, size_ret);
+    return STATUS_OR_REAL(clGetMemObjectInfo, m, what, size, value, size_ret);
 }
 
 cl_int __wrap_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, size_t offset,
                                   size_t size, void *dst, cl_uint nwait, const cl_event *wait,
                                   cl_event *event)
 {
-    if (CL_FAIL(clEnqueueReadBuffer))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueReadBuffer(q, m, blocking, offset, size, dst, nwait, wait, event);
+    return STATUS_OR_REAL(clEnqueueReadBuffer, q, m, blocking, offset, size, dst, nwait, wait,
+                          event);
 }
 
 cl_int __wrap_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, size_t offset,
                                    size_t size, const void *src, cl_uint nwait,
                                    const cl_event *wait, cl_event *event)
 {
-    if (CL_FAIL(clEnqueueWriteBuffer))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueWriteBuffer(q, m, blocking, offset, size, src, nwait, wait, event);
+    return STATUS_OR_REAL(clEnqueueWriteBuffer, q, m, blocking, offset, size, src, nwait, wait,
+                          event);
 }
 
 cl_int __wrap_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blocking,
@@ -316,11 +288,9 @@ cl_int __wrap_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool bloc
                                       size_t host_slice_pitch, void *dst, cl_uint nwait,
                                       const cl_event *wait, cl_event *event)
 {
-    if (CL_FAIL(clEnqueueReadBufferRect))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueReadBufferRect(q, m, blocking, buffer_origin, host_origin, region,
-                                          buffer_row_pitch, buffer_slice_pitch, host_row_pitch,
-                                          host_slice_pitch, dst, nwait, wait, event);
+    return STATUS_OR_REAL(clEnqueueReadBufferRect, q, m, blocking, buffer_origin, host_origin,
+                          region, buffer_row_pitch, buffer_slice_pitch, host_row_pitch,
+                          host_slice_pitch, dst, nwait, wait, event);
 }
 
 cl_int __wrap_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem m, cl_bool blocking,
@@ -330,21 +300,17 @@ cl_int __wrap_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem m, cl_bool blo
                                        size_t host_slice_pitch, const void *src, cl_uint nwait,
                                        const cl_event *wait, cl_event *event)
 {
-    if (CL_FAIL(clEnqueueWriteBufferRect))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueWriteBufferRect(q, m, blocking, buffer_origin, host_origin, region,
-                                           buffer_row_pitch, buffer_slice_pitch, host_row_pitch,
-                                           host_slice_pitch, src, nwait, wait, event);
+    return STATUS_OR_REAL(clEnqueueWriteBufferRect, q, m, blocking, buffer_origin, host_origin,
+                          region, buffer_row_pitch, buffer_slice_pitch, host_row_pitch,
+                          host_slice_pitch, src, nwait, wait, event);
 }
 
 cl_int __wrap_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_offset,
                                   size_t dst_offset, size_t size, cl_uint nwait,
                                   const cl_event *wait, cl_event *event)
 {
-    if (CL_FAIL(clEnqueueCopyBuffer))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueCopyBuffer(q, src, dst, src_offset, dst_offset, size, nwait, wait,
-                                      event);
+    return STATUS_OR_REAL(clEnqueueCopyBuffer, q, src, dst, src_offset, dst_offset, size, nwait,
+                          wait, event);
 }
 
 cl_int __wrap_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst,
@@ -354,243 +320,192 @@ cl_int __wrap_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst
                                       size_t dst_slice_pitch, cl_uint nwait, const cl_event *wait,
                                       cl_event *event)
 {
-    if (CL_FAIL(clEnqueueCopyBufferRect))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueCopyBufferRect(q, src, dst, src_origin, dst_origin, region,
-                                          src_row_pitch, src_slice_pitch, dst_row_pitch,
-                                          dst_slice_pitch, nwait, wait, event);
+    return STATUS_OR_REAL(clEnqueueCopyBufferRect, q, src, dst, src_origin, dst_origin, region,
+                          src_row_pitch, src_slice_pitch, dst_row_pitch, dst_slice_pitch, nwait,
+                          wait, event);
 }
 
 cl_int __wrap_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern,
                                   size_t pattern_size, size_t offset, size_t size, cl_uint nwait,
                                   const cl_event *wait, cl_event *event)
 {
-    if (CL_FAIL(clEnqueueFillBuffer))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueFillBuffer(q, m, pattern, pattern_size, offset, size, nwait, wait,
-                                      event);
+    return STATUS_OR_REAL(clEnqueueFillBuffer, q, m, pattern, pattern_size, offset, size, nwait,
+                          wait, event);
 }
 
 void *__wrap_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_map_flags flags,
                                 size_t offset, size_t size, cl_uint nwait, const cl_event *wait,
                                 cl_event *event, cl_int *errcode_ret)
 {
-    if (CL_FAIL(clEnqueueMapBuffer))
-        return failed_create(errcode_ret, CL_OUT_OF_RESOURCES);
-    return __real_clEnqueueMapBuffer(q, m, blocking, flags, offset, size, nwait, wait, event,
-                                     errcode_ret);
+    return OBJECT_OR_REAL(clEnqueueMapBuffer, errcode_ret, q, m, blocking, flags, offset, size,
+                          nwait, wait, event, errcode_ret);
 }
 
 cl_int __wrap_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *mapped, cl_uint nwait,
                                       const cl_event *wait, cl_event *event)
 {
-    if (CL_FAIL(clEnqueueUnmapMemObject))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueUnmapMemObject(q, m, mapped, nwait, wait, event);
+    return STATUS_OR_REAL(clEnqueueUnmapMemObject, q, m, mapped, nwait, wait, event);
 }
 
 /* ---- Programs and kernels -------------------------------------------------------------------- */
 
-cl_program __real_clCreateProgramWithSource(cl_context c, cl_uint n, const char **strings,
-                                            const size_t *lengths, cl_int *errcode_ret);
-cl_program __real_clCreateProgramWithBinary(cl_context c, cl_uint n, const cl_device_id *devices,
-                                            const size_t *lengths, const unsigned char **binaries,
-                                            cl_int *binary_status, cl_int *errcode_ret);
-cl_int __real_clBuildProgram(cl_program p, cl_uint n, const cl_device_id *devices,
-                             const char *options, void(CL_CALLBACK *notify)(cl_program, void *),
-                             void *user);
-cl_int __real_clGetProgramInfo(cl_program p, cl_program_info what, size_t size, void *value,
-                               size_t *size_ret);
-cl_int __real_clGetProgramBuildInfo(cl_program p, cl_device_id d, cl_program_build_info what,
-                                    size_t size, void *value, size_t *size_ret);
-cl_int __real_clReleaseProgram(cl_program p);
-cl_int __real_clRetainProgram(cl_program p);
-cl_kernel __real_clCreateKernel(cl_program p, const char *name, cl_int *errcode_ret);
-cl_int __real_clReleaseKernel(cl_kernel k);
-cl_int __real_clRetainKernel(cl_kernel k);
-cl_int __real_clSetKernelArg(cl_kernel k, cl_uint index, size_t size, const void *value);
-cl_int __real_clGetKernelInfo(cl_kernel k, cl_kernel_info what, size_t size, void *value,
-                              size_t *size_ret);
-cl_int __real_clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d, cl_kernel_work_group_info what,
-                                       size_t size, void *value, size_t *size_ret);
+REAL(clCreateProgramWithSource);
+REAL(clCreateProgramWithBinary);
+REAL(clBuildProgram);
+REAL(clGetProgramInfo);
+REAL(clGetProgramBuildInfo);
+REAL(clReleaseProgram);
+REAL(clRetainProgram);
+REAL(clCreateKernel);
+REAL(clReleaseKernel);
+REAL(clRetainKernel);
+REAL(clSetKernelArg);
+REAL(clGetKernelInfo);
+REAL(clGetKernelWorkGroupInfo);
 
 cl_program __wrap_clCreateProgramWithSource(cl_context c, cl_uint n, const char **strings,
                                             const size_t *lengths, cl_int *errcode_ret)
 {
-    if (CL_FAIL(clCreateProgramWithSource))
-        return failed_create(errcode_ret, CL_OUT_OF_RESOURCES);
-    return __real_clCreateProgramWithSource(c, n, strings, lengths, errcode_ret);
+    return OBJECT_OR_REAL(clCreateProgramWithSource, errcode_ret, c, n, strings, lengths,
+                          errcode_ret);
 }
 
 cl_program __wrap_clCreateProgramWithBinary(cl_context c, cl_uint n, const cl_device_id *devices,
                                             const size_t *lengths, const unsigned char **binaries,
                                             cl_int *binary_status, cl_int *errcode_ret)
 {
-    if (CL_FAIL(clCreateProgramWithBinary))
-        return failed_create(errcode_ret, CL_OUT_OF_RESOURCES);
-    return __real_clCreateProgramWithBinary(c, n, devices, lengths, binaries, binary_status,
-                                            errcode_ret);
+    return OBJECT_OR_REAL(clCreateProgramWithBinary, errcode_ret, c, n, devices, lengths, binaries,
+                          binary_status, errcode_ret);
 }
 
 cl_int __wrap_clBuildProgram(cl_program p, cl_uint n, const cl_device_id *devices,
                              const char *options, void(CL_CALLBACK *notify)(cl_program, void *),
                              void *user)
 {
-    return CL_FAIL(clBuildProgram) ? CL_OUT_OF_RESOURCES
-                                   : __real_clBuildProgram(p, n, devices, options, notify, user);
+    return STATUS_OR_REAL(clBuildProgram, p, n, devices, options, notify, user);
 }
 
 cl_int __wrap_clGetProgramInfo(cl_program p, cl_program_info what, size_t size, void *value,
                                size_t *size_ret)
 {
-    return CL_FAIL(clGetProgramInfo) ? CL_OUT_OF_RESOURCES
-                                     : __real_clGetProgramInfo(p, what, size, value, size_ret);
+    return STATUS_OR_REAL(clGetProgramInfo, p, what, size, value, size_ret);
 }
 
 cl_int __wrap_clGetProgramBuildInfo(cl_program p, cl_device_id d, cl_program_build_info what,
                                     size_t size, void *value, size_t *size_ret)
 {
-    if (CL_FAIL(clGetProgramBuildInfo))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clGetProgramBuildInfo(p, d, what, size, value, size_ret);
+    return STATUS_OR_REAL(clGetProgramBuildInfo, p, d, what, size, value, size_ret);
 }
 
 cl_int __wrap_clReleaseProgram(cl_program p)
 {
-    cl_int rc = __real_clReleaseProgram(p);
-    return CL_FAIL(clReleaseProgram) ? CL_OUT_OF_RESOURCES : rc;
+    return RELEASED(clReleaseProgram, p);
 }
 
 cl_int __wrap_clRetainProgram(cl_program p)
 {
-    return CL_FAIL(clRetainProgram) ? CL_OUT_OF_RESOURCES : __real_clRetainProgram(p);
+    return STATUS_OR_REAL(clRetainProgram, p);
 }
 
 cl_kernel __wrap_clCreateKernel(cl_program p, const char *name, cl_int *errcode_ret)
 {
-    if (CL_FAIL(clCreateKernel))
-        return failed_create(errcode_ret, CL_OUT_OF_RESOURCES);
-    return __real_clCreateKernel(p, name, errcode_ret);
+    return OBJECT_OR_REAL(clCreateKernel, errcode_ret, p, name, errcode_ret);
 }
 
 cl_int __wrap_clReleaseKernel(cl_kernel k)
 {
-    cl_int rc = __real_clReleaseKernel(k);
-    return CL_FAIL(clReleaseKernel) ? CL_OUT_OF_RESOURCES : rc;
+    return RELEASED(clReleaseKernel, k);
 }
 
 cl_int __wrap_clRetainKernel(cl_kernel k)
 {
-    return CL_FAIL(clRetainKernel) ? CL_OUT_OF_RESOURCES : __real_clRetainKernel(k);
+    return STATUS_OR_REAL(clRetainKernel, k);
 }
 
 cl_int __wrap_clSetKernelArg(cl_kernel k, cl_uint index, size_t size, const void *value)
 {
-    return CL_FAIL(clSetKernelArg) ? CL_OUT_OF_RESOURCES
-                                   : __real_clSetKernelArg(k, index, size, value);
+    return STATUS_OR_REAL(clSetKernelArg, k, index, size, value);
 }
 
 cl_int __wrap_clGetKernelInfo(cl_kernel k, cl_kernel_info what, size_t size, void *value,
                               size_t *size_ret)
 {
-    return CL_FAIL(clGetKernelInfo) ? CL_OUT_OF_RESOURCES
-                                    : __real_clGetKernelInfo(k, what, size, value, size_ret);
+    return STATUS_OR_REAL(clGetKernelInfo, k, what, size, value, size_ret);
 }
 
 cl_int __wrap_clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d, cl_kernel_work_group_info what,
                                        size_t size, void *value, size_t *size_ret)
 {
-    if (CL_FAIL(clGetKernelWorkGroupInfo))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clGetKernelWorkGroupInfo(k, d, what, size, value, size_ret);
+    return STATUS_OR_REAL(clGetKernelWorkGroupInfo, k, d, what, size, value, size_ret);
 }
 
 /* ---- Launches and events --------------------------------------------------------------------- */
 
-cl_int __real_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dims,
-                                     const size_t *offset, const size_t *global,
-                                     const size_t *local, cl_uint nwait, const cl_event *wait,
-                                     cl_event *event);
-cl_int __real_clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nwait, const cl_event *wait,
-                                          cl_event *event);
-cl_int __real_clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nwait, const cl_event *wait,
-                                           cl_event *event);
-cl_int __real_clWaitForEvents(cl_uint n, const cl_event *events);
-cl_int __real_clGetEventProfilingInfo(cl_event e, cl_profiling_info what, size_t size, void *value,
-                                      size_t *size_ret);
-cl_int __real_clGetEventInfo(cl_event e, cl_event_info what, size_t size, void *value,
-                             size_t *size_ret);
-cl_int __real_clReleaseEvent(cl_event e);
-cl_int __real_clRetainEvent(cl_event e);
-cl_event __real_clCreateUserEvent(cl_context c, cl_int *errcode_ret);
-cl_int __real_clSetUserEventStatus(cl_event e, cl_int status);
+REAL(clEnqueueNDRangeKernel);
+REAL(clEnqueueMarkerWithWaitList);
+REAL(clEnqueueBarrierWithWaitList);
+REAL(clWaitForEvents);
+REAL(clGetEventProfilingInfo);
+REAL(clGetEventInfo);
+REAL(clReleaseEvent);
+REAL(clRetainEvent);
+REAL(clCreateUserEvent);
+REAL(clSetUserEventStatus);
 
 cl_int __wrap_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dims,
                                      const size_t *offset, const size_t *global,
                                      const size_t *local, cl_uint nwait, const cl_event *wait,
                                      cl_event *event)
 {
-    if (CL_FAIL(clEnqueueNDRangeKernel))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueNDRangeKernel(q, k, dims, offset, global, local, nwait, wait, event);
+    return STATUS_OR_REAL(clEnqueueNDRangeKernel, q, k, dims, offset, global, local, nwait, wait,
+                          event);
 }
 
 cl_int __wrap_clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nwait, const cl_event *wait,
                                           cl_event *event)
 {
-    if (CL_FAIL(clEnqueueMarkerWithWaitList))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueMarkerWithWaitList(q, nwait, wait, event);
+    return STATUS_OR_REAL(clEnqueueMarkerWithWaitList, q, nwait, wait, event);
 }
 
 cl_int __wrap_clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nwait, const cl_event *wait,
                                            cl_event *event)
 {
-    if (CL_FAIL(clEnqueueBarrierWithWaitList))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clEnqueueBarrierWithWaitList(q, nwait, wait, event);
+    return STATUS_OR_REAL(clEnqueueBarrierWithWaitList, q, nwait, wait, event);
 }
 
 cl_int __wrap_clWaitForEvents(cl_uint n, const cl_event *events)
 {
-    return CL_FAIL(clWaitForEvents) ? CL_OUT_OF_RESOURCES : __real_clWaitForEvents(n, events);
+    return STATUS_OR_REAL(clWaitForEvents, n, events);
 }
 
 cl_int __wrap_clGetEventProfilingInfo(cl_event e, cl_profiling_info what, size_t size, void *value,
                                       size_t *size_ret)
 {
-    if (CL_FAIL(clGetEventProfilingInfo))
-        return CL_OUT_OF_RESOURCES;
-    return __real_clGetEventProfilingInfo(e, what, size, value, size_ret);
+    return STATUS_OR_REAL(clGetEventProfilingInfo, e, what, size, value, size_ret);
 }
 
 cl_int __wrap_clGetEventInfo(cl_event e, cl_event_info what, size_t size, void *value,
                              size_t *size_ret)
 {
-    return CL_FAIL(clGetEventInfo) ? CL_OUT_OF_RESOURCES
-                                   : __real_clGetEventInfo(e, what, size, value, size_ret);
+    return STATUS_OR_REAL(clGetEventInfo, e, what, size, value, size_ret);
 }
 
 cl_int __wrap_clReleaseEvent(cl_event e)
 {
-    cl_int rc = __real_clReleaseEvent(e);
-    return CL_FAIL(clReleaseEvent) ? CL_OUT_OF_RESOURCES : rc;
+    return RELEASED(clReleaseEvent, e);
 }
 
 cl_int __wrap_clRetainEvent(cl_event e)
 {
-    return CL_FAIL(clRetainEvent) ? CL_OUT_OF_RESOURCES : __real_clRetainEvent(e);
+    return STATUS_OR_REAL(clRetainEvent, e);
 }
 
 cl_event __wrap_clCreateUserEvent(cl_context c, cl_int *errcode_ret)
 {
-    if (CL_FAIL(clCreateUserEvent))
-        return failed_create(errcode_ret, CL_OUT_OF_RESOURCES);
-    return __real_clCreateUserEvent(c, errcode_ret);
+    return OBJECT_OR_REAL(clCreateUserEvent, errcode_ret, c, errcode_ret);
 }
 
 cl_int __wrap_clSetUserEventStatus(cl_event e, cl_int status)
 {
-    return CL_FAIL(clSetUserEventStatus) ? CL_OUT_OF_RESOURCES
-                                         : __real_clSetUserEventStatus(e, status);
+    return STATUS_OR_REAL(clSetUserEventStatus, e, status);
 }

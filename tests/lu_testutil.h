@@ -169,13 +169,6 @@ static inline struct clops_tensor i32_vector(int32_t *data, int64_t n)
     return t;
 }
 
-static inline int has_fp64(void)
-{
-    struct clops_device_info info = {.struct_size = sizeof info};
-    ck_assert_int_eq(tu_api()->pool_device_info(tu_pool(), 0, &info), CLOPS_OK);
-    return info.fp64;
-}
-
 static inline long double norm1(const struct tmat *m)
 {
     long double best = 0;

@@ -50,13 +50,21 @@ static void remove_tree(const char *dir)
     nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* A cache in a fresh directory of its own. */
-static void fresh_cache(struct program_cache *cache, char *dir, size_t size)
+/* The tests of entries use a cache in a fresh directory of its own (a checked fixture). */
+static struct program_cache fresh;
+static char fresh_dir[1024];
+
+static void open_cache(void)
 {
-    make_temp_dir(dir, size);
-    cache_init(cache, 1, dir);
-    ck_assert_int_eq(cache->enabled, 1);
-    ck_assert_str_eq(cache->dir, dir);
+    make_temp_dir(fresh_dir, sizeof fresh_dir);
+    cache_init(&fresh, 1, fresh_dir);
+    ck_assert_int_eq(fresh.enabled, 1);
+    ck_assert_str_eq(fresh.dir, fresh_dir);
+}
+
+static void close_cache(void)
+{
+    remove_tree(fresh_dir);
 }
 
 /* The documented file name: the hex FNV-1a of the key, ".bin". */
@@ -77,15 +85,6 @@ static off_t file_size(const char *path)
     struct stat st;
     ck_assert_int_eq(stat(path, &st), 0);
     return st.st_size;
-}
-
-static unsigned char *random_bytes(size_t n)
-{
-    unsigned char *bytes = malloc(n);
-    ck_assert_ptr_nonnull(bytes);
-    for (size_t i = 0; i < n; i++)
-        bytes[i] = (unsigned char)((tu_uniform() + 1.0) * 128.0);
-    return bytes;
 }
 
 static void assert_hit(const struct program_cache *cache, const char *key,
@@ -175,58 +174,49 @@ END_TEST
 START_TEST(test_store_then_load_returns_the_same_bytes)
 {
     tu_seed(101);
-    struct program_cache cache;
-    char dir[1024], path[1200], key[128];
-    fresh_cache(&cache, dir, sizeof dir);
+    char path[1200], key[128];
     const size_t sizes[] = {1, 7, 4099, 65537, 1000003};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         snprintf(key, sizeof key, "platform=P|device=D%zu|options=-DN=%zu", i, sizes[i]);
-        ck_assert_int_eq(load_result(&cache, key), CACHE_MISS);
-        unsigned char *binary = random_bytes(sizes[i]);
-        cache_store(&cache, key, binary, sizes[i]);
-        entry_file(&cache, key, path, sizeof path);
+        ck_assert_int_eq(load_result(&fresh, key), CACHE_MISS);
+        unsigned char *binary = tu_random_bytes(sizes[i]);
+        cache_store(&fresh, key, binary, sizes[i]);
+        entry_file(&fresh, key, path, sizeof path);
         ck_assert_msg(file_exists(path), "no entry file %s", path);
         ck_assert_int_eq(file_size(path), (off_t)(FIXED_SIZE + strlen(key) + sizes[i]));
-        assert_hit(&cache, key, binary, sizes[i]);
+        assert_hit(&fresh, key, binary, sizes[i]);
         /* A second load hits again: loading does not consume the entry. */
-        assert_hit(&cache, key, binary, sizes[i]);
+        assert_hit(&fresh, key, binary, sizes[i]);
         free(binary);
     }
-    remove_tree(dir);
 }
 END_TEST
 
 START_TEST(test_store_replaces_an_existing_entry)
 {
     tu_seed(102);
-    struct program_cache cache;
-    char dir[1024];
-    fresh_cache(&cache, dir, sizeof dir);
-    unsigned char *first = random_bytes(333), *second = random_bytes(777);
-    cache_store(&cache, "key", first, 333);
-    cache_store(&cache, "key", second, 777);
-    assert_hit(&cache, "key", second, 777);
+    unsigned char *first = tu_random_bytes(333), *second = tu_random_bytes(777);
+    cache_store(&fresh, "key", first, 333);
+    cache_store(&fresh, "key", second, 777);
+    assert_hit(&fresh, "key", second, 777);
     free(first);
     free(second);
-    remove_tree(dir);
 }
 END_TEST
 
 START_TEST(test_no_temp_files_are_left_after_store)
 {
     tu_seed(103);
-    struct program_cache cache;
-    char dir[1024], key[64];
-    fresh_cache(&cache, dir, sizeof dir);
+    char key[64];
     enum { KEYS = 5 };
     for (int i = 0; i < 2 * KEYS; i++) {
         size_t size = 100 + (size_t)i * 37;
-        unsigned char *binary = random_bytes(size);
+        unsigned char *binary = tu_random_bytes(size);
         snprintf(key, sizeof key, "key-%d", i % KEYS); /* each key stored twice */
-        cache_store(&cache, key, binary, size);
+        cache_store(&fresh, key, binary, size);
         free(binary);
     }
-    DIR *d = opendir(dir);
+    DIR *d = opendir(fresh_dir);
     ck_assert_ptr_nonnull(d);
     int entries = 0;
     for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
@@ -238,7 +228,6 @@ START_TEST(test_no_temp_files_are_left_after_store)
     }
     closedir(d);
     ck_assert_int_eq(entries, KEYS);
-    remove_tree(dir);
 }
 END_TEST
 
@@ -247,9 +236,7 @@ END_TEST
 START_TEST(test_truncated_entry_is_corrupt_and_removed)
 {
     tu_seed(104);
-    struct program_cache cache;
-    char dir[1024], path[1200];
-    fresh_cache(&cache, dir, sizeof dir);
+    char path[1200];
     const char *key = "platform=Portable|device=cpu|source=gemm:0123|options=-DTS=16";
     const size_t binary_size = 1031, key_length = strlen(key);
     const size_t full = FIXED_SIZE + key_length + binary_size;
@@ -266,24 +253,23 @@ START_TEST(test_truncated_entry_is_corrupt_and_removed)
                            OFF_KEY + key_length + 8 + binary_size / 2,
                            full - 8,
                            full - 1};
-    unsigned char *binary = random_bytes(binary_size);
+    unsigned char *binary = tu_random_bytes(binary_size);
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-        cache_store(&cache, key, binary, binary_size);
-        entry_file(&cache, key, path, sizeof path);
+        cache_store(&fresh, key, binary, binary_size);
+        entry_file(&fresh, key, path, sizeof path);
         ck_assert_int_eq(file_size(path), (off_t)full);
         ck_assert_int_eq(truncate(path, (off_t)cuts[i]), 0);
         char what[64];
         snprintf(what, sizeof what, "truncated at %zu of %zu bytes", cuts[i], full);
-        assert_corrupt_then_removed(&cache, key, path, what);
+        assert_corrupt_then_removed(&fresh, key, path, what);
     }
     /* Trailing bytes after the checksum are damage too. */
-    cache_store(&cache, key, binary, binary_size);
+    cache_store(&fresh, key, binary, binary_size);
     FILE *f = fopen(path, "ab");
     fputs("extra", f);
     fclose(f);
-    assert_corrupt_then_removed(&cache, key, path, "trailing bytes");
+    assert_corrupt_then_removed(&fresh, key, path, "trailing bytes");
     free(binary);
-    remove_tree(dir);
 }
 END_TEST
 
@@ -294,7 +280,7 @@ static void check_flipped_byte(const struct program_cache *cache, const char *ke
 {
     char path[1200];
     size_t size = 2053;
-    unsigned char *binary = random_bytes(size);
+    unsigned char *binary = tu_random_bytes(size);
     cache_store(cache, key, binary, size);
     entry_file(cache, key, path, sizeof path);
     size_t file_length;
@@ -310,41 +296,34 @@ static void check_flipped_byte(const struct program_cache *cache, const char *ke
 START_TEST(test_altered_byte_is_corrupt)
 {
     tu_seed(105);
-    struct program_cache cache;
-    char dir[1024];
-    fresh_cache(&cache, dir, sizeof dir);
     const char *key = "device=X|options=";
     long binary_start = OFF_KEY + (long)strlen(key) + 8;
-    check_flipped_byte(&cache, key, binary_start, "first byte of the binary");
-    check_flipped_byte(&cache, key, binary_start + 1000, "a byte inside the binary");
-    check_flipped_byte(&cache, key, -9, "last byte of the binary");
-    check_flipped_byte(&cache, key, -1, "a byte of the checksum");
-    check_flipped_byte(&cache, key, 0, "a byte of the magic");
-    check_flipped_byte(&cache, key, OFF_VERSION, "the format version");
-    check_flipped_byte(&cache, key, binary_start - 8, "the binary length");
-    remove_tree(dir);
+    check_flipped_byte(&fresh, key, binary_start, "first byte of the binary");
+    check_flipped_byte(&fresh, key, binary_start + 1000, "a byte inside the binary");
+    check_flipped_byte(&fresh, key, -9, "last byte of the binary");
+    check_flipped_byte(&fresh, key, -1, "a byte of the checksum");
+    check_flipped_byte(&fresh, key, 0, "a byte of the magic");
+    check_flipped_byte(&fresh, key, OFF_VERSION, "the format version");
+    check_flipped_byte(&fresh, key, binary_start - 8, "the binary length");
 }
 END_TEST
 
 START_TEST(test_garbage_file_is_corrupt)
 {
     tu_seed(106);
-    struct program_cache cache;
-    char dir[1024], path[1200];
-    fresh_cache(&cache, dir, sizeof dir);
+    char path[1200];
     const char *key = "garbage-key";
-    entry_file(&cache, key, path, sizeof path);
+    entry_file(&fresh, key, path, sizeof path);
     const size_t sizes[] = {1, 35, 36, 37, 4096, 100000};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        unsigned char *junk = random_bytes(sizes[i]);
+        unsigned char *junk = tu_random_bytes(sizes[i]);
         write_file(path, junk, sizes[i]);
-        assert_corrupt_then_removed(&cache, key, path, "random bytes");
+        assert_corrupt_then_removed(&fresh, key, path, "random bytes");
         free(junk);
     }
     const char text[] = "CLOPSBIN is how it starts, but this is a text file.\n";
     write_file(path, text, sizeof text - 1);
-    assert_corrupt_then_removed(&cache, key, path, "text after the magic");
-    remove_tree(dir);
+    assert_corrupt_then_removed(&fresh, key, path, "text after the magic");
 }
 END_TEST
 
@@ -353,32 +332,29 @@ END_TEST
 START_TEST(test_huge_length_fields_are_corrupt_without_allocation)
 {
     tu_seed(107);
-    struct program_cache cache;
-    char dir[1024], path[1200];
-    fresh_cache(&cache, dir, sizeof dir);
+    char path[1200];
     const char *key = "huge";
     size_t key_length = strlen(key);
     const uint64_t lies[] = {1ull << 62, UINT64_MAX, UINT64_MAX - 35, 1ull << 31, 1ull << 20};
     for (size_t i = 0; i < sizeof lies / sizeof lies[0]; i++) {
         /* The binary length lies. */
-        unsigned char *binary = random_bytes(64);
-        cache_store(&cache, key, binary, 64);
-        entry_file(&cache, key, path, sizeof path);
+        unsigned char *binary = tu_random_bytes(64);
+        cache_store(&fresh, key, binary, 64);
+        entry_file(&fresh, key, path, sizeof path);
         size_t length;
         unsigned char *data = read_file(path, &length);
         put_u64(data + OFF_KEY + key_length, lies[i]);
         write_file(path, data, length);
-        assert_corrupt_then_removed(&cache, key, path, "binary length past the file");
+        assert_corrupt_then_removed(&fresh, key, path, "binary length past the file");
         /* The key length lies. */
-        cache_store(&cache, key, binary, 64);
+        cache_store(&fresh, key, binary, 64);
         put_u64(data + OFF_KEY + key_length, 64);
         put_u64(data + OFF_KEY_LENGTH, lies[i]);
         write_file(path, data, length);
-        assert_corrupt_then_removed(&cache, key, path, "key length past the file");
+        assert_corrupt_then_removed(&fresh, key, path, "key length past the file");
         free(data);
         free(binary);
     }
-    remove_tree(dir);
 }
 END_TEST
 
@@ -387,51 +363,45 @@ END_TEST
 START_TEST(test_entry_of_another_key_is_a_miss_and_kept)
 {
     tu_seed(108);
-    struct program_cache cache;
-    char dir[1024], owner_path[1200], path[1200];
-    fresh_cache(&cache, dir, sizeof dir);
+    char owner_path[1200], path[1200];
     const char *owner = "key-A";
     const char *others[] = {"key-B", "key-AB", "k", ""};
-    unsigned char *binary = random_bytes(500);
-    entry_file(&cache, owner, owner_path, sizeof owner_path);
+    unsigned char *binary = tu_random_bytes(500);
+    entry_file(&fresh, owner, owner_path, sizeof owner_path);
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
-        cache_store(&cache, owner, binary, 500);
-        entry_file(&cache, others[i], path, sizeof path);
+        cache_store(&fresh, owner, binary, 500);
+        entry_file(&fresh, others[i], path, sizeof path);
         ck_assert_int_eq(rename(owner_path, path), 0);
-        ck_assert_msg(load_result(&cache, others[i]) == CACHE_MISS, "key '%s'", others[i]);
+        ck_assert_msg(load_result(&fresh, others[i]) == CACHE_MISS, "key '%s'", others[i]);
         ck_assert_msg(file_exists(path), "the entry of another key was removed");
         /* Storing the right binary under that name replaces the foreign entry. */
-        unsigned char *own = random_bytes(99);
-        cache_store(&cache, others[i], own, 99);
-        assert_hit(&cache, others[i], own, 99);
+        unsigned char *own = tu_random_bytes(99);
+        cache_store(&fresh, others[i], own, 99);
+        assert_hit(&fresh, others[i], own, 99);
         free(own);
     }
     free(binary);
-    remove_tree(dir);
 }
 END_TEST
 
 START_TEST(test_directory_in_place_of_an_entry_is_a_miss)
 {
-    struct program_cache cache;
-    char dir[1024], path[1200];
-    fresh_cache(&cache, dir, sizeof dir);
-    entry_file(&cache, "key", path, sizeof path);
+    char path[1200];
+    entry_file(&fresh, "key", path, sizeof path);
     ck_assert_int_eq(mkdir(path, 0700), 0);
-    ck_assert_int_eq(load_result(&cache, "key"), CACHE_MISS);
+    ck_assert_int_eq(load_result(&fresh, "key"), CACHE_MISS);
     ck_assert(file_exists(path));
     /* Storing over it fails quietly and leaves no temp file behind. */
     const unsigned char binary[3] = {1, 2, 3};
-    cache_store(&cache, "key", binary, sizeof binary);
-    ck_assert_int_eq(load_result(&cache, "key"), CACHE_MISS);
+    cache_store(&fresh, "key", binary, sizeof binary);
+    ck_assert_int_eq(load_result(&fresh, "key"), CACHE_MISS);
     rmdir(path);
-    DIR *d = opendir(dir);
+    DIR *d = opendir(fresh_dir);
     int files = 0;
     for (struct dirent *e = readdir(d); e != NULL; e = readdir(d))
         files += e->d_name[0] != '.';
     closedir(d);
     ck_assert_int_eq(files, 0);
-    remove_tree(dir);
 }
 END_TEST
 
@@ -439,24 +409,21 @@ END_TEST
  * once, not a hang. The alarm turns a hang into a failure. */
 START_TEST(test_fifo_in_place_of_an_entry_is_a_miss_without_blocking)
 {
-    struct program_cache cache;
-    char dir[1024], path[1200];
-    fresh_cache(&cache, dir, sizeof dir);
-    entry_file(&cache, "key", path, sizeof path);
+    char path[1200];
+    entry_file(&fresh, "key", path, sizeof path);
     ck_assert_int_eq(mkfifo(path, 0600), 0);
     warnings_seen = 0;
     log_set_callback(count_warnings, NULL, CLOPS_LOG_WARNING);
     alarm(20);
-    ck_assert_int_eq(load_result(&cache, "key"), CACHE_MISS);
+    ck_assert_int_eq(load_result(&fresh, "key"), CACHE_MISS);
     alarm(0);
     ck_assert_int_eq(warnings_seen, 1);
     ck_assert(file_exists(path)); /* not ours to delete */
     /* Storing replaces it with a real entry. */
-    unsigned char *binary = random_bytes(77);
-    cache_store(&cache, "key", binary, 77);
-    assert_hit(&cache, "key", binary, 77);
+    unsigned char *binary = tu_random_bytes(77);
+    cache_store(&fresh, "key", binary, 77);
+    assert_hit(&fresh, "key", binary, 77);
     free(binary);
-    remove_tree(dir);
 }
 END_TEST
 
@@ -464,19 +431,16 @@ END_TEST
  * valid entry. */
 START_TEST(test_symbolic_link_in_place_of_an_entry_is_a_miss)
 {
-    struct program_cache cache;
-    char dir[1024], path[1200], target[1300];
-    fresh_cache(&cache, dir, sizeof dir);
-    unsigned char *binary = random_bytes(50);
-    cache_store(&cache, "key", binary, 50);
-    entry_file(&cache, "key", path, sizeof path);
+    char path[1200], target[1300];
+    unsigned char *binary = tu_random_bytes(50);
+    cache_store(&fresh, "key", binary, 50);
+    entry_file(&fresh, "key", path, sizeof path);
     snprintf(target, sizeof target, "%s.elsewhere", path);
     ck_assert_int_eq(rename(path, target), 0);
     ck_assert_int_eq(symlink(target, path), 0);
-    ck_assert_int_eq(load_result(&cache, "key"), CACHE_MISS);
+    ck_assert_int_eq(load_result(&fresh, "key"), CACHE_MISS);
     ck_assert(file_exists(target));
     free(binary);
-    remove_tree(dir);
 }
 END_TEST
 
@@ -651,7 +615,7 @@ START_TEST(test_read_only_dir_still_loads_its_entries)
     struct program_cache cache;
     cache_init(&cache, 1, dir);
     ck_assert_int_eq(cache.enabled, 1);
-    unsigned char *binary = random_bytes(123);
+    unsigned char *binary = tu_random_bytes(123);
     cache_store(&cache, "k", binary, 123);
     ck_assert_int_eq(chmod(dir, 0555), 0);
     int failed;
@@ -771,6 +735,38 @@ static void find_entry_of(const char *cache_dir, const char *source, char **key,
     ck_assert_msg(*key != NULL, "no cache entry of %s in %s", source, cache_dir);
 }
 
+/* A valid entry that holds another program: the binary of the entry of `other` stored under the
+ * key of the entry of `victim`, in cache_dir. */
+static void forge_entry(const char *cache_dir, const char *victim, const char *other)
+{
+    char *key, *other_key;
+    unsigned char *binary, *other_binary;
+    size_t size, other_size;
+    find_entry_of(cache_dir, victim, &key, &binary, &size);
+    find_entry_of(cache_dir, other, &other_key, &other_binary, &other_size);
+    struct program_cache cache;
+    cache_init(&cache, 1, cache_dir);
+    cache_store(&cache, key, other_binary, other_size);
+    free(key);
+    free(binary);
+    free(other_key);
+    free(other_binary);
+}
+
+/* A fresh directory (root) holding an empty kernel directory and, once a pool uses it, a cache
+ * directory. */
+struct program_dirs {
+    char root[1024], kernels[1100], cache[1100];
+};
+
+static void make_program_dirs(struct program_dirs *d)
+{
+    make_temp_dir(d->root, sizeof d->root);
+    snprintf(d->kernels, sizeof d->kernels, "%s/kernels", d->root);
+    snprintf(d->cache, sizeof d->cache, "%s/cache", d->root);
+    ck_assert_int_eq(mkdir(d->kernels, 0700), 0);
+}
+
 /* LU factors a 5 x 5 f64 matrix through the operator's entry, on a pool over `cache_dir`. */
 static int32_t lu_through_entry(const char *cache_dir, double *a, int32_t *ipiv, int64_t *rejected)
 {
@@ -795,16 +791,14 @@ static int32_t lu_through_entry(const char *cache_dir, double *a, int32_t *ipiv,
  * kernels outside pool_create_kernel and failed with CL_INVALID_KERNEL_NAME on every run. */
 START_TEST(test_lu_entry_holding_another_programs_binary_is_rebuilt_once)
 {
-    char root[1024], cache_dir[1100];
-    make_temp_dir(root, sizeof root);
-    snprintf(cache_dir, sizeof cache_dir, "%s/cache", root);
+    struct program_dirs d;
+    make_program_dirs(&d);
     double a[25], again[25];
     int32_t ipiv[5], ipiv_again[5];
     int64_t rejected = 0;
-    ck_assert_msg(lu_through_entry(cache_dir, a, ipiv, &rejected) == CLOPS_OK, "lu: %s",
-                  err_last());
+    ck_assert_msg(lu_through_entry(d.cache, a, ipiv, &rejected) == CLOPS_OK, "lu: %s", err_last());
     /* A program with no LU kernel in it, under LU's key. */
-    struct clops_pool *pool = program_pool("", cache_dir);
+    struct clops_pool *pool = program_pool("", d.cache);
     cl_kernel kernel = NULL;
     ck_assert_msg(pool_create_kernel(pool, &pool->devices[0], "test", "transpose",
                                      "-DT=float -DTILE=8 -DROWS=2", "transpose",
@@ -812,43 +806,30 @@ START_TEST(test_lu_entry_holding_another_programs_binary_is_rebuilt_once)
                   "transpose: %s", err_last());
     clReleaseKernel(kernel);
     pool_release(pool);
-    char *lu_key, *other_key;
-    unsigned char *lu_binary, *other_binary;
-    size_t lu_size, other_size;
-    find_entry_of(cache_dir, "lu", &lu_key, &lu_binary, &lu_size);
-    find_entry_of(cache_dir, "transpose", &other_key, &other_binary, &other_size);
-    struct program_cache cache;
-    cache_init(&cache, 1, cache_dir);
-    cache_store(&cache, lu_key, other_binary, other_size);
+    forge_entry(d.cache, "lu", "transpose");
 
-    ck_assert_msg(lu_through_entry(cache_dir, again, ipiv_again, &rejected) == CLOPS_OK,
+    ck_assert_msg(lu_through_entry(d.cache, again, ipiv_again, &rejected) == CLOPS_OK,
                   "lu over the forged entry: %s", err_last());
     ck_assert_int_eq(rejected, 1);
     ck_assert_mem_eq(again, a, sizeof a);
     ck_assert_mem_eq(ipiv_again, ipiv, sizeof ipiv);
     /* The rebuilt entry serves the next pool. */
-    ck_assert_int_eq(lu_through_entry(cache_dir, again, ipiv_again, &rejected), CLOPS_OK);
+    ck_assert_int_eq(lu_through_entry(d.cache, again, ipiv_again, &rejected), CLOPS_OK);
     ck_assert_int_eq(rejected, 0);
     ck_assert_mem_eq(again, a, sizeof a);
-    free(lu_key);
-    free(lu_binary);
-    free(other_key);
-    free(other_binary);
-    remove_tree(root);
+    remove_tree(d.root);
 }
 END_TEST
 
 /* A FIFO in the kernel directory is refused with a message, never waited on. */
 START_TEST(test_fifo_kernel_source_is_an_error_without_blocking)
 {
-    char root[1024], kernels[1100], cache_dir[1100], path[1200];
-    make_temp_dir(root, sizeof root);
-    snprintf(kernels, sizeof kernels, "%s/kernels", root);
-    snprintf(cache_dir, sizeof cache_dir, "%s/cache", root);
-    ck_assert_int_eq(mkdir(kernels, 0700), 0);
-    snprintf(path, sizeof path, "%s/piped.cl", kernels);
+    struct program_dirs d;
+    make_program_dirs(&d);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/piped.cl", d.kernels);
     ck_assert_int_eq(mkfifo(path, 0600), 0);
-    struct clops_pool *pool = program_pool(kernels, cache_dir);
+    struct clops_pool *pool = program_pool(d.kernels, d.cache);
     cl_kernel kernel = NULL;
     alarm(20);
     int32_t status =
@@ -859,7 +840,7 @@ START_TEST(test_fifo_kernel_source_is_an_error_without_blocking)
     ck_assert_msg(strstr(err_last(), path) != NULL && strstr(err_last(), "a FIFO") != NULL,
                   "message: %s", err_last());
     pool_release(pool);
-    remove_tree(root);
+    remove_tree(d.root);
 }
 END_TEST
 
@@ -868,56 +849,25 @@ END_TEST
  * source once, and the rewritten entry must then serve later pools. */
 START_TEST(test_entry_holding_another_programs_binary_is_rebuilt_once)
 {
-    char root[1024], kernels[1100], cache_dir[1100], path[1400];
-    make_temp_dir(root, sizeof root);
-    snprintf(kernels, sizeof kernels, "%s/kernels", root);
-    snprintf(cache_dir, sizeof cache_dir, "%s/cache", root);
-    ck_assert_int_eq(mkdir(kernels, 0700), 0);
-    write_text(kernels, "first.cl",
+    struct program_dirs d;
+    make_program_dirs(&d);
+    write_text(d.kernels, "first.cl",
                "__kernel void first(__global float *x) "
                "{ x[get_global_id(0)] = 1.0f; }\n");
-    write_text(kernels, "second.cl",
+    write_text(d.kernels, "second.cl",
                "__kernel void second(__global float *x) "
                "{ x[get_global_id(0)] = 2.0f; }\n");
-    struct clops_pool *pool = program_pool(kernels, cache_dir);
+    struct clops_pool *pool = program_pool(d.kernels, d.cache);
     ck_assert_float_eq(run_one_kernel(pool, "first", "first"), 1.0f);
     ck_assert_float_eq(run_one_kernel(pool, "second", "second"), 2.0f);
     ck_assert_int_eq(pool->programs_built, 2);
     pool_release(pool);
 
     /* The first program's binary under the second's key, with a valid checksum. */
-    char *key_of_second = NULL;
-    unsigned char *binary_of_first = NULL;
-    size_t size_of_first = 0;
-    DIR *d = opendir(cache_dir);
-    ck_assert_ptr_nonnull(d);
-    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *key;
-        unsigned char *binary;
-        size_t size;
-        snprintf(path, sizeof path, "%s/%s", cache_dir, e->d_name);
-        read_entry_file(path, &key, &binary, &size);
-        if (strstr(key, "|source=second:") != NULL) {
-            key_of_second = key;
-            free(binary);
-        } else {
-            ck_assert_ptr_nonnull(strstr(key, "|source=first:"));
-            binary_of_first = binary;
-            size_of_first = size;
-            free(key);
-        }
-    }
-    closedir(d);
-    ck_assert_ptr_nonnull(key_of_second);
-    ck_assert_ptr_nonnull(binary_of_first);
-    struct program_cache cache;
-    cache_init(&cache, 1, cache_dir);
-    cache_store(&cache, key_of_second, binary_of_first, size_of_first);
+    forge_entry(d.cache, "second", "first");
 
     /* Loaded, found wanting, dropped and built from source: once, however many kernels follow. */
-    pool = program_pool(kernels, cache_dir);
+    pool = program_pool(d.kernels, d.cache);
     ck_assert_float_eq(run_one_kernel(pool, "second", "second"), 2.0f);
     ck_assert_float_eq(run_one_kernel(pool, "second", "second"), 2.0f);
     ck_assert_int_eq(pool->programs_loaded, 1);
@@ -926,56 +876,43 @@ START_TEST(test_entry_holding_another_programs_binary_is_rebuilt_once)
     pool_release(pool);
 
     /* The entry now holds the second program: the next pool builds nothing. */
-    pool = program_pool(kernels, cache_dir);
+    pool = program_pool(d.kernels, d.cache);
     ck_assert_float_eq(run_one_kernel(pool, "second", "second"), 2.0f);
     ck_assert_int_eq(pool->programs_loaded, 1);
     ck_assert_int_eq(pool->cache_rejected, 0);
     ck_assert_int_eq(pool->programs_built, 0);
     pool_release(pool);
-    free(key_of_second);
-    free(binary_of_first);
-    remove_tree(root);
+    remove_tree(d.root);
 }
 END_TEST
 
-static Suite *cache_suite(void)
-{
-    Suite *s = suite_create("cache");
-    TCase *entries = tcase_create("entries");
-    tcase_add_test(entries, test_hash_is_fnv1a_64_and_seed_changes_it);
-    tcase_add_test(entries, test_store_then_load_returns_the_same_bytes);
-    tcase_add_test(entries, test_store_replaces_an_existing_entry);
-    tcase_add_test(entries, test_no_temp_files_are_left_after_store);
-    suite_add_tcase(s, entries);
-
-    TCase *damage = tcase_create("damage");
-    tcase_add_test(damage, test_truncated_entry_is_corrupt_and_removed);
-    tcase_add_test(damage, test_altered_byte_is_corrupt);
-    tcase_add_test(damage, test_garbage_file_is_corrupt);
-    tcase_add_test(damage, test_huge_length_fields_are_corrupt_without_allocation);
-    tcase_add_test(damage, test_entry_of_another_key_is_a_miss_and_kept);
-    tcase_add_test(damage, test_directory_in_place_of_an_entry_is_a_miss);
-    tcase_add_test(damage, test_fifo_in_place_of_an_entry_is_a_miss_without_blocking);
-    tcase_add_test(damage, test_symbolic_link_in_place_of_an_entry_is_a_miss);
-    suite_add_tcase(s, damage);
-
-    TCase *dirs = tcase_create("directories");
-    tcase_add_test(dirs, test_default_dir_honours_xdg_cache_home_then_home);
-    tcase_add_test(dirs, test_configured_dir_is_created_with_its_parents);
-    tcase_add_test(dirs, test_disabled_cache_never_touches_the_disk);
-    tcase_add_test(dirs, test_unusable_dir_disables_the_cache_quietly);
-    tcase_add_test(dirs, test_read_only_dir_still_loads_its_entries);
-    suite_add_tcase(s, dirs);
-
-    TCase *programs = tcase_create("programs");
-    tcase_add_test(programs, test_entry_holding_another_programs_binary_is_rebuilt_once);
-    tcase_add_test(programs, test_fifo_kernel_source_is_an_error_without_blocking);
-    tcase_add_test(programs, test_lu_entry_holding_another_programs_binary_is_rebuilt_once);
-    suite_add_tcase(s, programs);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run_suite(cache_suite(), 1);
+    const struct tu_test tests[] = {
+        TU_CASE_FIXTURE("entries", open_cache, close_cache),
+        TU_TEST(test_hash_is_fnv1a_64_and_seed_changes_it),
+        TU_TEST(test_store_then_load_returns_the_same_bytes),
+        TU_TEST(test_store_replaces_an_existing_entry),
+        TU_TEST(test_no_temp_files_are_left_after_store),
+        TU_CASE_FIXTURE("damage", open_cache, close_cache),
+        TU_TEST(test_truncated_entry_is_corrupt_and_removed),
+        TU_TEST(test_altered_byte_is_corrupt),
+        TU_TEST(test_garbage_file_is_corrupt),
+        TU_TEST(test_huge_length_fields_are_corrupt_without_allocation),
+        TU_TEST(test_entry_of_another_key_is_a_miss_and_kept),
+        TU_TEST(test_directory_in_place_of_an_entry_is_a_miss),
+        TU_TEST(test_fifo_in_place_of_an_entry_is_a_miss_without_blocking),
+        TU_TEST(test_symbolic_link_in_place_of_an_entry_is_a_miss),
+        TU_CASE("directories"),
+        TU_TEST(test_default_dir_honours_xdg_cache_home_then_home),
+        TU_TEST(test_configured_dir_is_created_with_its_parents),
+        TU_TEST(test_disabled_cache_never_touches_the_disk),
+        TU_TEST(test_unusable_dir_disables_the_cache_quietly),
+        TU_TEST(test_read_only_dir_still_loads_its_entries),
+        TU_CASE("programs"),
+        TU_TEST(test_entry_holding_another_programs_binary_is_rebuilt_once),
+        TU_TEST(test_fifo_kernel_source_is_an_error_without_blocking),
+        TU_TEST(test_lu_entry_holding_another_programs_binary_is_rebuilt_once),
+    };
+    return tu_run_tests("cache", 0, 1, tests, TU_COUNT(tests));
 }

@@ -387,19 +387,18 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("check");
-    TCase *valid = tcase_create("valid");
-    tcase_add_test(valid, test_gemm_reports_c_from_op_a_and_op_b);
-    tcase_add_test(valid, test_reduce_reports_out_by_op_and_axis);
-    tcase_add_test(valid, test_transpose_reports_y_with_the_last_axes_swapped);
-    tcase_add_test(valid, test_lu_family_report_factors_pivots_and_info);
-    tcase_add_test(valid, test_mandelbrot_reports_the_image_from_the_iterations);
-    suite_add_tcase(s, valid);
-    TCase *runs = tcase_create("runs nothing");
-    tcase_add_test(runs, test_refusals_match_a_run_of_every_operator);
-    tcase_add_test(runs, test_a_valid_check_runs_and_counts_nothing);
-    tcase_add_test(runs, test_a_check_needs_no_pool);
-    tcase_add_test(runs, test_bad_output_arrays_are_refused_naming_them);
-    suite_add_tcase(s, runs);
-    return tu_run_suite(s, 1);
+    const struct tu_test tests[] = {
+        TU_CASE("valid"),
+        TU_TEST(test_gemm_reports_c_from_op_a_and_op_b),
+        TU_TEST(test_reduce_reports_out_by_op_and_axis),
+        TU_TEST(test_transpose_reports_y_with_the_last_axes_swapped),
+        TU_TEST(test_lu_family_report_factors_pivots_and_info),
+        TU_TEST(test_mandelbrot_reports_the_image_from_the_iterations),
+        TU_CASE("runs nothing"),
+        TU_TEST(test_refusals_match_a_run_of_every_operator),
+        TU_TEST(test_a_valid_check_runs_and_counts_nothing),
+        TU_TEST(test_a_check_needs_no_pool),
+        TU_TEST(test_bad_output_arrays_are_refused_naming_them),
+    };
+    return tu_run_tests("check", 0, 1, tests, TU_COUNT(tests));
 }

@@ -326,8 +326,7 @@ END_TEST
 /* `text` with `value` made of `length` copies of `c` in place of its %s. */
 static void format_with_long_value(char *out, size_t size, const char *text, char c, size_t length)
 {
-    char *value = malloc(length + 1);
-    ck_assert_ptr_nonnull(value);
+    char *value = tu_malloc(length + 1);
     memset(value, c, length);
     value[length] = '\0';
     snprintf(out, size, text, value);
@@ -742,63 +741,50 @@ START_TEST(test_lu_tunings_stay_out_of_build_options_and_cache_key)
 }
 END_TEST
 
-static Suite *config_suite(void)
-{
-    Suite *s = suite_create("config");
-    TCase *valid = tcase_create("valid");
-    tcase_add_test(valid, test_shipped_example_parses_to_documented_values);
-    tcase_add_test(valid, test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on);
-    tcase_add_test(valid, test_every_key_is_read_whatever_its_order);
-    tcase_add_test(valid, test_operator_without_device_keeps_minus_one);
-    tcase_add_test(valid, test_strings_exactly_at_the_limit_are_accepted);
-    suite_add_tcase(s, valid);
-
-    TCase *mistakes = tcase_create("mistakes");
-    tcase_add_test(mistakes, test_syntax_error_reports_its_line);
-    tcase_add_test(mistakes, test_duplicate_key_reports_its_line);
-    tcase_add_test(mistakes, test_bad_device_type_lists_the_choices);
-    tcase_add_test(mistakes, test_value_of_the_wrong_type_is_rejected);
-    tcase_add_test(mistakes, test_unknown_top_level_key_lists_the_expected_keys);
-    tcase_add_test(mistakes, test_unknown_key_inside_second_device);
-    tcase_add_test(mistakes, test_queues_outside_1_to_16_are_rejected);
-    tcase_add_test(mistakes, test_negative_and_oversized_numbers_are_rejected);
-    tcase_add_test(mistakes, test_operator_device_must_be_a_listed_device);
-    tcase_add_test(mistakes, test_unknown_operator_names_the_registered_ones);
-    tcase_add_test(mistakes, test_unknown_key_inside_an_operator);
-    tcase_add_test(mistakes, test_more_than_eight_devices_are_rejected);
-    tcase_add_test(mistakes, test_strings_too_long_for_their_buffers_are_rejected);
-    tcase_add_test(mistakes, test_failed_parse_leaves_the_defaults);
-    suite_add_tcase(s, mistakes);
-
-    TCase *files = tcase_create("files");
-    tcase_add_test(files, test_missing_file_is_an_io_error_naming_the_path);
-    tcase_add_test(files, test_directory_is_an_io_error);
-    tcase_add_test(files, test_fifo_is_an_io_error_without_blocking);
-    tcase_add_test(files, test_error_in_a_file_names_the_file_and_line);
-    tcase_add_test(files, test_syntax_error_in_a_file_names_the_file_and_line);
-    tcase_add_test(files, test_valid_file_records_its_path_as_source);
-    suite_add_tcase(s, files);
-
-    TCase *settings = tcase_create("settings");
-    tcase_add_test(settings, test_operator_settings_are_read_as_typed_keys);
-    tcase_add_test(settings, test_operator_settings_left_out_take_their_defaults);
-    tcase_add_test(settings, test_operator_settings_out_of_range_name_the_key);
-    tcase_add_test(settings, test_operator_settings_of_the_wrong_type_name_the_key);
-    tcase_add_test(settings, test_unknown_operator_setting_is_named_with_the_declared_ones);
-    tcase_add_test(settings, test_old_spellings_in_build_options_become_settings);
-    tcase_add_test(settings, test_bad_old_spellings_are_errors_naming_build_options);
-    suite_add_tcase(s, settings);
-
-    TCase *in_a_pool = tcase_create("in_a_pool");
-    tcase_add_test(in_a_pool, test_pool_creation_refuses_a_setting_out_of_range);
-    tcase_add_test(in_a_pool, test_call_names_settings_that_do_not_fit_together);
-    tcase_add_test(in_a_pool, test_configured_lu_settings_shape_its_launches);
-    tcase_add_test(in_a_pool, test_lu_tunings_stay_out_of_build_options_and_cache_key);
-    suite_add_tcase(s, in_a_pool);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run_suite(config_suite(), 1);
+    const struct tu_test tests[] = {
+        TU_CASE("valid"),
+        TU_TEST(test_shipped_example_parses_to_documented_values),
+        TU_TEST(test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on),
+        TU_TEST(test_every_key_is_read_whatever_its_order),
+        TU_TEST(test_operator_without_device_keeps_minus_one),
+        TU_TEST(test_strings_exactly_at_the_limit_are_accepted),
+        TU_CASE("mistakes"),
+        TU_TEST(test_syntax_error_reports_its_line),
+        TU_TEST(test_duplicate_key_reports_its_line),
+        TU_TEST(test_bad_device_type_lists_the_choices),
+        TU_TEST(test_value_of_the_wrong_type_is_rejected),
+        TU_TEST(test_unknown_top_level_key_lists_the_expected_keys),
+        TU_TEST(test_unknown_key_inside_second_device),
+        TU_TEST(test_queues_outside_1_to_16_are_rejected),
+        TU_TEST(test_negative_and_oversized_numbers_are_rejected),
+        TU_TEST(test_operator_device_must_be_a_listed_device),
+        TU_TEST(test_unknown_operator_names_the_registered_ones),
+        TU_TEST(test_unknown_key_inside_an_operator),
+        TU_TEST(test_more_than_eight_devices_are_rejected),
+        TU_TEST(test_strings_too_long_for_their_buffers_are_rejected),
+        TU_TEST(test_failed_parse_leaves_the_defaults),
+        TU_CASE("files"),
+        TU_TEST(test_missing_file_is_an_io_error_naming_the_path),
+        TU_TEST(test_directory_is_an_io_error),
+        TU_TEST(test_fifo_is_an_io_error_without_blocking),
+        TU_TEST(test_error_in_a_file_names_the_file_and_line),
+        TU_TEST(test_syntax_error_in_a_file_names_the_file_and_line),
+        TU_TEST(test_valid_file_records_its_path_as_source),
+        TU_CASE("settings"),
+        TU_TEST(test_operator_settings_are_read_as_typed_keys),
+        TU_TEST(test_operator_settings_left_out_take_their_defaults),
+        TU_TEST(test_operator_settings_out_of_range_name_the_key),
+        TU_TEST(test_operator_settings_of_the_wrong_type_name_the_key),
+        TU_TEST(test_unknown_operator_setting_is_named_with_the_declared_ones),
+        TU_TEST(test_old_spellings_in_build_options_become_settings),
+        TU_TEST(test_bad_old_spellings_are_errors_naming_build_options),
+        TU_CASE("in_a_pool"),
+        TU_TEST(test_pool_creation_refuses_a_setting_out_of_range),
+        TU_TEST(test_call_names_settings_that_do_not_fit_together),
+        TU_TEST(test_configured_lu_settings_shape_its_launches),
+        TU_TEST(test_lu_tunings_stay_out_of_build_options_and_cache_key),
+    };
+    return tu_run_tests("config", 0, 1, tests, TU_COUNT(tests));
 }

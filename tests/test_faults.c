@@ -49,7 +49,6 @@ struct fault_case {
     int32_t (*call)(struct clops_pool *pool);
     /* Whether the call's results are right; else says why. */
     int (*check)(char *why, size_t size);
-    void (*fini)(void);
 };
 
 static struct region regions[MAX_REGIONS];
@@ -88,6 +87,20 @@ static void release_operands(void)
 static void fill_sentinel(void *p, size_t bytes)
 {
     memset(p, 0xA5, bytes);
+}
+
+/* An output's sentinel bytes, also kept in `initial` (for the check of its gaps). */
+static void fill_output(void *out, void *initial, size_t bytes)
+{
+    fill_sentinel(initial, bytes);
+    memcpy(out, initial, bytes);
+}
+
+/* A rank-1 host tensor of n elements, `stride` apart. */
+static struct clops_tensor vector(void *data, int32_t dtype, int64_t n, int64_t stride)
+{
+    return (struct clops_tensor){
+        .data = data, .dtype = dtype, .rank = 1, .shape = {n}, .strides = {stride}};
 }
 
 static void fill_f64(double *x, size_t n, uint64_t seed)
@@ -292,10 +305,8 @@ static void lu_prepare(void)
 static int32_t lu_call(struct clops_pool *pool)
 {
     struct clops_tensor a = clops_matrix(l_a, CLOPS_F64, LN, LN, L_LDA, 1);
-    struct clops_tensor ipiv = {
-        .data = l_ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {LN}, .strides = {1}};
-    struct clops_tensor info = {
-        .data = l_info, .dtype = CLOPS_I32, .rank = 1, .shape = {1}, .strides = {1}};
+    struct clops_tensor ipiv = vector(l_ipiv, CLOPS_I32, LN, 1);
+    struct clops_tensor info = vector(l_info, CLOPS_I32, 1, 1);
     return lu_fn(pool, &a, &ipiv, &info, 0);
 }
 
@@ -376,10 +387,8 @@ static int32_t solve_call(struct clops_pool *pool)
 {
     struct clops_tensor a = clops_matrix(l_a, CLOPS_F64, LN, LN, L_LDA, 1);
     struct clops_tensor b = clops_matrix(l_b, CLOPS_F64, LN, L_NRHS, L_NRHS, 0);
-    struct clops_tensor ipiv = {
-        .data = l_ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {LN}, .strides = {1}};
-    struct clops_tensor info = {
-        .data = l_info, .dtype = CLOPS_I32, .rank = 1, .shape = {1}, .strides = {1}};
+    struct clops_tensor ipiv = vector(l_ipiv, CLOPS_I32, LN, 1);
+    struct clops_tensor info = vector(l_info, CLOPS_I32, 1, 1);
     return solve_fn(pool, &a, &b, &ipiv, &info);
 }
 
@@ -440,8 +449,7 @@ static void lu_solve_prepare(void)
 static int32_t lu_solve_call(struct clops_pool *pool)
 {
     struct clops_tensor lu = clops_matrix(l_a, CLOPS_F64, LN, LN, L_LDA, 1);
-    struct clops_tensor ipiv = {
-        .data = l_ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {LN}, .strides = {1}};
+    struct clops_tensor ipiv = vector(l_ipiv, CLOPS_I32, LN, 1);
     /* Two of the three columns: a padded B. */
     struct clops_tensor b = clops_matrix(l_b, CLOPS_F64, LN, 2, L_NRHS, 0);
     return lu_solve_fn(pool, &lu, &ipiv, &b, 1);
@@ -469,15 +477,13 @@ static void reduce_init(struct clops_pool *pool)
 static void reduce_prepare(void)
 {
     fill_f32(r_x, RM * R_LD, 41);
-    fill_sentinel(r_out0, sizeof r_out0);
-    memcpy(r_out, r_out0, sizeof r_out0);
+    fill_output(r_out, r_out0, sizeof r_out0);
 }
 
 static int32_t reduce_call(struct clops_pool *pool)
 {
     struct clops_tensor x = clops_matrix(r_x, CLOPS_F32, RM, RN, R_LD, 0);
-    struct clops_tensor out = {
-        .data = r_out, .dtype = CLOPS_F32, .rank = 1, .shape = {RM}, .strides = {R_OUT_STRIDE}};
+    struct clops_tensor out = vector(r_out, CLOPS_F32, RM, R_OUT_STRIDE);
     return reduce_fn(pool, &x, &out, 0 /* sum */, 1);
 }
 
@@ -522,8 +528,7 @@ static int32_t argmax_call(struct clops_pool *pool)
                              .rank = 3,
                              .shape = {RA0, RA1, RA2},
                              .strides = {RA1 * RA2, RA2, 1}};
-    struct clops_tensor out = {
-        .data = ra_out, .dtype = CLOPS_I64, .rank = 1, .shape = {1}, .strides = {1}};
+    struct clops_tensor out = vector(ra_out, CLOPS_I64, 1, 1);
     return reduce_fn(pool, &x, &out, 5 /* argmax */, -1);
 }
 
@@ -552,8 +557,7 @@ static void transpose_init(struct clops_pool *pool)
 static void transpose_prepare(void)
 {
     fill_f64(t_x, TM * TN, 51);
-    fill_sentinel(t_y0, sizeof t_y0);
-    memcpy(t_y, t_y0, sizeof t_y0);
+    fill_output(t_y, t_y0, sizeof t_y0);
 }
 
 static int32_t transpose_call(struct clops_pool *pool)
@@ -622,25 +626,21 @@ static int mandelbrot_check(char *why, size_t size)
     return 1;
 }
 
-static void no_fini(void) {}
-
 static const struct fault_case cases[] = {
     {"gemm (host, f32, padded)", "gemm", gemm_host_init, gemm_host_prepare, gemm_host_call,
-     gemm_host_check, no_fini},
+     gemm_host_check},
     {"gemm (device buffers, f64)", "gemm", gemm_device_init, gemm_device_prepare, gemm_device_call,
-     gemm_device_check, no_fini},
-    {"lu (host, f64)", "lu", lu_init, lu_prepare, lu_call, lu_check, no_fini},
-    {"solve (host, f64)", "solve", solve_init, solve_prepare, solve_call, solve_check, no_fini},
+     gemm_device_check},
+    {"lu (host, f64)", "lu", lu_init, lu_prepare, lu_call, lu_check},
+    {"solve (host, f64)", "solve", solve_init, solve_prepare, solve_call, solve_check},
     {"lu_solve (host, f64, trans)", "lu_solve", lu_solve_init, lu_solve_prepare, lu_solve_call,
-     lu_solve_check, no_fini},
-    {"reduce (sum along rows)", "reduce", reduce_init, reduce_prepare, reduce_call, reduce_check,
-     no_fini},
-    {"reduce (argmax, rank 3)", "reduce", argmax_init, argmax_prepare, argmax_call, argmax_check,
-     no_fini},
+     lu_solve_check},
+    {"reduce (sum along rows)", "reduce", reduce_init, reduce_prepare, reduce_call, reduce_check},
+    {"reduce (argmax, rank 3)", "reduce", argmax_init, argmax_prepare, argmax_call, argmax_check},
     {"transpose (host, f64)", "transpose", transpose_init, transpose_prepare, transpose_call,
-     transpose_check, no_fini},
+     transpose_check},
     {"mandelbrot (counts and image)", "mandelbrot", mandelbrot_init, mandelbrot_prepare,
-     mandelbrot_call, mandelbrot_check, no_fini},
+     mandelbrot_call, mandelbrot_check},
 };
 enum { CASE_COUNT = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -690,6 +690,13 @@ static struct clops_pool *open_pool(const char *cache_dir)
     int32_t status = api->pool_create_from_string(text, &pool);
     ck_assert_msg(status == CLOPS_OK, "pool_create_from_string: %s", api->last_error());
     return pool;
+}
+
+/* Removes a sweep's cache directory. */
+static void remove_cache_dir(const char *dir)
+{
+    empty_directory(dir);
+    rmdir(dir);
 }
 
 /* ---- The sweep ------------------------------------------------------------------------------- */
@@ -757,11 +764,8 @@ static int message_names_op(const char *message, const char *op)
 
 static void snapshot(unsigned char **copies)
 {
-    for (int i = 0; i < region_count; i++) {
-        copies[i] = malloc(regions[i].bytes);
-        ck_assert_ptr_nonnull(copies[i]);
-        memcpy(copies[i], regions[i].data, regions[i].bytes);
-    }
+    for (int i = 0; i < region_count; i++)
+        copies[i] = tu_memdup(regions[i].data, regions[i].bytes);
 }
 
 /* The first operand that differs from its snapshot (only inputs when `inputs_only`), or NULL. */
@@ -778,6 +782,35 @@ static void drop_snapshot(unsigned char **copies)
 {
     for (int i = 0; i < region_count; i++)
         free(copies[i]);
+}
+
+/* The pool a call of case c is made on in `mode`: `warm`, or a fresh pool (its cache emptied first
+ * for COLD_BUILD) with the case's operands. */
+static struct clops_pool *pool_for_call(const struct fault_case *c, enum sweep_mode mode,
+                                        struct clops_pool *warm, const char *cache_dir)
+{
+    if (mode == WARM)
+        return warm;
+    if (mode == COLD_BUILD)
+        empty_directory(cache_dir);
+    struct clops_pool *pool = open_pool(cache_dir);
+    c->init(pool);
+    return pool;
+}
+
+/* Releases the operands of a case and the pool they were made on. */
+static void release_case(struct clops_pool *pool)
+{
+    release_operands();
+    api->pool_release(pool);
+}
+
+/* Starts the list of problems of a sweep. */
+static void clear_problems(void)
+{
+    problems_used = 0;
+    problems[0] = '\0';
+    problem_count = 0;
 }
 
 /* The unarmed call, which must succeed with the right result. */
@@ -863,13 +896,7 @@ static int64_t count_calls(int ci, enum sweep_mode mode, enum fault_kind kind,
                            struct clops_pool *warm, const char *cache_dir)
 {
     const struct fault_case *c = &cases[ci];
-    struct clops_pool *pool = warm;
-    if (mode != WARM) {
-        if (mode == COLD_BUILD)
-            empty_directory(cache_dir);
-        pool = open_pool(cache_dir);
-        c->init(pool);
-    }
+    struct clops_pool *pool = pool_for_call(c, mode, warm, cache_dir);
     c->prepare();
     fault_arm(kind, 0);
     int32_t status = c->call(pool);
@@ -880,11 +907,8 @@ static int64_t count_calls(int ci, enum sweep_mode mode, enum fault_kind kind,
     char why[256] = "";
     ck_assert_msg(c->check(why, sizeof why), "%s, %s, unarmed: %s", c->label, mode_names[mode],
                   why);
-    if (mode != WARM) {
-        c->fini();
-        release_operands();
-        api->pool_release(pool);
-    }
+    if (mode != WARM)
+        release_case(pool);
     return k;
 }
 
@@ -895,18 +919,14 @@ static int sweep(int ci, enum sweep_mode mode, enum fault_kind kind)
     char dir[1200];
     make_cache_root();
     snprintf(dir, sizeof dir, "%s/%d-%d-%d", cache_root, ci, (int)mode, (int)kind);
-    problems_used = 0;
-    problems[0] = '\0';
-    problem_count = 0;
+    clear_problems();
 
     struct clops_pool *warm = NULL;
     if (mode == COLD_LOAD) { /* fills the cache that every pool of the sweep then loads from */
         struct clops_pool *filler = open_pool(dir);
         c->init(filler);
         call_unarmed(c, filler, "filling the cache");
-        c->fini();
-        release_operands();
-        api->pool_release(filler);
+        release_case(filler);
     }
     if (mode == WARM) {
         warm = open_pool(dir);
@@ -924,27 +944,14 @@ static int sweep(int ci, enum sweep_mode mode, enum fault_kind kind)
     if (k_again > k)
         k = k_again;
     for (int64_t n = 1; n <= k; n = next_n(n, k, mode)) {
-        struct clops_pool *pool = warm;
-        if (mode != WARM) {
-            if (mode == COLD_BUILD)
-                empty_directory(dir);
-            pool = open_pool(dir);
-            c->init(pool);
-        }
+        struct clops_pool *pool = pool_for_call(c, mode, warm, dir);
         sweep_one(ci, mode, kind, n, pool);
-        if (mode != WARM) {
-            c->fini();
-            release_operands();
-            api->pool_release(pool);
-        }
+        if (mode != WARM)
+            release_case(pool);
     }
-    if (warm != NULL) {
-        c->fini();
-        release_operands();
-        api->pool_release(warm);
-    }
-    empty_directory(dir);
-    rmdir(dir);
+    if (warm != NULL)
+        release_case(warm);
+    remove_cache_dir(dir);
     const struct tally *t = &totals[ci][mode][kind];
     printf("faults: %-32s %-28s %-11s K = %4lld, swept %4lld: %4lld failed, %4lld succeeded, "
            "%lld touched outputs%s\n",
@@ -995,17 +1002,14 @@ static void sweep_pool_create(enum fault_kind kind)
     ck_assert_int_eq(api->pool_device_info(reference, 0, &want), CLOPS_OK);
     cases[0].init(reference);
     call_unarmed(&cases[0], reference, "reference");
-    release_operands();
-    api->pool_release(reference);
+    release_case(reference);
 
     fault_arm(kind, 0);
     api->pool_release(open_pool(dir));
     fault_disarm();
     int64_t k = fault_count(kind);
     ck_assert_msg(kind == FAULT_ALLOC || k > 0, "pool creation made no OpenCL call: --wrap?");
-    problems_used = 0;
-    problems[0] = '\0';
-    problem_count = 0;
+    clear_problems();
     int64_t failed = 0;
     for (int64_t n = 1; n <= k; n++) {
         char text[1400];
@@ -1051,11 +1055,9 @@ static void sweep_pool_create(enum fault_kind kind)
         else if (!cases[0].check(why, sizeof why))
             problem("pool_create, %s %lld (%s): the pool it made computes gemm wrong: %s\n",
                     kind_names[kind], (long long)n, where, why);
-        release_operands();
-        api->pool_release(pool);
+        release_case(pool);
     }
-    empty_directory(dir);
-    rmdir(dir);
+    remove_cache_dir(dir);
     printf("faults: %-32s %-28s %-11s K = %4lld, swept %4lld: %4lld failed\n", "pool_create", "",
            kind_names[kind], (long long)k, (long long)k, (long long)failed);
     fflush(stdout);
@@ -1089,14 +1091,12 @@ int main(void)
         return EXIT_FAILURE;
     /* Debug level: every message the error paths log is formatted too. */
     api->set_log_callback(count_log, &log_lines, CLOPS_LOG_DEBUG);
-    Suite *s = suite_create("faults");
-    TCase *tc = tcase_create("sweeps");
-    tcase_set_timeout(tc, 1200);
-    tcase_add_loop_test(tc, test_faults_in_pool_creation_give_an_error_or_a_working_pool, 0, 2);
-    tcase_add_loop_test(tc, test_faults_in_any_call_of_an_operator_leave_outputs_and_pool_intact, 0,
-                        CASE_COUNT);
-    suite_add_tcase(s, tc);
-    int rc = tu_run_suite(s, 0);
+    const struct tu_test tests[] = {
+        TU_CASE("sweeps"),
+        TU_LOOP(test_faults_in_pool_creation_give_an_error_or_a_working_pool, 2),
+        TU_LOOP(test_faults_in_any_call_of_an_operator_leave_outputs_and_pool_intact, CASE_COUNT),
+    };
+    int rc = tu_run_tests("faults", 1200, 0, tests, TU_COUNT(tests));
     api->set_log_callback(NULL, NULL, 0);
     if (cache_root[0] != '\0')
         rmdir(cache_root);

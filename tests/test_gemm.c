@@ -144,18 +144,9 @@ static void free_operands(struct operands *o)
     free(o->c.data);
 }
 
-static int has_fp64(void)
-{
-    struct clops_device_info info = {.struct_size = sizeof info};
-    ck_assert_int_eq(tu_api()->pool_device_info(tu_pool(), 0, &info), CLOPS_OK);
-    return info.fp64;
-}
-
 static clops_gemm_fn gemm_entry(void)
 {
-    const struct clops_op *op = tu_api()->op_find("gemm");
-    ck_assert_ptr_nonnull(op);
-    return (clops_gemm_fn)op->entry;
+    return (clops_gemm_fn)tu_op("gemm")->entry;
 }
 
 /* The pool host-tensor cases run on: the shared one, unless a test sets its own. */
@@ -256,14 +247,6 @@ static void run_case(const struct gemm_case *g)
     free_operands(&o);
 }
 
-/* Seeds the generator for iteration `i` of a loop test over both dtypes and returns its dtype:
- * f32 for even i, f64 for odd i, or 0 (skip) where the device has no double precision. */
-static int32_t begin_iteration(uint64_t test_seed, int i)
-{
-    tu_seed(test_seed * 1000 + (uint64_t)i);
-    return i % 2 == 0 ? CLOPS_F32 : has_fp64() ? CLOPS_F64 : 0;
-}
-
 /* A dense row-major case; `trans` = trans_a + 2 * trans_b. */
 static struct gemm_case dense_case(int32_t dtype, int64_t m, int64_t n, int64_t k, int trans,
                                    double alpha, double beta)
@@ -282,6 +265,23 @@ static struct gemm_case dense_case(int32_t dtype, int64_t m, int64_t n, int64_t 
 /* For the cases about the product: alpha != 0, so that A and B are read. */
 static const double scalings[4][2] = {{1, 0}, {2.5, -0.75}, {-1, 0.5}, {0.5, 1}};
 
+/* M x N x K, dense and row-major, with each of the four transposes and its scaling. */
+static void run_every_transpose(int32_t dtype, const int64_t mnk[3])
+{
+    for (int t = 0; t < 4; t++) {
+        struct gemm_case g =
+            dense_case(dtype, mnk[0], mnk[1], mnk[2], t, scalings[t][0], scalings[t][1]);
+        run_case(&g);
+    }
+}
+
+/* The case g with C row-major, then column-major. */
+static void run_in_both_c_orders(struct gemm_case g)
+{
+    for (g.c_col = 0; g.c_col < 2; g.c_col++)
+        run_case(&g);
+}
+
 /* ---- Results --------------------------------------------------------------------------------- */
 
 static const int64_t sizes[][3] = {{1, 1, 1},       {7, 7, 7},     {31, 31, 31},  {64, 64, 64},
@@ -290,14 +290,10 @@ enum { SIZE_COUNT = sizeof sizes / sizeof sizes[0] };
 
 START_TEST(test_gemm_sizes_and_transposes_match_reference)
 {
-    int32_t dtype = begin_iteration(1, _i);
+    int32_t dtype = tu_begin_iteration(_i % 2, 1000 + (uint64_t)_i);
     if (dtype == 0)
         return;
-    const int64_t *s = sizes[_i / 2];
-    for (int t = 0; t < 4; t++) {
-        struct gemm_case g = dense_case(dtype, s[0], s[1], s[2], t, scalings[t][0], scalings[t][1]);
-        run_case(&g);
-    }
+    run_every_transpose(dtype, sizes[_i / 2]);
 }
 END_TEST
 
@@ -314,20 +310,13 @@ enum { OVERRIDE_COUNT = sizeof tile_overrides / sizeof tile_overrides[0] };
 
 START_TEST(test_gemm_every_tile_layout_matches_reference)
 {
-    int32_t dtype = begin_iteration(9, _i);
+    int32_t dtype = tu_begin_iteration(_i % 2, 9000 + (uint64_t)_i);
     if (dtype == 0)
         return;
-    char config[512];
-    snprintf(config, sizeof config, "operators = { gemm = { build_options = \"%s\"; }; };",
-             tile_overrides[_i / 2]);
-    case_pool = tu_pool_from_string(config);
+    case_pool = tu_pool_with_build_options("gemm", tile_overrides[_i / 2]);
     static const int64_t shapes[][3] = {{1, 1, 1}, {129, 67, 45}, {37, 200, 33}};
     for (int s = 0; s < 3; s++)
-        for (int t = 0; t < 4; t++) {
-            struct gemm_case g = dense_case(dtype, shapes[s][0], shapes[s][1], shapes[s][2], t,
-                                            scalings[t][0], scalings[t][1]);
-            run_case(&g);
-        }
+        run_every_transpose(dtype, shapes[s]);
     tu_api()->pool_release(case_pool);
     case_pool = NULL;
 }
@@ -335,8 +324,7 @@ END_TEST
 
 START_TEST(test_gemm_rejects_tiles_that_do_not_divide)
 {
-    struct clops_pool *pool = tu_pool_from_string(
-        "operators = { gemm = { build_options = \"-DTILE_M=100 -DWPT_M=8\"; }; };");
+    struct clops_pool *pool = tu_pool_with_build_options("gemm", "-DTILE_M=100 -DWPT_M=8");
     float x[4] = {1, 2, 3, 4}, y[4] = {0};
     struct clops_tensor a = clops_matrix(x, CLOPS_F32, 2, 2, 2, 0);
     struct clops_tensor c = clops_matrix(y, CLOPS_F32, 2, 2, 2, 0);
@@ -351,7 +339,7 @@ END_TEST
  * spanning several partial tiles. */
 START_TEST(test_gemm_storage_orders_and_padding_match_reference)
 {
-    int32_t dtype = begin_iteration(2, _i);
+    int32_t dtype = tu_begin_iteration(_i % 2, 2000 + (uint64_t)_i);
     if (dtype == 0)
         return;
     int layout = _i / 2;
@@ -369,45 +357,40 @@ END_TEST
 
 START_TEST(test_gemm_alpha_beta_conventions_match_reference)
 {
-    int32_t dtype = begin_iteration(3, _i);
+    int32_t dtype = tu_begin_iteration(_i % 2, 3000 + (uint64_t)_i);
     if (dtype == 0)
         return;
     /* With BLAS's quick cases: alpha = 0 is C = beta C, and with beta = 1 leaves C as it is. */
     const double alpha_beta[][2] = {{1, 0}, {2.5, -0.75}, {0, 1},   {-1, 0.5},
                                     {0, 0}, {0, -2},      {-0.5, 1}};
     for (int v = 0; v < 7; v++) {
-        const double *ab = alpha_beta[v];
-        for (int c_col = 0; c_col < 2; c_col++) {
-            struct gemm_case g = dense_case(dtype, 33, 29, 40, v & 1, ab[0], ab[1]);
-            g.c_col = c_col;
-            g.pad = 1;
-            run_case(&g);
-        }
+        struct gemm_case g =
+            dense_case(dtype, 33, 29, 40, v & 1, alpha_beta[v][0], alpha_beta[v][1]);
+        g.pad = 1;
+        run_in_both_c_orders(g);
     }
 }
 END_TEST
 
 START_TEST(test_gemm_beta_zero_ignores_nan_in_c)
 {
-    int32_t dtype = begin_iteration(4, _i);
+    int32_t dtype = tu_begin_iteration(_i % 2, 4000 + (uint64_t)_i);
     if (dtype == 0)
         return;
     /* A product, an all-zero result (alpha = 0) and an empty sum (K = 0), over NaN. */
     const double alphas[3] = {1.5, 0, 1};
     const int64_t ks[3] = {19, 19, 0};
-    for (int v = 0; v < 3; v++)
-        for (int c_col = 0; c_col < 2; c_col++) {
-            struct gemm_case g = dense_case(dtype, 40, 23, ks[v], 0, alphas[v], 0);
-            g.c_col = c_col;
-            g.nan_c = 1;
-            run_case(&g);
-        }
+    for (int v = 0; v < 3; v++) {
+        struct gemm_case g = dense_case(dtype, 40, 23, ks[v], 0, alphas[v], 0);
+        g.nan_c = 1;
+        run_in_both_c_orders(g);
+    }
 }
 END_TEST
 
 START_TEST(test_gemm_alpha_zero_reads_neither_a_nor_b)
 {
-    int32_t dtype = begin_iteration(5, _i);
+    int32_t dtype = tu_begin_iteration(_i % 2, 5000 + (uint64_t)_i);
     if (dtype == 0)
         return;
     struct gemm_case g = dense_case(dtype, 21, 18, 9, 0, 0, 0.5);
@@ -418,7 +401,7 @@ END_TEST
 
 START_TEST(test_gemm_empty_extents_are_valid)
 {
-    int32_t dtype = begin_iteration(6, _i);
+    int32_t dtype = tu_begin_iteration(_i % 2, 6000 + (uint64_t)_i);
     if (dtype == 0)
         return;
     /* M = 0 and N = 0 write nothing (every "element" of C is a gap); K = 0 gives beta * C. */
@@ -435,7 +418,7 @@ END_TEST
 
 START_TEST(test_gemm_offsets_are_honoured)
 {
-    int32_t dtype = begin_iteration(7, _i);
+    int32_t dtype = tu_begin_iteration(_i % 2, 7000 + (uint64_t)_i);
     if (dtype == 0)
         return;
     /* Views that start inside their allocations; what is before them is not touched. */
@@ -452,7 +435,7 @@ END_TEST
 
 START_TEST(test_gemm_device_tensors_match_host_tensors)
 {
-    int32_t dtype = begin_iteration(8, _i);
+    int32_t dtype = tu_begin_iteration(_i % 2, 8000 + (uint64_t)_i);
     if (dtype == 0)
         return;
     int variant = _i / 2;
@@ -543,10 +526,8 @@ enum { BAD_CASE_COUNT = 22 };
 
 START_TEST(test_gemm_rejects_bad_arguments_naming_them)
 {
-    tu_seed(9000 + (uint64_t)_i);
-    tu_fill_f32(bad_a, BAD_ALLOC);
-    tu_fill_f32(bad_b, BAD_ALLOC);
-    tu_fill_f32(bad_c, BAD_ALLOC);
+    struct tu_guard guard = {0};
+    tu_guard_random_f32(&guard, 9000 + (uint64_t)_i, BAD_ALLOC, bad_a, bad_b, bad_c, NULL);
     struct bad_call x = {.pool = tu_pool(),
                          .a = clops_matrix(bad_a, CLOPS_F32, BAD_M, BAD_K, BAD_K, 0),
                          .b = clops_matrix(bad_b, CLOPS_F32, BAD_K, BAD_N, BAD_N, 0),
@@ -554,22 +535,14 @@ START_TEST(test_gemm_rejects_bad_arguments_naming_them)
                          .status = CLOPS_ERR_INVALID_ARGUMENT};
     x.pa = &x.a, x.pb = &x.b, x.pc = &x.c;
     const char *needle = spoil(_i, &x);
-    float saved[3][BAD_ALLOC];
-    memcpy(saved[0], bad_a, sizeof bad_a);
-    memcpy(saved[1], bad_b, sizeof bad_b);
-    memcpy(saved[2], bad_c, sizeof bad_c);
     int32_t got = gemm_entry()(x.pool, x.pa, x.pb, x.pc, x.trans_a, x.trans_b, 1.0, 0.0);
-    tu_expect_refusal("gemm", _i, got, x.status, needle);
-    ck_assert_msg(memcmp(saved[0], bad_a, sizeof bad_a) == 0 &&
-                      memcmp(saved[1], bad_b, sizeof bad_b) == 0 &&
-                      memcmp(saved[2], bad_c, sizeof bad_c) == 0,
-                  "case %d: a rejected call wrote memory", _i);
+    tu_expect_refusal("gemm", _i, got, x.status, needle, &guard);
 }
 END_TEST
 
 START_TEST(test_gemm_f64_needs_a_device_with_fp64)
 {
-    if (has_fp64())
+    if (tu_has_fp64())
         return; /* PoCL and most GPUs have it: nothing to reject */
     double a[4] = {0}, b[4] = {0}, c[4] = {1, 2, 3, 4};
     struct clops_tensor ta = clops_matrix(a, CLOPS_F64, 2, 2, 2, 0);
@@ -581,23 +554,148 @@ START_TEST(test_gemm_f64_needs_a_device_with_fp64)
 }
 END_TEST
 
+/* ---- The kernel a device runs ---------------------------------------------------------------- */
+
+/* What a pool logs about gemm's kernels: at creation, an NVIDIA device's compute capability
+ * ("pool: '<name>' has NVIDIA compute capability 9.0"); with kernel_times, each launch by kernel
+ * name ("gemm: kernel <name>: 1 launch, <t> ms"). */
+struct kernel_log {
+    int cc;                   /* major * 10 + minor; -1 while none was logged */
+    int portable, mma, other; /* launches of gemm (gemm.cl), gemm_mma (gemm_mma.cl), others */
+};
+
+static void collect_kernel_log(int32_t level, const char *message, void *user)
+{
+    struct kernel_log *log = user;
+    char name[64];
+    int major = 0, minor = 0;
+    if (level != CLOPS_LOG_INFO)
+        return;
+    if (sscanf(message, "pool: '%*[^']' has NVIDIA compute capability %d.%d", &major, &minor) == 2)
+        log->cc = major * 10 + minor;
+    else if (sscanf(message, "gemm: kernel %63[^:]: 1 launch", name) == 1)
+        *(strcmp(name, "gemm_mma") == 0 ? &log->mma
+          : strcmp(name, "gemm") == 0   ? &log->portable
+                                        : &log->other) += 1;
+}
+
+/* A pool that logs every kernel launch (kernel_times, profiling on), created while *log listens
+ * (the capability line comes at creation); `extra` is more configuration text. The caller
+ * releases the pool and calls stop_logging. */
+static struct clops_pool *logging_pool(struct kernel_log *log, const char *extra)
+{
+    char text[512];
+    snprintf(text, sizeof text, "profiling = true; kernel_times = true;\n%s", extra);
+    *log = (struct kernel_log){.cc = -1};
+    tu_api()->set_log_callback(collect_kernel_log, log, CLOPS_LOG_INFO);
+    return tu_pool_from_string(text);
+}
+
+static void stop_logging(void)
+{
+    tu_api()->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
+}
+
+static struct clops_device_info device_of(struct clops_pool *pool)
+{
+    struct clops_device_info dev = {.struct_size = sizeof dev};
+    ck_assert_int_eq(tu_api()->pool_device_info(pool, 0, &dev), CLOPS_OK);
+    return dev;
+}
+
+/* Whether gemm's f64 calls must run on the tensor cores (gemm_mma) on `dev`: an NVIDIA device of
+ * compute capability 8.0 or later. Every NVIDIA OpenCL driver offers
+ * cl_nv_device_attribute_query, so the pool must have read a capability for an NVIDIA device, and
+ * for no other (PoCL among them). */
+static int expects_tensor_cores(const struct clops_device_info *dev, const struct kernel_log *log)
+{
+    const int nvidia = strstr(dev->vendor, "NVIDIA") != NULL;
+    ck_assert_msg(nvidia == (log->cc >= 0), "device '%s' of vendor '%s': compute capability %d",
+                  dev->name, dev->vendor, log->cc);
+    return dev->fp64 && log->cc >= 80;
+}
+
+/* f32 always runs the portable kernel; f64 runs gemm_mma exactly where expects_tensor_cores says
+ * (never under PoCL), and the portable kernel again once tiles are configured, as they describe
+ * it. */
+START_TEST(test_gemm_kernel_choice_follows_the_device)
+{
+    tu_seed(9100);
+    for (int configured = 0; configured < 2; configured++) {
+        struct kernel_log log;
+        case_pool =
+            logging_pool(&log, configured ? "operators = { gemm = { tile_m = 64; }; };" : "");
+        const struct clops_device_info dev = device_of(case_pool);
+        const int mma = expects_tensor_cores(&dev, &log) && !configured;
+        for (int f64 = 0; f64 <= dev.fp64; f64++) {
+            const struct kernel_log before = log;
+            struct gemm_case g = dense_case(f64 ? CLOPS_F64 : CLOPS_F32, 129, 67, 45, 1, 1, 0);
+            run_case(&g);
+            ck_assert_int_eq(log.mma - before.mma, f64 && mma);
+            ck_assert_int_eq(log.portable - before.portable, !(f64 && mma));
+            ck_assert_int_eq(log.other, 0);
+        }
+        tu_api()->pool_release(case_pool);
+        case_pool = NULL;
+        stop_logging();
+    }
+}
+END_TEST
+
+/* f64 at sizes the tensor-core kernel's tiles (64 or 128 square, K steps of 8) do not divide: 1,
+ * primes, long K, non-square, one C large enough for 128 x 128 blocks on every compute unit;
+ * each with every transpose, both orders of C and mixed orders of A and B, padding and offsets.
+ * All calls run the device's f64 kernel (gemm_mma where the device has tensor cores). */
+static const int64_t awkward_sizes[][3] = {{1, 1, 1},      {2, 3, 5},       {13, 1, 7},
+                                           {1, 29, 31},    {131, 67, 45},   {67, 131, 129},
+                                           {257, 263, 19}, {97, 101, 1031}, {1543, 1543, 23}};
+enum { AWKWARD_COUNT = sizeof awkward_sizes / sizeof awkward_sizes[0] };
+
+START_TEST(test_gemm_f64_awkward_sizes_match_reference_on_the_devices_kernel)
+{
+    struct kernel_log log;
+    case_pool = logging_pool(&log, "");
+    const struct clops_device_info dev = device_of(case_pool);
+    const int mma = dev.fp64 && expects_tensor_cores(&dev, &log);
+    tu_seed(9200 + (uint64_t)_i);
+    const int64_t *s = awkward_sizes[_i];
+    for (int t = 0; dev.fp64 && t < 4; t++)
+        for (int c_col = 0; c_col < 2; c_col++) {
+            struct gemm_case g =
+                dense_case(CLOPS_F64, s[0], s[1], s[2], t, scalings[t][0], scalings[t][1]);
+            g.c_col = c_col;
+            g.a_col = (t + c_col) & 1;
+            g.b_col = (t >> 1) ^ c_col;
+            g.pad = _i % 3;
+            g.offset = _i % 2 ? 3 : 0;
+            run_case(&g);
+        }
+    ck_assert_int_eq(log.mma, mma ? 8 : 0);
+    ck_assert_int_eq(log.portable, !dev.fp64 || mma ? 0 : 8);
+    ck_assert_int_eq(log.other, 0);
+    tu_api()->pool_release(case_pool);
+    case_pool = NULL;
+    stop_logging();
+}
+END_TEST
+
 int main(void)
 {
-    Suite *s = suite_create("gemm");
-    TCase *tc = tcase_create("gemm");
-    tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, test_gemm_sizes_and_transposes_match_reference, 0, 2 * SIZE_COUNT);
-    tcase_add_loop_test(tc, test_gemm_storage_orders_and_padding_match_reference, 0, 2 * 16);
-    tcase_add_loop_test(tc, test_gemm_alpha_beta_conventions_match_reference, 0, 2);
-    tcase_add_loop_test(tc, test_gemm_beta_zero_ignores_nan_in_c, 0, 2);
-    tcase_add_loop_test(tc, test_gemm_alpha_zero_reads_neither_a_nor_b, 0, 2);
-    tcase_add_loop_test(tc, test_gemm_empty_extents_are_valid, 0, 2);
-    tcase_add_loop_test(tc, test_gemm_offsets_are_honoured, 0, 4);
-    tcase_add_loop_test(tc, test_gemm_device_tensors_match_host_tensors, 0, 8);
-    tcase_add_loop_test(tc, test_gemm_rejects_bad_arguments_naming_them, 0, BAD_CASE_COUNT);
-    tcase_add_test(tc, test_gemm_f64_needs_a_device_with_fp64);
-    tcase_add_loop_test(tc, test_gemm_every_tile_layout_matches_reference, 0, 2 * OVERRIDE_COUNT);
-    tcase_add_test(tc, test_gemm_rejects_tiles_that_do_not_divide);
-    suite_add_tcase(s, tc);
-    return tu_run_suite(s, 0);
+    const struct tu_test tests[] = {
+        TU_LOOP(test_gemm_sizes_and_transposes_match_reference, 2 * SIZE_COUNT),
+        TU_LOOP(test_gemm_storage_orders_and_padding_match_reference, 2 * 16),
+        TU_LOOP(test_gemm_alpha_beta_conventions_match_reference, 2),
+        TU_LOOP(test_gemm_beta_zero_ignores_nan_in_c, 2),
+        TU_LOOP(test_gemm_alpha_zero_reads_neither_a_nor_b, 2),
+        TU_LOOP(test_gemm_empty_extents_are_valid, 2),
+        TU_LOOP(test_gemm_offsets_are_honoured, 4),
+        TU_LOOP(test_gemm_device_tensors_match_host_tensors, 8),
+        TU_LOOP(test_gemm_rejects_bad_arguments_naming_them, BAD_CASE_COUNT),
+        TU_TEST(test_gemm_f64_needs_a_device_with_fp64),
+        TU_LOOP(test_gemm_every_tile_layout_matches_reference, 2 * OVERRIDE_COUNT),
+        TU_TEST(test_gemm_rejects_tiles_that_do_not_divide),
+        TU_TEST(test_gemm_kernel_choice_follows_the_device),
+        TU_LOOP(test_gemm_f64_awkward_sizes_match_reference_on_the_devices_kernel, AWKWARD_COUNT),
+    };
+    return tu_run_tests("gemm", 600, 0, tests, TU_COUNT(tests));
 }

@@ -48,17 +48,14 @@ static void make_operands(struct operands *o, int32_t trans_a, int32_t trans_b)
     o->a = trans_a ? clops_matrix(a, g.dtype, K, M, M, 0) : clops_matrix(a, g.dtype, M, K, K, 0);
     o->b = trans_b ? clops_matrix(b, g.dtype, N, K, K, 0) : clops_matrix(b, g.dtype, K, N, N, 0);
     o->cbytes = (size_t)(M * N * es);
-    o->cdata = malloc(o->cbytes);
-    memcpy(o->cdata, f64 ? (void *)g.c0 : (void *)g.cf0, o->cbytes);
+    o->cdata = tu_memdup(f64 ? (void *)g.c0 : (void *)g.cf0, o->cbytes);
     /* C column-major: the invoke path must handle layouts exactly as the typed path. */
     o->c = clops_matrix(o->cdata, g.dtype, M, N, M, 1);
 }
 
 static const struct clops_op *gemm_op(void)
 {
-    const struct clops_op *op = tu_api()->op_find("gemm");
-    ck_assert_ptr_nonnull(op);
-    return op;
+    return tu_op("gemm");
 }
 
 static void typed_call(struct operands *o, int32_t ta, int32_t tb, double alpha, double beta)
@@ -86,6 +83,21 @@ static struct clops_arg double_arg(const char *name, double d)
     return a;
 }
 
+/* gemm's seven arguments in order, unnamed: o's tensors, trans_a and trans_b as given (an enum by
+ * string or by index), alpha and beta. */
+static void positional_args(struct clops_arg args[7], const struct operands *o,
+                            struct clops_arg trans_a, struct clops_arg trans_b, double alpha,
+                            double beta)
+{
+    args[0] = tensor_arg(NULL, &o->a);
+    args[1] = tensor_arg(NULL, &o->b);
+    args[2] = tensor_arg(NULL, &o->c);
+    args[3] = trans_a;
+    args[4] = trans_b;
+    args[5] = double_arg(NULL, alpha);
+    args[6] = double_arg(NULL, beta);
+}
+
 static void check_identical(int32_t dtype, int32_t ta, int32_t tb, double alpha, double beta,
                             int named)
 {
@@ -106,13 +118,8 @@ static void check_identical(int32_t dtype, int32_t ta, int32_t tb, double alpha,
         args[6] = tensor_arg("a", &generic.a);
     } else {
         /* Positional, enums by index. */
-        args[0] = tensor_arg(NULL, &generic.a);
-        args[1] = tensor_arg(NULL, &generic.b);
-        args[2] = tensor_arg(NULL, &generic.c);
-        args[3] = enum_arg(NULL, NULL, ta);
-        args[4] = enum_arg(NULL, NULL, tb);
-        args[5] = double_arg(NULL, alpha);
-        args[6] = double_arg(NULL, beta);
+        positional_args(args, &generic, enum_arg(NULL, NULL, ta), enum_arg(NULL, NULL, tb), alpha,
+                        beta);
     }
     int32_t status = tu_api()->invoke(tu_pool(), gemm_op(), args, 7);
     ck_assert_msg(status == CLOPS_OK, "invoke: %s", tu_api()->last_error());
@@ -166,8 +173,7 @@ static void expect_rejected_sized(const struct clops_op *op, const struct clops_
     struct clops_op_stats after = {.struct_size = sizeof after};
     int32_t gemm_index = api->op_index(gemm_op());
     ck_assert_int_eq(api->pool_op_stats(tu_pool(), gemm_index, &before), CLOPS_OK);
-    void *saved = malloc(o->cbytes);
-    memcpy(saved, o->cdata, o->cbytes);
+    void *saved = tu_memdup(o->cdata, o->cbytes);
     int32_t got = arg_size == 0 ? api->invoke(tu_pool(), op, args, n)
                                 : api->invoke_sized(tu_pool(), op, args, n, arg_size);
     ck_assert_msg(got == status, "expected %s, got %s (%s)", api->status_name(status),
@@ -192,10 +198,9 @@ START_TEST(test_invoke_rejects_misuse)
     struct operands o;
     make_operands(&o, 0, 0);
     const struct clops_op *op = gemm_op();
-    struct clops_arg full[8] = {tensor_arg(NULL, &o.a),    tensor_arg(NULL, &o.b),
-                                tensor_arg(NULL, &o.c),    enum_arg(NULL, "none", 0),
-                                enum_arg(NULL, "none", 0), double_arg(NULL, 1.0),
-                                double_arg(NULL, 0.0),     double_arg(NULL, 3.0)};
+    struct clops_arg full[8];
+    positional_args(full, &o, enum_arg(NULL, "none", 0), enum_arg(NULL, "none", 0), 1.0, 0.0);
+    full[7] = double_arg(NULL, 3.0);
 
     /* An extra positional argument. */
     expect_rejected(op, full, 8, CLOPS_ERR_INVALID_ARGUMENT, "extra argument #8", &o);
@@ -284,17 +289,12 @@ static void check_sized_identical(int32_t dtype, int32_t ta, int32_t tb, int nam
         args[5] = tensor_arg("b", &generic.b);
         args[6] = enum_arg("trans_a", NULL, ta);
     } else {
-        args[0] = tensor_arg(NULL, &generic.a);
-        args[1] = tensor_arg(NULL, &generic.b);
-        args[2] = tensor_arg(NULL, &generic.c);
-        args[3] = enum_arg(NULL, ta ? "transpose" : "none", 0);
-        args[4] = enum_arg(NULL, NULL, tb);
-        args[5] = double_arg(NULL, -1.25);
-        args[6] = double_arg(NULL, 0.5);
+        positional_args(args, &generic, enum_arg(NULL, ta ? "transpose" : "none", 0),
+                        enum_arg(NULL, NULL, tb), -1.25, 0.5);
     }
     /* The host's array: elements arg_size bytes apart, the bytes past clops_arg garbage. */
     ck_assert_uint_ge(arg_size, sizeof(struct clops_arg));
-    unsigned char *array = malloc((size_t)arg_size * 7);
+    unsigned char *array = tu_malloc((size_t)arg_size * 7);
     memset(array, 0xA5, (size_t)arg_size * 7);
     for (int k = 0; k < 7; k++)
         memcpy(array + (size_t)k * arg_size, &args[k], sizeof args[k]);
@@ -334,10 +334,8 @@ START_TEST(test_invoke_sized_rejects_an_arg_size_below_abi_1_1)
     struct operands o;
     make_operands(&o, 0, 0);
     const struct clops_op *op = gemm_op();
-    struct clops_arg full[7] = {tensor_arg(NULL, &o.a),    tensor_arg(NULL, &o.b),
-                                tensor_arg(NULL, &o.c),    enum_arg(NULL, "none", 0),
-                                enum_arg(NULL, "none", 0), double_arg(NULL, 2.0),
-                                double_arg(NULL, 1.0)};
+    struct clops_arg full[7];
+    positional_args(full, &o, enum_arg(NULL, "none", 0), enum_arg(NULL, "none", 0), 2.0, 1.0);
     /* The array is a valid call read with 48-byte elements: a plugin that ignored arg_size
      * would run it and change C. */
     expect_rejected_sized(op, full, 7, 40, CLOPS_ERR_ABI_MISMATCH, "parameter 'arg_size' = 40", &o);
@@ -365,17 +363,15 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("invoke");
-    TCase *tc = tcase_create("invoke");
-    tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, test_invoke_positional_is_bit_identical, 0, 8);
-    tcase_add_loop_test(tc, test_invoke_named_is_bit_identical, 0, 8);
-    tcase_add_test(tc, test_invoke_applies_defaults);
-    tcase_add_test(tc, test_invoke_rejects_misuse);
-    tcase_add_test(tc, test_invoke_passes_operator_errors_through);
-    tcase_add_loop_test(tc, test_invoke_sized_with_this_headers_size_is_bit_identical, 0, 8);
-    tcase_add_loop_test(tc, test_invoke_sized_skips_a_newer_hosts_appended_members, 0, 8);
-    tcase_add_test(tc, test_invoke_sized_rejects_an_arg_size_below_abi_1_1);
-    suite_add_tcase(s, tc);
-    return tu_run_suite(s, 0);
+    const struct tu_test tests[] = {
+        TU_LOOP(test_invoke_positional_is_bit_identical, 8),
+        TU_LOOP(test_invoke_named_is_bit_identical, 8),
+        TU_TEST(test_invoke_applies_defaults),
+        TU_TEST(test_invoke_rejects_misuse),
+        TU_TEST(test_invoke_passes_operator_errors_through),
+        TU_LOOP(test_invoke_sized_with_this_headers_size_is_bit_identical, 8),
+        TU_LOOP(test_invoke_sized_skips_a_newer_hosts_appended_members, 8),
+        TU_TEST(test_invoke_sized_rejects_an_arg_size_below_abi_1_1),
+    };
+    return tu_run_tests("invoke", 600, 0, tests, TU_COUNT(tests));
 }

@@ -99,9 +99,8 @@ static struct outputs outputs_new(int64_t h, int64_t w, int64_t pad, int64_t off
         .offset = offset,
         .shape = {h, w, 4},
         .strides = {planar ? row : 4 * row, planar ? 1 : 4, planar ? row * h : 1}};
-    o.iters = malloc((size_t)o.iters_count * 4);
-    o.image = malloc((size_t)o.image_count);
-    ck_assert(o.iters != NULL && o.image != NULL);
+    o.iters = tu_malloc((size_t)o.iters_count * 4);
+    o.image = tu_malloc((size_t)o.image_count);
     memset(o.iters, SENTINEL, (size_t)o.iters_count * 4);
     memset(o.image, SENTINEL, (size_t)o.image_count);
     o.ti.data = o.iters;
@@ -165,9 +164,7 @@ static void check_outputs(const struct outputs *o, const struct picture *r, cons
 
 static clops_mandelbrot_fn mandelbrot_entry(void)
 {
-    const struct clops_op *op = tu_api()->op_find("mandelbrot");
-    ck_assert_ptr_nonnull(op);
-    return (clops_mandelbrot_fn)op->entry;
+    return (clops_mandelbrot_fn)tu_op("mandelbrot")->entry;
 }
 
 static int32_t render(struct clops_pool *pool, const struct clops_tensor *ti,
@@ -519,6 +516,9 @@ START_TEST(test_bad_arguments_are_named_and_write_nothing)
     uint8_t image[10 * 12 * 4 + 64];
     memset(iters, SENTINEL, sizeof iters);
     memset(image, SENTINEL, sizeof image);
+    struct tu_guard guard = {0};
+    tu_guard_add(&guard, iters, sizeof iters);
+    tu_guard_add(&guard, image, sizeof image);
     struct bad_call x = {
         .ti = {.data = iters, .dtype = CLOPS_U32, .rank = 2, .shape = {10, 12}, .strides = {12, 1}},
         .tm = {.data = image,
@@ -534,11 +534,7 @@ START_TEST(test_bad_arguments_are_named_and_write_nothing)
     x.ptm = &x.tm;
     const char *needle = spoil(_i, &x);
     int32_t got = render(tu_pool(), x.pti, x.ptm, &x.v, x.split, x.tile);
-    tu_expect_refusal("mandelbrot", _i, got, x.status, needle);
-    for (size_t k = 0; k < sizeof iters; k++)
-        ck_assert_msg(((uint8_t *)iters)[k] == SENTINEL, "case %d: iterations written", _i);
-    for (size_t k = 0; k < sizeof image; k++)
-        ck_assert_msg(image[k] == SENTINEL, "case %d: image written", _i);
+    tu_expect_refusal("mandelbrot", _i, got, x.status, needle, &guard);
 }
 END_TEST
 
@@ -557,22 +553,20 @@ int main(void)
     /* PoCL then shows two CPU devices, so that a pool of two devices exists on a machine
      * without a GPU (a value the user set is kept). */
     setenv("POCL_DEVICES", "pthread pthread", 0);
-    Suite *s = suite_create("mandelbrot");
-    TCase *tc = tcase_create("mandelbrot");
-    tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, test_counts_and_colours_match_host_reference, 0, 2 * SIZE_COUNT);
-    tcase_add_test(tc, test_reference_view_is_not_trivial);
-    tcase_add_loop_test(tc, test_every_split_is_bit_identical_and_counted_per_device, 0,
-                        2 * SIZE_COUNT * SPLIT_COUNT);
-    tcase_add_test(tc, test_stolen_tiles_are_bit_identical);
-    tcase_add_loop_test(tc, test_host_outputs_in_any_layout, 0, 8);
-    tcase_add_test(tc, test_image_is_optional);
-    tcase_add_loop_test(tc, test_device_outputs_in_any_layout, 0, 8);
-    tcase_add_test(tc, test_deep_zoom_f64_matches_reference);
-    tcase_add_test(tc, test_default_pool_counts_every_tile);
-    tcase_add_test(tc, test_invoke_fills_documented_defaults);
-    tcase_add_loop_test(tc, test_bad_arguments_are_named_and_write_nothing, 0, BAD_CASE_COUNT);
-    tcase_add_test(tc, test_empty_image_is_a_valid_call);
-    suite_add_tcase(s, tc);
-    return tu_run_suite(s, 0);
+    const struct tu_test tests[] = {
+        TU_LOOP(test_counts_and_colours_match_host_reference, 2 * SIZE_COUNT),
+        TU_TEST(test_reference_view_is_not_trivial),
+        TU_LOOP(test_every_split_is_bit_identical_and_counted_per_device,
+                2 * SIZE_COUNT * SPLIT_COUNT),
+        TU_TEST(test_stolen_tiles_are_bit_identical),
+        TU_LOOP(test_host_outputs_in_any_layout, 8),
+        TU_TEST(test_image_is_optional),
+        TU_LOOP(test_device_outputs_in_any_layout, 8),
+        TU_TEST(test_deep_zoom_f64_matches_reference),
+        TU_TEST(test_default_pool_counts_every_tile),
+        TU_TEST(test_invoke_fills_documented_defaults),
+        TU_LOOP(test_bad_arguments_are_named_and_write_nothing, BAD_CASE_COUNT),
+        TU_TEST(test_empty_image_is_a_valid_call),
+    };
+    return tu_run_tests("mandelbrot", 600, 0, tests, TU_COUNT(tests));
 }

@@ -125,11 +125,19 @@ static void fill_to_limit(struct clops_pool *pool, const struct clops_device_inf
     ck_assert_int_eq(h->total, limit_for(global, percent));
 }
 
+/* The device's whole limit is there to take (fill_to_limit), and is given back. */
+static void expect_limit_free(struct clops_pool *pool, const struct clops_device_info *info,
+                              int32_t percent)
+{
+    struct held h = {0};
+    fill_to_limit(pool, info, percent, &h);
+    release_all(&h);
+}
+
 START_TEST(test_buffers_past_the_device_memory_limit_are_refused)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    struct clops_pool *pool = tu_new_pool();
     const struct clops_device_info info = primary_info(pool);
     const int64_t limit = limit_for(info.global_mem_bytes, DEFAULT_PERCENT);
     const int64_t chunk = pow2_floor(info.global_mem_bytes / 8);
@@ -158,8 +166,7 @@ START_TEST(test_buffers_past_the_device_memory_limit_are_refused)
 
     /* All of it comes back once everything is released. */
     release_all(&h);
-    fill_to_limit(pool, &info, DEFAULT_PERCENT, &h);
-    release_all(&h);
+    expect_limit_free(pool, &info, DEFAULT_PERCENT);
     api->pool_release(pool);
 }
 END_TEST
@@ -169,9 +176,7 @@ START_TEST(test_device_memory_percent_sets_the_limit)
     const struct clops_api *api = tu_api();
     struct clops_pool *pool = tu_pool_from_string("device_memory_percent = 37;");
     const struct clops_device_info info = primary_info(pool);
-    struct held h = {0};
-    fill_to_limit(pool, &info, 37, &h);
-    release_all(&h);
+    expect_limit_free(pool, &info, 37);
     api->pool_release(pool);
 
     const char *bad[] = {"device_memory_percent = 0;", "device_memory_percent = 101;",
@@ -200,8 +205,7 @@ static void reference_gemm(const float *a, const float *b, double *c, int n)
 START_TEST(test_operator_staging_past_the_limit_fails_and_changes_nothing)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    struct clops_pool *pool = tu_new_pool();
     const struct clops_device_info info = primary_info(pool);
     struct held h = {0};
     fill_to_limit(pool, &info, DEFAULT_PERCENT, &h);
@@ -215,12 +219,11 @@ START_TEST(test_operator_staging_past_the_limit_fails_and_changes_nothing)
     ck_assert_int_eq(api->buffer_create(pool, h.bytes[0] - room, &h.buffers[0]), CLOPS_OK);
     h.bytes[0] -= room;
 
-    float *a = malloc(sizeof(float) * (size_t)(n * n));
-    float *b = malloc(sizeof(float) * (size_t)(n * n));
-    float *c = malloc(sizeof(float) * (size_t)(n * n));
-    float *c_before = malloc(sizeof(float) * (size_t)(n * n));
-    double *ref = malloc(sizeof(double) * (size_t)(n * n));
-    ck_assert(a != NULL && b != NULL && c != NULL && c_before != NULL && ref != NULL);
+    float *a = tu_malloc(sizeof(float) * (size_t)(n * n));
+    float *b = tu_malloc(sizeof(float) * (size_t)(n * n));
+    float *c = tu_malloc(sizeof(float) * (size_t)(n * n));
+    float *c_before = tu_malloc(sizeof(float) * (size_t)(n * n));
+    double *ref = tu_malloc(sizeof(double) * (size_t)(n * n));
     tu_seed(7);
     tu_fill_f32(a, (int64_t)n * n);
     tu_fill_f32(b, (int64_t)n * n);
@@ -304,8 +307,7 @@ static void *allocate_until_refused(void *arg)
 START_TEST(test_threads_allocating_at_once_cannot_pass_the_limit)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    struct clops_pool *pool = tu_new_pool();
     const struct clops_device_info info = primary_info(pool);
     const int64_t limit = limit_for(info.global_mem_bytes, DEFAULT_PERCENT);
     /* THREADS * PER_THREAD buffers of this size are eight times what the device reports. */
@@ -335,9 +337,7 @@ START_TEST(test_threads_allocating_at_once_cannot_pass_the_limit)
             api->buffer_release(threads[i].buffers[k]);
     }
     /* Everything came back. */
-    struct held h = {0};
-    fill_to_limit(pool, &info, DEFAULT_PERCENT, &h);
-    release_all(&h);
+    expect_limit_free(pool, &info, DEFAULT_PERCENT);
     api->pool_release(pool);
 }
 END_TEST
@@ -345,9 +345,7 @@ END_TEST
 START_TEST(test_pools_on_one_device_share_its_memory)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *first = NULL, *second = NULL;
-    ck_assert_int_eq(api->pool_create_default(&first), CLOPS_OK);
-    ck_assert_int_eq(api->pool_create_default(&second), CLOPS_OK);
+    struct clops_pool *first = tu_new_pool(), *second = tu_new_pool();
     const struct clops_device_info info = primary_info(first);
     struct held h = {0};
     fill_to_limit(first, &info, DEFAULT_PERCENT, &h);
@@ -355,8 +353,7 @@ START_TEST(test_pools_on_one_device_share_its_memory)
     ck_assert_int_eq(api->buffer_create(second, 1, &b), CLOPS_ERR_OUT_OF_DEVICE_MEMORY);
     ck_assert_ptr_null(b);
     release_all(&h);
-    fill_to_limit(second, &info, DEFAULT_PERCENT, &h);
-    release_all(&h);
+    expect_limit_free(second, &info, DEFAULT_PERCENT);
     api->pool_release(second);
     api->pool_release(first);
 }
@@ -364,14 +361,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("memory");
-    TCase *tc = tcase_create("memory");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, test_buffers_past_the_device_memory_limit_are_refused);
-    tcase_add_test(tc, test_device_memory_percent_sets_the_limit);
-    tcase_add_test(tc, test_operator_staging_past_the_limit_fails_and_changes_nothing);
-    tcase_add_test(tc, test_threads_allocating_at_once_cannot_pass_the_limit);
-    tcase_add_test(tc, test_pools_on_one_device_share_its_memory);
-    suite_add_tcase(s, tc);
-    return tu_run_suite(s, 1);
+    const struct tu_test tests[] = {
+        TU_TEST(test_buffers_past_the_device_memory_limit_are_refused),
+        TU_TEST(test_device_memory_percent_sets_the_limit),
+        TU_TEST(test_operator_staging_past_the_limit_fails_and_changes_nothing),
+        TU_TEST(test_threads_allocating_at_once_cannot_pass_the_limit),
+        TU_TEST(test_pools_on_one_device_share_its_memory),
+    };
+    return tu_run_tests("memory", 600, 1, tests, TU_COUNT(tests));
 }

@@ -144,8 +144,7 @@ END_TEST
 START_TEST(test_stats_count_calls_and_device_time)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    struct clops_pool *pool = tu_new_pool();
     ck_assert_double_ge(checked_gemm(pool, 64, 1), 0);
     ck_assert_double_ge(checked_gemm(pool, 64, 2), 0);
     struct clops_op_stats os = {.struct_size = sizeof os};
@@ -331,19 +330,17 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("pool");
-    TCase *tc = tcase_create("pool");
-    tcase_set_timeout(tc, 900);
-    tcase_add_test(tc, test_two_threads_share_a_pool);
-    tcase_add_test(tc, test_pool_from_string_picks_cpu);
-    tcase_add_test(tc, test_missing_device_errors_or_falls_back);
-    tcase_add_test(tc, test_bad_config_string_names_line_and_key);
-    tcase_add_test(tc, test_buffers_round_trip_and_check_ranges);
-    tcase_add_test(tc, test_stats_count_calls_and_device_time);
-    tcase_add_test(tc, test_second_process_builds_nothing);
-    tcase_add_test(tc, test_disabled_cache_always_builds);
-    tcase_add_test(tc, test_build_failure_reports_the_log);
-    tcase_add_test(tc, test_kernel_dir_override_is_used);
-    suite_add_tcase(s, tc);
-    return tu_run_suite(s, 1);
+    const struct tu_test tests[] = {
+        TU_TEST(test_two_threads_share_a_pool),
+        TU_TEST(test_pool_from_string_picks_cpu),
+        TU_TEST(test_missing_device_errors_or_falls_back),
+        TU_TEST(test_bad_config_string_names_line_and_key),
+        TU_TEST(test_buffers_round_trip_and_check_ranges),
+        TU_TEST(test_stats_count_calls_and_device_time),
+        TU_TEST(test_second_process_builds_nothing),
+        TU_TEST(test_disabled_cache_always_builds),
+        TU_TEST(test_build_failure_reports_the_log),
+        TU_TEST(test_kernel_dir_override_is_used),
+    };
+    return tu_run_tests("pool", 900, 1, tests, TU_COUNT(tests));
 }

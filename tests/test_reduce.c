@@ -17,16 +17,7 @@ static const char *const op_names[] = {"sum", "min", "max", "norm2", "argmin", "
 
 static clops_reduce_fn reduce_entry(void)
 {
-    const struct clops_op *op = tu_api()->op_find("reduce");
-    ck_assert_ptr_nonnull(op);
-    return (clops_reduce_fn)op->entry;
-}
-
-static int has_fp64(void)
-{
-    struct clops_device_info info = {.struct_size = sizeof info};
-    ck_assert_int_eq(tu_api()->pool_device_info(tu_pool(), 0, &info), CLOPS_OK);
-    return info.fp64;
+    return (clops_reduce_fn)tu_op("reduce")->entry;
 }
 
 static int64_t elem_size(int32_t dtype)
@@ -67,8 +58,7 @@ static void set(void *data, int32_t dtype, int64_t at, long double v)
 /* `count` random elements: floats in [lo, lo + 2), integers over their whole range. */
 static void *random_data(int32_t dtype, int64_t count, double lo)
 {
-    void *data = malloc((size_t)((count > 0 ? count : 1) * elem_size(dtype)));
-    ck_assert_ptr_nonnull(data);
+    void *data = tu_malloc((size_t)(count * elem_size(dtype)));
     for (int64_t i = 0; i < count; i++) {
         double u = tu_uniform();
         if (dtype == CLOPS_I32)
@@ -245,7 +235,7 @@ START_TEST(test_reduce_every_op_at_awkward_sizes_matches_long_double)
 {
     int32_t dtype = all_dtypes[_i % 4];
     int64_t n = awkward_sizes[_i / 4];
-    if (dtype == CLOPS_F64 && !has_fp64())
+    if (dtype == CLOPS_F64 && !tu_has_fp64())
         return;
     tu_seed(100 + (uint64_t)_i);
     char what[64];
@@ -279,7 +269,7 @@ START_TEST(test_reduce_strided_views_of_rank_1_to_4_match_long_double)
         {4, {3, 2, 17, 5}, {400, 190, 11, 2}, 9},
     };
     int32_t dtype = all_dtypes[_i % 4];
-    if (dtype == CLOPS_F64 && !has_fp64())
+    if (dtype == CLOPS_F64 && !tu_has_fp64())
         return;
     tu_seed(200 + (uint64_t)_i);
     for (size_t v = 0; v < sizeof views / sizeof views[0]; v++) {
@@ -300,7 +290,7 @@ END_TEST
 START_TEST(test_reduce_arg_ties_give_the_first_index)
 {
     int32_t dtype = all_dtypes[_i];
-    if (dtype == CLOPS_F64 && !has_fp64())
+    if (dtype == CLOPS_F64 && !tu_has_fp64())
         return;
     enum { N = 5000 };
     void *data = calloc(N, 8);
@@ -351,7 +341,7 @@ END_TEST
 START_TEST(test_reduce_nan_propagates_and_arg_ops_find_the_first_nan)
 {
     int32_t dtype = _i == 0 ? CLOPS_F32 : CLOPS_F64;
-    if (dtype == CLOPS_F64 && !has_fp64())
+    if (dtype == CLOPS_F64 && !tu_has_fp64())
         return;
     tu_seed(300 + (uint64_t)_i);
     const int64_t n = 100003, nan_at[2] = {70001, 99999};
@@ -395,7 +385,7 @@ END_TEST
 START_TEST(test_reduce_norm2_is_safe_near_overflow_and_underflow)
 {
     int32_t dtype = _i / 4 == 0 ? CLOPS_F32 : CLOPS_F64;
-    if (dtype == CLOPS_F64 && !has_fp64())
+    if (dtype == CLOPS_F64 && !tu_has_fp64())
         return;
     const long double big = dtype == CLOPS_F32 ? FLT_MAX / 128 : DBL_MAX / 128;
     const long double tiny = dtype == CLOPS_F32 ? 1e-30L : 1e-300L;
@@ -522,7 +512,7 @@ enum { AXIS_SHAPES = sizeof axis_shapes / sizeof axis_shapes[0] };
 START_TEST(test_reduce_along_axes_matches_long_double)
 {
     int32_t dtype = all_dtypes[_i % 4];
-    if (dtype == CLOPS_F64 && !has_fp64())
+    if (dtype == CLOPS_F64 && !tu_has_fp64())
         return;
     tu_seed(500 + (uint64_t)_i);
     const int64_t *s = axis_shapes[_i / 4];
@@ -608,7 +598,7 @@ START_TEST(test_reduce_through_invoke_by_name)
     const struct clops_api *api = tu_api();
     double x[5] = {3, -4, 0, 12, 0}, out = 0;
     struct clops_tensor t = vector(x, CLOPS_F64, 5), o = vector(&out, CLOPS_F64, 1);
-    if (!has_fp64())
+    if (!tu_has_fp64())
         return;
     struct clops_arg args[3] = {
         {.kind = CLOPS_PARAM_TENSOR_IN, .tensor = &t},
@@ -639,10 +629,7 @@ static const char *const tunings[] = {
 
 START_TEST(test_reduce_other_launch_tunings_match_long_double)
 {
-    char config[256];
-    snprintf(config, sizeof config, "operators = { reduce = { build_options = \"%s\"; }; };",
-             tunings[_i]);
-    case_pool = tu_pool_from_string(config);
+    case_pool = tu_pool_with_build_options("reduce", tunings[_i]);
     tu_seed(700 + (uint64_t)_i);
     const int64_t n = 100003;
     float *data = random_data(CLOPS_F32, n, 0.0);
@@ -663,8 +650,7 @@ END_TEST
 
 START_TEST(test_reduce_rejects_bad_tunings)
 {
-    struct clops_pool *pool =
-        tu_pool_from_string("operators = { reduce = { build_options = \"-DWG=100\"; }; };");
+    struct clops_pool *pool = tu_pool_with_build_options("reduce", "-DWG=100");
     float x[4] = {1, 2, 3, 4}, out = 7;
     struct clops_tensor t = vector(x, CLOPS_F32, 4), o = vector(&out, CLOPS_F32, 1);
     ck_assert_int_eq(reduce_entry()(pool, &t, &o, SUM, -1), CLOPS_ERR_CONFIG);
@@ -745,9 +731,8 @@ enum { BAD_CASE_COUNT = 24 };
 
 START_TEST(test_reduce_rejects_bad_arguments_naming_them)
 {
-    tu_seed(9000 + (uint64_t)_i);
-    tu_fill_f32(bad_x, BAD_ALLOC);
-    tu_fill_f32(bad_out, BAD_ALLOC);
+    struct tu_guard guard = {0};
+    tu_guard_random_f32(&guard, 9000 + (uint64_t)_i, BAD_ALLOC, bad_x, bad_out, NULL);
     struct bad_call c = {.pool = tu_pool(),
                          .x = clops_matrix(bad_x, CLOPS_F32, BAD_ROWS, BAD_COLS, BAD_COLS, 0),
                          .out = vector(bad_out, CLOPS_F32, BAD_ROWS),
@@ -757,38 +742,29 @@ START_TEST(test_reduce_rejects_bad_arguments_naming_them)
     c.px = &c.x;
     c.pout = &c.out;
     const char *needle = spoil(_i, &c);
-    float saved_x[BAD_ALLOC], saved_out[BAD_ALLOC];
-    memcpy(saved_x, bad_x, sizeof bad_x);
-    memcpy(saved_out, bad_out, sizeof bad_out);
     int32_t got = reduce_entry()(c.pool, c.px, c.pout, c.op, c.axis);
-    tu_expect_refusal("reduce", _i, got, c.status, needle);
-    ck_assert_msg(memcmp(saved_x, bad_x, sizeof bad_x) == 0 &&
-                      memcmp(saved_out, bad_out, sizeof bad_out) == 0,
-                  "case %d: a rejected call wrote memory", _i);
+    tu_expect_refusal("reduce", _i, got, c.status, needle, &guard);
 }
 END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("reduce");
-    TCase *tc = tcase_create("reduce");
-    tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, test_reduce_every_op_at_awkward_sizes_matches_long_double, 0,
-                        4 * AWKWARD_COUNT);
-    tcase_add_loop_test(tc, test_reduce_strided_views_of_rank_1_to_4_match_long_double, 0, 4);
-    tcase_add_loop_test(tc, test_reduce_arg_ties_give_the_first_index, 0, 4);
-    tcase_add_loop_test(tc, test_reduce_nan_propagates_and_arg_ops_find_the_first_nan, 0, 2);
-    tcase_add_test(tc, test_reduce_infinities_follow_ieee);
-    tcase_add_loop_test(tc, test_reduce_norm2_is_safe_near_overflow_and_underflow, 0, 8);
-    tcase_add_test(tc, test_reduce_integer_sums_are_exact_in_64_bits);
-    tcase_add_test(tc, test_reduce_empty_input_sum_is_zero_others_rejected);
-    tcase_add_loop_test(tc, test_reduce_along_axes_matches_long_double, 0, 4 * AXIS_SHAPES);
-    tcase_add_test(tc, test_reduce_axis_of_extent_zero_gives_zero_sums);
-    tcase_add_test(tc, test_reduce_device_buffers_match_host_results);
-    tcase_add_test(tc, test_reduce_through_invoke_by_name);
-    tcase_add_loop_test(tc, test_reduce_other_launch_tunings_match_long_double, 0, 4);
-    tcase_add_test(tc, test_reduce_rejects_bad_tunings);
-    tcase_add_loop_test(tc, test_reduce_rejects_bad_arguments_naming_them, 0, BAD_CASE_COUNT);
-    suite_add_tcase(s, tc);
-    return tu_run_suite(s, 0);
+    const struct tu_test tests[] = {
+        TU_LOOP(test_reduce_every_op_at_awkward_sizes_matches_long_double, 4 * AWKWARD_COUNT),
+        TU_LOOP(test_reduce_strided_views_of_rank_1_to_4_match_long_double, 4),
+        TU_LOOP(test_reduce_arg_ties_give_the_first_index, 4),
+        TU_LOOP(test_reduce_nan_propagates_and_arg_ops_find_the_first_nan, 2),
+        TU_TEST(test_reduce_infinities_follow_ieee),
+        TU_LOOP(test_reduce_norm2_is_safe_near_overflow_and_underflow, 8),
+        TU_TEST(test_reduce_integer_sums_are_exact_in_64_bits),
+        TU_TEST(test_reduce_empty_input_sum_is_zero_others_rejected),
+        TU_LOOP(test_reduce_along_axes_matches_long_double, 4 * AXIS_SHAPES),
+        TU_TEST(test_reduce_axis_of_extent_zero_gives_zero_sums),
+        TU_TEST(test_reduce_device_buffers_match_host_results),
+        TU_TEST(test_reduce_through_invoke_by_name),
+        TU_LOOP(test_reduce_other_launch_tunings_match_long_double, 4),
+        TU_TEST(test_reduce_rejects_bad_tunings),
+        TU_LOOP(test_reduce_rejects_bad_arguments_naming_them, BAD_CASE_COUNT),
+    };
+    return tu_run_tests("reduce", 600, 0, tests, TU_COUNT(tests));
 }

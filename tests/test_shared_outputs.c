@@ -10,13 +10,6 @@
 
 #include "testutil.h"
 
-static const struct clops_op *op(const char *name)
-{
-    const struct clops_op *o = tu_api()->op_find(name);
-    ck_assert_ptr_nonnull(o);
-    return o;
-}
-
 /* Small integers: every product and sum below is exact in f64, so results compare with ==. */
 static double small_int(void)
 {
@@ -125,12 +118,11 @@ static void gemm_blocks(int column_blocks, double beta)
     /* Row-major C: ld over the columns; column-major: over the rows. */
     const int64_t inner = column_blocks ? cols : rows, outer = column_blocks ? rows : cols;
     const int64_t ld = inner + PAD, count = ld * outer;
-    double *a = malloc(sizeof(double) * (size_t)(rows * K));
-    double *b = malloc(sizeof(double) * (size_t)(K * cols));
-    double *c = malloc(sizeof(double) * (size_t)count);
-    double *c0 = malloc(sizeof(double) * (size_t)count);
-    double *want = malloc(sizeof(double) * (size_t)count);
-    ck_assert(a != NULL && b != NULL && c != NULL && c0 != NULL && want != NULL);
+    double *a = tu_malloc(sizeof(double) * (size_t)(rows * K));
+    double *b = tu_malloc(sizeof(double) * (size_t)(K * cols));
+    double *c = tu_malloc(sizeof(double) * (size_t)count);
+    double *c0 = tu_malloc(sizeof(double) * (size_t)count);
+    double *want = tu_malloc(sizeof(double) * (size_t)count);
     for (int64_t i = 0; i < rows * K; i++)
         a[i] = small_int();
     for (int64_t i = 0; i < K * cols; i++)
@@ -152,7 +144,7 @@ static void gemm_blocks(int column_blocks, double beta)
     struct gemm_job jobs[THREADS];
     for (int t = 0; t < THREADS; t++) {
         struct gemm_job *g = &jobs[t];
-        *g = (struct gemm_job){.gemm = (clops_gemm_fn)op("gemm")->entry,
+        *g = (struct gemm_job){.gemm = (clops_gemm_fn)tu_op("gemm")->entry,
                                .pool = tu_pool(),
                                .alpha = 2.0,
                                .beta = beta};
@@ -243,9 +235,8 @@ START_TEST(test_reduce_threads_on_interleaved_outputs_lose_nothing)
 {
     tu_seed(300);
     enum { R = 2000, L = 48, S = THREADS + 1 };
-    double *x = malloc(sizeof(double) * THREADS * R * L);
-    double *out = malloc(sizeof(double) * R * S), *want = malloc(sizeof(double) * R * S);
-    ck_assert(x != NULL && out != NULL && want != NULL);
+    double *x = tu_malloc(sizeof(double) * THREADS * R * L);
+    double *out = tu_malloc(sizeof(double) * R * S), *want = tu_malloc(sizeof(double) * R * S);
     for (int64_t i = 0; i < (int64_t)THREADS * R * L; i++)
         x[i] = small_int();
     fill_gaps(want, sizeof(double) * R * S);
@@ -257,7 +248,7 @@ START_TEST(test_reduce_threads_on_interleaved_outputs_lose_nothing)
                 sum += x[((int64_t)t * R + r) * L + l];
             want[t + r * S] = sum;
         }
-        jobs[t].reduce = (clops_reduce_fn)op("reduce")->entry;
+        jobs[t].reduce = (clops_reduce_fn)tu_op("reduce")->entry;
         jobs[t].pool = tu_pool();
         jobs[t].x = clops_matrix(x + (size_t)t * R * L, CLOPS_F64, R, L, L, 0);
         jobs[t].out = (struct clops_tensor){
@@ -291,9 +282,8 @@ START_TEST(test_transpose_threads_on_column_blocks_lose_nothing)
 {
     tu_seed(400);
     enum { M = 40, N = 300, PAD = 3, LD = THREADS * M + PAD };
-    float *x = malloc(sizeof(float) * THREADS * M * N);
-    float *y = malloc(sizeof(float) * N * LD), *want = malloc(sizeof(float) * N * LD);
-    ck_assert(x != NULL && y != NULL && want != NULL);
+    float *x = tu_malloc(sizeof(float) * THREADS * M * N);
+    float *y = tu_malloc(sizeof(float) * N * LD), *want = tu_malloc(sizeof(float) * N * LD);
     for (int64_t i = 0; i < (int64_t)THREADS * M * N; i++)
         x[i] = (float)small_int();
     fill_gaps(want, sizeof(float) * N * LD);
@@ -303,7 +293,7 @@ START_TEST(test_transpose_threads_on_column_blocks_lose_nothing)
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
                 want[j * LD + t * M + i] = xt[i * N + j];
-        jobs[t].transpose = (clops_transpose_fn)op("transpose")->entry;
+        jobs[t].transpose = (clops_transpose_fn)tu_op("transpose")->entry;
         jobs[t].pool = tu_pool();
         jobs[t].x = clops_matrix(x + (size_t)t * M * N, CLOPS_F32, M, N, N, 0);
         jobs[t].y = clops_matrix(y, CLOPS_F32, N, M, LD, 0);
@@ -328,8 +318,7 @@ START_TEST(test_transpose_threads_on_interleaved_batches_lose_nothing)
     tu_seed(500 + (uint64_t)_i);
     enum { B = 3, M = 9, N = 50, PAD = 2 };
     enum { SJ = THREADS * M + PAD, SB = (N + 1) * SJ, COUNT = B * SB };
-    uint8_t *x = malloc(THREADS * B * M * N), *y = malloc(COUNT), *want = malloc(COUNT);
-    ck_assert(x != NULL && y != NULL && want != NULL);
+    uint8_t *x = tu_malloc(THREADS * B * M * N), *y = tu_malloc(COUNT), *want = tu_malloc(COUNT);
     for (int i = 0; i < THREADS * B * M * N; i++)
         x[i] = (uint8_t)(tu_uniform() * 100.0 + 100.0);
     fill_gaps(want, COUNT);
@@ -341,7 +330,7 @@ START_TEST(test_transpose_threads_on_interleaved_batches_lose_nothing)
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++)
                     want[offset + b * SB + j * SJ + i * si] = xt[(b * M + i) * N + j];
-        jobs[t] = (struct transpose_job){.transpose = (clops_transpose_fn)op("transpose")->entry,
+        jobs[t] = (struct transpose_job){.transpose = (clops_transpose_fn)tu_op("transpose")->entry,
                                          .pool = tu_pool(),
                                          .x = {.data = (void *)xt,
                                                .dtype = CLOPS_U8,
@@ -378,7 +367,7 @@ START_TEST(test_gemm_blocks_of_one_array_that_share_no_element_are_accepted)
     struct clops_tensor a = clops_matrix(m, CLOPS_F64, R, 2, 4, 0);
     a.offset = 2;
     struct clops_tensor tb = clops_matrix(b, CLOPS_F64, 2, 2, 2, 0);
-    clops_gemm_fn gemm = (clops_gemm_fn)op("gemm")->entry;
+    clops_gemm_fn gemm = (clops_gemm_fn)tu_op("gemm")->entry;
     ck_assert_msg(gemm(tu_pool(), &a, &tb, &c, 0, 0, 1.0, 0.0) == CLOPS_OK, "%s",
                   tu_api()->last_error());
     for (int i = 0; i < R; i++) {
@@ -436,8 +425,8 @@ START_TEST(test_lu_outputs_interleaved_in_one_array_are_accepted)
         .data = piv, .dtype = CLOPS_I32, .rank = 1, .shape = {N}, .strides = {2}};
     struct clops_tensor info = {
         .data = piv, .offset = 1, .dtype = CLOPS_I32, .rank = 1, .shape = {1}, .strides = {1}};
-    ck_assert_msg(((clops_lu_fn)op("lu")->entry)(tu_pool(), &ta, &ipiv, &info, 0) == CLOPS_OK, "%s",
-                  tu_api()->last_error());
+    ck_assert_msg(((clops_lu_fn)tu_op("lu")->entry)(tu_pool(), &ta, &ipiv, &info, 0) == CLOPS_OK,
+                  "%s", tu_api()->last_error());
     ck_assert_int_eq(piv[1], 0);
     for (int i = 0; i < N; i++)
         ck_assert_msg(piv[2 * i] >= i + 1 && piv[2 * i] <= N, "ipiv[%d] = %d", i, piv[2 * i]);
@@ -447,7 +436,7 @@ START_TEST(test_lu_outputs_interleaved_in_one_array_are_accepted)
     info.offset = 2;
     for (int i = 0; i < 2 * N; i++)
         piv[i] = -99;
-    ck_assert_int_eq(((clops_lu_fn)op("lu")->entry)(tu_pool(), &ta, &ipiv, &info, 0),
+    ck_assert_int_eq(((clops_lu_fn)tu_op("lu")->entry)(tu_pool(), &ta, &ipiv, &info, 0),
                      CLOPS_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(tu_api()->last_error(), "'info' overlaps parameter 'ipiv'"));
     for (int i = 0; i < 2 * N; i++)
@@ -473,7 +462,7 @@ START_TEST(test_reduce_refuses_an_element_count_that_overflows)
     float result = -7.0f;
     struct clops_tensor o = {
         .data = &result, .dtype = CLOPS_F32, .rank = 1, .shape = {1}, .strides = {1}};
-    int32_t status = ((clops_reduce_fn)op("reduce")->entry)(tu_pool(), &x, &o, 0, -1);
+    int32_t status = ((clops_reduce_fn)tu_op("reduce")->entry)(tu_pool(), &x, &o, 0, -1);
     ck_assert_msg(status == CLOPS_ERR_INVALID_ARGUMENT, "status %d: %s", status, api->last_error());
     ck_assert_msg(strstr(api->last_error(), "parameter 'x'") != NULL &&
                       strstr(api->last_error(), "overflows") != NULL,
@@ -481,7 +470,7 @@ START_TEST(test_reduce_refuses_an_element_count_that_overflows)
     ck_assert(result == -7.0f);
     /* {2^14, 2^16, 2^16, 2^16}: 2^62 elements fit in 64 bits, their 2^64 bytes do not. */
     x.shape[0] = e / 4;
-    status = ((clops_reduce_fn)op("reduce")->entry)(tu_pool(), &x, &o, 0, -1);
+    status = ((clops_reduce_fn)tu_op("reduce")->entry)(tu_pool(), &x, &o, 0, -1);
     ck_assert_int_eq(status, CLOPS_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(api->last_error(), "parameter 'x'"));
     ck_assert(result == -7.0f);
@@ -501,7 +490,7 @@ START_TEST(test_transpose_refuses_an_element_count_that_overflows)
                               .strides = {1, 1, 1}};
     struct clops_tensor ty = tx;
     ty.data = y;
-    int32_t status = ((clops_transpose_fn)op("transpose")->entry)(tu_pool(), &tx, &ty);
+    int32_t status = ((clops_transpose_fn)tu_op("transpose")->entry)(tu_pool(), &tx, &ty);
     ck_assert_int_eq(status, CLOPS_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(tu_api()->last_error(), "parameter 'x'") != NULL &&
                       strstr(tu_api()->last_error(), "overflows") != NULL,
@@ -511,20 +500,16 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("shared_outputs");
-    TCase *tc = tcase_create("shared_outputs");
-    tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, test_gemm_threads_on_column_blocks_of_one_row_major_c_lose_nothing, 0,
-                        2);
-    tcase_add_loop_test(tc, test_gemm_threads_on_row_blocks_of_one_column_major_c_lose_nothing, 0,
-                        2);
-    tcase_add_test(tc, test_reduce_threads_on_interleaved_outputs_lose_nothing);
-    tcase_add_test(tc, test_transpose_threads_on_column_blocks_lose_nothing);
-    tcase_add_loop_test(tc, test_transpose_threads_on_interleaved_batches_lose_nothing, 0, 2);
-    tcase_add_test(tc, test_gemm_blocks_of_one_array_that_share_no_element_are_accepted);
-    tcase_add_test(tc, test_lu_outputs_interleaved_in_one_array_are_accepted);
-    tcase_add_test(tc, test_reduce_refuses_an_element_count_that_overflows);
-    tcase_add_test(tc, test_transpose_refuses_an_element_count_that_overflows);
-    suite_add_tcase(s, tc);
-    return tu_run_suite(s, 0);
+    const struct tu_test tests[] = {
+        TU_LOOP(test_gemm_threads_on_column_blocks_of_one_row_major_c_lose_nothing, 2),
+        TU_LOOP(test_gemm_threads_on_row_blocks_of_one_column_major_c_lose_nothing, 2),
+        TU_TEST(test_reduce_threads_on_interleaved_outputs_lose_nothing),
+        TU_TEST(test_transpose_threads_on_column_blocks_lose_nothing),
+        TU_LOOP(test_transpose_threads_on_interleaved_batches_lose_nothing, 2),
+        TU_TEST(test_gemm_blocks_of_one_array_that_share_no_element_are_accepted),
+        TU_TEST(test_lu_outputs_interleaved_in_one_array_are_accepted),
+        TU_TEST(test_reduce_refuses_an_element_count_that_overflows),
+        TU_TEST(test_transpose_refuses_an_element_count_that_overflows),
+    };
+    return tu_run_tests("shared_outputs", 600, 0, tests, TU_COUNT(tests));
 }

@@ -9,46 +9,34 @@
 
 #include "lu_testutil.h"
 
-static const struct clops_op *find_op(const char *name)
-{
-    const struct clops_op *op = tu_api()->op_find(name);
-    ck_assert_ptr_nonnull(op);
-    return op;
-}
-
 static clops_solve_fn solve_entry(void)
 {
-    return (clops_solve_fn)find_op("solve")->entry;
+    return (clops_solve_fn)tu_op("solve")->entry;
 }
 
 static clops_lu_solve_fn lu_solve_entry(void)
 {
-    return (clops_lu_solve_fn)find_op("lu_solve")->entry;
+    return (clops_lu_solve_fn)tu_op("lu_solve")->entry;
 }
 
 static clops_lu_fn lu_entry(void)
 {
-    return (clops_lu_fn)find_op("lu")->entry;
+    return (clops_lu_fn)tu_op("lu")->entry;
 }
 
 static const int64_t sizes[] = {1, 2, 17, 64, 127, 300};
 enum { SIZE_COUNT = (int)(sizeof sizes / sizeof sizes[0]), SOLVE_KINDS = 3 };
-
-static int32_t dtype_of(int bit)
-{
-    return bit ? CLOPS_F64 : CLOPS_F32;
-}
 
 /* Iteration i: size, kind (not rank-deficient: solve needs a nonsingular A), dtype, NRHS 1 or
  * 5; the storage orders of a and b, padding and offsets vary with i. */
 START_TEST(test_solve_residual_within_lapack_ratio)
 {
     const int size = _i % SIZE_COUNT, kind = (_i / SIZE_COUNT) % SOLVE_KINDS;
-    const int32_t dtype = dtype_of((_i / (SIZE_COUNT * SOLVE_KINDS)) % 2);
+    const int32_t dtype =
+        tu_begin_iteration((_i / (SIZE_COUNT * SOLVE_KINDS)) % 2, 1000 + (uint64_t)_i);
     const int64_t n = sizes[size], nrhs = _i / (2 * SIZE_COUNT * SOLVE_KINDS) ? 5 : 1;
-    if (dtype == CLOPS_F64 && !has_fp64())
+    if (dtype == 0)
         return;
-    tu_seed(1000 + (uint64_t)_i);
     struct tmat a = tmat_new(dtype, n, n, _i % 2, _i % 3, _i % 4);
     tmat_fill_kind(&a, kind);
     struct tmat b = tmat_new(dtype, n, nrhs, (_i / 2) % 2, _i % 2, _i % 3);
@@ -71,12 +59,11 @@ END_TEST
 START_TEST(test_lu_solve_both_transposes_within_lapack_ratio)
 {
     const int size = _i % SIZE_COUNT;
-    const int32_t dtype = dtype_of((_i / SIZE_COUNT) % 2);
+    const int32_t dtype = tu_begin_iteration((_i / SIZE_COUNT) % 2, 2000 + (uint64_t)_i);
     const int32_t trans = _i / (2 * SIZE_COUNT);
     const int64_t n = sizes[size], nrhs = 3;
-    if (dtype == CLOPS_F64 && !has_fp64())
+    if (dtype == 0)
         return;
-    tu_seed(2000 + (uint64_t)_i);
     struct tmat a = tmat_new(dtype, n, n, _i % 2, 1, 2);
     tmat_fill_kind(&a, size % 2 ? KIND_GRADED : KIND_RANDOM);
     struct tmat f = tmat_copy(&a), b = tmat_new(dtype, n, nrhs, (_i / 2) % 2, 0, 1);
@@ -99,7 +86,7 @@ END_TEST
 /* lu_solve agrees with LAPACKE's getrs given the same factors (f64). */
 START_TEST(test_lu_solve_matches_lapack_getrs)
 {
-    if (!has_fp64())
+    if (!tu_has_fp64())
         return;
     tu_seed(2500 + (uint64_t)_i);
     const int64_t n = 127, nrhs = 4;
@@ -125,8 +112,8 @@ END_TEST
 /* [[0,1],[1,0]] X = B swaps B's rows: exactly, in both precisions. */
 START_TEST(test_solve_exchange_matrix_exactly)
 {
-    const int32_t dtype = dtype_of(_i);
-    if (dtype == CLOPS_F64 && !has_fp64())
+    const int32_t dtype = tu_float_dtype(_i);
+    if (dtype == 0)
         return;
     struct tmat a = tmat_new(dtype, 2, 2, 0, 0, 0), b = tmat_new(dtype, 2, 3, 1, 0, 0);
     tmat_set(&a, 0, 0, 0), tmat_set(&a, 0, 1, 1), tmat_set(&a, 1, 0, 1), tmat_set(&a, 1, 1, 0);
@@ -146,10 +133,9 @@ END_TEST
 /* A zero column k: info = k as LAPACK's gesv, a holds the factors, b is untouched. */
 START_TEST(test_solve_singular_leaves_b_untouched)
 {
-    const int32_t dtype = dtype_of(_i % 2);
-    if (dtype == CLOPS_F64 && !has_fp64())
+    const int32_t dtype = tu_begin_iteration(_i % 2, 3000 + (uint64_t)_i);
+    if (dtype == 0)
         return;
-    tu_seed(3000 + (uint64_t)_i);
     const int64_t n = 50, zero_col = _i / 2 ? 45 : 3;
     struct tmat a = tmat_new(dtype, n, n, 1, 0, 0), b = tmat_new(dtype, n, 2, 0, 0, 0);
     for (int64_t i = 0; i < n; i++)
@@ -175,10 +161,9 @@ END_TEST
 /* Device tensors give the host tensors' results, bit for bit, for solve and lu_solve. */
 START_TEST(test_solve_device_tensors_match_host_tensors)
 {
-    const int32_t dtype = dtype_of(_i % 2);
-    if (dtype == CLOPS_F64 && !has_fp64())
+    const int32_t dtype = tu_begin_iteration(_i % 2, 4000 + (uint64_t)_i);
+    if (dtype == 0)
         return;
-    tu_seed(4000 + (uint64_t)_i);
     const int64_t n = 100, nrhs = 7;
     struct tmat a = tmat_new(dtype, n, n, _i / 2, 2, 3), b = tmat_new(dtype, n, nrhs, 1, 1, 5);
     struct tmat fh = tmat_copy(&a), xh = tmat_copy(&b), fd = tmat_copy(&a), xd = tmat_copy(&b);
@@ -307,12 +292,12 @@ enum { BAD_CASE_COUNT = COMMON_CASES + 3 };
 START_TEST(test_solve_and_lu_solve_reject_bad_arguments_naming_them)
 {
     const int lu_solve = _i / BAD_CASE_COUNT, which = _i % BAD_CASE_COUNT;
-    tu_seed(9000 + (uint64_t)_i);
-    tu_fill_f32(bad_a, 32);
-    tu_fill_f32(bad_b, 32);
+    struct tu_guard guard = {0};
+    tu_guard_random_f32(&guard, 9000 + (uint64_t)_i, 32, bad_a, bad_b, NULL);
     for (int i = 0; i < 8; i++)
         bad_ipiv[i] = i % 4 + 1;
     bad_info[0] = bad_info[1] = -1;
+    tu_guard_add(&guard, bad_info, sizeof bad_info);
     struct bad_call x = {.pool = tu_pool(),
                          .a = clops_matrix(bad_a, CLOPS_F32, 4, 4, 4, 0),
                          .b = clops_matrix(bad_b, CLOPS_F32, 4, 3, 3, 0),
@@ -322,38 +307,24 @@ START_TEST(test_solve_and_lu_solve_reject_bad_arguments_naming_them)
     x.pa = &x.a, x.pb = &x.b, x.pp = &x.ipiv, x.pi = &x.info;
     char buf[256];
     const char *needle = spoil(which, lu_solve, &x, buf, sizeof buf);
-    float saved_a[32], saved_b[32];
-    int32_t saved_ipiv[8];
-    memcpy(saved_a, bad_a, sizeof bad_a);
-    memcpy(saved_b, bad_b, sizeof bad_b);
-    memcpy(saved_ipiv, bad_ipiv, sizeof bad_ipiv);
-    const char *name = lu_solve ? "lu_solve" : "solve";
+    tu_guard_add(&guard, bad_ipiv, sizeof bad_ipiv); /* as spoil() left it */
     int32_t got = lu_solve ? lu_solve_entry()(x.pool, x.pa, x.pp, x.pb, x.trans)
                            : solve_entry()(x.pool, x.pa, x.pb, x.pp, x.pi);
-    tu_expect_refusal(name, which, got, x.status, needle);
-    ck_assert_msg(memcmp(saved_a, bad_a, sizeof bad_a) == 0 &&
-                      memcmp(saved_b, bad_b, sizeof bad_b) == 0 &&
-                      memcmp(saved_ipiv, bad_ipiv, sizeof bad_ipiv) == 0,
-                  "%s case %d: a rejected call wrote memory", name, which);
-    ck_assert(bad_info[0] == -1 && bad_info[1] == -1);
+    tu_expect_refusal(lu_solve ? "lu_solve" : "solve", which, got, x.status, needle, &guard);
 }
 END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("solve");
-    TCase *tc = tcase_create("solve");
-    tcase_set_timeout(tc, 300);
-    tcase_add_loop_test(tc, test_solve_residual_within_lapack_ratio, 0,
-                        4 * SIZE_COUNT * SOLVE_KINDS);
-    tcase_add_loop_test(tc, test_lu_solve_both_transposes_within_lapack_ratio, 0, 4 * SIZE_COUNT);
-    tcase_add_loop_test(tc, test_lu_solve_matches_lapack_getrs, 0, 2);
-    tcase_add_loop_test(tc, test_solve_exchange_matrix_exactly, 0, 2);
-    tcase_add_loop_test(tc, test_solve_singular_leaves_b_untouched, 0, 4);
-    tcase_add_loop_test(tc, test_solve_device_tensors_match_host_tensors, 0, 4);
-    tcase_add_loop_test(tc, test_solve_empty_systems_are_valid_calls, 0, 2);
-    tcase_add_loop_test(tc, test_solve_and_lu_solve_reject_bad_arguments_naming_them, 0,
-                        2 * BAD_CASE_COUNT);
-    suite_add_tcase(s, tc);
-    return tu_run_suite(s, 0);
+    const struct tu_test tests[] = {
+        TU_LOOP(test_solve_residual_within_lapack_ratio, 4 * SIZE_COUNT * SOLVE_KINDS),
+        TU_LOOP(test_lu_solve_both_transposes_within_lapack_ratio, 4 * SIZE_COUNT),
+        TU_LOOP(test_lu_solve_matches_lapack_getrs, 2),
+        TU_LOOP(test_solve_exchange_matrix_exactly, 2),
+        TU_LOOP(test_solve_singular_leaves_b_untouched, 4),
+        TU_LOOP(test_solve_device_tensors_match_host_tensors, 4),
+        TU_LOOP(test_solve_empty_systems_are_valid_calls, 2),
+        TU_LOOP(test_solve_and_lu_solve_reject_bad_arguments_naming_them, 2 * BAD_CASE_COUNT),
+    };
+    return tu_run_tests("solve", 300, 0, tests, TU_COUNT(tests));
 }

@@ -46,17 +46,19 @@ static double rng_uniform(struct rng *r)
     return (double)((r->state * 0x2545F4914F6CDD1Dull) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
+/* n values of rng_uniform(r), in memory the caller frees. */
+static double *rng_doubles(struct rng *r, int n)
+{
+    double *x = tu_malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        x[i] = rng_uniform(r);
+    return x;
+}
+
 /* An integer in [lo, hi]. */
 static int rng_between(struct rng *r, int lo, int hi)
 {
     return lo + (int)((rng_uniform(r) + 1.0) * 0.5 * (hi - lo + 1)) % (hi - lo + 1);
-}
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    ck_assert_ptr_nonnull(p);
-    return p;
 }
 
 static struct clops_tensor vector(void *data, int32_t dtype, int64_t n)
@@ -97,7 +99,7 @@ static void *bounded_main(void *p)
 
 static int run_bounded(void *(*fn)(void *), void *arg, int seconds)
 {
-    struct bounded *b = xmalloc(sizeof *b);
+    struct bounded *b = tu_malloc(sizeof *b);
     *b = (struct bounded){.fn = fn, .arg = arg};
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->cond, NULL);
@@ -129,13 +131,8 @@ static int run_bounded(void *(*fn)(void *), void *arg, int seconds)
 static const char *checked_gemm(struct clops_pool *pool, struct rng *r)
 {
     int m = rng_between(r, 1, 48), n = rng_between(r, 1, 48), k = rng_between(r, 1, 48);
-    double *a = xmalloc(sizeof(double) * (size_t)(m * k));
-    double *b = xmalloc(sizeof(double) * (size_t)(k * n));
-    double *c = xmalloc(sizeof(double) * (size_t)(m * n));
-    for (int i = 0; i < m * k; i++)
-        a[i] = rng_uniform(r);
-    for (int i = 0; i < k * n; i++)
-        b[i] = rng_uniform(r);
+    double *a = rng_doubles(r, m * k), *b = rng_doubles(r, k * n);
+    double *c = tu_malloc(sizeof(double) * (size_t)(m * n));
     for (int i = 0; i < m * n; i++)
         c[i] = NAN; /* beta = 0 ignores C */
     /* A row-major, B column-major: the two layouts in one call. */
@@ -163,10 +160,8 @@ static const char *checked_gemm(struct clops_pool *pool, struct rng *r)
 static const char *checked_reduce(struct clops_pool *pool, struct rng *r)
 {
     int rows = rng_between(r, 1, 40), cols = rng_between(r, 1, 300);
-    double *x = xmalloc(sizeof(double) * (size_t)(rows * cols));
-    double *sums = xmalloc(sizeof(double) * (size_t)rows);
-    for (int i = 0; i < rows * cols; i++)
-        x[i] = rng_uniform(r);
+    double *x = rng_doubles(r, rows * cols);
+    double *sums = tu_malloc(sizeof(double) * (size_t)rows);
     int64_t at_max = -1;
     struct clops_tensor tx = clops_matrix(x, CLOPS_F64, rows, cols, cols, 0);
     struct clops_tensor ts = vector(sums, CLOPS_F64, rows);
@@ -199,8 +194,8 @@ static const char *checked_reduce(struct clops_pool *pool, struct rng *r)
 static const char *checked_transpose(struct clops_pool *pool, struct rng *r)
 {
     int rows = rng_between(r, 1, 70), cols = rng_between(r, 1, 70);
-    float *x = xmalloc(sizeof(float) * (size_t)(rows * cols));
-    float *y = xmalloc(sizeof(float) * (size_t)(rows * cols));
+    float *x = tu_malloc(sizeof(float) * (size_t)(rows * cols));
+    float *y = tu_malloc(sizeof(float) * (size_t)(rows * cols));
     for (int i = 0; i < rows * cols; i++) {
         x[i] = (float)rng_uniform(r);
         y[i] = NAN;
@@ -246,16 +241,11 @@ static int solves(const double *a, const double *x, const double *b, int n, int 
 static const char *checked_solve(struct clops_pool *pool, struct rng *r, int factor_first)
 {
     int n = rng_between(r, 1, 40), nrhs = rng_between(r, 1, 3);
-    double *a = xmalloc(sizeof(double) * (size_t)(n * n));
-    double *lu = xmalloc(sizeof(double) * (size_t)(n * n));
-    double *b = xmalloc(sizeof(double) * (size_t)(n * nrhs));
-    double *x = xmalloc(sizeof(double) * (size_t)(n * nrhs));
-    int32_t *ipiv = xmalloc(sizeof(int32_t) * (size_t)n);
+    double *a = rng_doubles(r, n * n), *b = rng_doubles(r, n * nrhs);
+    double *lu = tu_memdup(a, sizeof(double) * (size_t)(n * n));
+    double *x = tu_memdup(b, sizeof(double) * (size_t)(n * nrhs));
+    int32_t *ipiv = tu_malloc(sizeof(int32_t) * (size_t)n);
     int32_t info = -1;
-    for (int i = 0; i < n * n; i++)
-        lu[i] = a[i] = rng_uniform(r);
-    for (int i = 0; i < n * nrhs; i++)
-        x[i] = b[i] = rng_uniform(r);
     struct clops_tensor ta = clops_matrix(lu, CLOPS_F64, n, n, n, 1);
     struct clops_tensor tx = clops_matrix(x, CLOPS_F64, n, nrhs, n, 1);
     struct clops_tensor tp = vector(ipiv, CLOPS_I32, n);
@@ -294,7 +284,7 @@ static const char *checked_mandelbrot(struct clops_pool *pool, struct rng *r)
     const struct mandel_ref_view view = {-0.7 + 0.1 * rng_uniform(r), 0.1 * rng_uniform(r),
                                          2.5 + rng_uniform(r), (uint32_t)rng_between(r, 20, 200),
                                          1};
-    uint32_t *iters = xmalloc(sizeof(uint32_t) * (size_t)(h * w));
+    uint32_t *iters = tu_malloc(sizeof(uint32_t) * (size_t)(h * w));
     memset(iters, 0xff, sizeof(uint32_t) * (size_t)(h * w));
     struct clops_tensor ti = clops_matrix(iters, CLOPS_U32, h, w, w, 0);
     struct clops_arg args[] = {
@@ -491,8 +481,7 @@ static void *share_pool(void *arg)
 
 START_TEST(test_threads_share_a_pool_and_its_buffers)
 {
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    struct clops_pool *pool = tu_new_pool();
     struct sharer s[SHARERS];
     pthread_t t[SHARERS];
     for (int i = 0; i < SHARERS; i++) {
@@ -570,8 +559,7 @@ static int64_t pool_calls(struct clops_pool *pool)
 
 START_TEST(test_mixed_operators_from_several_threads_are_all_right)
 {
-    struct clops_pool *pool = NULL, *split = two_device_pool();
-    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    struct clops_pool *split = two_device_pool(), *pool = tu_new_pool();
     if (split == NULL)
         fprintf(stderr, "test_threads: no two-device pool here; mandelbrot runs on one device\n");
     struct stresser s[STRESS_THREADS];
@@ -957,27 +945,27 @@ int main(void)
     /* PoCL then shows two CPU devices, so that Mandelbrot's split runs workers on both (a value
      * the user set is kept). */
     setenv("POCL_DEVICES", "pthread pthread", 0);
+    const struct tu_test discovery[] = {
+        TU_TEST(test_threads_racing_the_first_discovery_all_get_the_devices),
+        TU_TEST(test_pools_created_concurrently_each_compute),
+    };
+    const struct tu_test sharing[] = {
+        TU_TEST(test_threads_share_a_pool_and_its_buffers),
+        TU_TEST(test_mixed_operators_from_several_threads_are_all_right),
+    };
+    const struct tu_test logging[] = {
+        TU_TEST(test_log_callback_may_call_into_clops),
+        TU_TEST(test_log_callback_may_remove_or_replace_itself),
+        TU_TEST(test_log_callback_may_run_an_operator_when_a_build_fails),
+        TU_TEST(test_replaced_log_callback_never_runs_after_set_returns),
+        TU_TEST(test_log_callbacks_on_several_threads_call_into_clops),
+    };
     Suite *s = suite_create("threads");
-    TCase *discovery = tcase_create("discovery");
-    tcase_add_checked_fixture(discovery, setup, NULL);
-    tcase_set_timeout(discovery, 600);
-    tcase_add_test(discovery, test_threads_racing_the_first_discovery_all_get_the_devices);
-    tcase_add_test(discovery, test_pools_created_concurrently_each_compute);
-    suite_add_tcase(s, discovery);
-    TCase *sharing = tcase_create("sharing");
-    tcase_add_checked_fixture(sharing, setup, NULL);
-    tcase_set_timeout(sharing, 900);
-    tcase_add_test(sharing, test_threads_share_a_pool_and_its_buffers);
-    tcase_add_test(sharing, test_mixed_operators_from_several_threads_are_all_right);
-    suite_add_tcase(s, sharing);
-    TCase *logging = tcase_create("logging");
-    tcase_add_checked_fixture(logging, setup, NULL);
-    tcase_set_timeout(logging, 600);
-    tcase_add_test(logging, test_log_callback_may_call_into_clops);
-    tcase_add_test(logging, test_log_callback_may_remove_or_replace_itself);
-    tcase_add_test(logging, test_log_callback_may_run_an_operator_when_a_build_fails);
-    tcase_add_test(logging, test_replaced_log_callback_never_runs_after_set_returns);
-    tcase_add_test(logging, test_log_callbacks_on_several_threads_call_into_clops);
-    suite_add_tcase(s, logging);
+    tcase_add_checked_fixture(tu_add_tests(s, "discovery", 600, discovery, TU_COUNT(discovery)),
+                              setup, NULL);
+    tcase_add_checked_fixture(tu_add_tests(s, "sharing", 900, sharing, TU_COUNT(sharing)), setup,
+                              NULL);
+    tcase_add_checked_fixture(tu_add_tests(s, "logging", 600, logging, TU_COUNT(logging)), setup,
+                              NULL);
     return tu_run_suite(s, 1);
 }

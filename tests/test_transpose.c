@@ -11,9 +11,7 @@
 
 static clops_transpose_fn transpose_entry(void)
 {
-    const struct clops_op *op = tu_api()->op_find("transpose");
-    ck_assert_ptr_nonnull(op);
-    return (clops_transpose_fn)op->entry;
+    return (clops_transpose_fn)tu_op("transpose")->entry;
 }
 
 static int64_t elem_size(int32_t dtype)
@@ -23,16 +21,6 @@ static int64_t elem_size(int32_t dtype)
     case CLOPS_U8: return 1;
     default: return 4;
     }
-}
-
-/* Random bytes: every bit pattern (NaN payloads included) must come through unchanged. */
-static void *random_bytes(int64_t bytes)
-{
-    unsigned char *p = malloc((size_t)(bytes > 0 ? bytes : 1));
-    ck_assert_ptr_nonnull(p);
-    for (int64_t i = 0; i < bytes; i++)
-        p[i] = (unsigned char)((tu_uniform() + 1.0) * 128.0);
-    return p;
 }
 
 /* A batch x m x n array with row or column-major matrices, padded by `pad` in the leading
@@ -58,7 +46,8 @@ static struct array array_new(int32_t dtype, int32_t rank, int64_t batch, int64_
                       .col_major = col_major};
     int64_t ld = (col_major ? m : n) + pad, matrix = ld * (col_major ? n : m) + pad;
     a.count = offset + a.batch * matrix + 1;
-    a.data = random_bytes(a.count * elem_size(dtype));
+    /* Random bytes: every bit pattern (NaN payloads included) must come through unchanged. */
+    a.data = tu_random_bytes((size_t)(a.count * elem_size(dtype)));
     struct clops_tensor t = {.data = a.data, .dtype = dtype, .rank = rank, .offset = offset};
     int r = rank - 2;
     if (r) {
@@ -123,8 +112,7 @@ static void run_case(int32_t dtype, int32_t rank, int64_t batch, int64_t m, int6
 {
     struct array x = array_new(dtype, rank, batch, m, n, x_col, pad, 3);
     struct array y = array_new(dtype, rank, batch, n, m, y_col, pad + 1, 1);
-    void *before = malloc((size_t)(y.count * elem_size(dtype)));
-    memcpy(before, y.data, (size_t)(y.count * elem_size(dtype)));
+    void *before = tu_memdup(y.data, (size_t)(y.count * elem_size(dtype)));
     char what[160];
     snprintf(what, sizeof what, "dtype %d rank %d %lldx%lldx%lld x %s y %s pad %lld", (int)dtype,
              (int)rank, (long long)x.batch, (long long)m, (long long)n, x_col ? "col" : "row",
@@ -136,6 +124,18 @@ static void run_case(int32_t dtype, int32_t rank, int64_t batch, int64_t m, int6
     free(before);
     free(x.data);
     free(y.data);
+}
+
+/* Transposes the square x in place on pool and checks it against its copy from before. */
+static void check_in_place(struct clops_pool *pool, struct array *x, const char *what)
+{
+    struct array orig = *x;
+    orig.data = tu_memdup(x->data, (size_t)(x->count * elem_size(x->dtype)));
+    orig.t.data = orig.data;
+    ck_assert_msg(transpose_entry()(pool, &x->t, &x->t) == CLOPS_OK, "%s: %s", what,
+                  tu_api()->last_error());
+    check_transposed(what, &orig, x, orig.data);
+    free(orig.data);
 }
 
 /* ---- Out of place ---------------------------------------------------------------------------- */
@@ -180,9 +180,8 @@ START_TEST(test_transpose_general_strided_views_are_exact)
 {
     tu_seed(30);
     enum { M = 45, N = 29 };
-    float *xd = random_bytes(4 * (3 * M * N + 10)), *yd = random_bytes(4 * (5 * M * N + 10));
-    float *before = malloc(4 * (5 * M * N + 10));
-    memcpy(before, yd, 4 * (5 * M * N + 10));
+    float *xd = tu_random_bytes(4 * (3 * M * N + 10)), *yd = tu_random_bytes(4 * (5 * M * N + 10));
+    float *before = tu_memdup(yd, 4 * (5 * M * N + 10));
     struct array x = {.dtype = CLOPS_F32, .rank = 2, .batch = 1, .m = M, .n = N, .data = xd};
     struct array y = {.dtype = CLOPS_F32,
                       .rank = 2,
@@ -225,18 +224,10 @@ START_TEST(test_transpose_in_place_square_matches_out_of_place)
     for (int variant = 0; variant < 3; variant++) {
         int32_t rank = variant == 2 ? 3 : 2;
         struct array x = array_new(dtype, rank, 3, n, n, variant == 1, variant, 2);
-        struct array orig = x;
-        size_t bytes = (size_t)(x.count * elem_size(dtype));
-        orig.data = malloc(bytes);
-        memcpy(orig.data, x.data, bytes);
-        orig.t.data = orig.data;
-        ck_assert_msg(transpose_entry()(tu_pool(), &x.t, &x.t) == CLOPS_OK, "%s",
-                      tu_api()->last_error());
         char what[96];
         snprintf(what, sizeof what, "in place dtype %d n=%lld variant %d", (int)dtype, (long long)n,
                  variant);
-        check_transposed(what, &orig, &x, orig.data);
-        free(orig.data);
+        check_in_place(tu_pool(), &x, what);
         free(x.data);
     }
 }
@@ -264,7 +255,7 @@ START_TEST(test_transpose_device_buffers_out_of_place_and_in_place)
     const struct clops_api *api = tu_api();
     tu_seed(50);
     enum { M = 70, N = 45, OFF = 6 };
-    float *h = random_bytes(4 * (M * N + OFF)), *back = malloc(4 * (M * N + OFF));
+    float *h = tu_random_bytes(4 * (M * N + OFF)), *back = tu_malloc(4 * (M * N + OFF));
     struct clops_buffer *bx = NULL, *by = NULL;
     ck_assert_int_eq(api->buffer_create(tu_pool(), 4 * (M * N + OFF), &bx), CLOPS_OK);
     ck_assert_int_eq(api->buffer_create(tu_pool(), 4 * (M * N + OFF), &by), CLOPS_OK);
@@ -303,24 +294,14 @@ static const char *const tile_options[] = {"-DTILE=16 -DROWS=16", "-DTILE=8 -DRO
 
 START_TEST(test_transpose_other_tiles_are_exact)
 {
-    char config[160];
-    snprintf(config, sizeof config, "operators = { transpose = { build_options = \"%s\"; }; };",
-             tile_options[_i]);
-    case_pool = tu_pool_from_string(config);
+    case_pool = tu_pool_with_build_options("transpose", tile_options[_i]);
     tu_seed(60 + (uint64_t)_i);
     run_case(CLOPS_F32, 2, 1, 33, 65, 0, 0, 1);
     run_case(CLOPS_F64, 3, 2, 70, 17, 1, 0, 0);
     run_case(CLOPS_U8, 2, 1, 129, 3, 0, 1, 2);
     /* In place through the same tiles. */
     struct array x = array_new(CLOPS_I32, 2, 1, 67, 67, 0, 1, 0);
-    struct array orig = x;
-    size_t bytes = (size_t)(x.count * 4);
-    orig.data = malloc(bytes);
-    memcpy(orig.data, x.data, bytes);
-    orig.t.data = orig.data;
-    ck_assert_int_eq(transpose_entry()(case_pool, &x.t, &x.t), CLOPS_OK);
-    check_transposed(tile_options[_i], &orig, &x, orig.data);
-    free(orig.data);
+    check_in_place(case_pool, &x, tile_options[_i]);
     free(x.data);
     tu_api()->pool_release(case_pool);
     case_pool = NULL;
@@ -383,9 +364,8 @@ enum { BAD_CASE_COUNT = 17 };
 
 START_TEST(test_transpose_rejects_bad_arguments_naming_them)
 {
-    tu_seed(9000 + (uint64_t)_i);
-    tu_fill_f32(bad_x, BAD_ALLOC);
-    tu_fill_f32(bad_y, BAD_ALLOC);
+    struct tu_guard guard = {0};
+    tu_guard_random_f32(&guard, 9000 + (uint64_t)_i, BAD_ALLOC, bad_x, bad_y, NULL);
     struct bad_call c = {.pool = tu_pool(),
                          .x = clops_matrix(bad_x, CLOPS_F32, BAD_M, BAD_N, BAD_N, 0),
                          .y = clops_matrix(bad_y, CLOPS_F32, BAD_N, BAD_M, BAD_M, 0),
@@ -393,33 +373,23 @@ START_TEST(test_transpose_rejects_bad_arguments_naming_them)
     c.px = &c.x;
     c.py = &c.y;
     const char *needle = spoil(_i, &c);
-    float saved_x[BAD_ALLOC], saved_y[BAD_ALLOC];
-    memcpy(saved_x, bad_x, sizeof bad_x);
-    memcpy(saved_y, bad_y, sizeof bad_y);
     int32_t got = transpose_entry()(c.pool, c.px, c.py);
-    tu_expect_refusal("transpose", _i, got, c.status, needle);
-    ck_assert_msg(memcmp(saved_x, bad_x, sizeof bad_x) == 0 &&
-                      memcmp(saved_y, bad_y, sizeof bad_y) == 0,
-                  "case %d: a rejected call wrote memory", _i);
+    tu_expect_refusal("transpose", _i, got, c.status, needle, &guard);
 }
 END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("transpose");
-    TCase *tc = tcase_create("transpose");
-    tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, test_transpose_shapes_layouts_and_dtypes_are_exact, 0,
-                        SHAPE_COUNT * DTYPE_COUNT);
-    tcase_add_loop_test(tc, test_transpose_batches_are_exact, 0, DTYPE_COUNT);
-    tcase_add_test(tc, test_transpose_empty_extents_are_valid_and_write_nothing);
-    tcase_add_test(tc, test_transpose_general_strided_views_are_exact);
-    tcase_add_loop_test(tc, test_transpose_in_place_square_matches_out_of_place, 0,
-                        7 * DTYPE_COUNT);
-    tcase_add_test(tc, test_transpose_in_place_non_square_is_rejected);
-    tcase_add_test(tc, test_transpose_device_buffers_out_of_place_and_in_place);
-    tcase_add_loop_test(tc, test_transpose_other_tiles_are_exact, 0, 4);
-    tcase_add_loop_test(tc, test_transpose_rejects_bad_arguments_naming_them, 0, BAD_CASE_COUNT);
-    suite_add_tcase(s, tc);
-    return tu_run_suite(s, 0);
+    const struct tu_test tests[] = {
+        TU_LOOP(test_transpose_shapes_layouts_and_dtypes_are_exact, SHAPE_COUNT * DTYPE_COUNT),
+        TU_LOOP(test_transpose_batches_are_exact, DTYPE_COUNT),
+        TU_TEST(test_transpose_empty_extents_are_valid_and_write_nothing),
+        TU_TEST(test_transpose_general_strided_views_are_exact),
+        TU_LOOP(test_transpose_in_place_square_matches_out_of_place, 7 * DTYPE_COUNT),
+        TU_TEST(test_transpose_in_place_non_square_is_rejected),
+        TU_TEST(test_transpose_device_buffers_out_of_place_and_in_place),
+        TU_LOOP(test_transpose_other_tiles_are_exact, 4),
+        TU_LOOP(test_transpose_rejects_bad_arguments_naming_them, BAD_CASE_COUNT),
+    };
+    return tu_run_tests("transpose", 600, 0, tests, TU_COUNT(tests));
 }

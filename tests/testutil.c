@@ -4,6 +4,8 @@
 #include <check.h>
 #include <dlfcn.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,11 +49,17 @@ const struct clops_api *tu_api_or_null(void)
 
 struct clops_pool *tu_pool(void)
 {
-    if (pool == NULL) {
-        int32_t status = tu_api()->pool_create_default(&pool);
-        ck_assert_msg(status == CLOPS_OK, "pool_create_default: %s", tu_api()->last_error());
-    }
+    if (pool == NULL)
+        pool = tu_new_pool();
     return pool;
+}
+
+struct clops_pool *tu_new_pool(void)
+{
+    struct clops_pool *made = NULL;
+    int32_t status = tu_api()->pool_create_default(&made);
+    ck_assert_msg(status == CLOPS_OK, "pool_create_default: %s", tu_api()->last_error());
+    return made;
 }
 
 struct clops_pool *tu_pool_from_string(const char *config)
@@ -60,6 +68,40 @@ struct clops_pool *tu_pool_from_string(const char *config)
     int32_t status = tu_api()->pool_create_from_string(config, &made);
     ck_assert_msg(status == CLOPS_OK, "pool_create_from_string: %s", tu_api()->last_error());
     return made;
+}
+
+const struct clops_op *tu_op(const char *name)
+{
+    const struct clops_op *op = tu_api()->op_find(name);
+    ck_assert_msg(op != NULL, "operator %s not found: %s", name, tu_api()->last_error());
+    return op;
+}
+
+int tu_has_fp64(void)
+{
+    struct clops_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(tu_api()->pool_device_info(tu_pool(), 0, &info), CLOPS_OK);
+    return info.fp64;
+}
+
+int32_t tu_float_dtype(int f64)
+{
+    return !f64 ? CLOPS_F32 : tu_has_fp64() ? CLOPS_F64 : 0;
+}
+
+int32_t tu_begin_iteration(int f64, uint64_t seed)
+{
+    tu_seed(seed);
+    return tu_float_dtype(f64);
+}
+
+struct clops_pool *tu_pool_with_build_options(const char *op, const char *options)
+{
+    char config[512];
+    int n = snprintf(config, sizeof config, "operators = { %s = { build_options = \"%s\"; }; };",
+                     op, options);
+    ck_assert_int_lt(n, (int)sizeof config);
+    return tu_pool_from_string(config);
 }
 
 struct clops_buffer *tu_kept_buffer(int64_t bytes)
@@ -81,7 +123,30 @@ struct clops_buffer *tu_kept_buffer(int64_t bytes)
     return NULL;
 }
 
-void tu_expect_refusal(const char *op, int which, int32_t got, int32_t want, const char *needle)
+void tu_guard_add(struct tu_guard *guard, const void *at, size_t size)
+{
+    const int most = (int)(sizeof guard->arrays / sizeof guard->arrays[0]);
+    ck_assert_msg(guard->count < most, "tu_guard_add: more than %d arrays", most);
+    guard->arrays[guard->count].at = at;
+    guard->arrays[guard->count].size = size;
+    guard->arrays[guard->count].copy = tu_memdup(at, size);
+    guard->count++;
+}
+
+void tu_guard_random_f32(struct tu_guard *guard, uint64_t seed, int64_t n, float *first, ...)
+{
+    tu_seed(seed);
+    va_list more;
+    va_start(more, first);
+    for (float *x = first; x != NULL; x = va_arg(more, float *)) {
+        tu_fill_f32(x, n);
+        tu_guard_add(guard, x, sizeof(float) * (size_t)n);
+    }
+    va_end(more);
+}
+
+void tu_expect_refusal(const char *op, int which, int32_t got, int32_t want, const char *needle,
+                       struct tu_guard *guard)
 {
     const struct clops_api *api = tu_api();
     const char *msg = api->last_error();
@@ -92,6 +157,12 @@ void tu_expect_refusal(const char *op, int which, int32_t got, int32_t want, con
                   needle);
     ck_assert_msg(strncmp(msg, op, n) == 0 && strncmp(msg + n, ": ", 2) == 0,
                   "%s case %d: \"%s\" does not start with \"%s: \"", op, which, msg, op);
+    for (int i = 0; guard != NULL && i < guard->count; i++) {
+        int written = memcmp(guard->arrays[i].at, guard->arrays[i].copy, guard->arrays[i].size);
+        free(guard->arrays[i].copy);
+        ck_assert_msg(written == 0, "%s case %d: a rejected call wrote memory (array %d)", op,
+                      which, i);
+    }
 }
 
 void tu_seed(uint64_t seed)
@@ -128,8 +199,7 @@ int64_t tu_dtype_size(int32_t dtype)
 
 void *tu_random_elements(int32_t dtype, int64_t count)
 {
-    void *x = malloc((size_t)(count * tu_dtype_size(dtype)));
-    ck_assert_ptr_nonnull(x);
+    void *x = tu_malloc((size_t)(count * tu_dtype_size(dtype)));
     if (dtype == CLOPS_F64)
         tu_fill_f64(x, count);
     else
@@ -137,12 +207,24 @@ void *tu_random_elements(int32_t dtype, int64_t count)
     return x;
 }
 
+void *tu_malloc(size_t size)
+{
+    void *p = malloc(size > 0 ? size : 1);
+    ck_assert_msg(p != NULL, "malloc(%zu) failed", size);
+    return p;
+}
+
 void *tu_memdup(const void *p, size_t size)
 {
-    void *copy = malloc(size);
-    ck_assert_ptr_nonnull(copy);
-    memcpy(copy, p, size);
-    return copy;
+    return memcpy(tu_malloc(size), p, size);
+}
+
+void *tu_random_bytes(size_t size)
+{
+    unsigned char *bytes = tu_malloc(size);
+    for (size_t i = 0; i < size; i++)
+        bytes[i] = (unsigned char)((tu_uniform() + 1.0) * 128.0);
+    return bytes;
 }
 
 double tu_checked_gemm(const struct clops_api *api, struct clops_pool *pool, int n, uint64_t seed,
@@ -182,6 +264,39 @@ double tu_checked_gemm(const struct clops_api *api, struct clops_pool *pool, int
     if (status != NULL)
         *status = called;
     return worst;
+}
+
+TCase *tu_add_tests(Suite *suite, const char *name, double timeout, const struct tu_test *tests,
+                    size_t count)
+{
+    TCase *tc = NULL;
+    const struct tu_test *opened = NULL; /* the TU_CASE of the tests that follow */
+    for (size_t i = 0; i < count; i++) {
+        if (tests[i].test == NULL) {
+            opened = &tests[i];
+            tc = NULL;
+            continue;
+        }
+        if (tc == NULL) {
+            tc = tcase_create(opened != NULL ? opened->tcase : name);
+            if (timeout > 0)
+                tcase_set_timeout(tc, timeout);
+            if (opened != NULL && (opened->setup != NULL || opened->teardown != NULL))
+                tcase_add_checked_fixture(tc, opened->setup, opened->teardown);
+            suite_add_tcase(suite, tc);
+        }
+        /* A plain test is, to Check, the loop test of the one iteration _i = 0. */
+        tcase_add_loop_test(tc, tests[i].test, 0, tests[i].loops);
+    }
+    return tc;
+}
+
+int tu_run_tests(const char *name, double timeout, int fork, const struct tu_test *tests,
+                 size_t count)
+{
+    Suite *suite = suite_create(name);
+    tu_add_tests(suite, name, timeout, tests, count);
+    return tu_run_suite(suite, fork);
 }
 
 int tu_run_suite(Suite *suite, int fork)

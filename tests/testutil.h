@@ -17,16 +17,47 @@ void *tu_library(void);
 const struct clops_api *tu_api_or_null(void);
 /* A default pool, created once per process and shared by the tests of a suite. */
 struct clops_pool *tu_pool(void);
+/* A new default pool of its own, which the caller releases. */
+struct clops_pool *tu_new_pool(void);
 /* A new pool made from configuration text that must be accepted; the caller releases it. */
 struct clops_pool *tu_pool_from_string(const char *config);
+/* The same for a configuration that gives operator op the build options `options`. */
+struct clops_pool *tu_pool_with_build_options(const char *op, const char *options);
+
+/* The operator called name, which must exist. */
+const struct clops_op *tu_op(const char *name);
+/* Whether device 0 of tu_pool() has double precision. */
+int tu_has_fp64(void);
+/* The dtype of a test iteration over both floating-point types: CLOPS_F64 where f64 is not 0,
+ * else CLOPS_F32; 0 (skip the iteration) for f64 where the device has no double precision. */
+int32_t tu_float_dtype(int f64);
+/* Begins an iteration of such a test: tu_seed(seed), then tu_float_dtype(f64). */
+int32_t tu_begin_iteration(int f64, uint64_t seed);
 
 /* A device buffer of `bytes` on tu_pool(), made on the first call for that size and kept for the
  * process: for the bad-argument tests, which need a buffer where a host tensor is wanted. */
 struct clops_buffer *tu_kept_buffer(int64_t bytes);
+/* The host arrays of a bad-argument case, which a refused call must leave as they were:
+ * tu_guard_add() copies one (four at most), tu_expect_refusal() compares them with their copies.
+ * Starts as {0}. */
+struct tu_guard {
+    int count;
+    struct {
+        const void *at;
+        size_t size;
+        void *copy;
+    } arrays[4];
+};
+void tu_guard_add(struct tu_guard *guard, const void *at, size_t size);
+/* Fills the arrays listed (each of n floats; the list ends with NULL) with tu_uniform's numbers
+ * after tu_seed(seed), in that order, and adds each to guard. */
+void tu_guard_random_f32(struct tu_guard *guard, uint64_t seed, int64_t n, float *first, ...);
 /* Asserts what a bad-argument case of operator op must give: the expected status (got is the
  * call's) and a message that starts with "<op>: " and contains needle; `which` numbers the case
- * in failures. */
-void tu_expect_refusal(const char *op, int which, int32_t got, int32_t want, const char *needle);
+ * in failures. Where guard is not NULL, also that the arrays it holds are unchanged (the copies
+ * are freed). */
+void tu_expect_refusal(const char *op, int which, int32_t got, int32_t want, const char *needle,
+                       struct tu_guard *guard);
 
 /* Deterministic per-test random numbers in [-1, 1); seed from the test name. */
 void tu_seed(uint64_t seed);
@@ -37,8 +68,12 @@ void tu_fill_f64(double *x, int64_t n);
 int64_t tu_dtype_size(int32_t dtype);
 /* count elements of dtype (f32 or f64) from tu_uniform, in memory the caller frees. */
 void *tu_random_elements(int32_t dtype, int64_t count);
+/* malloc(), asserting that it gave memory (at least one byte, even for size 0). */
+void *tu_malloc(size_t size);
 /* A copy of size bytes at p, in memory the caller frees. */
 void *tu_memdup(const void *p, size_t size);
+/* size random bytes (every bit pattern) from tu_uniform, in memory the caller frees. */
+void *tu_random_bytes(size_t size);
 
 /* Runs C = A·B (f64, row-major, n×n) through api on pool, with inputs from a private generator
  * seeded by seed (tu_uniform's state is not shared between threads) over a C of NaNs, and returns
@@ -46,6 +81,35 @@ void *tu_memdup(const void *p, size_t size);
  * call failed; *status, when status is not NULL, gets the call's status. */
 double tu_checked_gemm(const struct clops_api *api, struct clops_pool *pool, int n, uint64_t seed,
                        int32_t *status);
+
+/* A table of tests, made of these entries: TU_TEST(test) runs once, TU_LOOP(test, loops) runs
+ * loops times (_i = 0 to loops - 1), and TU_CASE(name) puts the tests after it in a test case of
+ * that name, TU_CASE_FIXTURE(name, setup, teardown) in one with that checked fixture. */
+struct tu_test {
+    const TTest *test; /* NULL for TU_CASE */
+    int loops;
+    const char *tcase;
+    void (*setup)(void);
+    void (*teardown)(void);
+};
+/* clang-format off */
+#define TU_TEST(fn) {.test = (fn), .loops = 1}
+#define TU_LOOP(fn, n) {.test = (fn), .loops = (n)}
+#define TU_CASE(name) {.tcase = (name)}
+#define TU_CASE_FIXTURE(name, setup_fn, teardown_fn) \
+    {.tcase = (name), .setup = (setup_fn), .teardown = (teardown_fn)}
+/* clang-format on */
+/* The number of elements of an array. */
+#define TU_COUNT(array) (sizeof(array) / sizeof((array)[0]))
+/* Adds the count tests to suite, those before the first TU_CASE in a test case called name, each
+ * test case's tests given timeout seconds (Check's default where 0); returns the test case made
+ * last (the only one of a table without TU_CASE), for fixtures. */
+TCase *tu_add_tests(Suite *suite, const char *name, double timeout, const struct tu_test *tests,
+                    size_t count);
+/* Runs a suite called name of the count tests, added as by tu_add_tests(), as tu_run_suite()
+ * runs it; returns main()'s exit status. */
+int tu_run_tests(const char *name, double timeout, int fork, const struct tu_test *tests,
+                 size_t count);
 
 /* Runs a suite, in forked processes (fork = 1) or in this one (fork = 0: the pool and its built
  * programs are shared by the tests); returns main()'s exit status. */

@@ -103,6 +103,14 @@ static void list_dir(const char *path, char *out, size_t size)
     free(names);
 }
 
+/* The names in `path` are `names` (as list_dir gives them). */
+static void expect_listing(const char *path, const char *names)
+{
+    char got[1024];
+    list_dir(path, got, sizeof got);
+    ck_assert_str_eq(got, names);
+}
+
 /* ---- Tensors ------------------------------------------------------------------------------- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
@@ -208,6 +216,26 @@ static void assert_failed(int rc, const struct fmt_tensor *out, const char *err,
     ck_assert_msg(strchr(err, '\n') == NULL, "message \"%s\" is not one line", err);
 }
 
+/* fmt_read of `path` as `dtype` (0: the file's) gives back t (`what` in failures). */
+static void expect_reads_back(const char *path, int32_t dtype, const struct fmt_tensor *t,
+                              const char *what)
+{
+    struct fmt_tensor back;
+    char err[512];
+    ck_assert_msg(fmt_read(path, dtype, 0, NULL, &back, err, sizeof err) == 0, "%s: %s", what, err);
+    assert_same(&back, t, what);
+    fmt_tensor_free(&back);
+}
+
+/* fmt_read of `name` (in the test's directory) as `dtype` fails as assert_failed expects. */
+static void expect_read_error(const char *name, int32_t dtype, const char *expected)
+{
+    struct fmt_tensor t;
+    char err[512] = "";
+    int rc = fmt_read(in_dir(name), dtype, 0, NULL, &t, err, sizeof err);
+    assert_failed(rc, &t, err, in_dir(name), expected);
+}
+
 /* ---- NumPy --------------------------------------------------------------------------------- */
 
 /* A .npy file made by hand: any version, any header text (not padded), then `data`. */
@@ -227,6 +255,24 @@ static void write_npy_fixture(const char *path, int major, const char *header, c
         memcpy(bytes + lead + hl, data, data_size);
     write_bytes(path, bytes, lead + hl + data_size);
     free(bytes);
+}
+
+/* Writes a .npy fixture (as write_npy_fixture) and reads it into *t, which must succeed. */
+static void read_npy_fixture(const char *name, int major, const char *header, const void *data,
+                             size_t data_size, struct fmt_tensor *t)
+{
+    char err[512];
+    write_npy_fixture(in_dir(name), major, header, data, data_size);
+    ck_assert_msg(fmt_read_npy(in_dir(name), t, err, sizeof err) == 0, "%s: %s", name, err);
+}
+
+/* Reading the .npy file `name` fails as assert_failed expects. */
+static void expect_npy_read_error(const char *name, const char *expected)
+{
+    struct fmt_tensor t;
+    char err[512] = "";
+    int rc = fmt_read_npy(in_dir(name), &t, err, sizeof err);
+    assert_failed(rc, &t, err, in_dir(name), expected);
 }
 
 /* ---- Round trips: every dtype at every awkward shape ------------------------------------- */
@@ -317,12 +363,9 @@ START_TEST(test_npy_fortran_order_is_transposed_to_row_major)
 {
     /* A[i][j] = 10 i + j, 2 x 3, stored column by column. */
     const double column_major[6] = {0, 10, 1, 11, 2, 12};
-    write_npy_fixture(in_dir("f.npy"), 1,
-                      "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }\n", column_major,
-                      sizeof column_major);
     struct fmt_tensor t;
-    char err[512];
-    ck_assert_msg(fmt_read_npy(in_dir("f.npy"), &t, err, sizeof err) == 0, "%s", err);
+    read_npy_fixture("f.npy", 1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }\n",
+                     column_major, sizeof column_major, &t);
     ck_assert_int_eq(t.rank, 2);
     ck_assert_int_eq(t.shape[0], 2);
     ck_assert_int_eq(t.shape[1], 3);
@@ -337,10 +380,8 @@ START_TEST(test_npy_fortran_order_is_transposed_to_row_major)
         for (int j = 0; j < 3; j++)
             for (int i = 0; i < 2; i++)
                 fortran[n++] = 100 * i + 10 * j + k;
-    write_npy_fixture(in_dir("g.npy"), 1,
-                      "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3, 4), }\n", fortran,
-                      sizeof fortran);
-    ck_assert_msg(fmt_read_npy(in_dir("g.npy"), &t, err, sizeof err) == 0, "%s", err);
+    read_npy_fixture("g.npy", 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3, 4), }\n",
+                     fortran, sizeof fortran, &t);
     ck_assert_int_eq(t.rank, 3);
     for (int i = 0, n = 0; i < 2; i++)
         for (int j = 0; j < 3; j++)
@@ -354,12 +395,10 @@ START_TEST(test_npy_versions_2_and_3_are_read)
 {
     const float values[3] = {1.5f, -2.25f, 3e-39f};
     for (int major = 2; major <= 3; major++) {
-        write_npy_fixture(in_dir("v.npy"), major,
-                          "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }\n", values,
-                          sizeof values);
         struct fmt_tensor t;
-        char err[512];
-        ck_assert_msg(fmt_read_npy(in_dir("v.npy"), &t, err, sizeof err) == 0, "%s", err);
+        read_npy_fixture("v.npy", major,
+                         "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }\n", values,
+                         sizeof values, &t);
         ck_assert_int_eq(t.dtype, CLOPS_F32);
         ck_assert_int_eq(t.rank, 1);
         ck_assert_int_eq(t.shape[0], 3);
@@ -372,13 +411,11 @@ END_TEST
 START_TEST(test_npy_header_dict_parsed_in_any_spacing_and_order)
 {
     struct fmt_tensor t;
-    char err[512];
     const int32_t six[6] = {1, 2, 3, 4, 5, 6};
     /* Keys reordered, double quotes, spaces everywhere, trailing commas in tuple and dict. */
-    write_npy_fixture(in_dir("a.npy"), 1,
-                      "{ \"shape\" : ( 2 , 3 , ) ,'fortran_order':False,  'descr':'<i4' , }  \n",
-                      six, sizeof six);
-    ck_assert_msg(fmt_read_npy(in_dir("a.npy"), &t, err, sizeof err) == 0, "%s", err);
+    read_npy_fixture("a.npy", 1,
+                     "{ \"shape\" : ( 2 , 3 , ) ,'fortran_order':False,  'descr':'<i4' , }  \n",
+                     six, sizeof six, &t);
     ck_assert_int_eq(t.dtype, CLOPS_I32);
     ck_assert_int_eq(t.rank, 2);
     ck_assert_int_eq(t.shape[0], 2);
@@ -387,19 +424,16 @@ START_TEST(test_npy_header_dict_parsed_in_any_spacing_and_order)
     fmt_tensor_free(&t);
 
     /* No trailing comma; Python 2 longs. */
-    write_npy_fixture(in_dir("b.npy"), 1,
-                      "{'descr': '<i4', 'fortran_order': False, 'shape': (3L, 2L)}", six,
-                      sizeof six);
-    ck_assert_msg(fmt_read_npy(in_dir("b.npy"), &t, err, sizeof err) == 0, "%s", err);
+    read_npy_fixture("b.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3L, 2L)}", six,
+                     sizeof six, &t);
     ck_assert_int_eq(t.shape[0], 3);
     ck_assert_int_eq(t.shape[1], 2);
     fmt_tensor_free(&t);
 
     /* A 0-d array is one element of rank 1. */
     const double pi = 3.14159;
-    write_npy_fixture(in_dir("c.npy"), 1,
-                      "{'descr': '<f8', 'fortran_order': False, 'shape': (), }\n", &pi, sizeof pi);
-    ck_assert_msg(fmt_read_npy(in_dir("c.npy"), &t, err, sizeof err) == 0, "%s", err);
+    read_npy_fixture("c.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }\n", &pi,
+                     sizeof pi, &t);
     ck_assert_int_eq(t.rank, 1);
     ck_assert_int_eq(t.shape[0], 1);
     ck_assert_double_eq(*(double *)t.data, pi);
@@ -407,10 +441,8 @@ START_TEST(test_npy_header_dict_parsed_in_any_spacing_and_order)
 
     /* u8 and i64 descrs. */
     const uint8_t bytes[5] = {0, 1, 127, 128, 255};
-    write_npy_fixture(in_dir("d.npy"), 1,
-                      "{'descr': '|u1', 'fortran_order': False, 'shape': (5,), }", bytes,
-                      sizeof bytes);
-    ck_assert_msg(fmt_read_npy(in_dir("d.npy"), &t, err, sizeof err) == 0, "%s", err);
+    read_npy_fixture("d.npy", 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (5,), }", bytes,
+                     sizeof bytes, &t);
     ck_assert_int_eq(t.dtype, CLOPS_U8);
     ck_assert_mem_eq(t.data, bytes, sizeof bytes);
     fmt_tensor_free(&t);
@@ -424,10 +456,7 @@ static void expect_npy_error(const char *name, int major, const char *header, si
     void *data = calloc(1, data_size + 1);
     write_npy_fixture(in_dir(name), major, header, data, data_size);
     free(data);
-    struct fmt_tensor t;
-    char err[512] = "";
-    int rc = fmt_read_npy(in_dir(name), &t, err, sizeof err);
-    assert_failed(rc, &t, err, in_dir(name), expected);
+    expect_npy_read_error(name, expected);
 }
 
 START_TEST(test_npy_malformed_files_are_rejected_with_the_fault_named)
@@ -484,16 +513,12 @@ START_TEST(test_npy_malformed_files_are_rejected_with_the_fault_named)
 
     /* Wrong magic; a header length past the end of the file; a file shorter than the magic. */
     write_bytes(in_dir("magic.npy"), "\x93NUMPZ\x01\x00\x02\x00{}", 12);
-    assert_failed(fmt_read_npy(in_dir("magic.npy"), &t, err, sizeof err), &t, err,
-                  in_dir("magic.npy"), "not a NumPy file");
+    expect_npy_read_error("magic.npy", "not a NumPy file");
     write_bytes(in_dir("long.npy"), "\x93NUMPY\x01\x00\xff\x00{}", 12);
-    assert_failed(fmt_read_npy(in_dir("long.npy"), &t, err, sizeof err), &t, err,
-                  in_dir("long.npy"), "truncated: the header is 255 bytes long");
+    expect_npy_read_error("long.npy", "truncated: the header is 255 bytes long");
     write_bytes(in_dir("short.npy"), "\x93NUM", 4);
-    assert_failed(fmt_read_npy(in_dir("short.npy"), &t, err, sizeof err), &t, err,
-                  in_dir("short.npy"), "not a NumPy file");
-    assert_failed(fmt_read_npy(in_dir("missing.npy"), &t, err, sizeof err), &t, err,
-                  in_dir("missing.npy"), "cannot open");
+    expect_npy_read_error("short.npy", "not a NumPy file");
+    expect_npy_read_error("missing.npy", "cannot open");
 }
 END_TEST
 
@@ -515,17 +540,12 @@ END_TEST
 START_TEST(test_read_npy_checks_the_wanted_dtype)
 {
     const int64_t shape[1] = {4};
-    struct fmt_tensor t = random_tensor(CLOPS_F64, 1, shape, 0), back;
+    struct fmt_tensor t = random_tensor(CLOPS_F64, 1, shape, 0);
     char err[512];
     ck_assert_int_eq(fmt_write(in_dir("d.npy"), &t, err, sizeof err), 0);
-    ck_assert_msg(fmt_read(in_dir("d.npy"), 0, 0, NULL, &back, err, sizeof err) == 0, "%s", err);
-    assert_same(&back, &t, "dtype 0");
-    fmt_tensor_free(&back);
-    ck_assert_msg(fmt_read(in_dir("d.npy"), CLOPS_F64, 0, NULL, &back, err, sizeof err) == 0, "%s",
-                  err);
-    fmt_tensor_free(&back);
-    assert_failed(fmt_read(in_dir("d.npy"), CLOPS_F32, 0, NULL, &back, err, sizeof err), &back, err,
-                  in_dir("d.npy"), "holds f64 but f32 is wanted");
+    expect_reads_back(in_dir("d.npy"), 0, &t, "dtype 0");
+    expect_reads_back(in_dir("d.npy"), CLOPS_F64, &t, "dtype f64");
+    expect_read_error("d.npy", CLOPS_F32, "holds f64 but f32 is wanted");
     fmt_tensor_free(&t);
 }
 END_TEST
@@ -673,10 +693,17 @@ static void expect_mtx_error(const char *text, int32_t dtype, const char *expect
     assert_failed(rc, &t, err, in_dir("b.mtx"), want);
 }
 
+/* expect_mtx_error for a general real coordinate file (its banner, a comment line, then `rest`)
+ * read as f64. */
+static void expect_coordinate_error(const char *rest, const char *expected)
+{
+    char text[512];
+    snprintf(text, sizeof text, "%%%%MatrixMarket matrix coordinate real general\n%% c\n%s", rest);
+    expect_mtx_error(text, CLOPS_F64, expected);
+}
+
 START_TEST(test_mtx_malformed_files_name_the_line)
 {
-    const char *coord = "%%MatrixMarket matrix coordinate real general\n% c\n";
-    char text[512];
     expect_mtx_error("hello\n1 1\n1\n", CLOPS_F64, ":1: bad banner: expected '%%MatrixMarket");
     expect_mtx_error("", CLOPS_F64, ":1: bad banner");
     expect_mtx_error("%%MatrixMarket matrix sparse real general\n", CLOPS_F64,
@@ -689,28 +716,19 @@ START_TEST(test_mtx_malformed_files_name_the_line)
                      ":1: bad banner: the pattern field needs the coordinate format");
     expect_mtx_error("%%MatrixMarket matrix array real general\n1 1\n1\n", CLOPS_I32,
                      ":1: a real matrix cannot be read as i32");
-    snprintf(text, sizeof text, "%s3 3\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":3: expected 3 entries ('rows cols nonzeros'), found 2");
-    snprintf(text, sizeof text, "%s3 x 1\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":3: bad size line: 'x' is not a non-negative integer");
-    snprintf(text, sizeof text, "%s", coord);
-    expect_mtx_error(text, CLOPS_F64, ":2: no size line");
-    snprintf(text, sizeof text, "%s3 3 4\n1 1 1\n2 2 2\n3 3 3\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":3: the size line announces 4 entries but the file has 3");
-    snprintf(text, sizeof text, "%s3 3 2\n1 1 1\n2 2 2\n\n3 3 3\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":7: more entries than the 2 announced on line 3");
-    snprintf(text, sizeof text, "%s3 3 2\n1 1 1\n7 2 2\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":5: row index 7 out of range 1..3");
-    snprintf(text, sizeof text, "%s3 3 2\n1 0 1\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":4: column index 0 out of range 1..3");
-    snprintf(text, sizeof text, "%s3 3 2\n1 -1 1\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":4: column index '-1' is not a positive integer");
-    snprintf(text, sizeof text, "%s3 3 2\n1 1 abc\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":4: 'abc' is not a number");
-    snprintf(text, sizeof text, "%s3 3 2\n1 1 1.5x\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":4: '1.5x' is not a number");
-    snprintf(text, sizeof text, "%s3 3 2\n1 1\n", coord);
-    expect_mtx_error(text, CLOPS_F64, ":4: expected 3 entries ('row col value'), found 2");
+    expect_coordinate_error("3 3\n", ":3: expected 3 entries ('rows cols nonzeros'), found 2");
+    expect_coordinate_error("3 x 1\n", ":3: bad size line: 'x' is not a non-negative integer");
+    expect_coordinate_error("", ":2: no size line");
+    expect_coordinate_error("3 3 4\n1 1 1\n2 2 2\n3 3 3\n",
+                            ":3: the size line announces 4 entries but the file has 3");
+    expect_coordinate_error("3 3 2\n1 1 1\n2 2 2\n\n3 3 3\n",
+                            ":7: more entries than the 2 announced on line 3");
+    expect_coordinate_error("3 3 2\n1 1 1\n7 2 2\n", ":5: row index 7 out of range 1..3");
+    expect_coordinate_error("3 3 2\n1 0 1\n", ":4: column index 0 out of range 1..3");
+    expect_coordinate_error("3 3 2\n1 -1 1\n", ":4: column index '-1' is not a positive integer");
+    expect_coordinate_error("3 3 2\n1 1 abc\n", ":4: 'abc' is not a number");
+    expect_coordinate_error("3 3 2\n1 1 1.5x\n", ":4: '1.5x' is not a number");
+    expect_coordinate_error("3 3 2\n1 1\n", ":4: expected 3 entries ('row col value'), found 2");
     expect_mtx_error("%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 1.5\n",
                      CLOPS_I32, ":3: '1.5' is not an integer");
     expect_mtx_error("%%MatrixMarket matrix coordinate integer general\n1 1 2\n1 1 200\n1 1 100\n",
@@ -842,6 +860,8 @@ END_TEST
 
 /* ---- PNG ------------------------------------------------------------------------------------ */
 
+typedef int (*writer_fn)(const char *, const struct fmt_tensor *, char *, size_t);
+
 /* Reads the PNG with libpng's simplified API, checks its format (no conversion happens when
  * the requested format is the file's own) and returns its pixels. */
 static unsigned char *read_png(const char *path, uint32_t format, uint32_t width, uint32_t height)
@@ -859,42 +879,39 @@ static unsigned char *read_png(const char *path, uint32_t format, uint32_t width
     return pixels;
 }
 
-START_TEST(test_png_pixels_read_back_exactly)
+/* A random u8 image of `rank` (2: gray, 3: H x W x channels) written by `write` to `name` reads
+ * back through libpng in `format`, byte for byte. */
+static void expect_png_round_trip(writer_fn write, const char *name, int32_t rank,
+                                  const int64_t *shape, uint32_t format)
 {
     char err[512];
+    struct fmt_tensor t = random_tensor(CLOPS_U8, rank, shape, 0);
+    ck_assert_msg(write(in_dir(name), &t, err, sizeof err) == 0, "%s", err);
+    unsigned char *pixels = read_png(in_dir(name), format, (uint32_t)shape[1], (uint32_t)shape[0]);
+    ck_assert_mem_eq(pixels, t.data, (size_t)count_of(rank, shape));
+    free(pixels);
+    fmt_tensor_free(&t);
+}
+
+START_TEST(test_png_pixels_read_back_exactly)
+{
     const int64_t rgba_shape[3] = {5, 7, 4}, rgb_shape[3] = {4, 9, 3}, gray_shape[2] = {6, 3};
-    struct fmt_tensor rgba = random_tensor(CLOPS_U8, 3, rgba_shape, 0);
-    ck_assert_msg(fmt_write(in_dir("rgba.png"), &rgba, err, sizeof err) == 0, "%s", err);
-    unsigned char *pixels = read_png(in_dir("rgba.png"), PNG_FORMAT_RGBA, 7, 5);
-    ck_assert_mem_eq(pixels, rgba.data, 5 * 7 * 4);
-    free(pixels);
-
-    struct fmt_tensor rgb = random_tensor(CLOPS_U8, 3, rgb_shape, 0);
-    ck_assert_msg(fmt_write_png(in_dir("rgb.png"), &rgb, err, sizeof err) == 0, "%s", err);
-    pixels = read_png(in_dir("rgb.png"), PNG_FORMAT_RGB, 9, 4);
-    ck_assert_mem_eq(pixels, rgb.data, 4 * 9 * 3);
-    free(pixels);
-
-    struct fmt_tensor gray = random_tensor(CLOPS_U8, 2, gray_shape, 0);
-    ck_assert_msg(fmt_write_png(in_dir("gray.png"), &gray, err, sizeof err) == 0, "%s", err);
-    pixels = read_png(in_dir("gray.png"), PNG_FORMAT_GRAY, 3, 6);
-    ck_assert_mem_eq(pixels, gray.data, 6 * 3);
-    free(pixels);
+    expect_png_round_trip(fmt_write, "rgba.png", 3, rgba_shape, PNG_FORMAT_RGBA);
+    expect_png_round_trip(fmt_write_png, "rgb.png", 3, rgb_shape, PNG_FORMAT_RGB);
+    expect_png_round_trip(fmt_write_png, "gray.png", 2, gray_shape, PNG_FORMAT_GRAY);
 
     /* u32 words: R in the low byte, A in the high byte. */
     const uint32_t words[6] = {0xff0000ffu, 0x80112233u, 0x00000000u,
                                0xffffffffu, 0x01020304u, 0xdeadbeefu};
     struct fmt_tensor packed = {
         .dtype = CLOPS_U32, .rank = 2, .shape = {2, 3}, .data = (void *)words};
+    char err[512];
     ck_assert_msg(fmt_write_png(in_dir("words.png"), &packed, err, sizeof err) == 0, "%s", err);
-    pixels = read_png(in_dir("words.png"), PNG_FORMAT_RGBA, 3, 2);
+    unsigned char *pixels = read_png(in_dir("words.png"), PNG_FORMAT_RGBA, 3, 2);
     for (int p = 0; p < 6; p++)
         for (int c = 0; c < 4; c++)
             ck_assert_uint_eq(pixels[4 * p + c], (words[p] >> (8 * c)) & 0xff);
     free(pixels);
-    fmt_tensor_free(&rgba);
-    fmt_tensor_free(&rgb);
-    fmt_tensor_free(&gray);
 }
 END_TEST
 
@@ -903,6 +920,14 @@ static void expect_write_error(int rc, const char *err, const char *path, const 
     ck_assert_msg(rc == -1, "%s: write succeeded; expected \"%s\"", path, expected);
     ck_assert_msg(strstr(err, path) != NULL, "message \"%s\" does not name %s", err, path);
     ck_assert_msg(strstr(err, expected) != NULL, "message \"%s\" lacks \"%s\"", err, expected);
+}
+
+/* Writing t to path with `write` fails as expect_write_error expects. */
+static void expect_write_fails(writer_fn write, const char *path, const struct fmt_tensor *t,
+                               const char *expected)
+{
+    char err[512] = "";
+    expect_write_error(write(path, t, err, sizeof err), err, path, expected);
 }
 
 START_TEST(test_png_rejects_other_shapes_and_dtypes_writing_nothing)
@@ -915,21 +940,17 @@ START_TEST(test_png_rejects_other_shapes_and_dtypes_writing_nothing)
         {.dtype = CLOPS_U8, .rank = 1, .shape = {4}, .data = zeros},
         {.dtype = CLOPS_U8, .rank = 4, .shape = {1, 2, 2, 4}, .data = zeros},
     };
-    char err[512], names[256];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        expect_write_error(fmt_write_png(in_dir("x.png"), &bad[i], err, sizeof err), err,
-                           in_dir("x.png"), "as PNG; expected u8 H x W x 4 (RGBA)");
+        expect_write_fails(fmt_write_png, in_dir("x.png"), &bad[i],
+                           "as PNG; expected u8 H x W x 4 (RGBA)");
     const struct fmt_tensor empty = {.dtype = CLOPS_U8, .rank = 2, .shape = {0, 3}};
-    expect_write_error(fmt_write_png(in_dir("x.png"), &empty, err, sizeof err), err,
-                       in_dir("x.png"), "height and width must be 1 to 2^31 - 1");
-    list_dir(dir, names, sizeof names);
-    ck_assert_str_eq(names, "");
+    expect_write_fails(fmt_write_png, in_dir("x.png"), &empty,
+                       "height and width must be 1 to 2^31 - 1");
+    expect_listing(dir, "");
 }
 END_TEST
 
 /* ---- Atomic writes -------------------------------------------------------------------------- */
-
-typedef int (*writer_fn)(const char *, const struct fmt_tensor *, char *, size_t);
 
 START_TEST(test_failed_write_leaves_the_destination_and_no_temporary_file)
 {
@@ -967,8 +988,7 @@ START_TEST(test_failed_write_leaves_the_destination_and_no_temporary_file)
         list_dir(dir, names, sizeof names);
         ck_assert_msg(strstr(names, ".out") == NULL, "temporary file left: %s", names);
         remove(in_dir(cases[i].name));
-        list_dir(dir, names, sizeof names);
-        ck_assert_str_eq(names, "");
+        expect_listing(dir, "");
     }
     fmt_tensor_free(&f64);
     fmt_tensor_free(&rgba);
@@ -979,47 +999,33 @@ START_TEST(test_unwritable_destinations_fail_cleanly)
 {
     const int64_t shape[1] = {3};
     struct fmt_tensor t = random_tensor(CLOPS_F32, 1, shape, 0);
-    char err[512], names[512];
     /* A parent that is a regular file. */
     write_text(in_dir("file"), "x");
-    expect_write_error(fmt_write_npy(at(1, "file/t.npy"), &t, err, sizeof err), err,
-                       at(1, "file/t.npy"), "Not a directory");
-    expect_write_error(fmt_write_csv(at(1, "file/sub/t.csv"), &t, err, sizeof err), err,
-                       at(1, "file/sub/t.csv"), "cannot create directory");
+    expect_write_fails(fmt_write_npy, at(1, "file/t.npy"), &t, "Not a directory");
+    expect_write_fails(fmt_write_csv, at(1, "file/sub/t.csv"), &t, "cannot create directory");
     /* A destination that is a directory: the rename fails, the directory stays as it was. */
     ck_assert_int_eq(mkdir(in_dir("d.npy"), 0777), 0);
-    expect_write_error(fmt_write_npy(in_dir("d.npy"), &t, err, sizeof err), err, in_dir("d.npy"),
-                       "cannot rename");
-    list_dir(dir, names, sizeof names);
-    ck_assert_str_eq(names, "d.npy file");
-    list_dir(in_dir("d.npy"), names, sizeof names);
-    ck_assert_str_eq(names, "");
-    expect_write_error(fmt_write_npy(at(1, "d.npy/"), &t, err, sizeof err), err, at(1, "d.npy/"),
-                       "names a directory");
+    expect_write_fails(fmt_write_npy, in_dir("d.npy"), &t, "cannot rename");
+    expect_listing(dir, "d.npy file");
+    expect_listing(in_dir("d.npy"), "");
+    expect_write_fails(fmt_write_npy, at(1, "d.npy/"), &t, "names a directory");
     /* A directory without write permission (root writes anyway, so only for others). */
     if (geteuid() != 0) {
         ck_assert_int_eq(mkdir(in_dir("ro"), 0555), 0);
-        expect_write_error(fmt_write_npy(at(1, "ro/t.npy"), &t, err, sizeof err), err,
-                           at(1, "ro/t.npy"), "Permission denied");
-        list_dir(in_dir("ro"), names, sizeof names);
-        ck_assert_str_eq(names, "");
+        expect_write_fails(fmt_write_npy, at(1, "ro/t.npy"), &t, "Permission denied");
+        expect_listing(in_dir("ro"), "");
         chmod(in_dir("ro"), 0755);
     }
     /* Invalid tensors are refused before any file is made. */
     struct fmt_tensor rank0 = {.dtype = CLOPS_F32, .rank = 0, .data = t.data};
-    expect_write_error(fmt_write_npy(in_dir("z.npy"), &rank0, err, sizeof err), err,
-                       in_dir("z.npy"), "rank 0; expected 1 to 4");
+    expect_write_fails(fmt_write_npy, in_dir("z.npy"), &rank0, "rank 0; expected 1 to 4");
     struct fmt_tensor null = {.dtype = CLOPS_F32, .rank = 1, .shape = {3}};
-    expect_write_error(fmt_write_raw(in_dir("z.bin"), &null, err, sizeof err), err, in_dir("z.bin"),
-                       "its data is NULL");
+    expect_write_fails(fmt_write_raw, in_dir("z.bin"), &null, "its data is NULL");
     const int64_t cube[3] = {2, 2, 2};
     struct fmt_tensor rank3 = random_tensor(CLOPS_F64, 3, cube, 1);
-    expect_write_error(fmt_write_mtx(in_dir("z.mtx"), &rank3, err, sizeof err), err,
-                       in_dir("z.mtx"), "the tensor has rank 3");
-    expect_write_error(fmt_write(in_dir("z.dat"), &t, err, sizeof err), err, in_dir("z.dat"),
-                       "unknown file format");
-    list_dir(dir, names, sizeof names);
-    ck_assert_str_eq(names, geteuid() != 0 ? "d.npy file ro" : "d.npy file");
+    expect_write_fails(fmt_write_mtx, in_dir("z.mtx"), &rank3, "the tensor has rank 3");
+    expect_write_fails(fmt_write, in_dir("z.dat"), &t, "unknown file format");
+    expect_listing(dir, geteuid() != 0 ? "d.npy file ro" : "d.npy file");
     fmt_tensor_free(&rank3);
     fmt_tensor_free(&t);
 }
@@ -1029,30 +1035,23 @@ START_TEST(test_write_creates_parents_and_replaces_with_umask_mode)
 {
     umask(027);
     const int64_t shape[2] = {2, 2};
-    struct fmt_tensor t = random_tensor(CLOPS_I64, 2, shape, 0), back;
-    char err[512], names[512];
+    struct fmt_tensor t = random_tensor(CLOPS_I64, 2, shape, 0);
+    char err[512];
     const char *path = at(1, "a/b/c/t.npy");
     write_text(in_dir("old.npy"), "old");
     ck_assert_msg(fmt_write(path, &t, err, sizeof err) == 0, "%s", err);
     ck_assert_msg(fmt_write(in_dir("old.npy"), &t, err, sizeof err) == 0, "%s", err);
-    ck_assert_int_eq(fmt_read(path, 0, 0, NULL, &back, err, sizeof err), 0);
-    assert_same(&back, &t, "nested");
-    fmt_tensor_free(&back);
-    ck_assert_int_eq(fmt_read(in_dir("old.npy"), 0, 0, NULL, &back, err, sizeof err), 0);
-    assert_same(&back, &t, "replaced");
-    fmt_tensor_free(&back);
+    expect_reads_back(path, 0, &t, "nested");
+    expect_reads_back(in_dir("old.npy"), 0, &t, "replaced");
     struct stat st;
     ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_uint_eq(st.st_mode & 0777, 0640);
-    list_dir(at(2, "a/b/c"), names, sizeof names);
-    ck_assert_str_eq(names, "t.npy");
-    list_dir(dir, names, sizeof names);
-    ck_assert_str_eq(names, "a old.npy");
+    expect_listing(at(2, "a/b/c"), "t.npy");
+    expect_listing(dir, "a old.npy");
     /* A relative path with no directory part. */
     ck_assert_int_eq(chdir(dir), 0);
     ck_assert_msg(fmt_write("here.csv", &t, err, sizeof err) == 0, "%s", err);
-    list_dir(".", names, sizeof names);
-    ck_assert_str_eq(names, "a here.csv old.npy");
+    expect_listing(".", "a here.csv old.npy");
     fmt_tensor_free(&t);
 }
 END_TEST
@@ -1074,12 +1073,8 @@ START_TEST(test_kind_from_extension_ignoring_case)
     ck_assert_str_eq(fmt_kind_name(FMT_MTX), "mtx");
     ck_assert_str_eq(fmt_kind_name(FMT_RAW), "raw");
     ck_assert_str_eq(fmt_kind_name(FMT_UNKNOWN), "unknown");
-    struct fmt_tensor t;
-    char err[512];
-    assert_failed(fmt_read(in_dir("x.csv"), CLOPS_F32, 0, NULL, &t, err, sizeof err), &t, err,
-                  in_dir("x.csv"), "reading csv files is not supported");
-    assert_failed(fmt_read(in_dir("x.txt"), CLOPS_F32, 0, NULL, &t, err, sizeof err), &t, err,
-                  in_dir("x.txt"), "unknown file format");
+    expect_read_error("x.csv", CLOPS_F32, "reading csv files is not supported");
+    expect_read_error("x.txt", CLOPS_F32, "unknown file format");
 }
 END_TEST
 
