@@ -1,6 +1,8 @@
 /* check_outputs.c — reads the files a pipeline wrote and checks their contents, for the ctest
  * cases of hosts/cli/CMakeLists.txt. Checks are separated by "--":
- *     png FILE CX CY SCALE MAX_ITERATIONS f32|f64   every pixel against the scalar reference
+ *     png FILE CX CY SCALE MAX_ITERATIONS f32|f64 [HEIGHT WIDTH]
+ *                                                   every pixel against the scalar reference
+ *                                                   (and the image's size)
  *     sequence FILE.npy START STEP TOLERANCE        x[k] = START + k STEP (row-major)
  *     shape FILE.npy EXTENT...                      the file's shape
  *     same FILE.npy FILE.csv                        the CSV holds the same numbers, exactly
@@ -52,8 +54,9 @@ static int read_npy(const char *path, struct fmt_tensor *t)
 
 static int check_png(char **a, int n)
 {
-    if (n != 6)
-        return fail("png needs FILE CX CY SCALE MAX_ITERATIONS PRECISION%s%s", "", "");
+    if (n != 6 && n != 8)
+        return fail("png needs FILE CX CY SCALE MAX_ITERATIONS PRECISION [HEIGHT WIDTH]%s%s", "",
+                    "");
     png_image image = {.version = PNG_IMAGE_VERSION};
     if (!png_image_begin_read_from_file(&image, a[0]))
         return fail("%s: %s", a[0], image.message);
@@ -75,6 +78,8 @@ static int check_png(char **a, int n)
     free(rgba);
     printf("png %s: %lldx%lld, %lld pixels differ from the reference\n", a[0], (long long)h,
            (long long)w, (long long)wrong);
+    if (n == 8 && (h != strtoll(a[6], NULL, 10) || w != strtoll(a[7], NULL, 10)))
+        return fail("%s: the image is not %s", a[0], "HEIGHT x WIDTH as expected");
     return wrong != 0;
 }
 
