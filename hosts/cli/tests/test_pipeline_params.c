@@ -171,23 +171,21 @@ START_TEST(test_values_become_libconfig_literals_or_string_text)
 }
 END_TEST
 
-static const char scanned[] =
-    "# a ${comment} is left alone\n"         /* 1 */
-    "params = { n = 4; };  // ${nor} this\n" /* 2 */
-    "tensors = ( { name = \"A\";\n"          /* 3 */
-    "  shape = [${n}, /* ${x} */ ${2*n}]; },\n" /* 4 */
-    "  { name = \"B\"; file = \"d/${s}-${n}.npy\"; } );\n" /* 5 */
-    "steps = ( { args = { alpha = ${tol}; }; } )\n"       /* 6 */
-    "outputs = ()\n";                                     /* 7 */
+static const char scanned[] = "# a ${comment} is left alone\n"                       /* 1 */
+                              "params = { n = 4; };  // ${nor} this\n"               /* 2 */
+                              "tensors = ( { name = \"A\";\n"                        /* 3 */
+                              "  shape = [${n}, /* ${x} */ ${2*n}]; },\n"            /* 4 */
+                              "  { name = \"B\"; file = \"d/${s}-${n}.npy\"; } );\n" /* 5 */
+                              "steps = ( { args = { alpha = ${tol}; }; } )\n"        /* 6 */
+                              "outputs = ()\n";                                      /* 7 */
 
 START_TEST(test_scan_finds_each_reference_with_its_line_and_setting)
 {
     struct pl_template t;
     int line = 0;
     char err[256];
-    ck_assert_int_eq(template_scan(&t, host_xstrdup(scanned), strlen(scanned), &line, err,
-                                   sizeof err),
-                     0);
+    ck_assert_int_eq(
+        template_scan(&t, host_xstrdup(scanned), strlen(scanned), &line, err, sizeof err), 0);
     static const struct {
         const char *expr, *key;
         int line, in_string;
@@ -243,9 +241,8 @@ START_TEST(test_scan_reports_what_libconfig_would_not_read)
         int line = 0;
         char err[256] = "";
         const char *text = cases[i].text;
-        ck_assert_int_eq(template_scan(&t, host_xstrdup(text), strlen(text), &line, err,
-                                       sizeof err),
-                         -1);
+        ck_assert_int_eq(
+            template_scan(&t, host_xstrdup(text), strlen(text), &line, err, sizeof err), -1);
         ck_assert_msg(strstr(err, cases[i].want) != NULL, "'%s': '%s' lacks '%s'", text, err,
                       cases[i].want);
         ck_assert_int_eq(line, cases[i].line);
@@ -376,7 +373,8 @@ START_TEST(test_output_names_carry_the_swept_values_safely)
     struct sweep strings = {host_xcalloc(3, sizeof *strings.axes), 3};
     strings.axes[0] = (struct sweep_axis){.param = 3, .count = 1};
     strings.axes[0].list = host_xcalloc(1, sizeof *strings.axes[0].list);
-    strings.axes[0].list[0] = (struct param_value){.type = PARAM_STRING, .s = host_xstrdup("a b/c:\"d")};
+    strings.axes[0].list[0] =
+        (struct param_value){.type = PARAM_STRING, .s = host_xstrdup("a b/c:\"d")};
     strings.axes[1] = (struct sweep_axis){.param = 2, .count = 1};
     strings.axes[1].from = (struct param_value){.type = PARAM_FLOAT, .d = 6.25e-6};
     strings.axes[2] = (struct sweep_axis){.param = 1, .count = 1};
