@@ -329,17 +329,8 @@ static int32_t copy_matrix(struct lu_ctx *ctx, int64_t rows, int64_t cols, cl_me
 {
     const cl_int r = (cl_int)rows, c = (cl_int)cols;
     const struct kernel_arg args[] = {
-        {sizeof r, &r},
-        {sizeof c, &c},
-        {sizeof(cl_mem), &src},
-        {sizeof(cl_long), &src_geom[0]},
-        {sizeof(cl_long), &src_geom[1]},
-        {sizeof(cl_long), &src_geom[2]},
-        {sizeof(cl_mem), &dst},
-        {sizeof(cl_long), &dst_geom[0]},
-        {sizeof(cl_long), &dst_geom[1]},
-        {sizeof(cl_long), &dst_geom[2]},
-    };
+        KARG(r),           KARG(c),   KARG(src),         KARG(src_geom[0]), KARG(src_geom[1]),
+        KARG(src_geom[2]), KARG(dst), KARG(dst_geom[0]), KARG(dst_geom[1]), KARG(dst_geom[2])};
     const size_t global[2] = {(size_t)cols, (size_t)rows};
     return run_kernel(ctx, ctx->copy, args, (cl_uint)(sizeof args / sizeof args[0]), 2, global,
                       NULL);
@@ -419,17 +410,8 @@ static int32_t laswp(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t skip
     const cl_int cols = (cl_int)m->cols, sb = (cl_int)skip_begin, sc = (cl_int)skip_count;
     const cl_int kb = (cl_int)k_begin, ke = (cl_int)k_end, rev = reverse;
     const struct kernel_arg args[] = {
-        {sizeof(cl_mem), &m->mem},
-        {sizeof off, &off},
-        {sizeof ld, &ld},
-        {sizeof cols, &cols},
-        {sizeof sb, &sb},
-        {sizeof sc, &sc},
-        {sizeof(cl_mem), &ctx->ipiv_mem},
-        {sizeof kb, &kb},
-        {sizeof ke, &ke},
-        {sizeof rev, &rev},
-    };
+        KARG(m->mem), KARG(off),           KARG(ld), KARG(cols), KARG(sb),
+        KARG(sc),     KARG(ctx->ipiv_mem), KARG(kb), KARG(ke),   KARG(rev)};
     const size_t global = (size_t)(m->cols - skip_count);
     return run_kernel(ctx, ctx->laswp, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
                       NULL);
@@ -469,11 +451,9 @@ static int32_t invert_diagonal_block(struct lu_ctx *ctx, const struct lu_matrix 
     const cl_long ti = lower ? si : -si, tk = lower ? sk : -sk;
     const cl_long v_off = lower ? 0 : last * (n + 1), vi = lower ? n : -n, vk = lower ? 1 : -1;
     const cl_int nn = (cl_int)n, u = unit;
-    const struct kernel_arg args[] = {
-        {sizeof nn, &nn}, {sizeof u, &u},   {sizeof(cl_mem), &m->mem},       {sizeof t_off, &t_off},
-        {sizeof ti, &ti}, {sizeof tk, &tk}, {sizeof(cl_mem), &ctx->inv_mem}, {sizeof v_off, &v_off},
-        {sizeof vi, &vi}, {sizeof vk, &vk},
-    };
+    const struct kernel_arg args[] = {KARG(nn), KARG(u),  KARG(m->mem),       KARG(t_off),
+                                      KARG(ti), KARG(tk), KARG(ctx->inv_mem), KARG(v_off),
+                                      KARG(vi), KARG(vk)};
     /* One work-group per column, of up to panel_wg work-items (a power of two). */
     size_t local = 1;
     while (local < (size_t)n && local < (size_t)ctx->panel_wg)
@@ -559,20 +539,18 @@ static int32_t set_panel_args(struct lu_ctx *ctx, cl_kernel kernel, const struct
     const cl_long off = a->offset + j * a->ld + j, ld = a->ld;
     const cl_int rows = (cl_int)(a->rows - j), nb = (cl_int)jb, row0 = (cl_int)j;
     const cl_int partial = pivoting == LU_PIVOTING_PARTIAL, info_at = (cl_int)mn;
-    const struct kernel_arg args[] = {
-        {sizeof(cl_mem), &a->mem},
-        {sizeof off, &off},
-        {sizeof ld, &ld},
-        {sizeof rows, &rows},
-        {sizeof nb, &nb},
-        {sizeof row0, &row0},
-        {sizeof(cl_mem), &ctx->ipiv_mem},
-        {sizeof info_at, &info_at},
-        {sizeof partial, &partial},
-        {sizeof(cl_mem), &ctx->part_v_mem},
-        {sizeof(cl_mem), &ctx->part_i_mem},
-        {sizeof(cl_mem), &counter},
-    };
+    const struct kernel_arg args[] = {KARG(a->mem),
+                                      KARG(off),
+                                      KARG(ld),
+                                      KARG(rows),
+                                      KARG(nb),
+                                      KARG(row0),
+                                      KARG(ctx->ipiv_mem),
+                                      KARG(info_at),
+                                      KARG(partial),
+                                      KARG(ctx->part_v_mem),
+                                      KARG(ctx->part_i_mem),
+                                      KARG(counter)};
     return pool_set_kernel_args(kernel, 0, args, (cl_uint)(sizeof args / sizeof args[0]), ctx->op);
 }
 enum { panel_common_args = 12 };
@@ -594,7 +572,7 @@ static int32_t factor_panel_resident(struct lu_ctx *ctx, const struct lu_matrix 
             return status;
     }
     const cl_int base = (cl_int)ctx->arrivals;
-    const struct kernel_arg args[] = {{sizeof base, &base}, {sizeof(cl_mem), &ctx->xrow_mem}};
+    const struct kernel_arg args[] = {KARG(base), KARG(ctx->xrow_mem)};
     status = set_panel_args(ctx, ctx->resident, a, j, jb, pivoting, mn, ctx->arrived_mem);
     if (status == CLOPS_OK)
         status = pool_set_kernel_args(ctx->resident, panel_common_args, args, 2, ctx->op);
@@ -625,7 +603,7 @@ static int32_t factor_panel(struct lu_ctx *ctx, const struct lu_matrix *a, int64
         groups = panel_groups_max;
     const size_t local = (size_t)ctx->panel_wg, global = (size_t)groups * local;
     for (cl_int k = 0; status == CLOPS_OK && k <= (cl_int)jb; k++) {
-        const struct kernel_arg arg = {sizeof k, &k};
+        const struct kernel_arg arg = KARG(k);
         status = pool_set_kernel_args(ctx->panel, panel_common_args, &arg, 1, ctx->op);
         if (status == CLOPS_OK)
             status = pool_enqueue_kernel(ctx->queue, ctx->panel, 1, &global, &local, ctx->op);

@@ -320,15 +320,9 @@ static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_co
         const cl_long4 strides = {{p->strides[0], p->strides[1], p->strides[2], p->strides[3]}};
         const cl_long off = sx->offset, n = p->n;
         const cl_int contiguous = p->contiguous;
-        const struct kernel_arg args[] = {
-            {sizeof(cl_mem), &sx->mem},
-            {sizeof off, &off},
-            {sizeof n, &n},
-            {sizeof shape, &shape},
-            {sizeof strides, &strides},
-            {sizeof contiguous, &contiguous},
-            {sizeof(cl_mem), &partials},
-        };
+        const struct kernel_arg args[] = {KARG(sx->mem), KARG(off),     KARG(n),
+                                          KARG(shape),   KARG(strides), KARG(contiguous),
+                                          KARG(partials)};
         status = create_kernel(pool, dev, p, t, "reduce_partial", &partial);
         if (status == CLOPS_OK)
             status = pool_set_kernel_args(partial, 0, args, sizeof args / sizeof args[0], op_name);
@@ -339,12 +333,8 @@ static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_co
     if (status == CLOPS_OK) {
         const cl_int count = (cl_int)groups;
         const cl_long out_off = so->offset;
-        const struct kernel_arg args[] = {
-            {sizeof(cl_mem), &partials},
-            {sizeof count, &count},
-            {sizeof(cl_mem), &so->mem},
-            {sizeof out_off, &out_off},
-        };
+        const struct kernel_arg args[] = {KARG(partials), KARG(count), KARG(so->mem),
+                                          KARG(out_off)};
         status = create_kernel(pool, dev, p, t, "reduce_final", &final);
         if (status == CLOPS_OK)
             status = pool_set_kernel_args(final, 0, args, sizeof args / sizeof args[0], op_name);
@@ -381,18 +371,8 @@ static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_com
     const cl_long off = sx->offset, rows = p->rows, len = p->len, rs = p->row_stride,
                   es = p->elem_stride, out_off = so->offset, out_stride = p->out->strides[0];
     const struct kernel_arg args[] = {
-        {sizeof(cl_mem), &sx->mem},
-        {sizeof off, &off},
-        {sizeof rows, &rows},
-        {sizeof len, &len},
-        {sizeof rs, &rs},
-        {sizeof es, &es},
-        {sizeof ny, &ny},
-        {sizeof lanes_fast, &lanes_fast},
-        {sizeof(cl_mem), &so->mem},
-        {sizeof out_off, &out_off},
-        {sizeof out_stride, &out_stride},
-    };
+        KARG(sx->mem), KARG(off),        KARG(rows),    KARG(len),     KARG(rs),        KARG(es),
+        KARG(ny),      KARG(lanes_fast), KARG(so->mem), KARG(out_off), KARG(out_stride)};
     cl_kernel kernel = NULL;
     int32_t status = create_kernel(pool, dev, p, t, "reduce_axis", &kernel);
     if (status == CLOPS_OK)

@@ -247,30 +247,10 @@ static int32_t launch(struct clops_pool *pool, struct pool_device *dev, cl_comma
     const cl_int x_i_fast = p->m > 1 && (p->n == 1 || p->xm < p->xn);
     const cl_int y_i_fast = p->m > 1 && (p->n == 1 || p->ym < p->yn);
     const struct kernel_arg out_of_place[] = {
-        {sizeof(cl_mem), &sx->mem},
-        {sizeof x_off, &x_off},
-        {sizeof xb, &xb},
-        {sizeof xm, &xm},
-        {sizeof xn, &xn},
-        {sizeof(cl_mem), &sy->mem},
-        {sizeof y_off, &y_off},
-        {sizeof yb, &yb},
-        {sizeof yn, &yn},
-        {sizeof ym, &ym},
-        {sizeof m, &m},
-        {sizeof n, &n},
-        {sizeof x_i_fast, &x_i_fast},
-        {sizeof y_i_fast, &y_i_fast},
-    };
-    const struct kernel_arg in_place[] = {
-        {sizeof(cl_mem), &sx->mem},
-        {sizeof x_off, &x_off},
-        {sizeof xb, &xb},
-        {sizeof xm, &xm},
-        {sizeof xn, &xn},
-        {sizeof n, &n},
-        {sizeof x_i_fast, &x_i_fast},
-    };
+        KARG(sx->mem), KARG(x_off), KARG(xb), KARG(xm), KARG(xn), KARG(sy->mem),  KARG(y_off),
+        KARG(yb),      KARG(yn),    KARG(ym), KARG(m),  KARG(n),  KARG(x_i_fast), KARG(y_i_fast)};
+    const struct kernel_arg in_place[] = {KARG(sx->mem), KARG(x_off), KARG(xb),      KARG(xm),
+                                          KARG(xn),      KARG(n),     KARG(x_i_fast)};
     const int64_t tn = tile_count(p->n, t->tile), tm = tile_count(p->m, t->tile);
     size_t local[3] = {(size_t)t->tile, (size_t)t->rows, 1};
     size_t global[3] = {(size_t)(tn * t->tile), (size_t)(tm * t->rows), (size_t)p->batch};
