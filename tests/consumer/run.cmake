@@ -37,16 +37,23 @@ function(expect program regex)
   message(STATUS "${program}: ${step_output}")
 endfunction()
 
-# The README's C program, exactly as the README shows it.
-file(READ ${SOURCE_DIR}/README.md readme)
-string(FIND "${readme}" "## A tour of the API" at)
-string(SUBSTRING "${readme}" ${at} -1 readme)
-string(FIND "${readme}" "```c\n" begin)
-math(EXPR begin "${begin} + 5")
-string(SUBSTRING "${readme}" ${begin} -1 tour)
-string(FIND "${tour}" "\n```" end)
-string(SUBSTRING "${tour}" 0 ${end} tour)
-file(WRITE ${WORK}/tour.c "${tour}\n")
+# Writes to OUT the first ```LANG block of the Markdown file DOC that follows the line AFTER:
+# a program exactly as the documentation shows it.
+function(code_block doc after lang out)
+  file(READ ${doc} text)
+  string(FIND "${text}" "${after}" at)
+  string(SUBSTRING "${text}" ${at} -1 text)
+  string(FIND "${text}" "```${lang}\n" begin)
+  string(LENGTH "```${lang}\n" fence)
+  math(EXPR begin "${begin} + ${fence}")
+  string(SUBSTRING "${text}" ${begin} -1 text)
+  string(FIND "${text}" "\n```" end)
+  string(SUBSTRING "${text}" 0 ${end} text)
+  file(WRITE ${out} "${text}\n")
+endfunction()
+
+# The README's C program.
+code_block(${SOURCE_DIR}/README.md "## A tour of the API" c ${WORK}/tour.c)
 
 set(tour_c "C = \\[8 10; 20 22\\]")
 set(tour_cpp "C = \\[4 5; 10 11\\]")
@@ -131,13 +138,7 @@ endif()
 # Fortran: the README's example program, compiled with the installed module source as
 # README.md's "Installing" says; the module finds libclops.so.1 on the system's library path.
 if(MODE STREQUAL "system")
-  file(READ ${SOURCE_DIR}/hosts/fortran/README.md fortran_readme)
-  string(FIND "${fortran_readme}" "```fortran\n" begin)
-  math(EXPR begin "${begin} + 11")
-  string(SUBSTRING "${fortran_readme}" ${begin} -1 example)
-  string(FIND "${example}" "\n```" end)
-  string(SUBSTRING "${example}" 0 ${end} example)
-  file(WRITE ${WORK}/example.f90 "${example}\n")
+  code_block(${SOURCE_DIR}/hosts/fortran/README.md "## Fortran" fortran ${WORK}/example.f90)
   step("gfortran with the installed module" sh -c "cd ${WORK} && gfortran \
 $(pkg-config --variable=includedir clops)/clops/clops.f90 example.f90 -ldl -o example")
   expect(${WORK}/example "c\\(1,:\\) = +21\\.0+ +21\\.0+ +16\\.0+")

@@ -116,7 +116,9 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(got["library"], installed)
         self.assertIn("_install.py", got["origin"])
 
-    def test_a_named_library_that_fails_is_an_error(self):
+    def import_from_source(self, **env):
+        """`import clops` from the source tree (no _install.py) in a fresh process with `env`:
+        what it loaded and from where, or the LoadError's type, status and message."""
         code = """
 import json
 try:
@@ -127,11 +129,13 @@ except ImportError as e:
 else:
     print(json.dumps({"loaded": clops.library().path, "origin": clops.library().origin}))
 """
-        # libm loads but is no clops plugin; the source tree has no _install.py.
-        result = run([sys.executable, "-c", code], self.tmp, PYTHONPATH=SOURCE,
-                     CLOPS_LIBRARY="libm.so.6")
+        result = run([sys.executable, "-c", code], self.tmp, PYTHONPATH=SOURCE, **env)
         self.assertRan(result)
-        got = json.loads(result.stdout)
+        return json.loads(result.stdout)
+
+    def test_a_named_library_that_fails_is_an_error(self):
+        # libm loads but is no clops plugin.
+        got = self.import_from_source(CLOPS_LIBRARY="libm.so.6")
         # As every clops host: the library the user named, and no other, even where a
         # libclops.so.1 is installed.
         self.assertEqual((got["loaded"], got["type"], got["status"]), (None, "LoadError", 9))
@@ -140,22 +144,9 @@ else:
         self.assertNotIn("libclops.so.1 (", message)
 
     def test_load_error_lists_every_path_tried(self):
-        code = """
-import json
-try:
-    import clops
-except ImportError as e:
-    print(json.dumps({"loaded": None, "type": type(e).__name__, "status": e.status,
-                      "message": str(e)}))
-else:
-    print(json.dumps({"loaded": clops.library().path, "origin": clops.library().origin}))
-"""
         # No $CLOPS_LIBRARY and no _install.py (the source tree): libclops.so.1 from the search
         # path, which on a machine without an installed clops fails and is listed.
-        result = run([sys.executable, "-c", code], self.tmp, PYTHONPATH=SOURCE,
-                     CLOPS_LIBRARY=None)
-        self.assertRan(result)
-        got = json.loads(result.stdout)
+        got = self.import_from_source(CLOPS_LIBRARY=None)
         if got["loaded"] is not None:  # a libclops.so.1 is installed on this machine
             self.assertEqual(got["origin"], "the dynamic linker's search path")
             return
