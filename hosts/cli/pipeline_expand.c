@@ -4,6 +4,7 @@
 #include "pipeline_expand.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,49 +55,54 @@ static int is_name_char(char c)
     return is_name_start(c) || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
+/* The end of the comment that starts at `p`: `p` itself when none starts there, SIZE_MAX when
+ * it is not closed. The line breaks inside it are added to *lines. */
+static size_t comment_end(const char *text, size_t size, size_t p, int *lines)
+{
+    /* The text ends in a NUL: text[p + 1] is there. */
+    if (text[p] == '#' || (text[p] == '/' && text[p + 1] == '/')) {
+        while (p < size && text[p] != '\n')
+            p++;
+        return p;
+    }
+    if (text[p] != '/' || text[p + 1] != '*')
+        return p;
+    for (p += 2; p + 1 < size; p++) {
+        if (text[p] == '*' && text[p + 1] == '/')
+            return p + 2;
+        *lines += text[p] == '\n';
+    }
+    return SIZE_MAX;
+}
+
 /* Skips a comment at s->p, if one starts there: 1 skipped, 0 none, -1 unterminated. */
 static int skip_comment(struct scanner *s)
 {
-    const char *c = s->text + s->p;
-    if (c[0] == '#' || (c[0] == '/' && c[1] == '/')) {
-        while (s->p < s->size && s->text[s->p] != '\n')
-            s->p++;
-        return 1;
-    }
-    if (c[0] != '/' || c[1] != '*')
-        return 0;
     int line = s->line;
-    for (s->p += 2; s->p + 1 < s->size; s->p++) {
-        if (s->text[s->p] == '\n')
-            s->line++;
-        if (s->text[s->p] == '*' && s->text[s->p + 1] == '/') {
-            s->p += 2;
-            return 1;
-        }
-    }
-    return fail(s, line, "the comment '/*' is not closed");
+    size_t end = comment_end(s->text, s->size, s->p, &s->line);
+    if (end == SIZE_MAX)
+        return fail(s, line, "the comment '/*' is not closed");
+    int skipped = end != s->p;
+    s->p = end;
+    return skipped;
 }
 
 /* Whether the next thing after `p`, past blanks and comments, is '=' or ':' (a name is then a
- * setting's name, not a value such as true). Does not move the scanner. */
+ * setting's name, not a value such as true). */
 static int name_follows(const struct scanner *s, size_t p)
 {
-    struct scanner look = *s;
-    look.p = p;
-    int line = 0;
-    char err[8];
-    look.err_line = &line;
-    look.err = err;
-    look.err_size = sizeof err;
-    while (look.p < look.size) {
-        char c = look.text[look.p];
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f') {
-            look.p++;
+    int lines = 0;
+    while (p < s->size) {
+        size_t end = comment_end(s->text, s->size, p, &lines);
+        if (end == SIZE_MAX)
+            return 0;
+        if (end != p) {
+            p = end;
             continue;
         }
-        if (skip_comment(&look) != 0)
-            continue;
-        return c == '=' || c == ':';
+        if (strchr(" \t\r\n\f", s->text[p]) == NULL)
+            return s->text[p] == '=' || s->text[p] == ':';
+        p++;
     }
     return 0;
 }
@@ -111,7 +117,7 @@ static char *key_path(const struct scanner *s)
     *o = '\0';
     for (int i = 0; i <= s->depth; i++) {
         const struct frame *f = &s->frames[i];
-        if ((f->kind == '(' || f->kind == '[') && i > 0)
+        if (f->kind == '(' || f->kind == '[')
             o += sprintf(o, "[%d]", f->index);
         else if (f->key != NULL)
             o += sprintf(o, "%s%.*s", o == path ? "" : ".", (int)f->key_len, f->key);

@@ -549,42 +549,34 @@ static int run_steps(struct run *r)
     return CLI_OK;
 }
 
-/* One run: its pipeline loaded (validated before, with the same values), run on `pool`.
- * Returns an exit code; *fatal when no later run can do better (the pool cannot be made). */
-static int run_one(struct cli *cli, const struct run_options *options, const struct pl_source *src,
-                   const struct pl_run *values, struct run_pool *pool, int *fatal)
+/* One run's pipeline, run on `pool`. Returns an exit code; *fatal when no later run can do
+ * better (the pool cannot be made). */
+static int run_one(struct cli *cli, const struct run_options *options, struct pipeline *pl,
+                   struct run_pool *pool, int *fatal)
 {
-    struct pipeline pl;
-    struct run r = {.cli = cli, .options = options, .pl = &pl, .pool = pool};
-    if (values->label[0] != '\0')
-        snprintf(r.prefix, sizeof r.prefix, "run %lld (%s): ", (long long)values->index,
-                 values->label);
-    /* A file read while validating may have changed since. */
-    if (pipeline_load(&pl, src, values, cli->lib.api, 0) > 0) {
-        fprintf(stderr, "clops: %sthe pipeline is no longer valid; not run\n", r.prefix);
-        pipeline_free(&pl);
-        return CLI_CONFIG;
-    }
-    for (int i = 0; i < pl.tensor_count; i++)
-        generate(&pl.tensors[i]);
+    struct run r = {.cli = cli, .options = options, .pl = pl, .pool = pool};
+    if (pl->run->label[0] != '\0')
+        snprintf(r.prefix, sizeof r.prefix, "run %lld (%s): ", (long long)pl->run->index,
+                 pl->run->label);
+    for (int i = 0; i < pl->tensor_count; i++)
+        generate(&pl->tensors[i]);
     int code = take_pool(&r);
     *fatal = code != CLI_OK;
     if (code == CLI_OK) {
-        printf("Pipeline %s on %s (pool: %s)\n\n", pl.path, pool->device,
-               pl.pool_path != NULL ? pl.pool_path : "built-in defaults");
+        printf("Pipeline %s on %s (pool: %s)\n\n", pl->path, pool->device,
+               pl->pool_path != NULL ? pl->pool_path : "built-in defaults");
         fflush(stdout);
         code = upload_tensors(&r);
     }
     if (code == CLI_OK)
         code = run_steps(&r);
-    if (code == CLI_OK && pl.output_count > 0) {
+    if (code == CLI_OK && pl->output_count > 0) {
         putchar('\n');
         code = write_outputs(&r);
     }
     if (pool->pool != NULL && cli->verbose)
         print_pool_stats(&r);
     release_buffers(&r);
-    pipeline_free(&pl);
     return code;
 }
 
@@ -603,28 +595,57 @@ static void append_index(char *out, size_t size, int64_t listed, int64_t index)
     host_append(out, size, ", ", item);
 }
 
+/* A run and its pipeline, loaded. */
+struct loaded_run {
+    struct pl_run run;
+    struct pipeline pl; /* refers to `run` */
+    int held;           /* loaded, to be freed */
+};
+
+/* Loads run `index` into `lr` unless it holds it already; returns the number of problems. */
+static int load_run(const struct cli *cli, const struct pl_source *src, int64_t index,
+                    struct loaded_run *lr, int silent)
+{
+    if (lr->held)
+        return 0;
+    pipeline_source_run(src, index, &lr->run);
+    lr->held = 1;
+    return pipeline_load(&lr->pl, src, &lr->run, cli->lib.api, silent);
+}
+
+static void free_run(struct loaded_run *lr)
+{
+    if (lr->held) {
+        pipeline_free(&lr->pl);
+        pl_run_free(&lr->run);
+    }
+    lr->held = 0;
+}
+
 /* Every run is loaded and validated before the first one starts, so that a value that breaks
  * one run (a shape of 0, a division by zero) stops the sweep before it has spent anything. The
- * first invalid run's problems are printed; the others are counted. */
-static int validate_runs(const struct cli *cli, const struct pl_source *src)
+ * first invalid run's problems are printed; the others are counted. A sweep's runs are loaded
+ * again when they run (their input files read twice); a source of one run keeps its pipeline
+ * in `only`. */
+static int validate_runs(const struct cli *cli, const struct pl_source *src,
+                         struct loaded_run *only)
 {
     int64_t count = sweep_run_count(&src->sweep), invalid = 0, first = 0;
     int errors = 0, bad_set = 0;
     char indices[128] = "";
     for (int64_t i = 0; i < count && !bad_set; i++) {
-        struct pl_run run;
-        struct pipeline pl;
-        pipeline_source_run(src, i, &run);
-        int e = pipeline_load(&pl, src, &run, cli->lib.api, invalid > 0);
+        struct loaded_run fresh = {0};
+        struct loaded_run *lr = count == 1 ? only : &fresh;
+        int e = load_run(cli, src, i, lr, invalid > 0);
         if (e > 0 && invalid == 0) {
             errors = e;
             first = i;
-            bad_set = pl.bad_set;
+            bad_set = lr->pl.bad_set;
         }
         if (e > 0)
             append_index(indices, sizeof indices, invalid++, i);
-        pipeline_free(&pl);
-        pl_run_free(&run);
+        if (lr != only || e > 0)
+            free_run(lr);
     }
     if (invalid == 0)
         return CLI_OK;
@@ -662,7 +683,7 @@ static void run_cells(struct table *t, const struct pl_source *src, const struct
     table_row(t);
     table_cell(t, "%lld", (long long)run->index);
     for (int i = 0; i < src->sweep.axis_count; i++) {
-        char *text = param_value_text(&run->values[src->sweep.axes[i].param], 1);
+        char *text = sweep_value_text(&run->values[src->sweep.axes[i].param]);
         table_cell(t, "%s", text);
         free(text);
     }
@@ -682,7 +703,8 @@ static void print_order(const struct pl_source *src, int64_t count)
 }
 
 /* --dry-run: the plan of the first run, then, in a sweep, every run with its output files. */
-static int print_dry_run(const struct cli *cli, const struct pl_source *src, const char *output_dir)
+static int print_dry_run(const struct cli *cli, const struct pl_source *src,
+                         struct loaded_run *only, const char *output_dir)
 {
     int64_t count = sweep_run_count(&src->sweep);
     static const struct table_column outputs = {"outputs", TABLE_LEFT};
@@ -691,20 +713,18 @@ static int print_dry_run(const struct cli *cli, const struct pl_source *src, con
     struct table t;
     table_init(&t, columns, column_count);
     for (int64_t i = 0; i < count; i++) {
-        struct pl_run run;
-        struct pipeline pl;
-        pipeline_source_run(src, i, &run);
+        struct loaded_run fresh = {0};
+        struct loaded_run *lr = count == 1 ? only : &fresh;
         /* Valid when validate_runs looked, unless an input file has changed since. */
-        int valid = pipeline_load(&pl, src, &run, cli->lib.api, i > 0) == 0;
+        int valid = load_run(cli, src, i, lr, i > 0) == 0;
         if (i == 0 && valid)
-            print_plan(&pl, output_dir);
-        run_cells(&t, src, &run);
+            print_plan(&lr->pl, output_dir);
+        run_cells(&t, src, &lr->run);
         char names[2048] = "";
-        for (int o = 0; valid && o < pl.output_count; o++)
-            host_append(names, sizeof names, ", ", pl.outputs[o].name);
+        for (int o = 0; valid && o < lr->pl.output_count; o++)
+            host_append(names, sizeof names, ", ", lr->pl.outputs[o].name);
         table_cell(&t, "%s", names);
-        pipeline_free(&pl);
-        pl_run_free(&run);
+        free_run(lr);
     }
     if (src->sweep.axis_count > 0) {
         print_order(src, count);
@@ -768,7 +788,8 @@ static int print_sweep_outcome(const struct pl_source *src, const struct run_out
 /* Runs every run in order. A run that fails (a step, a check, an output) is reported with its
  * values and the next one runs; a pool that cannot be made stops the sweep, since no later run
  * could do better. */
-static int run_all(struct cli *cli, const struct pl_source *src, const struct run_options *options)
+static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_run *only,
+                   const struct run_options *options)
 {
     int64_t count = sweep_run_count(&src->sweep);
     int sweep = src->sweep.axis_count > 0;
@@ -778,16 +799,23 @@ static int run_all(struct cli *cli, const struct pl_source *src, const struct ru
     struct run_pool pool = {0};
     int code = CLI_OK;
     for (int64_t i = 0; i < count; i++) {
-        struct pl_run run;
-        pipeline_source_run(src, i, &run);
-        if (sweep)
-            printf("%sRun %lld (%s), %lld of %lld\n\n", i > 0 ? "\n" : "", (long long)i, run.label,
-                   (long long)i + 1, (long long)count);
-        int fatal = 0;
+        struct loaded_run fresh = {0};
+        struct loaded_run *lr = count == 1 ? only : &fresh;
         double start = host_now_ms();
-        outcomes[i].code = run_one(cli, options, src, &run, &pool, &fatal);
+        int fatal = 0;
+        /* Validated before with the same values: only an input file changed since fails now. */
+        if (load_run(cli, src, i, lr, 0) > 0) {
+            fprintf(stderr, "clops: run %lld: the pipeline is no longer valid; not run\n",
+                    (long long)i);
+            outcomes[i].code = CLI_CONFIG;
+        } else {
+            if (sweep)
+                printf("%sRun %lld (%s), %lld of %lld\n\n", i > 0 ? "\n" : "", (long long)i,
+                       lr->run.label, (long long)i + 1, (long long)count);
+            outcomes[i].code = run_one(cli, options, &lr->pl, &pool, &fatal);
+        }
         outcomes[i].ms = host_now_ms() - start;
-        pl_run_free(&run);
+        free_run(lr);
         code = code == CLI_OK ? outcomes[i].code : code;
         if (fatal)
             break;
@@ -812,11 +840,13 @@ int pipeline_run_file(struct cli *cli, const char *path, const struct run_option
                 errors == 1 ? "" : "s");
         code = CLI_CONFIG;
     }
+    struct loaded_run only = {0};
     if (code == CLI_OK)
-        code = validate_runs(cli, &src);
+        code = validate_runs(cli, &src, &only);
     if (code == CLI_OK)
-        code = options->dry_run ? print_dry_run(cli, &src, options->output_dir)
-                                : run_all(cli, &src, options);
+        code = options->dry_run ? print_dry_run(cli, &src, &only, options->output_dir)
+                                : run_all(cli, &src, &only, options);
+    free_run(&only);
     pipeline_source_free(&src);
     return code;
 }

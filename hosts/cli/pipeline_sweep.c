@@ -45,13 +45,19 @@ struct param_value *sweep_run_values(const struct sweep *s, const struct params 
     return values;
 }
 
+char *sweep_value_text(const struct param_value *v)
+{
+    /* A string quoted: it may hold ", ". */
+    return param_value_text(v, v->type == PARAM_STRING);
+}
+
 void sweep_run_label(const struct sweep *s, const struct params *p,
                      const struct param_value *values, char *out, size_t size)
 {
     out[0] = '\0';
     for (int i = 0; i < s->axis_count; i++) {
         int param = s->axes[i].param;
-        char *text = param_value_text(&values[param], 1);
+        char *text = sweep_value_text(&values[param]);
         char item[256];
         snprintf(item, sizeof item, "%s=%s", p->items[param].name, text);
         host_append(out, size, ", ", item);

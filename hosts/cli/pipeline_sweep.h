@@ -37,6 +37,9 @@ void sweep_axis_value(const struct sweep_axis *a, int64_t k, struct param_value 
 /* The values of run `run` (0 <= run < sweep_run_count): every param's value, the swept ones
  * replaced by the run's. Allocated: params_values_free(values, p->count). */
 struct param_value *sweep_run_values(const struct sweep *s, const struct params *p, int64_t run);
+/* A swept value as labels and tables show it: a number as in the file names (0.4, 2), a
+ * string quoted. Allocated. */
+char *sweep_value_text(const struct param_value *v);
 /* "n=64, zoom=3": the swept params and their values in a run (empty without axes). */
 void sweep_run_label(const struct sweep *s, const struct params *p,
                      const struct param_value *values, char *out, size_t size);
