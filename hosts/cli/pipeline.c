@@ -69,19 +69,12 @@ static void HOST_PRINTF(4, 0)
     fputc('\n', stderr);
 }
 
-static void HOST_PRINTF(3, 4) report_line(struct pipeline *pl, int line, const char *fmt, ...)
+static void HOST_PRINTF(4, 5)
+    report_line(struct pipeline *pl, int line, int with_keys, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    report_va(pl, line, 0, fmt, ap);
-    va_end(ap);
-}
-
-static void libconfig_error(struct pipeline *pl, int line, const char *text, ...)
-{
-    va_list ap;
-    va_start(ap, text);
-    report_va(pl, line, 1, text, ap);
+    report_va(pl, line, with_keys, fmt, ap);
     va_end(ap);
 }
 
@@ -877,7 +870,7 @@ static void apply_sets(struct pipeline *pl)
 
 static void expand_problem_reported(void *ctx, const struct pl_ref *ref, const char *problem)
 {
-    report_line(ctx, ref->line, "%s%s${%s}: %s", ref->key, ref->key[0] != '\0' ? ": " : "",
+    report_line(ctx, ref->line, 0, "%s%s${%s}: %s", ref->key, ref->key[0] != '\0' ? ": " : "",
                 ref->expr, problem);
 }
 
@@ -892,7 +885,7 @@ static int parse_run_text(struct pipeline *pl)
     int read_ok = config_read_string(&pl->config, text) == CONFIG_TRUE;
     free(text);
     if (!read_ok)
-        libconfig_error(pl, config_error_line(&pl->config), config_error_text(&pl->config));
+        report_line(pl, config_error_line(&pl->config), 1, "%s", config_error_text(&pl->config));
     return read_ok ? 0 : -1;
 }
 
