@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 #define CLOPS_ABI_MAJOR 1
-#define CLOPS_ABI_MINOR 2
+#define CLOPS_ABI_MINOR 3
 #define CLOPS_MAX_RANK 4
 
 /* True when the table `api` is large enough to hold `member`. */
@@ -296,6 +296,10 @@ struct clops_stats {
     int64_t calls;           /* operator calls, all operators */
     int64_t bytes_uploaded;
     int64_t bytes_downloaded;
+    /* ---- Appended in ABI 1.3 (a plugin fills what the host's struct_size holds) ---- */
+    int64_t build_ns; /* time spent building kernel programs: compiling them from source, or
+                         loading them from the on-disk cache (wall time, summed over threads):
+                         what a host subtracts from a first call to tell compilation from work */
 };
 
 struct clops_op_stats {

@@ -67,6 +67,7 @@ void pool_read_stats(const struct clops_pool *pool, struct clops_stats *out)
     out->struct_size = sizeof *out;
     out->programs_built = atomic_load(&pool->programs_built);
     out->programs_loaded = atomic_load(&pool->programs_loaded);
+    out->build_ns = atomic_load(&pool->build_ns);
     out->cache_rejected = atomic_load(&pool->cache_rejected);
     out->calls = atomic_load(&pool->calls);
     out->bytes_uploaded = atomic_load(&pool->bytes_uploaded);

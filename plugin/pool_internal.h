@@ -23,6 +23,7 @@ struct pool_device {
     struct clops_device_info info; /* struct_size = sizeof */
     int64_t max_alloc_bytes;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     size_t max_work_group;         /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    int32_t nv_compute_capability; /* NVIDIA's major * 10 + minor; 0: not NVIDIA, or unknown */
     int32_t index;                 /* in the pool */
     atomic_llong tasks, busy_ns;   /* clops_device_stats */
     /* Device memory accounting (pool_alloc_device_memory): the bytes clops may hold on this
@@ -50,6 +51,7 @@ struct clops_pool {
     pthread_mutex_t programs_lock;
     struct pool_program *programs;
     atomic_llong programs_built, programs_loaded, cache_rejected;
+    atomic_llong build_ns; /* time in timed_build (pool_programs.c) */
     atomic_llong calls, bytes_uploaded, bytes_downloaded;
     struct pool_op_counters *op_counters; /* registry_count() entries */
     pthread_mutex_t host_lock;            /* guards host_cache */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "file.h"
 #include "kernels.h"
@@ -185,6 +186,26 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
     return CLOPS_OK;
 }
 
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* build_program, its time (compiling, or loading a cached binary, failed or not) counted in the
+ * pool's build_ns: how hosts tell compilation apart from the run of a first call. */
+static int32_t timed_build(struct clops_pool *pool, const struct pool_device *dev,
+                           const char *op_name, const char *source_name, const char *options,
+                           int discard_cached, cl_program *out, int *from_cache)
+{
+    const int64_t start = monotonic_ns();
+    int32_t status =
+        build_program(pool, dev, op_name, source_name, options, discard_cached, out, from_cache);
+    atomic_fetch_add(&pool->build_ns, (long long)(monotonic_ns() - start));
+    return status;
+}
+
 /* The pool's program of `source_name` with `options` (before the configured ones) on `dev`,
  * built on first use. `stale`: a program built from a cached binary that then lacked a kernel;
  * if the pool still holds it, it is retired and the program rebuilt from source with its cache
@@ -215,10 +236,10 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
     if (p == NULL) {
         /* Builds hold the lock: a second thread wanting the same program waits for it instead
          * of compiling it twice. */
-        cl_program program;
+        cl_program program = NULL;
         int cached = 0;
         status =
-            build_program(pool, dev, op_name, source_name, full, discard_cached, &program, &cached);
+            timed_build(pool, dev, op_name, source_name, full, discard_cached, &program, &cached);
         if (status == CLOPS_OK) {
             p = calloc(1, sizeof *p);
             char *name = strdup(source_name), *opts = strdup(full);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -266,6 +267,32 @@ START_TEST(test_disabled_cache_always_builds)
 }
 END_TEST
 
+/* ABI 1.3's build_ns: the time the pool spent building programs, counted when a call compiles
+ * and not when it finds its program built; within the wall time of the calls that built. */
+START_TEST(test_build_time_is_counted_apart)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = tu_pool_from_string("cache = { enabled = false; };");
+    struct clops_stats s = {.struct_size = sizeof s};
+    ck_assert_int_eq(api->pool_stats(pool, &s), CLOPS_OK);
+    ck_assert_int_eq(s.build_ns, 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ck_assert_double_ge(checked_gemm(pool, 9, 1), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const int64_t wall = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    api->pool_stats(pool, &s);
+    ck_assert_int_eq(s.programs_built, 1);
+    ck_assert_int_gt(s.build_ns, 0);
+    ck_assert_int_le(s.build_ns, wall);
+    const int64_t built = s.build_ns;
+    ck_assert_double_ge(checked_gemm(pool, 9, 2), 0);
+    api->pool_stats(pool, &s);
+    ck_assert_int_eq(s.build_ns, built);
+    api->pool_release(pool);
+}
+END_TEST
+
 /* ---- Kernel override directory and build errors ------------------------------------------- */
 
 static void write_file(const char *path, const char *text)
@@ -339,6 +366,7 @@ int main(void)
         TU_TEST(test_stats_count_calls_and_device_time),
         TU_TEST(test_second_process_builds_nothing),
         TU_TEST(test_disabled_cache_always_builds),
+        TU_TEST(test_build_time_is_counted_apart),
         TU_TEST(test_build_failure_reports_the_log),
         TU_TEST(test_kernel_dir_override_is_used),
     };

@@ -64,6 +64,7 @@ static const int64_t layout[] = {
     AT(clops_stats, calls),
     AT(clops_stats, bytes_uploaded),
     AT(clops_stats, bytes_downloaded),
+    AT(clops_stats, build_ns),
     SIZE(clops_op_stats),
     AT(clops_op_stats, reserved),
     AT(clops_op_stats, name),

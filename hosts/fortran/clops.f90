@@ -16,7 +16,7 @@ module clops
     private
 
     ! ---- Constants of abi/clops.h -----------------------------------------------------------
-    integer(c_int32_t), parameter, public :: CLOPS_ABI_MAJOR = 1, CLOPS_ABI_MINOR = 2
+    integer(c_int32_t), parameter, public :: CLOPS_ABI_MAJOR = 1, CLOPS_ABI_MINOR = 3
     ! The element sizes of ABI 1.0 and 1.1, which did not state them.
     integer(c_int32_t), parameter, public :: CLOPS_PARAM_SIZE_1_1 = 40, CLOPS_ARG_SIZE_1_1 = 48
     integer, parameter, public :: CLOPS_MAX_RANK = 4
@@ -116,6 +116,7 @@ module clops
         integer(c_int64_t) :: calls
         integer(c_int64_t) :: bytes_uploaded
         integer(c_int64_t) :: bytes_downloaded
+        integer(c_int64_t) :: build_ns ! ABI 1.3
     end type
 
     type, bind(c), public :: clops_op_stats

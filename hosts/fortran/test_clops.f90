@@ -149,7 +149,7 @@ contains
         call put_offsets(out, count, c_loc(st), [c_loc(st%reserved), c_loc(st%programs_built), &
                             c_loc(st%programs_loaded), c_loc(st%cache_rejected), &
                             c_loc(st%calls), c_loc(st%bytes_uploaded), &
-                            c_loc(st%bytes_downloaded)])
+                            c_loc(st%bytes_downloaded), c_loc(st%build_ns)])
         call put_size(out, count, c_sizeof(os))
         call put_offsets(out, count, c_loc(os), [c_loc(os%reserved), c_loc(os%name), c_loc(os%calls), &
                             c_loc(os%failures), c_loc(os%device_ns)])

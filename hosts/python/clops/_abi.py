@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 ABI_MAJOR = 1
-ABI_MINOR = 2
+ABI_MINOR = 3
 # Element sizes of ABI 1.0 and 1.1, which did not state them (CLOPS_PARAM_SIZE_1_1, ..._ARG_...).
 PARAM_SIZE_1_1, ARG_SIZE_1_1 = 40, 48
 MAX_RANK = 4
@@ -85,7 +85,8 @@ class clops_device_info(Structure):
 class clops_stats(Structure):
     _fields_ = [("struct_size", c_uint32), ("reserved", c_int32), ("programs_built", c_int64),
                 ("programs_loaded", c_int64), ("cache_rejected", c_int64), ("calls", c_int64),
-                ("bytes_uploaded", c_int64), ("bytes_downloaded", c_int64)]
+                ("bytes_uploaded", c_int64), ("bytes_downloaded", c_int64),
+                ("build_ns", c_int64)]  # ABI 1.3
 
 
 class clops_op_stats(Structure):

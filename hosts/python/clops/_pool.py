@@ -67,7 +67,7 @@ class Pool:
 
     def stats(self):
         """The pool's counters (clops_stats): programs_built, programs_loaded, cache_rejected,
-        calls, bytes_uploaded, bytes_downloaded."""
+        calls, bytes_uploaded, bytes_downloaded, and (ABI 1.3) build_ns."""
         out = clops_stats(struct_size=ctypes.sizeof(clops_stats))
         self.lib.check(self.lib.api.pool_stats(self._live(), ctypes.byref(out)))
         return out
