@@ -138,6 +138,19 @@ function(check_options help section shared where)
   set(failures "${failures}" PARENT_SCOPE)
 endfunction()
 
+# One command's section of a page (`section`, empty when the page has none: a failure, `missing`)
+# names every option of its help, the output of the command line ARGN, or `shared` does; `where`
+# names the section in messages.
+function(check_command_section section shared missing where)
+  if(section STREQUAL "")
+    fail("${missing}")
+  else()
+    run_help(help ${ARGN})
+    check_options("${help}" "${section}" "${shared}" "${where}")
+  endif()
+  set(failures "${failures}" PARENT_SCOPE)
+endfunction()
+
 if(CLOPS_EXE)
   read_page(${MAN_DIR}/clops.1 page)
   page_section("${page}" ".SH OPTIONS" global_options)
@@ -152,13 +165,10 @@ if(CLOPS_EXE)
   endif()
   foreach(command IN LISTS commands)
     page_section("${page}" ".SS \"clops ${command}" section)
-    if(section STREQUAL "")
-      fail("clops.1 has no section .SS \"clops ${command} ...\" (clops --help lists it)")
-      continue()
-    endif()
-    run_help(command_help ${CLOPS_EXE} ${command} --help)
-    check_options("${command_help}" "${section}" "${global_options}"
-                  "clops.1 section 'clops ${command}' (clops ${command} --help)")
+    check_command_section("${section}" "${global_options}"
+      "clops.1 has no section .SS \"clops ${command} ...\" (clops --help lists it)"
+      "clops.1 section 'clops ${command}' (clops ${command} --help)"
+      ${CLOPS_EXE} ${command} --help)
   endforeach()
 
   help_block("${help}" "Environment:" block)
@@ -197,13 +207,10 @@ if(CLOPS_BENCH_EXE)
     if(section STREQUAL "")
       page_section("${page}" ".SS \"${area}" section)
     endif()
-    if(section STREQUAL "")
-      fail("clops-bench.1 has no section .SS ${area} (clops-bench --areas lists it)")
-      continue()
-    endif()
-    run_help(area_help ${CLOPS_BENCH_EXE} ${area} --help)
-    check_options("${area_help}" "${section}" "${common}"
-                  "clops-bench.1 section '${area}' (clops-bench ${area} --help)")
+    check_command_section("${section}" "${common}"
+      "clops-bench.1 has no section .SS ${area} (clops-bench --areas lists it)"
+      "clops-bench.1 section '${area}' (clops-bench ${area} --help)"
+      ${CLOPS_BENCH_EXE} ${area} --help)
   endforeach()
 endif()
 

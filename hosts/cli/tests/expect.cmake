@@ -4,6 +4,8 @@
 # one's); AFTER, a command (a list) that must then succeed, run in CLEAN, e.g. check_outputs
 # reading the files written; ABSENT, files that must not exist afterwards; MKFIFO, paths made
 # FIFOs (named pipes) first, for inputs that must be refused rather than block on.
+include(${CMAKE_CURRENT_LIST_DIR}/expect_run.cmake)
+
 if(CLEAN)
   file(REMOVE_RECURSE "${CLEAN}")
 endif()
@@ -14,16 +16,8 @@ foreach(fifo IN LISTS MKFIFO)
     message(FATAL_ERROR "mkfifo ${fifo} failed")
   endif()
 endforeach()
-execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-set(all "${out}${err}")
-string(REPLACE "\n" " " flat "${all}")
-if(NOT rc STREQUAL "${EXPECT_RC}")
-  message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT_RC}; output:\n${all}")
-endif()
-if(NOT flat MATCHES "${EXPECT_REGEX}")
-  message(FATAL_ERROR "output does not match '${EXPECT_REGEX}':\n${all}")
-endif()
-message(STATUS "exit code ${rc} as expected; output:\n${all}")
+expect_run(out all)
+message(STATUS "exit code ${EXPECT_RC} as expected; output:\n${all}")
 foreach(path IN LISTS ABSENT)
   if(EXISTS "${path}")
     message(FATAL_ERROR "${path} exists; the run must not write it")
