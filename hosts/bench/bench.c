@@ -591,7 +591,6 @@ int bench_gemm_main(int argc, char **argv)
         .name = "gemm",
         .help = help,
         .options = own_options,
-        .short_options = "s:bn",
         .default_reps = 5,
         .max_reps = 1000,
         .take = take_option,

@@ -4,6 +4,7 @@
 #include "bench_common.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -60,6 +61,14 @@ const char *bench_parse_sizes(const char *text, int64_t *sizes, int max, int *co
 /* --csv and --chart have no short spelling: values outside the characters' range. */
 enum { OPTION_CSV = 0x100, OPTION_CHART };
 
+static int count_options(const struct option *options)
+{
+    int count = 0;
+    while (options[count].name != NULL)
+        count++;
+    return count;
+}
+
 /* The area's long options followed by the shared ones; free() it. */
 static struct option *all_long_options(const struct option *own)
 {
@@ -72,12 +81,32 @@ static struct option *all_long_options(const struct option *own)
         {"chart", required_argument, NULL, OPTION_CHART},
     };
     enum { SHARED = (int)(sizeof shared / sizeof shared[0]) };
-    int count = 0;
-    while (own[count].name != NULL)
-        count++;
+    int count = count_options(own);
     struct option *all = host_xcalloc((size_t)(count + SHARED + 1), sizeof *all);
     memcpy(all, own, (size_t)count * sizeof *all);
     memcpy(all + count, shared, sizeof shared);
+    return all;
+}
+
+/* getopt's short options: ':' (a missing value is told apart from an unknown option), the
+ * area's own, spelled from its long options whose value is a character ({"sizes",
+ * required_argument, NULL, 's'} is "s:"), then the shared ones; free() it. */
+static char *all_short_options(const struct option *own)
+{
+    static const char shared[] = "r:c:vh";
+    int count = count_options(own);
+    char *all = host_xcalloc((size_t)(1 + 3 * count) + sizeof shared, 1), *end = all;
+    *end++ = ':';
+    for (int i = 0; i < count; i++) {
+        if (own[i].val <= 0 || own[i].val > UCHAR_MAX)
+            continue;
+        *end++ = (char)own[i].val;
+        if (own[i].has_arg != no_argument)
+            *end++ = ':';
+        if (own[i].has_arg == optional_argument)
+            *end++ = ':';
+    }
+    memcpy(end, shared, sizeof shared);
     return all;
 }
 
@@ -115,14 +144,14 @@ static int parse_options(int argc, char **argv, const struct bench_command_line 
                          struct bench_options *opt)
 {
     struct option *options = all_long_options(cl->options);
-    char short_options[64];
-    snprintf(short_options, sizeof short_options, ":%sr:c:vh", cl->short_options);
+    char *short_options = all_short_options(cl->options);
     *opt = (struct bench_options){.reps = cl->default_reps};
     opterr = 0;
     optind = 1;
     int c, code = -1;
     while (code < 0 && (c = getopt_long(argc, argv, short_options, options, NULL)) != -1)
         code = take_option(cl, opt, c, argv);
+    free(short_options);
     free(options);
     if (code < 0 && optind < argc)
         code = bench_usage_error(cl->program, "unexpected argument", argv[optind]);

@@ -50,11 +50,12 @@ struct bench_options {
 
 /* How an area reads its command line. */
 struct bench_command_line {
-    const char *program;          /* "clops-bench lu": starts each message, names --help */
-    const char *name;             /* "lu": the area column of its results */
-    const char *help;             /* what --help prints */
-    const struct option *options; /* the area's own long options, ending in {0} */
-    const char *short_options;    /* the area's own short options, in getopt's spelling */
+    const char *program; /* "clops-bench lu": starts each message, names --help */
+    const char *name;    /* "lu": the area column of its results */
+    const char *help;    /* what --help prints */
+    /* The area's own long options, ending in {0}; one whose value is a character is also
+     * spelled short with it (-s for {"sizes", required_argument, NULL, 's'}). */
+    const struct option *options;
     int default_reps, max_reps;
     const char *reps_error; /* a bad --reps' usage error; NULL: "--reps wants 1 to <max>, not" */
     /* Takes one of the area's own options into `area` (`arg` is NULL for a flag). Returns

@@ -377,7 +377,6 @@ int bench_lu_main(int argc, char **argv)
         .name = "lu",
         .help = help,
         .options = lu_own_options,
-        .short_options = "s:b",
         .default_reps = 3,
         .max_reps = 1000,
         .take = lu_take_option,

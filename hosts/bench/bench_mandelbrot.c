@@ -397,7 +397,6 @@ int bench_mandelbrot_main(int argc, char **argv)
         .name = "mandelbrot",
         .help = help,
         .options = own_options,
-        .short_options = "n:m:d:D:t:s",
         .default_reps = 3,
         .max_reps = MAX_REPS,
         .reps_error = "--reps: value out of range:",

@@ -497,7 +497,6 @@ int bench_memory_main(int argc, char **argv)
         .name = "memory",
         .help = help,
         .options = own_options,
-        .short_options = "n:t:",
         .default_reps = 20,
         .max_reps = 10000,
         .take = take_option,
