@@ -45,12 +45,25 @@ struct options {
     int64_t reduce_n, transpose_n; /* 0: the defaults */
 };
 
+struct bench;
+struct job;
+
+/* What every row of one operator shares. */
+struct operator_rows {
+    const char *op;                                 /* the table's operator column */
+    const char *n_unit;                             /* what a row's size counts: "elements" */
+    int32_t (*run)(struct bench *b, struct job *j); /* one call */
+    /* Checks what the first call left: 0 = ok, else prints why. */
+    int (*verify)(struct bench *b, struct job *j);
+    int32_t op_index; /* in op_at() numbering, for the device-time statistics */
+};
+
 struct bench {
     struct bench_session session; /* the shared options, the library, the pool and its device */
     struct options opt;
     clops_reduce_fn reduce;
     clops_transpose_fn transpose;
-    int32_t reduce_index, transpose_index; /* for pool_op_stats */
+    struct operator_rows reduce_rows, transpose_rows;
     struct table table;
     int failures;
 };
@@ -80,19 +93,17 @@ static const struct option own_options[] = {
 
 /* ---- one measured row ------------------------------------------------------------------------ */
 
-/* A row of the table: `run` makes one call; `verify` checks what the first call left (0 = ok,
- * else prints why); `bytes` is what one call must move through device memory. */
+/* A row of the table, `what` in its case column; `bytes` is what one call must move through
+ * device memory. */
 struct job {
-    const char *op, *what;
-    /* The row of the results file: what was timed ("reduce sum axis 1"), its size and what
-     * the size counts ("elements", "matrix order"). */
-    const char *label, *n_unit;
+    const struct operator_rows *kind;
+    const char *what;
+    /* The row of the results file: what was timed ("reduce sum axis 1") and its size, in
+     * kind->n_unit. */
+    const char *label;
     int64_t size;
     int32_t dtype;
     double bytes;
-    int32_t (*run)(struct bench *b, struct job *j);
-    int (*verify)(struct bench *b, struct job *j);
-    int32_t op_index; /* in op_at() numbering, for the device-time statistics */
     /* Operands. */
     struct clops_tensor x, out;
     void *host_x;
@@ -114,19 +125,19 @@ static int64_t device_ns(const struct bench *b, int32_t op_index)
 static void time_job(struct bench *b, struct job *j, double *wall_ms, double *dev_ms)
 {
     double *ms = host_xcalloc((size_t)b->session.opt.reps, sizeof *ms);
-    int64_t ns0 = device_ns(b, j->op_index);
+    int64_t ns0 = device_ns(b, j->kind->op_index);
     int ok = 1;
     for (int r = 0; r < b->session.opt.reps && ok; r++) {
         double start = host_now_ms();
-        ok = j->run(b, j) == CLOPS_OK;
+        ok = j->kind->run(b, j) == CLOPS_OK;
         ms[r] = host_now_ms() - start;
     }
     if (!ok)
-        bench_report_error(&b->session, j->op);
+        bench_report_error(&b->session, j->kind->op);
     if (ok)
         bench_sort(ms, b->session.opt.reps);
     *wall_ms = ok ? ms[b->session.opt.reps / 2] : NAN; /* the upper middle for an even R */
-    *dev_ms = (double)(device_ns(b, j->op_index) - ns0) / 1e6 / b->session.opt.reps;
+    *dev_ms = (double)(device_ns(b, j->kind->op_index) - ns0) / 1e6 / b->session.opt.reps;
     free(ms);
 }
 
@@ -134,16 +145,16 @@ static void measure(struct bench *b, struct job *j)
 {
     struct table *t = &b->table;
     table_row(t);
-    table_cell(t, "%s", j->op);
+    table_cell(t, "%s", j->kind->op);
     table_cell(t, "%s", j->what);
     table_cell(t, "%s", host_dtype_name(j->dtype));
-    if (j->run(b, j) != CLOPS_OK) {
-        bench_report_error(&b->session, j->op);
+    if (j->kind->run(b, j) != CLOPS_OK) {
+        bench_report_error(&b->session, j->kind->op);
         b->failures++;
         table_cell(t, "FAILED: the call failed");
         return;
     }
-    if (j->verify(b, j) != 0) {
+    if (j->kind->verify(b, j) != 0) {
         b->failures++;
         table_cell(t, "FAILED: wrong result (see stderr)");
         return;
@@ -156,7 +167,7 @@ static void measure(struct bench *b, struct job *j)
                                      .dtype = j->dtype,
                                      .impl = "clops",
                                      .n = j->size,
-                                     .n_unit = j->n_unit,
+                                     .n_unit = j->kind->n_unit,
                                      .ms = wall,
                                      .rate = j->bytes / (wall * 1e6),
                                      .unit = "GB/s",
@@ -289,6 +300,12 @@ static int verify_reduce_axis(struct bench *b, struct job *j)
     return rc;
 }
 
+/* A whole reduction (axis -1), or one along an axis. */
+static int verify_reduce(struct bench *b, struct job *j)
+{
+    return j->axis < 0 ? verify_reduce_whole(b, j) : verify_reduce_axis(b, j);
+}
+
 static void bench_reduce(struct bench *b, int64_t n)
 {
     float *host = host_xmalloc((size_t)n * sizeof *host);
@@ -310,16 +327,12 @@ static void bench_reduce(struct bench *b, int64_t n)
         snprintf(what[k], sizeof what[k], "%s, n = %lld", whole[k].what, (long long)n);
         snprintf(label[k], sizeof label[k], "reduce %s", whole[k].what);
         struct job j = {
-            .op = "reduce",
+            .kind = &b->reduce_rows,
             .what = what[k],
             .label = label[k],
-            .n_unit = "elements",
             .size = n,
             .dtype = CLOPS_F32,
             .bytes = 4.0 * (double)n,
-            .run = run_reduce,
-            .verify = verify_reduce_whole,
-            .op_index = b->reduce_index,
             .x = device_tensor(x, CLOPS_F32, 0, n),
             .out = device_tensor(out, whole[k].op == OP_ARGMAX ? CLOPS_I64 : CLOPS_F32, 0, 1),
             .host_x = host,
@@ -333,16 +346,12 @@ static void bench_reduce(struct bench *b, int64_t n)
         snprintf(axis_what[axis], sizeof axis_what[axis], "sum axis %d, %lldx%lld", axis,
                  (long long)rows, (long long)cols);
         snprintf(axis_label[axis], sizeof axis_label[axis], "reduce sum axis %d", axis);
-        struct job j = {.op = "reduce",
+        struct job j = {.kind = &b->reduce_rows,
                         .what = axis_what[axis],
                         .label = axis_label[axis],
-                        .n_unit = "elements",
                         .size = rows * cols,
                         .dtype = CLOPS_F32,
                         .bytes = 4.0 * (double)(rows * cols),
-                        .run = run_reduce,
-                        .verify = verify_reduce_axis,
-                        .op_index = b->reduce_index,
                         .x = device_tensor(x, CLOPS_F32, rows, cols),
                         .out = device_tensor(out, CLOPS_F32, 0, axis == 1 ? rows : cols),
                         .host_x = host,
@@ -403,16 +412,12 @@ static void bench_transpose(struct bench *b, int32_t dtype, int64_t n, int in_pl
     if (x == NULL || y == NULL) {
         b->failures++;
     } else {
-        struct job j = {.op = "transpose",
+        struct job j = {.kind = &b->transpose_rows,
                         .what = what,
                         .label = in_place ? "transpose in place" : "transpose",
-                        .n_unit = "matrix order",
                         .size = n,
                         .dtype = dtype,
                         .bytes = 2.0 * (double)bytes,
-                        .run = run_transpose,
-                        .verify = verify_transpose,
-                        .op_index = b->transpose_index,
                         .x = device_tensor(x, dtype, n, n),
                         .out = device_tensor(y, dtype, n, n),
                         .host_x = host,
@@ -455,8 +460,10 @@ static int find_ops(struct bench *b)
     }
     b->reduce = (clops_reduce_fn)reduce->entry;
     b->transpose = (clops_transpose_fn)transpose->entry;
-    b->reduce_index = api->op_index(reduce);
-    b->transpose_index = api->op_index(transpose);
+    b->reduce_rows = (struct operator_rows){"reduce", "elements", run_reduce, verify_reduce,
+                                            api->op_index(reduce)};
+    b->transpose_rows = (struct operator_rows){"transpose", "matrix order", run_transpose,
+                                               verify_transpose, api->op_index(transpose)};
     return BENCH_EXIT_OK;
 }
 
