@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "json.h"
+#include "cli_json.h"
 #include "table.h"
 #include "util.h"
 
@@ -182,48 +182,6 @@ static int text_width(void)
     return host_output_width(stdout, DEFAULT_TEXT_WIDTH);
 }
 
-/* The `schema` member every JSON output starts with, then the library that answered. */
-static void json_header(struct json_writer *w, const struct cli *cli, const char *schema)
-{
-    const struct clops_api *api = cli->lib.api;
-    json_key(w, "schema");
-    json_string(w, schema);
-    json_key(w, "libclops");
-    json_begin_object(w);
-    json_key(w, "version");
-    json_string(w, api->version());
-    json_key(w, "abi_major");
-    json_int(w, api->abi_major);
-    json_key(w, "abi_minor");
-    json_int(w, api->abi_minor);
-    json_key(w, "path");
-    json_string(w, cli->lib.path);
-    json_end_object(w);
-}
-
-static void json_member_string(struct json_writer *w, const char *key, const char *value)
-{
-    json_key(w, key);
-    json_string(w, value);
-}
-
-static void json_member_int(struct json_writer *w, const char *key, int64_t value)
-{
-    json_key(w, key);
-    json_int(w, value);
-}
-
-/* Ends a JSON output: its exit code, `code` when everything was written. */
-static int json_end(struct json_writer *w, int code)
-{
-    int status = json_finish(w);
-    if (status == JSON_OK)
-        return code;
-    fprintf(stderr, "clops: %s\n",
-            status == JSON_ERR_IO ? "cannot write the output" : "internal error: malformed JSON");
-    return CLI_FAILED;
-}
-
 /* ---- clops devices -------------------------------------------------------------------------- */
 
 static const char *device_type_name(int32_t type)
@@ -231,15 +189,6 @@ static const char *device_type_name(int32_t type)
     switch (type) {
     case CLOPS_DEVICE_GPU: return "GPU";
     case CLOPS_DEVICE_CPU: return "CPU";
-    default: return "other";
-    }
-}
-
-static const char *device_type_id(int32_t type)
-{
-    switch (type) {
-    case CLOPS_DEVICE_GPU: return "gpu";
-    case CLOPS_DEVICE_CPU: return "cpu";
     default: return "other";
     }
 }
@@ -378,24 +327,6 @@ static void print_pool_table(const struct clops_device_info *pool_devices, int32
     table_free(&t);
 }
 
-/* The members of a device's JSON object that devices_list and pool_device_info both fill. */
-static void json_device_members(struct json_writer *w, const struct clops_device_info *d)
-{
-    json_member_int(w, "platform_index", d->platform_index);
-    json_member_int(w, "device_index", d->device_index);
-    json_member_string(w, "platform", d->platform);
-    json_member_string(w, "type", device_type_id(d->type));
-    json_member_string(w, "name", d->name);
-    json_member_string(w, "vendor", d->vendor);
-    json_member_string(w, "driver_version", d->driver_version);
-    json_member_string(w, "opencl_version", d->opencl_version);
-    json_member_int(w, "compute_units", d->compute_units);
-    json_member_int(w, "global_mem_bytes", d->global_mem_bytes);
-    json_member_int(w, "local_mem_bytes", d->local_mem_bytes);
-    json_key(w, "fp64");
-    json_bool(w, d->fp64);
-}
-
 /* Why a pool could not be made: the library's status and message. */
 struct pool_failure {
     int32_t status;
@@ -443,12 +374,12 @@ static void print_devices_json(struct json_writer *w, const struct cli *cli,
                                int32_t pool_count, const struct pool_failure *why)
 {
     json_begin_object(w);
-    json_header(w, cli, "clops-devices/1");
+    cli_json_header(w, cli, "clops-devices/1");
     json_key(w, "devices");
     json_begin_array(w);
     for (int32_t i = 0; i < count; i++) {
         json_begin_object(w);
-        json_device_members(w, &infos[i]);
+        cli_json_device_members(w, &infos[i]);
         int index = pool_index_of(&infos[i], in_pool, in_pool != NULL ? pool_count : 0);
         json_key(w, "pool_device");
         if (index >= 0)
@@ -467,7 +398,7 @@ static void print_devices_json(struct json_writer *w, const struct cli *cli,
         for (int32_t i = 0; i < pool_count; i++) {
             json_begin_object(w);
             json_member_int(w, "index", i);
-            json_device_members(w, &in_pool[i]);
+            cli_json_device_members(w, &in_pool[i]);
             json_member_int(w, "queues", in_pool[i].queues);
             json_end_object(w);
         }
@@ -537,7 +468,7 @@ static int cmd_devices(struct cli *cli, int argc, char **argv)
         struct json_writer w;
         json_init(&w, stdout, JSON_PRETTY);
         print_devices_json(&w, cli, infos, count, options.config, in_pool, pool_count, &why);
-        code = json_end(&w, code);
+        code = cli_json_end(&w, code);
     } else {
         print_device_table(infos, count, in_pool, in_pool != NULL ? pool_count : 0);
         if (in_pool != NULL)
@@ -674,7 +605,7 @@ static int print_ops_json(const struct cli *cli, const struct clops_op *only)
     struct json_writer w;
     json_init(&w, stdout, JSON_PRETTY);
     json_begin_object(&w);
-    json_header(&w, cli, "clops-ops/1");
+    cli_json_header(&w, cli, "clops-ops/1");
     json_key(&w, "operators");
     json_begin_array(&w);
     for (int32_t i = 0; i < (only != NULL ? 1 : api->op_count()); i++) {
@@ -684,7 +615,7 @@ static int print_ops_json(const struct cli *cli, const struct clops_op *only)
     }
     json_end_array(&w);
     json_end_object(&w);
-    return json_end(&w, CLI_OK);
+    return cli_json_end(&w, CLI_OK);
 }
 
 static void take_ops_option(void *ctx, int c, char *arg)

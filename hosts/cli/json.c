@@ -274,6 +274,30 @@ void json_null(struct json_writer *w)
     value_written(w);
 }
 
+void json_member_string(struct json_writer *w, const char *key, const char *value)
+{
+    json_key(w, key);
+    json_string(w, value);
+}
+
+void json_member_int(struct json_writer *w, const char *key, int64_t value)
+{
+    json_key(w, key);
+    json_int(w, value);
+}
+
+void json_member_double(struct json_writer *w, const char *key, double value)
+{
+    json_key(w, key);
+    json_double(w, value);
+}
+
+void json_member_bool(struct json_writer *w, const char *key, int value)
+{
+    json_key(w, key);
+    json_bool(w, value);
+}
+
 int json_finish(struct json_writer *w)
 {
     if (w->status == JSON_OK && !w->done)

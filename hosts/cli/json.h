@@ -1,5 +1,6 @@
 /* json.h — a small streaming JSON writer for the `clops` command's machine-readable output
- * (`ops --json`, `devices --json`). No allocation, no dependency; one value per writer.
+ * (`ops --json`, `devices --json`, `run --json`). No allocation, no dependency; one value per
+ * writer.
  *
  * A document is written in order with calls that mirror its text:
  *
@@ -73,6 +74,12 @@ void json_int(struct json_writer *w, int64_t value);
 void json_double(struct json_writer *w, double value);
 void json_bool(struct json_writer *w, int value); /* true when non-zero */
 void json_null(struct json_writer *w);
+
+/* An object's member: json_key, then the value as above. */
+void json_member_string(struct json_writer *w, const char *key, const char *value);
+void json_member_int(struct json_writer *w, const char *key, int64_t value);
+void json_member_double(struct json_writer *w, const char *key, double value);
+void json_member_bool(struct json_writer *w, const char *key, int value);
 
 /* Ends the document with a newline and flushes. Returns JSON_OK when exactly one complete value
  * was written and the stream took every byte; else the first failure. */
