@@ -101,6 +101,14 @@ enum { CALL_PLAN_MAX = 1024 };
     .entry = (void (*)(void))_Generic(&(entry_fn), abi_fn : (entry_fn))
 /* clang-format on */
 
+/* An operator's call steps: its descriptor, the type of its plan, its check and enqueue steps,
+ * and the optional commit, release (NULL: none) and settings (NULL: none). */
+#define OP_IMPL(desc_, plan_type, check_, enqueue_, commit_, release_, settings_)                  \
+    {                                                                                              \
+        .desc = (desc_), .plan_size = sizeof(plan_type), .check = (check_), .enqueue = (enqueue_), \
+        .commit = (commit_), .release = (release_), .settings = (settings_)                        \
+    }
+
 /* Runs one call of the operator at `index` in the registry with `values` (its parameters in
  * the descriptor's order), through the whole lifecycle: what invoke() calls. */
 int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values);

@@ -125,12 +125,6 @@ static const struct clops_op op_lu_solve = {
     OP_DESCRIPTOR_FIELDS(lu_solve_params, lu_solve_entry, clops_lu_solve_fn),
 };
 
-const struct op_impl impl_lu_solve = {
-    .desc = &op_lu_solve,
-    .plan_size = sizeof(struct lu_call),
-    .check = lu_solve_check,
-    .enqueue = lu_solve_enqueue,
-    .commit = lu_solve_commit,
-    .release = lu_call_release,
-    .settings = &lu_settings,
-};
+const struct op_impl impl_lu_solve =
+    OP_IMPL(&op_lu_solve, struct lu_call, lu_solve_check, lu_solve_enqueue, lu_solve_commit,
+            lu_call_release, &lu_settings);

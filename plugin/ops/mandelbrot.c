@@ -841,11 +841,5 @@ static const struct clops_op op_mandelbrot = {
     OP_DESCRIPTOR_FIELDS(mandelbrot_params, mandelbrot_entry, clops_mandelbrot_fn),
 };
 
-const struct op_impl impl_mandelbrot = {
-    .desc = &op_mandelbrot,
-    .plan_size = sizeof(struct mandel_state),
-    .check = mandel_check,
-    .enqueue = mandel_enqueue,
-    .commit = mandel_commit,
-    .release = mandel_release,
-};
+const struct op_impl impl_mandelbrot = OP_IMPL(&op_mandelbrot, struct mandel_state, mandel_check,
+                                               mandel_enqueue, mandel_commit, mandel_release, NULL);

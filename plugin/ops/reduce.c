@@ -504,10 +504,5 @@ static const struct clops_op op_reduce = {
     OP_DESCRIPTOR_FIELDS(reduce_params, reduce_entry, clops_reduce_fn),
 };
 
-const struct op_impl impl_reduce = {
-    .desc = &op_reduce,
-    .plan_size = sizeof(struct reduce_call),
-    .check = reduce_check,
-    .enqueue = reduce_enqueue,
-    .settings = &reduce_settings,
-};
+const struct op_impl impl_reduce = OP_IMPL(&op_reduce, struct reduce_call, reduce_check,
+                                           reduce_enqueue, NULL, NULL, &reduce_settings);

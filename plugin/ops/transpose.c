@@ -361,10 +361,5 @@ static const struct clops_op op_transpose = {
     OP_DESCRIPTOR_FIELDS(transpose_params, transpose_entry, clops_transpose_fn),
 };
 
-const struct op_impl impl_transpose = {
-    .desc = &op_transpose,
-    .plan_size = sizeof(struct transpose_call),
-    .check = transpose_check,
-    .enqueue = transpose_enqueue,
-    .settings = &transpose_settings,
-};
+const struct op_impl impl_transpose = OP_IMPL(&op_transpose, struct transpose_call, transpose_check,
+                                              transpose_enqueue, NULL, NULL, &transpose_settings);
