@@ -29,6 +29,10 @@ const struct clops_device_info *pool_device_info(const struct pool_device *dev);
 int32_t pool_device_index(const struct pool_device *dev);
 /* CL_DEVICE_MAX_WORK_GROUP_SIZE, read when the device was opened. */
 size_t pool_device_max_work_group(const struct pool_device *dev);
+/* The compute capability of an NVIDIA device, major * 10 + minor (90 for an H100), read when the
+ * device was opened through cl_nv_device_attribute_query; 0 for other devices, and for NVIDIA
+ * drivers without that extension. Operators choose kernels that use inline PTX by it. */
+int32_t pool_device_nv_compute_capability(const struct pool_device *dev);
 /* CL_KERNEL_WORK_GROUP_SIZE of `kernel` on `dev`: at most the device's limit, fewer where the
  * compiled kernel needs more registers. `op` names the operator in the message. */
 int32_t pool_kernel_max_work_group(const struct pool_device *dev, cl_kernel kernel, const char *op,

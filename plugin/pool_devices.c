@@ -55,6 +55,62 @@ static int32_t device_value(cl_device_id device, cl_device_info param, size_t si
     return rc == CL_SUCCESS ? CLOPS_OK : err_cl(rc, "clGetDeviceInfo(%s) failed", what);
 }
 
+/* From cl_ext.h's cl_nv_device_attribute_query, spelled out so that no vendor header is needed. */
+#define CLOPS_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#define CLOPS_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+
+/* Whether the space-separated `list` holds the word `name` (not merely a longer name that starts
+ * with it). */
+static int list_has_word(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *at = strstr(list, name); at != NULL; at = strstr(at + 1, name))
+        if ((at == list || at[-1] == ' ') && (at[n] == ' ' || at[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* Whether `device` lists the extension `name` in CL_DEVICE_EXTENSIONS (whose length has no
+ * bound, hence read at its own size). */
+static int32_t device_has_extension(cl_device_id device, const char *name, int *out)
+{
+    *out = 0;
+    size_t size = 0;
+    cl_int rc = clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, NULL, &size);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "clGetDeviceInfo(CL_DEVICE_EXTENSIONS) failed");
+    char *list = malloc(size + 1);
+    if (list == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "out of host memory reading %s",
+                       "CL_DEVICE_EXTENSIONS");
+    rc = clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, size, list, NULL);
+    list[size] = '\0';
+    if (rc == CL_SUCCESS)
+        *out = list_has_word(list, name);
+    free(list);
+    return rc == CL_SUCCESS ? CLOPS_OK : err_cl(rc, "clGetDeviceInfo(CL_DEVICE_EXTENSIONS) failed");
+}
+
+/* NVIDIA's compute capability of `device` as major * 10 + minor, through
+ * cl_nv_device_attribute_query; 0 where the device does not offer it (every other vendor). */
+static int32_t read_nv_compute_capability(cl_device_id device, int32_t *out)
+{
+    *out = 0;
+    int nv = 0;
+    cl_uint major = 0, minor = 0;
+    int32_t status = device_has_extension(device, "cl_nv_device_attribute_query", &nv);
+    if (status != CLOPS_OK || !nv)
+        return status;
+    status = device_value(device, CLOPS_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major,
+                          "CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV");
+    if (status == CLOPS_OK)
+        status = device_value(device, CLOPS_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof minor,
+                              &minor, "CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV");
+    if (status == CLOPS_OK)
+        *out = (int32_t)(major * 10 + minor);
+    return status;
+}
+
 /* Fails, naming the property, when one cannot be read. */
 static int32_t fill_device_info(cl_platform_id platform, cl_device_id device,
                                 struct clops_device_info *out)
@@ -304,6 +360,12 @@ static int32_t open_device(struct clops_pool *pool, const struct candidate *c, i
                           &dev->max_work_group, "CL_DEVICE_MAX_WORK_GROUP_SIZE");
     if (status != CLOPS_OK)
         return status;
+    status = read_nv_compute_capability(c->device, &dev->nv_compute_capability);
+    if (status != CLOPS_OK)
+        return status;
+    if (dev->nv_compute_capability > 0)
+        log_msg(CLOPS_LOG_INFO, "pool: '%s' has NVIDIA compute capability %d.%d", c->info.name,
+                (int)(dev->nv_compute_capability / 10), (int)(dev->nv_compute_capability % 10));
     status = pool_memory_attach(dev, pool->cfg.device_memory_percent);
     if (status != CLOPS_OK)
         return status;
@@ -441,6 +503,11 @@ const struct clops_device_info *pool_device_info(const struct pool_device *dev)
 int32_t pool_device_index(const struct pool_device *dev)
 {
     return dev->index;
+}
+
+int32_t pool_device_nv_compute_capability(const struct pool_device *dev)
+{
+    return dev->nv_compute_capability;
 }
 
 size_t pool_device_max_work_group(const struct pool_device *dev)
