@@ -1,5 +1,6 @@
 /* gemm.c — the gemm operator, C = alpha * op(A) * op(B) + beta * C in f32 or f64: validates the
- * call, reduces every layout to the one row-major-C kernel of kernels/gemm.cl, picks its tiles. */
+ * call, reduces every layout to one row-major-C kernel, kernels/gemm.cl (portable) or, for f64 on
+ * NVIDIA GPUs with FP64 tensor cores, kernels/gemm_mma.cl, and picks its tiles. */
 #include <ctype.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,9 +50,15 @@ static const struct gemm_tuning {
  * and 2 KiB of local memory in f64. */
 static const struct gemm_tiles fallback_tiles = {16, 16, 8, 2, 2, 1};
 
+/* The blocks of tile_m x tile_n that cover an m x n C, one work-group each (either kernel). */
+static int64_t blocks_covering(int64_t m, int64_t n, int32_t tile_m, int32_t tile_n)
+{
+    return ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
+}
+
 static int64_t tiles_group_count(const struct gemm_tiles *t, int64_t m, int64_t n)
 {
-    return ((m + t->tile_m - 1) / t->tile_m) * ((n + t->tile_n - 1) / t->tile_n);
+    return blocks_covering(m, n, t->tile_m, t->tile_n);
 }
 
 static struct gemm_tiles tiles_for_call(const struct pool_device *dev, int64_t m, int64_t n)
@@ -111,6 +118,63 @@ static int tiles_are_valid(const struct gemm_tiles *t)
         return 0;
     int64_t group = (int64_t)(t->tile_m / t->wpt_m) * (t->tile_n / t->wpt_n);
     return (t->tile_m * t->tile_k) % group == 0 && (t->tile_n * t->tile_k) % group == 0;
+}
+
+/* Whether any of the tiles is configured: they describe the portable kernel, so a pool that sets
+ * them runs that kernel for f64 too (0 is outside every tile setting's range, so it comes back
+ * only for a setting left out). */
+static int tiles_configured(const struct clops_pool *pool)
+{
+    for (int32_t s = SET_TILE_M; s <= SET_VW; s++)
+        if (pool_op_setting(pool, &impl_gemm, s, 0) != 0)
+            return 1;
+    return 0;
+}
+
+/* ---- Tensor-core tiles (kernels/gemm_mma.cl, f64 on NVIDIA compute capability 8.0+) ---------- */
+
+/* The -D parameters of kernels/gemm_mma.cl (its comment explains them). */
+struct gemm_mma_tiles {
+    int32_t tile_m, tile_n, tile_k; /* the C block of a work-group, and the K step */
+    int32_t warp_m, warp_n;         /* the C block of a warp */
+    int32_t shape;                  /* the mma.sync instruction: 884 = m8n8k4, 1684 = m16n8k4 */
+    int32_t stages;                 /* tiles in local memory at once (the copies' lead + 1) */
+};
+
+/* First match wins: NVIDIA devices of compute capability (major * 10 + minor) `min_cc` or later;
+ * `large` when it gives every compute unit a work-group, else `small`. m8n8k4 is the FP64
+ * instruction of compute capability 8.x; 9.0 adds m16n8k4/k8/k16, which an H100 runs at twice
+ * its rate (66 against 33 TFLOP/s in a loop of independent instructions). On an H100 (f64,
+ * N = 4096 / 8192) 128x64 tiles of 4 warps, two work-groups per compute unit, reach 48.8 / 46.3
+ * TFLOP/s against 44 / 44 for 128x128 tiles of 8 warps, whose one work-group per unit meets at
+ * every tile's barrier; deeper copies (4-5 stages), m16n8k8, 16-byte copies and mbarriers in
+ * place of the barrier were no faster. */
+static const struct gemm_mma_tuning {
+    int32_t min_cc;
+    struct gemm_mma_tiles large, small;
+} mma_tunings[] = {
+    {90, {128, 64, 8, 64, 32, 1684, 3}, {64, 64, 8, 32, 32, 1684, 4}},
+    {80, {128, 64, 8, 64, 32, 884, 3}, {64, 64, 8, 32, 32, 884, 4}},
+};
+
+static const struct gemm_mma_tuning *mma_tuning_for(const struct pool_device *dev)
+{
+    const int32_t cc = pool_device_nv_compute_capability(dev);
+    for (size_t i = 0; i < sizeof mma_tunings / sizeof mma_tunings[0]; i++)
+        if (cc >= mma_tunings[i].min_cc)
+            return &mma_tunings[i];
+    return NULL;
+}
+
+static size_t mma_group_size(const struct gemm_mma_tiles *t)
+{
+    return (size_t)(t->tile_m / t->warp_m) * (size_t)(t->tile_n / t->warp_n) * 32;
+}
+
+/* The kernel's local tiles: `stages` of each operand, unpadded (gemm_mma.cl says why). */
+static int64_t mma_local_bytes(const struct gemm_mma_tiles *t)
+{
+    return (int64_t)t->stages * t->tile_k * (t->tile_m + t->tile_n) * (int64_t)sizeof(double);
 }
 
 /* ---- The call reduced to the kernel's terms ------------------------------------------------- */
@@ -328,26 +392,46 @@ static int32_t gemm_check_args(struct op_call *call, const struct clops_tensor *
 
 /* ---- The device side ------------------------------------------------------------------------- */
 
+/* A kernel ready to launch: one work-group of `local` work-items per block of C, on a 1-D range
+ * (the kernels say why). */
+struct gemm_launch {
+    cl_kernel kernel;
+    size_t local, global;
+};
+
+static int32_t options_fit(int n, size_t size)
+{
+    if (n < 0 || (size_t)n >= size)
+        return err_set(CLOPS_ERR_INTERNAL, "%s: build options do not fit %zu bytes", op_name, size);
+    return CLOPS_OK;
+}
+
 static int32_t build_options(const struct gemm_tiles *t, int32_t dtype, char *out, size_t size)
 {
     int n = snprintf(
         out, size, "-DREAL=%s%s -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DWPT_M=%d -DWPT_N=%d -DVW=%d",
         dtype == CLOPS_F64 ? "double" : "float", dtype == CLOPS_F64 ? " -DUSE_FP64" : "",
         (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->wpt_m, (int)t->wpt_n, (int)t->vw);
-    if (n < 0 || (size_t)n >= size)
-        return err_set(CLOPS_ERR_INTERNAL, "%s: build options do not fit %zu bytes", op_name, size);
-    return CLOPS_OK;
+    return options_fit(n, size);
+}
+
+static int32_t mma_build_options(const struct gemm_mma_tiles *t, char *out, size_t size)
+{
+    int n = snprintf(out, size,
+                     "-DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DWARP_M=%d -DWARP_N=%d -DMMA_SHAPE=%d "
+                     "-DSTAGES=%d",
+                     (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->warp_m, (int)t->warp_n,
+                     (int)t->shape, (int)t->stages);
+    return options_fit(n, size);
 }
 
 /* A new kernel object (clSetKernelArg on a shared one would race between host threads) from the
- * pool's program for these tiles. *fits = 0 when the device cannot run the work-group. */
-static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, int32_t dtype,
-                             const struct gemm_tiles *tiles, cl_kernel *out, int *fits)
+ * pool's program of kernels/<source>.cl built with `options`. *fits = 0 when the device cannot
+ * run `group_size` work-items per group of it. */
+static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *source,
+                             const char *options, size_t group_size, cl_kernel *out, int *fits)
 {
-    char options[256];
-    int32_t status = build_options(tiles, dtype, options, sizeof options);
-    if (status == CLOPS_OK)
-        status = pool_create_kernel(pool, dev, op_name, "gemm", options, "gemm", out);
+    int32_t status = pool_create_kernel(pool, dev, op_name, source, options, source, out);
     if (status != CLOPS_OK)
         return status;
     size_t max_group = 0;
@@ -357,18 +441,29 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, i
         *out = NULL;
         return status;
     }
-    *fits = tiles_group_size(tiles) <= max_group;
+    *fits = group_size <= max_group;
     return CLOPS_OK;
 }
 
-/* The kernel for the plan on `dev`, with the tiles of the tuning table, or the fallback ones
- * when those do not fit the device's local memory or the kernel's work-group limit (should even
- * these not fit, the launch reports CL_INVALID_WORK_GROUP_SIZE). */
-static int32_t get_kernel(struct clops_pool *pool, struct pool_device *dev,
-                          const struct gemm_plan *p, struct gemm_tiles *tiles, cl_kernel *out)
+static int32_t create_portable_kernel(struct clops_pool *pool, struct pool_device *dev,
+                                      int32_t dtype, const struct gemm_tiles *tiles, cl_kernel *out,
+                                      int *fits)
 {
-    *tiles = tiles_with_settings(pool, tiles_for_call(dev, p->m, p->n));
-    if (!tiles_are_valid(tiles)) {
+    char options[256];
+    int32_t status = build_options(tiles, dtype, options, sizeof options);
+    if (status == CLOPS_OK)
+        status = create_kernel(pool, dev, "gemm", options, tiles_group_size(tiles), out, fits);
+    return status;
+}
+
+/* The portable kernel for the plan on `dev`, with the tiles of the tuning table, or the fallback
+ * ones when those do not fit the device's local memory or the kernel's work-group limit (should
+ * even these not fit, the launch reports CL_INVALID_WORK_GROUP_SIZE). */
+static int32_t get_portable_kernel(struct clops_pool *pool, struct pool_device *dev,
+                                   const struct gemm_plan *p, struct gemm_launch *out)
+{
+    struct gemm_tiles tiles = tiles_with_settings(pool, tiles_for_call(dev, p->m, p->n));
+    if (!tiles_are_valid(&tiles)) {
         /* The table's tiles are valid: only configured ones can fail here. */
         char configured[512];
         pool_op_describe_settings(pool, op_name, configured, sizeof configured);
@@ -376,21 +471,75 @@ static int32_t get_kernel(struct clops_pool *pool, struct pool_device *dev,
                        "%s: %s: the tiles %dx%dx%d of %dx%d, vw %d, do not divide (tile_m %% "
                        "wpt_m, tile_n %% wpt_n, wpt %% vw and the tile loads over the "
                        "work-group must all be exact)",
-                       op_name, configured, (int)tiles->tile_m, (int)tiles->tile_n,
-                       (int)tiles->tile_k, (int)tiles->wpt_m, (int)tiles->wpt_n, (int)tiles->vw);
+                       op_name, configured, (int)tiles.tile_m, (int)tiles.tile_n, (int)tiles.tile_k,
+                       (int)tiles.wpt_m, (int)tiles.wpt_n, (int)tiles.vw);
     }
-    if (tiles_local_bytes(tiles, dtype_size(p->dtype)) > pool_device_info(dev)->local_mem_bytes)
-        *tiles = fallback_tiles;
+    if (tiles_local_bytes(&tiles, dtype_size(p->dtype)) > pool_device_info(dev)->local_mem_bytes)
+        tiles = fallback_tiles;
     int fits = 0;
-    int32_t status = create_kernel(pool, dev, p->dtype, tiles, out, &fits);
-    if (status != CLOPS_OK || fits || memcmp(tiles, &fallback_tiles, sizeof *tiles) == 0)
+    int32_t status = create_portable_kernel(pool, dev, p->dtype, &tiles, &out->kernel, &fits);
+    if (status == CLOPS_OK && !fits && memcmp(&tiles, &fallback_tiles, sizeof tiles) != 0) {
+        log_msg(CLOPS_LOG_INFO, "%s: '%s' cannot run %zu work-items per group; using smaller tiles",
+                op_name, pool_device_info(dev)->name, tiles_group_size(&tiles));
+        clReleaseKernel(out->kernel);
+        out->kernel = NULL;
+        tiles = fallback_tiles;
+        status = create_portable_kernel(pool, dev, p->dtype, &tiles, &out->kernel, &fits);
+    }
+    out->local = tiles_group_size(&tiles);
+    out->global = out->local * (size_t)tiles_group_count(&tiles, p->m, p->n);
+    return status;
+}
+
+/* The tensor-core kernel for the plan, when `dev` has one that applies: f64, an NVIDIA device of
+ * a compute capability in mma_tunings, tiles not configured (they are the portable kernel's),
+ * and the kernel's tiles within the device's local memory and work-group limits. *taken = 0
+ * leaves the call to the portable kernel. */
+static int32_t get_mma_kernel(struct clops_pool *pool, struct pool_device *dev,
+                              const struct gemm_plan *p, struct gemm_launch *out, int *taken)
+{
+    *taken = 0;
+    const struct gemm_mma_tuning *tuning = mma_tuning_for(dev);
+    if (p->dtype != CLOPS_F64 || tuning == NULL || tiles_configured(pool))
+        return CLOPS_OK;
+    const int64_t blocks = blocks_covering(p->m, p->n, tuning->large.tile_m, tuning->large.tile_n);
+    const struct gemm_mma_tiles *choice[2] = {&tuning->large, &tuning->small};
+    for (int c = blocks >= pool_device_info(dev)->compute_units ? 0 : 1; c < 2; c++) {
+        const struct gemm_mma_tiles *t = choice[c];
+        if (mma_local_bytes(t) > pool_device_info(dev)->local_mem_bytes)
+            continue;
+        char options[256];
+        int fits = 0;
+        int32_t status = mma_build_options(t, options, sizeof options);
+        if (status == CLOPS_OK)
+            status = create_kernel(pool, dev, "gemm_mma", options, mma_group_size(t), &out->kernel,
+                                   &fits);
+        if (status != CLOPS_OK)
+            return status;
+        if (!fits) {
+            clReleaseKernel(out->kernel);
+            out->kernel = NULL;
+            continue;
+        }
+        out->local = mma_group_size(t);
+        out->global = out->local * (size_t)blocks_covering(p->m, p->n, t->tile_m, t->tile_n);
+        *taken = 1;
+        return CLOPS_OK;
+    }
+    return CLOPS_OK;
+}
+
+/* The kernel for the plan on `dev`: the tensor-core one where it applies, else the portable one.
+ * Both take the same arguments (bind_plan). */
+static int32_t get_launch(struct clops_pool *pool, struct pool_device *dev,
+                          const struct gemm_plan *p, struct gemm_launch *out)
+{
+    *out = (struct gemm_launch){0};
+    int taken = 0;
+    int32_t status = get_mma_kernel(pool, dev, p, out, &taken);
+    if (status != CLOPS_OK || taken)
         return status;
-    log_msg(CLOPS_LOG_INFO, "%s: '%s' cannot run %zu work-items per group; using smaller tiles",
-            op_name, pool_device_info(dev)->name, tiles_group_size(tiles));
-    clReleaseKernel(*out);
-    *out = NULL;
-    *tiles = fallback_tiles;
-    return create_kernel(pool, dev, p->dtype, tiles, out, &fits);
+    return get_portable_kernel(pool, dev, p, out);
 }
 
 /* Binds the plan and the staged operands to the kernel's parameters, in its order. */
@@ -424,15 +573,6 @@ static int32_t bind_plan(cl_kernel kernel, const struct gemm_plan *p,
         {sizeof ldc, &ldc},
     };
     return pool_set_kernel_args(kernel, 0, args, (cl_uint)(sizeof args / sizeof args[0]), op_name);
-}
-
-/* One work-group per TILE_M x TILE_N block of C, on a 1-D range (the kernel says why). */
-static int32_t launch(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
-                      const struct gemm_tiles *t, const struct gemm_plan *p, int64_t *device_ns)
-{
-    size_t local = tiles_group_size(t);
-    size_t global = local * (size_t)tiles_group_count(t, p->m, p->n);
-    return pool_run_kernel(pool, queue, kernel, 1, &global, &local, device_ns, op_name);
 }
 
 /* ---- The operator's steps: check and enqueue (call.h runs the rest) ------------------------- */
@@ -475,15 +615,15 @@ static int32_t gemm_run(struct op_call *call)
     const int a_first = p->ka == call->values[P_A].tensor;
     const struct staged_tensor *sa = &call->staged[a_first ? P_A : P_B];
     const struct staged_tensor *sb = &call->staged[a_first ? P_B : P_A];
-    struct gemm_tiles tiles;
-    cl_kernel kernel = NULL;
-    int32_t status = get_kernel(call->pool, call->dev, p, &tiles, &kernel);
+    struct gemm_launch launch;
+    int32_t status = get_launch(call->pool, call->dev, p, &launch);
     if (status == CLOPS_OK)
-        status = bind_plan(kernel, p, sa, sb, &call->staged[P_C]);
+        status = bind_plan(launch.kernel, p, sa, sb, &call->staged[P_C]);
     if (status == CLOPS_OK)
-        status = launch(call->pool, call->queue, kernel, &tiles, p, &call->device_ns);
-    if (kernel != NULL)
-        clReleaseKernel(kernel);
+        status = pool_run_kernel(call->pool, call->queue, launch.kernel, 1, &launch.global,
+                                 &launch.local, &call->device_ns, op_name);
+    if (launch.kernel != NULL)
+        clReleaseKernel(launch.kernel);
     return status;
 }
 
@@ -526,7 +666,10 @@ static const struct clops_op op_gemm = {
         "Computes C = alpha * op(A) * op(B) + beta * C, where op(X) is X or its transpose as "
         "trans_a and trans_b say: op(A) is M x K, op(B) is K x N and C is M x N. a, b and c "
         "have one dtype, f32 or f64 (f64 needs a device with cl_khr_fp64); products are "
-        "accumulated in that precision, tiled in local memory on the pool's device for gemm.\n"
+        "accumulated in that precision, tiled in local memory on the pool's device for gemm. On "
+        "NVIDIA GPUs of compute capability 8.0 and later, f64 runs on the FP64 tensor cores "
+        "(mma.sync): each product and sum is still an IEEE double operation, summed in another "
+        "order.\n"
         "\n"
         "Layouts are strides: element (i, j) of a tensor is at offset + i*strides[0] + "
         "j*strides[1], so row-major (strides {ld, 1}), column-major ({1, ld}), transposed and "
@@ -555,7 +698,9 @@ static const struct clops_op op_gemm = {
         "64x64x16 of 4x4 when there are fewer blocks than compute units; other GPUs 64x64x8 of "
         "4x4; CPUs 64x128x8 of 16x16, vw 16). tile_m must be a multiple of wpt_m, tile_n of "
         "wpt_n, wpt_m and wpt_n of vw, and each tile must split evenly over the work-group's "
-        "loads: a call with tiles that do not is CLOPS_ERR_CONFIG naming the settings. "
+        "loads: a call with tiles that do not is CLOPS_ERR_CONFIG naming the settings. These "
+        "settings describe the portable kernel: with any of them set, f64 runs on it on NVIDIA "
+        "GPUs too, instead of the tensor cores. "
         "-DTILE_M=<n> ... -DVW=<n> in operators.gemm.build_options are read as these settings "
         "too.",
     OP_DESCRIPTOR_FIELDS(gemm_params, gemm_entry, clops_gemm_fn),
@@ -603,21 +748,18 @@ int32_t gemm_enqueue(struct clops_pool *pool, struct pool_device *dev, cl_comman
     const struct staged_tensor sa = {.mem = left->mem, .offset = left->offset};
     const struct staged_tensor sb = {.mem = right->mem, .offset = right->offset};
     const struct staged_tensor sc = {.mem = c->mem, .offset = c->offset};
-    struct gemm_tiles tiles;
-    cl_kernel kernel = NULL;
-    int32_t status = get_kernel(pool, dev, &p, &tiles, &kernel);
+    struct gemm_launch launch;
+    int32_t status = get_launch(pool, dev, &p, &launch);
     if (status == CLOPS_OK)
-        status = bind_plan(kernel, &p, &sa, &sb, &sc);
+        status = bind_plan(launch.kernel, &p, &sa, &sb, &sc);
     /* Not waited for: callers chain it with their own kernels, and pool_chain_end waits and
      * counts the chain's device time (so device_ns is theirs to fill). */
     (void)device_ns;
-    if (status == CLOPS_OK) {
-        size_t local = tiles_group_size(&tiles);
-        size_t global = local * (size_t)tiles_group_count(&tiles, p.m, p.n);
-        status = pool_enqueue_kernel(queue, kernel, 1, &global, &local, op_name);
-    }
-    if (kernel != NULL)
-        clReleaseKernel(kernel);
+    if (status == CLOPS_OK)
+        status =
+            pool_enqueue_kernel(queue, launch.kernel, 1, &launch.global, &launch.local, op_name);
+    if (launch.kernel != NULL)
+        clReleaseKernel(launch.kernel);
     if (status != CLOPS_OK)
         err_prefix(caller);
     return status;

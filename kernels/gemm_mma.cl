@@ -1,0 +1,302 @@
+/* gemm_mma.cl — C = alpha * op(A) * op(B) + beta * C in double precision on the FP64 tensor cores
+ * of NVIDIA GPUs (compute capability 8.0 and later), through inline PTX (mma.sync, cp.async).
+ * gemm.c builds it only for the devices it sends here: any other compiler would reject the asm.
+ * The arguments and the contract are gemm.cl's; tile sizes and the instruction are -D options. */
+
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+#if !defined(TILE_M) || !defined(TILE_N) || !defined(TILE_K) || !defined(WARP_M) ||                \
+    !defined(WARP_N) || !defined(MMA_SHAPE) || !defined(STAGES)
+#error "gemm_mma.cl needs -DTILE_M, -DTILE_N, -DTILE_K, -DWARP_M, -DWARP_N, -DMMA_SHAPE, -DSTAGES"
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+
+/* The instruction: MMA_SHAPE 884 is m8n8k4 (sm_80; two of them make a 16x8x4 step, at half the
+ * rate of the others on an H100), 1684, 1688 and 16816 are m16n8k4, m16n8k8 and m16n8k16
+ * (sm_90). Each computes D = A B + C on a 16 x 8 (8 x 8) block of C, in f64 throughout: every
+ * product and sum is an IEEE double fused multiply-add. */
+#if MMA_SHAPE == 884 || MMA_SHAPE == 1684
+#define MMA_K 4
+#elif MMA_SHAPE == 1688
+#define MMA_K 8
+#elif MMA_SHAPE == 16816
+#define MMA_K 16
+#else
+#error "MMA_SHAPE must be 884, 1684, 1688 or 16816"
+#endif
+
+#define WARPS_N (TILE_N / WARP_N)
+#define WG_SIZE ((TILE_M / WARP_M) * WARPS_N * 32)
+#define MU (WARP_M / 16) /* 16-row units of a warp's block */
+#define NU (WARP_N / 8)  /* 8-column units */
+#define NP (WARP_N / 16) /* pairs of column units, read with one 16-byte local load */
+
+#if TILE_M % WARP_M != 0 || TILE_N % WARP_N != 0 || WARP_M % 16 != 0 || WARP_N % 16 != 0
+#error "TILE_M and TILE_N must be multiples of WARP_M and WARP_N, which are multiples of 16"
+#endif
+#if TILE_K % MMA_K != 0 || WG_SIZE % TILE_K != 0 || WG_SIZE % TILE_M != 0 ||                       \
+    WG_SIZE % TILE_N != 0 || (TILE_M * TILE_K) % WG_SIZE != 0 || (TILE_N * TILE_K) % WG_SIZE != 0
+#error "the tiles must split evenly over the work-group's copies and the instruction's K"
+#endif
+#if STAGES < 2
+#error "STAGES must be at least 2"
+#endif
+
+/* Local tiles are k-major, As[k][m] and Bs[k][n], unpadded (STAGES of them must fit in the
+ * 48 KiB that OpenCL gives a work-group on NVIDIA). Within each 16 rows (columns) the order is
+ * permuted, x = 16u + 8h + r stored at 16u + 2r + h, so that the two elements a lane needs from
+ * one k-row, rows r and r + 8 of a 16-row unit (column r of two neighbouring 8-column units), are
+ * neighbours: one 16-byte load. The 16-byte columns are then XOR-swizzled by the k-row, column
+ * c of k-row k at c ^ 2 * (k % 4): a quarter-warp's fragment loads (lanes g = lane / 4 in
+ * {2q, 2q + 1}, k-rows t = lane % 4) fall on 8 distinct groups of banks, c ^ 2t = g ^ 2t mod 8,
+ * where the rows' length, a multiple of 16 doubles, would otherwise put all four k-rows on one. */
+#define LDA_S TILE_M
+#define LDB_S TILE_N
+#define STAGE_A (TILE_K * LDA_S)
+#define STAGE_B (TILE_K * LDB_S)
+#define PERM16(x) (((x) & ~15) | (((x)&7) << 1) | (((x) >> 3) & 1))
+#define SWIZZLE(k) (((k)&3) << 2)
+
+#define A_COPIES (TILE_M * TILE_K / WG_SIZE)
+#define B_COPIES (TILE_N * TILE_K / WG_SIZE)
+
+/* One MMA_K step of the 16x8 C unit c[0..3] (rows g and g + 8, columns 2t and 2t + 1), from
+ * fa[q] (rows g and g + 8 at k-row 4q + t: .x and .y) and b[q], column g at k-row 4q + t. */
+#if MMA_SHAPE == 884
+#define MMA_STEP(c, fa, b)                                                                         \
+    do {                                                                                           \
+        asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"        \
+            : "+d"((c)[0]), "+d"((c)[1])                                                           \
+            : "d"((fa)[0].x), "d"((b)[0]));                                                        \
+        asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"        \
+            : "+d"((c)[2]), "+d"((c)[3])                                                           \
+            : "d"((fa)[0].y), "d"((b)[0]));                                                        \
+    } while (0)
+#elif MMA_SHAPE == 1684
+#define MMA_STEP(c, fa, b)                                                                         \
+    asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, "          \
+        "{%0,%1,%2,%3};"                                                                           \
+        : "+d"((c)[0]), "+d"((c)[1]), "+d"((c)[2]), "+d"((c)[3])                                   \
+        : "d"((fa)[0].x), "d"((fa)[0].y), "d"((b)[0]))
+#elif MMA_SHAPE == 1688
+#define MMA_STEP(c, fa, b)                                                                         \
+    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "          \
+        "{%8,%9}, {%0,%1,%2,%3};"                                                                  \
+        : "+d"((c)[0]), "+d"((c)[1]), "+d"((c)[2]), "+d"((c)[3])                                   \
+        : "d"((fa)[0].x), "d"((fa)[0].y), "d"((fa)[1].x), "d"((fa)[1].y), "d"((b)[0]),             \
+          "d"((b)[1]))
+#else
+#define MMA_STEP(c, fa, b)                                                                         \
+    asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "                        \
+        "{%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};"                           \
+        : "+d"((c)[0]), "+d"((c)[1]), "+d"((c)[2]), "+d"((c)[3])                                   \
+        : "d"((fa)[0].x), "d"((fa)[0].y), "d"((fa)[1].x), "d"((fa)[1].y), "d"((fa)[2].x),          \
+          "d"((fa)[2].y), "d"((fa)[3].x), "d"((fa)[3].y), "d"((b)[0]), "d"((b)[1]), "d"((b)[2]),   \
+          "d"((b)[3]))
+#endif
+
+/* This work-item's share of the tiles of an operand: `copies` elements a fixed step apart,
+ * element (x, k) of the operand at src[x*sx + k*sk]. The work-group walks a tile along whichever
+ * axis is contiguous in global memory (k when sk == 1, else x), so that neighbouring work-items
+ * read neighbouring addresses in both layouts; uniform over the work-group. */
+struct tile_walk {
+    const __global double *p; /* this work-item's first element of the current tile */
+    long step;                /* between its copies */
+    long next;                /* from one tile to the next, TILE_K along k */
+    int x, k, dx, dk;         /* its first element in the tile, and the step in tile terms */
+};
+
+static struct tile_walk walk_new(const __global double *src, long off, long sx, long sk, int x0,
+                                 const int tile_x, int lid)
+{
+    struct tile_walk w;
+    const int k_fast = sk == 1;
+    w.x = k_fast ? lid / TILE_K : lid % tile_x;
+    w.k = k_fast ? lid % TILE_K : lid / tile_x;
+    w.dx = k_fast ? WG_SIZE / TILE_K : 0;
+    w.dk = k_fast ? 0 : WG_SIZE / tile_x;
+    w.p = src + off + (long)(x0 + w.x) * sx + (long)w.k * sk;
+    w.step = w.dx * sx + w.dk * sk;
+    w.next = TILE_K * sk;
+    return w;
+}
+
+/* Copies this work-item's share of the current tile into `tile` asynchronously (cp.async, 8 bytes
+ * an element, cached in L1 as well as L2) and moves the walk on to the next tile. Outside xn x kn
+ * (what is left of the operand from the tile's corner) the source size is 0, which stores 0
+ * without reading: from `safe`, a valid address, so that no address outside the operand is
+ * formed for the copy. */
+static void walk_copy(__local double *tile, const int ld, struct tile_walk *w, int xn, int kn,
+                      const __global double *safe, const int copies)
+{
+    for (int l = 0; l < copies; l++) {
+        const int x = w->x + l * w->dx, k = w->k + l * w->dk;
+        const int ok = x < xn && k < kn;
+        const __local double *dst = tile + k * ld + (PERM16(x) ^ SWIZZLE(k));
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;"
+                     :
+                     : "r"((uint)(ulong)dst), "l"(ok ? w->p + l * w->step : safe), "r"(ok ? 8 : 0)
+                     : "memory");
+    }
+    w->p += w->next;
+}
+
+static void copies_commit(void)
+{
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/* Waits until at most `pending` of this work-item's committed groups are still in flight. */
+#define COPIES_WAIT(pending) asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory")
+
+/* The block of C of work-group `group`: groups run down bands of GROUP_M block rows, column by
+ * column, so that the groups resident at once share their A rows and B columns in L2. */
+static void block_of_group(int m, int n, int *bm, int *bn)
+{
+    const int groups_m = (m + TILE_M - 1) / TILE_M, groups_n = (n + TILE_N - 1) / TILE_N;
+    const long group = (long)get_group_id(0);
+    const long per_band = (long)GROUP_M * groups_n;
+    const int band = (int)(group / per_band);
+    const int first = band * GROUP_M;
+    const int rows = min(groups_m - first, GROUP_M);
+    const int in_band = (int)(group - band * per_band);
+    *bm = first + in_band % rows;
+    *bn = in_band / rows;
+}
+
+/* Multiplies the local tiles of a stage (`as` and `bs` at this lane's fragment offsets) into the
+ * accumulators, MMA_K k-rows at a time: each lane loads its B fragments (NP 16-byte loads a
+ * k-row quad: columns g of the 8-column units 2p and 2p + 1), then for each 16-row unit its A
+ * fragment (one 16-byte load a quad: rows g and g + 8) and issues NU instructions; loading A
+ * unit by unit keeps fewer fragments live next to the accumulators. A macro, so that the
+ * accumulators stay in registers whatever a compiler decides about inlining. */
+#define MULTIPLY_STAGE(as, bs)                                                                     \
+    do {                                                                                           \
+        _Pragma("unroll") for (int kc = 0; kc < TILE_K; kc += MMA_K)                               \
+        {                                                                                          \
+            double b[NU][MMA_K / 4];                                                               \
+            _Pragma("unroll") for (int q = 0; q < MMA_K / 4; q++)                                  \
+            {                                                                                      \
+                _Pragma("unroll") for (int p = 0; p < NP; p++)                                     \
+                {                                                                                  \
+                    const double2 f =                                                              \
+                        *(const __local double2 *)((bs) + (kc + 4 * q) * LDB_S + 16 * p);          \
+                    b[2 * p][q] = f.x;                                                             \
+                    b[2 * p + 1][q] = f.y;                                                         \
+                }                                                                                  \
+            }                                                                                      \
+            _Pragma("unroll") for (int u = 0; u < MU; u++)                                         \
+            {                                                                                      \
+                double2 fa[MMA_K / 4];                                                             \
+                _Pragma("unroll") for (int q = 0; q < MMA_K / 4; q++) fa[q] =                      \
+                    *(const __local double2 *)((as) + (kc + 4 * q) * LDA_S + 16 * u);              \
+                _Pragma("unroll") for (int v = 0; v < NU; v++) MMA_STEP(acc[u][v], fa, b[v]);      \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* Work decomposition: a 1-D range of work-groups of WG_SIZE work-items (warps of 32); group g
+ * computes the TILE_M x TILE_N block of C that block_of_group gives. Warp w computes the
+ * WARP_M x WARP_N sub-block (w / WARPS_N, w % WARPS_N) as MU x NU units of 16 x 8, each lane
+ * holding 4 elements of each unit in registers (the mma accumulator layout: rows g and g + 8,
+ * columns 2t and 2t + 1, g = lane / 4, t = lane % 4).
+ *
+ * Memory traffic: per TILE_K step the group copies a TILE_M x TILE_K block of op(A) and a
+ * TILE_K x TILE_N block of op(B) from global into local memory once, so that global reads total
+ * M*N*K * (1/TILE_N + 1/TILE_M) elements; the copies run STAGES - 1 steps ahead of the
+ * multiplications, without passing through registers. From local memory each warp reads
+ * (MU + NP) 16-byte fragments per k-row quad for MU x NU 16x8x4 products. C is read (only for
+ * beta != 0) and written once per element.
+ *
+ * Contract: as gemm.cl's gemm, in double precision. */
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+gemm_mma(const int M, const int N, const int K, const double alpha, const double beta,
+         const __global double *restrict A, const long offA, const long sAi, const long sAk,
+         const __global double *restrict B, const long offB, const long sBk, const long sBj,
+         __global double *C, const long offC, const long ldc)
+{
+    /* Declared as double2 for the alignment of the 16-byte fragment loads. */
+    __local double2 tiles[STAGES * (STAGE_A + STAGE_B) / 2];
+    __local double *As = (__local double *)tiles;
+    __local double *Bs = As + STAGES * STAGE_A;
+
+    int bm, bn;
+    block_of_group(M, N, &bm, &bn);
+    const int i0 = bm * TILE_M, j0 = bn * TILE_N;
+    const int lid = (int)get_local_id(0);
+    const int lane = lid & 31, warp = lid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm0 = (warp / WARPS_N) * WARP_M, wn0 = (warp % WARPS_N) * WARP_N;
+    /* This lane's fragments within a stage: k-row t, the permuted rows 2g and 2g + 1. */
+    const int frag_a = t * LDA_S + wm0 + ((2 * g) ^ SWIZZLE(t));
+    const int frag_b = t * LDB_S + wn0 + ((2 * g) ^ SWIZZLE(t));
+
+    double acc[MU][NU][4];
+#pragma unroll
+    for (int u = 0; u < MU; u++)
+#pragma unroll
+        for (int v = 0; v < NU; v++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[u][v][e] = 0.0;
+
+    /* Tile kt goes to stage kt % STAGES, copied STAGES - 1 tiles ahead of its use. Each
+     * iteration commits one group of copies (empty past the last tile), so that waiting for all
+     * but the STAGES - 2 newest groups waits for tile kt; the barrier then publishes every
+     * work-item's copies, and tells that every warp is done with tile kt - 1, whose stage the
+     * copies issued next overwrite. K = 0 copies nothing (A and B may then be NULL). */
+    struct tile_walk wa = walk_new(A, offA, sAi, sAk, i0, TILE_M, lid);
+    struct tile_walk wb = walk_new(B, offB, sBj, sBk, j0, TILE_N, lid);
+    const __global double *safe_a = A + offA, *safe_b = B + offB;
+    const int tiles_k = (K + TILE_K - 1) / TILE_K;
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < tiles_k) {
+            walk_copy(As + s * STAGE_A, LDA_S, &wa, M - i0, K - s * TILE_K, safe_a, A_COPIES);
+            walk_copy(Bs + s * STAGE_B, LDB_S, &wb, N - j0, K - s * TILE_K, safe_b, B_COPIES);
+        }
+        copies_commit();
+    }
+    int stage = 0, fill = STAGES - 1;
+    for (int kt = 0; kt < tiles_k; kt++) {
+        COPIES_WAIT(STAGES - 2);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int next = kt + STAGES - 1;
+        if (next < tiles_k) {
+            walk_copy(As + fill * STAGE_A, LDA_S, &wa, M - i0, K - next * TILE_K, safe_a, A_COPIES);
+            walk_copy(Bs + fill * STAGE_B, LDB_S, &wb, N - j0, K - next * TILE_K, safe_b, B_COPIES);
+        }
+        copies_commit();
+        fill = fill + 1 == STAGES ? 0 : fill + 1;
+        MULTIPLY_STAGE(As + stage * STAGE_A + frag_a, Bs + stage * STAGE_B + frag_b);
+        stage = stage + 1 == STAGES ? 0 : stage + 1;
+    }
+
+    /* beta == 0 takes a branch of its own that never loads C, so that NaN or garbage there
+     * cannot reach the result. */
+    const int read_c = beta != 0.0;
+#pragma unroll
+    for (int u = 0; u < MU; u++) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int i = i0 + wm0 + 16 * u + 8 * h + g;
+            if (i >= M)
+                continue;
+#pragma unroll
+            for (int v = 0; v < NU; v++) {
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int j = j0 + wn0 + 8 * v + 2 * t + e;
+                    if (j >= N)
+                        continue;
+                    const long at = offC + (long)i * ldc + j;
+                    if (read_c)
+                        C[at] = alpha * acc[u][v][2 * h + e] + beta * C[at];
+                    else
+                        C[at] = alpha * acc[u][v][2 * h + e];
+                }
+            }
+        }
+    }
+}
