@@ -57,6 +57,25 @@ static int rect_of(const struct view_runs *v, int64_t es, size_t region[3], size
     return 1;
 }
 
+/* The bytes of a temporary device buffer for view `t`: its span, or, when it moves as one
+ * rectangle, the rectangle's whole pitch (every row and slice full length, the last ones too).
+ * NVIDIA's OpenCL refuses a rectangle whose last slice's pitch ends past the buffer
+ * (CL_INVALID_VALUE), though OpenCL's bound is where its last run ends; the difference is at
+ * most the padding after the last row or slice. */
+static size_t staged_bytes(const struct clops_tensor *t)
+{
+    const int64_t es = dtype_size(t->dtype), span_bytes = tensor_span(t) * es;
+    if (span_bytes == 0)
+        return 0;
+    struct view_runs v;
+    view_runs(t, &v);
+    size_t region[3], pitch[2];
+    if (v.outer == 0 || !rect_of(&v, es, region, pitch))
+        return (size_t)span_bytes;
+    const size_t whole = v.outer == 1 ? region[1] * pitch[0] : region[2] * pitch[1];
+    return whole > (size_t)span_bytes ? whole : (size_t)span_bytes;
+}
+
 void tensor_packed_like(const struct clops_tensor *t, void *data, struct clops_tensor *out)
 {
     *out = *t;
@@ -156,7 +175,7 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
         out->offset = t->offset;
         return CLOPS_OK;
     }
-    size_t bytes = (size_t)(tensor_span(t) * dtype_size(t->dtype));
+    size_t bytes = staged_bytes(t);
     if (bytes == 0)
         return CLOPS_OK;
     char what[96];
