@@ -32,6 +32,7 @@ struct run_options {
     int set_count;
     int dry_run; /* validate and print the plan; run nothing */
     int quiet;   /* no progress lines */
+    int json;    /* one JSON document on stdout instead of the tables (schema clops-run/1) */
 };
 
 /* `clops run FILE`: validates the pipeline file, then runs it. Returns an enum cli_exit. */

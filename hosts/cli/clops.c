@@ -76,7 +76,8 @@ static const char ops_help[] =
     "  -h, --help     print this help\n";
 
 static const char run_help[] =
-    "Usage: clops run [--output-dir DIR] [--set KEY=VALUE]... [--dry-run] [--quiet] FILE.cfg\n"
+    "Usage: clops run [--output-dir DIR] [--set KEY=VALUE]... [--dry-run] [--quiet]\n"
+    "                 [--json] FILE.cfg\n"
     "\n"
     "Runs a pipeline: creates or reads its tensors, calls its steps' operators on device\n"
     "copies of them, verifies its checks and writes its outputs (.npy, .mtx, .csv, .png,\n"
@@ -86,6 +87,8 @@ static const char run_help[] =
     "Outputs are written only when every step and check succeeded. A `sweep` runs FILE\n"
     "once per combination of its params' values, each output named by them\n"
     "(out/m.png -> out/m-n=64.png); a failed run is named and the next one runs.\n"
+    "The steps' table gives each step's time apart from the kernel builds (compile ms)\n"
+    "that its first call causes, and LAPACK's info with its meaning.\n"
     "\n"
     "Options:\n"
     "  -o, --output-dir DIR   where relative output files go\n"
@@ -96,7 +99,11 @@ static const char run_help[] =
     "                         --set 'outputs.[0].file=\"a.npy\"'\n"
     "  -n, --dry-run          validate and print the plan (tensors, steps, checks,\n"
     "                         outputs) and a sweep's runs; run nothing\n"
-    "  -q, --quiet            no progress lines on stderr\n"
+    "  -q, --quiet            no progress on stderr (on a terminal: one bar over every\n"
+    "                         run and step, with the time left once a call is measured)\n"
+    "  -j, --json             print one JSON document instead of the plan or the tables:\n"
+    "                         runs, steps' times and rates, checks, outputs' SHA-256\n"
+    "                         (schema clops-run/1, docs/json.md); no progress\n"
     "  -v, --verbose          also print the library's info and debug messages\n"
     "  -h, --help             print this help\n";
 
@@ -676,6 +683,7 @@ static void take_run_option(void *ctx, int c, char *arg)
     case 's': o->sets[o->set_count++] = arg; break;
     case 'n': o->dry_run = 1; break;
     case 'q': o->quiet = 1; break;
+    case 'j': o->json = 1; break;
     default: break;
     }
 }
@@ -687,6 +695,7 @@ static int cmd_run(struct cli *cli, int argc, char **argv)
         {"set", required_argument, NULL, 's'},
         {"dry-run", no_argument, NULL, 'n'},
         {"quiet", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},
         {0},
     };
     /* Every --set fits: there are fewer of them than arguments. */

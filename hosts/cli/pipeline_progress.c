@@ -1,52 +1,213 @@
-/* pipeline_progress.c — what `clops run` shows while a step runs. Steps run synchronously
- * through invoke(), and the API reports no progress within a call (Mandelbrot's per-device tile
- * counts are recorded when the call ends), so on a terminal a timer thread redraws the elapsed
- * time: a bar against the best earlier run of the step when it is repeated, else a spinner. */
+/* pipeline_progress.c — what `clops run` shows while it runs. Steps run synchronously through
+ * invoke(), and the API reports no progress within a call, so the model counts calls: what
+ * each is expected to take comes from the calls measured before it (the same step in earlier
+ * runs, scaled by its work; the work's rate; any call), the host's checks after a step counting
+ * as one call, and on a terminal a timer thread redraws
+ * one bar over the whole work with the time the rest should take. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "pipeline_progress.h"
 #include "util.h"
 
-enum { REDRAW_MS = 200, BAR_WIDTH = 20 };
+/* ---- the model ------------------------------------------------------------------------------ */
+
+void progress_model_add_run(struct progress_model *m)
+{
+    m->run_first = realloc(m->run_first, (size_t)(m->run_count + 2) * sizeof *m->run_first);
+    if (m->run_first == NULL) {
+        fprintf(stderr, "%s: out of memory\n", host_program_name);
+        exit(1);
+    }
+    m->run_first[m->run_count] = m->count;
+    m->run_first[++m->run_count] = m->count;
+}
+
+void progress_model_add(struct progress_model *m, int slot, const char *unit, double work,
+                        int calls)
+{
+    if (m->count == m->capacity) {
+        int64_t capacity = m->capacity > 0 ? 2 * m->capacity : 16;
+        struct progress_item *items = host_xcalloc((size_t)capacity, sizeof *items);
+        if (m->count > 0)
+            memcpy(items, m->items, (size_t)m->count * sizeof *items);
+        free(m->items);
+        m->items = items;
+        m->capacity = capacity;
+    }
+    if (slot >= m->slots) {
+        int64_t *last = host_xmalloc((size_t)(slot + 1) * sizeof *last);
+        for (int i = 0; i <= slot; i++)
+            last[i] = i < m->slots ? m->last_of_slot[i] : -1;
+        free(m->last_of_slot);
+        m->last_of_slot = last;
+        m->slots = slot + 1;
+    }
+    m->items[m->count++] =
+        (struct progress_item){.slot = slot, .unit = unit, .work = work, .calls = calls};
+    if (m->run_count > 0)
+        m->run_first[m->run_count] = m->count;
+}
+
+void progress_model_free(struct progress_model *m)
+{
+    free(m->items);
+    free(m->run_first);
+    free(m->last_of_slot);
+    memset(m, 0, sizeof *m);
+}
+
+int64_t progress_model_item(const struct progress_model *m, int64_t run, int slot)
+{
+    for (int64_t j = m->run_first[run]; j < m->run_first[run + 1]; j++)
+        if (m->items[j].slot == slot)
+            return j;
+    return -1;
+}
+
+static struct unit_rate *rate_of(struct progress_model *m, const char *unit)
+{
+    for (int i = 0; i < m->rate_count; i++)
+        if (strcmp(m->rates[i].unit, unit) == 0)
+            return &m->rates[i];
+    if (m->rate_count == (int)(sizeof m->rates / sizeof m->rates[0]))
+        return NULL;
+    m->rates[m->rate_count] = (struct unit_rate){.unit = unit};
+    return &m->rates[m->rate_count++];
+}
+
+void progress_model_call_done(struct progress_model *m, int64_t item, double ms)
+{
+    struct progress_item *it = &m->items[item];
+    it->calls_done++;
+    it->done_ms += ms;
+    m->done_ms += ms;
+    m->calls_done++;
+    m->last_of_slot[it->slot] = item;
+    struct unit_rate *rate = it->unit != NULL && it->work > 0.0 ? rate_of(m, it->unit) : NULL;
+    if (rate != NULL) {
+        rate->ms += ms;
+        rate->work += it->work;
+    }
+}
+
+static int same_unit(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+/* The expected time of one call of item `j`, once some call has been measured. */
+static double call_estimate(const struct progress_model *m, int64_t j)
+{
+    const struct progress_item *it = &m->items[j];
+    if (it->calls_done > 0)
+        return it->done_ms / it->calls_done;
+    int64_t k = m->last_of_slot[it->slot];
+    if (k >= 0) {
+        const struct progress_item *before = &m->items[k];
+        double per_call = before->done_ms / before->calls_done;
+        if (it->work > 0.0 && before->work > 0.0 && same_unit(it->unit, before->unit))
+            return per_call * it->work / before->work;
+        return per_call;
+    }
+    for (int i = 0; it->work > 0.0 && i < m->rate_count; i++)
+        if (same_unit(it->unit, m->rates[i].unit) && m->rates[i].work > 0.0)
+            return it->work * m->rates[i].ms / m->rates[i].work;
+    return m->done_ms / (double)m->calls_done;
+}
+
+struct progress_estimate progress_model_estimate(const struct progress_model *m, int64_t item,
+                                                 double running_ms)
+{
+    struct progress_estimate e = {.fraction = 1.0, .eta_ms = 0.0};
+    if (m->calls_done == 0) {
+        /* Nothing measured: every call weighs the same, and the rest is not known. */
+        int64_t total = 0, done = 0;
+        for (int64_t j = 0; j < m->count; j++) {
+            total += m->items[j].calls;
+            done += j < item ? m->items[j].calls : j == item ? m->items[j].calls_done : 0;
+        }
+        e.fraction = total > 0 ? (double)done / (double)total : 1.0;
+        e.eta_ms = -1.0;
+        return e;
+    }
+    double remaining = 0.0;
+    for (int64_t j = item; j < m->count; j++) {
+        int left = m->items[j].calls - m->items[j].calls_done;
+        if (left <= 0)
+            continue;
+        double per_call = call_estimate(m, j);
+        if (j == item)
+            remaining += fmax(per_call - running_ms, 0.0) + (left - 1) * per_call;
+        else
+            remaining += left * per_call;
+    }
+    double done = m->done_ms + (item < m->count ? running_ms : 0.0);
+    e.fraction = done + remaining > 0.0 ? done / (done + remaining) : 1.0;
+    e.eta_ms = remaining;
+    return e;
+}
+
+void progress_format_duration(double ms, char *out, int size)
+{
+    double s = ms / 1000.0;
+    if (ms < 1000.0)
+        snprintf(out, (size_t)size, "%.0f ms", ms);
+    else if (s < 60.0)
+        snprintf(out, (size_t)size, "%.1f s", s);
+    else if (s < 3600.0)
+        snprintf(out, (size_t)size, "%d min %02d s", (int)(s / 60.0), (int)fmod(s, 60.0));
+    else
+        snprintf(out, (size_t)size, "%d h %02d min", (int)(s / 3600.0), (int)fmod(s / 60.0, 60.0));
+}
+
+/* ---- the display ---------------------------------------------------------------------------- */
+
+enum { REDRAW_MS = 200, BAR_WIDTH = 24 };
 
 struct progress {
     int tty;
-    int index, count;
-    const char *op;
+    struct progress_model *model;
     double start_ms;
-    pthread_mutex_t lock; /* guards the members below and the terminal line */
+    pthread_mutex_t lock; /* guards the members below, the model and the terminal line */
     pthread_cond_t wake;
     int stop;
-    int run, runs;
-    double run_start_ms, best_ms;
-    int ticks;
+    int active;        /* an item is running: the line is drawn */
+    int64_t run, item; /* item -1: not in the model (nothing drawn) */
+    char label[160];
+    int call, calls;
+    double call_start_ms;
     pthread_t thread;
     int threaded;
 };
 
 static void draw(struct progress *p)
 {
-    double now = host_now_ms(), elapsed = now - p->run_start_ms;
-    char bar[BAR_WIDTH + 3];
-    if (isfinite(p->best_ms) && p->best_ms > 0.0) {
-        int filled = (int)(BAR_WIDTH * fmin(elapsed / p->best_ms, 1.0));
-        bar[0] = '[';
-        for (int i = 0; i < BAR_WIDTH; i++)
-            bar[1 + i] = i < filled ? '#' : '.';
-        bar[BAR_WIDTH + 1] = ']';
-        bar[BAR_WIDTH + 2] = '\0';
-    } else {
-        bar[0] = "|/-\\"[p->ticks % 4];
-        bar[1] = '\0';
+    double now = host_now_ms();
+    struct progress_estimate e = progress_model_estimate(p->model, p->item, now - p->call_start_ms);
+    int filled = (int)(BAR_WIDTH * fmin(fmax(e.fraction, 0.0), 1.0));
+    char bar[BAR_WIDTH + 1], where[64] = "", calls[48] = "", elapsed[32], eta[48] = "";
+    for (int i = 0; i < BAR_WIDTH; i++)
+        bar[i] = i < filled ? '#' : '.';
+    bar[BAR_WIDTH] = '\0';
+    if (p->model->run_count > 1)
+        snprintf(where, sizeof where, "run %lld/%lld  ", (long long)p->run + 1,
+                 (long long)p->model->run_count);
+    if (p->calls > 1)
+        snprintf(calls, sizeof calls, "  call %d/%d", p->call + 1, p->calls);
+    progress_format_duration(now - p->start_ms, elapsed, sizeof elapsed);
+    if (e.eta_ms >= 0.0) {
+        char left[32];
+        progress_format_duration(e.eta_ms, left, sizeof left);
+        snprintf(eta, sizeof eta, "  ETA %s", left);
     }
-    fprintf(stderr, "\r\033[Kstep %d/%d %s  run %d/%d %s %.1f s", p->index + 1, p->count, p->op,
-            p->run + 1, p->runs, bar, (now - p->start_ms) / 1000.0);
+    fprintf(stderr, "\r\033[K%s%s%s  [%s] %3d%%  %s%s", where, p->label, calls, bar,
+            (int)(100.0 * e.fraction), elapsed, eta);
     fflush(stderr);
-    p->ticks++;
 }
 
 static void *redraw_loop(void *arg)
@@ -54,7 +215,8 @@ static void *redraw_loop(void *arg)
     struct progress *p = arg;
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {
-        draw(p);
+        if (p->active && p->item >= 0)
+            draw(p);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += REDRAW_MS * 1000000L;
@@ -66,16 +228,13 @@ static void *redraw_loop(void *arg)
     return NULL;
 }
 
-struct progress *progress_start(int tty, int index, int count, const char *op)
+struct progress *progress_start(int tty, struct progress_model *model)
 {
     struct progress *p = host_xcalloc(1, sizeof *p);
     p->tty = tty;
-    p->index = index;
-    p->count = count;
-    p->op = op;
-    p->start_ms = p->run_start_ms = host_now_ms();
-    p->best_ms = INFINITY;
-    p->runs = 1;
+    p->model = model;
+    p->start_ms = p->call_start_ms = host_now_ms();
+    p->calls = 1;
     if (tty && pthread_mutex_init(&p->lock, NULL) == 0) {
         if (pthread_cond_init(&p->wake, NULL) != 0)
             pthread_mutex_destroy(&p->lock);
@@ -89,21 +248,70 @@ struct progress *progress_start(int tty, int index, int count, const char *op)
     return p;
 }
 
-void progress_run(struct progress *p, int run, int runs, double best_ms)
+static void lock(struct progress *p)
 {
-    if (p == NULL)
-        return;
     if (p->threaded)
         pthread_mutex_lock(&p->lock);
-    p->run = run;
-    p->runs = runs;
-    p->best_ms = best_ms;
-    p->run_start_ms = host_now_ms();
+}
+
+static void unlock(struct progress *p)
+{
     if (p->threaded)
         pthread_mutex_unlock(&p->lock);
 }
 
-void progress_finish(struct progress *p, double total_ms, int ok)
+void progress_begin(struct progress *p, int64_t run, int slot, const char *label)
+{
+    if (p == NULL)
+        return;
+    lock(p);
+    p->run = run;
+    p->item = progress_model_item(p->model, run, slot);
+    snprintf(p->label, sizeof p->label, "%s", label);
+    p->call = 0;
+    p->calls = 1;
+    p->call_start_ms = host_now_ms();
+    p->active = 1;
+    unlock(p);
+}
+
+void progress_call_begin(struct progress *p, int call, int calls)
+{
+    if (p == NULL)
+        return;
+    lock(p);
+    p->call = call;
+    p->calls = calls;
+    p->call_start_ms = host_now_ms();
+    unlock(p);
+}
+
+void progress_call_end(struct progress *p, double ms)
+{
+    if (p == NULL)
+        return;
+    lock(p);
+    if (p->item >= 0)
+        progress_model_call_done(p->model, p->item, ms);
+    p->call_start_ms = host_now_ms();
+    unlock(p);
+}
+
+void progress_end(struct progress *p, const char *line)
+{
+    if (p == NULL)
+        return;
+    lock(p);
+    p->active = 0;
+    if (p->tty)
+        fputs("\r\033[K", stderr);
+    if (line != NULL)
+        fprintf(stderr, "%s\n", line);
+    fflush(stderr);
+    unlock(p);
+}
+
+void progress_finish(struct progress *p)
 {
     if (p == NULL)
         return;
@@ -116,7 +324,5 @@ void progress_finish(struct progress *p, double total_ms, int ok)
         pthread_cond_destroy(&p->wake);
         pthread_mutex_destroy(&p->lock);
     }
-    fprintf(stderr, "%sstep %d/%d %s ... %s in %.1f ms\n", p->tty ? "\r\033[K" : "", p->index + 1,
-            p->count, p->op, ok ? "done" : "FAILED", total_ms);
     free(p);
 }

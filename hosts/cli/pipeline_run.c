@@ -1,8 +1,11 @@
 /* pipeline_run.c — running a pipeline file: each run of its sweep (one run when it has none)
  * validated before the first starts, then run by run: host tensors, the pool, device copies of
- * the tensors steps use, each step through op_find + invoke, the checks, the result tables and
- * the outputs; in a sweep, a table of the runs at the end. */
+ * the tensors steps use, each step through op_find + invoke (timed apart from the kernel builds
+ * it causes), the checks, the result tables and the outputs; in a sweep, a table of the runs at
+ * the end. With --json the tables give way to one JSON document (run_json.c). */
+#include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,8 @@
 #include "formats.h"
 #include "pipeline.h"
 #include "pipeline_progress.h"
+#include "pipeline_results.h"
+#include "run_json.h"
 #include "table.h"
 #include "util.h"
 
@@ -22,6 +27,7 @@ struct run_pool {
     char *path;       /* the pool file it was made from; NULL: the built-in defaults */
     char device[128]; /* its primary device */
     int32_t device_count;
+    int json_index; /* among the JSON document's pools */
 };
 
 struct run {
@@ -29,9 +35,28 @@ struct run {
     const struct run_options *options;
     struct pipeline *pl;
     struct run_pool *pool;
-    char prefix[600]; /* "run 2 (n=64): " in a sweep, for its messages; else empty */
+    struct run_result *result;
+    struct progress *progress; /* NULL: none shown */
+    struct run_json *json;     /* NULL: text output */
+    char prefix[600];          /* "run 2 (n=64): " in a sweep, for its messages; else empty */
     int steps_done;
+    char call_error[2048]; /* the library's message on the failed call of a step */
 };
+
+/* Prints "clops: <message>" on stderr and keeps the message as what stopped the run (after any
+ * kept before it). Returns `code`. */
+static int run_error(struct run *r, int code, const char *fmt, ...) HOST_PRINTF(3, 4);
+static int run_error(struct run *r, int code, const char *fmt, ...)
+{
+    char message[sizeof r->result->error];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "clops: %s\n", message);
+    host_append(r->result->error, sizeof r->result->error, "; ", message);
+    return code;
+}
 
 /* ---- tensors ------------------------------------------------------------------------------ */
 
@@ -80,11 +105,10 @@ static int64_t tensor_bytes(const struct pl_tensor *t)
     return t->elements * host_dtype_size(t->dtype);
 }
 
-static int transfer_error(const struct run *r, const char *what, const struct pl_tensor *t)
+static int transfer_error(struct run *r, const char *what, const struct pl_tensor *t)
 {
-    fprintf(stderr, "clops: cannot %s tensor '%s': %s\n", what, t->name,
-            r->cli->lib.api->last_error());
-    return CLI_FAILED;
+    return run_error(r, CLI_FAILED, "cannot %s tensor '%s': %s", what, t->name,
+                     r->cli->lib.api->last_error());
 }
 
 /* Tensors the steps use live in device buffers for the whole run: uploaded once here, passed
@@ -107,7 +131,7 @@ static int upload_tensors(struct run *r)
 }
 
 /* Makes the host copy current. */
-static int fetch(const struct run *r, struct pl_tensor *t)
+static int fetch(struct run *r, struct pl_tensor *t)
 {
     if (t->buffer == NULL || !t->host_stale)
         return CLI_OK;
@@ -137,7 +161,7 @@ static int has_checks(const struct pipeline *pl, int32_t step_index)
 
 /* Copies of the tensors the step writes, on the host: for the checks' reference and to give
  * every repeated run the same input. */
-static int snapshot_written(const struct run *r, struct pl_step *step)
+static int snapshot_written(struct run *r, struct pl_step *step)
 {
     const struct clops_op *op = step->op;
     step->before = host_xcalloc((size_t)op->param_count, sizeof *step->before);
@@ -155,7 +179,7 @@ static int snapshot_written(const struct run *r, struct pl_step *step)
 }
 
 /* Puts the written tensors back as they were before the step (uploads for device tensors). */
-static int restore_written(const struct run *r, const struct pl_step *step)
+static int restore_written(struct run *r, const struct pl_step *step)
 {
     for (int32_t p = 0; p < step->op->param_count; p++) {
         if (step->before[p] == NULL)
@@ -180,50 +204,109 @@ static void mark_written(const struct pipeline *pl, const struct pl_step *step)
     }
 }
 
-/* The runs of one step; a failed transfer is reported here, a failed call by the caller. */
+/* The nanoseconds the pool has spent building kernel programs (ABI 1.3's build_ns), or -1 when
+ * the library does not report them. */
+static int64_t build_ns(const struct run *r)
+{
+    const struct clops_api *api = r->cli->lib.api;
+    struct clops_stats stats = {.struct_size = sizeof stats};
+    if (api->abi_minor < 3 || api->pool_stats(r->pool->pool, &stats) != CLOPS_OK)
+        return -1;
+    return stats.build_ns;
+}
+
+/* One call of a step, timed: its wall time less the kernel builds it caused (a first call
+ * compiles, or loads from the cache, what later calls reuse), which go to the step's
+ * compile_ms. */
+static int32_t timed_call(struct run *r, struct pl_step *step, const struct clops_arg *args,
+                          int32_t count, struct step_result *result)
+{
+    int64_t built_before = build_ns(r);
+    double start = host_now_ms();
+    int32_t status = r->cli->lib.api->invoke(r->pool->pool, step->op, args, count);
+    double ms = host_now_ms() - start;
+    /* Its message before pool_stats clears it. */
+    if (status != CLOPS_OK)
+        snprintf(r->call_error, sizeof r->call_error, "%s", r->cli->lib.api->last_error());
+    int64_t built_after = build_ns(r);
+    if (built_before >= 0 && built_after >= 0) {
+        double building = (double)(built_after - built_before) * 1e-6;
+        result->compile_ms = (isnan(result->compile_ms) ? 0.0 : result->compile_ms) + building;
+        /* build_ns sums the threads that build at once (one per device): never below 0. */
+        ms = fmax(ms - building, 0.0);
+    }
+    if (status == CLOPS_OK) {
+        result->call_ms[result->calls++] = ms;
+        progress_call_end(r->progress, ms);
+    }
+    return status;
+}
+
+/* LAPACK's info, where the step has it: read back from the device after the step. */
+static int read_info(struct run *r, const struct pl_step *step, struct step_result *result)
+{
+    int p = step_info_param(step);
+    if (p < 0)
+        return CLI_OK;
+    struct pl_tensor *t = &r->pl->tensors[step->values[p].tensor];
+    if (t->elements < 1 || fetch(r, t) != CLI_OK)
+        return t->elements < 1 ? CLI_OK : CLI_FAILED;
+    result->info = ((const int32_t *)t->data)[0];
+    result->has_info = 1;
+    return CLI_OK;
+}
+
+/* The calls of one step; a failed transfer is reported here, a failed call by the caller. */
 static int32_t run_step(struct run *r, int index, int *transfer_failed)
 {
     struct pl_step *step = &r->pl->steps[index];
-    const struct clops_api *api = r->cli->lib.api;
+    struct step_result *result = &r->result->steps[index];
     *transfer_failed = 0;
     if ((step->repeat > 1 || has_checks(r->pl, index)) && snapshot_written(r, step) != CLI_OK) {
         *transfer_failed = 1;
+        result->state = STEP_FAILED;
         return CLOPS_ERR_DEVICE;
     }
     struct clops_arg *args = host_xcalloc((size_t)step->op->param_count, sizeof *args);
     int32_t count = step_args(r->pl, step, args);
-    struct progress *progress =
-        r->options->quiet
-            ? NULL
-            : progress_start(isatty(STDERR_FILENO), index, r->pl->step_count, step->op->name);
+    result->call_ms = host_xcalloc((size_t)step->repeat, sizeof *result->call_ms);
+    char label[128];
+    snprintf(label, sizeof label, "step %d/%d %s", index + 1, r->pl->step_count, step->op->name);
+    progress_begin(r->progress, r->pl->run->index, index, label);
     int32_t status = CLOPS_OK;
     double first = host_now_ms();
-    step->best_ms = INFINITY;
-    for (int32_t run = 0; run < step->repeat && status == CLOPS_OK; run++) {
-        if (run > 0 && restore_written(r, step) != CLI_OK) {
+    for (int32_t call = 0; call < step->repeat && status == CLOPS_OK; call++) {
+        if (call > 0 && restore_written(r, step) != CLI_OK) {
             *transfer_failed = 1;
             status = CLOPS_ERR_DEVICE;
             break;
         }
-        progress_run(progress, run, step->repeat, step->best_ms);
-        double start = host_now_ms();
-        status = api->invoke(r->pool->pool, step->op, args, count);
-        double ms = host_now_ms() - start;
-        step->best_ms = ms < step->best_ms ? ms : step->best_ms;
+        progress_call_begin(r->progress, call, step->repeat);
+        status = timed_call(r, step, args, count, result);
     }
-    progress_finish(progress, host_now_ms() - first, status == CLOPS_OK);
+    step_result_summarise(result);
+    step->best_ms = result->best_ms;
     mark_written(r->pl, step);
+    if (status == CLOPS_OK && read_info(r, step, result) != CLI_OK) {
+        *transfer_failed = 1;
+        status = CLOPS_ERR_DEVICE;
+    }
+    result->state = status == CLOPS_OK ? STEP_OK : STEP_FAILED;
+    char line[256], building[64] = "";
+    if (result->compile_ms > 0.0)
+        snprintf(building, sizeof building, " (%.1f ms of it building kernels)",
+                 result->compile_ms);
+    snprintf(line, sizeof line, "%s ... %s in %.1f ms%s", label,
+             status == CLOPS_OK ? "done" : "FAILED", host_now_ms() - first, building);
+    progress_end(r->progress, line);
     free(args);
     return status;
 }
 
-/* Checks run right after their step, before a later step can change what they look at; they
- * read host copies, so the step's tensors come back from the device first. */
-static int run_checks_of(struct run *r, int32_t step_index)
+/* The step's checks, on host copies of its tensors. */
+static int measure_checks_of(struct run *r, int32_t step_index)
 {
     const struct pl_step *step = &r->pl->steps[step_index];
-    if (!has_checks(r->pl, step_index))
-        return CLI_OK;
     for (int32_t p = 0; p < step->op->param_count; p++)
         if (step->values[p].tensor >= 0 && fetch(r, &r->pl->tensors[step->values[p].tensor]))
             return CLI_FAILED;
@@ -235,6 +318,31 @@ static int run_checks_of(struct run *r, int32_t step_index)
         check->ran = 1;
     }
     return CLI_OK;
+}
+
+/* The progress model's slot of a step's checks: after the steps' own. */
+static int checks_slot(const struct pipeline *pl, int step_index)
+{
+    return pl->step_count + step_index;
+}
+
+/* Checks run right after their step, before a later step can change what they look at; they
+ * read host copies, so the step's tensors come back from the device first. */
+static int run_checks_of(struct run *r, int32_t step_index)
+{
+    const struct pl_step *step = &r->pl->steps[step_index];
+    if (!has_checks(r->pl, step_index))
+        return CLI_OK;
+    char label[128];
+    snprintf(label, sizeof label, "step %d/%d %s, checks", step_index + 1, r->pl->step_count,
+             step->op->name);
+    progress_begin(r->progress, r->pl->run->index, checks_slot(r->pl, step_index), label);
+    double start = host_now_ms();
+    int code = measure_checks_of(r, step_index);
+    if (code == CLI_OK)
+        progress_call_end(r->progress, host_now_ms() - start);
+    progress_end(r->progress, NULL);
+    return code;
 }
 
 static int check_passed(const struct pl_check *check)
@@ -254,14 +362,16 @@ static void format_dims(const struct pl_tensor *t, char *out, size_t size)
     }
 }
 
-/* "a=300x200 b=200x400 c=300x400": the step's tensors by parameter name. */
+/* "a=300x200 b=200x400 c=300x400": the step's tensors by parameter name. LAPACK's info is not
+ * among them: its shape, 1, would read as its value (the notes give that). */
 static void format_shapes(const struct pipeline *pl, const struct pl_step *step, char *out,
                           size_t size)
 {
     out[0] = '\0';
+    int info = step_info_param(step);
     for (int32_t p = 0; p < step->op->param_count; p++) {
         const struct pl_value *v = &step->values[p];
-        if (v->tensor < 0)
+        if (v->tensor < 0 || p == info)
             continue;
         char item[160], d[96];
         format_dims(&pl->tensors[v->tensor], d, sizeof d);
@@ -294,35 +404,61 @@ static void format_args(const struct pipeline *pl, const struct pl_step *step, c
     }
 }
 
+/* The steps' table keeps within $COLUMNS, else the terminal's width, else this many columns (as
+ * clops ops and devices do). */
+enum { STEPS_WIDTH = 100 };
+
+/* A time in ms, "-" when there is none. */
+static void time_cell(struct table *t, double ms)
+{
+    if (isnan(ms))
+        table_cell(t, "-");
+    else
+        table_cell(t, "%.3f", ms);
+}
+
+/* The steps run: times without the kernel builds (compile ms: what the step's calls spent
+ * building kernels, the first call mostly), the rate of the best call, LAPACK's info. A device
+ * column only when the pool has several devices (the heading names the primary one). */
 static void print_steps(const struct run *r)
 {
     static const struct table_column columns[] = {
-        {"step", TABLE_RIGHT},  {"operator", TABLE_LEFT}, {"shapes", TABLE_LEFT},
-        {"device", TABLE_LEFT}, {"runs", TABLE_RIGHT},    {"best ms", TABLE_RIGHT},
-        {"rate", TABLE_RIGHT},
+        {"step", TABLE_RIGHT},      {"operator", TABLE_LEFT},    {"shapes", TABLE_WRAP},
+        {"runs", TABLE_RIGHT},      {"compile ms", TABLE_RIGHT}, {"best ms", TABLE_RIGHT},
+        {"median ms", TABLE_RIGHT}, {"rate", TABLE_RIGHT},       {"notes", TABLE_WRAP},
+        {"device", TABLE_WRAP},
     };
+    int devices = r->pool->device_count > 1;
     struct table t;
-    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]) - !devices);
+    t.width = host_output_width(stdout, STEPS_WIDTH);
     for (int i = 0; i < r->steps_done; i++) {
         const struct pl_step *step = &r->pl->steps[i];
-        char shapes[512];
+        const struct step_result *result = &r->result->steps[i];
+        char shapes[512], notes[160] = "";
         format_shapes(r->pl, step, shapes, sizeof shapes);
-        struct step_work work = step_work(r->pl, step);
         table_row(&t);
         table_cell(&t, "%d", i);
         table_cell(&t, "%s", step->op->name);
         table_cell(&t, "%s", shapes);
-        /* Mandelbrot shares its tiles between every device of the pool. */
-        if (strcmp(step->op->name, "mandelbrot") == 0 && r->pool->device_count > 1)
-            table_cell(&t, "%d devices", r->pool->device_count);
-        else
-            table_cell(&t, "%s", r->pool->device);
         table_cell(&t, "%d", step->repeat);
-        table_cell(&t, "%.3f", step->best_ms);
-        if (work.amount > 0.0 && step->best_ms > 0.0)
-            table_cell(&t, "%.3g %s", work.amount / (step->best_ms * 1e-3) / work.per, work.unit);
-        else
+        time_cell(&t, result->compile_ms);
+        time_cell(&t, result->best_ms);
+        time_cell(&t, result->median_ms);
+        const char *unit = NULL;
+        double rate = step_rate(r->pl, step, result->best_ms, &unit);
+        if (isnan(rate))
             table_cell(&t, "-");
+        else
+            table_cell(&t, "%.3g %s", rate, unit);
+        if (result->has_info)
+            info_text(step->op->name, result->info, notes, sizeof notes);
+        table_cell(&t, "%s", notes);
+        /* Mandelbrot shares its tiles between every device of the pool. */
+        if (devices && strcmp(step->op->name, "mandelbrot") == 0)
+            table_cell(&t, "%d devices", r->pool->device_count);
+        else if (devices)
+            table_cell(&t, "%s", r->pool->device);
     }
     table_print(&t, stdout, 0);
     table_free(&t);
@@ -360,16 +496,18 @@ static void print_checks(const struct pipeline *pl)
     table_free(&t);
 }
 
+/* With --verbose: on stdout after the tables, on stderr with --json. */
 static void print_pool_stats(const struct run *r)
 {
     struct clops_stats stats = {.struct_size = sizeof stats};
     if (r->cli->lib.api->pool_stats(r->pool->pool, &stats) != CLOPS_OK)
         return;
-    printf("\nPool: %lld programs built, %lld loaded from the cache (%lld rejected), %lld calls, "
-           "%lld bytes uploaded, %lld downloaded\n",
-           (long long)stats.programs_built, (long long)stats.programs_loaded,
-           (long long)stats.cache_rejected, (long long)stats.calls, (long long)stats.bytes_uploaded,
-           (long long)stats.bytes_downloaded);
+    fprintf(r->json != NULL ? stderr : stdout,
+            "\nPool: %lld programs built, %lld loaded from the cache (%lld rejected), %lld calls, "
+            "%lld bytes uploaded, %lld downloaded\n",
+            (long long)stats.programs_built, (long long)stats.programs_loaded,
+            (long long)stats.cache_rejected, (long long)stats.calls,
+            (long long)stats.bytes_uploaded, (long long)stats.bytes_downloaded);
 }
 
 /* ---- the plan (--dry-run) ------------------------------------------------------------------ */
@@ -442,38 +580,28 @@ static void print_plan(const struct pipeline *pl, const char *output_dir)
 
 /* ---- outputs ------------------------------------------------------------------------------ */
 
-/* Relative names are relative to --output-dir; absolute ones are kept. */
-static char *output_path(const char *output_dir, const char *name)
-{
-    char *path = NULL;
-    if (name[0] == '/' || strcmp(output_dir, ".") == 0)
-        path = host_xstrdup(name);
-    else if (asprintf(&path, "%s/%s", output_dir, name) < 0)
-        path = host_xstrdup(name);
-    return path;
-}
-
-static int write_outputs(const struct run *r)
+/* Writes the outputs, each file's size and SHA-256 read back from what was written. */
+static int write_outputs(struct run *r)
 {
     for (int i = 0; i < r->pl->output_count; i++) {
         const struct pl_output *out = &r->pl->outputs[i];
+        struct output_result *written = &r->result->outputs[i];
         struct pl_tensor *t = &r->pl->tensors[out->tensor];
         if (fetch(r, t) != CLI_OK)
             return CLI_FAILED;
-        char *path = output_path(r->options->output_dir, out->name);
         struct fmt_tensor f = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
         memcpy(f.shape, t->shape, sizeof f.shape);
         char err[512];
-        int rc = fmt_write(path, &f, err, sizeof err);
-        if (rc != 0)
-            fprintf(stderr, "clops: %soutputs[%d] (%s:%d): cannot write %s: %s\n", r->prefix, i,
-                    r->pl->path, out->line, path, err);
-        else
+        if (fmt_write(written->path, &f, err, sizeof err) != 0)
+            return run_error(r, CLI_FAILED, "%soutputs[%d] (%s:%d): cannot write %s: %s", r->prefix,
+                             i, r->pl->path, out->line, written->path, err);
+        if (sha256_file(written->path, written->sha256, &written->bytes) != 0)
+            return run_error(r, CLI_FAILED, "%soutputs[%d] (%s:%d): cannot read %s back: %s",
+                             r->prefix, i, r->pl->path, out->line, written->path, strerror(errno));
+        written->written = 1;
+        if (r->json == NULL)
             printf("Wrote %s (%s, %lld bytes of data) to %s\n", t->name, host_dtype_name(t->dtype),
-                   (long long)tensor_bytes(t), path);
-        free(path);
-        if (rc != 0)
-            return CLI_FAILED;
+                   (long long)tensor_bytes(t), written->path);
     }
     return CLI_OK;
 }
@@ -502,25 +630,35 @@ static int take_pool(struct run *r)
     release_pool(r->cli, r->pool);
     int32_t status = pool_path != NULL ? api->pool_create_from_file(pool_path, &r->pool->pool)
                                        : api->pool_create_default(&r->pool->pool);
-    if (status != CLOPS_OK)
-        return cli_pool_error(r->cli, status);
+    if (status != CLOPS_OK) {
+        /* The message first: every later call of the library clears it. */
+        char message[sizeof r->result->error];
+        snprintf(message, sizeof message, "%s", api->last_error());
+        host_append(r->result->error, sizeof r->result->error, "; ", message);
+        int code = cli_pool_error(r->cli, status);
+        if (r->json != NULL)
+            r->pool->json_index = run_json_pool(r->json, pool_path, NULL, status, message);
+        return code;
+    }
+    if (r->json != NULL)
+        r->pool->json_index = run_json_pool(r->json, pool_path, r->pool->pool, CLOPS_OK, NULL);
     r->pool->path = pool_path != NULL ? host_xstrdup(pool_path) : NULL;
     struct clops_device_info info = {.struct_size = sizeof info};
     if (api->pool_device_info(r->pool->pool, 0, &info) != CLOPS_OK)
-        return cli_library_error(r->cli, CLI_FAILED);
+        return run_error(r, CLI_FAILED, "%s", api->last_error());
     snprintf(r->pool->device, sizeof r->pool->device, "%s", info.name);
     r->pool->device_count = api->pool_device_count(r->pool->pool);
     return CLI_OK;
 }
 
-static int step_failed(const struct run *r, int i, int transfer_failed)
+static int step_failed(struct run *r, int i, int transfer_failed)
 {
     const struct pl_step *step = &r->pl->steps[i];
-    print_steps(r);
-    fprintf(stderr, "clops: %ssteps[%d] (%s, %s:%d) failed%s%s; outputs not written\n", r->prefix,
-            i, step->op->name, r->pl->path, step->line, transfer_failed ? "" : ": ",
-            transfer_failed ? "" : r->cli->lib.api->last_error());
-    return CLI_FAILED;
+    if (r->json == NULL)
+        print_steps(r);
+    return run_error(r, CLI_FAILED, "%ssteps[%d] (%s, %s:%d) failed%s%s; outputs not written",
+                     r->prefix, i, step->op->name, r->pl->path, step->line,
+                     transfer_failed ? "" : ": ", transfer_failed ? "" : r->call_error);
 }
 
 /* Runs every step (stopping at the first failure) with its checks; returns an exit code. */
@@ -534,49 +672,50 @@ static int run_steps(struct run *r)
         if (run_checks_of(r, i) != CLI_OK)
             return step_failed(r, i, 1);
     }
-    if (!r->options->quiet)
+    if (r->progress != NULL)
         putc('\n', stderr);
-    print_steps(r);
-    print_checks(r->pl);
+    if (r->json == NULL) {
+        print_steps(r);
+        print_checks(r->pl);
+    }
     int failed = 0;
     for (int i = 0; i < r->pl->check_count; i++)
         failed += !check_passed(&r->pl->checks[i]);
-    if (failed > 0) {
-        fprintf(stderr, "clops: %s%d of %d checks failed; outputs not written\n", r->prefix, failed,
-                r->pl->check_count);
-        return CLI_FAILED;
-    }
+    if (failed > 0)
+        return run_error(r, CLI_FAILED, "%s%d of %d checks failed; outputs not written", r->prefix,
+                         failed, r->pl->check_count);
     return CLI_OK;
 }
 
-/* One run's pipeline, run on `pool`. Returns an exit code; *fatal when no later run can do
+/* One run's pipeline, run on r->pool. Returns an exit code; *fatal when no later run can do
  * better (the pool cannot be made). */
-static int run_one(struct cli *cli, const struct run_options *options, struct pipeline *pl,
-                   struct run_pool *pool, int *fatal)
+static int run_one(struct run *r, int *fatal)
 {
-    struct run r = {.cli = cli, .options = options, .pl = pl, .pool = pool};
+    struct pipeline *pl = r->pl;
     if (pl->run->label[0] != '\0')
-        snprintf(r.prefix, sizeof r.prefix, "run %lld (%s): ", (long long)pl->run->index,
+        snprintf(r->prefix, sizeof r->prefix, "run %lld (%s): ", (long long)pl->run->index,
                  pl->run->label);
     for (int i = 0; i < pl->tensor_count; i++)
         generate(&pl->tensors[i]);
-    int code = take_pool(&r);
+    int code = take_pool(r);
     *fatal = code != CLI_OK;
     if (code == CLI_OK) {
-        printf("Pipeline %s on %s (pool: %s)\n\n", pl->path, pool->device,
-               pl->pool_path != NULL ? pl->pool_path : "built-in defaults");
+        if (r->json == NULL)
+            printf("Pipeline %s on %s (pool: %s)\n\n", pl->path, r->pool->device,
+                   pl->pool_path != NULL ? pl->pool_path : "built-in defaults");
         fflush(stdout);
-        code = upload_tensors(&r);
+        code = upload_tensors(r);
     }
     if (code == CLI_OK)
-        code = run_steps(&r);
+        code = run_steps(r);
     if (code == CLI_OK && pl->output_count > 0) {
-        putchar('\n');
-        code = write_outputs(&r);
+        if (r->json == NULL)
+            putchar('\n');
+        code = write_outputs(r);
     }
-    if (pool->pool != NULL && cli->verbose)
-        print_pool_stats(&r);
-    release_buffers(&r);
+    if (r->pool->pool != NULL && r->cli->verbose)
+        print_pool_stats(r);
+    release_buffers(r);
     return code;
 }
 
@@ -622,13 +761,28 @@ static void free_run(struct loaded_run *lr)
     lr->held = 0;
 }
 
+/* A valid run's steps into the progress model: their work and calls, and their checks, whose
+ * host references take about the step's work (one call). */
+static void model_run(struct progress_model *model, const struct pipeline *pl)
+{
+    progress_model_add_run(model);
+    for (int s = 0; s < pl->step_count; s++) {
+        struct step_work work = step_work(pl, &pl->steps[s]);
+        progress_model_add(model, s, work.unit, work.amount, pl->steps[s].repeat);
+        if (has_checks(pl, s))
+            progress_model_add(model, checks_slot(pl, s), work.unit, work.amount, 1);
+    }
+}
+
 /* Every run is loaded and validated before the first one starts, so that a value that breaks
  * one run (a shape of 0, a division by zero) stops the sweep before it has spent anything. The
- * first invalid run's problems are printed; the others are counted. A sweep's runs are loaded
+ * first invalid run's problems are printed; the others are counted, and the message that ends
+ * them goes to `error` too. Each valid run's steps go into `model`. A sweep's runs are loaded
  * again when they run (their input files read twice); a source of one run keeps its pipeline
  * in `only`. */
 static int validate_runs(const struct cli *cli, const struct pl_source *src,
-                         struct loaded_run *only)
+                         struct loaded_run *only, struct progress_model *model, char *error,
+                         size_t size)
 {
     int64_t count = sweep_run_count(&src->sweep), invalid = 0, first = 0;
     int errors = 0, bad_set = 0;
@@ -644,6 +798,8 @@ static int validate_runs(const struct cli *cli, const struct pl_source *src,
         }
         if (e > 0)
             append_index(indices, sizeof indices, invalid++, i);
+        else
+            model_run(model, &lr->pl);
         if (lr != only || e > 0)
             free_run(lr);
     }
@@ -652,14 +808,15 @@ static int validate_runs(const struct cli *cli, const struct pl_source *src,
     if (bad_set)
         return CLI_USAGE;
     if (src->sweep.axis_count == 0)
-        fprintf(stderr, "clops: %s: %d error%s; nothing was run\n", src->path, errors,
-                errors == 1 ? "" : "s");
+        snprintf(error, size, "%s: %d error%s; nothing was run", src->path, errors,
+                 errors == 1 ? "" : "s");
     else
-        fprintf(stderr,
-                "clops: %s: run %lld has %d error%s; %lld of %lld runs are invalid (%s); nothing "
-                "was run\n",
-                src->path, (long long)first, errors, errors == 1 ? "" : "s", (long long)invalid,
-                (long long)count, indices);
+        snprintf(error, size,
+                 "%s: run %lld has %d error%s; %lld of %lld runs are invalid (%s); nothing was "
+                 "run",
+                 src->path, (long long)first, errors, errors == 1 ? "" : "s", (long long)invalid,
+                 (long long)count, indices);
+    fprintf(stderr, "clops: %s\n", error);
     return CLI_CONFIG;
 }
 
@@ -702,6 +859,33 @@ static void print_order(const struct pl_source *src, int64_t count)
     printf(":\n");
 }
 
+/* --dry-run --json: every run with its plan. */
+static void json_dry_run(const struct cli *cli, const struct pl_source *src,
+                         struct loaded_run *only, const char *output_dir, struct run_json *json)
+{
+    int64_t count = sweep_run_count(&src->sweep);
+    for (int64_t i = 0; i < count; i++) {
+        struct loaded_run fresh = {0};
+        struct loaded_run *lr = count == 1 ? only : &fresh;
+        /* Valid when validate_runs looked, unless an input file has changed since. */
+        int valid = load_run(cli, src, i, lr, i > 0) == 0;
+        struct run_result result = {0};
+        if (valid)
+            run_result_init(&result, &lr->pl, output_dir);
+        run_json_run(json, &(struct run_json_entry){.src = src,
+                                                    .run = &lr->run,
+                                                    .pl = valid ? &lr->pl : NULL,
+                                                    .result = valid ? &result : NULL,
+                                                    .status = valid ? "planned" : "invalid",
+                                                    .code = valid ? -1 : CLI_CONFIG,
+                                                    .ms = NAN,
+                                                    .pool = -1});
+        if (valid)
+            run_result_free(&result);
+        free_run(lr);
+    }
+}
+
 /* --dry-run: the plan of the first run, then, in a sweep, every run with its output files. */
 static int print_dry_run(const struct cli *cli, const struct pl_source *src,
                          struct loaded_run *only, const char *output_dir)
@@ -742,9 +926,10 @@ struct run_outcome {
     double ms; /* wall time */
 };
 
-/* The table of the runs, and the failed ones on stderr. Returns the sweep's exit code: the
- * first failed run's. */
-static int print_sweep_outcome(const struct pl_source *src, const struct run_outcome *outcomes)
+/* The table of the runs (unless --json), and the failed ones on stderr, kept in `error` too.
+ * Returns the sweep's exit code: the first failed run's. */
+static int print_sweep_outcome(const struct pl_source *src, const struct run_outcome *outcomes,
+                               int table, char *error, size_t size)
 {
     int64_t count = sweep_run_count(&src->sweep), failed = 0, not_run = 0;
     static const struct table_column last[] = {{"result", TABLE_LEFT}, {"ms", TABLE_RIGHT}};
@@ -773,57 +958,132 @@ static int print_sweep_outcome(const struct pl_source *src, const struct run_out
         }
         pl_run_free(&run);
     }
-    print_order(src, count);
-    table_print(&t, stdout, 2);
+    if (table) {
+        print_order(src, count);
+        table_print(&t, stdout, 2);
+    }
     table_free(&t);
     free(columns);
-    if (failed > 0)
-        fprintf(stderr, "clops: %s: %lld of %lld runs failed: %s%s\n", src->path, (long long)failed,
-                (long long)count, indices, failed > 8 ? ", ..." : "");
-    if (not_run > 0)
-        fprintf(stderr, "clops: %s: %lld runs were not run\n", src->path, (long long)not_run);
+    char message[1024];
+    if (failed > 0) {
+        snprintf(message, sizeof message, "%s: %lld of %lld runs failed: %s%s", src->path,
+                 (long long)failed, (long long)count, indices, failed > 8 ? ", ..." : "");
+        fprintf(stderr, "clops: %s\n", message);
+        host_append(error, size, "; ", message);
+    }
+    if (not_run > 0) {
+        snprintf(message, sizeof message, "%s: %lld runs were not run", src->path,
+                 (long long)not_run);
+        fprintf(stderr, "clops: %s\n", message);
+        host_append(error, size, "; ", message);
+    }
+    return code;
+}
+
+/* The runs after a pool that could not be made, as the document lists them. */
+static void json_not_run(const struct pl_source *src, int64_t from, struct run_json *json)
+{
+    for (int64_t i = from; i < sweep_run_count(&src->sweep); i++) {
+        struct pl_run run;
+        pipeline_source_run(src, i, &run);
+        run_json_run(
+            json,
+            &(struct run_json_entry){
+                .src = src, .run = &run, .status = "not_run", .code = -1, .ms = NAN, .pool = -1});
+        pl_run_free(&run);
+    }
+}
+
+/* Run `i`: loaded again (validated before with the same values: only an input file changed
+ * since fails now), run on `pool`, reported in the document. Returns its exit code; *fatal when
+ * no later run can do better. Without a sweep, what stopped the run goes to `error`. */
+static int run_index(struct cli *cli, const struct pl_source *src, int64_t i, struct loaded_run *lr,
+                     struct run_pool *pool, struct progress *progress,
+                     const struct run_options *options, struct run_json *json, int *fatal,
+                     char *error, size_t size)
+{
+    double start = host_now_ms();
+    *fatal = 0;
+    if (load_run(cli, src, i, lr, 0) > 0) {
+        char message[128];
+        snprintf(message, sizeof message, "run %lld: the pipeline is no longer valid; not run",
+                 (long long)i);
+        fprintf(stderr, "clops: %s\n", message);
+        if (src->sweep.axis_count == 0)
+            snprintf(error, size, "%s", message);
+        if (json != NULL)
+            run_json_run(json, &(struct run_json_entry){.src = src,
+                                                        .run = &lr->run,
+                                                        .status = "invalid",
+                                                        .code = CLI_CONFIG,
+                                                        .error = message,
+                                                        .ms = host_now_ms() - start,
+                                                        .pool = -1});
+        return CLI_CONFIG;
+    }
+    if (src->sweep.axis_count > 0 && json == NULL)
+        printf("%sRun %lld (%s), %lld of %lld\n\n", i > 0 ? "\n" : "", (long long)i, lr->run.label,
+               (long long)i + 1, (long long)lr->run.count);
+    struct run_result result;
+    run_result_init(&result, &lr->pl, options->output_dir);
+    struct run r = {.cli = cli,
+                    .options = options,
+                    .pl = &lr->pl,
+                    .pool = pool,
+                    .result = &result,
+                    .progress = progress,
+                    .json = json};
+    int code = run_one(&r, fatal);
+    if (src->sweep.axis_count == 0)
+        snprintf(error, size, "%s", result.error);
+    if (json != NULL)
+        run_json_run(json, &(struct run_json_entry){.src = src,
+                                                    .run = &lr->run,
+                                                    .pl = &lr->pl,
+                                                    .result = &result,
+                                                    .status = code == CLI_OK ? "ok" : "failed",
+                                                    .code = code,
+                                                    .error = result.error[0] ? result.error : NULL,
+                                                    .ms = host_now_ms() - start,
+                                                    .pool = pool->json_index,
+                                                    .device_count = pool->device_count});
+    run_result_free(&result);
     return code;
 }
 
 /* Runs every run in order. A run that fails (a step, a check, an output) is reported with its
  * values and the next one runs; a pool that cannot be made stops the sweep, since no later run
- * could do better. */
+ * could do better. The progress (unless --quiet or --json) covers every run's steps. */
 static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_run *only,
-                   const struct run_options *options)
+                   const struct run_options *options, struct progress_model *model,
+                   struct run_json *json, char *error, size_t size)
 {
     int64_t count = sweep_run_count(&src->sweep);
-    int sweep = src->sweep.axis_count > 0;
     struct run_outcome *outcomes = host_xcalloc((size_t)count, sizeof *outcomes);
     for (int64_t i = 0; i < count; i++)
         outcomes[i].code = -1;
+    struct progress *progress =
+        options->quiet || json != NULL ? NULL : progress_start(isatty(STDERR_FILENO), model);
     struct run_pool pool = {0};
-    int code = CLI_OK;
-    for (int64_t i = 0; i < count; i++) {
+    int code = CLI_OK, fatal = 0;
+    int64_t i = 0;
+    for (; i < count && !fatal; i++) {
         struct loaded_run fresh = {0};
         struct loaded_run *lr = count == 1 ? only : &fresh;
         double start = host_now_ms();
-        int fatal = 0;
-        /* Validated before with the same values: only an input file changed since fails now. */
-        if (load_run(cli, src, i, lr, 0) > 0) {
-            fprintf(stderr, "clops: run %lld: the pipeline is no longer valid; not run\n",
-                    (long long)i);
-            outcomes[i].code = CLI_CONFIG;
-        } else {
-            if (sweep)
-                printf("%sRun %lld (%s), %lld of %lld\n\n", i > 0 ? "\n" : "", (long long)i,
-                       lr->run.label, (long long)i + 1, (long long)count);
-            outcomes[i].code = run_one(cli, options, &lr->pl, &pool, &fatal);
-        }
+        outcomes[i].code =
+            run_index(cli, src, i, lr, &pool, progress, options, json, &fatal, error, size);
         outcomes[i].ms = host_now_ms() - start;
         free_run(lr);
         code = code == CLI_OK ? outcomes[i].code : code;
-        if (fatal)
-            break;
     }
+    progress_finish(progress);
+    if (json != NULL)
+        json_not_run(src, i, json);
     if (pool.pool != NULL)
         release_pool(cli, &pool);
-    if (sweep)
-        code = print_sweep_outcome(src, outcomes);
+    if (src->sweep.axis_count > 0)
+        code = print_sweep_outcome(src, outcomes, json == NULL, error, size);
     free(outcomes);
     return code;
 }
@@ -832,20 +1092,34 @@ int pipeline_run_file(struct cli *cli, const char *path, const struct run_option
 {
     struct pl_source src;
     int errors = pipeline_source_load(&src, path, options->sets, options->set_count);
-    int code = CLI_OK;
+    int code = CLI_OK, source_read = errors == 0;
+    char error[2048] = "";
     if (errors > 0 && src.bad_set) {
         code = CLI_USAGE;
     } else if (errors > 0) {
-        fprintf(stderr, "clops: %s: %d error%s; nothing was run\n", path, errors,
-                errors == 1 ? "" : "s");
+        snprintf(error, sizeof error, "%s: %d error%s; nothing was run", path, errors,
+                 errors == 1 ? "" : "s");
+        fprintf(stderr, "clops: %s\n", error);
         code = CLI_CONFIG;
     }
     struct loaded_run only = {0};
+    struct progress_model model = {0};
     if (code == CLI_OK)
-        code = validate_runs(cli, &src, &only);
-    if (code == CLI_OK)
-        code = options->dry_run ? print_dry_run(cli, &src, &only, options->output_dir)
-                                : run_all(cli, &src, &only, options);
+        code = validate_runs(cli, &src, &only, &model, error, sizeof error);
+    /* A usage error prints no document, as every command's (docs/json.md). */
+    struct run_json json;
+    struct run_json *doc = options->json && code != CLI_USAGE ? &json : NULL;
+    if (doc != NULL)
+        run_json_begin(doc, cli, path, options, source_read ? &src : NULL);
+    if (code == CLI_OK && options->dry_run && doc != NULL)
+        json_dry_run(cli, &src, &only, options->output_dir, doc);
+    else if (code == CLI_OK && options->dry_run)
+        code = print_dry_run(cli, &src, &only, options->output_dir);
+    else if (code == CLI_OK)
+        code = run_all(cli, &src, &only, options, &model, doc, error, sizeof error);
+    if (doc != NULL)
+        code = run_json_end(doc, code, error[0] != '\0' ? error : NULL);
+    progress_model_free(&model);
     free_run(&only);
     pipeline_source_free(&src);
     return code;
