@@ -555,23 +555,22 @@ static int32_t bind_plan(cl_kernel kernel, const struct gemm_plan *p,
     const cl_long ka_si = p->ka_si, ka_sk = p->ka_sk, kb_sk = p->kb_sk, kb_sj = p->kb_sj;
     const cl_long ldc = p->ldc;
     const struct kernel_arg args[] = {
-        {sizeof m, &m},
-        {sizeof n, &n},
-        {sizeof k, &k},
+        KARG(m),
+        KARG(n),
+        KARG(k),
         {real, f64 ? (const void *)&p->alpha : (const void *)&alpha_f},
         {real, f64 ? (const void *)&p->beta : (const void *)&beta_f},
-        {sizeof(cl_mem), &sa->mem},
-        {sizeof off_a, &off_a},
-        {sizeof ka_si, &ka_si},
-        {sizeof ka_sk, &ka_sk},
-        {sizeof(cl_mem), &sb->mem},
-        {sizeof off_b, &off_b},
-        {sizeof kb_sk, &kb_sk},
-        {sizeof kb_sj, &kb_sj},
-        {sizeof(cl_mem), &sc->mem},
-        {sizeof off_c, &off_c},
-        {sizeof ldc, &ldc},
-    };
+        KARG(sa->mem),
+        KARG(off_a),
+        KARG(ka_si),
+        KARG(ka_sk),
+        KARG(sb->mem),
+        KARG(off_b),
+        KARG(kb_sk),
+        KARG(kb_sj),
+        KARG(sc->mem),
+        KARG(off_c),
+        KARG(ldc)};
     return pool_set_kernel_args(kernel, 0, args, (cl_uint)(sizeof args / sizeof args[0]), op_name);
 }
 
@@ -706,13 +705,8 @@ static const struct clops_op op_gemm = {
     OP_DESCRIPTOR_FIELDS(gemm_params, gemm_entry, clops_gemm_fn),
 };
 
-const struct op_impl impl_gemm = {
-    .desc = &op_gemm,
-    .plan_size = sizeof(struct gemm_plan),
-    .check = gemm_check,
-    .enqueue = gemm_run,
-    .settings = &gemm_settings,
-};
+const struct op_impl impl_gemm =
+    OP_IMPL(&op_gemm, struct gemm_plan, gemm_check, gemm_run, NULL, NULL, &gemm_settings);
 
 /* ---- Internal entry for other operators (gemm.h) -------------------------------------------- */
 
