@@ -422,15 +422,19 @@ static void time_cell(struct table *t, double ms)
  * column only when the pool has several devices (the heading names the primary one). */
 static void print_steps(const struct run *r)
 {
-    static const struct table_column columns[] = {
+    static const struct table_column all[] = {
         {"step", TABLE_RIGHT},      {"operator", TABLE_LEFT},    {"shapes", TABLE_WRAP},
         {"runs", TABLE_RIGHT},      {"compile ms", TABLE_RIGHT}, {"best ms", TABLE_RIGHT},
-        {"median ms", TABLE_RIGHT}, {"rate", TABLE_RIGHT},       {"notes", TABLE_WRAP},
-        {"device", TABLE_WRAP},
+        {"median ms", TABLE_RIGHT}, {"rate", TABLE_RIGHT},       {"device", TABLE_WRAP},
+        {"notes", TABLE_WRAP},
     };
-    int devices = r->pool->device_count > 1;
+    int devices = r->pool->device_count > 1, count = 0;
+    struct table_column columns[sizeof all / sizeof all[0]];
+    for (size_t c = 0; c < sizeof all / sizeof all[0]; c++)
+        if (devices || strcmp(all[c].title, "device") != 0)
+            columns[count++] = all[c];
     struct table t;
-    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]) - !devices);
+    table_init(&t, columns, count);
     t.width = host_output_width(stdout, STEPS_WIDTH);
     for (int i = 0; i < r->steps_done; i++) {
         const struct pl_step *step = &r->pl->steps[i];
@@ -451,14 +455,14 @@ static void print_steps(const struct run *r)
             table_cell(&t, "-");
         else
             table_cell(&t, "%.3g %s", rate, unit);
-        if (result->has_info)
-            info_text(step->op->name, result->info, notes, sizeof notes);
-        table_cell(&t, "%s", notes);
         /* Mandelbrot shares its tiles between every device of the pool. */
         if (devices && strcmp(step->op->name, "mandelbrot") == 0)
             table_cell(&t, "%d devices", r->pool->device_count);
         else if (devices)
             table_cell(&t, "%s", r->pool->device);
+        if (result->has_info)
+            info_text(step->op->name, result->info, notes, sizeof notes);
+        table_cell(&t, "%s", notes);
     }
     table_print(&t, stdout, 0);
     table_free(&t);
