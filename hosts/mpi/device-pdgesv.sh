@@ -1,10 +1,11 @@
 #!/bin/bash
+# hosts/mpi/device-pdgesv.sh — on a GPU machine with no registry, from the repository root:
+# ScaLAPACK pdgesv with OpenBLAS (the system BLAS there, one thread a rank) against the same with
+# libclops_lapack (every rank's dgemm_ on clops, the 16 ranks sharing the GPU), N = 8192 and 16384,
+# 16 ranks (4x4), NB = 256 (hosts/bench/RESULTS.md, 2026-11-25).
 # It expects, carried in .device/: prelude.sh and debs/ (../shared/device), mpi-debs/ (apt-get download
 # of openmpi-bin, libopenmpi3, libscalapack-openmpi2.2, libopenblas0-pthread and their libraries),
 # and mpi-run/ (libclops.so.1*, hosts/lapack/libclops_lapack.so.1*, hosts/mpi/pdgesv-* of a build).
-# hosts/mpi/device-pdgesv.sh — on a GPU machine with no registry (run from the repository root): ScaLAPACK pdgesv with OpenBLAS (the system
-# BLAS here, one thread a rank) against the same with libclops_lapack (every rank's dgemm_ on
-# clops, the 16 ranks sharing the H100), N = 8192 and 16384, 16 ranks (4x4), NB = 256.
 . .device/prelude.sh .device/debs
 for f in .device/mpi-debs/*.deb; do dpkg -x "$f" /tmp/devroot; done
 export OPAL_PREFIX=/tmp/devroot/usr
