@@ -8,4 +8,11 @@ if(NOT TARGET clops_host_common)
   target_include_directories(clops_host_common PUBLIC
     ${PROJECT_SOURCE_DIR}/abi ${CMAKE_CURRENT_LIST_DIR})
   target_link_libraries(clops_host_common PUBLIC ${CMAKE_DL_LIBS})
+  # Where the loader finds the plugin (loader.c): this tree's, for hosts in the build tree; the
+  # library directory seen from the programs' directory, for installed ones.
+  include(GNUInstallDirs)
+  file(RELATIVE_PATH clops_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
+  target_compile_definitions(clops_host_common PRIVATE
+    CLOPS_BUILD_DIR="${PROJECT_BINARY_DIR}" CLOPS_BUILD_LIBRARY="$<TARGET_FILE:clops>"
+    CLOPS_BIN_TO_LIB="${clops_bin_to_lib}")
 endif()

@@ -2,10 +2,12 @@
 #include "loader.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -76,6 +78,33 @@ static int try_load(struct host_library *lib, const char *candidate, char *why, 
     return 0;
 }
 
+/* The real path of the object this code is linked into: the program (clops, clops-bench) or the
+ * library (libclops_lapack). Returns 0, or -1 when it cannot be told. */
+static int own_object(char *out)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (dladdr1((void *)&host_library_load, &info, (void **)&map, RTLD_DL_LINKMAP) == 0)
+        return -1;
+    /* The main program's link map has no name (dladdr's is argv[0]'s). */
+    const char *name = map != NULL && map->l_name != NULL && map->l_name[0] != '\0'
+                           ? map->l_name
+                           : "/proc/self/exe";
+    return realpath(name, out) != NULL ? 0 : -1;
+}
+
+/* Tries `dir`/`relative`/libclops.so.1 when that file exists. */
+static int try_beside(struct host_library *lib, const char *dir, const char *relative, char *why,
+                      size_t why_size)
+{
+    char path[PATH_MAX + 64];
+    int n = snprintf(path, sizeof path, "%s/%s%slibclops.so.1", dir, relative,
+                     relative[0] != '\0' ? "/" : "");
+    if (n < 0 || (size_t)n >= sizeof path || access(path, F_OK) != 0)
+        return -1;
+    return try_load(lib, path, why, why_size);
+}
+
 int host_library_load(struct host_library *lib, char *why, size_t why_size)
 {
     memset(lib, 0, sizeof *lib);
@@ -88,11 +117,29 @@ int host_library_load(struct host_library *lib, char *why, size_t why_size)
         snprintf(why + used, why_size - used, " (from $CLOPS_LIBRARY)");
         return -1;
     }
+    /* The plugin this host was installed or built with, found from the host's own file (not
+     * from its run path: a dlopen() interposed by a sanitizer's runtime searches the runtime's):
+     * installed, the library directory seen from the program's directory (CLOPS_BIN_TO_LIB) or
+     * the directory libclops_lapack is in; in the build tree, the tree's library. */
+    char self[PATH_MAX];
+    if (own_object(self) == 0) {
+        const size_t build_dir = strlen(CLOPS_BUILD_DIR);
+        const int in_build_tree =
+            strncmp(self, CLOPS_BUILD_DIR, build_dir) == 0 && self[build_dir] == '/';
+        char *slash = strrchr(self, '/');
+        *slash = '\0';
+        if (try_beside(lib, self, CLOPS_BIN_TO_LIB, why, why_size) == 0 ||
+            try_beside(lib, self, "", why, why_size) == 0)
+            return 0;
+        if (in_build_tree && access(CLOPS_BUILD_LIBRARY, F_OK) == 0 &&
+            try_load(lib, CLOPS_BUILD_LIBRARY, why, why_size) == 0)
+            return 0;
+    }
     if (try_load(lib, "libclops.so.1", why, why_size) == 0)
         return 0;
     size_t used = strlen(why);
     snprintf(why + used, why_size - used,
-             " (searched the program's run path and the system's library path; set "
+             " (searched beside this program, its run path and the system's library path; set "
              "CLOPS_LIBRARY to the plugin's file to name it)");
     return -1;
 }

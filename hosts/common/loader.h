@@ -14,11 +14,12 @@ struct host_library {
 };
 
 /* Loads the plugin from $CLOPS_LIBRARY when it is set (alone: a library the user named that
- * fails to load is an error, not a reason to pick another one), else "libclops.so.1" as
- * dlopen() searches for it: the program's run path first (set by the build: this build tree's
- * library, or the installed one where the install's library directory is not on the system
- * path), then the system's. Negotiates ABI CLOPS_ABI_MAJOR and checks that the table holds
- * every member this host uses. Returns 0, or -1 with the reasons (one per attempt) in `why`. */
+ * fails to load is an error, not a reason to pick another one), else the one this host was built
+ * with or installed beside: this build tree's library when the host's own file is in the build
+ * tree, else libclops.so.1 in the install's library directory seen from the host's directory;
+ * else "libclops.so.1" as dlopen() searches for it (the run path, then the system's). Negotiates
+ * ABI CLOPS_ABI_MAJOR and checks that the table holds every member this host uses. Returns 0,
+ * or -1 with the reasons (one per attempt) in `why`. */
 int host_library_load(struct host_library *lib, char *why, size_t why_size);
 
 /* Sends the plugin's diagnostics to stderr as "<program>: <level>: <message>": warnings and
