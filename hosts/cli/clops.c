@@ -7,6 +7,8 @@
 
 #include "cli.h"
 #include "cli_json.h"
+#include "pipeline_sweep.h"
+#include "shard.h"
 #include "table.h"
 #include "util.h"
 
@@ -24,7 +26,10 @@ static const char global_help[] =
     "  devices [--config FILE] [--json]\n"
     "                            OpenCL devices, and those a pool opens\n"
     "  ops [NAME] [--json]       the operators, or one operator's parameters\n"
-    "  run FILE.cfg              validate a pipeline file, then run it\n"
+    "  run FILE.cfg              validate a pipeline file, then run it (or one shard of\n"
+    "                            its sweep: --shard K/N, --shard auto)\n"
+    "  gather DIR [--json]       check the shards' manifests in DIR as one complete set\n"
+    "  slurm FILE.cfg --tasks N  a Slurm job array script running the shards; --submit\n"
     "Run 'clops COMMAND --help' for a command's options.\n"
     "\n"
     "Options:\n"
@@ -77,7 +82,7 @@ static const char ops_help[] =
 
 static const char run_help[] =
     "Usage: clops run [--output-dir DIR] [--set KEY=VALUE]... [--dry-run] [--quiet]\n"
-    "                 [--json] FILE.cfg\n"
+    "                 [--json] [--shard K/N|auto [--force]] FILE.cfg\n"
     "\n"
     "Runs a pipeline: creates or reads its tensors, calls its steps' operators on device\n"
     "copies of them, verifies its checks and writes its outputs (.npy, .mtx, .csv, .png,\n"
@@ -104,8 +109,57 @@ static const char run_help[] =
     "  -j, --json             print one JSON document instead of the plan or the tables:\n"
     "                         runs, steps' times and rates, checks, outputs' SHA-256\n"
     "                         (schema clops-run/1, docs/json.md); no progress\n"
+    "  -S, --shard K/N        run shard K of N (from 0: 0/N .. N-1/N) of the sweep: runs\n"
+    "                         K, K+N, K+2N, ...; write DIR/.clops/shard-K-of-N.json, the\n"
+    "                         manifest (schema clops-shard/1) that 'clops gather' reads.\n"
+    "                         A shard whose manifest says it succeeded, its files intact\n"
+    "                         (SHA-256), is skipped\n"
+    "  -S, --shard auto       K and N from a Slurm array task (SLURM_ARRAY_TASK_ID and\n"
+    "                         SLURM_ARRAY_TASK_COUNT, or _MIN and _MAX) or an MPI launcher\n"
+    "                         (OMPI_COMM_WORLD_RANK and _SIZE, PMI_RANK and PMI_SIZE); the\n"
+    "                         shard takes GPU local rank % GPUs (SLURM_LOCALID,\n"
+    "                         OMPI_COMM_WORLD_LOCAL_RANK) unless the pool file names devices\n"
+    "  -f, --force            run the shard even when its manifest says it is done\n"
     "  -v, --verbose          also print the library's info and debug messages\n"
     "  -h, --help             print this help\n";
+
+static const char gather_help[] =
+    "Usage: clops gather DIR [--json]\n"
+    "\n"
+    "Reads every shard manifest in DIR/.clops (shard-K-of-N.json, written by 'clops run\n"
+    "--shard K/N --output-dir DIR') and checks that they make one complete set: all N\n"
+    "shards present, of the same pipeline text, --set overrides and N; every run of the\n"
+    "sweep in its shard and succeeded; every file a manifest lists present with its size\n"
+    "and SHA-256. Prints a table of the shards and the totals (runs, files, failures, run\n"
+    "time). A missing, failed or changed shard is named on stderr. Exit status 0 only when\n"
+    "the set is complete, else 1: re-run the shards (a done one skips itself) and gather\n"
+    "again.\n"
+    "\n"
+    "Options:\n"
+    "  -j, --json     print JSON instead (schema clops-gather/1, docs/json.md)\n"
+    "  -v, --verbose  accepted, as by every command\n"
+    "  -h, --help     print this help\n";
+
+static const char slurm_help[] =
+    "Usage: clops slurm FILE.cfg [--tasks N] [--output-dir DIR] [--set KEY=VALUE]...\n"
+    "                   [SBATCH-OPTION]... [--submit]\n"
+    "\n"
+    "Prints a Slurm batch script for a job array of N tasks (#SBATCH --array=0-(N-1)),\n"
+    "task K running 'clops run --shard auto --output-dir DIR FILE.cfg', shard K of N of\n"
+    "FILE's sweep, with absolute paths to this clops, FILE and DIR; each task's log goes\n"
+    "to DIR/.clops/slurm-JOB_TASK.out (DIR/.clops is made now). Any other option, such as\n"
+    "--partition=gpu or --gres=gpu:1, becomes an #SBATCH line as given (its value after\n"
+    "'='); so does every argument after '--'. Then run 'clops gather DIR'.\n"
+    "\n"
+    "Options:\n"
+    "  --tasks N          the array's tasks (default: one per run of the sweep)\n"
+    "  --output-dir DIR   where the tasks write (default: the current directory)\n"
+    "  --set KEY=VALUE    passed on to clops run\n"
+    "  --submit           write the script to DIR/.clops/clops-NAME.sbatch, give it to\n"
+    "                     sbatch and print the job id\n"
+    "  -v, --verbose      accepted, as by every command\n"
+    "  -h, --help         print this help\n"
+    "These have no short forms: -t, -o, -s are sbatch's (--time, --output, --oversubscribe).\n";
 
 static int cli_load(struct cli *cli)
 {
@@ -664,13 +718,27 @@ static int cmd_ops(struct cli *cli, int argc, char **argv)
 
 /* ---- clops run ------------------------------------------------------------------------------ */
 
+static const char *environment(const char *name)
+{
+    return getenv(name);
+}
+
 static int run_command(struct cli *cli, int argc, char **argv, int first,
-                       const struct run_options *options)
+                       struct run_options *options)
 {
     if (first == argc)
         return usage_error("run", "%s", "missing pipeline FILE");
     if (argc - first > 1)
         return usage_error("run", "unexpected argument '%s'", argv[first + 1]);
+    struct shard shard;
+    if (options->shard_spec != NULL) {
+        char err[1024];
+        if (shard_parse(options->shard_spec, environment, &shard, err, sizeof err) != 0)
+            return usage_error("run", "%s", err);
+        options->shard = &shard;
+    } else if (options->force) {
+        return usage_error("run", "%s", "--force goes with --shard");
+    }
     int code = cli_load(cli);
     return code != CLI_OK ? code : pipeline_run_file(cli, argv[first], options);
 }
@@ -684,6 +752,8 @@ static void take_run_option(void *ctx, int c, char *arg)
     case 'n': o->dry_run = 1; break;
     case 'q': o->quiet = 1; break;
     case 'j': o->json = 1; break;
+    case 'S': o->shard_spec = arg; break;
+    case 'f': o->force = 1; break;
     default: break;
     }
 }
@@ -696,6 +766,8 @@ static int cmd_run(struct cli *cli, int argc, char **argv)
         {"dry-run", no_argument, NULL, 'n'},
         {"quiet", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, 'j'},
+        {"shard", required_argument, NULL, 'S'},
+        {"force", no_argument, NULL, 'f'},
         {0},
     };
     /* Every --set fits: there are fewer of them than arguments. */
@@ -706,6 +778,95 @@ static int cmd_run(struct cli *cli, int argc, char **argv)
     if (code < 0)
         code = run_command(cli, argc, argv, first, &options);
     free(options.sets);
+    return code;
+}
+
+/* ---- clops gather --------------------------------------------------------------------------- */
+
+static int cmd_gather(struct cli *cli, int argc, char **argv)
+{
+    int json = 0;
+    static const struct option own[] = {{"json", no_argument, NULL, 'j'}, {0}};
+    struct command_options spec = {"gather", gather_help, own, take_ops_option, &json};
+    int first, code = parse_options(cli, &spec, argc, argv, &first);
+    if (code >= 0)
+        return code;
+    if (first == argc)
+        return usage_error("gather", "%s", "missing DIR");
+    if (argc - first > 1)
+        return usage_error("gather", "unexpected argument '%s'", argv[first + 1]);
+    return gather_dir(argv[first], json);
+}
+
+/* ---- clops slurm ---------------------------------------------------------------------------- */
+
+/* An option of clops slurm's own and its value ("--tasks 4", "--tasks=4"): 1 when argv[*i] is
+ * `long_name`, with *value set (NULL when it is missing). They have no short forms: sbatch's
+ * -t, -o and -s, passed through, mean other things. */
+static int own_option(char **argv, int argc, int *i, const char *long_name, const char **value)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(long_name);
+    if (strncmp(a, long_name, n) == 0 && a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (strcmp(a, long_name) == 0) {
+        *value = *i + 1 < argc ? argv[++*i] : NULL;
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_slurm(struct cli *cli, int argc, char **argv)
+{
+    (void)cli;
+    struct slurm_options o = {.output_dir = ".",
+                              .sbatch = host_xcalloc((size_t)argc, sizeof(char *)),
+                              .sets = host_xcalloc((size_t)argc, sizeof(char *))};
+    int code = -1, rest = 0;
+    for (int i = 1; i < argc && code < 0; i++) {
+        const char *a = argv[i], *value = NULL;
+        if (rest) {
+            o.sbatch[o.sbatch_count++] = argv[i];
+        } else if (strcmp(a, "--") == 0) {
+            rest = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(slurm_help, stdout);
+            code = CLI_OK;
+        } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+            cli->verbose = 1;
+        } else if (strcmp(a, "--submit") == 0) {
+            o.submit = 1;
+        } else if (own_option(argv, argc, &i, "--tasks", &value)) {
+            char *end = NULL;
+            long long tasks = value != NULL ? strtoll(value, &end, 10) : 0;
+            if (value == NULL || *end != '\0' || tasks < 1 || tasks > SWEEP_MAX_RUNS)
+                code = usage_error("slurm", "--tasks needs a number of tasks from 1, not '%s'",
+                                   value != NULL ? value : "");
+            o.tasks = tasks;
+        } else if (own_option(argv, argc, &i, "--output-dir", &value)) {
+            if (value == NULL)
+                code = usage_error("slurm", "%s", "--output-dir needs a value");
+            o.output_dir = value;
+        } else if (own_option(argv, argc, &i, "--set", &value)) {
+            if (value == NULL)
+                code = usage_error("slurm", "%s", "--set needs a value");
+            o.sets[o.set_count++] = (char *)value;
+        } else if (a[0] == '-') {
+            o.sbatch[o.sbatch_count++] = argv[i];
+        } else if (o.file == NULL) {
+            o.file = a;
+        } else {
+            code = usage_error("slurm", "unexpected argument '%s'", a);
+        }
+    }
+    if (code < 0 && o.file == NULL)
+        code = usage_error("slurm", "%s", "missing pipeline FILE");
+    if (code < 0)
+        code = slurm_command(&o);
+    free(o.sbatch);
+    free(o.sets);
     return code;
 }
 
@@ -728,9 +889,8 @@ static const struct {
     const char *name;
     int (*run)(struct cli *cli, int argc, char **argv);
 } commands[] = {
-    {"devices", cmd_devices},
-    {"ops", cmd_ops},
-    {"run", cmd_run},
+    {"devices", cmd_devices}, {"ops", cmd_ops},     {"run", cmd_run},
+    {"gather", cmd_gather},   {"slurm", cmd_slurm},
 };
 
 int main(int argc, char **argv)

@@ -215,3 +215,16 @@ int fmt_write_atomic(const char *path, const struct fmt_tensor *t, fmt_emit_fn e
     }
     return atomic_commit(path, &af, err, errsize);
 }
+
+int fmt_write_bytes(const char *path, const void *data, size_t size, char *err, size_t errsize)
+{
+    struct atomic_file af;
+    if (atomic_open(path, &af, err, errsize) != 0)
+        return -1;
+    if (size > 0 && fwrite(data, 1, size, af.f) != size) {
+        int e = errno;
+        atomic_abort(&af);
+        return fmt_fail(err, errsize, "%s: write error: %s", path, strerror(e));
+    }
+    return atomic_commit(path, &af, err, errsize);
+}

@@ -11,8 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libconfig.h>
+
 #include "cli.h"
 #include "formats.h"
+#include "manifest.h"
 #include "pipeline.h"
 #include "pipeline_progress.h"
 #include "pipeline_results.h"
@@ -27,7 +30,8 @@ struct run_pool {
     char *path;       /* the pool file it was made from; NULL: the built-in defaults */
     char device[128]; /* its primary device */
     int32_t device_count;
-    int json_index; /* among the JSON document's pools */
+    int json_index;                       /* among the JSON document's pools */
+    struct manifest_device *shard_device; /* with --shard: the device chosen, for the manifest */
 };
 
 struct run {
@@ -272,7 +276,7 @@ static int32_t run_step(struct run *r, int index, int *transfer_failed)
     result->call_ms = host_xcalloc((size_t)step->repeat, sizeof *result->call_ms);
     char label[128];
     snprintf(label, sizeof label, "step %d/%d %s", index + 1, r->pl->step_count, step->op->name);
-    progress_begin(r->progress, r->pl->run->index, index, label);
+    progress_begin(r->progress, shard_position(r->options->shard, r->pl->run->index), index, label);
     int32_t status = CLOPS_OK;
     double first = host_now_ms();
     for (int32_t call = 0; call < step->repeat && status == CLOPS_OK; call++) {
@@ -336,7 +340,8 @@ static int run_checks_of(struct run *r, int32_t step_index)
     char label[128];
     snprintf(label, sizeof label, "step %d/%d %s, checks", step_index + 1, r->pl->step_count,
              step->op->name);
-    progress_begin(r->progress, r->pl->run->index, checks_slot(r->pl, step_index), label);
+    progress_begin(r->progress, shard_position(r->options->shard, r->pl->run->index),
+                   checks_slot(r->pl, step_index), label);
     double start = host_now_ms();
     int code = measure_checks_of(r, step_index);
     if (code == CLI_OK)
@@ -619,9 +624,81 @@ static int same_pool_file(const char *a, const char *b)
 
 static void release_pool(const struct cli *cli, struct run_pool *p)
 {
+    struct manifest_device *kept = p->shard_device;
     cli->lib.api->pool_release(p->pool);
     free(p->path);
     memset(p, 0, sizeof *p);
+    p->shard_device = kept;
+}
+
+/* Whether a pool file lists `devices` (then a shard keeps them). A file libconfig cannot read
+ * counts as naming them: the pool is then made from it as it is, which reports its errors. */
+static int pool_file_names_devices(const char *path)
+{
+    config_t cfg;
+    config_init(&cfg);
+    int names = 1;
+    if (config_read_file(&cfg, path) == CONFIG_TRUE) {
+        const config_setting_t *devices = config_lookup(&cfg, "devices");
+        names = devices != NULL && config_setting_length(devices) > 0;
+    }
+    config_destroy(&cfg);
+    return names;
+}
+
+/* The GPUs the OpenCL ICD loader shows, or 0. */
+static int count_gpus(const struct clops_api *api)
+{
+    enum { MAX_LISTED = 256 };
+    struct clops_device_info *infos = host_xcalloc(MAX_LISTED, sizeof *infos);
+    int32_t count = 0, gpus = 0;
+    for (int i = 0; i < MAX_LISTED; i++)
+        infos[i].struct_size = sizeof infos[i];
+    if (api->devices_list(infos, MAX_LISTED, &count) == CLOPS_OK)
+        for (int32_t i = 0; i < count && i < MAX_LISTED; i++)
+            gpus += infos[i].type == CLOPS_DEVICE_GPU;
+    free(infos);
+    return gpus;
+}
+
+/* A shard that knows its rank on the node takes GPU local_rank % GPUs, through a pool
+ * configuration made of the pool file (one that names no devices) and a devices line, unless
+ * the file names its devices or there is no GPU (shard_device_choice). */
+static int32_t create_pool(struct run *r, const char *pool_path, struct clops_pool **out)
+{
+    const struct clops_api *api = r->cli->lib.api;
+    const struct shard *s = r->options->shard;
+    struct manifest_device *d = r->pool->shard_device;
+    struct shard_device choice = {SHARD_DEVICE_POOL, -1};
+    if (s != NULL && s->local_rank >= 0) {
+        int names = pool_path != NULL && pool_file_names_devices(pool_path);
+        int gpus = names ? -1 : count_gpus(api);
+        choice = shard_device_choice(s->local_rank, gpus, names);
+        if (d != NULL)
+            d->gpu_count = gpus;
+    }
+    if (d != NULL)
+        d->choice = choice.kind;
+    if (choice.kind != SHARD_DEVICE_GPU)
+        return pool_path != NULL ? api->pool_create_from_file(pool_path, out)
+                                 : api->pool_create_default(out);
+    char *base = NULL;
+    if (pool_path != NULL) {
+        int64_t size = 0;
+        char err[512];
+        FILE *f = fmt_open_input(pool_path, &size, err, sizeof err);
+        if (f == NULL)
+            return api->pool_create_from_file(pool_path, out); /* it reports the problem */
+        base = host_xcalloc((size_t)size + 1, 1);
+        size_t got = fread(base, 1, (size_t)size, f);
+        base[got] = '\0';
+        fclose(f);
+    }
+    char *config = shard_pool_config(base, choice.gpu_index);
+    int32_t status = api->pool_create_from_string(config, out);
+    free(config);
+    free(base);
+    return status;
 }
 
 /* The pool the run's pipeline names: the one of the run before when it names the same file. */
@@ -632,8 +709,7 @@ static int take_pool(struct run *r)
     if (r->pool->pool != NULL && same_pool_file(r->pool->path, pool_path))
         return CLI_OK;
     release_pool(r->cli, r->pool);
-    int32_t status = pool_path != NULL ? api->pool_create_from_file(pool_path, &r->pool->pool)
-                                       : api->pool_create_default(&r->pool->pool);
+    int32_t status = create_pool(r, pool_path, &r->pool->pool);
     if (status != CLOPS_OK) {
         /* The message first: every later call of the library clears it. */
         char message[sizeof r->result->error];
@@ -652,6 +728,10 @@ static int take_pool(struct run *r)
         return run_error(r, CLI_FAILED, "%s", api->last_error());
     snprintf(r->pool->device, sizeof r->pool->device, "%s", info.name);
     r->pool->device_count = api->pool_device_count(r->pool->pool);
+    if (r->pool->shard_device != NULL) {
+        snprintf(r->pool->shard_device->name, sizeof r->pool->shard_device->name, "%s", info.name);
+        r->pool->shard_device->device_count = r->pool->device_count;
+    }
     return CLI_OK;
 }
 
@@ -785,8 +865,8 @@ static void model_run(struct progress_model *model, const struct pipeline *pl)
  * again when they run (their input files read twice); a source of one run keeps its pipeline
  * in `only`. */
 static int validate_runs(const struct cli *cli, const struct pl_source *src,
-                         struct loaded_run *only, struct progress_model *model, char *error,
-                         size_t size)
+                         const struct shard *shard, struct loaded_run *only,
+                         struct progress_model *model, char *error, size_t size)
 {
     int64_t count = sweep_run_count(&src->sweep), invalid = 0, first = 0;
     int errors = 0, bad_set = 0;
@@ -802,7 +882,7 @@ static int validate_runs(const struct cli *cli, const struct pl_source *src,
         }
         if (e > 0)
             append_index(indices, sizeof indices, invalid++, i);
-        else
+        else if (shard_owns(shard, i))
             model_run(model, &lr->pl);
         if (lr != only || e > 0)
             free_run(lr);
@@ -850,8 +930,12 @@ static void run_cells(struct table *t, const struct pl_source *src, const struct
     }
 }
 
-static void print_order(const struct pl_source *src, int64_t count)
+static void print_order(const struct pl_source *src, const struct shard *shard, int64_t count)
 {
+    if (shard != NULL)
+        printf("\nShard %lld/%lld: %lld of the sweep's runs (run i is shard i %% %lld's)",
+               (long long)shard->index, (long long)shard->count,
+               (long long)shard_run_count(shard, count), (long long)shard->count);
     printf("\nSweep: %lld runs %s %s", (long long)count,
            src->sweep.axis_count > 1 ? "over every combination of" : "over",
            src->params.items[src->sweep.axes[0].param].name);
@@ -865,10 +949,14 @@ static void print_order(const struct pl_source *src, int64_t count)
 
 /* --dry-run --json: every run with its plan. */
 static void json_dry_run(const struct cli *cli, const struct pl_source *src,
-                         struct loaded_run *only, const char *output_dir, struct run_json *json)
+                         struct loaded_run *only, const struct run_options *options,
+                         struct run_json *json)
 {
+    const char *output_dir = options->output_dir;
     int64_t count = sweep_run_count(&src->sweep);
     for (int64_t i = 0; i < count; i++) {
+        if (!shard_owns(options->shard, i))
+            continue;
         struct loaded_run fresh = {0};
         struct loaded_run *lr = count == 1 ? only : &fresh;
         /* Valid when validate_runs looked, unless an input file has changed since. */
@@ -892,20 +980,23 @@ static void json_dry_run(const struct cli *cli, const struct pl_source *src,
 
 /* --dry-run: the plan of the first run, then, in a sweep, every run with its output files. */
 static int print_dry_run(const struct cli *cli, const struct pl_source *src,
-                         struct loaded_run *only, const char *output_dir)
+                         struct loaded_run *only, const struct run_options *options)
 {
-    int64_t count = sweep_run_count(&src->sweep);
+    const char *output_dir = options->output_dir;
+    int64_t count = sweep_run_count(&src->sweep), planned = 0;
     static const struct table_column outputs = {"outputs", TABLE_LEFT};
     int column_count = 0;
     struct table_column *columns = run_columns(src, 1, &outputs, &column_count);
     struct table t;
     table_init(&t, columns, column_count);
     for (int64_t i = 0; i < count; i++) {
+        if (!shard_owns(options->shard, i))
+            continue;
         struct loaded_run fresh = {0};
         struct loaded_run *lr = count == 1 ? only : &fresh;
         /* Valid when validate_runs looked, unless an input file has changed since. */
         int valid = load_run(cli, src, i, lr, i > 0) == 0;
-        if (i == 0 && valid)
+        if (planned++ == 0 && valid)
             print_plan(&lr->pl, output_dir);
         run_cells(&t, src, &lr->run);
         char names[2048] = "";
@@ -915,9 +1006,12 @@ static int print_dry_run(const struct cli *cli, const struct pl_source *src,
         free_run(lr);
     }
     if (src->sweep.axis_count > 0) {
-        print_order(src, count);
+        print_order(src, options->shard, count);
         table_print(&t, stdout, 2);
     }
+    if (planned == 0)
+        printf("Shard %lld/%lld has none of the %lld runs.\n", (long long)options->shard->index,
+               (long long)options->shard->count, (long long)count);
     table_free(&t);
     free(columns);
     printf("\nValid; nothing was run (--dry-run).\n");
@@ -932,8 +1026,9 @@ struct run_outcome {
 
 /* The table of the runs (unless --json), and the failed ones on stderr, kept in `error` too.
  * Returns the sweep's exit code: the first failed run's. */
-static int print_sweep_outcome(const struct pl_source *src, const struct run_outcome *outcomes,
-                               int table, char *error, size_t size)
+static int print_sweep_outcome(const struct pl_source *src, const struct shard *shard,
+                               const struct run_outcome *outcomes, int table, char *error,
+                               size_t size)
 {
     int64_t count = sweep_run_count(&src->sweep), failed = 0, not_run = 0;
     static const struct table_column last[] = {{"result", TABLE_LEFT}, {"ms", TABLE_RIGHT}};
@@ -944,6 +1039,8 @@ static int print_sweep_outcome(const struct pl_source *src, const struct run_out
     char indices[600] = "";
     int code = CLI_OK;
     for (int64_t i = 0; i < count; i++) {
+        if (!shard_owns(shard, i))
+            continue;
         struct pl_run run;
         pipeline_source_run(src, i, &run);
         run_cells(&t, src, &run);
@@ -963,9 +1060,10 @@ static int print_sweep_outcome(const struct pl_source *src, const struct run_out
         pl_run_free(&run);
     }
     if (table) {
-        print_order(src, count);
+        print_order(src, shard, count);
         table_print(&t, stdout, 2);
     }
+    count = shard_run_count(shard, count);
     table_free(&t);
     free(columns);
     char message[1024];
@@ -985,9 +1083,16 @@ static int print_sweep_outcome(const struct pl_source *src, const struct run_out
 }
 
 /* The runs after a pool that could not be made, as the document lists them. */
-static void json_not_run(const struct pl_source *src, int64_t from, struct run_json *json)
+static void json_not_run(const struct pl_source *src, const struct shard *shard, int64_t from,
+                         struct run_json *json, struct manifest *manifest)
 {
     for (int64_t i = from; i < sweep_run_count(&src->sweep); i++) {
+        if (!shard_owns(shard, i))
+            continue;
+        if (manifest != NULL)
+            manifest_add_run(manifest, i, "not_run", -1, NULL, NAN, NULL, NULL);
+        if (json == NULL)
+            continue;
         struct pl_run run;
         pipeline_source_run(src, i, &run);
         run_json_run(
@@ -1003,8 +1108,8 @@ static void json_not_run(const struct pl_source *src, int64_t from, struct run_j
  * no later run can do better. Without a sweep, what stopped the run goes to `error`. */
 static int run_index(struct cli *cli, const struct pl_source *src, int64_t i, struct loaded_run *lr,
                      struct run_pool *pool, struct progress *progress,
-                     const struct run_options *options, struct run_json *json, int *fatal,
-                     char *error, size_t size)
+                     const struct run_options *options, struct run_json *json,
+                     struct manifest *manifest, int *fatal, char *error, size_t size)
 {
     double start = host_now_ms();
     *fatal = 0;
@@ -1015,6 +1120,9 @@ static int run_index(struct cli *cli, const struct pl_source *src, int64_t i, st
         fprintf(stderr, "clops: %s\n", message);
         if (src->sweep.axis_count == 0)
             snprintf(error, size, "%s", message);
+        if (manifest != NULL)
+            manifest_add_run(manifest, i, "invalid", CLI_CONFIG, message, host_now_ms() - start,
+                             NULL, NULL);
         if (json != NULL)
             run_json_run(json, &(struct run_json_entry){.src = src,
                                                         .run = &lr->run,
@@ -1026,7 +1134,8 @@ static int run_index(struct cli *cli, const struct pl_source *src, int64_t i, st
         return CLI_CONFIG;
     }
     if (src->sweep.axis_count > 0 && json == NULL)
-        printf("%sRun %lld (%s), %lld of %lld\n\n", i > 0 ? "\n" : "", (long long)i, lr->run.label,
+        printf("%sRun %lld (%s), %lld of %lld\n\n",
+               shard_position(options->shard, i) > 0 ? "\n" : "", (long long)i, lr->run.label,
                (long long)i + 1, (long long)lr->run.count);
     struct run_result result;
     run_result_init(&result, &lr->pl, options->output_dir);
@@ -1040,6 +1149,9 @@ static int run_index(struct cli *cli, const struct pl_source *src, int64_t i, st
     int code = run_one(&r, fatal);
     if (src->sweep.axis_count == 0)
         snprintf(error, size, "%s", result.error);
+    if (manifest != NULL)
+        manifest_add_run(manifest, i, code == CLI_OK ? "ok" : "failed", code, result.error,
+                         host_now_ms() - start, &lr->pl, &result);
     if (json != NULL)
         run_json_run(json, &(struct run_json_entry){.src = src,
                                                     .run = &lr->run,
@@ -1060,7 +1172,7 @@ static int run_index(struct cli *cli, const struct pl_source *src, int64_t i, st
  * could do better. The progress (unless --quiet or --json) covers every run's steps. */
 static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_run *only,
                    const struct run_options *options, struct progress_model *model,
-                   struct run_json *json, char *error, size_t size)
+                   struct run_json *json, struct manifest *manifest, char *error, size_t size)
 {
     int64_t count = sweep_run_count(&src->sweep);
     struct run_outcome *outcomes = host_xcalloc((size_t)count, sizeof *outcomes);
@@ -1068,28 +1180,89 @@ static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_r
         outcomes[i].code = -1;
     struct progress *progress =
         options->quiet || json != NULL ? NULL : progress_start(isatty(STDERR_FILENO), model);
-    struct run_pool pool = {0};
+    struct run_pool pool = {.shard_device = manifest != NULL ? &manifest->device : NULL};
     int code = CLI_OK, fatal = 0;
     int64_t i = 0;
     for (; i < count && !fatal; i++) {
+        if (!shard_owns(options->shard, i))
+            continue;
         struct loaded_run fresh = {0};
         struct loaded_run *lr = count == 1 ? only : &fresh;
         double start = host_now_ms();
-        outcomes[i].code =
-            run_index(cli, src, i, lr, &pool, progress, options, json, &fatal, error, size);
+        outcomes[i].code = run_index(cli, src, i, lr, &pool, progress, options, json, manifest,
+                                     &fatal, error, size);
         outcomes[i].ms = host_now_ms() - start;
         free_run(lr);
         code = code == CLI_OK ? outcomes[i].code : code;
     }
     progress_finish(progress);
-    if (json != NULL)
-        json_not_run(src, i, json);
+    json_not_run(src, options->shard, i, json, manifest);
     if (pool.pool != NULL)
         release_pool(cli, &pool);
     if (src->sweep.axis_count > 0)
-        code = print_sweep_outcome(src, outcomes, json == NULL, error, size);
+        code = print_sweep_outcome(src, options->shard, outcomes, json == NULL, error, size);
     free(outcomes);
     return code;
+}
+
+/* First problem only: why a shard is run again. */
+static void first_problem(void *ctx, const char *message)
+{
+    char *why = ctx;
+    if (why[0] == '\0')
+        snprintf(why, 1024, "%s", message);
+}
+
+/* Whether the shard's manifest says it succeeded for this very pipeline and set, and every file
+ * it lists is intact (size and SHA-256). 1: skip it; 0, with `why` ("" when there is no
+ * manifest). */
+static int shard_is_done(const struct manifest *m, const char *manifest_path, char *why,
+                         int64_t *files)
+{
+    struct manifest_doc d;
+    char err[1024];
+    int done = 0;
+    why[0] = '\0';
+    if (access(manifest_path, F_OK) != 0)
+        return 0;
+    const struct shard *s = m->shard;
+    int64_t runs = sweep_run_count(&m->src->sweep), bytes = 0;
+    if (manifest_read(manifest_path, &d, err, sizeof err) != 0)
+        snprintf(why, 1024, "%s", err);
+    else if (strcmp(d.status, "ok") != 0)
+        snprintf(why, 1024, "its manifest says it %s", d.status);
+    else if (!manifest_same_set(&d, m->pipeline_sha256, NULL, m->options->sets,
+                                m->options->set_count, runs, s->count, why, 1024))
+        ;
+    else if (d.runs->count != shard_run_count(s, runs))
+        snprintf(why, 1024, "its manifest lists %d runs, not %lld", d.runs->count,
+                 (long long)shard_run_count(s, runs));
+    else
+        done = manifest_check_files(&d, m->options->output_dir, first_problem, why, files,
+                                    &bytes) == 0;
+    manifest_doc_free(&d);
+    return done;
+}
+
+/* A shard whose manifest says it is done is skipped (unless --force); one whose manifest says
+ * otherwise runs again, and says why. Returns 1 to skip. */
+static int shard_skip(const struct manifest *m, const char *manifest_path)
+{
+    const struct shard *s = m->shard;
+    char why[1024];
+    int64_t files = 0, runs = shard_run_count(s, sweep_run_count(&m->src->sweep));
+    if (shard_is_done(m, manifest_path, why, &files)) {
+        fprintf(m->options->json ? stderr : stdout,
+                "Shard %lld/%lld of %s is done (%s: %lld run%s, %lld file%s intact); skipped. "
+                "--force runs it again.\n",
+                (long long)s->index, (long long)s->count, m->pipeline, manifest_path,
+                (long long)runs, runs == 1 ? "" : "s", (long long)files, files == 1 ? "" : "s");
+        return 1;
+    }
+    if (why[0] != '\0')
+        fprintf(stderr, "clops: shard %lld/%lld runs again: %s\n", (long long)s->index,
+                (long long)s->count, why);
+    return 0;
 }
 
 int pipeline_run_file(struct cli *cli, const char *path, const struct run_options *options)
@@ -1109,18 +1282,52 @@ int pipeline_run_file(struct cli *cli, const char *path, const struct run_option
     struct loaded_run only = {0};
     struct progress_model model = {0};
     if (code == CLI_OK)
-        code = validate_runs(cli, &src, &only, &model, error, sizeof error);
+        code = validate_runs(cli, &src, options->shard, &only, &model, error, sizeof error);
+    /* A shard's manifest records what it ran, and that it was invalid (but not a usage error,
+     * which is the command line's, nor a file that could not be read). */
+    struct manifest manifest = {0}, *m = NULL;
+    char *manifest_path = NULL;
+    int skipped = 0;
+    if (options->shard != NULL && !options->dry_run && source_read && code != CLI_USAGE) {
+        manifest_path =
+            shard_manifest_path(options->output_dir, options->shard->index, options->shard->count);
+        char err[1024];
+        if (manifest_begin(&manifest, options->shard, path, &src, options, err, sizeof err)) {
+            fprintf(stderr, "clops: %s\n", err);
+            code = code == CLI_OK ? CLI_CONFIG : code;
+        } else if (code == CLI_OK && !options->force && shard_skip(&manifest, manifest_path)) {
+            skipped = 1;
+        } else {
+            m = &manifest;
+        }
+    }
     /* A usage error prints no document, as every command's (docs/json.md). */
     struct run_json json;
     struct run_json *doc = options->json && code != CLI_USAGE ? &json : NULL;
     if (doc != NULL)
         run_json_begin(doc, cli, path, options, source_read ? &src : NULL);
-    if (code == CLI_OK && options->dry_run && doc != NULL)
-        json_dry_run(cli, &src, &only, options->output_dir, doc);
+    if (skipped)
+        ;
+    else if (code == CLI_OK && options->dry_run && doc != NULL)
+        json_dry_run(cli, &src, &only, options, doc);
     else if (code == CLI_OK && options->dry_run)
-        code = print_dry_run(cli, &src, &only, options->output_dir);
+        code = print_dry_run(cli, &src, &only, options);
     else if (code == CLI_OK)
-        code = run_all(cli, &src, &only, options, &model, doc, error, sizeof error);
+        code = run_all(cli, &src, &only, options, &model, doc, m, error, sizeof error);
+    if (m != NULL) {
+        char err[1024];
+        if (manifest_write(m, cli, manifest_path, code, error[0] != '\0' ? error : NULL, err,
+                           sizeof err) != 0) {
+            fprintf(stderr, "clops: cannot write the shard's manifest: %s\n", err);
+            host_append(error, sizeof error, "; ", err);
+            code = code == CLI_OK ? CLI_FAILED : code;
+        } else if (!options->json) {
+            printf("\nShard %lld/%lld: manifest %s\n", (long long)options->shard->index,
+                   (long long)options->shard->count, manifest_path);
+        }
+    }
+    manifest_free(&manifest);
+    free(manifest_path);
     if (doc != NULL)
         code = run_json_end(doc, code, error[0] != '\0' ? error : NULL);
     progress_model_free(&model);

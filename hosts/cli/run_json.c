@@ -82,7 +82,7 @@ int run_json_pool(struct run_json *j, const char *config, struct clops_pool *poo
 
 /* ---- a run ---------------------------------------------------------------------------------- */
 
-static void param_value(struct json_writer *w, const struct param_value *v)
+void run_json_value(struct json_writer *w, const struct param_value *v)
 {
     switch (v->type) {
     case PARAM_INT: json_int(w, v->i); break;
@@ -305,7 +305,7 @@ void run_json_run(struct run_json *j, const struct run_json_entry *e)
     json_begin_object(w);
     for (int i = 0; i < src->params.count && i < e->run->value_count; i++) {
         json_key(w, src->params.items[i].name);
-        param_value(w, &e->run->values[i]);
+        run_json_value(w, &e->run->values[i]);
     }
     json_end_object(w);
     json_member_string(w, "status", e->status);

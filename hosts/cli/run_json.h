@@ -44,6 +44,8 @@ void run_json_begin(struct run_json *j, const struct cli *cli, const char *path,
 int run_json_pool(struct run_json *j, const char *config, struct clops_pool *pool, int32_t status,
                   const char *message);
 void run_json_run(struct run_json *j, const struct run_json_entry *e);
+/* A param's value, of its type (the runs' `values`; also the shard manifests'). */
+void run_json_value(struct json_writer *w, const struct param_value *v);
 /* Ends the document with the pools and the outcome: `code` (enum cli_exit) and `error` (NULL:
  * none). Returns `code`, or CLI_FAILED when the document could not be written whole. */
 int run_json_end(struct run_json *j, int code, const char *error);

@@ -1,0 +1,252 @@
+/* test_shard.c — sharding as pure functions (shard.c): K/N and `auto` from every launcher's
+ * variables, the round-robin split covering every run once, manifest names, the device a shard
+ * of a node takes; and the JSON reader the manifests are read back with (json_read.c). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_read.h"
+#include "shard.h"
+
+/* A fake environment: NAME=VALUE pairs, NULL-terminated. */
+static const char *const *fake_env;
+
+static const char *lookup(const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; fake_env[i] != NULL; i++)
+        if (strncmp(fake_env[i], name, n) == 0 && fake_env[i][n] == '=')
+            return fake_env[i] + n + 1;
+    return NULL;
+}
+
+static int parse_with(const char *spec, const char *const *env, struct shard *s, char *err)
+{
+    fake_env = env;
+    return shard_parse(spec, lookup, s, err, 1024);
+}
+
+START_TEST(test_explicit_k_of_n)
+{
+    static const char *const none[] = {NULL};
+    struct shard s;
+    char err[1024];
+    ck_assert_int_eq(parse_with("0/1", none, &s, err), 0);
+    ck_assert_int_eq(s.index, 0);
+    ck_assert_int_eq(s.count, 1);
+    ck_assert_int_eq(parse_with("6/7", none, &s, err), 0);
+    ck_assert_int_eq(s.index, 6);
+    ck_assert_int_eq(s.count, 7);
+    ck_assert_str_eq(s.source, "option");
+    ck_assert_int_eq(s.local_rank, -1);
+    static const char *const bad[] = {"7/7", "1/0", "-1/4", "1/", "/4", "a/4", "1/4x", "14", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        ck_assert_msg(parse_with(bad[i], none, &s, err) == -1, "'%s' accepted", bad[i]);
+        ck_assert_msg(strstr(err, bad[i]) != NULL, "'%s': message '%s' does not name it", bad[i],
+                      err);
+    }
+}
+END_TEST
+
+START_TEST(test_auto_reads_slurm_arrays)
+{
+    static const char *const count[] = {"SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_COUNT=4",
+                                        "SLURM_ARRAY_TASK_MIN=0", "SLURM_LOCALID=1", NULL};
+    struct shard s;
+    char err[1024];
+    ck_assert_int_eq(parse_with("auto", count, &s, err), 0);
+    ck_assert_int_eq(s.index, 2);
+    ck_assert_int_eq(s.count, 4);
+    ck_assert_int_eq(s.local_rank, 1);
+    ck_assert_str_eq(s.source, "slurm");
+    /* --array=1-4: the task ids run from MIN; K from 0 all the same. */
+    static const char *const min_max[] = {"SLURM_ARRAY_TASK_ID=4", "SLURM_ARRAY_TASK_MIN=1",
+                                          "SLURM_ARRAY_TASK_MAX=4", NULL};
+    ck_assert_int_eq(parse_with("auto", min_max, &s, err), 0);
+    ck_assert_int_eq(s.index, 3);
+    ck_assert_int_eq(s.count, 4);
+    ck_assert_int_eq(s.local_rank, -1);
+    /* --array=0-6:2: ids 0, 2, 4, 6 are shards 0..3 of 4. */
+    static const char *const step[] = {"SLURM_ARRAY_TASK_ID=4", "SLURM_ARRAY_TASK_MIN=0",
+                                       "SLURM_ARRAY_TASK_MAX=6", "SLURM_ARRAY_TASK_STEP=2", NULL};
+    ck_assert_int_eq(parse_with("auto", step, &s, err), 0);
+    ck_assert_int_eq(s.index, 2);
+    ck_assert_int_eq(s.count, 4);
+    static const char *const no_count[] = {"SLURM_ARRAY_TASK_ID=4", NULL};
+    ck_assert_int_eq(parse_with("auto", no_count, &s, err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "SLURM_ARRAY_TASK_COUNT"));
+    static const char *const garbage[] = {"SLURM_ARRAY_TASK_ID=x1", "SLURM_ARRAY_TASK_COUNT=4",
+                                          NULL};
+    ck_assert_int_eq(parse_with("auto", garbage, &s, err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "SLURM_ARRAY_TASK_ID=x1"));
+}
+END_TEST
+
+START_TEST(test_auto_reads_mpi_launchers)
+{
+    static const char *const ompi[] = {"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=8",
+                                       "OMPI_COMM_WORLD_LOCAL_RANK=3", NULL};
+    struct shard s;
+    char err[1024];
+    ck_assert_int_eq(parse_with("auto", ompi, &s, err), 0);
+    ck_assert_int_eq(s.index, 3);
+    ck_assert_int_eq(s.count, 8);
+    ck_assert_int_eq(s.local_rank, 3);
+    ck_assert_str_eq(s.source, "mpi");
+    static const char *const pmi[] = {"PMI_RANK=1", "PMI_SIZE=2", NULL};
+    ck_assert_int_eq(parse_with("auto", pmi, &s, err), 0);
+    ck_assert_int_eq(s.index, 1);
+    ck_assert_int_eq(s.count, 2);
+    ck_assert_int_eq(s.local_rank, -1);
+    static const char *const half[] = {"OMPI_COMM_WORLD_RANK=1", NULL};
+    ck_assert_int_eq(parse_with("auto", half, &s, err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "OMPI_COMM_WORLD_SIZE"));
+    /* A Slurm array comes first: an array task that runs mpirun inside is the array's shard. */
+    static const char *const both[] = {"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
+                                       "SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_COUNT=5", NULL};
+    ck_assert_int_eq(parse_with("auto", both, &s, err), 0);
+    ck_assert_int_eq(s.count, 5);
+    static const char *const none[] = {"SLURM_JOB_ID=7", NULL};
+    ck_assert_int_eq(parse_with("auto", none, &s, err), -1);
+    static const char *const named[] = {"SLURM_ARRAY_TASK_ID",
+                                        "SLURM_ARRAY_TASK_COUNT",
+                                        "SLURM_ARRAY_TASK_MIN",
+                                        "SLURM_ARRAY_TASK_MAX",
+                                        "OMPI_COMM_WORLD_RANK",
+                                        "OMPI_COMM_WORLD_SIZE",
+                                        "PMI_RANK",
+                                        "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        ck_assert_msg(strstr(err, named[i]) != NULL, "'%s' does not name %s", err, named[i]);
+}
+END_TEST
+
+/* Every run in exactly one shard, each shard's runs in order at positions 0, 1, ... */
+START_TEST(test_round_robin_covers_every_run_once)
+{
+    for (int64_t n = 1; n <= 9; n++)
+        for (int64_t total = 0; total <= 31; total++) {
+            int64_t owners[32] = {0}, sum = 0;
+            for (int64_t k = 0; k < n; k++) {
+                struct shard s = {.index = k, .count = n};
+                int64_t position = 0;
+                for (int64_t run = 0; run < total; run++)
+                    if (shard_owns(&s, run)) {
+                        owners[run]++;
+                        ck_assert_int_eq(shard_position(&s, run), position++);
+                    }
+                ck_assert_int_eq(shard_run_count(&s, total), position);
+                sum += position;
+            }
+            ck_assert_int_eq(sum, total);
+            for (int64_t run = 0; run < total; run++)
+                ck_assert_int_eq(owners[run], 1);
+        }
+    ck_assert(shard_owns(NULL, 12345));
+    ck_assert_int_eq(shard_run_count(NULL, 17), 17);
+}
+END_TEST
+
+START_TEST(test_manifest_names_round_trip)
+{
+    char *path = shard_manifest_path("out/x", 12, 300);
+    ck_assert_str_eq(path, "out/x/.clops/shard-12-of-300.json");
+    free(path);
+    int64_t k = -1, n = -1;
+    ck_assert_int_eq(shard_manifest_name("shard-12-of-300.json", &k, &n), 0);
+    ck_assert_int_eq(k, 12);
+    ck_assert_int_eq(n, 300);
+    static const char *const others[] = {
+        "shard-1-of-3.json.tmp", "shard-01-of-3.json",           "shard-+1-of-3.json",
+        "shard-1-of-0.json",     ".shard-1-of-3.json.12.XXXXXX", "shard-1-of-3.jsonx",
+        "slurm-5_1.out"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        ck_assert_msg(shard_manifest_name(others[i], &k, &n) == -1, "'%s' taken", others[i]);
+}
+END_TEST
+
+/* The device choice: local rank + GPU count + whether the pool file names devices. */
+START_TEST(test_device_choice)
+{
+    struct shard_device d;
+    for (int rank = 0; rank < 12; rank++) {
+        d = shard_device_choice(rank, 4, 0);
+        ck_assert_int_eq(d.kind, SHARD_DEVICE_GPU);
+        ck_assert_int_eq(d.gpu_index, rank % 4);
+    }
+    d = shard_device_choice(5, 1, 0);
+    ck_assert_int_eq(d.kind, SHARD_DEVICE_GPU);
+    ck_assert_int_eq(d.gpu_index, 0);
+    d = shard_device_choice(3, 8, 1); /* the pool file names its devices: obeyed */
+    ck_assert_int_eq(d.kind, SHARD_DEVICE_POOL);
+    ck_assert_int_eq(d.gpu_index, -1);
+    d = shard_device_choice(3, 0, 0); /* no GPU: the default pool */
+    ck_assert_int_eq(d.kind, SHARD_DEVICE_DEFAULT);
+    d = shard_device_choice(-1, 8, 0); /* no local rank (--shard K/N): the pipeline's pool */
+    ck_assert_int_eq(d.kind, SHARD_DEVICE_POOL);
+    ck_assert_str_eq(shard_device_kind_name(SHARD_DEVICE_GPU), "gpu");
+    char *config = shard_pool_config("cpu_fallback = false;", 3);
+    ck_assert_str_eq(config,
+                     "cpu_fallback = false;\ndevices = ( { type = \"gpu\"; index = 3; } );\n");
+    free(config);
+}
+END_TEST
+
+START_TEST(test_json_reader)
+{
+    static const char text[] =
+        "{\"a\": [1, -2, 3.5e2, true, false, null], \"s\": \"x\\\"\\u00e9\\ud83d\\ude00\\n\",\n"
+        " \"big\": 9007199254740993, \"o\": {}}";
+    struct json_value v;
+    char err[256];
+    ck_assert_int_eq(json_parse(text, sizeof text - 1, &v, err, sizeof err), 0);
+    const struct json_value *a = json_member(&v, "a");
+    ck_assert_int_eq(a->type, JSON_ARRAY);
+    ck_assert_int_eq(a->count, 6);
+    ck_assert_int_eq(a->items[1].integer, -2);
+    ck_assert(a->items[1].is_integer);
+    ck_assert(!a->items[2].is_integer);
+    ck_assert_double_eq(a->items[2].number, 350.0);
+    ck_assert_int_eq(a->items[3].boolean, 1);
+    ck_assert_int_eq(a->items[5].type, JSON_NULL);
+    ck_assert_str_eq(json_member_text(&v, "s"), "x\"\xc3\xa9\xf0\x9f\x98\x80\n");
+    int64_t big = 0;
+    ck_assert_int_eq(json_member_integer(&v, "big", &big), 0);
+    ck_assert_int_eq(big, INT64_C(9007199254740993)); /* beyond a double's 53 bits: exact */
+    ck_assert_int_eq(json_member(&v, "o")->count, 0);
+    ck_assert_ptr_null(json_member(&v, "missing"));
+    json_value_free(&v);
+    static const char *const bad[] = {"{\"a\": 1,}", "[1 2]", "\"open",       "{\"a\" 1}", "01",
+                                      "[1] x",       "",      "{\"a\": tru}", "\"\\q\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(json_parse(bad[i], strlen(bad[i]), &v, err, sizeof err) == -1,
+                      "'%s' accepted", bad[i]);
+        ck_assert_msg(strncmp(err, "line 1: ", 8) == 0, "'%s': '%s'", bad[i], err);
+        json_value_free(&v);
+    }
+    ck_assert_int_eq(json_parse("[\n1,\n]", 6, &v, err, sizeof err), -1);
+    ck_assert_str_eq(err, "line 3: unexpected ']'");
+    json_value_free(&v);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("shard");
+    TCase *tc = tcase_create("shard");
+    tcase_add_test(tc, test_explicit_k_of_n);
+    tcase_add_test(tc, test_auto_reads_slurm_arrays);
+    tcase_add_test(tc, test_auto_reads_mpi_launchers);
+    tcase_add_test(tc, test_round_robin_covers_every_run_once);
+    tcase_add_test(tc, test_manifest_names_round_trip);
+    tcase_add_test(tc, test_device_choice);
+    tcase_add_test(tc, test_json_reader);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
