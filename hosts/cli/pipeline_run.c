@@ -1175,6 +1175,11 @@ static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_r
                    struct run_json *json, struct manifest *manifest, char *error, size_t size)
 {
     int64_t count = sweep_run_count(&src->sweep);
+    if (shard_run_count(options->shard, count) == 0 && json == NULL)
+        printf("Shard %lld/%lld has none of the %lld run%s (run i is shard i %% %lld's); nothing "
+               "to run.\n",
+               (long long)options->shard->index, (long long)options->shard->count, (long long)count,
+               count == 1 ? "" : "s", (long long)options->shard->count);
     struct run_outcome *outcomes = host_xcalloc((size_t)count, sizeof *outcomes);
     for (int64_t i = 0; i < count; i++)
         outcomes[i].code = -1;

@@ -184,6 +184,11 @@ def main():
     check(gpus is not None and (d["choice"], d["gpu_index"]) ==
           (("gpu", 1 % gpus) if gpus > 0 else ("default", None)),
           f"auto: the device choice for local rank 1 and {gpus} GPUs: {d}")
+    # More shards than runs: the extra ones have nothing to run, and say so.
+    proc = run("run", "--quiet", "--shard", "7/8", "--output-dir", aout, cfg)
+    m = manifest(aout, 7, 8)
+    check("Shard 7/8 has none of the 6 runs" in proc.stdout and m["runs"] == []
+          and m["status"] == "ok", f"shard 7/8 of 6 runs: {proc.stdout}, {m['runs']}")
     proc = run("run", "--shard", "auto", cfg, rc=2)
     for name in ("SLURM_ARRAY_TASK_ID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
         check(name in proc.stderr, f"--shard auto without a launcher names {name}: {proc.stderr}")
