@@ -26,7 +26,7 @@ if [[ -n $profile ]]; then
 else
   args+=(--cores 2)
 fi
-timeout 200 snakemake "${args[@]}" >"$work/snakemake.log" 2>&1 ||
+timeout -k 10 150 snakemake "${args[@]}" >"$work/snakemake.log" 2>&1 ||
   fail "snakemake exited $?: $(tail -40 "$work/snakemake.log")"
 out=$work/run/zoom
 for k in 0 1 2; do

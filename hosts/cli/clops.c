@@ -46,7 +46,7 @@ static const char global_help[] =
     "\n"
     "Exit status:\n"
     "  0  success\n"
-    "  1  an operator, a pipeline step or a check failed\n"
+    "  1  an operator, a pipeline step or a check failed; gather: the set is incomplete\n"
     "  2  usage error\n"
     "  3  libclops could not be loaded, or its ABI does not fit this clops\n"
     "  4  error in a pool configuration or pipeline file\n";

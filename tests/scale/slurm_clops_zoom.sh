@@ -57,7 +57,7 @@ if [[ $mode == render ]]; then
     grep -qxF -- "$line" "$work/zoom.sbatch" || fail "the script lacks the line '$line'"
   done
   [[ -d $out/.clops ]] || fail "clops slurm did not make $out/.clops for the logs"
-  job=$(timeout 100 sbatch --parsable --wait "$work/zoom.sbatch") || fail "sbatch --wait: $?"
+  job=$(timeout -k 10 100 sbatch --parsable --wait "$work/zoom.sbatch") || fail "sbatch --wait: $?"
   job=${job%%;*}
   for task in 0 1 2 3; do
     log=$out/.clops/slurm-${job}_$task.out
@@ -73,7 +73,7 @@ if [[ $mode == render ]]; then
 fi
 
 [[ $mode == resume ]] || fail "mode render or resume, not '$mode'"
-job=$(timeout 100 "$clops" slurm "$cfg" --tasks 4 --output-dir "$out" --wait --submit) ||
+job=$(timeout -k 10 100 "$clops" slurm "$cfg" --tasks 4 --output-dir "$out" --wait --submit) ||
   fail "clops slurm --submit exited $?"
 [[ $job =~ ^[0-9]+$ ]] || fail "clops slurm --submit printed '$job', not a job id"
 script=$out/.clops/clops-zoom_shards.sbatch
@@ -92,7 +92,7 @@ text=$("$clops" gather "$out" 2>&1) || status=$?
   fail "gather does not name shard 2's missing frame: $text"
 
 # The same array again: shard 2 alone runs.
-again=$(timeout 100 sbatch --parsable --wait "$script") || fail "the second sbatch --wait: $?"
+again=$(timeout -k 10 100 sbatch --parsable --wait "$script") || fail "the second sbatch --wait: $?"
 again=${again%%;*}
 for task in 0 1 2 3; do
   log=$out/.clops/slurm-${again}_$task.out

@@ -15,7 +15,7 @@ fail() {
 rm -rf -- "$work"
 mkdir -p "$work"
 out=$work/out
-timeout 240 "$@" "$clops" run --quiet --shard auto --output-dir "$out" "$cfg" >"$work/mpirun.log" 2>&1 ||
+timeout -k 10 240 "$@" "$clops" run --quiet --shard auto --output-dir "$out" "$cfg" >"$work/mpirun.log" 2>&1 ||
   fail "mpirun exited $?: $(cat "$work/mpirun.log")"
 for k in 0 1; do
   got=$(python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))
