@@ -183,7 +183,8 @@ static int number(struct parser *p, struct json_value *v)
     if (*p->at == '0' && p->at + 1 < p->end && p->at[1] >= '0' && p->at[1] <= '9')
         return fail(p, "a number cannot start with 0");
     int integral = 1;
-    while (p->at < p->end && ((*p->at >= '0' && *p->at <= '9') || strchr(".eE+-", *p->at))) {
+    while (p->at < p->end &&
+           ((*p->at >= '0' && *p->at <= '9') || (*p->at != '\0' && strchr(".eE+-", *p->at)))) {
         integral &= (*p->at >= '0' && *p->at <= '9') || (*p->at == '-' && p->at == begin);
         p->at++;
     }

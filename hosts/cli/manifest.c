@@ -28,6 +28,7 @@ int manifest_begin(struct manifest *m, const struct shard *shard, const char *pa
     m->src = src;
     m->options = options;
     m->device.gpu_count = -1;
+    m->device.gpu_index = -1;
     m->start_ms = host_now_ms();
     time_t now = time(NULL);
     struct tm utc;
@@ -122,9 +123,7 @@ static void write_device(struct json_writer *w, const struct manifest *m)
     json_begin_object(w);
     json_member_string(w, "choice", shard_device_kind_name(m->device.choice));
     member_int_or_null(w, "gpu_count", m->device.gpu_count, m->device.gpu_count >= 0);
-    member_int_or_null(w, "gpu_index",
-                       m->shard->local_rank % (m->device.gpu_count > 0 ? m->device.gpu_count : 1),
-                       m->device.choice == SHARD_DEVICE_GPU);
+    member_int_or_null(w, "gpu_index", m->device.gpu_index, m->device.gpu_index >= 0);
     json_member_string(w, "name", m->device.name[0] != '\0' ? m->device.name : NULL);
     json_member_int(w, "device_count", m->device.device_count);
     json_end_object(w);
@@ -259,10 +258,11 @@ int manifest_read(const char *path, struct manifest_doc *d, char *err, size_t si
         d->sets->type != JSON_ARRAY || d->runs == NULL || d->runs->type != JSON_ARRAY ||
         json_member_integer(shard, "index", &d->index) != 0 ||
         json_member_integer(shard, "count", &d->count) != 0 ||
-        json_member_integer(root, "run_count", &d->run_count) != 0) {
+        json_member_integer(root, "run_count", &d->run_count) != 0 || d->count < 1 ||
+        d->count > SWEEP_MAX_RUNS || d->index < 0 || d->index >= d->count) {
         snprintf(err, size,
-                 "%s: a member is missing or of the wrong type (pipeline, pipeline_sha256, sets, "
-                 "shard.index, shard.count, run_count, runs, status)",
+                 "%s: a member is missing, of the wrong type or out of range (pipeline, "
+                 "pipeline_sha256, sets, shard.index, shard.count, run_count, runs, status)",
                  path);
         return -1;
     }

@@ -37,6 +37,7 @@ struct manifest_run {
 struct manifest_device {
     enum shard_device_kind choice;
     int gpu_count;  /* GPUs the node showed; -1: not counted (no local rank) */
+    int gpu_index;  /* the GPU taken, with SHARD_DEVICE_GPU; else -1 */
     char name[128]; /* the pool's primary device; "" when no pool was made */
     int device_count;
 };

@@ -677,8 +677,10 @@ static int32_t create_pool(struct run *r, const char *pool_path, struct clops_po
         if (d != NULL)
             d->gpu_count = gpus;
     }
-    if (d != NULL)
+    if (d != NULL) {
         d->choice = choice.kind;
+        d->gpu_index = choice.gpu_index;
+    }
     if (choice.kind != SHARD_DEVICE_GPU)
         return pool_path != NULL ? api->pool_create_from_file(pool_path, out)
                                  : api->pool_create_default(out);

@@ -2,6 +2,7 @@
  * `clops run --shard auto`, shard K of N of the pipeline's sweep (shard.h), printed, or given
  * to sbatch. Every path in it is absolute, so that it runs from any directory of any node that
  * sees the same files. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,10 @@ static void job_name(const char *file, char *out, size_t size)
     char *dot = strrchr(out, '.');
     if (dot != NULL && strcmp(dot, ".cfg") == 0)
         *dot = '\0';
+    /* It names the job and the script's file: nothing the shell or sbatch would read. */
+    for (char *c = out; *c != '\0'; c++)
+        if (!isalnum((unsigned char)*c) && *c != '.' && *c != '_' && *c != '-')
+            *c = '_';
 }
 
 static void write_script(FILE *out, const struct slurm_options *o, const char *clops,
@@ -90,8 +95,13 @@ static void write_script(FILE *out, const struct slurm_options *o, const char *c
 static int submit(const char *script, int64_t tasks)
 {
     char *command = NULL;
-    if (asprintf(&command, "sbatch --parsable '%s'", script) < 0)
+    size_t length = 0;
+    FILE *text = open_memstream(&command, &length);
+    if (text == NULL)
         return CLI_FAILED;
+    fputs("sbatch --parsable ", text);
+    put_quoted(text, script);
+    fclose(text);
     FILE *p = popen(command, "r");
     free(command);
     if (p == NULL) {
