@@ -74,10 +74,20 @@ include(${PROJECT_SOURCE_DIR}/cmake/packaging.cmake)
 
 # Tests: the consumer project of tests/consumer, built and run each way a user would.
 if(CLOPS_BUILD_TESTS)
+  set(clops_consumer_preload "")
+  if(CLOPS_SANITIZE)
+    # The consumer's programs are not built with the sanitizers; the libclops they load is.
+    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+                    OUTPUT_VARIABLE asan_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
+    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libubsan.so
+                    OUTPUT_VARIABLE ubsan_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
+    set(clops_consumer_preload "-DPRELOAD=${asan_runtime} ${ubsan_runtime}")
+  endif()
   foreach(mode package pkgconfig subdirectory fetchcontent)
     add_test(NAME consumer_${mode}
              COMMAND ${CMAKE_COMMAND} -DMODE=${mode} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
                      -DBUILD_DIR=${PROJECT_BINARY_DIR} -DWORK=${PROJECT_BINARY_DIR}/consumer-${mode}
+                     ${clops_consumer_preload}
                      -P ${PROJECT_SOURCE_DIR}/tests/consumer/run.cmake)
     set_tests_properties(consumer_${mode} PROPERTIES TIMEOUT 900
       ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache")

@@ -1,7 +1,7 @@
 # run.cmake — builds and runs tests/consumer the way a user of clops would, with no
 # CLOPS_LIBRARY and no LD_LIBRARY_PATH, and checks the numbers each program prints.
 #   cmake -DMODE=package|pkgconfig|subdirectory -DSOURCE_DIR=<clops tree> -DBUILD_DIR=<its build>
-#         -DWORK=<scratch dir> -P run.cmake
+#         -DWORK=<scratch dir> [-DPRELOAD="<sanitizer runtimes>"] -P run.cmake
 #   package       cmake --install into WORK/prefix, then find_package(clops 1 CONFIG)
 #   pkgconfig     cmake --install into WORK/prefix, then cc with pkg-config's flags
 #   subdirectory  the source tree added with add_subdirectory()
@@ -28,9 +28,15 @@ function(step what)
 endfunction()
 
 # Runs a program as a user would (no CLOPS_LIBRARY, no LD_LIBRARY_PATH); its output must match.
+# With -DPRELOAD=..., the sanitizer runtimes a sanitized libclops needs in a program that was not
+# built with them (the sanitizer build's ctest), and leak checking off for that program.
+set(preload "")
+if(PRELOAD)
+  set(preload "LD_PRELOAD=${PRELOAD}" "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0")
+endif()
 function(expect program regex)
   step("${program}" ${CMAKE_COMMAND} -E env --unset=CLOPS_LIBRARY --unset=LD_LIBRARY_PATH
-       ${program} ${ARGN})
+       ${preload} ${program} ${ARGN})
   if(NOT step_output MATCHES "${regex}")
     message(FATAL_ERROR "${program}: expected output matching '${regex}', got:\n${step_output}")
   endif()
