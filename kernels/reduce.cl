@@ -1,9 +1,11 @@
 /* reduce.cl — sum, min, max, norm2, argmin and argmax of one dtype (-DDTYPE, -DOP), over a whole
- * strided tensor in two phases (per-work-group partial states, then one final work-group) or
- * along the rows of a strided 2-D view; work-group size and vector width are -D options. */
+ * strided tensor or along the rows of a strided 2-D view, each in one launch: work-groups write
+ * partial states and the last group to finish merges them; work-group size, vector width and
+ * loads in flight are -D options. */
 
-#if !defined(DTYPE) || !defined(OP) || !defined(WG) || !defined(VEC) || !defined(STATE_BYTES)
-#error "reduce.cl needs -DDTYPE, -DOP, -DWG, -DVEC and -DSTATE_BYTES"
+#if !defined(DTYPE) || !defined(OP) || !defined(WG) || !defined(VEC) || !defined(STATE_BYTES) || \
+    !defined(UNROLL)
+#error "reduce.cl needs -DDTYPE, -DOP, -DWG, -DVEC, -DUNROLL and -DSTATE_BYTES"
 #endif
 
 /* DTYPE is an enum clops_dtype, OP an index into the operator's op values: the host passes the
@@ -332,17 +334,41 @@ static long strided_at(long i, long n, long4 shape, long4 strides)
     return i0 * strides.s0 + i1 * strides.s1 + i2 * strides.s2 + i3 * strides.s3;
 }
 
-/* Phase 1 of a whole-tensor reduction. Work decomposition: get_num_groups(0) groups of WG
+/* The partial states' buffer: `states` states of STATE_BYTES, then the counts of finished groups
+ * (zeroed by the host before the launch): one allocation per call. */
+static __global volatile int *counts_after(__global state *partials, long states)
+{
+    return (__global volatile int *)((__global char *)partials + states * STATE_BYTES);
+}
+
+/* Whether this group is the last of `of` to finish with *count: the pattern of CUDA's
+ * threadFenceReduction sample. Every work-item that wrote a partial state has fenced its writes
+ * before the barrier; work-item 0 then takes a ticket. The last group sees every other group's
+ * partial state in memory (and reads them through volatile pointers, past any stale cache).
+ * Every work-item of the group must call it. */
+static bool is_last_group(__global volatile int *count, int of, __local int *flag)
+{
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0)
+        *flag = atomic_inc(count) == of - 1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return *flag;
+}
+
+/* A whole-tensor reduction in one launch. Work decomposition: get_num_groups(0) groups of WG
  * work-items walk the n elements with a grid stride, each folding its elements into a private
- * state (VEC contiguous elements per load when `contiguous`, so a GPU issues 16-byte loads and
- * neighbouring work-items read neighbouring vectors: coalesced); the group's states are merged
- * by a tree in local memory and written to partials[group]. Traffic: each element read once,
- * one state (<= 64 bytes) written per group. */
+ * state (VEC contiguous elements per load when `contiguous`, UNROLL loads issued before the first
+ * is used, so a GPU has 16-byte loads in flight and neighbouring work-items read neighbouring
+ * vectors: coalesced); the group's states are merged by a tree in local memory and written to
+ * partials[group]; the last group to finish merges those and writes out[out_offset] (n = 0: one
+ * group, the identity: 0 for an empty sum or norm). Traffic: each element read once, one state
+ * (<= STATE_BYTES) written per group and read once, one result written. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-reduce_partial(__global const T *x, long offset, long n, long4 shape, long4 strides, int contiguous,
-               __global state *partials)
+reduce_whole(__global const T *x, long offset, long n, long4 shape, long4 strides, int contiguous,
+             __global state *partials, __global result *out, long out_offset)
 {
     __local state scratch[WG];
+    __local int last;
     const long gid = get_global_id(0), threads = get_global_size(0);
     state st = st_identity();
     if (contiguous) {
@@ -361,7 +387,17 @@ reduce_partial(__global const T *x, long offset, long n, long4 shape, long4 stri
         state lane[LANES];
         for (int k = 0; k < LANES; k++)
             lane[k] = st_identity();
-        for (long v = gid; v < vectors; v += threads) {
+        long v = gid;
+        /* UNROLL vectors loaded before any is folded: the loads' latencies overlap. */
+        for (; v + (UNROLL - 1) * threads < vectors; v += UNROLL * threads) {
+            T e[UNROLL][VEC];
+            for (int u = 0; u < UNROLL; u++)
+                VSTORE(vbase[v + u * threads], 0, e[u]);
+            for (int u = 0; u < UNROLL; u++)
+                for (int k = 0; k < VEC; k++)
+                    st_add(&lane[k % LANES], e[u][k], head + (v + u * threads) * VEC + k);
+        }
+        for (; v < vectors; v += threads) {
             T e[VEC];
             VSTORE(vbase[v], 0, e);
             for (int k = 0; k < VEC; k++)
@@ -381,53 +417,82 @@ reduce_partial(__global const T *x, long offset, long n, long4 shape, long4 stri
         for (long i = gid; i < n; i += threads)
             st_add(&st, x[offset + strided_at(i, n, shape, strides)], i);
     }
-    const int lid = (int)get_local_id(0);
+    const int lid = (int)get_local_id(0), groups = (int)get_num_groups(0);
     state total = tree_reduce(st, scratch, 0, lid, WG);
-    if (lid == 0)
+    if (lid == 0) {
         partials[get_group_id(0)] = total;
-}
-
-/* Phase 2: one work-group of WG work-items merges the `count` partial states (count = 0 gives
- * the identity: 0 for an empty sum or norm) and writes the result to out[out_offset]. Traffic:
- * count states read, one element written. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
-reduce_final(__global const state *partials, int count, __global result *out, long out_offset)
-{
-    __local state scratch[WG];
-    const int lid = (int)get_local_id(0);
-    state st = st_identity();
-    for (int p = lid; p < count; p += WG)
-        st = st_merge(st, partials[p]);
-    state total = tree_reduce(st, scratch, 0, lid, WG);
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+    }
+    if (!is_last_group(counts_after(partials, groups), groups, &last))
+        return;
+    const volatile __global state *done = partials;
+    st = st_identity();
+    for (int p = lid; p < groups; p += WG)
+        st = st_merge(st, done[p]);
+    total = tree_reduce(st, scratch, 0, lid, WG);
     if (lid == 0)
         out[out_offset] = st_result(total);
 }
 
+/* Folds elements [l, end) of a row, `step` apart, into *st: UNROLL loads issued before the first
+ * is used, so that a work-item has several loads in flight. */
+static void fold_row(state *st, __global const T *row, long elem_stride, long l, long end,
+                     long step)
+{
+    for (; l + (UNROLL - 1) * step < end; l += UNROLL * step) {
+        T e[UNROLL];
+        for (int u = 0; u < UNROLL; u++)
+            e[u] = row[(l + u * step) * elem_stride];
+        for (int u = 0; u < UNROLL; u++)
+            st_add(st, e[u], l + u * step);
+    }
+    for (; l < end; l += step)
+        st_add(st, row[l * elem_stride], l);
+}
+
 /* Along one axis: `rows` results, row r reducing the `len` elements x[offset + r*row_stride +
  * l*elem_stride]. Work decomposition: a work-group of WG work-items takes WG/ny rows, the ny
- * work-items of a row walking it with stride ny, then a tree per row. When the elements of a row
- * are the closer ones in memory (`lanes_fast`), neighbouring work-items are lanes of one row and
- * read neighbouring elements; the host sizes ny to the row (about 16 elements a lane), so short
- * rows share a group instead of idling most of it. When rows are the closer ones, neighbouring
- * work-items take neighbouring rows, so each step of the walk reads neighbouring addresses
- * (a column reduction of a row-major matrix). Traffic: each element read once, each result
- * written once. */
+ * work-items of a row walking its part with stride ny, then a tree per row. When the elements of
+ * a row are the closer ones in memory (`lanes_fast`), neighbouring work-items are lanes of one
+ * row and read neighbouring elements; the host sizes ny to the row (about 16 elements a lane), so
+ * short rows share a group instead of idling most of it. When rows are the closer ones,
+ * neighbouring work-items take neighbouring rows, so each step of the walk reads neighbouring
+ * addresses (a column reduction of a row-major matrix). Dimension 1 cuts each row into
+ * get_num_groups(1) parts of `part` elements, so that few long rows (a column reduction of a
+ * tall matrix) still fill the device: with more than one part, each group writes its rows'
+ * partial states to partials[part * rows + r] and the last group of the rows (counted per group
+ * of rows) merges them. Traffic: each element read once, each result written once; with parts,
+ * one state per row and part written and read once. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 reduce_axis(__global const T *x, long offset, long rows, long len, long row_stride,
-            long elem_stride, int ny, int lanes_fast, __global result *out, long out_offset,
-            long out_stride)
+            long elem_stride, int ny, int lanes_fast, long part, __global state *partials,
+            __global result *out, long out_offset, long out_stride)
 {
     __local state scratch[WG];
+    __local int last;
     const int lid = (int)get_local_id(0), nx = WG / ny;
     const int lx = lanes_fast ? lid / ny : lid % nx, ly = lanes_fast ? lid % ny : lid / nx;
     const long r = get_group_id(0) * nx + lx;
+    const int parts = (int)get_num_groups(1), p = (int)get_group_id(1);
+    const long begin = p * part, end = min(len, begin + part);
     state st = st_identity();
-    if (r < rows) {
-        __global const T *row = x + offset + r * row_stride;
-        for (long l = ly; l < len; l += ny)
-            st_add(&st, row[l * elem_stride], l);
-    }
+    if (r < rows)
+        fold_row(&st, x + offset + r * row_stride, elem_stride, begin + ly, end, ny);
     state total = tree_reduce(st, scratch, lx, ly, ny);
+    if (parts > 1) {
+        if (ly == 0 && r < rows) {
+            partials[p * rows + r] = total;
+            mem_fence(CLK_GLOBAL_MEM_FENCE);
+        }
+        __global volatile int *counts = counts_after(partials, parts * rows);
+        if (!is_last_group(counts + get_group_id(0), parts, &last))
+            return;
+        const volatile __global state *done = partials;
+        st = st_identity();
+        for (int q = ly; r < rows && q < parts; q += ny)
+            st = st_merge(st, done[q * rows + r]);
+        total = tree_reduce(st, scratch, lx, ly, ny);
+    }
     if (ly == 0 && r < rows)
         out[out_offset + r * out_stride] = st_result(total);
 }

@@ -463,14 +463,32 @@ END_TEST
 /* ---- Along an axis -----------------------------------------------------------------------------
  */
 
-/* Reduces a rows x cols matrix (row- or column-major, padded by 3) along `axis` into an out with
- * stride 2, and checks every result against the reference of the matching 1-D view and that
- * out's gaps are untouched. */
-static void check_axis(int32_t dtype, int64_t rows, int64_t cols, int col_major, int axis, int op)
+/* What the elements of a test are: random in [-1, 1) (integers over their range); few distinct
+ * values, so that min, max, argmin and argmax tie everywhere; random with a NaN every 4099
+ * elements (floats). */
+enum data_kind { DATA_RANDOM, DATA_TIES, DATA_NANS, DATA_KINDS };
+
+static void *data_of_kind(int32_t dtype, int64_t count, enum data_kind kind)
+{
+    void *data = random_data(dtype, count, -1.0);
+    for (int64_t i = 0; kind != DATA_RANDOM && i < count; i++) {
+        if (kind == DATA_TIES)
+            set(data, dtype, i, (long double)((i * 7919) % 5));
+        else if (is_float(dtype) && i % 4099 == 1234)
+            set(data, dtype, i, NAN);
+    }
+    return data;
+}
+
+/* Reduces a rows x cols matrix (row- or column-major, padded by 3) of `kind` elements along
+ * `axis` into an out with stride 2, and checks every result against the reference of the
+ * matching 1-D view and that out's gaps are untouched. */
+static void check_axis_of(int32_t dtype, int64_t rows, int64_t cols, int col_major, int axis,
+                          int op, enum data_kind kind)
 {
     int64_t ld = (col_major ? rows : cols) + 3;
     int64_t count = 2 + ld * (col_major ? cols : rows);
-    void *data = random_data(dtype, count, -1.0);
+    void *data = data_of_kind(dtype, count, kind);
     struct clops_tensor x = clops_matrix(data, dtype, rows, cols, ld, col_major);
     x.offset = 2;
     int64_t results = axis == 0 ? cols : rows;
@@ -481,8 +499,9 @@ static void check_axis(int32_t dtype, int64_t rows, int64_t cols, int col_major,
     const int64_t stride = 2;
     struct clops_tensor o = view(out, od, 1, &results, &stride, 0);
     char what[128];
-    snprintf(what, sizeof what, "dtype %d %lldx%lld %s axis %d", (int)dtype, (long long)rows,
-             (long long)cols, col_major ? "col-major" : "row-major", axis);
+    snprintf(what, sizeof what, "dtype %d %lldx%lld %s axis %d data %d", (int)dtype,
+             (long long)rows, (long long)cols, col_major ? "col-major" : "row-major", axis,
+             (int)kind);
     int32_t status = reduce_entry()(pool_for_case(), &x, &o, op, axis);
     ck_assert_msg(status == CLOPS_OK, "%s %s: %s", what, op_names[op], tu_api()->last_error());
     for (int64_t r = 0; r < results; r++) {
@@ -502,6 +521,11 @@ static void check_axis(int32_t dtype, int64_t rows, int64_t cols, int col_major,
     }
     free(out);
     free(data);
+}
+
+static void check_axis(int32_t dtype, int64_t rows, int64_t cols, int col_major, int axis, int op)
+{
+    check_axis_of(dtype, rows, cols, col_major, axis, op, DATA_RANDOM);
 }
 
 static const int64_t axis_shapes[][2] = {{1, 1},   {1, 1000}, {1000, 1}, {37, 1009},
@@ -660,6 +684,69 @@ START_TEST(test_reduce_rejects_bad_tunings)
 }
 END_TEST
 
+/* ---- Long rows in parts, whole tensors over many groups --------------------------------------
+ */
+
+/* The device's tuning, and one that spreads a reduction over 64 groups per compute unit: long
+ * rows are cut into many parts (and whole tensors into many groups) even on a CPU, so that the
+ * partial states and the last group's merge are exercised at every size. */
+static const char *const spread_options[] = {NULL, "-DGROUPS_PER_CU=64 -DUNROLL=3"};
+
+/* Shapes whose reduced axis is long next to the other: many rows and few columns (and the
+ * transposed cases), primes, lengths that no part size divides, and the degenerate ones. */
+static const int64_t long_axis_shapes[][2] = {{1, 1},     {2, 1},      {100003, 3}, {65537, 1},
+                                              {7919, 13}, {3, 100003}, {1, 1009},   {20011, 33}};
+enum { LONG_AXIS_SHAPES = sizeof long_axis_shapes / sizeof long_axis_shapes[0] };
+
+/* _i: tuning * 4 + dtype index; both axes and storage orders, every op, on random data, ties
+ * and NaNs (the kinds rotate with the op so every op meets each over the shapes). */
+START_TEST(test_reduce_long_axes_in_parts_match_long_double)
+{
+    int32_t dtype = all_dtypes[_i % 4];
+    if (dtype == CLOPS_F64 && !tu_has_fp64())
+        return;
+    const char *options = spread_options[_i / 4];
+    case_pool = options != NULL ? tu_pool_with_build_options("reduce", options) : NULL;
+    tu_seed(800 + (uint64_t)_i);
+    for (int s = 0; s < LONG_AXIS_SHAPES; s++)
+        for (int layout = 0; layout < 4; layout++)
+            for (int op = 0; op < OP_COUNT; op++)
+                if (op != NORM2 || is_float(dtype))
+                    check_axis_of(dtype, long_axis_shapes[s][0], long_axis_shapes[s][1], layout & 1,
+                                  layout >> 1, op, (enum data_kind)((s + op) % DATA_KINDS));
+    if (case_pool != NULL)
+        tu_api()->pool_release(case_pool);
+    case_pool = NULL;
+}
+END_TEST
+
+/* One launch whose last group merges the others' partial states: up to 2 x 512 groups of 32
+ * work-items, more partial states than the merging group has work-items; every op on every
+ * data kind at awkward sizes and alignments. _i: dtype index. */
+START_TEST(test_reduce_whole_tensor_over_many_groups_matches_long_double)
+{
+    static const int64_t sizes[] = {1, 2, 31, 1009, 65537, (1 << 20) + 3};
+    int32_t dtype = all_dtypes[_i];
+    if (dtype == CLOPS_F64 && !tu_has_fp64())
+        return;
+    case_pool = tu_pool_with_build_options("reduce", "-DWG=32 -DGROUPS_PER_CU=512 -DUNROLL=2");
+    tu_seed(900 + (uint64_t)_i);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (int kind = 0; kind < DATA_KINDS; kind++) {
+            void *data = data_of_kind(dtype, sizes[k] + 3, (enum data_kind)kind);
+            struct clops_tensor t = vector(data, dtype, sizes[k]);
+            t.offset = (int64_t)(k + (size_t)kind) % 4;
+            char what[80];
+            snprintf(what, sizeof what, "many groups: dtype %d n=%lld data %d", (int)dtype,
+                     (long long)sizes[k], kind);
+            check_all_ops(what, &t);
+            free(data);
+        }
+    tu_api()->pool_release(case_pool);
+    case_pool = NULL;
+}
+END_TEST
+
 /* ---- Bad arguments -----------------------------------------------------------------------------
  */
 
@@ -763,6 +850,8 @@ int main(void)
         TU_TEST(test_reduce_device_buffers_match_host_results),
         TU_TEST(test_reduce_through_invoke_by_name),
         TU_LOOP(test_reduce_other_launch_tunings_match_long_double, 4),
+        TU_LOOP(test_reduce_long_axes_in_parts_match_long_double, 8),
+        TU_LOOP(test_reduce_whole_tensor_over_many_groups_matches_long_double, 4),
         TU_TEST(test_reduce_rejects_bad_tunings),
         TU_LOOP(test_reduce_rejects_bad_arguments_naming_them, BAD_CASE_COUNT),
     };

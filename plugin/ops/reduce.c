@@ -1,5 +1,6 @@
 /* reduce.c — the reduce operator: sum, min, max, norm2, argmin or argmax of a strided tensor,
- * whole (two passes of kernels/reduce.cl) or along one axis of a matrix; validation and plans. */
+ * whole or along one axis of a matrix (one launch of kernels/reduce.cl each); validation and
+ * plans. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,24 +25,30 @@ enum {
 
 /* ---- Launch parameters per device ------------------------------------------------------------ */
 
-/* wg: work-items per group (-DWG, a power of two); groups_per_cu: phase-1 groups per compute
- * unit, enough in flight to hide memory latency while each work-item still folds many elements;
- * vec: elements per load of a contiguous x (-DVEC); rows_per_group: rows a group takes in a
- * column-wise axis reduction. Starting points: on a GPU 16-byte loads and ~2000 resident threads
- * per SM are what reaches memory bandwidth; PoCL runs a group's work-items as a loop on one core,
- * so fewer, smaller groups do there. */
+/* wg: work-items per group (-DWG, a power of two); groups_per_cu: groups per compute unit that a
+ * reduction is spread over (the whole tensor's groups, and the parts a long axis is cut into),
+ * enough in flight to hide memory latency while each work-item still folds many elements; vec:
+ * elements per load of a contiguous x (-DVEC); rows_per_group: rows a group takes in a
+ * column-wise axis reduction; unroll: loads a work-item issues before using the first (-DUNROLL).
+ * Starting points: on a GPU 16-byte loads, several in flight, and ~2000 resident threads per SM
+ * are what reaches memory bandwidth; PoCL runs a group's work-items as a loop on one core, so
+ * fewer, smaller groups do there. */
 struct reduce_tuning {
     const char *vendor; /* case-insensitive substring of the device vendor; "" = any */
     int32_t type;       /* enum clops_device_type; 0 = any */
-    int32_t wg, groups_per_cu, vec, rows_per_group;
+    int32_t wg, groups_per_cu, vec, rows_per_group, unroll;
 };
 
 static const struct reduce_tuning tunings[] = {
-    {"NVIDIA", CLOPS_DEVICE_GPU, 256, 8, 4, 32},
-    {"", CLOPS_DEVICE_GPU, 256, 4, 4, 32},
-    {"", CLOPS_DEVICE_CPU, 64, 4, 4, 16},
-    {"", 0, 64, 4, 1, 16},
+    {"NVIDIA", CLOPS_DEVICE_GPU, 256, 8, 4, 32, 4},
+    {"", CLOPS_DEVICE_GPU, 256, 4, 4, 32, 4},
+    {"", CLOPS_DEVICE_CPU, 64, 4, 4, 16, 2},
+    {"", 0, 64, 4, 1, 16, 1},
 };
+
+/* The fewest elements a work-item folds in one part of a row cut into parts (reduce_axis): below
+ * it, the partial states' writes and merges would cost more than the parallelism gains. */
+enum { PART_MIN_PER_ITEM = 64 };
 
 static int is_power_of_two(int64_t v)
 {
@@ -50,7 +57,7 @@ static int is_power_of_two(int64_t v)
 
 /* The table's values as settings (operators.reduce.wg = 128; ...), each replacing the table's:
  * how to tune on a new device without rebuilding. */
-enum { SET_WG, SET_VEC, SET_GROUPS_PER_CU, SET_ROWS_PER_GROUP };
+enum { SET_WG, SET_VEC, SET_GROUPS_PER_CU, SET_ROWS_PER_GROUP, SET_UNROLL };
 static const struct op_setting reduce_setting_list[] = {
     [SET_WG] = {"wg", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "WG"},
     [SET_VEC] = {"vec", SETTING_INT, 1, 16, SETTING_PER_DEVICE, "VEC"},
@@ -58,6 +65,7 @@ static const struct op_setting reduce_setting_list[] = {
                            "GROUPS_PER_CU"},
     [SET_ROWS_PER_GROUP] = {"rows_per_group", SETTING_INT, 1, 1024, SETTING_PER_DEVICE,
                             "ROWS_PER_GROUP"},
+    [SET_UNROLL] = {"unroll", SETTING_INT, 1, 16, SETTING_PER_DEVICE, "UNROLL"},
 };
 static const struct op_settings reduce_settings = {
     reduce_setting_list, (int32_t)(sizeof reduce_setting_list / sizeof reduce_setting_list[0])};
@@ -77,6 +85,7 @@ static int32_t tuning_for(struct clops_pool *pool, const struct pool_device *dev
     out->groups_per_cu = pool_op_setting(pool, &impl_reduce, SET_GROUPS_PER_CU, out->groups_per_cu);
     out->rows_per_group =
         pool_op_setting(pool, &impl_reduce, SET_ROWS_PER_GROUP, out->rows_per_group);
+    out->unroll = pool_op_setting(pool, &impl_reduce, SET_UNROLL, out->unroll);
     if (!is_power_of_two(out->wg) || !is_power_of_two(out->vec) ||
         !is_power_of_two(out->rows_per_group) || out->rows_per_group > out->wg) {
         char configured[512];
@@ -263,12 +272,12 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
      * the order of op_values are stated once, here and in the ABI. */
     char options[384];
     snprintf(options, sizeof options,
-             "-DDTYPE=%d -DOP=%d -DWG=%d -DVEC=%d -DSTATE_BYTES=%d -DDT_F32=%d -DDT_F64=%d "
-             "-DDT_I32=%d -DDT_U32=%d -DOP_SUM=%d -DOP_MIN=%d -DOP_MAX=%d -DOP_NORM2=%d "
-             "-DOP_ARGMIN=%d -DOP_ARGMAX=%d",
-             (int)p->dtype, (int)p->op, (int)t->wg, (int)t->vec, (int)STATE_BYTES, CLOPS_F32,
-             CLOPS_F64, CLOPS_I32, CLOPS_U32, OP_SUM, OP_MIN, OP_MAX, OP_NORM2, OP_ARGMIN,
-             OP_ARGMAX);
+             "-DDTYPE=%d -DOP=%d -DWG=%d -DVEC=%d -DUNROLL=%d -DSTATE_BYTES=%d -DDT_F32=%d "
+             "-DDT_F64=%d -DDT_I32=%d -DDT_U32=%d -DOP_SUM=%d -DOP_MIN=%d -DOP_MAX=%d "
+             "-DOP_NORM2=%d -DOP_ARGMIN=%d -DOP_ARGMAX=%d",
+             (int)p->dtype, (int)p->op, (int)t->wg, (int)t->vec, (int)t->unroll, (int)STATE_BYTES,
+             CLOPS_F32, CLOPS_F64, CLOPS_I32, CLOPS_U32, OP_SUM, OP_MIN, OP_MAX, OP_NORM2,
+             OP_ARGMIN, OP_ARGMAX);
     return pool_create_kernel(pool, dev, op_name, "reduce", options, name, out);
 }
 
@@ -283,15 +292,43 @@ static void fit_group_size(const struct pool_device *dev, struct reduce_tuning *
         t->rows_per_group /= 2;
 }
 
-/* Phase-1 groups: enough to fill the device, but no more than there are vectors to load. */
-static int64_t partial_groups(const struct pool_device *dev, const struct reduce_tuning *t,
-                              int64_t n)
+/* The groups that fill the device: groups_per_cu on each compute unit. */
+static int64_t device_groups(const struct pool_device *dev, const struct reduce_tuning *t)
+{
+    const int32_t units = pool_device_info(dev)->compute_units;
+    return (int64_t)(units > 0 ? units : 1) * t->groups_per_cu;
+}
+
+/* Whole-tensor groups: enough to fill the device, but no more than there are vectors to load;
+ * one for no elements (it writes the identity). */
+static int64_t whole_groups(const struct pool_device *dev, const struct reduce_tuning *t, int64_t n)
 {
     int64_t per_group = (int64_t)t->wg * t->vec;
-    int64_t wanted = (n + per_group - 1) / per_group;
-    const int32_t units = pool_device_info(dev)->compute_units;
-    int64_t most = (int64_t)(units > 0 ? units : 1) * t->groups_per_cu;
+    int64_t wanted = n > 0 ? (n + per_group - 1) / per_group : 1;
+    int64_t most = device_groups(dev, t);
     return wanted < most ? wanted : most;
+}
+
+/* The buffer of `states` partial states followed by `counts` counts of finished groups, the
+ * counts zeroed in queue order before the kernel that counts on them (reduce.cl's
+ * counts_after). */
+static int32_t alloc_partials(struct pool_device *dev, cl_command_queue queue, int64_t states,
+                              int64_t counts, cl_mem *out)
+{
+    const int64_t at = states * STATE_BYTES;
+    int32_t status =
+        pool_alloc_device_memory(dev, at + counts * 4, op_name, "partial results", out);
+    if (status != CLOPS_OK)
+        return status;
+    const cl_int zero = 0;
+    cl_int rc = clEnqueueFillBuffer(queue, *out, &zero, sizeof zero, (size_t)at,
+                                    (size_t)(counts * 4), 0, NULL, NULL);
+    if (rc != CL_SUCCESS) {
+        pool_free_device_memory(dev, *out);
+        *out = NULL;
+        return err_cl(rc, "%s: clearing the counts of finished work-groups failed", op_name);
+    }
+    return CLOPS_OK;
 }
 
 static int32_t run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
@@ -300,51 +337,34 @@ static int32_t run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_ke
     return pool_run_kernel(pool, queue, kernel, 1, &global, &local, device_ns, op_name);
 }
 
-/* Whole tensor: phase 1 into `groups` partial states, phase 2 into out (n = 0 skips phase 1
- * and phase 2 merges no states: the identity, 0 for sum and norm2). */
+/* Whole tensor: one launch of `groups` groups into partial states, the last group merging them
+ * into out (n = 0: one group writes the identity, 0 for sum and norm2). */
 static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                          const struct reduce_plan *p, const struct reduce_tuning *t,
                          const struct staged_tensor *sx, const struct staged_tensor *so,
                          int64_t *device_ns)
 {
-    const int64_t groups = p->n > 0 ? partial_groups(dev, t, p->n) : 0;
+    const int64_t groups = whole_groups(dev, t, p->n);
     cl_mem partials = NULL;
-    cl_kernel partial = NULL, final = NULL;
-    int32_t status = CLOPS_OK;
-    if (groups > 0) {
-        status = pool_alloc_device_memory(dev, groups * STATE_BYTES, op_name, "partial results",
-                                          &partials);
-        if (status != CLOPS_OK)
-            return status;
-        const cl_long4 shape = {{p->shape[0], p->shape[1], p->shape[2], p->shape[3]}};
-        const cl_long4 strides = {{p->strides[0], p->strides[1], p->strides[2], p->strides[3]}};
-        const cl_long off = sx->offset, n = p->n;
-        const cl_int contiguous = p->contiguous;
-        const struct kernel_arg args[] = {KARG(sx->mem), KARG(off),     KARG(n),
-                                          KARG(shape),   KARG(strides), KARG(contiguous),
-                                          KARG(partials)};
-        status = create_kernel(pool, dev, p, t, "reduce_partial", &partial);
-        if (status == CLOPS_OK)
-            status = pool_set_kernel_args(partial, 0, args, sizeof args / sizeof args[0], op_name);
-        if (status == CLOPS_OK)
-            status = run_kernel(pool, queue, partial, (size_t)(groups * t->wg), (size_t)t->wg,
-                                device_ns);
-    }
-    if (status == CLOPS_OK) {
-        const cl_int count = (cl_int)groups;
-        const cl_long out_off = so->offset;
-        const struct kernel_arg args[] = {KARG(partials), KARG(count), KARG(so->mem),
-                                          KARG(out_off)};
-        status = create_kernel(pool, dev, p, t, "reduce_final", &final);
-        if (status == CLOPS_OK)
-            status = pool_set_kernel_args(final, 0, args, sizeof args / sizeof args[0], op_name);
-        if (status == CLOPS_OK)
-            status = run_kernel(pool, queue, final, (size_t)t->wg, (size_t)t->wg, device_ns);
-    }
-    if (final != NULL)
-        clReleaseKernel(final);
-    if (partial != NULL)
-        clReleaseKernel(partial);
+    cl_kernel kernel = NULL;
+    int32_t status = alloc_partials(dev, queue, groups, 1, &partials);
+    if (status != CLOPS_OK)
+        return status;
+    const cl_long4 shape = {{p->shape[0], p->shape[1], p->shape[2], p->shape[3]}};
+    const cl_long4 strides = {{p->strides[0], p->strides[1], p->strides[2], p->strides[3]}};
+    const cl_long off = sx->offset, n = p->n, out_off = so->offset;
+    const cl_int contiguous = p->contiguous;
+    const struct kernel_arg args[] = {KARG(sx->mem),  KARG(off),     KARG(n),
+                                      KARG(shape),    KARG(strides), KARG(contiguous),
+                                      KARG(partials), KARG(so->mem), KARG(out_off)};
+    status = create_kernel(pool, dev, p, t, "reduce_whole", &kernel);
+    if (status == CLOPS_OK)
+        status = pool_set_kernel_args(kernel, 0, args, sizeof args / sizeof args[0], op_name);
+    if (status == CLOPS_OK)
+        status =
+            run_kernel(pool, queue, kernel, (size_t)(groups * t->wg), (size_t)t->wg, device_ns);
+    if (kernel != NULL)
+        clReleaseKernel(kernel);
     pool_free_device_memory(dev, partials);
     return status;
 }
@@ -357,9 +377,29 @@ static int32_t pow2_at_least(int64_t v)
     return p;
 }
 
+/* How many parts each row is cut into (reduce.cl's reduce_axis, dimension 1): enough that
+ * `tiles` groups of rows times the parts fill the device, while each work-item of a part still
+ * folds PART_MIN_PER_ITEM elements. */
+static int64_t axis_parts(const struct pool_device *dev, const struct reduce_tuning *t,
+                          int64_t tiles, int64_t len, int64_t ny)
+{
+    const int64_t target = device_groups(dev, t);
+    if (tiles >= target)
+        return 1;
+    int64_t parts = (target + tiles - 1) / tiles;
+    const int64_t most = len / (ny * PART_MIN_PER_ITEM);
+    if (parts > most)
+        parts = most;
+    if (parts <= 1)
+        return 1;
+    const int64_t part = (len + parts - 1) / parts;
+    return (len + part - 1) / part; /* no part left empty */
+}
+
 /* Along an axis: when a row's elements are the closer ones in memory, ny lanes per row with
  * about 16 elements each (so short rows share a group); otherwise rows_per_group neighbouring
- * rows per group, neighbouring work-items on neighbouring rows (reduce.cl). */
+ * rows per group, neighbouring work-items on neighbouring rows; long rows in several parts, the
+ * last group of each group of rows merging them (reduce.cl). */
 static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                         const struct reduce_plan *p, const struct reduce_tuning *t,
                         const struct staged_tensor *sx, const struct staged_tensor *so,
@@ -368,22 +408,33 @@ static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_com
     const cl_int lanes_fast = p->elem_stride <= p->row_stride || p->rows == 1;
     const int32_t lanes = pow2_at_least((p->len + 15) / 16);
     const cl_int ny = lanes_fast ? (lanes < t->wg ? lanes : t->wg) : t->wg / t->rows_per_group;
+    const int64_t rows_per_group = t->wg / ny;
+    const int64_t tiles = (p->rows + rows_per_group - 1) / rows_per_group;
+    const int64_t parts = axis_parts(dev, t, tiles, p->len, ny);
+    const cl_long part = (p->len + parts - 1) / parts;
+    cl_mem partials = NULL;
+    int32_t status =
+        parts > 1 ? alloc_partials(dev, queue, parts * p->rows, tiles, &partials) : CLOPS_OK;
+    if (status != CLOPS_OK)
+        return status;
     const cl_long off = sx->offset, rows = p->rows, len = p->len, rs = p->row_stride,
                   es = p->elem_stride, out_off = so->offset, out_stride = p->out->strides[0];
     const struct kernel_arg args[] = {
-        KARG(sx->mem), KARG(off),        KARG(rows),    KARG(len),     KARG(rs),        KARG(es),
-        KARG(ny),      KARG(lanes_fast), KARG(so->mem), KARG(out_off), KARG(out_stride)};
+        KARG(sx->mem), KARG(off),     KARG(rows),       KARG(len),  KARG(rs),
+        KARG(es),      KARG(ny),      KARG(lanes_fast), KARG(part), KARG(partials),
+        KARG(so->mem), KARG(out_off), KARG(out_stride)};
     cl_kernel kernel = NULL;
-    int32_t status = create_kernel(pool, dev, p, t, "reduce_axis", &kernel);
+    status = create_kernel(pool, dev, p, t, "reduce_axis", &kernel);
     if (status == CLOPS_OK)
         status = pool_set_kernel_args(kernel, 0, args, sizeof args / sizeof args[0], op_name);
     if (status == CLOPS_OK) {
-        const int64_t rows_per_group = t->wg / ny;
-        size_t groups = (size_t)((p->rows + rows_per_group - 1) / rows_per_group);
-        status = run_kernel(pool, queue, kernel, groups * (size_t)t->wg, (size_t)t->wg, device_ns);
+        const size_t global[2] = {(size_t)tiles * (size_t)t->wg, (size_t)parts};
+        const size_t local[2] = {(size_t)t->wg, 1};
+        status = pool_run_kernel(pool, queue, kernel, 2, global, local, device_ns, op_name);
     }
     if (kernel != NULL)
         clReleaseKernel(kernel);
+    pool_free_device_memory(dev, partials);
     return status;
 }
 
@@ -457,11 +508,12 @@ static const struct clops_op op_reduce = {
     .summary = "sum, min, max, norm2, argmin or argmax over a tensor or along a matrix axis.",
     .doc = "Reduces x with `op` over all its elements (axis = -1; x of rank 1 to 4, any strides) "
            "or along axis 0 or 1 of a rank-2 x (out[j] reduces column j for axis 0, out[i] row i "
-           "for axis 1). A whole tensor is reduced in two passes: work-groups stream x (16-byte "
-           "loads when it is dense) into per-group partial results, and one work-group merges "
-           "those; an axis reduction gives a row to a team of work-items (short rows share a "
-           "work-group), or neighbouring rows to neighbouring work-items when those are closer "
-           "in memory.\n"
+           "for axis 1). Each is one launch: a whole tensor is streamed by work-groups (16-byte "
+           "loads when it is dense) into per-group partial results, which the last work-group "
+           "to finish merges; an axis reduction gives a row to a team of work-items (short rows "
+           "share a work-group), or neighbouring rows to neighbouring work-items when those are "
+           "closer in memory, and cuts long rows into parts over many work-groups whose partial "
+           "results the last of them merges (the columns of a tall matrix).\n"
            "\n"
            "Accuracy: float sums are compensated (Neumaier) in every work-item and at every merge; "
            "the result is within 3u |sum| + 4 n u^2 sum|x_i| of the exact sum (u = 2^-24 for "
@@ -496,11 +548,13 @@ static const struct clops_op op_reduce = {
            "(1..1024, a power of two), work-items per group; vec (1, 2, 4, 8 or 16), elements "
            "per load of a dense x; groups_per_cu (1..1024), first-pass groups per compute unit; "
            "rows_per_group (1..1024, a power of two <= wg), rows a group takes in a column-wise "
-           "axis reduction. Each left out takes the device's value (NVIDIA GPUs 256, 4, 8, 32; "
-           "other GPUs 256, 4, 4, 32; CPUs 64, 4, 4, 16). A call whose settings break the power "
-           "of two rules (with the device's values for those left out) is CLOPS_ERR_CONFIG "
-           "naming them. -DWG=<n>, -DVEC=<n>, -DGROUPS_PER_CU=<n> and -DROWS_PER_GROUP=<n> in "
-           "operators.reduce.build_options are read as these settings too.",
+           "axis reduction; unroll (1..16), loads a work-item has in flight. Each left out takes "
+           "the device's value (wg, vec, groups_per_cu, rows_per_group, unroll: NVIDIA GPUs 256, "
+           "4, 8, 32, 4; other GPUs 256, 4, 4, 32, 4; CPUs 64, 4, 4, 16, 2). A call whose settings "
+           "break the power of two rules (with the device's values for those left out) is "
+           "CLOPS_ERR_CONFIG naming them. -DWG=<n>, -DVEC=<n>, -DGROUPS_PER_CU=<n>, "
+           "-DROWS_PER_GROUP=<n> and -DUNROLL=<n> in operators.reduce.build_options are read as "
+           "these settings too.",
     OP_DESCRIPTOR_FIELDS(reduce_params, reduce_entry, clops_reduce_fn),
 };
 
