@@ -107,23 +107,31 @@ static struct clops_pool *case_pool;
 static const int32_t dtypes[] = {CLOPS_F32, CLOPS_F64, CLOPS_I32, CLOPS_U32, CLOPS_U8};
 enum { DTYPE_COUNT = 5 };
 
+/* Transposes x into y on the case's pool, checks the result and frees both arrays. */
+static void transpose_and_check(struct array *x, struct array *y, int x_col, int y_col)
+{
+    void *before = tu_memdup(y->data, (size_t)(y->count * elem_size(x->dtype)));
+    char what[160];
+    snprintf(what, sizeof what,
+             "dtype %d rank %d %lldx%lldx%lld x %s y %s pads %lld %lld offsets %lld %lld",
+             (int)x->dtype, (int)x->rank, (long long)x->batch, (long long)x->m, (long long)x->n,
+             x_col ? "col" : "row", y_col ? "col" : "row", (long long)x->pad, (long long)y->pad,
+             (long long)x->offset, (long long)y->offset);
+    struct clops_pool *pool = case_pool != NULL ? case_pool : tu_pool();
+    int32_t status = transpose_entry()(pool, &x->t, &y->t);
+    ck_assert_msg(status == CLOPS_OK, "%s: %s", what, tu_api()->last_error());
+    check_transposed(what, x, y, before);
+    free(before);
+    free(x->data);
+    free(y->data);
+}
+
 static void run_case(int32_t dtype, int32_t rank, int64_t batch, int64_t m, int64_t n, int x_col,
                      int y_col, int64_t pad)
 {
     struct array x = array_new(dtype, rank, batch, m, n, x_col, pad, 3);
     struct array y = array_new(dtype, rank, batch, n, m, y_col, pad + 1, 1);
-    void *before = tu_memdup(y.data, (size_t)(y.count * elem_size(dtype)));
-    char what[160];
-    snprintf(what, sizeof what, "dtype %d rank %d %lldx%lldx%lld x %s y %s pad %lld", (int)dtype,
-             (int)rank, (long long)x.batch, (long long)m, (long long)n, x_col ? "col" : "row",
-             y_col ? "col" : "row", (long long)pad);
-    struct clops_pool *pool = case_pool != NULL ? case_pool : tu_pool();
-    int32_t status = transpose_entry()(pool, &x.t, &y.t);
-    ck_assert_msg(status == CLOPS_OK, "%s: %s", what, tu_api()->last_error());
-    check_transposed(what, &x, &y, before);
-    free(before);
-    free(x.data);
-    free(y.data);
+    transpose_and_check(&x, &y, x_col, y_col);
 }
 
 /* Transposes the square x in place on pool and checks it against its copy from before. */
@@ -308,6 +316,45 @@ START_TEST(test_transpose_other_tiles_are_exact)
 }
 END_TEST
 
+/* ---- Vector loads and stores -----------------------------------------------------------------
+ */
+
+/* Extents that are multiples of 4 (of 16 too, for u8's 16-element vectors, in some), tiles
+ * cut at the edges, one row or column of vectors, and batches. */
+static const int64_t aligned_shapes[][3] = {{1, 4, 4},    {1, 16, 16},  {1, 32, 32}, {1, 64, 64},
+                                            {1, 36, 100}, {1, 100, 36}, {1, 128, 4}, {1, 4, 1000},
+                                            {1, 96, 160}, {1, 16, 48},  {3, 36, 20}, {2, 48, 80}};
+enum { ALIGNED_SHAPES = sizeof aligned_shapes / sizeof aligned_shapes[0] };
+
+/* The device's tiles, and others forced through the configuration: small and large tiles,
+ * 8-byte vectors. */
+static const char *const vector_tile_options[] = {NULL, "-DTILE=8 -DROWS=2", "-DTILE=64 -DROWS=4",
+                                                  "-DTILE=16 -DROWS=16 -DVEC_BYTES=8"};
+
+/* Both matrices row-major, or both column-major, with row starts, extents and offsets that are
+ * multiples of the vector width: the vector kernel's layouts (and, where an extent is not, the
+ * scalar kernel's), bit for bit, gaps untouched. _i: tiles * DTYPE_COUNT + dtype. */
+START_TEST(test_transpose_aligned_row_major_uses_vectors_exactly)
+{
+    const char *options = vector_tile_options[_i / DTYPE_COUNT];
+    case_pool = options != NULL ? tu_pool_with_build_options("transpose", options) : NULL;
+    tu_seed(70 + (uint64_t)_i);
+    int32_t dtype = dtypes[_i % DTYPE_COUNT];
+    for (int s = 0; s < ALIGNED_SHAPES; s++)
+        for (int variant = 0; variant < 4; variant++) {
+            const int64_t *sh = aligned_shapes[s];
+            const int col = variant & 1, pad = variant & 2 ? 16 : 0;
+            struct array x = array_new(dtype, sh[0] > 1 ? 3 : 2, sh[0], sh[1], sh[2], col, pad, 32);
+            struct array y = array_new(dtype, sh[0] > 1 ? 3 : 2, sh[0], sh[2], sh[1], col, pad + 16,
+                                       16 * variant);
+            transpose_and_check(&x, &y, col, col);
+        }
+    if (case_pool != NULL)
+        tu_api()->pool_release(case_pool);
+    case_pool = NULL;
+}
+END_TEST
+
 /* ---- Bad arguments -----------------------------------------------------------------------------
  */
 
@@ -389,6 +436,7 @@ int main(void)
         TU_TEST(test_transpose_in_place_non_square_is_rejected),
         TU_TEST(test_transpose_device_buffers_out_of_place_and_in_place),
         TU_LOOP(test_transpose_other_tiles_are_exact, 4),
+        TU_LOOP(test_transpose_aligned_row_major_uses_vectors_exactly, 4 * DTYPE_COUNT),
         TU_LOOP(test_transpose_rejects_bad_arguments_naming_them, BAD_CASE_COUNT),
     };
     return tu_run_tests("transpose", 600, 0, tests, TU_COUNT(tests));

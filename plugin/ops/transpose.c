@@ -22,23 +22,27 @@ enum {
 
 /* TILE x TILE elements per work-group, moved by TILE x ROWS work-items (-DTILE, -DROWS). 32 x 8
  * is the classic GPU choice: a warp reads one 32-element line of a tile, and each work-item moves
- * 4 elements, which hides latency without a large group. */
+ * 4 elements, which hides latency without a large group. vec_bytes: the width of the vector
+ * accesses of transpose_vec (row-major aligned matrices; TILE/VEC x ROWS work-items, VEC =
+ * vec_bytes / element size elements each access), 1 = scalar only; 16 bytes is a GPU's widest
+ * load. */
 static const struct transpose_tiles {
     const char *vendor; /* case-insensitive substring of the device vendor; "" = any */
     int32_t type;       /* enum clops_device_type; 0 = any */
-    int32_t tile, rows;
+    int32_t tile, rows, vec_bytes;
 } tunings[] = {
-    {"NVIDIA", CLOPS_DEVICE_GPU, 32, 8},
-    {"", CLOPS_DEVICE_GPU, 32, 8},
-    {"", CLOPS_DEVICE_CPU, 32, 8},
-    {"", 0, 16, 4},
+    {"NVIDIA", CLOPS_DEVICE_GPU, 32, 8, 16},
+    {"", CLOPS_DEVICE_GPU, 32, 8, 16},
+    {"", CLOPS_DEVICE_CPU, 32, 8, 16},
+    {"", 0, 16, 4, 1},
 };
 
 /* The tiles as settings (operators.transpose.tile = 16; rows = 4;), each replacing the table's. */
-enum { SET_TILE, SET_ROWS };
+enum { SET_TILE, SET_ROWS, SET_VEC_BYTES };
 static const struct op_setting transpose_setting_list[] = {
     [SET_TILE] = {"tile", SETTING_INT, 1, 64, SETTING_PER_DEVICE, "TILE"},
     [SET_ROWS] = {"rows", SETTING_INT, 1, 64, SETTING_PER_DEVICE, "ROWS"},
+    [SET_VEC_BYTES] = {"vec_bytes", SETTING_INT, 1, 16, SETTING_PER_DEVICE, "VEC_BYTES"},
 };
 static const struct op_settings transpose_settings = {
     transpose_setting_list,
@@ -56,6 +60,7 @@ static int32_t tiles_for(struct clops_pool *pool, const struct pool_device *dev,
     *out = tunings[i];
     out->tile = pool_op_setting(pool, &impl_transpose, SET_TILE, out->tile);
     out->rows = pool_op_setting(pool, &impl_transpose, SET_ROWS, out->rows);
+    out->vec_bytes = pool_op_setting(pool, &impl_transpose, SET_VEC_BYTES, out->vec_bytes);
     if (out->tile % out->rows != 0) {
         char configured[512];
         pool_op_describe_settings(pool, op_name, configured, sizeof configured);
@@ -221,18 +226,85 @@ static const char *element_type(int32_t dtype)
     }
 }
 
+/* Elements per vector access of transpose_vec: vec_bytes of them, a power of two that divides
+ * the tile (1: no vector kernel). */
+static int32_t vector_elements(int32_t dtype, const struct transpose_tiles *t)
+{
+    int32_t vec = 1;
+    while (vec * 2 * dtype_size(dtype) <= t->vec_bytes && t->tile % (vec * 2) == 0 && vec < 16)
+        vec *= 2;
+    return vec;
+}
+
 static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, int32_t dtype,
                              const struct transpose_tiles *t, const char *name, cl_kernel *out)
 {
     char options[96];
-    snprintf(options, sizeof options, "-DT=%s -DTILE=%d -DROWS=%d", element_type(dtype),
-             (int)t->tile, (int)t->rows);
+    snprintf(options, sizeof options, "-DT=%s -DTILE=%d -DROWS=%d -DVEC=%d", element_type(dtype),
+             (int)t->tile, (int)t->rows, (int)vector_elements(dtype, t));
     return pool_create_kernel(pool, dev, op_name, "transpose", options, name, out);
 }
 
 static int64_t tile_count(int64_t extent, int32_t tile)
 {
     return (extent + tile - 1) / tile;
+}
+
+/* Whether transpose_vec can take the plan: out of place, x's rows and y's rows contiguous (both
+ * row-major), and every vector it loads or stores aligned: the offsets, the row and batch
+ * strides and both extents multiples of vec elements. */
+static int vector_path(const struct transpose_plan *p, int64_t vec)
+{
+    if (vec <= 1 || p->in_place || p->xn != 1 || p->ym != 1)
+        return 0;
+    const int64_t must_divide[] = {p->m, p->n, p->xm, p->yn, p->xb, p->yb};
+    for (size_t k = 0; k < sizeof must_divide / sizeof must_divide[0]; k++)
+        if (must_divide[k] % vec != 0)
+            return 0;
+    return 1;
+}
+
+/* Both matrices column-major: the same transpose as of the n x m row-major matrix x^T (rows j)
+ * into the m x n row-major y^T, so the row-major kernel serves it. */
+static struct transpose_plan row_major_plan(const struct transpose_plan *p)
+{
+    struct transpose_plan q = *p;
+    if (p->m > 1 && p->n > 1 && p->xm == 1 && p->yn == 1) {
+        q.m = p->n, q.n = p->m;
+        q.xm = p->xn, q.xn = p->xm;
+        q.yn = p->ym, q.ym = p->yn;
+    }
+    return q;
+}
+
+/* Launches transpose_vec on the row-major form of the plan; *taken = 0 (and nothing launched)
+ * when it cannot take it. */
+static int32_t launch_vector(struct clops_pool *pool, struct pool_device *dev,
+                             cl_command_queue queue, const struct transpose_plan *plan,
+                             const struct transpose_tiles *t, const struct staged_tensor *sx,
+                             const struct staged_tensor *sy, int64_t *device_ns, int *taken)
+{
+    const int32_t vec = vector_elements(plan->x->dtype, t);
+    const struct transpose_plan p = row_major_plan(plan);
+    *taken = vector_path(&p, vec) && sx->offset % vec == 0 && sy->offset % vec == 0;
+    if (!*taken)
+        return CLOPS_OK;
+    const cl_long x_off = sx->offset, xb = p.xb, xm = p.xm, y_off = sy->offset, yb = p.yb,
+                  yn = p.yn, m = p.m, n = p.n;
+    const struct kernel_arg args[] = {KARG(sx->mem), KARG(x_off), KARG(xb), KARG(xm), KARG(sy->mem),
+                                      KARG(y_off),   KARG(yb),    KARG(yn), KARG(m),  KARG(n)};
+    const size_t local[3] = {(size_t)(t->tile / vec), (size_t)t->rows, 1};
+    const size_t global[3] = {(size_t)(tile_count(p.n, t->tile) * (int64_t)local[0]),
+                              (size_t)(tile_count(p.m, t->tile) * t->rows), (size_t)p.batch};
+    cl_kernel kernel = NULL;
+    int32_t status = create_kernel(pool, dev, p.x->dtype, t, "transpose_vec", &kernel);
+    if (status == CLOPS_OK)
+        status = pool_set_kernel_args(kernel, 0, args, sizeof args / sizeof args[0], op_name);
+    if (status == CLOPS_OK)
+        status = pool_run_kernel(pool, queue, kernel, 3, global, local, device_ns, op_name);
+    if (kernel != NULL)
+        clReleaseKernel(kernel);
+    return status;
 }
 
 /* Binds and launches one of the two kernels; `in_place` picks which. */
@@ -304,6 +376,11 @@ static int32_t transpose_enqueue(struct op_call *call)
 {
     const struct transpose_call *t = call->plan;
     const struct staged_tensor *sy = &call->staged[t->plan.in_place ? 0 : 1];
+    int taken = 0;
+    int32_t status = launch_vector(call->pool, call->dev, call->queue, &t->plan, &t->tiles,
+                                   &call->staged[0], sy, &call->device_ns, &taken);
+    if (status != CLOPS_OK || taken)
+        return status;
     return launch(call->pool, call->dev, call->queue, &t->plan, &t->tiles, &call->staged[0], sy,
                   &call->device_ns);
 }
@@ -356,7 +433,11 @@ static const struct clops_op op_transpose = {
            "work-items moving it, tile a multiple of rows (a call where it is not, with the "
            "device's value for one left out, is CLOPS_ERR_CONFIG naming them). Defaults: 32 and "
            "8 (16 and 4 on devices that are neither GPUs nor CPUs); rows is halved while the "
-           "group is larger than the device allows. -DTILE=<n> and -DROWS=<n> in "
+           "group is larger than the device allows; vec_bytes (1..16), the width in bytes of "
+           "the vector loads and stores used when x and y are both row-major (or both "
+           "column-major) with aligned rows and extents (a power of two number of elements that "
+           "divides the tile; 16 by default, 1 on devices that are neither GPUs nor CPUs, 1 or "
+           "less than an element: scalar only). -DTILE=<n>, -DROWS=<n> and -DVEC_BYTES=<n> in "
            "operators.transpose.build_options are read as these settings too.",
     OP_DESCRIPTOR_FIELDS(transpose_params, transpose_entry, clops_transpose_fn),
 };
