@@ -10,6 +10,11 @@
 #     is deleted afterwards: gather names its shard and exits 1; the same script submitted
 #     again recomputes that shard alone (the others' logs say they were skipped, their
 #     manifests are untouched), and gather passes.
+#   slurm_clops_zoom.sh killed CLOPS CHECK_OUTPUTS
+#     the array is submitted held, task 2 is cancelled (killed before it ran) and the rest
+#     released: gather names shard 2 as missing and exits 1; the same script submitted again
+#     runs shard 2 alone (the others are skipped), every frame equals the reference, and gather
+#     finds the set complete.
 set -euo pipefail
 : "${SLURM_CONF:?run under slurm-cluster run}" "${CLOPS_SLURM_DIR:?run under slurm-cluster run}"
 : "${CLOPS_SOURCE_DIR:?set by ctest}"
@@ -72,7 +77,48 @@ if [[ $mode == render ]]; then
   exit 0
 fi
 
-[[ $mode == resume ]] || fail "mode render or resume, not '$mode'"
+# The second submission of a script: shard `redo` runs, the others skip; then the set is whole.
+resubmit_redoes_only() { # resubmit_redoes_only SCRIPT REDO
+  local again task log
+  again=$(timeout -k 10 100 sbatch --parsable --wait "$1") || fail "the second sbatch --wait: $?"
+  again=${again%%;*}
+  for task in 0 1 2 3; do
+    log=$out/.clops/slurm-${again}_$task.out
+    [[ -f $log ]] || fail "task $task of the second job wrote no log"
+    if ((task == $2)); then
+      grep -q "skipped" "$log" && fail "shard $task was skipped: $(cat "$log")"
+    else
+      grep -q "Shard $task/4 of .* is done .*; skipped" "$log" ||
+        fail "shard $task was not skipped: $(cat "$log")"
+    fi
+  done
+  check_frames
+  gather_complete
+  echo "PASS: shard $2 alone ran again (job $again); gather: complete"
+}
+
+if [[ $mode == killed ]]; then
+  "$clops" slurm "$cfg" --tasks 4 --output-dir "$out" >"$work/zoom.sbatch" ||
+    fail "clops slurm exited $?"
+  job=$(sbatch --parsable --hold "$work/zoom.sbatch") || fail "sbatch --hold: $?"
+  job=${job%%;*}
+  scancel "${job}_2" || fail "scancel ${job}_2: $?"
+  scontrol release "$job" || fail "scontrol release $job: $?"
+  for ((i = 0; i < 90; i++)); do
+    [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] && break
+    sleep 1
+  done
+  [[ -z $(squeue -h -j "$job" 2>/dev/null) ]] || fail "job $job still queued after 90 s"
+  [[ ! -e $out/.clops/shard-2-of-4.json ]] || fail "the cancelled task 2 left a manifest"
+  status=0
+  text=$("$clops" gather "$out" 2>&1) || status=$?
+  ((status == 1)) || fail "gather with shard 2 killed exited $status, not 1: $text"
+  [[ $text == *"shard 2/4: missing"* ]] || fail "gather does not name shard 2 as missing: $text"
+  resubmit_redoes_only "$work/zoom.sbatch" 2
+  exit 0
+fi
+
+[[ $mode == resume ]] || fail "mode render, resume or killed, not '$mode'"
 job=$(timeout -k 10 100 "$clops" slurm "$cfg" --tasks 4 --output-dir "$out" --wait --submit) ||
   fail "clops slurm --submit exited $?"
 [[ $job =~ ^[0-9]+$ ]] || fail "clops slurm --submit printed '$job', not a job id"
