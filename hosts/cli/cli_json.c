@@ -41,6 +41,36 @@ void cli_json_device_members(struct json_writer *w, const struct clops_device_in
     json_member_bool(w, "fp64", d->fp64);
 }
 
+void cli_json_member_sweep(struct json_writer *w, const struct pl_source *src)
+{
+    json_key(w, "sweep");
+    if (src == NULL || src->sweep.axis_count == 0) {
+        json_null(w);
+        return;
+    }
+    json_begin_object(w);
+    json_key(w, "params");
+    json_begin_array(w);
+    for (int i = 0; i < src->sweep.axis_count; i++)
+        json_string(w, src->params.items[src->sweep.axes[i].param].name);
+    json_end_array(w);
+    json_member_int(w, "run_count", sweep_run_count(&src->sweep));
+    json_end_object(w);
+}
+
+void cli_json_member_error(struct json_writer *w, const char *status, const char *message)
+{
+    json_key(w, "error");
+    if (status == NULL) {
+        json_null(w);
+        return;
+    }
+    json_begin_object(w);
+    json_member_string(w, "status", status);
+    json_member_string(w, "message", message);
+    json_end_object(w);
+}
+
 int cli_json_end(struct json_writer *w, int code)
 {
     int status = json_finish(w);

@@ -467,15 +467,8 @@ static void print_devices_json(struct json_writer *w, const struct cli *cli,
     } else {
         json_null(w);
     }
-    json_key(w, "error");
-    if (in_pool == NULL) {
-        json_begin_object(w);
-        json_member_string(w, "status", cli->lib.api->status_name(why->status));
-        json_member_string(w, "message", why->message);
-        json_end_object(w);
-    } else {
-        json_null(w);
-    }
+    cli_json_member_error(w, in_pool == NULL ? cli->lib.api->status_name(why->status) : NULL,
+                          why->message);
     json_end_object(w);
     json_end_object(w);
 }
@@ -679,19 +672,26 @@ static int print_ops_json(const struct cli *cli, const struct clops_op *only)
     return cli_json_end(&w, CLI_OK);
 }
 
-static void take_ops_option(void *ctx, int c, char *arg)
+static void take_json_option(void *ctx, int c, char *arg)
 {
     (void)arg;
     if (c == 'j')
         *(int *)ctx = 1;
 }
 
+/* parse_options for a command whose one option of its own is --json (sets *json). */
+static int parse_json_options(struct cli *cli, const char *command, const char *help, int argc,
+                              char **argv, int *first, int *json)
+{
+    static const struct option own[] = {{"json", no_argument, NULL, 'j'}, {0}};
+    struct command_options spec = {command, help, own, take_json_option, json};
+    return parse_options(cli, &spec, argc, argv, first);
+}
+
 static int cmd_ops(struct cli *cli, int argc, char **argv)
 {
-    int json = 0;
-    static const struct option own[] = {{"json", no_argument, NULL, 'j'}, {0}};
-    struct command_options spec = {"ops", ops_help, own, take_ops_option, &json};
-    int first, code = parse_options(cli, &spec, argc, argv, &first);
+    int json = 0, first;
+    int code = parse_json_options(cli, "ops", ops_help, argc, argv, &first, &json);
     if (code >= 0)
         return code;
     if (argc - first > 1)
@@ -785,10 +785,8 @@ static int cmd_run(struct cli *cli, int argc, char **argv)
 
 static int cmd_gather(struct cli *cli, int argc, char **argv)
 {
-    int json = 0;
-    static const struct option own[] = {{"json", no_argument, NULL, 'j'}, {0}};
-    struct command_options spec = {"gather", gather_help, own, take_ops_option, &json};
-    int first, code = parse_options(cli, &spec, argc, argv, &first);
+    int json = 0, first;
+    int code = parse_json_options(cli, "gather", gather_help, argc, argv, &first, &json);
     if (code >= 0)
         return code;
     if (first == argc)

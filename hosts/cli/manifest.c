@@ -74,23 +74,6 @@ void manifest_add_run(struct manifest *m, int64_t index, const char *status, int
     }
 }
 
-static void write_sweep(struct json_writer *w, const struct pl_source *src)
-{
-    json_key(w, "sweep");
-    if (src->sweep.axis_count == 0) {
-        json_null(w);
-        return;
-    }
-    json_begin_object(w);
-    json_key(w, "params");
-    json_begin_array(w);
-    for (int i = 0; i < src->sweep.axis_count; i++)
-        json_string(w, src->params.items[src->sweep.axes[i].param].name);
-    json_end_array(w);
-    json_member_int(w, "run_count", sweep_run_count(&src->sweep));
-    json_end_object(w);
-}
-
 static void write_shard(struct json_writer *w, const struct shard *s)
 {
     json_key(w, "shard");
@@ -190,7 +173,7 @@ int manifest_write(const struct manifest *m, const struct cli *cli, const char *
         json_string(&w, m->options->sets[i]);
     json_end_array(&w);
     write_shard(&w, m->shard);
-    write_sweep(&w, m->src);
+    cli_json_member_sweep(&w, m->src);
     json_member_int(&w, "run_count", sweep_run_count(&m->src->sweep));
     write_device(&w, m);
     json_member_string(&w, "started", m->started);

@@ -33,19 +33,7 @@ void run_json_begin(struct run_json *j, const struct cli *cli, const char *path,
         json_string(w, options->sets[i]);
     json_end_array(w);
     json_member_bool(w, "dry_run", options->dry_run);
-    json_key(w, "sweep");
-    if (src != NULL && src->sweep.axis_count > 0) {
-        json_begin_object(w);
-        json_key(w, "params");
-        json_begin_array(w);
-        for (int i = 0; i < src->sweep.axis_count; i++)
-            json_string(w, src->params.items[src->sweep.axes[i].param].name);
-        json_end_array(w);
-        json_member_int(w, "run_count", sweep_run_count(&src->sweep));
-        json_end_object(w);
-    } else {
-        json_null(w);
-    }
+    cli_json_member_sweep(w, src);
     json_key(w, "runs");
     json_begin_array(w);
 }
@@ -363,15 +351,7 @@ static void pools(struct json_writer *w, const struct run_json *j)
         } else {
             json_null(w);
         }
-        json_key(w, "error");
-        if (p->device_count < 0) {
-            json_begin_object(w);
-            json_member_string(w, "status", p->status);
-            json_member_string(w, "message", p->message);
-            json_end_object(w);
-        } else {
-            json_null(w);
-        }
+        cli_json_member_error(w, p->device_count < 0 ? p->status : NULL, p->message);
         json_end_object(w);
     }
     json_end_array(w);
