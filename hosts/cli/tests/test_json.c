@@ -1,7 +1,6 @@
 /* test_json.c — the CLI's JSON writer (json.c) against exact expected text: layouts, every
  * escape, UTF-8 passed through and invalid bytes replaced, integers at their limits, doubles
  * that round-trip in the fewest digits, and each misuse reported without malformed output. */
-#include <check.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -9,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_test.h"
 #include "json.h"
 
 /* A writer whose output is collected in memory. */
@@ -368,21 +368,17 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("json");
-    TCase *tc = tcase_create("writer");
-    tcase_add_loop_test(tc, test_documents_are_written_exactly, 0, DOCUMENT_COUNT);
-    tcase_add_loop_test(tc, test_misuse_is_reported_without_malformed_output, 0, MISUSE_COUNT);
-    tcase_add_test(tc, test_strings_escape_quotes_backslash_and_controls);
-    tcase_add_test(tc, test_valid_utf8_passes_through);
-    tcase_add_test(tc, test_invalid_utf8_bytes_become_replacement_characters);
-    tcase_add_test(tc, test_doubles_use_the_shortest_round_trip);
-    tcase_add_test(tc, test_doubles_read_back_exactly);
-    tcase_add_test(tc, test_nesting_deeper_than_the_limit_is_misuse);
-    tcase_add_test(tc, test_write_failure_is_an_io_error);
-    suite_add_tcase(s, tc);
-    SRunner *runner = srunner_create(s);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const struct cli_suite suite = {"json", "writer", NULL, NULL};
+    const struct cli_test tests[] = {
+        CLI_LOOP(test_documents_are_written_exactly, DOCUMENT_COUNT),
+        CLI_LOOP(test_misuse_is_reported_without_malformed_output, MISUSE_COUNT),
+        CLI_TEST(test_strings_escape_quotes_backslash_and_controls),
+        CLI_TEST(test_valid_utf8_passes_through),
+        CLI_TEST(test_invalid_utf8_bytes_become_replacement_characters),
+        CLI_TEST(test_doubles_use_the_shortest_round_trip),
+        CLI_TEST(test_doubles_read_back_exactly),
+        CLI_TEST(test_nesting_deeper_than_the_limit_is_misuse),
+        CLI_TEST(test_write_failure_is_an_io_error),
+    };
+    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
 }

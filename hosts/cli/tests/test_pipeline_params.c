@@ -2,12 +2,12 @@
  * `${...}` arithmetic against C's rules and its errors, the text a value becomes, the scan that
  * finds each `${...}` with its line and setting, the expanded text, and a sweep's run order,
  * values and output names. */
-#include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_test.h"
 #include "pipeline_expand.h"
 #include "pipeline_params.h"
 #include "pipeline_sweep.h"
@@ -88,9 +88,7 @@ END_TEST
 
 START_TEST(test_arithmetic_errors_name_the_problem)
 {
-    static const struct {
-        const char *expr, *want;
-    } cases[] = {
+    static const struct cli_text_case cases[] = {
         {"", "empty"},
         {"   ", "empty"},
         {"k", "no param named 'k' (params: n, m, tol, s, b)"},
@@ -119,9 +117,9 @@ START_TEST(test_arithmetic_errors_name_the_problem)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct param_value v;
         char err[256] = "";
-        int rc = expr_eval(cases[i].expr, &params, values, &v, err, sizeof err);
-        ck_assert_msg(rc == -1, "${%s} was accepted", cases[i].expr);
-        ck_assert_msg(strstr(err, cases[i].want) != NULL, "${%s}: '%s' lacks '%s'", cases[i].expr,
+        int rc = expr_eval(cases[i].text, &params, values, &v, err, sizeof err);
+        ck_assert_msg(rc == -1, "${%s} was accepted", cases[i].text);
+        ck_assert_msg(strstr(err, cases[i].want) != NULL, "${%s}: '%s' lacks '%s'", cases[i].text,
                       err, cases[i].want);
     }
 }
@@ -351,9 +349,7 @@ START_TEST(test_output_names_carry_the_swept_values_safely)
 {
     struct sweep s = make_sweep();
     struct param_value *v = sweep_run_values(&s, &params, 5);
-    static const struct {
-        const char *file, *want;
-    } cases[] = {
+    static const struct cli_text_case cases[] = {
         {"out/mandelbrot.png", "out/mandelbrot-n=7-m=4.png"},
         {"c.npy", "c-n=7-m=4.npy"},
         {"noext", "noext-n=7-m=4"},
@@ -362,7 +358,7 @@ START_TEST(test_output_names_carry_the_swept_values_safely)
         {"/abs/a.b.csv", "/abs/a.b-n=7-m=4.csv"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *name = sweep_output_name(&s, &params, v, cases[i].file);
+        char *name = sweep_output_name(&s, &params, v, cases[i].text);
         ck_assert_str_eq(name, cases[i].want);
         free(name);
     }
@@ -388,30 +384,20 @@ START_TEST(test_output_names_carry_the_swept_values_safely)
 }
 END_TEST
 
-static Suite *params_suite(void)
-{
-    Suite *suite = suite_create("pipeline_params");
-    TCase *tc = tcase_create("params");
-    tcase_add_checked_fixture(tc, make_params, free_params);
-    tcase_add_test(tc, test_arithmetic_follows_c_precedence_and_truncation);
-    tcase_add_test(tc, test_arithmetic_errors_name_the_problem);
-    tcase_add_test(tc, test_a_name_alone_keeps_its_type);
-    tcase_add_test(tc, test_values_become_libconfig_literals_or_string_text);
-    tcase_add_test(tc, test_scan_finds_each_reference_with_its_line_and_setting);
-    tcase_add_test(tc, test_scan_reports_what_libconfig_would_not_read);
-    tcase_add_test(tc, test_expansion_replaces_values_and_reports_every_problem);
-    tcase_add_test(tc, test_sweep_runs_every_combination_the_first_param_slowest);
-    tcase_add_test(tc, test_float_ranges_do_not_build_up_rounding);
-    tcase_add_test(tc, test_output_names_carry_the_swept_values_safely);
-    suite_add_tcase(suite, tc);
-    return suite;
-}
-
 int main(void)
 {
-    SRunner *runner = srunner_create(params_suite());
-    srunner_run_all(runner, CK_NORMAL);
-    const int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const struct cli_suite suite = {"pipeline_params", "params", make_params, free_params};
+    const struct cli_test tests[] = {
+        CLI_TEST(test_arithmetic_follows_c_precedence_and_truncation),
+        CLI_TEST(test_arithmetic_errors_name_the_problem),
+        CLI_TEST(test_a_name_alone_keeps_its_type),
+        CLI_TEST(test_values_become_libconfig_literals_or_string_text),
+        CLI_TEST(test_scan_finds_each_reference_with_its_line_and_setting),
+        CLI_TEST(test_scan_reports_what_libconfig_would_not_read),
+        CLI_TEST(test_expansion_replaces_values_and_reports_every_problem),
+        CLI_TEST(test_sweep_runs_every_combination_the_first_param_slowest),
+        CLI_TEST(test_float_ranges_do_not_build_up_rounding),
+        CLI_TEST(test_output_names_carry_the_swept_values_safely),
+    };
+    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
 }

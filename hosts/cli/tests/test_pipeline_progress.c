@@ -1,10 +1,10 @@
 /* test_pipeline_progress.c — the progress model of `clops run` on its own (no device, no
  * terminal): the fraction of the whole work done and the time the rest should take, from a
  * sweep's runs and steps and the calls measured so far; and how durations read. */
-#include <check.h>
 #include <math.h>
 #include <stdlib.h>
 
+#include "cli_test.h"
 #include "pipeline_progress.h"
 
 /* A sweep of 2 runs over n = 100 and 200, each: gemm (3 calls of 2n^3 flops), transpose (1 call
@@ -135,10 +135,7 @@ END_TEST
 
 START_TEST(test_durations_read_in_their_unit)
 {
-    static const struct {
-        double ms;
-        const char *text;
-    } cases[] = {
+    static const struct cli_number_case cases[] = {
         {0.4, "0 ms"},
         {850.0, "850 ms"},
         {12345.0, "12.3 s"},
@@ -147,28 +144,23 @@ START_TEST(test_durations_read_in_their_unit)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[32];
-        progress_format_duration(cases[i].ms, text, sizeof text);
-        ck_assert_str_eq(text, cases[i].text);
+        progress_format_duration(cases[i].number, text, sizeof text);
+        ck_assert_str_eq(text, cases[i].want);
     }
 }
 END_TEST
 
 int main(void)
 {
-    Suite *suite = suite_create("pipeline_progress");
-    TCase *tc = tcase_create("model");
-    tcase_add_checked_fixture(tc, make_sweep, free_sweep);
-    tcase_add_test(tc, test_items_are_numbered_run_by_run);
-    tcase_add_test(tc, test_before_any_measurement_calls_count_and_no_eta);
-    tcase_add_test(tc, test_a_step_is_expected_to_scale_with_its_work);
-    tcase_add_test(tc, test_an_overrunning_call_keeps_the_rest);
-    tcase_add_test(tc, test_an_unmeasured_step_takes_its_units_rate);
-    tcase_add_test(tc, test_steps_after_a_failure_are_skipped);
-    tcase_add_test(tc, test_durations_read_in_their_unit);
-    suite_add_tcase(suite, tc);
-    SRunner *runner = srunner_create(suite);
-    srunner_run_all(runner, CK_NORMAL);
-    const int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const struct cli_suite suite = {"pipeline_progress", "model", make_sweep, free_sweep};
+    const struct cli_test tests[] = {
+        CLI_TEST(test_items_are_numbered_run_by_run),
+        CLI_TEST(test_before_any_measurement_calls_count_and_no_eta),
+        CLI_TEST(test_a_step_is_expected_to_scale_with_its_work),
+        CLI_TEST(test_an_overrunning_call_keeps_the_rest),
+        CLI_TEST(test_an_unmeasured_step_takes_its_units_rate),
+        CLI_TEST(test_steps_after_a_failure_are_skipped),
+        CLI_TEST(test_durations_read_in_their_unit),
+    };
+    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
 }

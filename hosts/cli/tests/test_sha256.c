@@ -1,12 +1,12 @@
 /* test_sha256.c — the CLI's SHA-256 (sha256.c) against FIPS 180-4's examples (and the NIST
  * long-message vectors), at the lengths where the padding changes shape, fed in pieces of every
  * size, and through a file. */
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_test.h"
 #include "sha256.h"
 
 static void hex_of(const void *data, size_t size, char hex[SHA256_HEX_SIZE])
@@ -21,9 +21,7 @@ static void hex_of(const void *data, size_t size, char hex[SHA256_HEX_SIZE])
 
 START_TEST(test_fips_180_4_examples)
 {
-    static const struct {
-        const char *message, *digest;
-    } cases[] = {
+    static const struct cli_text_case cases[] = {
         {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
         {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
         /* 448 bits: the length no longer fits in the first block's padding. */
@@ -35,9 +33,9 @@ START_TEST(test_fips_180_4_examples)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char hex[SHA256_HEX_SIZE];
-        hex_of(cases[i].message, strlen(cases[i].message), hex);
-        ck_assert_msg(strcmp(hex, cases[i].digest) == 0, "sha256(\"%s\") = %s, expected %s",
-                      cases[i].message, hex, cases[i].digest);
+        hex_of(cases[i].text, strlen(cases[i].text), hex);
+        ck_assert_msg(strcmp(hex, cases[i].want) == 0, "sha256(\"%s\") = %s, expected %s",
+                      cases[i].text, hex, cases[i].want);
     }
 }
 END_TEST
@@ -131,16 +129,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *suite = suite_create("sha256");
-    TCase *tc = tcase_create("sha256");
-    tcase_add_test(tc, test_fips_180_4_examples);
-    tcase_add_test(tc, test_a_million_as);
-    tcase_add_test(tc, test_padding_boundaries_in_pieces_of_every_size);
-    tcase_add_test(tc, test_a_file_hashes_as_its_bytes);
-    suite_add_tcase(suite, tc);
-    SRunner *runner = srunner_create(suite);
-    srunner_run_all(runner, CK_NORMAL);
-    const int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const struct cli_suite suite = {"sha256", "sha256", NULL, NULL};
+    const struct cli_test tests[] = {
+        CLI_TEST(test_fips_180_4_examples),
+        CLI_TEST(test_a_million_as),
+        CLI_TEST(test_padding_boundaries_in_pieces_of_every_size),
+        CLI_TEST(test_a_file_hashes_as_its_bytes),
+    };
+    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
 }

@@ -1,11 +1,11 @@
 /* test_shard.c — sharding as pure functions (shard.c): K/N and `auto` from every launcher's
  * variables, the round-robin split covering every run once, manifest names, the device a shard
  * of a node takes; and the JSON reader the manifests are read back with (json_read.c). */
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_test.h"
 #include "json_read.h"
 #include "shard.h"
 
@@ -25,6 +25,19 @@ static int parse_with(const char *spec, const char *const *env, struct shard *s,
 {
     fake_env = env;
     return shard_parse(spec, lookup, s, err, 1024);
+}
+
+/* Asserts what `auto` reads from the environment env. */
+static void expect_auto(const char *const *env, int64_t index, int64_t count, int local_rank,
+                        const char *source)
+{
+    struct shard s;
+    char err[1024];
+    ck_assert_int_eq(parse_with("auto", env, &s, err), 0);
+    ck_assert_int_eq(s.index, index);
+    ck_assert_int_eq(s.count, count);
+    ck_assert_int_eq(s.local_rank, local_rank);
+    ck_assert_str_eq(s.source, source);
 }
 
 START_TEST(test_explicit_k_of_n)
@@ -54,13 +67,9 @@ START_TEST(test_auto_reads_slurm_arrays)
 {
     static const char *const count[] = {"SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_COUNT=4",
                                         "SLURM_ARRAY_TASK_MIN=0", "SLURM_LOCALID=1", NULL};
+    expect_auto(count, 2, 4, 1, "slurm");
     struct shard s;
     char err[1024];
-    ck_assert_int_eq(parse_with("auto", count, &s, err), 0);
-    ck_assert_int_eq(s.index, 2);
-    ck_assert_int_eq(s.count, 4);
-    ck_assert_int_eq(s.local_rank, 1);
-    ck_assert_str_eq(s.source, "slurm");
     /* --array=1-4: the task ids run from MIN; K from 0 all the same. */
     static const char *const min_max[] = {"SLURM_ARRAY_TASK_ID=4", "SLURM_ARRAY_TASK_MIN=1",
                                           "SLURM_ARRAY_TASK_MAX=4", NULL};
@@ -88,13 +97,9 @@ START_TEST(test_auto_reads_mpi_launchers)
 {
     static const char *const ompi[] = {"OMPI_COMM_WORLD_RANK=3", "OMPI_COMM_WORLD_SIZE=8",
                                        "OMPI_COMM_WORLD_LOCAL_RANK=3", NULL};
+    expect_auto(ompi, 3, 8, 3, "mpi");
     struct shard s;
     char err[1024];
-    ck_assert_int_eq(parse_with("auto", ompi, &s, err), 0);
-    ck_assert_int_eq(s.index, 3);
-    ck_assert_int_eq(s.count, 8);
-    ck_assert_int_eq(s.local_rank, 3);
-    ck_assert_str_eq(s.source, "mpi");
     static const char *const pmi[] = {"PMI_RANK=1", "PMI_SIZE=2", NULL};
     ck_assert_int_eq(parse_with("auto", pmi, &s, err), 0);
     ck_assert_int_eq(s.index, 1);
@@ -234,19 +239,15 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("shard");
-    TCase *tc = tcase_create("shard");
-    tcase_add_test(tc, test_explicit_k_of_n);
-    tcase_add_test(tc, test_auto_reads_slurm_arrays);
-    tcase_add_test(tc, test_auto_reads_mpi_launchers);
-    tcase_add_test(tc, test_round_robin_covers_every_run_once);
-    tcase_add_test(tc, test_manifest_names_round_trip);
-    tcase_add_test(tc, test_device_choice);
-    tcase_add_test(tc, test_json_reader);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    const struct cli_suite suite = {"shard", "shard", NULL, NULL};
+    const struct cli_test tests[] = {
+        CLI_TEST(test_explicit_k_of_n),
+        CLI_TEST(test_auto_reads_slurm_arrays),
+        CLI_TEST(test_auto_reads_mpi_launchers),
+        CLI_TEST(test_round_robin_covers_every_run_once),
+        CLI_TEST(test_manifest_names_round_trip),
+        CLI_TEST(test_device_choice),
+        CLI_TEST(test_json_reader),
+    };
+    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
 }
