@@ -67,6 +67,15 @@ def validate(document, schema, what):
     check(not errors, f"{what} does not match its schema ({len(errors)} errors)")
 
 
+def finish(success):
+    """main()'s exit status: 1 after counting the failures, else 0 after the line `success`."""
+    if failures:
+        print(f"{len(failures)} failures")
+        return 1
+    print(success)
+    return 0
+
+
 def main():
     clops, schema_dir = sys.argv[1], sys.argv[2]
     with open(os.path.join(schema_dir, "clops-ops.schema.json")) as f:
@@ -159,11 +168,7 @@ def main():
         errors = list(jsonschema.Draft202012Validator(strict(schema)).iter_errors(document))
         check(errors, f"the schema rejects {what}")
 
-    if failures:
-        print(f"{len(failures)} failures")
-        return 1
-    print("clops ops --json, ops gemm --json and devices --json match docs/schema/")
-    return 0
+    return finish("clops ops --json, ops gemm --json and devices --json match docs/schema/")
 
 
 if __name__ == "__main__":

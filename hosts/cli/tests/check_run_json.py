@@ -205,12 +205,8 @@ def main():
             errors = list(check_json.jsonschema.Draft202012Validator(strict).iter_errors(document))
             check(errors, f"the schema rejects {what}")
 
-    if check_json.failures:
-        print(f"{len(check_json.failures)} failures")
-        return 1
-    print("clops run --json (a sweep, --dry-run, a failing run, an invalid file) matches "
-          "docs/schema/clops-run.schema.json")
-    return 0
+    return check_json.finish("clops run --json (a sweep, --dry-run, a failing run, an invalid file) "
+                             "matches docs/schema/clops-run.schema.json")
 
 
 if __name__ == "__main__":

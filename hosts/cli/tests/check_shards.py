@@ -197,11 +197,7 @@ def main():
     proc = run("gather", os.path.join(work, "nothing"), rc=1)
     check("no shard manifests" in proc.stderr, f"gather of an empty directory: {proc.stderr}")
 
-    if check_json.failures:
-        print(f"{len(check_json.failures)} failures")
-        return 1
-    print("all checks passed")
-    return 0
+    return check_json.finish("all checks passed")
 
 
 if __name__ == "__main__":
