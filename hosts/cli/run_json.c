@@ -100,30 +100,38 @@ static const char *init_name(int init)
     }
 }
 
-static void tensors(struct json_writer *w, const struct pipeline *pl)
+/* An array of `count` objects: `members` writes the members of object i. */
+static void object_array(struct json_writer *w, int count, const void *ctx,
+                         void (*members)(struct json_writer *w, const void *ctx, int i))
 {
     json_begin_array(w);
-    for (int i = 0; i < pl->tensor_count; i++) {
-        const struct pl_tensor *t = &pl->tensors[i];
+    for (int i = 0; i < count; i++) {
         json_begin_object(w);
-        json_member_string(w, "name", t->name);
-        json_member_string(w, "dtype", host_dtype_name(t->dtype));
-        json_key(w, "shape");
-        shape(w, t);
-        json_member_int(w, "bytes", t->elements * host_dtype_size(t->dtype));
-        json_member_string(w, "init", init_name(t->init));
-        json_key(w, "seed");
-        if (t->init == INIT_RANDOM)
-            json_int(w, (int64_t)t->seed);
-        else
-            json_null(w);
-        json_member_double(w, "start", t->init == INIT_LINSPACE ? t->start : NAN);
-        json_member_double(w, "stop", t->init == INIT_LINSPACE ? t->stop : NAN);
-        json_member_string(w, "file", t->init == INIT_FILE ? t->file_path : NULL);
-        json_member_bool(w, "on_device", t->on_device);
+        members(w, ctx, i);
         json_end_object(w);
     }
     json_end_array(w);
+}
+
+static void tensor_members(struct json_writer *w, const void *ctx, int i)
+{
+    const struct pipeline *pl = ctx;
+    const struct pl_tensor *t = &pl->tensors[i];
+    json_member_string(w, "name", t->name);
+    json_member_string(w, "dtype", host_dtype_name(t->dtype));
+    json_key(w, "shape");
+    shape(w, t);
+    json_member_int(w, "bytes", t->elements * host_dtype_size(t->dtype));
+    json_member_string(w, "init", init_name(t->init));
+    json_key(w, "seed");
+    if (t->init == INIT_RANDOM)
+        json_int(w, (int64_t)t->seed);
+    else
+        json_null(w);
+    json_member_double(w, "start", t->init == INIT_LINSPACE ? t->start : NAN);
+    json_member_double(w, "stop", t->init == INIT_LINSPACE ? t->stop : NAN);
+    json_member_string(w, "file", t->init == INIT_FILE ? t->file_path : NULL);
+    json_member_bool(w, "on_device", t->on_device);
 }
 
 /* The arguments the file gives: tensors by name, the others as their values. */
@@ -197,89 +205,76 @@ static void step_measures(struct json_writer *w, const struct pipeline *pl,
     }
 }
 
-static void steps(struct json_writer *w, const struct run_json_entry *e)
+static void step_members(struct json_writer *w, const void *ctx, int i)
 {
+    const struct run_json_entry *e = ctx;
     static const char *const states[] = {"not_run", "ok", "failed"};
     const struct pipeline *pl = e->pl;
-    json_begin_array(w);
-    for (int i = 0; i < pl->step_count; i++) {
-        const struct pl_step *step = &pl->steps[i];
-        const struct step_result *s = &e->result->steps[i];
-        json_begin_object(w);
-        json_member_int(w, "index", i);
-        json_member_string(w, "operator", step->op->name);
-        json_member_int(w, "line", step->line);
-        json_member_int(w, "repeat", step->repeat);
-        json_key(w, "args");
-        step_arguments(w, pl, step);
-        json_key(w, "shapes");
-        step_shapes(w, pl, step);
-        json_member_string(w, "status", states[s->state]);
-        /* Mandelbrot shares its tiles between every device of the pool; the others run on the
-         * primary device. */
-        json_key(w, "devices");
-        if (s->state == STEP_NOT_RUN) {
-            json_null(w);
-        } else {
-            int32_t used = strcmp(step->op->name, "mandelbrot") == 0 ? e->device_count : 1;
-            json_begin_array(w);
-            for (int32_t d = 0; d < used; d++)
-                json_int(w, d);
-            json_end_array(w);
-        }
-        step_measures(w, pl, step, s);
-        json_end_object(w);
+    const struct pl_step *step = &pl->steps[i];
+    const struct step_result *s = &e->result->steps[i];
+    json_member_int(w, "index", i);
+    json_member_string(w, "operator", step->op->name);
+    json_member_int(w, "line", step->line);
+    json_member_int(w, "repeat", step->repeat);
+    json_key(w, "args");
+    step_arguments(w, pl, step);
+    json_key(w, "shapes");
+    step_shapes(w, pl, step);
+    json_member_string(w, "status", states[s->state]);
+    /* Mandelbrot shares its tiles between every device of the pool; the others run on the
+     * primary device. */
+    json_key(w, "devices");
+    if (s->state == STEP_NOT_RUN) {
+        json_null(w);
+    } else {
+        int32_t used = strcmp(step->op->name, "mandelbrot") == 0 ? e->device_count : 1;
+        json_begin_array(w);
+        for (int32_t d = 0; d < used; d++)
+            json_int(w, d);
+        json_end_array(w);
     }
-    json_end_array(w);
+    step_measures(w, pl, step, s);
 }
 
-static void checks(struct json_writer *w, const struct pipeline *pl)
+static void check_members(struct json_writer *w, const void *ctx, int i)
 {
-    json_begin_array(w);
-    for (int i = 0; i < pl->check_count; i++) {
-        const struct pl_check *c = &pl->checks[i];
-        json_begin_object(w);
-        json_member_int(w, "index", i);
-        json_member_string(w, "kind", c->kind->name);
-        json_member_int(w, "step", c->step);
-        json_member_int(w, "line", c->line);
-        json_member_double(w, "tolerance", c->tolerance);
-        json_member_bool(w, "exact", c->kind->exact);
-        json_member_bool(w, "ran", c->ran);
-        json_member_double(w, "error", c->ran ? c->error : NAN);
-        json_key(w, "pass");
-        if (c->ran)
-            json_bool(w, !isnan(c->error) && c->error <= c->tolerance);
-        else
-            json_null(w);
-        json_member_string(w, "detail", c->ran ? c->detail : NULL);
-        json_end_object(w);
-    }
-    json_end_array(w);
+    const struct pipeline *pl = ctx;
+    const struct pl_check *c = &pl->checks[i];
+    json_member_int(w, "index", i);
+    json_member_string(w, "kind", c->kind->name);
+    json_member_int(w, "step", c->step);
+    json_member_int(w, "line", c->line);
+    json_member_double(w, "tolerance", c->tolerance);
+    json_member_bool(w, "exact", c->kind->exact);
+    json_member_bool(w, "ran", c->ran);
+    json_member_double(w, "error", c->ran ? c->error : NAN);
+    json_key(w, "pass");
+    if (c->ran)
+        json_bool(w, !isnan(c->error) && c->error <= c->tolerance);
+    else
+        json_null(w);
+    json_member_string(w, "detail", c->ran ? c->detail : NULL);
 }
 
-static void outputs(struct json_writer *w, const struct pipeline *pl, const struct run_result *r)
+static void output_members(struct json_writer *w, const void *ctx, int i)
 {
-    json_begin_array(w);
-    for (int i = 0; i < pl->output_count; i++) {
-        const struct pl_output *o = &pl->outputs[i];
-        const struct output_result *written = &r->outputs[i];
-        json_begin_object(w);
-        json_member_string(w, "tensor", pl->tensors[o->tensor].name);
-        json_member_string(w, "file", o->name);
-        json_member_string(w, "path", written->path);
-        json_member_string(w, "format", fmt_kind_name(o->format));
-        json_member_int(w, "line", o->line);
-        json_member_bool(w, "written", written->written);
-        json_key(w, "bytes");
-        if (written->written)
-            json_int(w, written->bytes);
-        else
-            json_null(w);
-        json_member_string(w, "sha256", written->written ? written->sha256 : NULL);
-        json_end_object(w);
-    }
-    json_end_array(w);
+    const struct run_json_entry *e = ctx;
+    const struct pipeline *pl = e->pl;
+    const struct run_result *r = e->result;
+    const struct pl_output *o = &pl->outputs[i];
+    const struct output_result *written = &r->outputs[i];
+    json_member_string(w, "tensor", pl->tensors[o->tensor].name);
+    json_member_string(w, "file", o->name);
+    json_member_string(w, "path", written->path);
+    json_member_string(w, "format", fmt_kind_name(o->format));
+    json_member_int(w, "line", o->line);
+    json_member_bool(w, "written", written->written);
+    json_key(w, "bytes");
+    if (written->written)
+        json_int(w, written->bytes);
+    else
+        json_null(w);
+    json_member_string(w, "sha256", written->written ? written->sha256 : NULL);
 }
 
 void run_json_run(struct run_json *j, const struct run_json_entry *e)
@@ -311,13 +306,13 @@ void run_json_run(struct run_json *j, const struct run_json_entry *e)
         json_null(w);
     if (e->pl != NULL) {
         json_key(w, "tensors");
-        tensors(w, e->pl);
+        object_array(w, e->pl->tensor_count, e->pl, tensor_members);
         json_key(w, "steps");
-        steps(w, e);
+        object_array(w, e->pl->step_count, e, step_members);
         json_key(w, "checks");
-        checks(w, e->pl);
+        object_array(w, e->pl->check_count, e->pl, check_members);
         json_key(w, "outputs");
-        outputs(w, e->pl, e->result);
+        object_array(w, e->pl->output_count, e, output_members);
     } else {
         static const char *const parts[] = {"tensors", "steps", "checks", "outputs"};
         for (int i = 0; i < 4; i++) {
@@ -330,31 +325,25 @@ void run_json_run(struct run_json *j, const struct run_json_entry *e)
 
 /* ---- the end -------------------------------------------------------------------------------- */
 
-static void pools(struct json_writer *w, const struct run_json *j)
+static void pool_device_members(struct json_writer *w, const void *ctx, int d)
 {
-    json_begin_array(w);
-    for (int i = 0; i < j->pool_count; i++) {
-        const struct run_json_pool *p = &j->pools[i];
-        json_begin_object(w);
-        json_member_string(w, "config", p->config);
-        json_key(w, "devices");
-        if (p->device_count >= 0) {
-            json_begin_array(w);
-            for (int32_t d = 0; d < p->device_count; d++) {
-                json_begin_object(w);
-                json_member_int(w, "index", d);
-                cli_json_device_members(w, &p->devices[d]);
-                json_member_int(w, "queues", p->devices[d].queues);
-                json_end_object(w);
-            }
-            json_end_array(w);
-        } else {
-            json_null(w);
-        }
-        cli_json_member_error(w, p->device_count < 0 ? p->status : NULL, p->message);
-        json_end_object(w);
-    }
-    json_end_array(w);
+    const struct run_json_pool *p = ctx;
+    json_member_int(w, "index", d);
+    cli_json_device_members(w, &p->devices[d]);
+    json_member_int(w, "queues", p->devices[d].queues);
+}
+
+static void pool_members(struct json_writer *w, const void *ctx, int i)
+{
+    const struct run_json *j = ctx;
+    const struct run_json_pool *p = &j->pools[i];
+    json_member_string(w, "config", p->config);
+    json_key(w, "devices");
+    if (p->device_count >= 0)
+        object_array(w, p->device_count, p, pool_device_members);
+    else
+        json_null(w);
+    cli_json_member_error(w, p->device_count < 0 ? p->status : NULL, p->message);
 }
 
 static const char *outcome(int code)
@@ -371,7 +360,7 @@ int run_json_end(struct run_json *j, int code, const char *error)
     struct json_writer *w = &j->w;
     json_end_array(w); /* the runs */
     json_key(w, "pools");
-    pools(w, j);
+    object_array(w, j->pool_count, j, pool_members);
     json_member_string(w, "status", outcome(code));
     json_member_int(w, "exit_code", code);
     json_member_string(w, "error", error);
