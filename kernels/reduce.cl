@@ -290,8 +290,9 @@ static result st_result(state st)
 #error "OP must be one of OP_SUM, OP_MIN, OP_MAX, OP_NORM2, OP_ARGMIN or OP_ARGMAX"
 #endif
 
-/* The host allocates STATE_BYTES per partial state. */
-typedef char state_fits_state_bytes[sizeof(state) <= STATE_BYTES ? 1 : -1];
+/* The host allocates STATE_BYTES per partial state: exactly a state, so that the buffer of
+ * partial states is no larger than it must be. */
+typedef char state_is_state_bytes[sizeof(state) == STATE_BYTES ? 1 : -1];
 
 /* Reduces the states of the work-items sharing local column `lx` (`ny` of them, a power of two,
  * at scratch[lx * ny + ly]) to scratch[lx * ny] by a tree: log2(ny) levels, each with a barrier,
@@ -362,7 +363,7 @@ static bool is_last_group(__global volatile int *count, int of, __local int *fla
  * vectors: coalesced); the group's states are merged by a tree in local memory and written to
  * partials[group]; the last group to finish merges those and writes out[out_offset] (n = 0: one
  * group, the identity: 0 for an empty sum or norm). Traffic: each element read once, one state
- * (<= STATE_BYTES) written per group and read once, one result written. */
+ * (STATE_BYTES) written per group and read once, one result written. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 reduce_whole(__global const T *x, long offset, long n, long4 shape, long4 strides, int contiguous,
              __global state *partials, __global result *out, long out_offset)

@@ -20,7 +20,6 @@ enum {
     X_DTYPES = CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64) |
                CLOPS_DTYPE_BIT(CLOPS_I32) | CLOPS_DTYPE_BIT(CLOPS_U32),
     OUT_DTYPES = X_DTYPES | CLOPS_DTYPE_BIT(CLOPS_I64),
-    STATE_BYTES = 64, /* the largest partial state of reduce.cl, which checks it */
 };
 
 /* ---- Launch parameters per device ------------------------------------------------------------ */
@@ -40,7 +39,7 @@ struct reduce_tuning {
 };
 
 static const struct reduce_tuning tunings[] = {
-    {"NVIDIA", CLOPS_DEVICE_GPU, 256, 8, 4, 32, 4},
+    {"NVIDIA", CLOPS_DEVICE_GPU, 256, 8, 4, 32, 8},
     {"", CLOPS_DEVICE_GPU, 256, 4, 4, 32, 4},
     {"", CLOPS_DEVICE_CPU, 64, 4, 4, 16, 2},
     {"", 0, 64, 4, 1, 16, 1},
@@ -263,6 +262,22 @@ static int32_t reduce_check_args(struct op_call *call, const struct clops_tensor
 
 /* ---- The device side ------------------------------------------------------------------------- */
 
+/* The bytes of reduce.cl's partial state for the plan's op and dtype (-DSTATE_BYTES; the kernel
+ * checks that they are its sizeof(state)): what the partial results' buffer holds per state.
+ * Kept exact because that buffer is allocated per call, and NVIDIA's driver takes longer to hand
+ * out a larger one (a 2 MiB buffer cost ~65 us of an axis reduction's wall time on an H100). */
+static int32_t state_bytes(const struct reduce_plan *p)
+{
+    const int32_t elem = (int32_t)dtype_size(p->dtype);
+    switch (p->op) {
+    case OP_SUM: return p->dtype == CLOPS_F32 || p->dtype == CLOPS_F64 ? 2 * elem : 8;
+    case OP_NORM2: return 6 * elem; /* three compensated sums */
+    case OP_ARGMIN:
+    case OP_ARGMAX: return 16; /* the value, then a long index */
+    default: return elem;
+    }
+}
+
 /* The kernel `name` built for the plan's dtype and operation and the tuning's shape. */
 static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
                              const struct reduce_plan *p, const struct reduce_tuning *t,
@@ -275,9 +290,9 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
              "-DDTYPE=%d -DOP=%d -DWG=%d -DVEC=%d -DUNROLL=%d -DSTATE_BYTES=%d -DDT_F32=%d "
              "-DDT_F64=%d -DDT_I32=%d -DDT_U32=%d -DOP_SUM=%d -DOP_MIN=%d -DOP_MAX=%d "
              "-DOP_NORM2=%d -DOP_ARGMIN=%d -DOP_ARGMAX=%d",
-             (int)p->dtype, (int)p->op, (int)t->wg, (int)t->vec, (int)t->unroll, (int)STATE_BYTES,
-             CLOPS_F32, CLOPS_F64, CLOPS_I32, CLOPS_U32, OP_SUM, OP_MIN, OP_MAX, OP_NORM2,
-             OP_ARGMIN, OP_ARGMAX);
+             (int)p->dtype, (int)p->op, (int)t->wg, (int)t->vec, (int)t->unroll,
+             (int)state_bytes(p), CLOPS_F32, CLOPS_F64, CLOPS_I32, CLOPS_U32, OP_SUM, OP_MIN,
+             OP_MAX, OP_NORM2, OP_ARGMIN, OP_ARGMAX);
     return pool_create_kernel(pool, dev, op_name, "reduce", options, name, out);
 }
 
@@ -312,10 +327,11 @@ static int64_t whole_groups(const struct pool_device *dev, const struct reduce_t
 /* The buffer of `states` partial states followed by `counts` counts of finished groups, the
  * counts zeroed in queue order before the kernel that counts on them (reduce.cl's
  * counts_after). */
-static int32_t alloc_partials(struct pool_device *dev, cl_command_queue queue, int64_t states,
-                              int64_t counts, cl_mem *out)
+static int32_t alloc_partials(struct pool_device *dev, cl_command_queue queue,
+                              const struct reduce_plan *p, int64_t states, int64_t counts,
+                              cl_mem *out)
 {
-    const int64_t at = states * STATE_BYTES;
+    const int64_t at = states * state_bytes(p);
     int32_t status =
         pool_alloc_device_memory(dev, at + counts * 4, op_name, "partial results", out);
     if (status != CLOPS_OK)
@@ -347,7 +363,7 @@ static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_co
     const int64_t groups = whole_groups(dev, t, p->n);
     cl_mem partials = NULL;
     cl_kernel kernel = NULL;
-    int32_t status = alloc_partials(dev, queue, groups, 1, &partials);
+    int32_t status = alloc_partials(dev, queue, p, groups, 1, &partials);
     if (status != CLOPS_OK)
         return status;
     const cl_long4 shape = {{p->shape[0], p->shape[1], p->shape[2], p->shape[3]}};
@@ -414,7 +430,7 @@ static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_com
     const cl_long part = (p->len + parts - 1) / parts;
     cl_mem partials = NULL;
     int32_t status =
-        parts > 1 ? alloc_partials(dev, queue, parts * p->rows, tiles, &partials) : CLOPS_OK;
+        parts > 1 ? alloc_partials(dev, queue, p, parts * p->rows, tiles, &partials) : CLOPS_OK;
     if (status != CLOPS_OK)
         return status;
     const cl_long off = sx->offset, rows = p->rows, len = p->len, rs = p->row_stride,
@@ -550,7 +566,7 @@ static const struct clops_op op_reduce = {
            "rows_per_group (1..1024, a power of two <= wg), rows a group takes in a column-wise "
            "axis reduction; unroll (1..16), loads a work-item has in flight. Each left out takes "
            "the device's value (wg, vec, groups_per_cu, rows_per_group, unroll: NVIDIA GPUs 256, "
-           "4, 8, 32, 4; other GPUs 256, 4, 4, 32, 4; CPUs 64, 4, 4, 16, 2). A call whose settings "
+           "4, 8, 32, 8; other GPUs 256, 4, 4, 32, 4; CPUs 64, 4, 4, 16, 2). A call whose settings "
            "break the power of two rules (with the device's values for those left out) is "
            "CLOPS_ERR_CONFIG naming them. -DWG=<n>, -DVEC=<n>, -DGROUPS_PER_CU=<n>, "
            "-DROWS_PER_GROUP=<n> and -DUNROLL=<n> in operators.reduce.build_options are read as "
