@@ -3,8 +3,9 @@
  * row-major and aligned), or in place for square matrices. Elements are copied as raw bits of -DT
  * (uchar, uint or ulong), so every dtype of a size shares one program. */
 
-#if !defined(T) || !defined(TILE) || !defined(ROWS) || !defined(VEC)
-#error "transpose.cl needs -DT, -DTILE, -DROWS and -DVEC"
+#if !defined(T) || !defined(TILE) || !defined(ROWS) || !defined(VEC) || !defined(VEC_TILE) || \
+    !defined(VEC_ROWS)
+#error "transpose.cl needs -DT, -DTILE, -DROWS, -DVEC, -DVEC_TILE and -DVEC_ROWS"
 #endif
 #if TILE % ROWS != 0
 #error "TILE must be a multiple of ROWS"
@@ -96,29 +97,32 @@ transpose_square_in_place(__global T *x, long x_off, long xb, long xm, long xn, 
         store_tile(&lower, x, v, J * TILE, I * TILE, !i_fast);
 }
 
-#if VEC > 1 && TILE % VEC == 0
+#if VEC > 1 && VEC_TILE % VEC == 0 && VEC_TILE % VEC_ROWS == 0
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 typedef CAT(T, VEC) TV;
+/* Padded by one element, as tile_t: a column read of VEC_TILE work-items walks the banks. */
+typedef T vec_tile_t[VEC_TILE][VEC_TILE + 1];
 
 /* Out of place, x and y both row-major (x(i, j) at xb*b + i*xm + j, y(j, i) at yb*b + j*yn + i),
  * every row start and both extents multiples of VEC (the host checks). Work decomposition: a
- * TILE/VEC x ROWS work-group per TILE x TILE tile; each work-item loads TILE/ROWS vectors of VEC
+ * VEC_TILE/VEC x VEC_ROWS work-group per VEC_TILE x VEC_TILE tile; each work-item loads
+ * VEC_TILE/VEC_ROWS vectors of VEC
  * elements along x's rows and stores as many along y's rows, gathering each from a column of the
  * tile in local memory. Fewer, wider memory instructions than `transpose` (16-byte accesses for
  * VEC elements of 16 bytes), every one coalesced: a warp reads and writes whole lines. Traffic:
  * every element read once and written once. */
-__kernel __attribute__((reqd_work_group_size(TILE / VEC, ROWS, 1))) void
+__kernel __attribute__((reqd_work_group_size(VEC_TILE / VEC, VEC_ROWS, 1))) void
 transpose_vec(__global const T *x, long x_off, long xb, long xm, __global T *y, long y_off,
               long yb, long yn, long m, long n)
 {
-    __local tile_t tile;
+    __local vec_tile_t tile;
     const int tx = (int)get_local_id(0), ty = (int)get_local_id(1);
     const long b = get_global_id(2);
-    const long m0 = get_group_id(1) * TILE, n0 = get_group_id(0) * TILE;
+    const long m0 = get_group_id(1) * VEC_TILE, n0 = get_group_id(0) * VEC_TILE;
     const long j = n0 + tx * VEC;
     __global const T *xs = x + x_off + b * xb;
-    for (int k = ty; k < TILE; k += ROWS) {
+    for (int k = ty; k < VEC_TILE; k += VEC_ROWS) {
         const long i = m0 + k;
         if (i < m && j < n) {
             const TV v = *(__global const TV *)(xs + i * xm + j);
@@ -132,7 +136,7 @@ transpose_vec(__global const T *x, long x_off, long xb, long xm, __global T *y, 
     /* y's row jj = n0 + k, its columns i = m0 + tx*VEC .. + VEC: tile[tx*VEC + c][k]. */
     const long i = m0 + tx * VEC;
     __global T *ys = y + y_off + b * yb;
-    for (int k = ty; k < TILE; k += ROWS) {
+    for (int k = ty; k < VEC_TILE; k += VEC_ROWS) {
         const long jj = n0 + k;
         if (jj < n && i < m) {
             T e[VEC];

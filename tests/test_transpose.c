@@ -297,7 +297,7 @@ START_TEST(test_transpose_device_buffers_out_of_place_and_in_place)
 }
 END_TEST
 
-static const char *const tile_options[] = {"-DTILE=16 -DROWS=16", "-DTILE=8 -DROWS=2",
+static const char *const tile_options[] = {"-DTILE=16 -DROWS=16", "-DVEC_TILE=8 -DVEC_ROWS=2",
                                            "-DTILE=64 -DROWS=4", "-DTILE=1 -DROWS=1"};
 
 START_TEST(test_transpose_other_tiles_are_exact)
@@ -328,8 +328,9 @@ enum { ALIGNED_SHAPES = sizeof aligned_shapes / sizeof aligned_shapes[0] };
 
 /* The device's tiles, and others forced through the configuration: small and large tiles,
  * 8-byte vectors. */
-static const char *const vector_tile_options[] = {NULL, "-DTILE=8 -DROWS=2", "-DTILE=64 -DROWS=4",
-                                                  "-DTILE=16 -DROWS=16 -DVEC_BYTES=8"};
+static const char *const vector_tile_options[] = {NULL, "-DVEC_TILE=8 -DVEC_ROWS=2",
+                                                  "-DVEC_TILE=64 -DVEC_ROWS=4",
+                                                  "-DVEC_TILE=16 -DVEC_ROWS=16 -DVEC_BYTES=8"};
 
 /* Both matrices row-major, or both column-major, with row starts, extents and offsets that are
  * multiples of the vector width: the vector kernel's layouts (and, where an extent is not, the
