@@ -547,7 +547,8 @@ START_TEST(test_unknown_operator_setting_is_named_with_the_declared_ones)
 {
     expect_config_error("operators = {\n  transpose = { tiles = 8; };\n};\n", 2,
                         "operators.transpose: unknown key 'tiles' (expected one of device, "
-                        "build_options) or a setting of transpose (tile, rows)");
+                        "build_options) or a setting of transpose (tile, rows, vec_bytes, "
+                        "vec_tile, vec_rows)");
     expect_config_error("operators = { lu = { nb = 8; tile_m = 4; }; };", 1,
                         "operators.lu: unknown key 'tile_m' (expected one of device, "
                         "build_options) or a setting of lu (nb, panel_nb, panel_rows, "
