@@ -12,7 +12,11 @@ if(NOT TARGET clops_host_common)
   # library directory seen from the programs' directory, for installed ones.
   include(GNUInstallDirs)
   file(RELATIVE_PATH clops_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
+  set(clops_build_library "") # the fuzzing build (tests/fuzz) has no plugin to load
+  if(TARGET clops)
+    set(clops_build_library "$<TARGET_FILE:clops>")
+  endif()
   target_compile_definitions(clops_host_common PRIVATE
-    CLOPS_BUILD_DIR="${PROJECT_BINARY_DIR}" CLOPS_BUILD_LIBRARY="$<TARGET_FILE:clops>"
+    CLOPS_BUILD_DIR="${PROJECT_BINARY_DIR}" CLOPS_BUILD_LIBRARY="${clops_build_library}"
     CLOPS_BIN_TO_LIB="${clops_bin_to_lib}")
 endif()
