@@ -13,6 +13,8 @@
 #include "entry.h"
 #include "fuzz_util.h"
 #include "pipeline.h"
+#include "pipeline_source.h"
+#include "pipeline_sweep.h"
 
 enum { MAX_SETS = 4, PATH_SIZE = 512 };
 
@@ -80,6 +82,10 @@ static int take_sets(char *text, char **sets)
     return count;
 }
 
+/* Runs of a sweep loaded per input: enough to reach every run-dependent path, few enough to stay
+ * fast. */
+enum { MAX_RUNS = 3 };
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -92,11 +98,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *sets[MAX_SETS];
     int set_count = take_sets(text, sets);
 
-    struct pipeline pl;
-    if (pipeline_load(&pl, pipeline_path, entry_table(CLOPS_ABI_MAJOR), sets, set_count) == 0)
-        for (int i = 0; i < pl.step_count; i++)
-            (void)step_work(&pl, &pl.steps[i]); /* the rates of the summary, from the shapes */
-    pipeline_free(&pl);
+    /* The source (params, ${...}, sweep, --set), then the pipeline of each of its first runs. */
+    struct pl_source src;
+    if (pipeline_source_load(&src, pipeline_path, sets, set_count) == 0) {
+        const int64_t runs = sweep_run_count(&src.sweep);
+        for (int64_t r = 0; r < runs && r < MAX_RUNS; r++) {
+            struct pl_run run;
+            pipeline_source_run(&src, r, &run);
+            struct pipeline pl;
+            if (pipeline_load(&pl, &src, &run, entry_table(CLOPS_ABI_MAJOR), 1) == 0)
+                for (int i = 0; i < pl.step_count; i++)
+                    (void)step_work(&pl, &pl.steps[i]); /* the summary's rates, from the shapes */
+            pipeline_free(&pl);
+            pl_run_free(&run);
+        }
+    }
+    pipeline_source_free(&src);
 
     for (int i = 0; i < set_count; i++)
         free(sets[i]);
