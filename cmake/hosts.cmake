@@ -26,3 +26,16 @@ function(clops_add_expect_test name)
     set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT})
   endif()
 endfunction()
+
+# clops_sanitizer_runtimes(<var>): the AddressSanitizer and UBSan runtimes of the C compiler, as
+# a list, for LD_PRELOAD in programs that are not built with the sanitizers (or must load them
+# before a preloaded library) when they load the sanitized libclops (CLOPS_SANITIZE).
+function(clops_sanitizer_runtimes var)
+  set(runtimes "")
+  foreach(runtime libasan.so libubsan.so)
+    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=${runtime}
+                    OUTPUT_VARIABLE path OUTPUT_STRIP_TRAILING_WHITESPACE)
+    list(APPEND runtimes ${path})
+  endforeach()
+  set(${var} ${runtimes} PARENT_SCOPE)
+endfunction()

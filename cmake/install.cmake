@@ -77,11 +77,10 @@ if(CLOPS_BUILD_TESTS)
   set(clops_consumer_preload "")
   if(CLOPS_SANITIZE)
     # The consumer's programs are not built with the sanitizers; the libclops they load is.
-    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
-                    OUTPUT_VARIABLE asan_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
-    execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libubsan.so
-                    OUTPUT_VARIABLE ubsan_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
-    set(clops_consumer_preload "-DPRELOAD=${asan_runtime} ${ubsan_runtime}")
+    include(${PROJECT_SOURCE_DIR}/cmake/hosts.cmake)
+    clops_sanitizer_runtimes(runtimes)
+    string(JOIN " " runtimes ${runtimes})
+    set(clops_consumer_preload "-DPRELOAD=${runtimes}")
   endif()
   foreach(mode package pkgconfig subdirectory fetchcontent)
     add_test(NAME consumer_${mode}
