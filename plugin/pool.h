@@ -88,7 +88,10 @@ struct kernel_arg {
     const void *value;
 };
 /* A kernel argument from an lvalue of the kernel parameter's type (a cl_mem, a cl_long, ...). */
-#define KARG(x) {sizeof(x), &(x)}
+#define KARG(x)                                                                                    \
+    {                                                                                              \
+        sizeof(x), &(x)                                                                            \
+    }
 
 /* Sets args[0 .. count) as the kernel's arguments `first` onward; `op` names the operator in
  * messages ("gemm: clSetKernelArg(3) failed: ..."). */

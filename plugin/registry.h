@@ -16,7 +16,7 @@ const struct clops_op *registry_find(const char *name);
 /* The operators' call steps (plugin/ops/<name>.c), listed by registry.c. */
 extern const struct op_impl impl_gemm, impl_reduce, impl_transpose, impl_mandelbrot;
 extern const struct op_impl impl_lu, impl_solve, impl_lu_solve;
-int32_t registry_index(const struct clops_op *op);         /* -1 when unknown */
-int32_t registry_index_by_name(const char *name);          /* -1 when unknown */
+int32_t registry_index(const struct clops_op *op); /* -1 when unknown */
+int32_t registry_index_by_name(const char *name);  /* -1 when unknown */
 
 #endif

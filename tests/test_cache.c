@@ -800,11 +800,11 @@ START_TEST(test_lu_entry_holding_another_programs_binary_is_rebuilt_once)
     /* A program with no LU kernel in it, under LU's key. */
     struct clops_pool *pool = program_pool("", d.cache);
     cl_kernel kernel = NULL;
-    ck_assert_msg(pool_create_kernel(pool, &pool->devices[0], "test", "transpose",
-                                     "-DT=float -DTILE=8 -DROWS=2 -DVEC=4 -DVEC_TILE=8 -DVEC_ROWS=2",
-                                     "transpose",
-                                     &kernel) == CLOPS_OK,
-                  "transpose: %s", err_last());
+    ck_assert_msg(
+        pool_create_kernel(pool, &pool->devices[0], "test", "transpose",
+                           "-DT=float -DTILE=8 -DROWS=2 -DVEC=4 -DVEC_TILE=8 -DVEC_ROWS=2",
+                           "transpose", &kernel) == CLOPS_OK,
+        "transpose: %s", err_last());
     clReleaseKernel(kernel);
     pool_release(pool);
     forge_entry(d.cache, "lu", "transpose");

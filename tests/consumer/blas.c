@@ -18,7 +18,6 @@ int main(void)
     double s[4] = {2, 1, 1, 3}, x[2] = {3, 5};
     int ipiv[2], info = -1, nrhs = 1;
     dgesv_(&n, &nrhs, s, &n, ipiv, x, &n, &info);
-    printf("C = [%g %g; %g %g] x = [%g %g] info = %d\n", c[0], c[2], c[1], c[3], x[0], x[1],
-           info);
+    printf("C = [%g %g; %g %g] x = [%g %g] info = %d\n", c[0], c[2], c[1], c[3], x[0], x[1], info);
     return 0;
 }
