@@ -441,41 +441,20 @@ static void gemm_ilp64(enum routine r, const char *transa, const char *transb, c
                                               c, ldc, transa_len, transb_len);
 }
 
-EXPORT void sgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
-                   const float *alpha, const float *a, const int *lda, const float *b,
-                   const int *ldb, const float *beta, float *c, const int *ldc, size_t transa_len,
-                   size_t transb_len)
-{
-    gemm_lp64(SGEMM, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, transa_len,
-              transb_len);
-}
-
-EXPORT void dgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
-                   const double *alpha, const double *a, const int *lda, const double *b,
-                   const int *ldb, const double *beta, double *c, const int *ldc, size_t transa_len,
-                   size_t transb_len)
-{
-    gemm_lp64(DGEMM, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, transa_len,
-              transb_len);
-}
-
-EXPORT void sgemm_64_(const char *transa, const char *transb, const int64_t *m, const int64_t *n,
-                      const int64_t *k, const float *alpha, const float *a, const int64_t *lda,
-                      const float *b, const int64_t *ldb, const float *beta, float *c,
-                      const int64_t *ldc, size_t transa_len, size_t transb_len)
-{
-    gemm_ilp64(SGEMM, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, transa_len,
-               transb_len);
-}
-
-EXPORT void dgemm_64_(const char *transa, const char *transb, const int64_t *m, const int64_t *n,
-                      const int64_t *k, const double *alpha, const double *a, const int64_t *lda,
-                      const double *b, const int64_t *ldb, const double *beta, double *c,
-                      const int64_t *ldc, size_t transa_len, size_t transb_len)
-{
-    gemm_ilp64(DGEMM, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, transa_len,
-               transb_len);
-}
+/* Each routine is exported four times, in s and d (float, double) and with LP64 and ILP64
+ * INTEGERs (int, int64_t; suffix 64_): one macro per routine spells its prototype once. */
+#define GEMM_ENTRY(name, routine, T, I, run)                                                       \
+    EXPORT void name(const char *transa, const char *transb, const I *m, const I *n, const I *k,   \
+                     const T *alpha, const T *a, const I *lda, const T *b, const I *ldb,           \
+                     const T *beta, T *c, const I *ldc, size_t transa_len, size_t transb_len)      \
+    {                                                                                              \
+        run(routine, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, transa_len,     \
+            transb_len);                                                                           \
+    }
+GEMM_ENTRY(sgemm_, SGEMM, float, int, gemm_lp64)
+GEMM_ENTRY(dgemm_, DGEMM, double, int, gemm_lp64)
+GEMM_ENTRY(sgemm_64_, SGEMM, float, int64_t, gemm_ilp64)
+GEMM_ENTRY(dgemm_64_, DGEMM, double, int64_t, gemm_ilp64)
 
 /* ---- CBLAS gemm ----------------------------------------------------------------------------
  * As the reference CBLAS and OpenBLAS do: a row-major call is the column-major call on the
@@ -535,23 +514,16 @@ static void cblas_gemm_either(enum routine r, const char *cblas_name, enum CBLAS
     cblas_gemm(g, order, cblas_name);
 }
 
-EXPORT void cblas_sgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
-                        enum CBLAS_TRANSPOSE transb, int m, int n, int k, float alpha,
-                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                        int ldc)
-{
-    cblas_gemm_either(SGEMM, "cblas_sgemm", order, transa, transb, m, n, k, alpha, a, lda, b, ldb,
-                      beta, c, ldc);
-}
-
-EXPORT void cblas_dgemm(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,
-                        enum CBLAS_TRANSPOSE transb, int m, int n, int k, double alpha,
-                        const double *a, int lda, const double *b, int ldb, double beta, double *c,
-                        int ldc)
-{
-    cblas_gemm_either(DGEMM, "cblas_dgemm", order, transa, transb, m, n, k, alpha, a, lda, b, ldb,
-                      beta, c, ldc);
-}
+#define CBLAS_GEMM_ENTRY(name, routine, T)                                                         \
+    EXPORT void name(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE transa,                          \
+                     enum CBLAS_TRANSPOSE transb, int m, int n, int k, T alpha, const T *a,        \
+                     int lda, const T *b, int ldb, T beta, T *c, int ldc)                          \
+    {                                                                                              \
+        cblas_gemm_either(routine, #name, order, transa, transb, m, n, k, alpha, a, lda, b, ldb,   \
+                          beta, c, ldc);                                                           \
+    }
+CBLAS_GEMM_ENTRY(cblas_sgemm, SGEMM, float)
+CBLAS_GEMM_ENTRY(cblas_dgemm, DGEMM, double)
 
 /* ---- Pivots: clops's are int32 ---------------------------------------------------------------
  * An LP64 caller's ipiv is handed to clops in place; an ILP64 caller's goes through an int32
@@ -826,76 +798,34 @@ static void gesv_ilp64(enum routine r, const int64_t *n, const int64_t *nrhs, vo
         ((gesv64_fn *)host_routine(r, ILP64))(n, nrhs, a, lda, ipiv, b, ldb, info);
 }
 
-EXPORT void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info)
-{
-    getrf_lp64(SGETRF, m, n, a, lda, ipiv, info);
-}
+#define GETRF_ENTRY(name, routine, T, I, run)                                                      \
+    EXPORT void name(const I *m, const I *n, T *a, const I *lda, I *ipiv, I *info)                 \
+    {                                                                                              \
+        run(routine, m, n, a, lda, ipiv, info);                                                    \
+    }
+GETRF_ENTRY(sgetrf_, SGETRF, float, int, getrf_lp64)
+GETRF_ENTRY(dgetrf_, DGETRF, double, int, getrf_lp64)
+GETRF_ENTRY(sgetrf_64_, SGETRF, float, int64_t, getrf_ilp64)
+GETRF_ENTRY(dgetrf_64_, DGETRF, double, int64_t, getrf_ilp64)
 
-EXPORT void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info)
-{
-    getrf_lp64(DGETRF, m, n, a, lda, ipiv, info);
-}
+#define GETRS_ENTRY(name, routine, T, I, run)                                                      \
+    EXPORT void name(const char *trans, const I *n, const I *nrhs, const T *a, const I *lda,       \
+                     const I *ipiv, T *b, const I *ldb, I *info, size_t trans_len)                 \
+    {                                                                                              \
+        run(routine, trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);                       \
+    }
+GETRS_ENTRY(sgetrs_, SGETRS, float, int, getrs_lp64)
+GETRS_ENTRY(dgetrs_, DGETRS, double, int, getrs_lp64)
+GETRS_ENTRY(sgetrs_64_, SGETRS, float, int64_t, getrs_ilp64)
+GETRS_ENTRY(dgetrs_64_, DGETRS, double, int64_t, getrs_ilp64)
 
-EXPORT void sgetrf_64_(const int64_t *m, const int64_t *n, float *a, const int64_t *lda,
-                       int64_t *ipiv, int64_t *info)
-{
-    getrf_ilp64(SGETRF, m, n, a, lda, ipiv, info);
-}
-
-EXPORT void dgetrf_64_(const int64_t *m, const int64_t *n, double *a, const int64_t *lda,
-                       int64_t *ipiv, int64_t *info)
-{
-    getrf_ilp64(DGETRF, m, n, a, lda, ipiv, info);
-}
-
-EXPORT void sgetrs_(const char *trans, const int *n, const int *nrhs, const float *a,
-                    const int *lda, const int *ipiv, float *b, const int *ldb, int *info,
-                    size_t trans_len)
-{
-    getrs_lp64(SGETRS, trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
-}
-
-EXPORT void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a,
-                    const int *lda, const int *ipiv, double *b, const int *ldb, int *info,
-                    size_t trans_len)
-{
-    getrs_lp64(DGETRS, trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
-}
-
-EXPORT void sgetrs_64_(const char *trans, const int64_t *n, const int64_t *nrhs, const float *a,
-                       const int64_t *lda, const int64_t *ipiv, float *b, const int64_t *ldb,
-                       int64_t *info, size_t trans_len)
-{
-    getrs_ilp64(SGETRS, trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
-}
-
-EXPORT void dgetrs_64_(const char *trans, const int64_t *n, const int64_t *nrhs, const double *a,
-                       const int64_t *lda, const int64_t *ipiv, double *b, const int64_t *ldb,
-                       int64_t *info, size_t trans_len)
-{
-    getrs_ilp64(DGETRS, trans, n, nrhs, a, lda, ipiv, b, ldb, info, trans_len);
-}
-
-EXPORT void sgesv_(const int *n, const int *nrhs, float *a, const int *lda, int *ipiv, float *b,
-                   const int *ldb, int *info)
-{
-    gesv_lp64(SGESV, n, nrhs, a, lda, ipiv, b, ldb, info);
-}
-
-EXPORT void dgesv_(const int *n, const int *nrhs, double *a, const int *lda, int *ipiv, double *b,
-                   const int *ldb, int *info)
-{
-    gesv_lp64(DGESV, n, nrhs, a, lda, ipiv, b, ldb, info);
-}
-
-EXPORT void sgesv_64_(const int64_t *n, const int64_t *nrhs, float *a, const int64_t *lda,
-                      int64_t *ipiv, float *b, const int64_t *ldb, int64_t *info)
-{
-    gesv_ilp64(SGESV, n, nrhs, a, lda, ipiv, b, ldb, info);
-}
-
-EXPORT void dgesv_64_(const int64_t *n, const int64_t *nrhs, double *a, const int64_t *lda,
-                      int64_t *ipiv, double *b, const int64_t *ldb, int64_t *info)
-{
-    gesv_ilp64(DGESV, n, nrhs, a, lda, ipiv, b, ldb, info);
-}
+#define GESV_ENTRY(name, routine, T, I, run)                                                       \
+    EXPORT void name(const I *n, const I *nrhs, T *a, const I *lda, I *ipiv, T *b, const I *ldb,   \
+                     I *info)                                                                      \
+    {                                                                                              \
+        run(routine, n, nrhs, a, lda, ipiv, b, ldb, info);                                         \
+    }
+GESV_ENTRY(sgesv_, SGESV, float, int, gesv_lp64)
+GESV_ENTRY(dgesv_, DGESV, double, int, gesv_lp64)
+GESV_ENTRY(sgesv_64_, SGESV, float, int64_t, gesv_ilp64)
+GESV_ENTRY(dgesv_64_, DGESV, double, int64_t, gesv_ilp64)

@@ -61,47 +61,24 @@ static double complex zdotc(int64_t n, const double complex *x, int64_t incx,
 /* gfortran returns COMPLEX and REAL function results as C does, in registers (no hidden result
  * argument, no f2c double for REAL), which is what libblastrampoline's probes then detect. */
 
-EXPORT int isamax_(const int *n, const float *x, const int *incx)
-{
-    return (int)isamax(*n, x, *incx);
-}
+/* Each routine is exported with LP64 and ILP64 INTEGERs (int, int64_t; suffix 64_): one macro
+ * per shape spells the prototype once. */
+#define IAMAX_ENTRY(name, routine, T, I)                                                           \
+    EXPORT I name(const I *n, const T *x, const I *incx)                                           \
+    {                                                                                              \
+        return (I)routine(*n, x, *incx);                                                           \
+    }
+IAMAX_ENTRY(isamax_, isamax, float, int)
+IAMAX_ENTRY(isamax_64_, isamax, float, int64_t)
 
-EXPORT int64_t isamax_64_(const int64_t *n, const float *x, const int64_t *incx)
-{
-    return isamax(*n, x, *incx);
-}
-
-EXPORT float sdot_(const int *n, const float *x, const int *incx, const float *y, const int *incy)
-{
-    return sdot(*n, x, *incx, y, *incy);
-}
-
-EXPORT float sdot_64_(const int64_t *n, const float *x, const int64_t *incx, const float *y,
-                      const int64_t *incy)
-{
-    return sdot(*n, x, *incx, y, *incy);
-}
-
-EXPORT float complex cdotc_(const int *n, const float complex *x, const int *incx,
-                            const float complex *y, const int *incy)
-{
-    return cdotc(*n, x, *incx, y, *incy);
-}
-
-EXPORT float complex cdotc_64_(const int64_t *n, const float complex *x, const int64_t *incx,
-                               const float complex *y, const int64_t *incy)
-{
-    return cdotc(*n, x, *incx, y, *incy);
-}
-
-EXPORT double complex zdotc_(const int *n, const double complex *x, const int *incx,
-                             const double complex *y, const int *incy)
-{
-    return zdotc(*n, x, *incx, y, *incy);
-}
-
-EXPORT double complex zdotc_64_(const int64_t *n, const double complex *x, const int64_t *incx,
-                                const double complex *y, const int64_t *incy)
-{
-    return zdotc(*n, x, *incx, y, *incy);
-}
+#define DOT_ENTRY(name, routine, T, I)                                                             \
+    EXPORT T name(const I *n, const T *x, const I *incx, const T *y, const I *incy)                \
+    {                                                                                              \
+        return routine(*n, x, *incx, y, *incy);                                                    \
+    }
+DOT_ENTRY(sdot_, sdot, float, int)
+DOT_ENTRY(sdot_64_, sdot, float, int64_t)
+DOT_ENTRY(cdotc_, cdotc, float complex, int)
+DOT_ENTRY(cdotc_64_, cdotc, float complex, int64_t)
+DOT_ENTRY(zdotc_, zdotc, double complex, int)
+DOT_ENTRY(zdotc_64_, zdotc, double complex, int64_t)
