@@ -22,47 +22,33 @@ struct mandel_ref_view {
     int f64; /* 0: the steps in float, 1: in double */
 };
 
-static inline uint32_t mandel_ref_count_f32(const struct mandel_ref_view *v, int64_t i, int64_t j,
-                                            int64_t h, int64_t w)
-{
-    const float center_x = (float)v->center_x, center_y = (float)v->center_y;
-    const float px = (float)(v->scale / (double)w);
-    const float half_w = (float)(0.5 * (double)w), half_h = (float)(0.5 * (double)h);
-    const float cx = center_x + (((float)j + 0.5f) - half_w) * px;
-    const float cy = center_y - (((float)i + 0.5f) - half_h) * px;
-    float x = 0, y = 0;
-    uint32_t n = 0;
-    while (n < v->max_iterations) {
-        const float y2 = y * y;
-        if (fmaf(x, x, y2) > 4.0f)
-            break;
-        const float y_next = fmaf(x + x, y, cy);
-        x = fmaf(x, x, cx - y2);
-        y = y_next;
-        n++;
+/* The steps in one precision, T (float or double) with its fma (fmaf or fma): the view's values
+ * are rounded to T once, as the kernel receives them, and every step after is in T. */
+#define MANDEL_REF_COUNT_IN(name, T, FMA)                                                          \
+    static inline uint32_t name(const struct mandel_ref_view *v, int64_t i, int64_t j, int64_t h,  \
+                                int64_t w)                                                         \
+    {                                                                                              \
+        const T center_x = (T)v->center_x, center_y = (T)v->center_y;                              \
+        const T px = (T)(v->scale / (double)w);                                                    \
+        const T half_w = (T)(0.5 * (double)w), half_h = (T)(0.5 * (double)h);                      \
+        const T cx = center_x + (((T)j + (T)0.5) - half_w) * px;                                   \
+        const T cy = center_y - (((T)i + (T)0.5) - half_h) * px;                                   \
+        T x = 0, y = 0;                                                                            \
+        uint32_t n = 0;                                                                            \
+        while (n < v->max_iterations) {                                                            \
+            const T y2 = y * y;                                                                    \
+            if (FMA(x, x, y2) > (T)4)                                                              \
+                break;                                                                             \
+            const T y_next = FMA(x + x, y, cy);                                                    \
+            x = FMA(x, x, cx - y2);                                                                \
+            y = y_next;                                                                            \
+            n++;                                                                                   \
+        }                                                                                          \
+        return n;                                                                                  \
     }
-    return n;
-}
-
-static inline uint32_t mandel_ref_count_f64(const struct mandel_ref_view *v, int64_t i, int64_t j,
-                                            int64_t h, int64_t w)
-{
-    const double px = v->scale / (double)w, half_w = 0.5 * (double)w, half_h = 0.5 * (double)h;
-    const double cx = v->center_x + (((double)j + 0.5) - half_w) * px;
-    const double cy = v->center_y - (((double)i + 0.5) - half_h) * px;
-    double x = 0, y = 0;
-    uint32_t n = 0;
-    while (n < v->max_iterations) {
-        const double y2 = y * y;
-        if (fma(x, x, y2) > 4.0)
-            break;
-        const double y_next = fma(x + x, y, cy);
-        x = fma(x, x, cx - y2);
-        y = y_next;
-        n++;
-    }
-    return n;
-}
+MANDEL_REF_COUNT_IN(mandel_ref_count_f32, float, fmaf)
+MANDEL_REF_COUNT_IN(mandel_ref_count_f64, double, fma)
+#undef MANDEL_REF_COUNT_IN
 
 /* The count of pixel (i, j) (row i from the top) of an h x w rendering of the view. */
 static inline uint32_t mandel_ref_count(const struct mandel_ref_view *v, int64_t i, int64_t j,
