@@ -59,11 +59,7 @@ static void HOST_PRINTF(4, 0)
     if (pl->silent)
         return;
     head(pl);
-    /* Settings from --set have no line. */
-    if (line > 0)
-        fprintf(stderr, "%s:%d: ", pl->path, line);
-    else
-        fprintf(stderr, "%s: ", pl->path);
+    pipeline_print_place(pl->path, line);
     vfprintf(stderr, fmt, ap);
     print_substitutions(pl, line, with_keys);
     fputc('\n', stderr);
@@ -826,12 +822,10 @@ static void HOST_PRINTF(3, 4)
     if (pl->silent)
         return;
     head(pl);
-    fprintf(stderr, "clops: --set %s: ", assignment);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    pipeline_print_set_error(assignment, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 struct set_context {

@@ -17,14 +17,26 @@
 /* A pipeline is a short text; anything this large is the wrong file. */
 #define MAX_PIPELINE_BYTES (INT64_C(16) << 20)
 
+void pipeline_print_place(const char *path, int line)
+{
+    if (line > 0)
+        fprintf(stderr, "%s:%d: ", path, line);
+    else
+        fprintf(stderr, "%s: ", path);
+}
+
+void pipeline_print_set_error(const char *assignment, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "clops: --set %s: ", assignment);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 /* "path:line: key: message" (a setting from --set has no line). */
 static void HOST_PRINTF(4, 5)
     report(struct pl_source *src, int line, const char *key, const char *fmt, ...)
 {
-    if (line > 0)
-        fprintf(stderr, "%s:%d: ", src->path, line);
-    else
-        fprintf(stderr, "%s: ", src->path);
+    pipeline_print_place(src->path, line);
     if (key != NULL)
         fprintf(stderr, "%s: ", key);
     va_list ap;
@@ -38,12 +50,10 @@ static void HOST_PRINTF(4, 5)
 static void HOST_PRINTF(3, 4)
     set_error(struct pl_source *src, const char *assignment, const char *fmt, ...)
 {
-    fprintf(stderr, "clops: --set %s: ", assignment);
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    pipeline_print_set_error(assignment, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     src->bad_set = 1;
     src->errors++;
 }
@@ -93,16 +103,24 @@ static int is_param_name(const char *name)
     return 1;
 }
 
+/* The file's top-level group `name`; NULL when there is none, or when it is something else
+ * (reported, with `example` of what it must be). */
+static config_setting_t *top_group(struct pl_source *src, config_t *config, const char *name,
+                                   const char *example)
+{
+    config_setting_t *group = config_setting_get_member(config_root_setting(config), name);
+    if (group == NULL || config_setting_is_group(group))
+        return group;
+    report(src, config_setting_source_line(group), name, "must be a group: %s", example);
+    return NULL;
+}
+
 static void read_params(struct pl_source *src, config_t *config)
 {
-    config_setting_t *group = config_setting_get_member(config_root_setting(config), "params");
+    config_setting_t *group =
+        top_group(src, config, "params", "params = { n = 256; tol = 1e-10; };");
     if (group == NULL)
         return;
-    if (!config_setting_is_group(group)) {
-        report(src, config_setting_source_line(group), "params",
-               "must be a group: params = { n = 256; tol = 1e-10; };");
-        return;
-    }
     int count = config_setting_length(group);
     src->params.items = host_xcalloc((size_t)count + 1, sizeof *src->params.items);
     for (int i = 0; i < count; i++) {
@@ -281,14 +299,10 @@ static void read_range(struct pl_source *src, const config_setting_t *group, con
 
 static void read_sweep(struct pl_source *src, config_t *config)
 {
-    config_setting_t *group = config_setting_get_member(config_root_setting(config), "sweep");
+    config_setting_t *group = top_group(
+        src, config, "sweep", "sweep = { n = [64, 128]; zoom = { from = 1; to = 8; }; };");
     if (group == NULL)
         return;
-    if (!config_setting_is_group(group)) {
-        report(src, config_setting_source_line(group), "sweep",
-               "must be a group: sweep = { n = [64, 128]; zoom = { from = 1; to = 8; }; };");
-        return;
-    }
     int count = config_setting_length(group);
     struct sweep *sweep = &src->sweep;
     sweep->axes = host_xcalloc((size_t)count + 1, sizeof *sweep->axes);

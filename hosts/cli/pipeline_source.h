@@ -4,9 +4,12 @@
 #ifndef CLOPS_CLI_PIPELINE_SOURCE_H
 #define CLOPS_CLI_PIPELINE_SOURCE_H
 
+#include <stdarg.h>
+
 #include "pipeline_expand.h"
 #include "pipeline_params.h"
 #include "pipeline_sweep.h"
+#include "util.h"
 
 /* A --set of a setting other than a param: applied to each run's pipeline, its value's
  * `${...}` replaced by that run's values first. */
@@ -46,5 +49,13 @@ void pipeline_source_free(struct pl_source *src);
 /* Run `index` of the source's sweep (0 <= index < sweep_run_count(&src->sweep)). */
 void pipeline_source_run(const struct pl_source *src, int64_t index, struct pl_run *run);
 void pl_run_free(struct pl_run *run);
+
+/* The start of a problem's line on stderr: "path:line: ", or "path: " for a setting that has
+ * no line (one from --set). */
+void pipeline_print_place(const char *path, int line);
+/* "clops: --set ASSIGNMENT: message" and a newline on stderr: an override that cannot be
+ * applied, a usage error rather than the file's. */
+void HOST_PRINTF(2, 0)
+    pipeline_print_set_error(const char *assignment, const char *fmt, va_list ap);
 
 #endif
