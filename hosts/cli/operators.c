@@ -11,19 +11,6 @@
 #include "operators.h"
 #include "util.h"
 
-static long double load(const void *data, int32_t dtype, int64_t index)
-{
-    switch (dtype) {
-    case CLOPS_F32: return ((const float *)data)[index];
-    case CLOPS_F64: return ((const double *)data)[index];
-    case CLOPS_I32: return ((const int32_t *)data)[index];
-    case CLOPS_U32: return ((const uint32_t *)data)[index];
-    case CLOPS_U8: return ((const uint8_t *)data)[index];
-    case CLOPS_I64: return (long double)((const int64_t *)data)[index];
-    default: return NAN;
-    }
-}
-
 /* ---- gemm: C = alpha op(A) op(B) + beta C ------------------------------------------------- */
 
 /* A gemm step's operands, resolved from its arguments (given or default). */
@@ -63,7 +50,7 @@ static int gemm_operands(const struct pipeline *pl, const struct pl_step *step,
 static long double op_element(const struct pl_tensor *x, int trans, int64_t i, int64_t j)
 {
     int64_t row = trans ? j : i, col = trans ? i : j;
-    return load(x->data, x->dtype, row * x->shape[1] + col);
+    return host_load_element(x->data, x->dtype, row * x->shape[1] + col);
 }
 
 /* The largest |C - R| / (|alpha| sum_k |A_ik B_kj| + |beta C0_ij|) over the elements, with R
@@ -94,11 +81,11 @@ static double gemm_reference_error(const struct pipeline *pl, const struct pl_st
         for (int64_t j = 0; j < g.n; j++) {
             int64_t at = i * g.n + j;
             /* beta = 0 ignores C's prior contents, NaN included (the operator's contract). */
-            long double c0 = g.beta != 0.0 ? load(g.c_before, g.c->dtype, at) : 0.0L;
+            long double c0 = g.beta != 0.0 ? host_load_element(g.c_before, g.c->dtype, at) : 0.0L;
             long double ref = (long double)g.alpha * sum[j] + (long double)g.beta * c0;
             long double bound =
                 fabsl((long double)g.alpha) * scale[j] + fabsl((long double)g.beta * c0);
-            long double diff = fabsl(load(g.c->data, g.c->dtype, at) - ref);
+            long double diff = fabsl(host_load_element(g.c->data, g.c->dtype, at) - ref);
             double rel = (double)(bound > 0.0L ? diff / bound : diff);
             if (isnan(rel) || rel > worst)
                 worst = rel;
@@ -127,7 +114,7 @@ static int64_t *pivot_rows(const struct pl_tensor *ipiv, int64_t m, int64_t k)
     for (int64_t i = 0; i < m; i++)
         rows[i] = i;
     for (int64_t i = 0; i < k; i++) {
-        int64_t p = (int64_t)load(ipiv->data, ipiv->dtype, i) - 1;
+        int64_t p = (int64_t)host_load_element(ipiv->data, ipiv->dtype, i) - 1;
         if (p < i || p >= m) {
             free(rows);
             return NULL;
@@ -150,8 +137,8 @@ static long double *lu_product(const struct pl_tensor *f)
             last = last < k - 1 ? last : k - 1;
             long double sum = 0.0L;
             for (int64_t q = 0; q <= last; q++) {
-                long double l = q == i ? 1.0L : load(f->data, f->dtype, i * n + q);
-                sum += l * load(f->data, f->dtype, q * n + j);
+                long double l = q == i ? 1.0L : host_load_element(f->data, f->dtype, i * n + q);
+                sum += l * host_load_element(f->data, f->dtype, q * n + j);
             }
             p[i * n + j] = sum;
         }
@@ -165,7 +152,7 @@ static long double norm1(const void *x, int32_t dtype, int64_t m, int64_t n, int
     for (int64_t j = 0; j < (trans ? m : n); j++) {
         long double sum = 0.0L;
         for (int64_t i = 0; i < (trans ? n : m); i++)
-            sum += fabsl(load(x, dtype, trans ? j * n + i : i * n + j));
+            sum += fabsl(host_load_element(x, dtype, trans ? j * n + i : i * n + j));
         best = sum > best ? sum : best;
     }
     return best;
@@ -190,14 +177,14 @@ static double lu_residual(const struct pipeline *pl, const struct pl_step *step,
     for (int64_t j = 0; j < n; j++) {
         long double sum = 0.0L;
         for (int64_t i = 0; i < m; i++)
-            sum += fabsl(load(a0, f->dtype, rows[i] * n + j) - lu[i * n + j]);
+            sum += fabsl(host_load_element(a0, f->dtype, rows[i] * n + j) - lu[i * n + j]);
         worst = sum > worst ? sum : worst;
     }
     long double anorm = norm1(a0, f->dtype, m, n, 0), eps = unit_roundoff(f->dtype);
     free(lu);
     free(rows);
     snprintf(detail, size, "|PA-LU|_1 = %.2Le, info = %d", worst,
-             info != NULL ? (int)load(info->data, info->dtype, 0) : 0);
+             info != NULL ? (int)host_load_element(info->data, info->dtype, 0) : 0);
     if (anorm == 0.0L)
         return worst == 0.0L ? 0.0 : (double)(1.0L / eps);
     return (double)(worst / ((long double)(n > 0 ? n : 1) * anorm * eps));
@@ -238,7 +225,7 @@ static double solve_residual(const struct pipeline *pl, const struct pl_step *st
         const void *a0 = step->before[step_param_index(step, "a")];
         a = host_xmalloc((size_t)(n * n > 0 ? n * n : 1) * sizeof *a);
         for (int64_t i = 0; i < n * n; i++)
-            a[i] = load(a0, f->dtype, i);
+            a[i] = host_load_element(a0, f->dtype, i);
     } else if ((a = matrix_of_factors(f, ipiv)) == NULL) {
         snprintf(detail, size, "a pivot is out of range");
         return NAN;
@@ -253,11 +240,12 @@ static double solve_residual(const struct pipeline *pl, const struct pl_step *st
     for (int64_t c = 0; c < nrhs; c++) {
         long double rnorm = 0.0L, xnorm = 0.0L;
         for (int64_t i = 0; i < n; i++) {
-            long double r = load(b0, x->dtype, i * nrhs + c);
+            long double r = host_load_element(b0, x->dtype, i * nrhs + c);
             for (int64_t q = 0; q < n; q++)
-                r -= (trans ? a[q * n + i] : a[i * n + q]) * load(x->data, x->dtype, q * nrhs + c);
+                r -= (trans ? a[q * n + i] : a[i * n + q]) *
+                     host_load_element(x->data, x->dtype, q * nrhs + c);
             rnorm += fabsl(r);
-            xnorm += fabsl(load(x->data, x->dtype, i * nrhs + c));
+            xnorm += fabsl(host_load_element(x->data, x->dtype, i * nrhs + c));
         }
         long double denominator = (long double)n * anorm * xnorm * eps;
         long double resid = denominator > 0.0L ? rnorm / denominator

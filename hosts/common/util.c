@@ -2,6 +2,7 @@
  * allocation. */
 #include "util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,19 @@ int64_t host_dtype_size(int32_t dtype)
         if (dtypes[i].dtype == dtype)
             return dtypes[i].size;
     return 0;
+}
+
+long double host_load_element(const void *data, int32_t dtype, int64_t index)
+{
+    switch (dtype) {
+    case CLOPS_F32: return ((const float *)data)[index];
+    case CLOPS_F64: return ((const double *)data)[index];
+    case CLOPS_I32: return ((const int32_t *)data)[index];
+    case CLOPS_U32: return ((const uint32_t *)data)[index];
+    case CLOPS_U8: return ((const uint8_t *)data)[index];
+    case CLOPS_I64: return (long double)((const int64_t *)data)[index];
+    default: return NAN;
+    }
 }
 
 void host_dtype_mask_names(uint32_t mask, char *out, size_t size)

@@ -18,6 +18,9 @@ const char *host_dtype_name(int32_t dtype);
 int32_t host_dtype_from_name(const char *name);
 /* Bytes per element; 0 for an invalid dtype. */
 int64_t host_dtype_size(int32_t dtype);
+/* Element `index` of the array of `dtype` at `data`, as a long double (exact for every dtype on
+ * x86-64, whose long double has a 64-bit significand); NaN for an invalid dtype. */
+long double host_load_element(const void *data, int32_t dtype, int64_t index);
 /* Writes the names of the dtypes in `mask` (CLOPS_DTYPE_BIT()s) as "f32,f64" into `out`. */
 void host_dtype_mask_names(uint32_t mask, char *out, size_t size);
 
