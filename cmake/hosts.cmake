@@ -1,12 +1,18 @@
 # Helpers for the hosts' CMakeLists: optional languages and tests checked by expect.cmake.
 
+# clops_enable_optional_language(<lang> [<what is skipped without it>])
 # Enables LANG where a compiler for it is installed; CMAKE_<LANG>_COMPILER says whether it was.
+# Where it is not, a status message says so and what is skipped ("hosts/cpp: no CXX compiler
+# found; the C++ binding's test is skipped").
 # A macro, because enable_language belongs in the calling directory's scope.
 macro(clops_enable_optional_language lang)
   include(CheckLanguage)
   check_language(${lang})
   if(CMAKE_${lang}_COMPILER)
     enable_language(${lang})
+  elseif(${ARGC} GREATER 1)
+    file(RELATIVE_PATH clops_host_dir ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+    message(STATUS "${clops_host_dir}: no ${lang} compiler found; ${ARGV1}")
   endif()
 endmacro()
 
