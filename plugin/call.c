@@ -2,6 +2,8 @@
 #include "call.h"
 
 #include <stdalign.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "registry.h"
@@ -29,6 +31,39 @@ int32_t call_param_index(const struct op_impl *impl, const char *name)
         if (strcmp(impl->desc->params[i].name, name) == 0)
             return i;
     return -1;
+}
+
+size_t call_tuning_row(const struct pool_device *dev, const struct tuning_match *first,
+                       size_t row_size, size_t rows)
+{
+    /* Row i's match lies i rows past row 0's: it is the first member of every row. */
+    for (size_t i = 0; i + 1 < rows; i++) {
+        const struct tuning_match *m =
+            (const struct tuning_match *)((const char *)first + i * row_size);
+        if (pool_device_matches(dev, m->vendor, m->type))
+            return i;
+    }
+    return rows - 1;
+}
+
+void call_apply_settings(const struct clops_pool *pool, const struct op_impl *impl,
+                         int32_t *const *fields, size_t count)
+{
+    for (size_t s = 0; s < count; s++)
+        if (fields[s] != NULL)
+            *fields[s] = pool_op_setting(pool, impl, (int32_t)s, *fields[s]);
+}
+
+int32_t call_refuse_settings(const struct clops_pool *pool, const struct op_impl *impl,
+                             const char *fmt, ...)
+{
+    char configured[512], detail[512];
+    pool_op_describe_settings(pool, impl->desc->name, configured, sizeof configured);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return err_set(CLOPS_ERR_CONFIG, "%s: %s: %s", impl->desc->name, configured, detail);
 }
 
 /* Stages every tensor the check left to the core, in the descriptor's order. */

@@ -33,16 +33,15 @@ enum {
  * are what reaches memory bandwidth; PoCL runs a group's work-items as a loop on one core, so
  * fewer, smaller groups do there. */
 struct reduce_tuning {
-    const char *vendor; /* case-insensitive substring of the device vendor; "" = any */
-    int32_t type;       /* enum clops_device_type; 0 = any */
+    struct tuning_match match;
     int32_t wg, groups_per_cu, vec, rows_per_group, unroll;
 };
 
 static const struct reduce_tuning tunings[] = {
-    {"NVIDIA", CLOPS_DEVICE_GPU, 256, 8, 4, 32, 8},
-    {"", CLOPS_DEVICE_GPU, 256, 4, 4, 32, 4},
-    {"", CLOPS_DEVICE_CPU, 64, 4, 4, 16, 2},
-    {"", 0, 64, 4, 1, 16, 1},
+    {{"NVIDIA", CLOPS_DEVICE_GPU}, 256, 8, 4, 32, 8},
+    {{"", CLOPS_DEVICE_GPU}, 256, 4, 4, 32, 4},
+    {{"", CLOPS_DEVICE_CPU}, 64, 4, 4, 16, 2},
+    {{"", 0}, 64, 4, 1, 16, 1},
 };
 
 /* The fewest elements a work-item folds in one part of a row cut into parts (reduce_axis): below
@@ -75,25 +74,17 @@ static const struct op_settings reduce_settings = {
 static int32_t tuning_for(struct clops_pool *pool, const struct pool_device *dev,
                           struct reduce_tuning *out)
 {
-    size_t i = 0;
-    while (!pool_device_matches(dev, tunings[i].vendor, tunings[i].type))
-        i++; /* the last row matches every device */
-    *out = tunings[i];
-    out->wg = pool_op_setting(pool, &impl_reduce, SET_WG, out->wg);
-    out->vec = pool_op_setting(pool, &impl_reduce, SET_VEC, out->vec);
-    out->groups_per_cu = pool_op_setting(pool, &impl_reduce, SET_GROUPS_PER_CU, out->groups_per_cu);
-    out->rows_per_group =
-        pool_op_setting(pool, &impl_reduce, SET_ROWS_PER_GROUP, out->rows_per_group);
-    out->unroll = pool_op_setting(pool, &impl_reduce, SET_UNROLL, out->unroll);
+    *out = tunings[CALL_TUNING_ROW(tunings, dev)];
+    /* In the order of the settings (SET_WG ...). */
+    int32_t *const fields[] = {&out->wg, &out->vec, &out->groups_per_cu, &out->rows_per_group,
+                               &out->unroll};
+    call_apply_settings(pool, &impl_reduce, fields, sizeof fields / sizeof fields[0]);
     if (!is_power_of_two(out->wg) || !is_power_of_two(out->vec) ||
-        !is_power_of_two(out->rows_per_group) || out->rows_per_group > out->wg) {
-        char configured[512];
-        pool_op_describe_settings(pool, op_name, configured, sizeof configured);
-        return err_set(CLOPS_ERR_CONFIG,
-                       "%s: %s: wg %d, vec %d, rows_per_group %d: wg must be a power of two, vec "
-                       "1, 2, 4, 8 or 16, rows_per_group a power of two <= wg",
-                       op_name, configured, (int)out->wg, (int)out->vec, (int)out->rows_per_group);
-    }
+        !is_power_of_two(out->rows_per_group) || out->rows_per_group > out->wg)
+        return call_refuse_settings(pool, &impl_reduce,
+                                    "wg %d, vec %d, rows_per_group %d: wg must be a power of two, "
+                                    "vec 1, 2, 4, 8 or 16, rows_per_group a power of two <= wg",
+                                    (int)out->wg, (int)out->vec, (int)out->rows_per_group);
     return CLOPS_OK;
 }
 

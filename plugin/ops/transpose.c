@@ -31,14 +31,13 @@ enum {
  * for the scalar kernel; the in-place kernel, scalar, stays faster at 32 x 8 (0.255 ms against
  * 0.317 at 64 x 16). */
 static const struct transpose_tiles {
-    const char *vendor; /* case-insensitive substring of the device vendor; "" = any */
-    int32_t type;       /* enum clops_device_type; 0 = any */
+    struct tuning_match match;
     int32_t tile, rows, vec_bytes, vec_tile, vec_rows;
 } tunings[] = {
-    {"NVIDIA", CLOPS_DEVICE_GPU, 32, 8, 16, 64, 16},
-    {"", CLOPS_DEVICE_GPU, 32, 8, 16, 64, 16},
-    {"", CLOPS_DEVICE_CPU, 32, 8, 16, 32, 8},
-    {"", 0, 16, 4, 1, 16, 4},
+    {{"NVIDIA", CLOPS_DEVICE_GPU}, 32, 8, 16, 64, 16},
+    {{"", CLOPS_DEVICE_GPU}, 32, 8, 16, 64, 16},
+    {{"", CLOPS_DEVICE_CPU}, 32, 8, 16, 32, 8},
+    {{"", 0}, 16, 4, 1, 16, 4},
 };
 
 /* The tiles as settings (operators.transpose.tile = 16; rows = 4;), each replacing the table's. */
@@ -68,23 +67,17 @@ static void fit_rows(int32_t tile, int32_t *rows, size_t max_group)
 static int32_t tiles_for(struct clops_pool *pool, const struct pool_device *dev,
                          struct transpose_tiles *out)
 {
-    size_t i = 0;
-    while (!pool_device_matches(dev, tunings[i].vendor, tunings[i].type))
-        i++; /* the last row matches every device */
-    *out = tunings[i];
-    out->tile = pool_op_setting(pool, &impl_transpose, SET_TILE, out->tile);
-    out->rows = pool_op_setting(pool, &impl_transpose, SET_ROWS, out->rows);
-    out->vec_bytes = pool_op_setting(pool, &impl_transpose, SET_VEC_BYTES, out->vec_bytes);
-    out->vec_tile = pool_op_setting(pool, &impl_transpose, SET_VEC_TILE, out->vec_tile);
-    out->vec_rows = pool_op_setting(pool, &impl_transpose, SET_VEC_ROWS, out->vec_rows);
-    if (out->tile % out->rows != 0 || out->vec_tile % out->vec_rows != 0) {
-        char configured[512];
-        pool_op_describe_settings(pool, op_name, configured, sizeof configured);
-        return err_set(CLOPS_ERR_CONFIG,
-                       "%s: %s: tile %d must be a multiple of rows %d, vec_tile %d of vec_rows %d",
-                       op_name, configured, (int)out->tile, (int)out->rows, (int)out->vec_tile,
-                       (int)out->vec_rows);
-    }
+    *out = tunings[CALL_TUNING_ROW(tunings, dev)];
+    /* In the order of the settings (SET_TILE ...). */
+    int32_t *const fields[] = {&out->tile, &out->rows, &out->vec_bytes, &out->vec_tile,
+                               &out->vec_rows};
+    call_apply_settings(pool, &impl_transpose, fields, sizeof fields / sizeof fields[0]);
+    if (out->tile % out->rows != 0 || out->vec_tile % out->vec_rows != 0)
+        return call_refuse_settings(pool, &impl_transpose,
+                                    "tile %d must be a multiple of rows %d, vec_tile %d of "
+                                    "vec_rows %d",
+                                    (int)out->tile, (int)out->rows, (int)out->vec_tile,
+                                    (int)out->vec_rows);
     const size_t max_group = pool_device_max_work_group(dev);
     fit_rows(out->tile, &out->rows, max_group);
     fit_rows(out->vec_tile, &out->vec_rows, max_group);
