@@ -284,6 +284,39 @@ int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int
     return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, call->impl, dtype);
 }
 
+int32_t lu_call_factor(struct op_call *call, const struct clops_tensor *a, int32_t pivoting,
+                       int64_t npiv)
+{
+    struct lu_call *l = call->plan;
+    int32_t status = lu_call_open(call, l, a->dtype, npiv);
+    if (status == CLOPS_OK)
+        status = lu_stage(&l->ctx, a, "a", &l->a);
+    if (status == CLOPS_OK)
+        status = lu_factor(&l->ctx, &l->a.m, pivoting, l->piv, &l->inf);
+    return status;
+}
+
+int32_t lu_call_write_factors(struct op_call *call, const struct clops_tensor *ipiv,
+                              const struct clops_tensor *info, int64_t npiv)
+{
+    struct lu_call *l = call->plan;
+    int32_t status = lu_unstage(&l->ctx, &l->a);
+    if (status == CLOPS_OK)
+        status = lu_write_pivots(&l->ctx, ipiv, l->piv, npiv, info, l->inf, 0);
+    if (status == CLOPS_OK)
+        status = lu_ctx_finish(&l->ctx);
+    return status;
+}
+
+void lu_call_commit(struct op_call *call, const struct clops_tensor *ipiv,
+                    const struct clops_tensor *info, int64_t npiv)
+{
+    struct lu_call *l = call->plan;
+    lu_commit(&l->a);
+    lu_commit(&l->b);
+    lu_write_pivots(&l->ctx, ipiv, l->piv, npiv, info, l->inf, 1);
+}
+
 void lu_call_release(struct op_call *call)
 {
     struct lu_call *l = call->plan;

@@ -98,6 +98,18 @@ struct lu_call {
 
 /* The first step of an enqueue: the context for `dtype` and room for `npiv` pivots. */
 int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t npiv);
+/* getrf, the device steps of lu and solve before their own: opens the call (l = call->plan,
+ * room for `npiv` pivots), stages `a` (parameter "a") and factors it with `pivoting`, its pivots
+ * into l->piv and its info into l->inf. */
+int32_t lu_call_factor(struct op_call *call, const struct clops_tensor *a, int32_t pivoting,
+                       int64_t npiv);
+/* Their last device steps: the factors back into a (lu_unstage), the `npiv` pivots into ipiv
+ * and info where those are device tensors, and the wait for the device. */
+int32_t lu_call_write_factors(struct op_call *call, const struct clops_tensor *ipiv,
+                              const struct clops_tensor *info, int64_t npiv);
+/* Their commit step: a and b (where downloaded) and ipiv and info (where in host memory). */
+void lu_call_commit(struct op_call *call, const struct clops_tensor *ipiv,
+                    const struct clops_tensor *info, int64_t npiv);
 /* The release step of all three (op_impl.release). */
 void lu_call_release(struct op_call *call);
 /* Leaves every tensor parameter to the engine (in an operator's check). */

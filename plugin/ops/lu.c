@@ -59,31 +59,18 @@ static int64_t pivot_count(const struct clops_tensor *a)
  * waits for the device; the host outputs are written by lu_commit, once all that succeeded. */
 static int32_t lu_enqueue(struct op_call *call)
 {
-    struct lu_call *l = call->plan;
     const union op_value *v = call->values;
-    const struct clops_tensor *a = v[P_A].tensor;
-    int32_t status = lu_call_open(call, l, a->dtype, pivot_count(a));
+    const int64_t npiv = pivot_count(v[P_A].tensor);
+    int32_t status = lu_call_factor(call, v[P_A].tensor, v[P_PIVOTING].i32, npiv);
     if (status == CLOPS_OK)
-        status = lu_stage(&l->ctx, a, "a", &l->a);
-    if (status == CLOPS_OK)
-        status = lu_factor(&l->ctx, &l->a.m, v[P_PIVOTING].i32, l->piv, &l->inf);
-    if (status == CLOPS_OK)
-        status = lu_unstage(&l->ctx, &l->a);
-    if (status == CLOPS_OK)
-        status = lu_write_pivots(&l->ctx, v[P_IPIV].tensor, l->piv, pivot_count(a),
-                                 v[P_INFO].tensor, l->inf, 0);
-    if (status == CLOPS_OK)
-        status = lu_ctx_finish(&l->ctx);
+        status = lu_call_write_factors(call, v[P_IPIV].tensor, v[P_INFO].tensor, npiv);
     return status;
 }
 
 static void lu_commit_step(struct op_call *call)
 {
-    struct lu_call *l = call->plan;
     const union op_value *v = call->values;
-    lu_commit(&l->a);
-    lu_write_pivots(&l->ctx, v[P_IPIV].tensor, l->piv, pivot_count(v[P_A].tensor), v[P_INFO].tensor,
-                    l->inf, 1);
+    lu_call_commit(call, v[P_IPIV].tensor, v[P_INFO].tensor, pivot_count(v[P_A].tensor));
 }
 
 static int32_t lu_entry(struct clops_pool *pool, const struct clops_tensor *a,

@@ -51,32 +51,19 @@ static int32_t solve_enqueue(struct op_call *call)
 {
     struct lu_call *l = call->plan;
     const union op_value *v = call->values;
-    const struct clops_tensor *a = v[P_A].tensor;
-    const int64_t n = a->shape[0];
-    int32_t status = lu_call_open(call, l, a->dtype, n);
-    if (status == CLOPS_OK)
-        status = lu_stage(&l->ctx, a, "a", &l->a);
-    if (status == CLOPS_OK)
-        status = lu_factor(&l->ctx, &l->a.m, LU_PIVOTING_PARTIAL, l->piv, &l->inf);
+    const int64_t n = v[P_A].tensor->shape[0];
+    int32_t status = lu_call_factor(call, v[P_A].tensor, LU_PIVOTING_PARTIAL, n);
     if (status == CLOPS_OK && l->inf == 0)
         status = lu_solve_tensor(&l->ctx, &l->a.m, l->piv, v[P_B].tensor, 0, &l->b);
     if (status == CLOPS_OK)
-        status = lu_unstage(&l->ctx, &l->a);
-    if (status == CLOPS_OK)
-        status = lu_write_pivots(&l->ctx, v[P_IPIV].tensor, l->piv, n, v[P_INFO].tensor, l->inf, 0);
-    if (status == CLOPS_OK)
-        status = lu_ctx_finish(&l->ctx);
+        status = lu_call_write_factors(call, v[P_IPIV].tensor, v[P_INFO].tensor, n);
     return status;
 }
 
 static void solve_commit(struct op_call *call)
 {
-    struct lu_call *l = call->plan;
     const union op_value *v = call->values;
-    lu_commit(&l->a);
-    lu_commit(&l->b);
-    lu_write_pivots(&l->ctx, v[P_IPIV].tensor, l->piv, v[P_A].tensor->shape[0], v[P_INFO].tensor,
-                    l->inf, 1);
+    lu_call_commit(call, v[P_IPIV].tensor, v[P_INFO].tensor, v[P_A].tensor->shape[0]);
 }
 
 static int32_t solve_entry(struct clops_pool *pool, const struct clops_tensor *a,
