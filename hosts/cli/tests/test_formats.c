@@ -1205,38 +1205,34 @@ START_TEST(test_write_removes_temporary_files_of_killed_writers)
 }
 END_TEST
 
-int main(void)
-{
-    const struct cli_suite suite = {"formats", "formats", make_dir, remove_dir};
-    const struct cli_test tests[] = {
-        CLI_TEST(test_npy_round_trips_every_dtype_and_shape),
-        CLI_TEST(test_npy_empty_tensor_round_trips),
-        CLI_TEST(test_npy_fortran_order_is_transposed_to_row_major),
-        CLI_TEST(test_npy_versions_2_and_3_are_read),
-        CLI_TEST(test_npy_header_dict_parsed_in_any_spacing_and_order),
-        CLI_TEST(test_npy_malformed_files_are_rejected_with_the_fault_named),
-        CLI_TEST(test_messages_quoting_file_bytes_have_no_control_characters),
-        CLI_TEST(test_read_npy_checks_the_wanted_dtype),
-        CLI_TEST(test_mtx_round_trips_every_dtype_in_ranks_1_and_2),
-        CLI_TEST(test_mtx_written_column_major_with_the_right_banner),
-        CLI_TEST(test_mtx_coordinate_general_expands_and_sums_duplicates),
-        CLI_TEST(test_mtx_coordinate_symmetric_and_skew_are_mirrored),
-        CLI_TEST(test_mtx_pattern_reads_as_ones),
-        CLI_TEST(test_mtx_array_formats_fill_column_by_column),
-        CLI_TEST(test_mtx_malformed_files_name_the_line),
-        CLI_TEST(test_raw_round_trips_every_dtype_and_shape),
-        CLI_TEST(test_raw_of_the_wrong_size_states_both_sizes),
-        CLI_TEST(test_csv_rows_read_back_to_the_same_values),
-        CLI_TEST(test_png_pixels_read_back_exactly),
-        CLI_TEST(test_png_rejects_other_shapes_and_dtypes_writing_nothing),
-        CLI_TEST(test_failed_write_leaves_the_destination_and_no_temporary_file),
-        CLI_TEST(test_unwritable_destinations_fail_cleanly),
-        CLI_TEST(test_write_creates_parents_and_replaces_with_umask_mode),
-        CLI_TEST(test_kind_from_extension_ignoring_case),
-        CLI_TEST(test_fifo_input_is_refused_without_blocking),
-        CLI_TEST(test_mtx_of_no_rows_and_huge_columns_is_written_at_once),
-        CLI_TEST(test_reads_over_the_limit_are_refused_before_allocating),
-        CLI_TEST(test_write_removes_temporary_files_of_killed_writers),
-    };
-    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
-}
+static const struct cli_test tests[] = {
+    CLI_TEST(test_npy_round_trips_every_dtype_and_shape),
+    CLI_TEST(test_npy_empty_tensor_round_trips),
+    CLI_TEST(test_npy_fortran_order_is_transposed_to_row_major),
+    CLI_TEST(test_npy_versions_2_and_3_are_read),
+    CLI_TEST(test_npy_header_dict_parsed_in_any_spacing_and_order),
+    CLI_TEST(test_npy_malformed_files_are_rejected_with_the_fault_named),
+    CLI_TEST(test_messages_quoting_file_bytes_have_no_control_characters),
+    CLI_TEST(test_read_npy_checks_the_wanted_dtype),
+    CLI_TEST(test_mtx_round_trips_every_dtype_in_ranks_1_and_2),
+    CLI_TEST(test_mtx_written_column_major_with_the_right_banner),
+    CLI_TEST(test_mtx_coordinate_general_expands_and_sums_duplicates),
+    CLI_TEST(test_mtx_coordinate_symmetric_and_skew_are_mirrored),
+    CLI_TEST(test_mtx_pattern_reads_as_ones),
+    CLI_TEST(test_mtx_array_formats_fill_column_by_column),
+    CLI_TEST(test_mtx_malformed_files_name_the_line),
+    CLI_TEST(test_raw_round_trips_every_dtype_and_shape),
+    CLI_TEST(test_raw_of_the_wrong_size_states_both_sizes),
+    CLI_TEST(test_csv_rows_read_back_to_the_same_values),
+    CLI_TEST(test_png_pixels_read_back_exactly),
+    CLI_TEST(test_png_rejects_other_shapes_and_dtypes_writing_nothing),
+    CLI_TEST(test_failed_write_leaves_the_destination_and_no_temporary_file),
+    CLI_TEST(test_unwritable_destinations_fail_cleanly),
+    CLI_TEST(test_write_creates_parents_and_replaces_with_umask_mode),
+    CLI_TEST(test_kind_from_extension_ignoring_case),
+    CLI_TEST(test_fifo_input_is_refused_without_blocking),
+    CLI_TEST(test_mtx_of_no_rows_and_huge_columns_is_written_at_once),
+    CLI_TEST(test_reads_over_the_limit_are_refused_before_allocating),
+    CLI_TEST(test_write_removes_temporary_files_of_killed_writers),
+};
+CLI_SUITE("formats", "formats", make_dir, remove_dir, tests);

@@ -366,19 +366,15 @@ START_TEST(test_write_failure_is_an_io_error)
 }
 END_TEST
 
-int main(void)
-{
-    const struct cli_suite suite = {"json", "writer", NULL, NULL};
-    const struct cli_test tests[] = {
-        CLI_LOOP(test_documents_are_written_exactly, DOCUMENT_COUNT),
-        CLI_LOOP(test_misuse_is_reported_without_malformed_output, MISUSE_COUNT),
-        CLI_TEST(test_strings_escape_quotes_backslash_and_controls),
-        CLI_TEST(test_valid_utf8_passes_through),
-        CLI_TEST(test_invalid_utf8_bytes_become_replacement_characters),
-        CLI_TEST(test_doubles_use_the_shortest_round_trip),
-        CLI_TEST(test_doubles_read_back_exactly),
-        CLI_TEST(test_nesting_deeper_than_the_limit_is_misuse),
-        CLI_TEST(test_write_failure_is_an_io_error),
-    };
-    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
-}
+static const struct cli_test tests[] = {
+    CLI_LOOP(test_documents_are_written_exactly, DOCUMENT_COUNT),
+    CLI_LOOP(test_misuse_is_reported_without_malformed_output, MISUSE_COUNT),
+    CLI_TEST(test_strings_escape_quotes_backslash_and_controls),
+    CLI_TEST(test_valid_utf8_passes_through),
+    CLI_TEST(test_invalid_utf8_bytes_become_replacement_characters),
+    CLI_TEST(test_doubles_use_the_shortest_round_trip),
+    CLI_TEST(test_doubles_read_back_exactly),
+    CLI_TEST(test_nesting_deeper_than_the_limit_is_misuse),
+    CLI_TEST(test_write_failure_is_an_io_error),
+};
+CLI_SUITE("json", "writer", NULL, NULL, tests);

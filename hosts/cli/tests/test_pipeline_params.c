@@ -384,20 +384,16 @@ START_TEST(test_output_names_carry_the_swept_values_safely)
 }
 END_TEST
 
-int main(void)
-{
-    const struct cli_suite suite = {"pipeline_params", "params", make_params, free_params};
-    const struct cli_test tests[] = {
-        CLI_TEST(test_arithmetic_follows_c_precedence_and_truncation),
-        CLI_TEST(test_arithmetic_errors_name_the_problem),
-        CLI_TEST(test_a_name_alone_keeps_its_type),
-        CLI_TEST(test_values_become_libconfig_literals_or_string_text),
-        CLI_TEST(test_scan_finds_each_reference_with_its_line_and_setting),
-        CLI_TEST(test_scan_reports_what_libconfig_would_not_read),
-        CLI_TEST(test_expansion_replaces_values_and_reports_every_problem),
-        CLI_TEST(test_sweep_runs_every_combination_the_first_param_slowest),
-        CLI_TEST(test_float_ranges_do_not_build_up_rounding),
-        CLI_TEST(test_output_names_carry_the_swept_values_safely),
-    };
-    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
-}
+static const struct cli_test tests[] = {
+    CLI_TEST(test_arithmetic_follows_c_precedence_and_truncation),
+    CLI_TEST(test_arithmetic_errors_name_the_problem),
+    CLI_TEST(test_a_name_alone_keeps_its_type),
+    CLI_TEST(test_values_become_libconfig_literals_or_string_text),
+    CLI_TEST(test_scan_finds_each_reference_with_its_line_and_setting),
+    CLI_TEST(test_scan_reports_what_libconfig_would_not_read),
+    CLI_TEST(test_expansion_replaces_values_and_reports_every_problem),
+    CLI_TEST(test_sweep_runs_every_combination_the_first_param_slowest),
+    CLI_TEST(test_float_ranges_do_not_build_up_rounding),
+    CLI_TEST(test_output_names_carry_the_swept_values_safely),
+};
+CLI_SUITE("pipeline_params", "params", make_params, free_params, tests);

@@ -150,17 +150,13 @@ START_TEST(test_durations_read_in_their_unit)
 }
 END_TEST
 
-int main(void)
-{
-    const struct cli_suite suite = {"pipeline_progress", "model", make_sweep, free_sweep};
-    const struct cli_test tests[] = {
-        CLI_TEST(test_items_are_numbered_run_by_run),
-        CLI_TEST(test_before_any_measurement_calls_count_and_no_eta),
-        CLI_TEST(test_a_step_is_expected_to_scale_with_its_work),
-        CLI_TEST(test_an_overrunning_call_keeps_the_rest),
-        CLI_TEST(test_an_unmeasured_step_takes_its_units_rate),
-        CLI_TEST(test_steps_after_a_failure_are_skipped),
-        CLI_TEST(test_durations_read_in_their_unit),
-    };
-    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
-}
+static const struct cli_test tests[] = {
+    CLI_TEST(test_items_are_numbered_run_by_run),
+    CLI_TEST(test_before_any_measurement_calls_count_and_no_eta),
+    CLI_TEST(test_a_step_is_expected_to_scale_with_its_work),
+    CLI_TEST(test_an_overrunning_call_keeps_the_rest),
+    CLI_TEST(test_an_unmeasured_step_takes_its_units_rate),
+    CLI_TEST(test_steps_after_a_failure_are_skipped),
+    CLI_TEST(test_durations_read_in_their_unit),
+};
+CLI_SUITE("pipeline_progress", "model", make_sweep, free_sweep, tests);

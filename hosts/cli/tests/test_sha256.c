@@ -127,14 +127,10 @@ START_TEST(test_a_file_hashes_as_its_bytes)
 }
 END_TEST
 
-int main(void)
-{
-    const struct cli_suite suite = {"sha256", "sha256", NULL, NULL};
-    const struct cli_test tests[] = {
-        CLI_TEST(test_fips_180_4_examples),
-        CLI_TEST(test_a_million_as),
-        CLI_TEST(test_padding_boundaries_in_pieces_of_every_size),
-        CLI_TEST(test_a_file_hashes_as_its_bytes),
-    };
-    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
-}
+static const struct cli_test tests[] = {
+    CLI_TEST(test_fips_180_4_examples),
+    CLI_TEST(test_a_million_as),
+    CLI_TEST(test_padding_boundaries_in_pieces_of_every_size),
+    CLI_TEST(test_a_file_hashes_as_its_bytes),
+};
+CLI_SUITE("sha256", "sha256", NULL, NULL, tests);

@@ -237,17 +237,13 @@ START_TEST(test_json_reader)
 }
 END_TEST
 
-int main(void)
-{
-    const struct cli_suite suite = {"shard", "shard", NULL, NULL};
-    const struct cli_test tests[] = {
-        CLI_TEST(test_explicit_k_of_n),
-        CLI_TEST(test_auto_reads_slurm_arrays),
-        CLI_TEST(test_auto_reads_mpi_launchers),
-        CLI_TEST(test_round_robin_covers_every_run_once),
-        CLI_TEST(test_manifest_names_round_trip),
-        CLI_TEST(test_device_choice),
-        CLI_TEST(test_json_reader),
-    };
-    return cli_run_suite(&suite, tests, CLI_COUNT(tests));
-}
+static const struct cli_test tests[] = {
+    CLI_TEST(test_explicit_k_of_n),
+    CLI_TEST(test_auto_reads_slurm_arrays),
+    CLI_TEST(test_auto_reads_mpi_launchers),
+    CLI_TEST(test_round_robin_covers_every_run_once),
+    CLI_TEST(test_manifest_names_round_trip),
+    CLI_TEST(test_device_choice),
+    CLI_TEST(test_json_reader),
+};
+CLI_SUITE("shard", "shard", NULL, NULL, tests);
