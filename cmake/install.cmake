@@ -21,6 +21,7 @@ endif()
 install(TARGETS clops_headers EXPORT clopsTargets)
 install(FILES ${PROJECT_SOURCE_DIR}/abi/clops.h ${PROJECT_SOURCE_DIR}/hosts/cpp/clops.hpp
               ${PROJECT_SOURCE_DIR}/hosts/fortran/clops.f90
+              ${PROJECT_SOURCE_DIR}/hosts/fortran/clops_real.inc
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/clops COMPONENT dev)
 
 set(clops_programs clops_cli)

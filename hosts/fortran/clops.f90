@@ -9,7 +9,11 @@
 ! Errors: every call takes an optional `status` (intent(out), enum clops_status). When it is
 ! present a failure is returned there and clops_error_message() says what went wrong; when it is
 ! absent a failure stops the program with that message, as an I/O statement without iostat= does.
-module clops
+!
+! Programs use module clops, at the end of this file. It gathers clops_core (the mirrors,
+! loading, errors and the calls on tensors) and the typed operators of clops_real.inc, written
+! once and compiled for each real kind by clops_real64 and clops_real32.
+module clops_core
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: error_unit, real32, real64
     implicit none
@@ -197,20 +201,9 @@ module clops
     public :: clops_pool_create, clops_pool_release
     public :: clops_error_message, clops_status_name
     public :: clops_op_find, clops_op_param, clops_param_name
-    public :: gemm, lu, solve, lu_solve
-
-    interface gemm
-        module procedure gemm_f64, gemm_f32
-    end interface
-    interface lu
-        module procedure lu_f64, lu_f32
-    end interface
-    interface solve
-        module procedure solve_f64, solve_f64_vector, solve_f32, solve_f32_vector
-    end interface
-    interface lu_solve
-        module procedure lu_solve_f64, lu_solve_f64_vector, lu_solve_f32, lu_solve_f32_vector
-    end interface
+    ! For clops_real.inc's modules only (module clops does not export them): the operators'
+    ! calls on tensors, and the tensor over an array.
+    public :: call_gemm, call_lu_or_solve, call_lu_solve, array_tensor
 
     ! ---- libdl and libc ---------------------------------------------------------------------
     integer(c_int), parameter :: RTLD_NOW = 2, RTLD_LOCAL = 0 ! glibc's values
@@ -597,45 +590,15 @@ contains
         end do
     end function
 
-    function tensor_f64(a) result(t)
-        real(real64), intent(in), target :: a(:, :)
-        type(clops_tensor) :: t
-        type(c_ptr) :: next(2)
-        next = c_null_ptr
-        if (size(a) == 0) then
-            t = array_tensor(CLOPS_F64, 8, shape(a), c_null_ptr, next)
-            return
-        end if
-        if (size(a, 1) > 1) next(1) = c_loc(a(2, 1))
-        if (size(a, 2) > 1) next(2) = c_loc(a(1, 2))
-        t = array_tensor(CLOPS_F64, 8, shape(a), c_loc(a(1, 1)), next)
-    end function
-
-    function tensor_f32(a) result(t)
-        real(real32), intent(in), target :: a(:, :)
-        type(clops_tensor) :: t
-        type(c_ptr) :: next(2)
-        next = c_null_ptr
-        if (size(a) == 0) then
-            t = array_tensor(CLOPS_F32, 4, shape(a), c_null_ptr, next)
-            return
-        end if
-        if (size(a, 1) > 1) next(1) = c_loc(a(2, 1))
-        if (size(a, 2) > 1) next(2) = c_loc(a(1, 2))
-        t = array_tensor(CLOPS_F32, 4, shape(a), c_loc(a(1, 1)), next)
-    end function
-
     function tensor_i32(v) result(t)
         integer(c_int32_t), intent(in), target :: v(:)
         type(clops_tensor) :: t
-        type(c_ptr) :: next(1)
+        type(c_ptr) :: first, next(1)
+        first = c_null_ptr
         next = c_null_ptr
-        if (size(v) == 0) then
-            t = array_tensor(CLOPS_I32, 4, [size(v)], c_null_ptr, next)
-            return
-        end if
+        if (size(v) > 0) first = c_loc(v(1))
         if (size(v) > 1) next(1) = c_loc(v(2))
-        t = array_tensor(CLOPS_I32, 4, [size(v)], c_loc(v(1)), next)
+        t = array_tensor(CLOPS_I32, 4, [size(v)], first, next)
     end function
 
     integer(c_int32_t) function trans_code(trans)
@@ -646,8 +609,9 @@ contains
         end if
     end function
 
-    ! ---- gemm: C = alpha op(A) op(B) + beta C -----------------------------------------------
+    ! ---- The operators' calls on tensors (clops_real.inc makes the tensors) ------------------
 
+    ! gemm: C = alpha op(A) op(B) + beta C.
     subroutine call_gemm(pool, a, b, c, alpha, beta, trans_a, trans_b, status)
         type(clops_pool), intent(in) :: pool
         type(clops_tensor), intent(in) :: a, b, c
@@ -665,148 +629,39 @@ contains
         call deliver(result_status, status)
     end subroutine
 
-    ! c = alpha op(a) op(b) + beta c; alpha defaults to 1, beta to 0 (c is then not read);
-    ! trans_a/trans_b = .true. use the transpose, without a copy.
-    subroutine gemm_f64(pool, a, b, c, alpha, beta, trans_a, trans_b, status)
-        type(clops_pool), intent(in) :: pool
-        real(real64), intent(in), target :: a(:, :), b(:, :)
-        real(real64), intent(inout), target :: c(:, :)
-        real(real64), intent(in), optional :: alpha, beta
-        logical, intent(in), optional :: trans_a, trans_b
-        integer(c_int32_t), intent(out), optional :: status
-        real(c_double) :: alpha_value, beta_value
-        alpha_value = 1
-        beta_value = 0
-        if (present(alpha)) alpha_value = alpha
-        if (present(beta)) beta_value = beta
-        call call_gemm(pool, tensor_f64(a), tensor_f64(b), tensor_f64(c), alpha_value, &
-                       beta_value, trans_a, trans_b, status)
-    end subroutine
-
-    subroutine gemm_f32(pool, a, b, c, alpha, beta, trans_a, trans_b, status)
-        type(clops_pool), intent(in) :: pool
-        real(real32), intent(in), target :: a(:, :), b(:, :)
-        real(real32), intent(inout), target :: c(:, :)
-        real(real32), intent(in), optional :: alpha, beta
-        logical, intent(in), optional :: trans_a, trans_b
-        integer(c_int32_t), intent(out), optional :: status
-        real(c_double) :: alpha_value, beta_value
-        alpha_value = 1
-        beta_value = 0
-        if (present(alpha)) alpha_value = real(alpha, c_double)
-        if (present(beta)) beta_value = real(beta, c_double)
-        call call_gemm(pool, tensor_f32(a), tensor_f32(b), tensor_f32(c), alpha_value, &
-                       beta_value, trans_a, trans_b, status)
-    end subroutine
-
-    ! ---- lu: P A = L U (getrf) --------------------------------------------------------------
-
-    subroutine call_lu(pool, a, ipiv, info, status)
+    ! lu (b absent), P A = L U (getrf), or solve (b present), A X = B (gesv); both give LAPACK's
+    ! info.
+    subroutine call_lu_or_solve(pool, a, b, ipiv, info, status)
         type(clops_pool), intent(in) :: pool
         type(clops_tensor), intent(in) :: a
+        type(clops_tensor), intent(in), optional :: b
         integer(c_int32_t), intent(inout), target :: ipiv(:)
         integer(c_int32_t), intent(out) :: info
         integer(c_int32_t), intent(out), optional :: status
-        procedure(lu_fn), pointer :: fn
+        procedure(lu_fn), pointer :: lu_call
+        procedure(solve_fn), pointer :: solve_call
         integer(c_int32_t), target :: info_value(1)
         integer(c_int32_t) :: result_status
         info_value = 0
-        result_status = ready(pool, lu_entry, 'lu')
-        if (result_status == CLOPS_OK) then
-            call c_f_procpointer(lu_entry, fn)
-            result_status = fn(pool%handle, a, tensor_i32(ipiv), tensor_i32(info_value), 0)
+        if (present(b)) then
+            result_status = ready(pool, solve_entry, 'solve')
+            if (result_status == CLOPS_OK) then
+                call c_f_procpointer(solve_entry, solve_call)
+                result_status = solve_call(pool%handle, a, b, tensor_i32(ipiv), &
+                                           tensor_i32(info_value))
+            end if
+        else
+            result_status = ready(pool, lu_entry, 'lu')
+            if (result_status == CLOPS_OK) then
+                call c_f_procpointer(lu_entry, lu_call)
+                result_status = lu_call(pool%handle, a, tensor_i32(ipiv), tensor_i32(info_value), 0)
+            end if
         end if
         info = info_value(1)
         call deliver(result_status, status)
     end subroutine
 
-    ! Factors a (M×N) in place; ipiv (at least min(M,N)) receives LAPACK's 1-based interchanges
-    ! and info 0, or k > 0 when U(k,k) is exactly zero.
-    subroutine lu_f64(pool, a, ipiv, info, status)
-        type(clops_pool), intent(in) :: pool
-        real(real64), intent(inout), target :: a(:, :)
-        integer(c_int32_t), intent(inout), target :: ipiv(:)
-        integer(c_int32_t), intent(out) :: info
-        integer(c_int32_t), intent(out), optional :: status
-        call call_lu(pool, tensor_f64(a), ipiv, info, status)
-    end subroutine
-
-    subroutine lu_f32(pool, a, ipiv, info, status)
-        type(clops_pool), intent(in) :: pool
-        real(real32), intent(inout), target :: a(:, :)
-        integer(c_int32_t), intent(inout), target :: ipiv(:)
-        integer(c_int32_t), intent(out) :: info
-        integer(c_int32_t), intent(out), optional :: status
-        call call_lu(pool, tensor_f32(a), ipiv, info, status)
-    end subroutine
-
-    ! ---- solve: A X = B (gesv) --------------------------------------------------------------
-
-    subroutine call_solve(pool, a, b, ipiv, info, status)
-        type(clops_pool), intent(in) :: pool
-        type(clops_tensor), intent(in) :: a, b
-        integer(c_int32_t), intent(inout), target :: ipiv(:)
-        integer(c_int32_t), intent(out) :: info
-        integer(c_int32_t), intent(out), optional :: status
-        procedure(solve_fn), pointer :: fn
-        integer(c_int32_t), target :: info_value(1)
-        integer(c_int32_t) :: result_status
-        info_value = 0
-        result_status = ready(pool, solve_entry, 'solve')
-        if (result_status == CLOPS_OK) then
-            call c_f_procpointer(solve_entry, fn)
-            result_status = fn(pool%handle, a, b, tensor_i32(ipiv), tensor_i32(info_value))
-        end if
-        info = info_value(1)
-        call deliver(result_status, status)
-    end subroutine
-
-    ! Overwrites a (N×N) by its LU factors and b (N×NRHS, or a vector of N) by X; ipiv and info
-    ! as lu's. info > 0: A is singular and b is left untouched.
-    subroutine solve_f64(pool, a, b, ipiv, info, status)
-        type(clops_pool), intent(in) :: pool
-        real(real64), intent(inout), target :: a(:, :), b(:, :)
-        integer(c_int32_t), intent(inout), target :: ipiv(:)
-        integer(c_int32_t), intent(out) :: info
-        integer(c_int32_t), intent(out), optional :: status
-        call call_solve(pool, tensor_f64(a), tensor_f64(b), ipiv, info, status)
-    end subroutine
-
-    ! A vector b is the N×1 matrix over the same elements (a pointer remapping of rank one: a
-    ! section with a stride stays in place).
-    subroutine solve_f64_vector(pool, a, b, ipiv, info, status)
-        type(clops_pool), intent(in) :: pool
-        real(real64), intent(inout), target :: a(:, :), b(:)
-        integer(c_int32_t), intent(inout), target :: ipiv(:)
-        integer(c_int32_t), intent(out) :: info
-        integer(c_int32_t), intent(out), optional :: status
-        real(real64), pointer :: column(:, :)
-        column(1:size(b), 1:1) => b
-        call solve_f64(pool, a, column, ipiv, info, status)
-    end subroutine
-
-    subroutine solve_f32(pool, a, b, ipiv, info, status)
-        type(clops_pool), intent(in) :: pool
-        real(real32), intent(inout), target :: a(:, :), b(:, :)
-        integer(c_int32_t), intent(inout), target :: ipiv(:)
-        integer(c_int32_t), intent(out) :: info
-        integer(c_int32_t), intent(out), optional :: status
-        call call_solve(pool, tensor_f32(a), tensor_f32(b), ipiv, info, status)
-    end subroutine
-
-    subroutine solve_f32_vector(pool, a, b, ipiv, info, status)
-        type(clops_pool), intent(in) :: pool
-        real(real32), intent(inout), target :: a(:, :), b(:)
-        integer(c_int32_t), intent(inout), target :: ipiv(:)
-        integer(c_int32_t), intent(out) :: info
-        integer(c_int32_t), intent(out), optional :: status
-        real(real32), pointer :: column(:, :)
-        column(1:size(b), 1:1) => b
-        call solve_f32(pool, a, column, ipiv, info, status)
-    end subroutine
-
-    ! ---- lu_solve: A X = B or Aᵀ X = B with lu's factors (getrs) ----------------------------
-
+    ! lu_solve: A X = B or Aᵀ X = B with lu's factors (getrs).
     subroutine call_lu_solve(pool, factors, ipiv, b, trans, status)
         type(clops_pool), intent(in) :: pool
         type(clops_tensor), intent(in) :: factors, b
@@ -821,52 +676,6 @@ contains
             result_status = fn(pool%handle, factors, tensor_i32(ipiv), b, trans_code(trans))
         end if
         call deliver(result_status, status)
-    end subroutine
-
-    ! Overwrites b by the solution of A X = B (trans = .true.: Aᵀ X = B), with the factors and
-    ! pivots lu left in `factors` and `ipiv`.
-    subroutine lu_solve_f64(pool, factors, ipiv, b, trans, status)
-        type(clops_pool), intent(in) :: pool
-        real(real64), intent(in), target :: factors(:, :)
-        integer(c_int32_t), intent(in), target :: ipiv(:)
-        real(real64), intent(inout), target :: b(:, :)
-        logical, intent(in), optional :: trans
-        integer(c_int32_t), intent(out), optional :: status
-        call call_lu_solve(pool, tensor_f64(factors), ipiv, tensor_f64(b), trans, status)
-    end subroutine
-
-    subroutine lu_solve_f64_vector(pool, factors, ipiv, b, trans, status)
-        type(clops_pool), intent(in) :: pool
-        real(real64), intent(in), target :: factors(:, :)
-        integer(c_int32_t), intent(in), target :: ipiv(:)
-        real(real64), intent(inout), target :: b(:)
-        logical, intent(in), optional :: trans
-        integer(c_int32_t), intent(out), optional :: status
-        real(real64), pointer :: column(:, :)
-        column(1:size(b), 1:1) => b
-        call lu_solve_f64(pool, factors, ipiv, column, trans, status)
-    end subroutine
-
-    subroutine lu_solve_f32(pool, factors, ipiv, b, trans, status)
-        type(clops_pool), intent(in) :: pool
-        real(real32), intent(in), target :: factors(:, :)
-        integer(c_int32_t), intent(in), target :: ipiv(:)
-        real(real32), intent(inout), target :: b(:, :)
-        logical, intent(in), optional :: trans
-        integer(c_int32_t), intent(out), optional :: status
-        call call_lu_solve(pool, tensor_f32(factors), ipiv, tensor_f32(b), trans, status)
-    end subroutine
-
-    subroutine lu_solve_f32_vector(pool, factors, ipiv, b, trans, status)
-        type(clops_pool), intent(in) :: pool
-        real(real32), intent(in), target :: factors(:, :)
-        integer(c_int32_t), intent(in), target :: ipiv(:)
-        real(real32), intent(inout), target :: b(:)
-        logical, intent(in), optional :: trans
-        integer(c_int32_t), intent(out), optional :: status
-        real(real32), pointer :: column(:, :)
-        column(1:size(b), 1:1) => b
-        call lu_solve_f32(pool, factors, ipiv, column, trans, status)
     end subroutine
 
     ! ---- C strings --------------------------------------------------------------------------
@@ -895,4 +704,46 @@ contains
         end do
     end function
 
+end module clops_core
+
+module clops_real64
+    use, intrinsic :: iso_fortran_env, only: wp => real64
+    use clops_core, only: wp_dtype => CLOPS_F64
+    include 'clops_real.inc'
+end module clops_real64
+
+module clops_real32
+    use, intrinsic :: iso_fortran_env, only: wp => real32
+    use clops_core, only: wp_dtype => CLOPS_F32
+    include 'clops_real.inc'
+end module clops_real32
+
+! The module programs use: clops_core's API, and gemm, lu, solve and lu_solve generic over
+! real64 and real32 (b a matrix or a vector).
+module clops
+    use clops_core
+    use clops_real64, only: gemm_f64 => gemm_real, lu_f64 => lu_real, solve_f64 => solve_real, &
+                            solve_f64_vector => solve_real_vector, &
+                            lu_solve_f64 => lu_solve_real, lu_solve_f64_vector => lu_solve_real_vector
+    use clops_real32, only: gemm_f32 => gemm_real, lu_f32 => lu_real, solve_f32 => solve_real, &
+                            solve_f32_vector => solve_real_vector, &
+                            lu_solve_f32 => lu_solve_real, lu_solve_f32_vector => lu_solve_real_vector
+    implicit none
+    private :: call_gemm, call_lu_or_solve, call_lu_solve, array_tensor
+    private :: gemm_f64, lu_f64, solve_f64, solve_f64_vector, lu_solve_f64, lu_solve_f64_vector
+    private :: gemm_f32, lu_f32, solve_f32, solve_f32_vector, lu_solve_f32, lu_solve_f32_vector
+    public :: gemm, lu, solve, lu_solve
+
+    interface gemm
+        module procedure gemm_f64, gemm_f32
+    end interface
+    interface lu
+        module procedure lu_f64, lu_f32
+    end interface
+    interface solve
+        module procedure solve_f64, solve_f64_vector, solve_f32, solve_f32_vector
+    end interface
+    interface lu_solve
+        module procedure lu_solve_f64, lu_solve_f64_vector, lu_solve_f32, lu_solve_f32_vector
+    end interface
 end module clops
