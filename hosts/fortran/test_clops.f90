@@ -5,6 +5,7 @@ program test_clops
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: real32, real64
     use clops
+    use fixed_seed, only: random_seed_fixed
     implicit none
 
     interface
@@ -23,7 +24,7 @@ program test_clops
     type(clops_pool) :: pool
     integer(c_int32_t) :: status
 
-    call random_seed_fixed()
+    call random_seed_fixed(20261123)
     call test_mirrors_match_c_layout()
     status = clops_load()
     call expect(status == CLOPS_OK, 'clops_load: '//clops_error_message())
@@ -86,15 +87,6 @@ contains
         end select
         s = trim(adjustl(buffer))
     end function
-
-    subroutine random_seed_fixed()
-        integer :: n
-        integer, allocatable :: seed(:)
-        call random_seed(size=n)
-        allocate (seed(n))
-        seed = 20261123
-        call random_seed(put=seed)
-    end subroutine
 
     ! Uniform in [-1, 1): signs mixed, as in LAPACK's test matrices.
     subroutine random_matrix(a)
