@@ -98,6 +98,16 @@ static void positional_args(struct clops_arg args[7], const struct operands *o,
     args[6] = double_arg(NULL, beta);
 }
 
+/* A new case of dtype from seed, its operands untransposed, and in args the positional
+ * arguments of a valid call with enums by name ("none"). */
+static void valid_positional_call(int32_t dtype, uint64_t seed, struct operands *o,
+                                  struct clops_arg args[7], double alpha, double beta)
+{
+    make_case(dtype, seed);
+    make_operands(o, 0, 0);
+    positional_args(args, o, enum_arg(NULL, "none", 0), enum_arg(NULL, "none", 0), alpha, beta);
+}
+
 static void check_identical(int32_t dtype, int32_t ta, int32_t tb, double alpha, double beta,
                             int named)
 {
@@ -194,12 +204,10 @@ static void expect_rejected(const struct clops_op *op, const struct clops_arg *a
 
 START_TEST(test_invoke_rejects_misuse)
 {
-    make_case(CLOPS_F32, 3);
     struct operands o;
-    make_operands(&o, 0, 0);
-    const struct clops_op *op = gemm_op();
     struct clops_arg full[8];
-    positional_args(full, &o, enum_arg(NULL, "none", 0), enum_arg(NULL, "none", 0), 1.0, 0.0);
+    valid_positional_call(CLOPS_F32, 3, &o, full, 1.0, 0.0);
+    const struct clops_op *op = gemm_op();
     full[7] = double_arg(NULL, 3.0);
 
     /* An extra positional argument. */
@@ -330,12 +338,10 @@ END_TEST
 
 START_TEST(test_invoke_sized_rejects_an_arg_size_below_abi_1_1)
 {
-    make_case(CLOPS_F64, 9);
     struct operands o;
-    make_operands(&o, 0, 0);
-    const struct clops_op *op = gemm_op();
     struct clops_arg full[7];
-    positional_args(full, &o, enum_arg(NULL, "none", 0), enum_arg(NULL, "none", 0), 2.0, 1.0);
+    valid_positional_call(CLOPS_F64, 9, &o, full, 2.0, 1.0);
+    const struct clops_op *op = gemm_op();
     /* The array is a valid call read with 48-byte elements: a plugin that ignored arg_size
      * would run it and change C. */
     expect_rejected_sized(op, full, 7, 40, CLOPS_ERR_ABI_MISMATCH, "parameter 'arg_size' = 40", &o);

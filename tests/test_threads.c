@@ -128,6 +128,22 @@ static int run_bounded(void *(*fn)(void *), void *arg, int seconds)
  * Each runs one call on `pool` with fresh inputs from `r` and returns NULL when the call succeeded
  * and every element of its result is right, else what was wrong (a static string). */
 
+/* Whether the row-major m x n c is A B within 1e-13 k of a long double reference: A is m x k
+ * row-major, and element (p, j) of the k x n B is b[p * b_row + j * b_col]. */
+static int product_matches(const double *a, const double *b, int b_row, int b_col, const double *c,
+                           int m, int n, int k)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            long double ref = 0;
+            for (int p = 0; p < k; p++)
+                ref += (long double)a[i * k + p] * b[p * b_row + j * b_col];
+            if (!(fabs((double)(ref - c[i * n + j])) <= 1e-13 * k))
+                return 0;
+        }
+    return 1;
+}
+
 static const char *checked_gemm(struct clops_pool *pool, struct rng *r)
 {
     int m = rng_between(r, 1, 48), n = rng_between(r, 1, 48), k = rng_between(r, 1, 48);
@@ -143,14 +159,8 @@ static const char *checked_gemm(struct clops_pool *pool, struct rng *r)
     const char *wrong = NULL;
     if (gemm(pool, &ta, &tb, &tc, CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1.0, 0.0) != CLOPS_OK)
         wrong = "gemm failed";
-    for (int i = 0; wrong == NULL && i < m; i++)
-        for (int j = 0; j < n; j++) {
-            long double ref = 0;
-            for (int p = 0; p < k; p++)
-                ref += (long double)a[i * k + p] * b[j * k + p];
-            if (!(fabs((double)(ref - c[i * n + j])) <= 1e-13 * k))
-                wrong = "gemm: an element of C is wrong";
-        }
+    else if (!product_matches(a, b, 1, k, c, m, n, k))
+        wrong = "gemm: an element of C is wrong";
     free(a);
     free(b);
     free(c);
@@ -451,17 +461,13 @@ static const char *device_round(struct clops_pool *pool, struct rng *r)
          ((clops_reduce_fn)entry("reduce"))(pool, &tc, &tsum, 0, -1) != CLOPS_OK ||
          api->buffer_download(bc, 0, c, BYTES) != CLOPS_OK))
         wrong = "gemm, reduce or download on device buffers failed";
+    if (wrong == NULL && !product_matches(a, b, N, 1, c, N, N, N))
+        wrong = "gemm on device buffers: an element is wrong";
     long double total = 0, mag = 0;
-    for (int i = 0; wrong == NULL && i < N; i++)
-        for (int j = 0; j < N; j++) {
-            long double ref = 0;
-            for (int k = 0; k < N; k++)
-                ref += (long double)a[i * N + k] * b[k * N + j];
-            if (!(fabs((double)(ref - c[i * N + j])) <= 1e-13 * N))
-                wrong = "gemm on device buffers: an element is wrong";
-            total += c[i * N + j];
-            mag += fabs(c[i * N + j]);
-        }
+    for (int i = 0; wrong == NULL && i < N * N; i++) {
+        total += c[i];
+        mag += fabs(c[i]);
+    }
     if (wrong == NULL && !(fabs((double)(total - sum)) <= 1e-15 * N * N * (double)mag))
         wrong = "reduce of a device buffer: the sum is wrong";
     api->buffer_release(ba);
@@ -621,6 +627,15 @@ struct outcome {
     int removed_calls; /* calls of the callback that removed itself */
 };
 
+/* The outcome of fn, run on a thread of its own that must end within 60 seconds; `deadlock` is
+ * the failure when it does not. */
+static struct outcome outcome_of(void *(*fn)(void *), const char *deadlock)
+{
+    struct outcome o = {0};
+    ck_assert_msg(run_bounded(fn, &o, 60), "%s", deadlock);
+    return o;
+}
+
 static void *call_into_clops_from_callback(void *arg)
 {
     struct outcome *o = arg;
@@ -633,9 +648,8 @@ static void *call_into_clops_from_callback(void *arg)
 
 START_TEST(test_log_callback_may_call_into_clops)
 {
-    struct outcome o = {0};
-    ck_assert_msg(run_bounded(call_into_clops_from_callback, &o, 60),
-                  "a log callback calling op_find deadlocked");
+    struct outcome o =
+        outcome_of(call_into_clops_from_callback, "a log callback calling op_find deadlocked");
     /* One call per outer message: the nested call's own message is not delivered (it would
      * recurse), but the nested call worked and had its own error message. */
     ck_assert_int_eq(o.r.calls, 2);
@@ -687,9 +701,8 @@ static void *remove_and_replace_from_callback(void *arg)
 
 START_TEST(test_log_callback_may_remove_or_replace_itself)
 {
-    struct outcome o = {0};
-    ck_assert_msg(run_bounded(remove_and_replace_from_callback, &o, 60),
-                  "a log callback calling set_log_callback deadlocked");
+    struct outcome o = outcome_of(remove_and_replace_from_callback,
+                                  "a log callback calling set_log_callback deadlocked");
     ck_assert(o.outer_ok);
     ck_assert_int_eq(o.removed_calls, 1); /* removed itself: the second message was unheard */
     ck_assert_int_eq(o.outer_ok_again, 3);
