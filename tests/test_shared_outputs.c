@@ -195,37 +195,68 @@ START_TEST(test_gemm_threads_on_row_blocks_of_one_column_major_c_lose_nothing)
 }
 END_TEST
 
-/* Runs the jobs ROUNDS times, the output (count elements of elem bytes, named `what` in failures)
- * filled with gaps before each round, and asserts that it then equals want bit for bit: the
- * threads' elements and the gaps between them, which want holds as GAP_BYTE. */
-static void run_rounds_over_gaps(int32_t (*run)(void *), void *jobs, size_t job_size, void *out,
-                                 const void *want, int64_t count, size_t elem, const char *what)
+/* The arrays of a test whose threads write parts of one output: x, what they read; out, the
+ * output, count elements of elem bytes; want, what out must hold after a round, which starts as
+ * all gaps (GAP_BYTE) and the test fills in with the threads' elements. */
+struct gap_arrays {
+    void *x, *out, *want;
+    int64_t count;
+    size_t elem;
+};
+
+static struct gap_arrays gap_arrays_new(size_t x_bytes, int64_t count, size_t elem)
+{
+    struct gap_arrays g = {.x = tu_malloc(x_bytes),
+                           .out = tu_malloc((size_t)count * elem),
+                           .want = tu_malloc((size_t)count * elem),
+                           .count = count,
+                           .elem = elem};
+    fill_gaps(g.want, (size_t)count * elem);
+    return g;
+}
+
+/* Runs the jobs ROUNDS times, g's output (named `what` in failures) filled with gaps before each
+ * round, and asserts that it then equals g's want bit for bit: the threads' elements and the gaps
+ * between them. Frees g's arrays. */
+static void run_rounds_over_gaps(int32_t (*run)(void *), void *jobs, size_t job_size,
+                                 struct gap_arrays *g, const char *what)
 {
     for (int round = 0; round < ROUNDS; round++) {
-        fill_gaps(out, (size_t)count * elem);
+        fill_gaps(g->out, (size_t)g->count * g->elem);
         run_threads(run, jobs, job_size);
         int64_t first;
-        int64_t lost = count_wrong(out, want, count, elem, &first);
+        int64_t lost = count_wrong(g->out, g->want, g->count, g->elem, &first);
         ck_assert_msg(lost == 0, "%s, round %d: %lld of %lld elements wrong, first %lld (%s)", what,
-                      round, (long long)lost, (long long)count, (long long)first,
-                      lost > 0 && ((const unsigned char *)want)[first * (int64_t)elem] == GAP_BYTE
+                      round, (long long)lost, (long long)g->count, (long long)first,
+                      lost > 0 &&
+                              ((const unsigned char *)g->want)[first * (int64_t)g->elem] == GAP_BYTE
                           ? "a gap"
                           : "an element");
     }
+    free(g->x);
+    free(g->out);
+    free(g->want);
+}
+
+/* A job of reduce or transpose, which read x and write y; entry is the operator's typed entry. */
+struct xy_job {
+    void (*entry)(void);
+    struct clops_pool *pool;
+    struct clops_tensor x, y;
+};
+
+/* A job of operator op on tu_pool(). */
+static struct xy_job xy_job(const char *op, struct clops_tensor x, struct clops_tensor y)
+{
+    return (struct xy_job){.entry = tu_op(op)->entry, .pool = tu_pool(), .x = x, .y = y};
 }
 
 /* ---- reduce: interleaved elements of one output vector --------------------------------------- */
 
-struct reduce_job {
-    clops_reduce_fn reduce;
-    struct clops_pool *pool;
-    struct clops_tensor x, out;
-};
-
 static int32_t reduce_job_run(void *arg)
 {
-    struct reduce_job *r = arg;
-    return r->reduce(r->pool, &r->x, &r->out, 0 /* sum */, 1);
+    const struct xy_job *r = arg;
+    return ((clops_reduce_fn)r->entry)(r->pool, &r->x, &r->y, 0 /* sum */, 1);
 }
 
 /* Thread t sums the rows of its own R x L matrix into out[t], out[t + S], out[t + 2S], ... of
@@ -235,12 +266,11 @@ START_TEST(test_reduce_threads_on_interleaved_outputs_lose_nothing)
 {
     tu_seed(300);
     enum { R = 2000, L = 48, S = THREADS + 1 };
-    double *x = tu_malloc(sizeof(double) * THREADS * R * L);
-    double *out = tu_malloc(sizeof(double) * R * S), *want = tu_malloc(sizeof(double) * R * S);
+    struct gap_arrays g = gap_arrays_new(sizeof(double) * THREADS * R * L, R * S, sizeof(double));
+    double *x = g.x, *out = g.out, *want = g.want;
     for (int64_t i = 0; i < (int64_t)THREADS * R * L; i++)
         x[i] = small_int();
-    fill_gaps(want, sizeof(double) * R * S);
-    struct reduce_job jobs[THREADS];
+    struct xy_job jobs[THREADS];
     for (int t = 0; t < THREADS; t++) {
         for (int64_t r = 0; r < R; r++) {
             double sum = 0;
@@ -248,32 +278,24 @@ START_TEST(test_reduce_threads_on_interleaved_outputs_lose_nothing)
                 sum += x[((int64_t)t * R + r) * L + l];
             want[t + r * S] = sum;
         }
-        jobs[t].reduce = (clops_reduce_fn)tu_op("reduce")->entry;
-        jobs[t].pool = tu_pool();
-        jobs[t].x = clops_matrix(x + (size_t)t * R * L, CLOPS_F64, R, L, L, 0);
-        jobs[t].out = (struct clops_tensor){
-            .data = out, .offset = t, .dtype = CLOPS_F64, .rank = 1, .shape = {R}, .strides = {S}};
+        jobs[t] = xy_job("reduce", clops_matrix(x + (size_t)t * R * L, CLOPS_F64, R, L, L, 0),
+                         (struct clops_tensor){.data = out,
+                                               .offset = t,
+                                               .dtype = CLOPS_F64,
+                                               .rank = 1,
+                                               .shape = {R},
+                                               .strides = {S}});
     }
-    run_rounds_over_gaps(reduce_job_run, jobs, sizeof jobs[0], out, want, (int64_t)R * S,
-                         sizeof out[0], "out");
-    free(x);
-    free(out);
-    free(want);
+    run_rounds_over_gaps(reduce_job_run, jobs, sizeof jobs[0], &g, "out");
 }
 END_TEST
 
 /* ---- transpose: column blocks of one padded output ---------------------------------------- */
 
-struct transpose_job {
-    clops_transpose_fn transpose;
-    struct clops_pool *pool;
-    struct clops_tensor x, y;
-};
-
 static int32_t transpose_job_run(void *arg)
 {
-    struct transpose_job *j = arg;
-    return j->transpose(j->pool, &j->x, &j->y);
+    const struct xy_job *j = arg;
+    return ((clops_transpose_fn)j->entry)(j->pool, &j->x, &j->y);
 }
 
 /* Thread t transposes its own M x N matrix into columns t*M .. (t+1)*M - 1 of one row-major
@@ -282,28 +304,22 @@ START_TEST(test_transpose_threads_on_column_blocks_lose_nothing)
 {
     tu_seed(400);
     enum { M = 40, N = 300, PAD = 3, LD = THREADS * M + PAD };
-    float *x = tu_malloc(sizeof(float) * THREADS * M * N);
-    float *y = tu_malloc(sizeof(float) * N * LD), *want = tu_malloc(sizeof(float) * N * LD);
+    struct gap_arrays g = gap_arrays_new(sizeof(float) * THREADS * M * N, N * LD, sizeof(float));
+    float *x = g.x, *y = g.out, *want = g.want;
     for (int64_t i = 0; i < (int64_t)THREADS * M * N; i++)
         x[i] = (float)small_int();
-    fill_gaps(want, sizeof(float) * N * LD);
-    struct transpose_job jobs[THREADS];
+    struct xy_job jobs[THREADS];
     for (int t = 0; t < THREADS; t++) {
         const float *xt = x + (size_t)t * M * N;
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++)
                 want[j * LD + t * M + i] = xt[i * N + j];
-        jobs[t].transpose = (clops_transpose_fn)tu_op("transpose")->entry;
-        jobs[t].pool = tu_pool();
-        jobs[t].x = clops_matrix(x + (size_t)t * M * N, CLOPS_F32, M, N, N, 0);
-        jobs[t].y = clops_matrix(y, CLOPS_F32, N, M, LD, 0);
-        jobs[t].y.offset = t * M;
+        struct clops_tensor yt = clops_matrix(y, CLOPS_F32, N, M, LD, 0);
+        yt.offset = t * M;
+        jobs[t] =
+            xy_job("transpose", clops_matrix(x + (size_t)t * M * N, CLOPS_F32, M, N, N, 0), yt);
     }
-    run_rounds_over_gaps(transpose_job_run, jobs, sizeof jobs[0], y, want, (int64_t)N * LD,
-                         sizeof y[0], "y");
-    free(x);
-    free(y);
-    free(want);
+    run_rounds_over_gaps(transpose_job_run, jobs, sizeof jobs[0], &g, "y");
 }
 END_TEST
 
@@ -318,11 +334,11 @@ START_TEST(test_transpose_threads_on_interleaved_batches_lose_nothing)
     tu_seed(500 + (uint64_t)_i);
     enum { B = 3, M = 9, N = 50, PAD = 2 };
     enum { SJ = THREADS * M + PAD, SB = (N + 1) * SJ, COUNT = B * SB };
-    uint8_t *x = tu_malloc(THREADS * B * M * N), *y = tu_malloc(COUNT), *want = tu_malloc(COUNT);
+    struct gap_arrays g = gap_arrays_new(THREADS * B * M * N, COUNT, 1);
+    uint8_t *x = g.x, *y = g.out, *want = g.want;
     for (int i = 0; i < THREADS * B * M * N; i++)
         x[i] = (uint8_t)(tu_uniform() * 100.0 + 100.0);
-    fill_gaps(want, COUNT);
-    struct transpose_job jobs[THREADS];
+    struct xy_job jobs[THREADS];
     for (int t = 0; t < THREADS; t++) {
         const int64_t offset = _i == 0 ? t : t * M, si = _i == 0 ? THREADS : 1;
         const uint8_t *xt = x + (size_t)t * B * M * N;
@@ -330,25 +346,21 @@ START_TEST(test_transpose_threads_on_interleaved_batches_lose_nothing)
             for (int i = 0; i < M; i++)
                 for (int j = 0; j < N; j++)
                     want[offset + b * SB + j * SJ + i * si] = xt[(b * M + i) * N + j];
-        jobs[t] = (struct transpose_job){.transpose = (clops_transpose_fn)tu_op("transpose")->entry,
-                                         .pool = tu_pool(),
-                                         .x = {.data = (void *)xt,
+        jobs[t] = xy_job("transpose",
+                         (struct clops_tensor){.data = (void *)xt,
                                                .dtype = CLOPS_U8,
                                                .rank = 3,
                                                .shape = {B, M, N},
                                                .strides = {M * N, N, 1}},
-                                         .y = {.data = y,
+                         (struct clops_tensor){.data = y,
                                                .offset = offset,
                                                .dtype = CLOPS_U8,
                                                .rank = 3,
                                                .shape = {B, N, M},
-                                               .strides = {SB, SJ, si}}};
+                                               .strides = {SB, SJ, si}});
     }
-    run_rounds_over_gaps(transpose_job_run, jobs, sizeof jobs[0], y, want, COUNT, sizeof y[0],
+    run_rounds_over_gaps(transpose_job_run, jobs, sizeof jobs[0], &g,
                          _i == 0 ? "y (layout 0)" : "y (layout 1)");
-    free(x);
-    free(y);
-    free(want);
 }
 END_TEST
 
