@@ -169,7 +169,10 @@ struct clops_op {
     const struct clops_param *params; /* param_count of them, param_size bytes apart */
     /* The typed C entry point: cast to the operator's prototype below (clops_<name>_fn). Its
      * parameters are the pool, then `params` in order, with the C types listed in
-     * enum clops_param_kind; it returns enum clops_status as int32_t. */
+     * enum clops_param_kind; it returns enum clops_status as int32_t. An operator's parameters
+     * only grow by appending ones with a default; the prototype never changes, so parameters
+     * appended after it was published (their doc begins "Invoke only") are not among its
+     * arguments: through it they take their default, through invoke() they can be set. */
     void (*entry)(void);
 
     /* ---- Appended in ABI 1.2 (check with CLOPS_OP_HAS) ---- */
@@ -192,7 +195,8 @@ struct clops_op {
 enum clops_transpose { CLOPS_NO_TRANS = 0, CLOPS_TRANS = 1 };
 
 /* gemm: C = alpha * op(A) * op(B) + beta * C, f32 or f64; all three of one dtype.
- * op(A) is M×K, op(B) is K×N, C is M×N. beta = 0 ignores C's prior contents (NaN included). */
+ * op(A) is M×K, op(B) is K×N, C is M×N. beta = 0 ignores C's prior contents (NaN included).
+ * Invoke only (appended later): precision, "fp32" (here), "3xtf32" or "tf32" for f32. */
 typedef int32_t (*clops_gemm_fn)(struct clops_pool *pool, const struct clops_tensor *a,
                                  const struct clops_tensor *b, const struct clops_tensor *c,
                                  int32_t trans_a, int32_t trans_b, double alpha, double beta);

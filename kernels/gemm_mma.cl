@@ -1,9 +1,30 @@
-/* gemm_mma.cl — C = alpha * op(A) * op(B) + beta * C in double precision on the FP64 tensor cores
- * of NVIDIA GPUs (compute capability 8.0 and later), through inline PTX (mma.sync, cp.async).
- * gemm.c builds it only for the devices it sends here: any other compiler would reject the asm.
- * The arguments and the contract are gemm.cl's; tile sizes and the instruction are -D options. */
+/* gemm_mma.cl — C = alpha * op(A) * op(B) + beta * C on the tensor cores of NVIDIA GPUs (compute
+ * capability 8.0 and later), through inline PTX (mma.sync, cp.async): in double precision on the
+ * FP64 tensor cores, or, with -DTF32_PASSES, in single precision on the TF32 ones. gemm.c builds
+ * it only for the devices it sends here: any other compiler would reject the asm. The arguments
+ * and the contract are gemm.cl's; tile sizes, the instruction and the passes are -D options. */
 
+/* TF32_PASSES = 1 ("tf32"): each f32 operand is rounded to TF32 (10 explicit mantissa bits) and
+ * multiplied once, products summed in f32. TF32_PASSES = 3 ("3xtf32"): each operand x is split
+ * into hi = tf32(x) and lo = tf32(x - hi), and the product is lo*hi' + hi*lo' + hi*hi' (the
+ * lo*lo' term, below f32's rounding, is left out), each summed in f32: about f32's accuracy at
+ * three TF32 products' cost. Without it the kernel is f64. */
+#ifdef TF32_PASSES
+#if TF32_PASSES != 1 && TF32_PASSES != 3
+#error "TF32_PASSES must be 1 or 3"
+#endif
+#if !defined(MMA_SHAPE) || MMA_SHAPE != 1688
+#error "the TF32 kernel runs m16n8k8 (-DMMA_SHAPE=1688)"
+#endif
+typedef float real;
+typedef float2 real2;
+#define REAL_BYTES 4
+#else
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double real;
+typedef double2 real2;
+#define REAL_BYTES 8
+#endif
 
 #if !defined(TILE_M) || !defined(TILE_N) || !defined(TILE_K) || !defined(WARP_M) ||                \
     !defined(WARP_N) || !defined(MMA_SHAPE) || !defined(STAGES)
@@ -13,11 +34,13 @@
 #define GROUP_M 8
 #endif
 
-/* The instruction: MMA_SHAPE 884 is m8n8k4 (sm_80; two of them make a 16x8x4 step, at half the
+/* The instruction (f64): MMA_SHAPE 884 is m8n8k4 (sm_80; two of them make a 16x8x4 step, at half the
  * rate of the others on an H100), 1684, 1688 and 16816 are m16n8k4, m16n8k8 and m16n8k16
  * (sm_90). Each computes D = A B + C on a 16 x 8 (8 x 8) block of C, in f64 throughout: every
  * product and sum is an IEEE double fused multiply-add. */
-#if MMA_SHAPE == 884 || MMA_SHAPE == 1684
+#if defined(TF32_PASSES)
+#define MMA_K 8
+#elif MMA_SHAPE == 884 || MMA_SHAPE == 1684
 #define MMA_K 4
 #elif MMA_SHAPE == 1688
 #define MMA_K 8
@@ -33,8 +56,11 @@
 #define NU (WARP_N / 8)  /* 8-column units */
 #define NP (WARP_N / 16) /* pairs of column units, read with one 16-byte local load */
 
-#if TILE_M % WARP_M != 0 || TILE_N % WARP_N != 0 || WARP_M % 16 != 0 || WARP_N % 16 != 0
-#error "TILE_M and TILE_N must be multiples of WARP_M and WARP_N, which are multiples of 16"
+/* A warp's rows (columns) are whole 16-element units, in f32 whole pairs of them (SWIZZLE). */
+#define WARP_UNIT (128 / REAL_BYTES)
+#if TILE_M % WARP_M != 0 || TILE_N % WARP_N != 0 || WARP_M % WARP_UNIT != 0 ||                     \
+    WARP_N % WARP_UNIT != 0
+#error "TILE_M and TILE_N must be multiples of WARP_M and WARP_N, multiples of 16 (f64) or 32 (f32)"
 #endif
 #if TILE_K % MMA_K != 0 || WG_SIZE % TILE_K != 0 || WG_SIZE % TILE_M != 0 ||                       \
     WG_SIZE % TILE_N != 0 || (TILE_M * TILE_K) % WG_SIZE != 0 || (TILE_N * TILE_K) % WG_SIZE != 0
@@ -48,16 +74,19 @@
  * 48 KiB that OpenCL gives a work-group on NVIDIA). Within each 16 rows (columns) the order is
  * permuted, x = 16u + 8h + r stored at 16u + 2r + h, so that the two elements a lane needs from
  * one k-row, rows r and r + 8 of a 16-row unit (column r of two neighbouring 8-column units), are
- * neighbours: one 16-byte load. The 16-byte columns are then XOR-swizzled by the k-row, column
- * c of k-row k at c ^ 2 * (k % 4): a quarter-warp's fragment loads (lanes g = lane / 4 in
- * {2q, 2q + 1}, k-rows t = lane % 4) fall on 8 distinct groups of banks, c ^ 2t = g ^ 2t mod 8,
- * where the rows' length, a multiple of 16 doubles, would otherwise put all four k-rows on one. */
+ * neighbours: one load of a real2. These pairs are then XOR-swizzled by the k-row so that the
+ * four k-rows t = lane % 4 of a fragment load, whose rows' length (a multiple of 32 banks) would
+ * put them on the same banks, fall on distinct ones. f64: the 16-byte column c of k-row k goes
+ * to c ^ 2 * (k % 4), and a quarter-warp's loads (g = lane / 4 in {2q, 2q + 1}) hit 8 distinct
+ * groups of banks, c ^ 2t = g ^ 2t mod 8. f32: element x of k-row k goes to x ^ 8 * (k % 4),
+ * and a half-warp's 8-byte loads (g in 0..3 or 4..7, four k-rows) cover the 32 banks once; the
+ * XOR reaches into the neighbouring 16-unit, which is why an f32 warp owns pairs of them. */
 #define LDA_S TILE_M
 #define LDB_S TILE_N
 #define STAGE_A (TILE_K * LDA_S)
 #define STAGE_B (TILE_K * LDB_S)
 #define PERM16(x) (((x) & ~15) | (((x)&7) << 1) | (((x) >> 3) & 1))
-#define SWIZZLE(k) (((k)&3) << 2)
+#define SWIZZLE(k) (((k)&3) << (REAL_BYTES == 8 ? 2 : 3))
 
 #define A_COPIES (TILE_M * TILE_K / WG_SIZE)
 #define B_COPIES (TILE_N * TILE_K / WG_SIZE)
@@ -102,13 +131,13 @@
  * axis is contiguous in global memory (k when sk == 1, else x), so that neighbouring work-items
  * read neighbouring addresses in both layouts; uniform over the work-group. */
 struct tile_walk {
-    const __global double *p; /* this work-item's first element of the current tile */
+    const __global real *p; /* this work-item's first element of the current tile */
     long step;                /* between its copies */
     long next;                /* from one tile to the next, TILE_K along k */
     int x, k, dx, dk;         /* its first element in the tile, and the step in tile terms */
 };
 
-static struct tile_walk walk_new(const __global double *src, long off, long sx, long sk, int x0,
+static struct tile_walk walk_new(const __global real *src, long off, long sx, long sk, int x0,
                                  const int tile_x, int lid)
 {
     struct tile_walk w;
@@ -123,21 +152,22 @@ static struct tile_walk walk_new(const __global double *src, long off, long sx, 
     return w;
 }
 
-/* Copies this work-item's share of the current tile into `tile` asynchronously (cp.async, 8 bytes
- * an element, cached in L1 as well as L2) and moves the walk on to the next tile. Outside xn x kn
+/* Copies this work-item's share of the current tile into `tile` asynchronously (cp.async, one
+ * element each, cached in L1 as well as L2) and moves the walk on to the next tile. Outside xn x kn
  * (what is left of the operand from the tile's corner) the source size is 0, which stores 0
  * without reading: from `safe`, a valid address, so that no address outside the operand is
  * formed for the copy. */
-static void walk_copy(__local double *tile, const int ld, struct tile_walk *w, int xn, int kn,
-                      const __global double *safe, const int copies)
+static void walk_copy(__local real *tile, const int ld, struct tile_walk *w, int xn, int kn,
+                      const __global real *safe, const int copies)
 {
     for (int l = 0; l < copies; l++) {
         const int x = w->x + l * w->dx, k = w->k + l * w->dk;
         const int ok = x < xn && k < kn;
-        const __local double *dst = tile + k * ld + (PERM16(x) ^ SWIZZLE(k));
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;"
+        const __local real *dst = tile + k * ld + (PERM16(x) ^ SWIZZLE(k));
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;"
                      :
-                     : "r"((uint)(ulong)dst), "l"(ok ? w->p + l * w->step : safe), "r"(ok ? 8 : 0)
+                     : "r"((uint)(ulong)dst), "l"(ok ? w->p + l * w->step : safe), "n"(REAL_BYTES),
+                       "r"(ok ? REAL_BYTES : 0)
                      : "memory");
     }
     w->p += w->next;
@@ -166,6 +196,80 @@ static void block_of_group(int m, int n, int *bm, int *bn)
     *bn = in_band / rows;
 }
 
+/* The offset of 16-element unit w of a warp's rows (columns) from this lane's fragment: `flip` is
+ * the part of the lane's swizzle that moves it to the neighbouring unit (f32 only, else 0), which
+ * for an even unit is the next one and for an odd unit the previous one. */
+#define UNIT(w) (16 * (w) + (((w)&1) ? -flip : flip))
+
+#ifdef TF32_PASSES
+/* x rounded to TF32 (to nearest, ties away from zero, as cvt.rna), as the bits the instruction
+ * takes: the 13 low mantissa bits cleared. */
+static inline uint tf32_round(float x)
+{
+    return (as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+
+/* hi and lo of x (the header's split); lo is exact before its own rounding. */
+#define SPLIT(x, hi, lo)                                                                           \
+    do {                                                                                           \
+        const float x_ = (x);                                                                      \
+        (hi) = tf32_round(x_);                                                                     \
+        (lo) = tf32_round(x_ - as_float(hi));                                                      \
+    } while (0)
+
+#define MMA_TF32(c, a, b)                                                                          \
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "        \
+        "{%8,%9}, {%0,%1,%2,%3};"                                                                  \
+        : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                                   \
+        : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"((b)[0]), "r"((b)[1]))
+
+/* The small products first, so that they are summed before the large one swamps them. */
+#if TF32_PASSES == 3
+#define MMA_PASSES(c, ah, al, bh, bl)                                                              \
+    do {                                                                                           \
+        MMA_TF32(c, al, bh);                                                                       \
+        MMA_TF32(c, ah, bl);                                                                       \
+        MMA_TF32(c, ah, bh);                                                                       \
+    } while (0)
+#else
+#define MMA_PASSES(c, ah, al, bh, bl) MMA_TF32(c, ah, bh)
+#endif
+
+/* As the f64 MULTIPLY_STAGE below, with m16n8k8: a lane's A fragment is rows g and g + 8 at
+ * k-rows t and t + 4 (two 8-byte loads), its B fragment column g at the same k-rows; each
+ * element is split once into hi and lo as it leaves local memory (with one pass the unused lo
+ * is never computed). */
+#define MULTIPLY_STAGE(as, bs)                                                                     \
+    do {                                                                                           \
+        _Pragma("unroll") for (int kc = 0; kc < TILE_K; kc += MMA_K)                               \
+        {                                                                                          \
+            uint bh[NU][2], bl[NU][2];                                                             \
+            _Pragma("unroll") for (int q = 0; q < 2; q++)                                          \
+            {                                                                                      \
+                _Pragma("unroll") for (int p = 0; p < NP; p++)                                     \
+                {                                                                                  \
+                    const float2 f =                                                               \
+                        *(const __local float2 *)((bs) + (kc + 4 * q) * LDB_S + UNIT(p));          \
+                    SPLIT(f.x, bh[2 * p][q], bl[2 * p][q]);                                        \
+                    SPLIT(f.y, bh[2 * p + 1][q], bl[2 * p + 1][q]);                                \
+                }                                                                                  \
+            }                                                                                      \
+            _Pragma("unroll") for (int u = 0; u < MU; u++)                                         \
+            {                                                                                      \
+                uint ah[4], al[4];                                                                 \
+                _Pragma("unroll") for (int q = 0; q < 2; q++)                                      \
+                {                                                                                  \
+                    const float2 f =                                                               \
+                        *(const __local float2 *)((as) + (kc + 4 * q) * LDA_S + UNIT(u));          \
+                    SPLIT(f.x, ah[2 * q], al[2 * q]);                                              \
+                    SPLIT(f.y, ah[2 * q + 1], al[2 * q + 1]);                                      \
+                }                                                                                  \
+                _Pragma("unroll") for (int v = 0; v < NU; v++)                                     \
+                    MMA_PASSES(acc[u][v], ah, al, bh[v], bl[v]);                                   \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+#else
 /* Multiplies the local tiles of a stage (`as` and `bs` at this lane's fragment offsets) into the
  * accumulators, MMA_K k-rows at a time: each lane loads its B fragments (NP 16-byte loads a
  * k-row quad: columns g of the 8-column units 2p and 2p + 1), then for each 16-row unit its A
@@ -182,7 +286,7 @@ static void block_of_group(int m, int n, int *bm, int *bn)
                 _Pragma("unroll") for (int p = 0; p < NP; p++)                                     \
                 {                                                                                  \
                     const double2 f =                                                              \
-                        *(const __local double2 *)((bs) + (kc + 4 * q) * LDB_S + 16 * p);          \
+                        *(const __local double2 *)((bs) + (kc + 4 * q) * LDB_S + UNIT(p));         \
                     b[2 * p][q] = f.x;                                                             \
                     b[2 * p + 1][q] = f.y;                                                         \
                 }                                                                                  \
@@ -191,11 +295,12 @@ static void block_of_group(int m, int n, int *bm, int *bn)
             {                                                                                      \
                 double2 fa[MMA_K / 4];                                                             \
                 _Pragma("unroll") for (int q = 0; q < MMA_K / 4; q++) fa[q] =                      \
-                    *(const __local double2 *)((as) + (kc + 4 * q) * LDA_S + 16 * u);              \
+                    *(const __local double2 *)((as) + (kc + 4 * q) * LDA_S + UNIT(u));             \
                 _Pragma("unroll") for (int v = 0; v < NU; v++) MMA_STEP(acc[u][v], fa, b[v]);      \
             }                                                                                      \
         }                                                                                          \
     } while (0)
+#endif
 
 /* Work decomposition: a 1-D range of work-groups of WG_SIZE work-items (warps of 32); group g
  * computes the TILE_M x TILE_N block of C that block_of_group gives. Warp w computes the
@@ -207,20 +312,21 @@ static void block_of_group(int m, int n, int *bm, int *bn)
  * TILE_K x TILE_N block of op(B) from global into local memory once, so that global reads total
  * M*N*K * (1/TILE_N + 1/TILE_M) elements; the copies run STAGES - 1 steps ahead of the
  * multiplications, without passing through registers. From local memory each warp reads
- * (MU + NP) 16-byte fragments per k-row quad for MU x NU 16x8x4 products. C is read (only for
+ * (MU + NP) fragments (real2) per k-row quad for MU x NU 16x8x4 products (f64; f32 reads as many
+ * for half the products of a 16x8x8 instruction, done TF32_PASSES times). C is read (only for
  * beta != 0) and written once per element.
  *
- * Contract: as gemm.cl's gemm, in double precision. */
+ * Contract: as gemm.cl's gemm, in double precision, or in f32 with TF32 products. */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
-gemm_mma(const int M, const int N, const int K, const double alpha, const double beta,
-         const __global double *restrict A, const long offA, const long sAi, const long sAk,
-         const __global double *restrict B, const long offB, const long sBk, const long sBj,
-         __global double *C, const long offC, const long ldc)
+gemm_mma(const int M, const int N, const int K, const real alpha, const real beta,
+         const __global real *restrict A, const long offA, const long sAi, const long sAk,
+         const __global real *restrict B, const long offB, const long sBk, const long sBj,
+         __global real *C, const long offC, const long ldc)
 {
-    /* Declared as double2 for the alignment of the 16-byte fragment loads. */
-    __local double2 tiles[STAGES * (STAGE_A + STAGE_B) / 2];
-    __local double *As = (__local double *)tiles;
-    __local double *Bs = As + STAGES * STAGE_A;
+    /* Declared as real2 for the alignment of the fragment loads. */
+    __local real2 tiles[STAGES * (STAGE_A + STAGE_B) / 2];
+    __local real *As = (__local real *)tiles;
+    __local real *Bs = As + STAGES * STAGE_A;
 
     int bm, bn;
     block_of_group(M, N, &bm, &bn);
@@ -229,18 +335,20 @@ gemm_mma(const int M, const int N, const int K, const double alpha, const double
     const int lane = lid & 31, warp = lid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int wm0 = (warp / WARPS_N) * WARP_M, wn0 = (warp % WARPS_N) * WARP_N;
-    /* This lane's fragments within a stage: k-row t, the permuted rows 2g and 2g + 1. */
-    const int frag_a = t * LDA_S + wm0 + ((2 * g) ^ SWIZZLE(t));
-    const int frag_b = t * LDB_S + wn0 + ((2 * g) ^ SWIZZLE(t));
+    /* This lane's fragments within a stage: k-row t, the permuted rows 2g and 2g + 1 of its even
+     * units (UNIT). */
+    const int frag_a = t * LDA_S + wm0 + ((2 * g) ^ (SWIZZLE(t) & 15));
+    const int frag_b = t * LDB_S + wn0 + ((2 * g) ^ (SWIZZLE(t) & 15));
+    const int flip = SWIZZLE(t) & 16;
 
-    double acc[MU][NU][4];
+    real acc[MU][NU][4];
 #pragma unroll
     for (int u = 0; u < MU; u++)
 #pragma unroll
         for (int v = 0; v < NU; v++)
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                acc[u][v][e] = 0.0;
+                acc[u][v][e] = (real)0;
 
     /* Tile kt goes to stage kt % STAGES, copied STAGES - 1 tiles ahead of its use. Each
      * iteration commits one group of copies (empty past the last tile), so that waiting for all
@@ -249,7 +357,7 @@ gemm_mma(const int M, const int N, const int K, const double alpha, const double
      * copies issued next overwrite. K = 0 copies nothing (A and B may then be NULL). */
     struct tile_walk wa = walk_new(A, offA, sAi, sAk, i0, TILE_M, lid);
     struct tile_walk wb = walk_new(B, offB, sBj, sBk, j0, TILE_N, lid);
-    const __global double *safe_a = A + offA, *safe_b = B + offB;
+    const __global real *safe_a = A + offA, *safe_b = B + offB;
     const int tiles_k = (K + TILE_K - 1) / TILE_K;
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < tiles_k) {
@@ -275,7 +383,7 @@ gemm_mma(const int M, const int N, const int K, const double alpha, const double
 
     /* beta == 0 takes a branch of its own that never loads C, so that NaN or garbage there
      * cannot reach the result. */
-    const int read_c = beta != 0.0;
+    const int read_c = beta != (real)0;
 #pragma unroll
     for (int u = 0; u < MU; u++) {
 #pragma unroll

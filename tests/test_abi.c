@@ -129,12 +129,13 @@ START_TEST(test_gemm_descriptor_lists_its_parameters)
 {
     const struct clops_op *op = tu_api()->op_find("gemm");
     ck_assert_ptr_nonnull(op);
-    static const char *const names[] = {"a", "b", "c", "trans_a", "trans_b", "alpha", "beta"};
+    static const char *const names[] = {"a",       "b",     "c",    "trans_a",
+                                        "trans_b", "alpha", "beta", "precision"};
     static const int32_t kinds[] = {
         CLOPS_PARAM_TENSOR_IN, CLOPS_PARAM_TENSOR_IN, CLOPS_PARAM_TENSOR_INOUT, CLOPS_PARAM_ENUM,
-        CLOPS_PARAM_ENUM,      CLOPS_PARAM_DOUBLE,    CLOPS_PARAM_DOUBLE};
-    ck_assert_int_eq(op->param_count, 7);
-    for (int i = 0; i < 7; i++) {
+        CLOPS_PARAM_ENUM,      CLOPS_PARAM_DOUBLE,    CLOPS_PARAM_DOUBLE,       CLOPS_PARAM_ENUM};
+    ck_assert_int_eq(op->param_count, 8);
+    for (int i = 0; i < 8; i++) {
         ck_assert_str_eq(op->params[i].name, names[i]);
         ck_assert_int_eq(op->params[i].kind, kinds[i]);
     }
@@ -278,9 +279,10 @@ START_TEST(test_descriptors_state_their_param_size)
     }
     /* The published size walks gemm's parameters in their order. */
     const struct clops_op *gemm = api->op_find("gemm");
-    static const char *const names[] = {"a", "b", "c", "trans_a", "trans_b", "alpha", "beta"};
-    ck_assert_int_eq(gemm->param_count, 7);
-    for (int32_t p = 0; p < 7; p++)
+    static const char *const names[] = {"a",       "b",     "c",    "trans_a",
+                                        "trans_b", "alpha", "beta", "precision"};
+    ck_assert_int_eq(gemm->param_count, 8);
+    for (int32_t p = 0; p < 8; p++)
         ck_assert_str_eq(clops_op_param(gemm, p)->name, names[p]);
 }
 END_TEST

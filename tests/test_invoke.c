@@ -205,13 +205,14 @@ static void expect_rejected(const struct clops_op *op, const struct clops_arg *a
 START_TEST(test_invoke_rejects_misuse)
 {
     struct operands o;
-    struct clops_arg full[8];
+    struct clops_arg full[9];
     valid_positional_call(CLOPS_F32, 3, &o, full, 1.0, 0.0);
     const struct clops_op *op = gemm_op();
-    full[7] = double_arg(NULL, 3.0);
+    full[7] = enum_arg(NULL, "fp32", 0); /* precision, gemm's eighth and last parameter */
+    full[8] = double_arg(NULL, 3.0);
 
     /* An extra positional argument. */
-    expect_rejected(op, full, 8, CLOPS_ERR_INVALID_ARGUMENT, "extra argument #8", &o);
+    expect_rejected(op, full, 9, CLOPS_ERR_INVALID_ARGUMENT, "extra argument #9", &o);
 
     /* A missing required parameter. */
     expect_rejected(op, full, 2, CLOPS_ERR_INVALID_ARGUMENT, "missing required parameter 'c'", &o);

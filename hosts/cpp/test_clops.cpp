@@ -281,8 +281,9 @@ void test_sized_arrays(const clops::library &lib)
     const clops_op &gemm = lib.op("gemm");
     expect(CLOPS_OP_HAS(&gemm, param_size) && gemm.param_size == sizeof(clops_param),
            "gemm's descriptor states sizeof(clops_param)");
-    const std::vector<std::string> names = {"a", "b", "c", "trans_a", "trans_b", "alpha", "beta"};
-    expect(gemm.param_count == static_cast<int32_t>(names.size()), "gemm has 7 parameters");
+    const std::vector<std::string> names = {"a",       "b",     "c",    "trans_a",
+                                            "trans_b", "alpha", "beta", "precision"};
+    expect(gemm.param_count == static_cast<int32_t>(names.size()), "gemm has 8 parameters");
     for (int32_t i = 0; i < gemm.param_count; i++)
         expect(names[idx(i)] == clops_op_param(&gemm, i)->name,
                "gemm's parameter " + names[idx(i)]);

@@ -216,8 +216,9 @@ contains
     ! ---- Descriptors (ABI 1.2: sized arrays) ----------------------------------------------
 
     subroutine test_descriptors_walked_by_param_size()
-        character(len=*), parameter :: names(7) = [character(len=7) :: 'a', 'b', 'c', &
-                                                   'trans_a', 'trans_b', 'alpha', 'beta']
+        character(len=*), parameter :: names(8) = [character(len=9) :: 'a', 'b', 'c', &
+                                                   'trans_a', 'trans_b', 'alpha', 'beta', &
+                                                   'precision']
         type(clops_op), pointer :: op
         type(clops_param) :: mirror
         integer :: i
@@ -227,13 +228,13 @@ contains
         call expect(op%struct_size >= c_sizeof(op), 'the descriptor holds param_size')
         call expect(int(op%param_size, c_size_t) == c_sizeof(mirror), &
                     'param_size = sizeof(struct clops_param)')
-        call expect(op%param_count == size(names), 'gemm has 7 parameters')
+        call expect(op%param_count == size(names), 'gemm has 8 parameters')
         do i = 1, size(names)
             call expect(clops_param_name(clops_op_param(op, i)) == trim(names(i)), &
                         'gemm parameter '//trim(names(i)))
         end do
         call expect(.not. associated(clops_op_param(op, 0)), 'parameter 0 is out of range')
-        call expect(.not. associated(clops_op_param(op, 8)), 'parameter 8 is out of range')
+        call expect(.not. associated(clops_op_param(op, 9)), 'parameter 9 is out of range')
         print *, 'descriptors_walked_by_param_size: PASS'
     end subroutine
 

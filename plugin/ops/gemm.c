@@ -1,6 +1,7 @@
 /* gemm.c — the gemm operator, C = alpha * op(A) * op(B) + beta * C in f32 or f64: validates the
- * call, reduces every layout to one row-major-C kernel, kernels/gemm.cl (portable) or, for f64 on
- * NVIDIA GPUs with FP64 tensor cores, kernels/gemm_mma.cl, and picks its tiles. */
+ * call, reduces every layout to one row-major-C kernel, kernels/gemm.cl (portable) or, on NVIDIA
+ * GPUs with tensor cores, kernels/gemm_mma.cl (f64, and f32 in the TF32 precisions), and picks
+ * its tiles. */
 #include <ctype.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +18,9 @@ static const char op_name[] = "gemm";
 
 /* The dtypes of a, b and c (one of them for all three). */
 enum { GEMM_DTYPES = CLOPS_DTYPE_BIT(CLOPS_F32) | CLOPS_DTYPE_BIT(CLOPS_F64) };
+
+/* The precision parameter's values, in the order of the descriptor's strings. */
+enum { GEMM_FP32, GEMM_3XTF32, GEMM_TF32 };
 
 /* ---- Tiles per device ------------------------------------------------------------------------ */
 
@@ -157,13 +161,31 @@ static const struct gemm_mma_tuning {
     {80, {128, 64, 8, 64, 32, 884, 3}, {64, 64, 8, 32, 32, 884, 4}},
 };
 
-static const struct gemm_mma_tuning *mma_tuning_for(const struct pool_device *dev)
+/* The same for f32 in TF32 (m16n8k8, compute capability 8.0 and later); the warps' blocks are
+ * multiples of 32 (gemm_mma.cl's swizzle). */
+static const struct gemm_mma_tuning tf32_tunings[] = {
+    {80, {128, 128, 16, 64, 32, 1688, 3}, {64, 64, 16, 32, 32, 1688, 3}},
+};
+
+static const struct gemm_mma_tuning *mma_tuning_in(const struct pool_device *dev,
+                                                   const struct gemm_mma_tuning *table, size_t n)
 {
     const int32_t cc = pool_device_nv_compute_capability(dev);
-    for (size_t i = 0; i < sizeof mma_tunings / sizeof mma_tunings[0]; i++)
-        if (cc >= mma_tunings[i].min_cc)
-            return &mma_tunings[i];
+    for (size_t i = 0; i < n; i++)
+        if (cc >= table[i].min_cc)
+            return &table[i];
     return NULL;
+}
+
+/* The tensor-core tiles for a call's dtype and precision on `dev`, or NULL for none. */
+static const struct gemm_mma_tuning *mma_tuning_for(const struct pool_device *dev, int32_t dtype,
+                                                    int32_t precision)
+{
+    if (dtype == CLOPS_F64)
+        return mma_tuning_in(dev, mma_tunings, sizeof mma_tunings / sizeof mma_tunings[0]);
+    if (precision == GEMM_FP32)
+        return NULL;
+    return mma_tuning_in(dev, tf32_tunings, sizeof tf32_tunings / sizeof tf32_tunings[0]);
 }
 
 static size_t mma_group_size(const struct gemm_mma_tiles *t)
@@ -172,9 +194,9 @@ static size_t mma_group_size(const struct gemm_mma_tiles *t)
 }
 
 /* The kernel's local tiles: `stages` of each operand, unpadded (gemm_mma.cl says why). */
-static int64_t mma_local_bytes(const struct gemm_mma_tiles *t)
+static int64_t mma_local_bytes(const struct gemm_mma_tiles *t, int64_t elem_size)
 {
-    return (int64_t)t->stages * t->tile_k * (t->tile_m + t->tile_n) * (int64_t)sizeof(double);
+    return (int64_t)t->stages * t->tile_k * (t->tile_m + t->tile_n) * elem_size;
 }
 
 /* ---- The call reduced to the kernel's terms ------------------------------------------------- */
@@ -186,7 +208,8 @@ static int64_t mma_local_bytes(const struct gemm_mma_tiles *t)
  * whatever the layout. */
 struct gemm_plan {
     int32_t dtype;
-    int64_t m, n, k; /* of the kernel's product; k = 0 when A and B are not read */
+    int32_t precision; /* GEMM_FP32, GEMM_3XTF32 or GEMM_TF32 (f32 only) */
+    int64_t m, n, k;   /* of the kernel's product; k = 0 when A and B are not read */
     const struct clops_tensor *ka, *kb, *c;
     const char *ka_param, *kb_param; /* "a" or "b", for messages */
     int64_t ka_si, ka_sk, kb_sk, kb_sj, ldc;
@@ -415,13 +438,17 @@ static int32_t build_options(const struct gemm_tiles *t, int32_t dtype, char *ou
     return options_fit(n, size);
 }
 
-static int32_t mma_build_options(const struct gemm_mma_tiles *t, char *out, size_t size)
+/* `passes`: 0 for f64, else the TF32 products of an f32 product (gemm_mma.cl's TF32_PASSES). */
+static int32_t mma_build_options(const struct gemm_mma_tiles *t, int32_t passes, char *out,
+                                 size_t size)
 {
     int n = snprintf(out, size,
                      "-DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DWARP_M=%d -DWARP_N=%d -DMMA_SHAPE=%d "
                      "-DSTAGES=%d",
                      (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->warp_m, (int)t->warp_n,
                      (int)t->shape, (int)t->stages);
+    if (n >= 0 && (size_t)n < size && passes > 0)
+        n += snprintf(out + n, size - (size_t)n, " -DTF32_PASSES=%d", (int)passes);
     return options_fit(n, size);
 }
 
@@ -491,26 +518,27 @@ static int32_t get_portable_kernel(struct clops_pool *pool, struct pool_device *
     return status;
 }
 
-/* The tensor-core kernel for the plan, when `dev` has one that applies: f64, an NVIDIA device of
- * a compute capability in mma_tunings, tiles not configured (they are the portable kernel's),
- * and the kernel's tiles within the device's local memory and work-group limits. *taken = 0
- * leaves the call to the portable kernel. */
+/* The tensor-core kernel for the plan, when `dev` has one that applies: f64 with the tiles not
+ * configured (they are the portable kernel's), or f32 in a TF32 precision, on an NVIDIA device
+ * of a compute capability in the tables, and the kernel's tiles within the device's local memory
+ * and work-group limits. *taken = 0 leaves the call to the portable kernel. */
 static int32_t get_mma_kernel(struct clops_pool *pool, struct pool_device *dev,
                               const struct gemm_plan *p, struct gemm_launch *out, int *taken)
 {
     *taken = 0;
-    const struct gemm_mma_tuning *tuning = mma_tuning_for(dev);
-    if (p->dtype != CLOPS_F64 || tuning == NULL || tiles_configured(pool))
+    const struct gemm_mma_tuning *tuning = mma_tuning_for(dev, p->dtype, p->precision);
+    if (tuning == NULL || (p->dtype == CLOPS_F64 && tiles_configured(pool)))
         return CLOPS_OK;
+    const int32_t passes = p->dtype == CLOPS_F64 ? 0 : (p->precision == GEMM_3XTF32 ? 3 : 1);
     const int64_t blocks = blocks_covering(p->m, p->n, tuning->large.tile_m, tuning->large.tile_n);
     const struct gemm_mma_tiles *choice[2] = {&tuning->large, &tuning->small};
     for (int c = blocks >= pool_device_info(dev)->compute_units ? 0 : 1; c < 2; c++) {
         const struct gemm_mma_tiles *t = choice[c];
-        if (mma_local_bytes(t) > pool_device_info(dev)->local_mem_bytes)
+        if (mma_local_bytes(t, dtype_size(p->dtype)) > pool_device_info(dev)->local_mem_bytes)
             continue;
         char options[256];
         int fits = 0;
-        int32_t status = mma_build_options(t, options, sizeof options);
+        int32_t status = mma_build_options(t, passes, options, sizeof options);
         if (status == CLOPS_OK)
             status = create_kernel(pool, dev, "gemm_mma", options, mma_group_size(t), &out->kernel,
                                    &fits);
@@ -577,7 +605,21 @@ static int32_t bind_plan(cl_kernel kernel, const struct gemm_plan *p,
 /* ---- The operator's steps: check and enqueue (call.h runs the rest) ------------------------- */
 
 /* The parameters' positions in the descriptor (gemm_params below). */
-enum { P_A, P_B, P_C, P_TRANS_A, P_TRANS_B, P_ALPHA, P_BETA };
+enum { P_A, P_B, P_C, P_TRANS_A, P_TRANS_B, P_ALPHA, P_BETA, P_PRECISION };
+
+static int32_t check_precision(int32_t precision, int32_t dtype)
+{
+    if (precision < GEMM_FP32 || precision > GEMM_TF32)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'precision' = %d; expected 0 (fp32), 1 (3xtf32) or 2 (tf32)",
+                       op_name, (int)precision);
+    if (precision != GEMM_FP32 && dtype != CLOPS_F32)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "%s: parameter 'precision' = %s applies to f32 operands, but 'a' is %s "
+                       "(use fp32, the default, which means the dtype's own precision)",
+                       op_name, precision == GEMM_TF32 ? "tf32" : "3xtf32", dtype_name(dtype));
+    return CLOPS_OK;
+}
 
 static int32_t gemm_check(struct op_call *call)
 {
@@ -587,6 +629,10 @@ static int32_t gemm_check(struct op_call *call)
                                      v[P_TRANS_A].i32, v[P_TRANS_B].i32, p);
     if (status != CLOPS_OK)
         return status;
+    status = check_precision(v[P_PRECISION].i32, p->dtype);
+    if (status != CLOPS_OK)
+        return status;
+    p->precision = v[P_PRECISION].i32;
     p->alpha = v[P_ALPHA].f64;
     p->beta = v[P_BETA].f64;
     /* BLAS: alpha = 0 reads neither A nor B (NaN in them does not leak into C). */
@@ -632,15 +678,17 @@ static int32_t gemm_entry(struct clops_pool *pool, const struct clops_tensor *a,
                           const struct clops_tensor *b, const struct clops_tensor *c,
                           int32_t trans_a, int32_t trans_b, double alpha, double beta)
 {
-    const union op_value values[] = {{.tensor = a},    {.tensor = b},    {.tensor = c},
-                                     {.i32 = trans_a}, {.i32 = trans_b}, {.f64 = alpha},
-                                     {.f64 = beta}};
+    /* The typed entry keeps its 1.0 prototype: precision, appended later, is fp32 here. */
+    const union op_value values[] = {{.tensor = a},    {.tensor = b},     {.tensor = c},
+                                     {.i32 = trans_a}, {.i32 = trans_b},  {.f64 = alpha},
+                                     {.f64 = beta},    {.i32 = GEMM_FP32}};
     return call_run(pool, &impl_gemm, values);
 }
 
 /* ---- The descriptor -------------------------------------------------------------------------- */
 
 static const char *const trans_values[] = {"none", "transpose", NULL};
+static const char *const precision_values[] = {"fp32", "3xtf32", "tf32", NULL};
 
 static const struct clops_param gemm_params[] = {
     {"a", CLOPS_PARAM_TENSOR_IN, GEMM_DTYPES, NULL, NULL,
@@ -656,6 +704,11 @@ static const struct clops_param gemm_params[] = {
      "Scales op(A) op(B); 0 reads neither A nor B. Rounded to float for f32."},
     {"beta", CLOPS_PARAM_DOUBLE, 0, NULL, "0",
      "Scales C's prior contents; 0 ignores them, NaN included. Rounded to float for f32."},
+    {"precision", CLOPS_PARAM_ENUM, 0, precision_values, "fp32",
+     "Invoke only (the typed entry runs fp32). f32 products: fp32 (IEEE single), 3xtf32 "
+     "(f32-accurate from three TF32 tensor-core products), tf32 (one TF32 product, about 10 "
+     "mantissa bits; opt-in). Where a device has no TF32 tensor cores both run fp32. f64 takes "
+     "only fp32 (its own precision)."},
 };
 
 static const struct clops_op op_gemm = {

@@ -112,11 +112,13 @@ def test_op_listing_contains_gemm():
         assert name in ops, sorted(ops)
     params = {p.name: p for p in ops["gemm"].params}
     assert [p.name for p in ops["gemm"].params] == \
-        ["a", "b", "c", "trans_a", "trans_b", "alpha", "beta"]
+        ["a", "b", "c", "trans_a", "trans_b", "alpha", "beta", "precision"]
     assert params["c"].kind == clops.TENSOR_INOUT and params["c"].dtypes == ["f32", "f64"]
     assert params["trans_a"].enum_values == ["none", "transpose"]
     assert params["alpha"].kind == clops.DOUBLE and float(params["alpha"].default) == 1.0
     assert params["a"].default is None  # required
+    assert params["precision"].enum_values == ["fp32", "3xtf32", "tf32"]
+    assert params["precision"].default == "fp32"
 
 
 def test_gemm_matches_python_matmul(pool):
