@@ -20,19 +20,30 @@ struct view {
     long base, s_i, s_j, m, n;
 };
 
-/* Reads the tile of x at rows m0.., columns n0.. into tile[i - m0][j - n0]. The work-group's
- * TILE x ROWS work-items sweep it ROWS lines at a time; `i_fast` (x's rows are adjacent in
- * memory: column-major) makes local x run down i instead of along j, so neighbouring
- * work-items always read neighbouring addresses. Elements outside the matrix are skipped. */
+/* The element of the tile at rows m0.., columns n0.. of `v` that this work-item moves on line
+ * `k` of its sweep: its place (*li, *lj) in the tile, and its index in memory, or -1 when it
+ * lies outside the matrix. The work-group's TILE x ROWS work-items sweep the tile ROWS lines at
+ * a time; `i_fast` (the matrix's rows are adjacent in memory: column-major) makes local x run
+ * down i instead of along j, so neighbouring work-items always touch neighbouring addresses. */
+static long tile_element(struct view v, long m0, long n0, int k, int i_fast, int *li, int *lj)
+{
+    const int tx = (int)get_local_id(0);
+    *li = i_fast ? tx : k;
+    *lj = i_fast ? k : tx;
+    const long i = m0 + *li, j = n0 + *lj;
+    return i < v.m && j < v.n ? v.base + i * v.s_i + j * v.s_j : -1;
+}
+
+/* Reads the tile of x at rows m0.., columns n0.. into tile[i - m0][j - n0]. Elements outside
+ * the matrix are skipped. */
 static void load_tile(__local tile_t *tile, __global const T *x, struct view v, long m0, long n0,
                       int i_fast)
 {
-    const int tx = (int)get_local_id(0), ty = (int)get_local_id(1);
-    for (int k = ty; k < TILE; k += ROWS) {
-        const int li = i_fast ? tx : k, lj = i_fast ? k : tx;
-        const long i = m0 + li, j = n0 + lj;
-        if (i < v.m && j < v.n)
-            (*tile)[li][lj] = x[v.base + i * v.s_i + j * v.s_j];
+    for (int k = (int)get_local_id(1); k < TILE; k += ROWS) {
+        int li, lj;
+        const long at = tile_element(v, m0, n0, k, i_fast, &li, &lj);
+        if (at >= 0)
+            (*tile)[li][lj] = x[at];
     }
 }
 
@@ -42,12 +53,12 @@ static void load_tile(__local tile_t *tile, __global const T *x, struct view v, 
 static void store_tile(__local const tile_t *tile, __global T *y, struct view v, long m0, long n0,
                        int i_fast)
 {
-    const int tx = (int)get_local_id(0), ty = (int)get_local_id(1);
-    for (int k = ty; k < TILE; k += ROWS) {
-        const int li = i_fast ? tx : k, lj = i_fast ? k : tx;
-        const long i = m0 + li, j = n0 + lj;
-        if (i < v.n && j < v.m)
-            y[v.base + j * v.s_i + i * v.s_j] = (*tile)[li][lj];
+    const struct view yt = {v.base, v.s_j, v.s_i, v.n, v.m}; /* y(j, i) as element (i, j) */
+    for (int k = (int)get_local_id(1); k < TILE; k += ROWS) {
+        int li, lj;
+        const long at = tile_element(yt, m0, n0, k, i_fast, &li, &lj);
+        if (at >= 0)
+            y[at] = (*tile)[li][lj];
     }
 }
 
