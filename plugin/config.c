@@ -168,21 +168,19 @@ static int32_t parse_string(const struct parser *p, const struct field *f,
 static int32_t parse_device_type(const struct parser *p, const struct field *f,
                                  const config_setting_t *s, const char *path, void *base)
 {
+    static const struct {
+        const char *word;
+        int32_t type;
+    } types[] = {{"gpu", CLOPS_DEVICE_GPU}, {"cpu", CLOPS_DEVICE_CPU}, {"any", 0}};
     if (config_setting_type(s) != CONFIG_TYPE_STRING)
         return fail_type(p, s, path, "a string, one of gpu, cpu, any");
     const char *word = config_setting_get_string(s);
-    int32_t type;
-    if (strcmp(word, "gpu") == 0)
-        type = CLOPS_DEVICE_GPU;
-    else if (strcmp(word, "cpu") == 0)
-        type = CLOPS_DEVICE_CPU;
-    else if (strcmp(word, "any") == 0)
-        type = 0;
-    else
-        return fail(p, s, path, "expected one of gpu, cpu, any, got \"%.*s\"", QUOTED_VALUE_MAX,
-                    word);
-    *(int32_t *)((char *)base + f->offset) = type;
-    return CLOPS_OK;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(word, types[i].word) == 0) {
+            *(int32_t *)((char *)base + f->offset) = types[i].type;
+            return CLOPS_OK;
+        }
+    return fail(p, s, path, "expected one of gpu, cpu, any, got \"%.*s\"", QUOTED_VALUE_MAX, word);
 }
 
 /* ---- Groups ---------------------------------------------------------------------------------- */
@@ -262,29 +260,54 @@ static void device_defaults(struct config_device *dev)
     dev->required = 1;
 }
 
+/* One entry of `devices` or `operators`: member i of n of the list or group at `path`, itself at
+ * `entry_path`. */
+typedef int32_t (*entry_parse_fn)(const struct parser *p, const config_setting_t *entry,
+                                  const char *path, const char *entry_path, int i, int n);
+
+/* `devices` and `operators`: a list or a group (`type`; `expected` says what, when it is not)
+ * whose entries `parse_entry` reads in order, each at its own key path (path[i] in a list,
+ * path.name in a group), up to the first that fails; the field's member (an int32_t) counts
+ * those read. */
+static int32_t parse_entries(const struct parser *p, const struct field *f,
+                             const config_setting_t *s, const char *path, void *base, int type,
+                             const char *expected, entry_parse_fn parse_entry)
+{
+    int32_t *count = (int32_t *)((char *)base + f->offset);
+    if (config_setting_type(s) != type)
+        return fail_type(p, s, path, expected);
+    int n = config_setting_length(s);
+    int32_t status = CLOPS_OK;
+    for (int i = 0; i < n && status == CLOPS_OK; i++) {
+        const config_setting_t *entry = config_setting_get_elem(s, (unsigned)i);
+        char entry_path[KEY_PATH_MAX];
+        if (type == CONFIG_TYPE_LIST)
+            snprintf(entry_path, sizeof entry_path, "%s[%d]", path, i);
+        else
+            child_path(entry_path, path, config_setting_name(entry));
+        status = parse_entry(p, entry, path, entry_path, i, n);
+        if (status == CLOPS_OK)
+            *count = i + 1;
+    }
+    return status;
+}
+
+static int32_t parse_device_entry(const struct parser *p, const config_setting_t *entry,
+                                  const char *path, const char *entry_path, int i, int n)
+{
+    (void)path;
+    if (i >= CONFIG_MAX_DEVICES)
+        return fail(p, entry, entry_path, "too many devices: %d listed, at most %d", n,
+                    (int)CONFIG_MAX_DEVICES);
+    return parse_group(p, entry, entry_path, device_fields,
+                       sizeof device_fields / sizeof device_fields[0], &p->cfg->devices[i]);
+}
+
 static int32_t parse_devices(const struct parser *p, const struct field *f,
                              const config_setting_t *s, const char *path, void *base)
 {
-    (void)f;
-    (void)base;
-    if (config_setting_type(s) != CONFIG_TYPE_LIST)
-        return fail_type(p, s, path, "a list ( { type = ...; }, ... )");
-    int n = config_setting_length(s);
-    for (int i = 0; i < n; i++) {
-        const config_setting_t *elem = config_setting_get_elem(s, (unsigned)i);
-        char elem_path[KEY_PATH_MAX];
-        snprintf(elem_path, sizeof elem_path, "%s[%d]", path, i);
-        if (i >= CONFIG_MAX_DEVICES)
-            return fail(p, elem, elem_path, "too many devices: %d listed, at most %d", n,
-                        (int)CONFIG_MAX_DEVICES);
-        struct config_device *dev = &p->cfg->devices[i];
-        int32_t status = parse_group(p, elem, elem_path, device_fields,
-                                     sizeof device_fields / sizeof device_fields[0], dev);
-        if (status != CLOPS_OK)
-            return status;
-        p->cfg->device_count = i + 1;
-    }
-    return CLOPS_OK;
+    return parse_entries(p, f, s, path, base, CONFIG_TYPE_LIST, "a list ( { type = ...; }, ... )",
+                         parse_device_entry);
 }
 
 /* ---- operators ------------------------------------------------------------------------------- */
@@ -522,36 +545,29 @@ static int32_t fail_unknown_operator(const struct parser *p, const config_settin
                 registered);
 }
 
+static int32_t parse_operator_entry(const struct parser *p, const config_setting_t *entry,
+                                    const char *path, const char *entry_path, int i, int n)
+{
+    const char *name = config_setting_name(entry);
+    if (registry_find(name) == NULL)
+        return fail_unknown_operator(p, entry, path);
+    if (i >= CONFIG_MAX_OPS)
+        return fail(p, entry, entry_path, "too many operators: %d configured, at most %d", n,
+                    (int)CONFIG_MAX_OPS);
+    struct config_op *op = &p->cfg->ops[i];
+    op_defaults(op);
+    if (strlen(name) >= sizeof op->name)
+        return fail(p, entry, entry_path, "operator name longer than %zu characters",
+                    sizeof op->name - 1);
+    strcpy(op->name, name);
+    return parse_operator(p, entry, entry_path, op);
+}
+
 static int32_t parse_operators(const struct parser *p, const struct field *f,
                                const config_setting_t *s, const char *path, void *base)
 {
-    (void)f;
-    (void)base;
-    if (config_setting_type(s) != CONFIG_TYPE_GROUP)
-        return fail_type(p, s, path, "a group { <operator> = { ... }; ... }");
-    int n = config_setting_length(s);
-    for (int i = 0; i < n; i++) {
-        const config_setting_t *member = config_setting_get_elem(s, (unsigned)i);
-        const char *name = config_setting_name(member);
-        char op_path[KEY_PATH_MAX];
-        child_path(op_path, path, name);
-        if (registry_find(name) == NULL)
-            return fail_unknown_operator(p, member, path);
-        if (i >= CONFIG_MAX_OPS)
-            return fail(p, member, op_path, "too many operators: %d configured, at most %d", n,
-                        (int)CONFIG_MAX_OPS);
-        struct config_op *op = &p->cfg->ops[i];
-        op_defaults(op);
-        if (strlen(name) >= sizeof op->name)
-            return fail(p, member, op_path, "operator name longer than %zu characters",
-                        sizeof op->name - 1);
-        strcpy(op->name, name);
-        int32_t status = parse_operator(p, member, op_path, op);
-        if (status != CLOPS_OK)
-            return status;
-        p->cfg->op_count = i + 1;
-    }
-    return CLOPS_OK;
+    return parse_entries(p, f, s, path, base, CONFIG_TYPE_GROUP,
+                         "a group { <operator> = { ... }; ... }", parse_operator_entry);
 }
 
 /* ---- cache and the top level ----------------------------------------------------------------- */
@@ -572,7 +588,7 @@ static int32_t parse_cache(const struct parser *p, const struct field *f, const 
 
 /* `devices` comes before `operators`: an operator's device index is checked against it. */
 static const struct field top_fields[] = {
-    {"devices", parse_devices, 0, 0, 0, 0},
+    {"devices", parse_devices, offsetof(struct pool_config, device_count), 0, 0, 0},
     {"cpu_fallback", parse_bool, offsetof(struct pool_config, cpu_fallback), 0, 0, 0},
     {"profiling", parse_bool, offsetof(struct pool_config, profiling), 0, 0, 0},
     {"kernel_times", parse_bool, offsetof(struct pool_config, kernel_times), 0, 0, 0},
@@ -583,7 +599,7 @@ static const struct field top_fields[] = {
     {"cache", parse_cache, 0, 0, 0, 0},
     {"kernel_dir", parse_string, offsetof(struct pool_config, kernel_dir),
      MEMBER_SIZE(struct pool_config, kernel_dir), 0, 0},
-    {"operators", parse_operators, 0, 0, 0, 0},
+    {"operators", parse_operators, offsetof(struct pool_config, op_count), 0, 0, 0},
 };
 
 void config_defaults(struct pool_config *cfg)
