@@ -105,15 +105,17 @@ static int32_t check_pool_and_out(const char *entry, const struct clops_pool *po
     return CLOPS_OK;
 }
 
-/* check_pool_and_out, and index names one of the pool's devices. */
-static int32_t check_device_index(const char *entry, const struct clops_pool *pool, int32_t index,
-                                  const void *out)
+/* check_pool_and_out, and index names one of the pool's devices: *dev. */
+static int32_t find_device(const char *entry, const struct clops_pool *pool, int32_t index,
+                           const void *out, const struct pool_device **dev)
 {
     int32_t status = check_pool_and_out(entry, pool, out);
     if (status == CLOPS_OK && (index < 0 || index >= pool_device_count(pool)))
         status =
             err_set(CLOPS_ERR_NOT_FOUND, "%s: parameter 'index' = %d; the pool has %d device(s)",
                     entry, (int)index, (int)pool_device_count(pool));
+    if (status == CLOPS_OK)
+        *dev = pool_device_at(pool, index);
     return status;
 }
 
@@ -121,11 +123,9 @@ static int32_t api_pool_device_info(const struct clops_pool *pool, int32_t index
                                     struct clops_device_info *out)
 {
     err_clear();
-    int32_t status = check_device_index("pool_device_info", pool, index, out);
-    if (status != CLOPS_OK)
-        return status;
-    return pool_copy_sized(out, pool_device_info(pool_device_at(pool, index)),
-                           sizeof(struct clops_device_info));
+    const struct pool_device *dev = NULL;
+    int32_t status = find_device("pool_device_info", pool, index, out, &dev);
+    return status != CLOPS_OK ? status : pool_copy_sized(out, pool_device_info(dev), sizeof *out);
 }
 
 static int32_t api_pool_stats(const struct clops_pool *pool, struct clops_stats *out)
@@ -159,11 +159,12 @@ static int32_t api_pool_device_stats(const struct clops_pool *pool, int32_t inde
                                      struct clops_device_stats *out)
 {
     err_clear();
-    int32_t status = check_device_index("pool_device_stats", pool, index, out);
+    const struct pool_device *dev = NULL;
+    int32_t status = find_device("pool_device_stats", pool, index, out, &dev);
     if (status != CLOPS_OK)
         return status;
     struct clops_device_stats s;
-    pool_read_device_stats(pool_device_at(pool, index), &s);
+    pool_read_device_stats(dev, &s);
     return pool_copy_sized(out, &s, sizeof s);
 }
 
