@@ -36,7 +36,7 @@ int32_t call_param_index(const struct op_impl *impl, const char *name)
 size_t call_tuning_row(const struct pool_device *dev, const struct tuning_match *first,
                        size_t row_size, size_t rows)
 {
-    /* Row i's match lies i rows past row 0's: it is the first member of every row. */
+    /* Row i's match lies i rows past row 0's. */
     for (size_t i = 0; i + 1 < rows; i++) {
         const struct tuning_match *m =
             (const struct tuning_match *)((const char *)first + i * row_size);

@@ -133,23 +133,23 @@ int32_t call_param_index(const struct op_impl *impl, const char *name);
 
 /* ---- Tuning: an operator's table of values per device, and the settings that replace them ---- */
 
-/* Which devices a row of an operator's tuning table applies to: the row's first member. */
+/* Which devices a row of an operator's tuning table applies to (the row's member `match`). */
 struct tuning_match {
     const char *vendor; /* case-insensitive substring of the device vendor; "" = any */
     int32_t type;       /* enum clops_device_type; 0 = any */
 };
 
-/* The index of the first row of `table` (an array of structs whose member `match` comes first)
- * that applies to `dev`; the last row, which should match every device, when none does. */
+/* The index of the first row of `table` (an array of structs with a member `match`) that applies
+ * to `dev`; the last row, which should match every device, when none does. */
 #define CALL_TUNING_ROW(table, dev)                                                                \
     call_tuning_row((dev), &(table)[0].match, sizeof(table)[0], sizeof(table) / sizeof(table)[0])
 size_t call_tuning_row(const struct pool_device *dev, const struct tuning_match *first,
                        size_t row_size, size_t rows);
 
-/* Replaces *fields[s], the int32_t member of an operator's tuning that setting s of `impl`
- * (config.h) configures, with the configured value, where there is one (pool_op_setting: what
- * *fields[s] holds is the device's default). `count` entries; NULL: a setting not in the
- * tuning. */
+/* Sets *fields[s], the int32_t member of an operator's tuning that setting s of `impl` (config.h)
+ * configures, to pool_op_setting's value: the configured one, else the declared default, else,
+ * for a default per device, what *fields[s] holds (the tuning table's). `count` entries; NULL: a
+ * setting not in the tuning. */
 void call_apply_settings(const struct clops_pool *pool, const struct op_impl *impl,
                          int32_t *const *fields, size_t count);
 
