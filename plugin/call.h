@@ -90,8 +90,13 @@ struct op_impl {
 enum { CALL_PLAN_MAX = 1024 };
 
 /* The fields of an operator's descriptor (abi/clops.h) that every operator fills the same way:
- * its size and version, its parameter table, and its typed entry point, which must have the
- * ABI's prototype `abi_fn` (anything else is a compile error: no _Generic association).
+ * its name, size and version, its parameter table, and its typed entry point, which must have
+ * the ABI's prototype `abi_fn` (anything else is a compile error: no _Generic association).
+ * What is left to write is its summary and doc. */
+#define OP_DESCRIPTOR_COMMON(op_name, param_table, entry_fn, abi_fn)                               \
+    .name = (op_name), OP_DESCRIPTOR_FIELDS(param_table, entry_fn, abi_fn)
+
+/* The same but the name, for a descriptor that states it apart (gemm.c's).
  * Not clang-formatted: version 14 splits the association. */
 /* clang-format off */
 #define OP_DESCRIPTOR_FIELDS(param_table, entry_fn, abi_fn)                                       \

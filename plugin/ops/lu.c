@@ -101,7 +101,6 @@ static const struct clops_param lu_params[] = {
 };
 
 static const struct clops_op op_lu = {
-    .name = op_name,
     .summary = "LU factorization with partial pivoting, P·A = L·U (LAPACK getrf), f32 or f64.",
     .doc = "Factors the M x N matrix A as P·A = L·U with partial pivoting (row interchanges), as "
            "LAPACK's getrf: L is M x min(M,N) unit lower triangular (trapezoidal when M > N), U is "
@@ -149,7 +148,7 @@ static const struct clops_op op_lu = {
            "other than f32/f64 (a) or i32 (ipiv, info), f64 on a device without double "
            "precision, a matrix with no unit stride, or an extent over 2^30 - 1. A rejected call "
            "writes nothing.",
-    OP_DESCRIPTOR_FIELDS(lu_params, lu_entry, clops_lu_fn),
+    OP_DESCRIPTOR_COMMON(op_name, lu_params, lu_entry, clops_lu_fn),
 };
 
 const struct op_impl impl_lu = OP_IMPL(&op_lu, struct lu_call, lu_check, lu_enqueue, lu_commit_step,

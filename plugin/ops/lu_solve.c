@@ -106,7 +106,6 @@ static const struct clops_param lu_solve_params[] = {
 };
 
 static const struct clops_op op_lu_solve = {
-    .name = op_name,
     .summary = "Solves A·X = B or A^T·X = B with the factors of lu (LAPACK getrs), f32 or f64.",
     .doc = "With P·A = L·U from the lu operator (lu and ipiv as it wrote them), overwrites the "
            "N x NRHS matrix B with X: for trans = none X = U^-1 L^-1 P^T B (A·X = B), for "
@@ -122,7 +121,7 @@ static const struct clops_op op_lu_solve = {
            "trans other than 0 or 1, or b overlapping lu or ipiv. CLOPS_ERR_UNSUPPORTED for other "
            "dtypes, f64 without device support, a matrix with no unit stride. A rejected call "
            "writes nothing.",
-    OP_DESCRIPTOR_FIELDS(lu_solve_params, lu_solve_entry, clops_lu_solve_fn),
+    OP_DESCRIPTOR_COMMON(op_name, lu_solve_params, lu_solve_entry, clops_lu_solve_fn),
 };
 
 const struct op_impl impl_lu_solve =

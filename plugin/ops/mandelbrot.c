@@ -779,7 +779,6 @@ static const struct clops_param mandelbrot_params[] = {
 };
 
 static const struct clops_op op_mandelbrot = {
-    .name = op_name,
     .summary = "Mandelbrot set iteration counts and RGBA image, tiles shared by GPU and CPU.",
     .doc =
         "Renders the view of the Mandelbrot set centred on (center_x, center_y), scale wide, "
@@ -838,7 +837,7 @@ static const struct clops_op op_mandelbrot = {
         "CLOPS_ERR_UNSUPPORTED for dtypes other than u32 and u8, an extent over 2^30 - 1, or f64 "
         "on a device without double precision. A rejected call writes nothing. An empty image "
         "is a valid call that does nothing.",
-    OP_DESCRIPTOR_FIELDS(mandelbrot_params, mandelbrot_entry, clops_mandelbrot_fn),
+    OP_DESCRIPTOR_COMMON(op_name, mandelbrot_params, mandelbrot_entry, clops_mandelbrot_fn),
 };
 
 const struct op_impl impl_mandelbrot = OP_IMPL(&op_mandelbrot, struct mandel_state, mandel_check,

@@ -511,7 +511,6 @@ static const struct clops_param reduce_params[] = {
 };
 
 static const struct clops_op op_reduce = {
-    .name = op_name,
     .summary = "sum, min, max, norm2, argmin or argmax over a tensor or along a matrix axis.",
     .doc = "Reduces x with `op` over all its elements (axis = -1; x of rank 1 to 4, any strides) "
            "or along axis 0 or 1 of a rank-2 x (out[j] reduces column j for axis 0, out[i] row i "
@@ -562,7 +561,7 @@ static const struct clops_op op_reduce = {
            "CLOPS_ERR_CONFIG naming them. -DWG=<n>, -DVEC=<n>, -DGROUPS_PER_CU=<n>, "
            "-DROWS_PER_GROUP=<n> and -DUNROLL=<n> in operators.reduce.build_options are read as "
            "these settings too.",
-    OP_DESCRIPTOR_FIELDS(reduce_params, reduce_entry, clops_reduce_fn),
+    OP_DESCRIPTOR_COMMON(op_name, reduce_params, reduce_entry, clops_reduce_fn),
 };
 
 const struct op_impl impl_reduce = OP_IMPL(&op_reduce, struct reduce_call, reduce_check,

@@ -89,7 +89,6 @@ static const struct clops_param solve_params[] = {
 };
 
 static const struct clops_op op_solve = {
-    .name = op_name,
     .summary = "Solves A·X = B through LU with partial pivoting (LAPACK gesv), f32 or f64.",
     .doc = "Factors the N x N matrix A as P·A = L·U exactly as the lu operator does (a, ipiv and "
            "info receive the same results), then, when info = 0, overwrites the N x NRHS matrix B "
@@ -105,7 +104,7 @@ static const struct clops_op op_solve = {
            "overlap in memory. CLOPS_ERR_UNSUPPORTED for other dtypes (a, b: f32/f64; ipiv, info: "
            "i32), f64 without device support, a matrix with no unit stride. A rejected call "
            "writes nothing.",
-    OP_DESCRIPTOR_FIELDS(solve_params, solve_entry, clops_solve_fn),
+    OP_DESCRIPTOR_COMMON(op_name, solve_params, solve_entry, clops_solve_fn),
 };
 
 const struct op_impl impl_solve = OP_IMPL(&op_solve, struct lu_call, solve_check, solve_enqueue,

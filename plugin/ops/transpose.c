@@ -419,7 +419,6 @@ static const struct clops_param transpose_params[] = {
 };
 
 static const struct clops_op op_transpose = {
-    .name = op_name,
     .summary = "y = x^T over the last two axes: a matrix, or a batch; in place when square.",
     .doc = "Writes y(b, j, i) = x(b, i, j) for a matrix x (rank 2, M x N; y is N x M) or a batch "
            "of them (rank 3, B x M x N; y is B x N x M). Elements are copied bit for bit, so every "
@@ -455,7 +454,7 @@ static const struct clops_op op_transpose = {
            "and rows for that vector kernel (vec_tile a multiple of vec_rows; GPUs 64 and 16, "
            "CPUs 32 and 8). -DTILE=<n>, -DROWS=<n>, -DVEC_BYTES=<n>, -DVEC_TILE=<n> and "
            "-DVEC_ROWS=<n> in operators.transpose.build_options are read as these settings too.",
-    OP_DESCRIPTOR_FIELDS(transpose_params, transpose_entry, clops_transpose_fn),
+    OP_DESCRIPTOR_COMMON(op_name, transpose_params, transpose_entry, clops_transpose_fn),
 };
 
 const struct op_impl impl_transpose = OP_IMPL(&op_transpose, struct transpose_call, transpose_check,
