@@ -149,15 +149,11 @@ static clops_gemm_fn gemm_entry(void)
     return (clops_gemm_fn)tu_op("gemm")->entry;
 }
 
-/* The pool host-tensor cases run on: the shared one, unless a test sets its own. */
-static struct clops_pool *case_pool;
-
 static int32_t call_on_host(const struct gemm_case *g, struct operands *o)
 {
     struct clops_tensor a = matrix_tensor(&o->a), b = matrix_tensor(&o->b);
     struct clops_tensor c = matrix_tensor(&o->c);
-    struct clops_pool *pool = case_pool != NULL ? case_pool : tu_pool();
-    return gemm_entry()(pool, &a, &b, &c, g->trans_a, g->trans_b, g->alpha, g->beta);
+    return gemm_entry()(tu_case_pool(), &a, &b, &c, g->trans_a, g->trans_b, g->alpha, g->beta);
 }
 
 /* A buffer holding m's allocation from element `offset` on (what is before is filler). */
@@ -313,12 +309,11 @@ START_TEST(test_gemm_every_tile_layout_matches_reference)
     int32_t dtype = tu_begin_iteration(_i % 2, 9000 + (uint64_t)_i);
     if (dtype == 0)
         return;
-    case_pool = tu_pool_with_build_options("gemm", tile_overrides[_i / 2]);
+    tu_set_case_build_options("gemm", tile_overrides[_i / 2]);
     static const int64_t shapes[][3] = {{1, 1, 1}, {129, 67, 45}, {37, 200, 33}};
     for (int s = 0; s < 3; s++)
         run_every_transpose(dtype, shapes[s]);
-    tu_api()->pool_release(case_pool);
-    case_pool = NULL;
+    tu_release_case_pool();
 }
 END_TEST
 
@@ -613,9 +608,9 @@ START_TEST(test_gemm_kernel_choice_follows_the_device)
     tu_seed(9100);
     for (int configured = 0; configured < 2; configured++) {
         struct kernel_log log;
-        case_pool =
-            logging_pool(&log, configured ? "operators = { gemm = { tile_m = 64; }; };" : "");
-        const struct clops_device_info dev = device_of(case_pool);
+        tu_set_case_pool(
+            logging_pool(&log, configured ? "operators = { gemm = { tile_m = 64; }; };" : ""));
+        const struct clops_device_info dev = device_of(tu_case_pool());
         const int mma = expects_tensor_cores(&dev, &log) && !configured;
         for (int f64 = 0; f64 <= dev.fp64; f64++) {
             const struct kernel_log before = log;
@@ -625,8 +620,7 @@ START_TEST(test_gemm_kernel_choice_follows_the_device)
             ck_assert_int_eq(log.portable - before.portable, !(f64 && mma));
             ck_assert_int_eq(log.other, 0);
         }
-        tu_api()->pool_release(case_pool);
-        case_pool = NULL;
+        tu_release_case_pool();
         stop_logging();
     }
 }
@@ -644,8 +638,8 @@ enum { AWKWARD_COUNT = sizeof awkward_sizes / sizeof awkward_sizes[0] };
 START_TEST(test_gemm_f64_awkward_sizes_match_reference_on_the_devices_kernel)
 {
     struct kernel_log log;
-    case_pool = logging_pool(&log, "");
-    const struct clops_device_info dev = device_of(case_pool);
+    tu_set_case_pool(logging_pool(&log, ""));
+    const struct clops_device_info dev = device_of(tu_case_pool());
     const int mma = dev.fp64 && expects_tensor_cores(&dev, &log);
     tu_seed(9200 + (uint64_t)_i);
     const int64_t *s = awkward_sizes[_i];
@@ -663,8 +657,7 @@ START_TEST(test_gemm_f64_awkward_sizes_match_reference_on_the_devices_kernel)
     ck_assert_int_eq(log.mma, mma ? 8 : 0);
     ck_assert_int_eq(log.portable, !dev.fp64 || mma ? 0 : 8);
     ck_assert_int_eq(log.other, 0);
-    tu_api()->pool_release(case_pool);
-    case_pool = NULL;
+    tu_release_case_pool();
     stop_logging();
 }
 END_TEST

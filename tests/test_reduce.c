@@ -189,21 +189,13 @@ static int32_t out_dtype(int op, int32_t dtype)
     return dtype;
 }
 
-/* The pool calls run on: the shared one, unless a test sets its own. */
-static struct clops_pool *case_pool;
-
-static struct clops_pool *pool_for_case(void)
-{
-    return case_pool != NULL ? case_pool : tu_pool();
-}
-
 /* Reduces the whole of t with `op` on the host path and checks the result. */
 static void check_whole(const char *what, const struct clops_tensor *t, int op)
 {
     int32_t od = out_dtype(op, t->dtype);
     int64_t out[2] = {-7, -7}; /* out[1] is a guard */
     struct clops_tensor o = vector(out, od, 1);
-    int32_t status = reduce_entry()(pool_for_case(), t, &o, op, -1);
+    int32_t status = reduce_entry()(tu_case_pool(), t, &o, op, -1);
     ck_assert_msg(status == CLOPS_OK, "%s %s: %s", what, op_names[op], tu_api()->last_error());
     ck_assert_msg(out[1] == -7, "%s: wrote past out", what);
     struct ref r = reference(t, op);
@@ -502,7 +494,7 @@ static void check_axis_of(int32_t dtype, int64_t rows, int64_t cols, int col_maj
     snprintf(what, sizeof what, "dtype %d %lldx%lld %s axis %d data %d", (int)dtype,
              (long long)rows, (long long)cols, col_major ? "col-major" : "row-major", axis,
              (int)kind);
-    int32_t status = reduce_entry()(pool_for_case(), &x, &o, op, axis);
+    int32_t status = reduce_entry()(tu_case_pool(), &x, &o, op, axis);
     ck_assert_msg(status == CLOPS_OK, "%s %s: %s", what, op_names[op], tu_api()->last_error());
     for (int64_t r = 0; r < results; r++) {
         int64_t len = axis == 0 ? rows : cols;
@@ -653,7 +645,7 @@ static const char *const tunings[] = {
 
 START_TEST(test_reduce_other_launch_tunings_match_long_double)
 {
-    case_pool = tu_pool_with_build_options("reduce", tunings[_i]);
+    tu_set_case_build_options("reduce", tunings[_i]);
     tu_seed(700 + (uint64_t)_i);
     const int64_t n = 100003;
     float *data = random_data(CLOPS_F32, n, 0.0);
@@ -667,8 +659,7 @@ START_TEST(test_reduce_other_launch_tunings_match_long_double)
         check_axis(CLOPS_F32, 1000, 3, 0, 1, ops[k]); /* short rows sharing a group */
     }
     free(data);
-    tu_api()->pool_release(case_pool);
-    case_pool = NULL;
+    tu_release_case_pool();
 }
 END_TEST
 
@@ -706,7 +697,7 @@ START_TEST(test_reduce_long_axes_in_parts_match_long_double)
     if (dtype == CLOPS_F64 && !tu_has_fp64())
         return;
     const char *options = spread_options[_i / 4];
-    case_pool = options != NULL ? tu_pool_with_build_options("reduce", options) : NULL;
+    tu_set_case_build_options("reduce", options);
     tu_seed(800 + (uint64_t)_i);
     for (int s = 0; s < LONG_AXIS_SHAPES; s++)
         for (int layout = 0; layout < 4; layout++)
@@ -714,9 +705,7 @@ START_TEST(test_reduce_long_axes_in_parts_match_long_double)
                 if (op != NORM2 || is_float(dtype))
                     check_axis_of(dtype, long_axis_shapes[s][0], long_axis_shapes[s][1], layout & 1,
                                   layout >> 1, op, (enum data_kind)((s + op) % DATA_KINDS));
-    if (case_pool != NULL)
-        tu_api()->pool_release(case_pool);
-    case_pool = NULL;
+    tu_release_case_pool();
 }
 END_TEST
 
@@ -729,7 +718,7 @@ START_TEST(test_reduce_whole_tensor_over_many_groups_matches_long_double)
     int32_t dtype = all_dtypes[_i];
     if (dtype == CLOPS_F64 && !tu_has_fp64())
         return;
-    case_pool = tu_pool_with_build_options("reduce", "-DWG=32 -DGROUPS_PER_CU=512 -DUNROLL=2");
+    tu_set_case_build_options("reduce", "-DWG=32 -DGROUPS_PER_CU=512 -DUNROLL=2");
     tu_seed(900 + (uint64_t)_i);
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         for (int kind = 0; kind < DATA_KINDS; kind++) {
@@ -742,8 +731,7 @@ START_TEST(test_reduce_whole_tensor_over_many_groups_matches_long_double)
             check_all_ops(what, &t);
             free(data);
         }
-    tu_api()->pool_release(case_pool);
-    case_pool = NULL;
+    tu_release_case_pool();
 }
 END_TEST
 

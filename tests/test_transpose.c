@@ -102,8 +102,6 @@ static void check_transposed(const char *what, const struct array *x, const stru
     free(mask);
 }
 
-static struct clops_pool *case_pool;
-
 static const int32_t dtypes[] = {CLOPS_F32, CLOPS_F64, CLOPS_I32, CLOPS_U32, CLOPS_U8};
 enum { DTYPE_COUNT = 5 };
 
@@ -117,8 +115,7 @@ static void transpose_and_check(struct array *x, struct array *y, int x_col, int
              (int)x->dtype, (int)x->rank, (long long)x->batch, (long long)x->m, (long long)x->n,
              x_col ? "col" : "row", y_col ? "col" : "row", (long long)x->pad, (long long)y->pad,
              (long long)x->offset, (long long)y->offset);
-    struct clops_pool *pool = case_pool != NULL ? case_pool : tu_pool();
-    int32_t status = transpose_entry()(pool, &x->t, &y->t);
+    int32_t status = transpose_entry()(tu_case_pool(), &x->t, &y->t);
     ck_assert_msg(status == CLOPS_OK, "%s: %s", what, tu_api()->last_error());
     check_transposed(what, x, y, before);
     free(before);
@@ -302,17 +299,16 @@ static const char *const tile_options[] = {"-DTILE=16 -DROWS=16", "-DVEC_TILE=8 
 
 START_TEST(test_transpose_other_tiles_are_exact)
 {
-    case_pool = tu_pool_with_build_options("transpose", tile_options[_i]);
+    tu_set_case_build_options("transpose", tile_options[_i]);
     tu_seed(60 + (uint64_t)_i);
     run_case(CLOPS_F32, 2, 1, 33, 65, 0, 0, 1);
     run_case(CLOPS_F64, 3, 2, 70, 17, 1, 0, 0);
     run_case(CLOPS_U8, 2, 1, 129, 3, 0, 1, 2);
     /* In place through the same tiles. */
     struct array x = array_new(CLOPS_I32, 2, 1, 67, 67, 0, 1, 0);
-    check_in_place(case_pool, &x, tile_options[_i]);
+    check_in_place(tu_case_pool(), &x, tile_options[_i]);
     free(x.data);
-    tu_api()->pool_release(case_pool);
-    case_pool = NULL;
+    tu_release_case_pool();
 }
 END_TEST
 
@@ -338,7 +334,7 @@ static const char *const vector_tile_options[] = {NULL, "-DVEC_TILE=8 -DVEC_ROWS
 START_TEST(test_transpose_aligned_row_major_uses_vectors_exactly)
 {
     const char *options = vector_tile_options[_i / DTYPE_COUNT];
-    case_pool = options != NULL ? tu_pool_with_build_options("transpose", options) : NULL;
+    tu_set_case_build_options("transpose", options);
     tu_seed(70 + (uint64_t)_i);
     int32_t dtype = dtypes[_i % DTYPE_COUNT];
     for (int s = 0; s < ALIGNED_SHAPES; s++)
@@ -350,9 +346,7 @@ START_TEST(test_transpose_aligned_row_major_uses_vectors_exactly)
                                        16 * variant);
             transpose_and_check(&x, &y, col, col);
         }
-    if (case_pool != NULL)
-        tu_api()->pool_release(case_pool);
-    case_pool = NULL;
+    tu_release_case_pool();
 }
 END_TEST
 

@@ -104,6 +104,30 @@ struct clops_pool *tu_pool_with_build_options(const char *op, const char *option
     return tu_pool_from_string(config);
 }
 
+static struct clops_pool *case_pool;
+
+struct clops_pool *tu_case_pool(void)
+{
+    return case_pool != NULL ? case_pool : tu_pool();
+}
+
+void tu_set_case_pool(struct clops_pool *pool)
+{
+    case_pool = pool;
+}
+
+void tu_set_case_build_options(const char *op, const char *options)
+{
+    tu_set_case_pool(options != NULL ? tu_pool_with_build_options(op, options) : NULL);
+}
+
+void tu_release_case_pool(void)
+{
+    if (case_pool != NULL)
+        tu_api()->pool_release(case_pool);
+    case_pool = NULL;
+}
+
 struct clops_buffer *tu_kept_buffer(int64_t bytes)
 {
     enum { KEPT_SIZES = 4 };

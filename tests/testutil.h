@@ -24,6 +24,17 @@ struct clops_pool *tu_pool_from_string(const char *config);
 /* The same for a configuration that gives operator op the build options `options`. */
 struct clops_pool *tu_pool_with_build_options(const char *op, const char *options);
 
+/* The pool of the calls of a test that runs on a pool of its own: the one set with
+ * tu_set_case_pool(), else tu_pool(). */
+struct clops_pool *tu_case_pool(void);
+/* Sets the case pool (NULL: tu_pool() again), which tu_release_case_pool() releases. */
+void tu_set_case_pool(struct clops_pool *pool);
+/* Sets a case pool that gives operator op the build options `options`; none (tu_pool()) where
+ * options is NULL. */
+void tu_set_case_build_options(const char *op, const char *options);
+/* Releases the pool set with tu_set_case_pool(), if any; tu_case_pool() is tu_pool() again. */
+void tu_release_case_pool(void);
+
 /* The operator called name, which must exist. */
 const struct clops_op *tu_op(const char *name);
 /* Whether device 0 of tu_pool() has double precision. */
