@@ -235,38 +235,65 @@ static inline uint tf32_round(float x)
 #define MMA_PASSES(c, ah, al, bh, bl) MMA_TF32(c, ah, bh)
 #endif
 
-/* As the f64 MULTIPLY_STAGE below, with m16n8k8: a lane's A fragment is rows g and g + 8 at
- * k-rows t and t + 4 (two 8-byte loads), its B fragment column g at the same k-rows; each
- * element is split once into hi and lo as it leaves local memory (with one pass the unused lo
- * is never computed). */
+/* The tensor cores add each instruction's products into the f32 accumulator with truncation,
+ * not rounding to nearest (about 2^-23 of it lost per instruction, always the same way), which
+ * over K = 4096 made 3xtf32 10 to 20 times less accurate than fp32. So for 3xtf32 each stage's
+ * products of a 16x8 unit go into a fresh accumulator, added to the unit's own with a rounded
+ * f32 addition: the truncations then fall on sums of TILE_K products only. */
+#if TF32_PASSES == 3
+#define MMA_UNIT(c, ah, al, bh, bl)                                                                \
+    do {                                                                                           \
+        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};                                                  \
+        _Pragma("unroll") for (int ks = 0; ks < TILE_K / MMA_K; ks++)                              \
+            MMA_PASSES(part, ah[ks], al[ks], bh[ks], bl[ks]);                                      \
+        _Pragma("unroll") for (int e = 0; e < 4; e++)(c)[e] += part[e];                            \
+    } while (0)
+#else
+#define MMA_UNIT(c, ah, al, bh, bl)                                                                \
+    do {                                                                                           \
+        _Pragma("unroll") for (int ks = 0; ks < TILE_K / MMA_K; ks++)                              \
+            MMA_PASSES(c, ah[ks], al[ks], bh[ks], bl[ks]);                                         \
+    } while (0)
+#endif
+
+/* As the f64 MULTIPLY_STAGE below, with m16n8k8 and the stage's K steps innermost (MMA_UNIT): a
+ * lane's B fragments of the whole stage, column g at k-rows t and t + 4 of each step, are split
+ * into hi and lo as they leave local memory, then for each 16-row unit its A fragments (rows g
+ * and g + 8, the same k-rows: two 8-byte loads a step); with one pass the unused lo is never
+ * computed. */
 #define MULTIPLY_STAGE(as, bs)                                                                     \
     do {                                                                                           \
-        _Pragma("unroll") for (int kc = 0; kc < TILE_K; kc += MMA_K)                               \
+        uint bh[NU][TILE_K / MMA_K][2], bl[NU][TILE_K / MMA_K][2];                                 \
+        _Pragma("unroll") for (int ks = 0; ks < TILE_K / MMA_K; ks++)                              \
         {                                                                                          \
-            uint bh[NU][2], bl[NU][2];                                                             \
             _Pragma("unroll") for (int q = 0; q < 2; q++)                                          \
             {                                                                                      \
                 _Pragma("unroll") for (int p = 0; p < NP; p++)                                     \
                 {                                                                                  \
-                    const float2 f =                                                               \
-                        *(const __local float2 *)((bs) + (kc + 4 * q) * LDB_S + UNIT(p));          \
-                    SPLIT(f.x, bh[2 * p][q], bl[2 * p][q]);                                        \
-                    SPLIT(f.y, bh[2 * p + 1][q], bl[2 * p + 1][q]);                                \
+                    const float2 f = *(const __local float2 *)((bs) +                              \
+                                                               (MMA_K * ks + 4 * q) * LDB_S +      \
+                                                               UNIT(p));                           \
+                    SPLIT(f.x, bh[2 * p][ks][q], bl[2 * p][ks][q]);                                \
+                    SPLIT(f.y, bh[2 * p + 1][ks][q], bl[2 * p + 1][ks][q]);                        \
                 }                                                                                  \
             }                                                                                      \
-            _Pragma("unroll") for (int u = 0; u < MU; u++)                                         \
+        }                                                                                          \
+        _Pragma("unroll") for (int u = 0; u < MU; u++)                                             \
+        {                                                                                          \
+            uint ah[TILE_K / MMA_K][4], al[TILE_K / MMA_K][4];                                     \
+            _Pragma("unroll") for (int ks = 0; ks < TILE_K / MMA_K; ks++)                          \
             {                                                                                      \
-                uint ah[4], al[4];                                                                 \
                 _Pragma("unroll") for (int q = 0; q < 2; q++)                                      \
                 {                                                                                  \
-                    const float2 f =                                                               \
-                        *(const __local float2 *)((as) + (kc + 4 * q) * LDA_S + UNIT(u));          \
-                    SPLIT(f.x, ah[2 * q], al[2 * q]);                                              \
-                    SPLIT(f.y, ah[2 * q + 1], al[2 * q + 1]);                                      \
+                    const float2 f = *(const __local float2 *)((as) +                              \
+                                                               (MMA_K * ks + 4 * q) * LDA_S +      \
+                                                               UNIT(u));                           \
+                    SPLIT(f.x, ah[ks][2 * q], al[ks][2 * q]);                                      \
+                    SPLIT(f.y, ah[ks][2 * q + 1], al[ks][2 * q + 1]);                              \
                 }                                                                                  \
-                _Pragma("unroll") for (int v = 0; v < NU; v++)                                     \
-                    MMA_PASSES(acc[u][v], ah, al, bh[v], bl[v]);                                   \
             }                                                                                      \
+            _Pragma("unroll") for (int v = 0; v < NU; v++)                                         \
+                MMA_UNIT(acc[u][v], ah, al, bh[v], bl[v]);                                         \
         }                                                                                          \
     } while (0)
 #else

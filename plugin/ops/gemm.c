@@ -164,7 +164,7 @@ static const struct gemm_mma_tuning {
 /* The same for f32 in TF32 (m16n8k8, compute capability 8.0 and later); the warps' blocks are
  * multiples of 32 (gemm_mma.cl's swizzle). */
 static const struct gemm_mma_tuning tf32_tunings[] = {
-    {80, {128, 128, 16, 64, 32, 1688, 3}, {64, 64, 16, 32, 32, 1688, 3}},
+    {80, {128, 256, 8, 64, 64, 1688, 3}, {64, 64, 16, 32, 32, 1688, 3}},
 };
 
 static const struct gemm_mma_tuning *mma_tuning_in(const struct pool_device *dev,
@@ -712,7 +712,6 @@ static const struct clops_param gemm_params[] = {
 };
 
 static const struct clops_op op_gemm = {
-    .name = op_name,
     .summary = "General matrix multiply: C = alpha * op(A) * op(B) + beta * C, f32 or f64.",
     .doc =
         "Computes C = alpha * op(A) * op(B) + beta * C, where op(X) is X or its transpose as "
@@ -743,6 +742,19 @@ static const struct clops_op op_gemm = {
         "extent over 2^30 - 1. A rejected call touches neither the device nor C; device and "
         "build failures carry the OpenCL error's name.\n"
         "\n"
+        "Precision (f32 only; through invoke, the typed entry runs fp32): fp32, the default, "
+        "multiplies and adds in IEEE single precision. 3xtf32 runs on the TF32 tensor cores of "
+        "NVIDIA GPUs of compute capability 8.0 and later: each operand is split into a TF32 "
+        "high part and a TF32 remainder, three products are summed (the remainders' product is "
+        "left out) and each tile's sum is added in rounded f32, as accurate as fp32: on an H100, "
+        "over K = 64 to 16384 on uniform, normal and badly scaled (2^-24..2^24) inputs, its "
+        "largest error was 0.6 to 8.6 f32 ulps of sum |a||b| against fp32's 1.8 to 13 "
+        "(test_gemm_precision; hosts/bench/RESULTS.md). tf32 rounds each operand to TF32 (10 "
+        "mantissa bits) and multiplies once: about 2^-11 of sum |a||b| (300 to 13000 ulps "
+        "measured), opt-in for speed. Devices without TF32 tensor cores (CPUs, other GPUs) run "
+        "3xtf32 and tf32 as fp32, bit for bit. f64 takes only fp32 (its own precision); tf32 or "
+        "3xtf32 with f64 operands is CLOPS_ERR_INVALID_ARGUMENT.\n"
+        "\n"
         "Tuning (settings in operators.gemm, checked when the pool is created): tile_m and "
         "tile_n (1..512), the block of C a work-group computes; tile_k (1..128), its K step; "
         "wpt_m and wpt_n (1..32), the block of a work-item; vw (1..16), rows per local vector "
@@ -752,10 +764,10 @@ static const struct clops_op op_gemm = {
         "wpt_n, wpt_m and wpt_n of vw, and each tile must split evenly over the work-group's "
         "loads: a call with tiles that do not is CLOPS_ERR_CONFIG naming the settings. These "
         "settings describe the portable kernel: with any of them set, f64 runs on it on NVIDIA "
-        "GPUs too, instead of the tensor cores. "
+        "GPUs too, instead of the tensor cores (tf32 and 3xtf32 keep them). "
         "-DTILE_M=<n> ... -DVW=<n> in operators.gemm.build_options are read as these settings "
         "too.",
-    OP_DESCRIPTOR_FIELDS(gemm_params, gemm_entry, clops_gemm_fn),
+    OP_DESCRIPTOR_COMMON(op_name, gemm_params, gemm_entry, clops_gemm_fn),
 };
 
 const struct op_impl impl_gemm =
