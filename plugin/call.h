@@ -96,8 +96,7 @@ enum { CALL_PLAN_MAX = 1024 };
 #define OP_DESCRIPTOR_COMMON(op_name, param_table, entry_fn, abi_fn)                               \
     .name = (op_name), OP_DESCRIPTOR_FIELDS(param_table, entry_fn, abi_fn)
 
-/* The same but the name, for a descriptor that states it apart (gemm.c's).
- * Not clang-formatted: version 14 splits the association. */
+/* The same but the name. Not clang-formatted: version 14 splits the association. */
 /* clang-format off */
 #define OP_DESCRIPTOR_FIELDS(param_table, entry_fn, abi_fn)                                       \
     .struct_size = sizeof(struct clops_op), .version = 1,                                         \
