@@ -463,10 +463,7 @@ static float bad_a[BAD_ALLOC], bad_b[BAD_ALLOC], bad_c[BAD_ALLOC];
 static const char *spoil(int which, struct bad_call *x)
 {
     switch (which) {
-    case 0:
-        x->a.dtype = CLOPS_I32;
-        x->status = CLOPS_ERR_UNSUPPORTED;
-        return "'a' has dtype i32";
+    case 0: x->a.dtype = CLOPS_I32, x->status = CLOPS_ERR_UNSUPPORTED; return "'a' has dtype i32";
     case 1: x->b.dtype = CLOPS_F64; return "'b' has dtype f64 but 'a' has f32";
     case 2: x->c.dtype = 99; return "'c' has dtype";
     case 3: x->b.shape[0] = BAD_K - 1; return "'b' has op(B) of shape 3x6";

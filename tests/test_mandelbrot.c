@@ -472,14 +472,8 @@ struct bad_call {
 static const char *spoil(int which, struct bad_call *x)
 {
     switch (which) {
-    case 0:
-        x->ti.dtype = CLOPS_F32;
-        x->status = CLOPS_ERR_UNSUPPORTED;
-        return "'iterations'";
-    case 1:
-        x->tm.dtype = CLOPS_U32;
-        x->status = CLOPS_ERR_UNSUPPORTED;
-        return "'image'";
+    case 0: x->ti.dtype = CLOPS_F32, x->status = CLOPS_ERR_UNSUPPORTED; return "'iterations'";
+    case 1: x->tm.dtype = CLOPS_U32, x->status = CLOPS_ERR_UNSUPPORTED; return "'image'";
     case 2: x->tm.shape[1] = 9; return "'image' has shape 10x9x4";
     case 3: x->tm.shape[2] = 3; return "'image'";
     case 4: x->ti.rank = 3; return "'iterations' has rank 3";

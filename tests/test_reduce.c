@@ -755,10 +755,7 @@ static float bad_x[BAD_ALLOC], bad_out[BAD_ALLOC];
 static const char *spoil(int which, struct bad_call *c)
 {
     switch (which) {
-    case 0:
-        c->x.dtype = CLOPS_U8;
-        c->status = CLOPS_ERR_UNSUPPORTED;
-        return "'x' has dtype u8";
+    case 0: c->x.dtype = CLOPS_U8, c->status = CLOPS_ERR_UNSUPPORTED; return "'x' has dtype u8";
     case 1: c->out.dtype = CLOPS_F64; return "'out' has dtype f64; sum of f32 x gives f32";
     case 2: c->op = ARGMAX; return "'out' has dtype f32; argmax of f32 x gives i64";
     case 3: c->x.dtype = CLOPS_I32; return "'out' has dtype f32; sum of i32 x gives i64";

@@ -367,10 +367,7 @@ static float bad_x[BAD_ALLOC], bad_y[BAD_ALLOC];
 static const char *spoil(int which, struct bad_call *c)
 {
     switch (which) {
-    case 0:
-        c->x.dtype = CLOPS_I64;
-        c->status = CLOPS_ERR_UNSUPPORTED;
-        return "'x' has dtype i64";
+    case 0: c->x.dtype = CLOPS_I64, c->status = CLOPS_ERR_UNSUPPORTED; return "'x' has dtype i64";
     case 1: c->y.dtype = CLOPS_U32; return "'y' has dtype u32 but 'x' has f32";
     case 2:
         c->y.shape[0] = BAD_M;
