@@ -40,14 +40,13 @@ struct gemm_tiles {
  * Under PoCL on 2 AVX-512 cores 64x128 contiguous tiles reach 50 GFLOP/s (f32, N = 1024)
  * against 11 for 64x64 strided ones, as PoCL vectorises inside a work-item. */
 static const struct gemm_tuning {
-    const char *vendor;
-    int32_t type;
+    struct tuning_match match;
     struct gemm_tiles large, small;
 } tunings[] = {
-    {"NVIDIA", CLOPS_DEVICE_GPU, {128, 128, 16, 8, 8, 4}, {64, 64, 16, 4, 4, 4}},
-    {"", CLOPS_DEVICE_GPU, {64, 64, 8, 4, 4, 4}, {64, 64, 8, 4, 4, 4}},
-    {"", CLOPS_DEVICE_CPU, {64, 128, 8, 16, 16, 16}, {64, 128, 8, 16, 16, 16}},
-    {"", 0, {32, 32, 8, 4, 4, 1}, {32, 32, 8, 4, 4, 1}},
+    {{"NVIDIA", CLOPS_DEVICE_GPU}, {128, 128, 16, 8, 8, 4}, {64, 64, 16, 4, 4, 4}},
+    {{"", CLOPS_DEVICE_GPU}, {64, 64, 8, 4, 4, 4}, {64, 64, 8, 4, 4, 4}},
+    {{"", CLOPS_DEVICE_CPU}, {64, 128, 8, 16, 16, 16}, {64, 128, 8, 16, 16, 16}},
+    {{"", 0}, {32, 32, 8, 4, 4, 1}, {32, 32, 8, 4, 4, 1}},
 };
 
 /* For a device that cannot run the chosen tiles (work-group size, local memory): 64 work-items
@@ -67,14 +66,9 @@ static int64_t tiles_group_count(const struct gemm_tiles *t, int64_t m, int64_t 
 
 static struct gemm_tiles tiles_for_call(const struct pool_device *dev, int64_t m, int64_t n)
 {
-    for (size_t i = 0; i < sizeof tunings / sizeof tunings[0]; i++) {
-        const struct gemm_tuning *t = &tunings[i];
-        if (pool_device_matches(dev, t->vendor, t->type))
-            return tiles_group_count(&t->large, m, n) >= pool_device_info(dev)->compute_units
-                       ? t->large
-                       : t->small;
-    }
-    return fallback_tiles;
+    const struct gemm_tuning *t = &tunings[CALL_TUNING_ROW(tunings, dev)];
+    return tiles_group_count(&t->large, m, n) >= pool_device_info(dev)->compute_units ? t->large
+                                                                                      : t->small;
 }
 
 static size_t tiles_group_size(const struct gemm_tiles *t)
@@ -104,12 +98,10 @@ static const struct op_settings gemm_settings = {
 
 static struct gemm_tiles tiles_with_settings(const struct clops_pool *pool, struct gemm_tiles t)
 {
-    t.tile_m = pool_op_setting(pool, &impl_gemm, SET_TILE_M, t.tile_m);
-    t.tile_n = pool_op_setting(pool, &impl_gemm, SET_TILE_N, t.tile_n);
-    t.tile_k = pool_op_setting(pool, &impl_gemm, SET_TILE_K, t.tile_k);
-    t.wpt_m = pool_op_setting(pool, &impl_gemm, SET_WPT_M, t.wpt_m);
-    t.wpt_n = pool_op_setting(pool, &impl_gemm, SET_WPT_N, t.wpt_n);
-    t.vw = pool_op_setting(pool, &impl_gemm, SET_VW, t.vw);
+    int32_t *const fields[] = {
+        [SET_TILE_M] = &t.tile_m, [SET_TILE_N] = &t.tile_n, [SET_TILE_K] = &t.tile_k,
+        [SET_WPT_M] = &t.wpt_m,   [SET_WPT_N] = &t.wpt_n,   [SET_VW] = &t.vw};
+    call_apply_settings(pool, &impl_gemm, fields, sizeof fields / sizeof fields[0]);
     return t;
 }
 
@@ -492,14 +484,12 @@ static int32_t get_portable_kernel(struct clops_pool *pool, struct pool_device *
     struct gemm_tiles tiles = tiles_with_settings(pool, tiles_for_call(dev, p->m, p->n));
     if (!tiles_are_valid(&tiles)) {
         /* The table's tiles are valid: only configured ones can fail here. */
-        char configured[512];
-        pool_op_describe_settings(pool, op_name, configured, sizeof configured);
-        return err_set(CLOPS_ERR_CONFIG,
-                       "%s: %s: the tiles %dx%dx%d of %dx%d, vw %d, do not divide (tile_m %% "
-                       "wpt_m, tile_n %% wpt_n, wpt %% vw and the tile loads over the "
-                       "work-group must all be exact)",
-                       op_name, configured, (int)tiles.tile_m, (int)tiles.tile_n, (int)tiles.tile_k,
-                       (int)tiles.wpt_m, (int)tiles.wpt_n, (int)tiles.vw);
+        return call_refuse_settings(pool, &impl_gemm,
+                                    "the tiles %dx%dx%d of %dx%d, vw %d, do not divide (tile_m %% "
+                                    "wpt_m, tile_n %% wpt_n, wpt %% vw and the tile loads over the "
+                                    "work-group must all be exact)",
+                                    (int)tiles.tile_m, (int)tiles.tile_n, (int)tiles.tile_k,
+                                    (int)tiles.wpt_m, (int)tiles.wpt_n, (int)tiles.vw);
     }
     if (tiles_local_bytes(&tiles, dtype_size(p->dtype)) > pool_device_info(dev)->local_mem_bytes)
         tiles = fallback_tiles;
