@@ -4,7 +4,6 @@
 #include "bench.h"
 #include <clblast_c.h>
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,15 +469,6 @@ static int time_first_call(struct bench *b, int32_t dtype, struct first_call *ou
     return status == CLOPS_OK ? 0 : -1;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 /* Points the caches at `dir` (NULL: restores what `saved` holds). Besides clops' own cache
  * (XDG_CACHE_HOME/clops), the drivers' caches move too, or a "cold" build would be served
  * from PoCL's or NVIDIA's kernel cache. The drivers read these variables once, at the
@@ -511,7 +501,7 @@ static void redirect_caches(const char *dir, char **saved)
 static void remove_cache_dir(const struct bench *b)
 {
     if (b->cache_dir[0] != '\0')
-        nftw(b->cache_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        host_remove_tree(b->cache_dir);
 }
 
 static void add_first_call_row(struct table *t, int32_t dtype, const char *cache,

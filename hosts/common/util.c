@@ -1,7 +1,8 @@
 /* util.c — small helpers shared by the clops host programs: dtypes, clock, random fills,
- * allocation. */
+ * allocation, removing a directory tree. */
 #include "util.h"
 
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,4 +160,18 @@ void host_format_bytes(int64_t bytes, char *out, size_t size)
         unit++;
     }
     snprintf(out, size, unit ? "%.1f %s" : "%.0f %s", value, units[unit]);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void host_remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -55,4 +55,8 @@ extern const char *host_program_name;
 /* "1.5 GiB"-style rendering of a byte count into `out`. */
 void host_format_bytes(int64_t bytes, char *out, size_t size);
 
+/* Removes the directory `dir` and everything under it, without following links; what cannot be
+ * removed is left. */
+void host_remove_tree(const char *dir);
+
 #endif

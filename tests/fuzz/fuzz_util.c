@@ -2,7 +2,6 @@
 #include "fuzz_util.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +22,9 @@ const char *__lsan_default_suppressions(void)
 
 static char temp_dir[256];
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void remove_temp_dir(void)
 {
-    nftw(temp_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    host_remove_tree(temp_dir);
 }
 
 static void make_temp_dir(void)

@@ -3,7 +3,6 @@
  * known values, malformed files rejected with the file, line and fault named, atomic writes
  * that leave nothing behind when they fail, and PNGs read back through libpng. */
 #include <dirent.h>
-#include <ftw.h>
 #include <math.h>
 #include <png.h>
 #include <signal.h>
@@ -31,17 +30,9 @@ static void make_dir(void)
     ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void remove_dir(void)
 {
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    host_remove_tree(dir);
 }
 
 /* `name` inside the test's directory; the result lives until the next call with the same
