@@ -1,9 +1,11 @@
 /* bench_common.c — what the areas of clops-bench share: the shared options on the command line,
  * loading libclops, the pool and the lines that name them, sorting timings, and the results
- * file of --csv and its chart (--chart, drawn by chart.py). */
+ * file of --csv, its chart (--chart, drawn by chart.py) and its peers (--peers, run by peers.py).
+ */
 #include "bench_common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <spawn.h>
@@ -14,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "table.h"
 #include "util.h"
 
 static int results_open(const char *program, const char *area, const struct bench_options *opt);
@@ -58,8 +61,8 @@ const char *bench_parse_sizes(const char *text, int64_t *sizes, int max, int *co
     return rc == 0 && *count > 0 ? NULL : "--sizes wants N,N,... with 1 <= N <= 65536, not";
 }
 
-/* --csv and --chart have no short spelling: values outside the characters' range. */
-enum { OPTION_CSV = 0x100, OPTION_CHART };
+/* --csv, --chart and --peers have no short spelling: values outside the characters' range. */
+enum { OPTION_CSV = 0x100, OPTION_CHART, OPTION_PEERS };
 
 static int count_options(const struct option *options)
 {
@@ -79,6 +82,7 @@ static struct option *all_long_options(const struct option *own)
         {"help", no_argument, NULL, 'h'},
         {"csv", required_argument, NULL, OPTION_CSV},
         {"chart", required_argument, NULL, OPTION_CHART},
+        {"peers", no_argument, NULL, OPTION_PEERS},
     };
     enum { SHARED = (int)(sizeof shared / sizeof shared[0]) };
     int count = count_options(own);
@@ -129,6 +133,7 @@ static int take_option(const struct bench_command_line *cl, struct bench_options
     case 'v': opt->verbose = 1; return -1;
     case OPTION_CSV: opt->csv = optarg; return -1;
     case OPTION_CHART: opt->chart = optarg; return -1;
+    case OPTION_PEERS: opt->peers = 1; return -1;
     case 'h': fputs(cl->help, stdout); return BENCH_EXIT_OK;
     case ':': return bench_usage_error(cl->program, "option needs a value:", argv[optind - 1]);
     case '?': return bench_usage_error(cl->program, "unknown option", argv[optind - 1]);
@@ -258,12 +263,14 @@ double bench_median(double *values, int count)
     return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
 }
 
-/* ---- results: --csv and --chart ------------------------------------------------------------ */
+/* ---- results: --csv, --chart and --peers ---------------------------------------------------- */
 
 /* The process's one results file (bench_common.h). */
 static struct {
     const char *program, *area;
     const char *chart;   /* --chart's PNG; NULL: none */
+    int peers;           /* --peers */
+    int reps;            /* the area's --reps, which the peers take too */
     char csv_path[4096]; /* --csv's, or the temporary file's */
     int temporary;       /* csv_path is removed at the end */
     char *script;        /* chart.py, once found; lives as long as the process */
@@ -273,25 +280,25 @@ static struct {
 } results;
 
 /* $CLOPS_PYTHON, else the first python3 on PATH. */
-static const char *chart_python(void)
+static const char *bench_python(void)
 {
     const char *python = getenv("CLOPS_PYTHON");
     return python != NULL && python[0] != '\0' ? python : "python3";
 }
 
-/* `path` without its "..", the name messages print, as results.script. */
-static void set_chart_script(const char *path)
+/* `path` without its "..", the name messages print; lives as long as the process. */
+static char *script_path(const char *path)
 {
-    results.script = realpath(path, NULL);
-    if (results.script == NULL)
-        results.script = host_xstrdup(path);
+    char *full = realpath(path, NULL);
+    return full != NULL ? full : host_xstrdup(path);
 }
 
-/* chart.py, installed or in the source tree, into results.script: the installed one is where
- * CLOPS_BENCH_CHART_FROM_BIN says relative to this program's directory (bin/ -> share/clops/),
- * so that a relocated installation finds its own; a program that is not installed finds the
- * source tree's, CLOPS_BENCH_CHART_SCRIPT. Returns 0, or -1 after printing where it looked. */
-static int find_chart_script(void)
+/* A script of this directory (chart.py, peers.py), installed or in the source tree: the
+ * installed one is in CLOPS_BENCH_SCRIPTS_FROM_BIN relative to this program's directory (bin/
+ * -> share/clops/), so that a relocated installation finds its own; a program that is not
+ * installed finds the source tree's, in CLOPS_BENCH_SCRIPT_DIR. Returns its path, or NULL with
+ * where it looked in `why`. */
+static char *find_script(const char *name, char *why, size_t why_size)
 {
     char exe[4096];
     ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -300,57 +307,78 @@ static int find_chart_script(void)
         exe[length] = '\0';
         slash = strrchr(exe, '/');
     }
+    char path[sizeof exe + 256];
     if (slash != NULL) {
         *slash = '\0';
-        char installed[sizeof exe + sizeof CLOPS_BENCH_CHART_FROM_BIN];
-        snprintf(installed, sizeof installed, "%s/%s", exe, CLOPS_BENCH_CHART_FROM_BIN);
-        if (access(installed, R_OK) == 0) {
-            set_chart_script(installed);
-            return 0;
-        }
+        snprintf(path, sizeof path, "%s/%s/%s", exe, CLOPS_BENCH_SCRIPTS_FROM_BIN, name);
+        if (access(path, R_OK) == 0)
+            return script_path(path);
     }
-    if (access(CLOPS_BENCH_CHART_SCRIPT, R_OK) == 0) {
-        set_chart_script(CLOPS_BENCH_CHART_SCRIPT);
-        return 0;
-    }
-    fprintf(stderr,
-            "%s: --chart: no chart.py, neither installed (%s/%s) nor in the source tree (%s)\n",
-            results.program, slash != NULL ? exe : "?", CLOPS_BENCH_CHART_FROM_BIN,
-            CLOPS_BENCH_CHART_SCRIPT);
-    return -1;
+    snprintf(path, sizeof path, "%s/%s", CLOPS_BENCH_SCRIPT_DIR, name);
+    if (access(path, R_OK) == 0)
+        return script_path(path);
+    snprintf(why, why_size, "no %s, neither installed (%s/%s/%s) nor in the source tree (%s/%s)",
+             name, slash != NULL ? exe : "?", CLOPS_BENCH_SCRIPTS_FROM_BIN, name,
+             CLOPS_BENCH_SCRIPT_DIR, name);
+    return NULL;
 }
 
-/* Runs `python chart.py ARGS...` (at most 3 arguments) and waits for it. Returns its exit
- * status, or -1 after printing why it could not be started. */
-static int run_chart_script(const char *arg0, const char *arg1, const char *arg2)
+/* Runs `$CLOPS_PYTHON script ARGS...` (`args` ends in NULL; at most 6) and waits for it; with
+ * `stderr_path` its standard error goes to that file. Returns its exit status, or -1 with
+ * *error set to why it could not be started (an errno value). */
+static int run_script(const char *script, const char *const *args, const char *stderr_path,
+                      int *error)
 {
     extern char **environ;
-    const char *python = chart_python();
-    char *argv[] = {(char *)python, results.script, (char *)arg0, (char *)arg1, (char *)arg2, NULL};
-    pid_t pid;
+    const char *python = bench_python();
+    char *argv[9] = {(char *)python, (char *)script};
+    for (int i = 0; i < 6 && args[i] != NULL; i++)
+        argv[2 + i] = (char *)args[i];
     fflush(stdout); /* the tables come before whatever the script prints */
-    int rc = posix_spawnp(&pid, python, NULL, NULL, argv, environ);
+    fflush(stderr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (stderr_path != NULL)
+        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path,
+                                         O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, python, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {
-        fprintf(stderr,
-                "%s: --chart: cannot run '%s': %s (set CLOPS_PYTHON to a python3 with "
-                "matplotlib)\n",
-                results.program, python, strerror(rc));
+        *error = rc;
         return -1;
     }
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) {
-            fprintf(stderr, "%s: --chart: waitpid: %s\n", results.program, strerror(errno));
+            *error = errno;
             return -1;
         }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* Runs `python chart.py ARGS...` (at most 3 arguments). Returns its exit status, or -1 after
+ * printing why it could not be started. */
+static int run_chart_script(const char *arg0, const char *arg1, const char *arg2)
+{
+    const char *const args[] = {arg0, arg1, arg2, NULL};
+    int error = 0, status = run_script(results.script, args, NULL, &error);
+    if (status < 0)
+        fprintf(stderr,
+                "%s: --chart: cannot run '%s': %s (set CLOPS_PYTHON to a python3 with "
+                "matplotlib)\n",
+                results.program, bench_python(), strerror(error));
+    return status;
+}
+
 /* Before anything is measured: a run of minutes must not end in "no matplotlib". */
 static int check_chart_possible(void)
 {
-    if (find_chart_script() != 0)
+    char why[8192 + 512];
+    if ((results.script = find_script("chart.py", why, sizeof why)) == NULL) {
+        fprintf(stderr, "%s: --chart: %s\n", results.program, why);
         return BENCH_EXIT_NO_CHART;
+    }
     int status = run_chart_script("--check", NULL, NULL);
     if (status == 0)
         return BENCH_EXIT_OK;
@@ -358,21 +386,28 @@ static int check_chart_possible(void)
         fprintf(stderr,
                 "%s: --chart: %s cannot draw charts with '%s' (exit %d); set CLOPS_PYTHON to a "
                 "python3 with matplotlib. Nothing was measured.\n",
-                results.program, results.script, chart_python(), status);
+                results.program, results.script, bench_python(), status);
     return BENCH_EXIT_NO_CHART;
 }
 
-/* --csv's file, or for --chart alone a temporary one; with the header row. */
+/* A new temporary file $TMPDIR/clops-bench-<what>-XXXXXX<suffix> (TMPDIR, else /tmp), its name
+ * in `path`. Returns its descriptor, or -1. */
+static int make_temporary(char *path, size_t size, const char *what, const char *suffix)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/clops-bench-%s-XXXXXX%s", dir != NULL && dir[0] != '\0' ? dir : "/tmp",
+             what, suffix);
+    return mkstemps(path, (int)strlen(suffix));
+}
+
+/* --csv's file, or for --chart or --peers alone a temporary one; with the header row. */
 static int create_csv(const char *path)
 {
     if (path != NULL) {
         snprintf(results.csv_path, sizeof results.csv_path, "%s", path);
         results.csv = fopen(path, "w");
     } else {
-        const char *dir = getenv("TMPDIR");
-        snprintf(results.csv_path, sizeof results.csv_path, "%s/clops-bench-XXXXXX.csv",
-                 dir != NULL && dir[0] != '\0' ? dir : "/tmp");
-        int fd = mkstemps(results.csv_path, 4);
+        int fd = make_temporary(results.csv_path, sizeof results.csv_path, "results", ".csv");
         results.temporary = fd >= 0;
         results.csv = fd >= 0 ? fdopen(fd, "w") : NULL;
         if (fd >= 0 && results.csv == NULL)
@@ -396,7 +431,9 @@ static int results_open(const char *program, const char *area, const struct benc
     results.program = program;
     results.area = area;
     results.chart = opt->chart;
-    if (opt->csv == NULL && opt->chart == NULL)
+    results.peers = opt->peers;
+    results.reps = opt->reps;
+    if (opt->csv == NULL && opt->chart == NULL && !opt->peers)
         return BENCH_EXIT_OK;
     time_t now = time(NULL);
     strftime(results.date, sizeof results.date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -422,6 +459,34 @@ static void write_field(FILE *f, const char *text, char end)
     fputc(end, f);
 }
 
+/* The columns of BENCH_RESULTS_COLUMNS, in its order. */
+enum column {
+    COL_AREA,
+    COL_OP,
+    COL_DTYPE,
+    COL_IMPL,
+    COL_N,
+    COL_N_UNIT,
+    COL_TIME_MS,
+    COL_RATE,
+    COL_UNIT,
+    COL_DEVICE,
+    COL_DATE,
+    COLUMN_COUNT
+};
+
+static const char *const column_names[COLUMN_COUNT] = {
+    "area", "op", "dtype", "impl", "n", "n_unit", "time_ms", "rate", "unit", "device", "date"};
+
+static void write_row(FILE *f, const char *const *fields)
+{
+    for (int i = 0; i < COLUMN_COUNT; i++)
+        write_field(f, fields[i], i + 1 < COLUMN_COUNT ? ',' : '\n');
+    /* A run that dies later keeps the rows measured so far. */
+    fflush(f);
+    results.rows++;
+}
+
 void bench_record(const struct bench_row *row)
 {
     if (results.csv == NULL || !(row->ms > 0.0 && isfinite(row->ms)) ||
@@ -431,18 +496,343 @@ void bench_record(const struct bench_row *row)
     snprintf(n, sizeof n, "%lld", (long long)row->n);
     snprintf(ms, sizeof ms, "%.6g", row->ms);
     snprintf(rate, sizeof rate, "%.6g", row->rate);
-    /* In the order of BENCH_RESULTS_COLUMNS. */
-    const char *fields[] = {results.area, row->op,     host_dtype_name(row->dtype),
-                            row->impl,    n,           row->n_unit,
-                            ms,           rate,        row->unit,
-                            row->device,  results.date};
-    enum { FIELDS = (int)(sizeof fields / sizeof fields[0]) };
-    for (int i = 0; i < FIELDS; i++)
-        write_field(results.csv, fields[i], i + 1 < FIELDS ? ',' : '\n');
-    /* A run that dies later keeps the rows measured so far. */
-    fflush(results.csv);
-    results.rows++;
+    const char *fields[COLUMN_COUNT] = {[COL_AREA] = results.area,
+                                        [COL_OP] = row->op,
+                                        [COL_DTYPE] = host_dtype_name(row->dtype),
+                                        [COL_IMPL] = row->impl,
+                                        [COL_N] = n,
+                                        [COL_N_UNIT] = row->n_unit,
+                                        [COL_TIME_MS] = ms,
+                                        [COL_RATE] = rate,
+                                        [COL_UNIT] = row->unit,
+                                        [COL_DEVICE] = row->device,
+                                        [COL_DATE] = results.date};
+    write_row(results.csv, fields);
 }
+
+/* ---- --peers: reading results back, and the Peers table ------------------------------------- */
+
+/* Rows read from a results file: every column, "" where the file has none. */
+struct result_rows {
+    char *(*cells)[COLUMN_COUNT];
+    int count;
+};
+
+static void free_result_rows(struct result_rows *rows)
+{
+    for (int r = 0; r < rows->count; r++)
+        for (int c = 0; c < COLUMN_COUNT; c++)
+            free(rows->cells[r][c]);
+    free(rows->cells);
+    *rows = (struct result_rows){0};
+}
+
+/* The whole of a (small) file, NUL-terminated; NULL when it cannot be read. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t length = 0, capacity = 4096;
+    char *text = host_xmalloc(capacity);
+    size_t got;
+    while ((got = fread(text + length, 1, capacity - length - 1, f)) > 0) {
+        length += got;
+        if (capacity - length - 1 == 0)
+            text = realloc(text, capacity *= 2);
+        if (text == NULL)
+            abort(); /* as host_xmalloc does: out of memory */
+    }
+    int failed = ferror(f);
+    fclose(f);
+    text[length] = '\0';
+    if (failed) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* One field of RFC 4180 text at *p, its quotes undone, as a new string; *p moves to what ends
+ * it (a comma, a line break or the end). */
+static char *parse_field(const char **p)
+{
+    const char *s = *p;
+    char *out = host_xmalloc(strlen(s) + 1), *o = out;
+    if (*s == '"') {
+        for (s++; *s != '\0'; s++) {
+            if (*s == '"' && s[1] != '"') {
+                s++;
+                break;
+            }
+            s += *s == '"'; /* "" is one quote */
+            *o++ = *s;
+        }
+    }
+    while (*s != '\0' && *s != ',' && *s != '\n' && *s != '\r')
+        *o++ = *s++;
+    *o = '\0';
+    *p = s;
+    return out;
+}
+
+/* The record at *p: up to `max` fields into `fields` (the rest are dropped), *p past its line
+ * break. Returns the number of fields kept. */
+static int parse_record(const char **p, char **fields, int max)
+{
+    int count = 0;
+    for (;;) {
+        char *field = parse_field(p);
+        if (count < max)
+            fields[count++] = field;
+        else
+            free(field);
+        if (**p != ',')
+            break;
+        ++*p;
+    }
+    *p += **p == '\r';
+    *p += **p == '\n';
+    return count;
+}
+
+/* Reads a results file (its columns found by the header's names) into `rows`. Returns 0, or
+ * -1 when it cannot be read. */
+static int read_results(const char *path, struct result_rows *rows)
+{
+    enum { MAX_FIELDS = 64 };
+    char *text = read_text(path);
+    if (text == NULL)
+        return -1;
+    const char *p = text;
+    char *fields[MAX_FIELDS];
+    int where[MAX_FIELDS]; /* the column of each of the file's fields, or -1 */
+    int count = parse_record(&p, fields, MAX_FIELDS), capacity = 0;
+    for (int f = 0; f < count; f++) {
+        where[f] = -1;
+        for (int c = 0; c < COLUMN_COUNT; c++)
+            if (strcmp(fields[f], column_names[c]) == 0)
+                where[f] = c;
+        free(fields[f]);
+    }
+    int header = count;
+    while (*p != '\0') {
+        count = parse_record(&p, fields, MAX_FIELDS);
+        if (count > 1 || fields[0][0] != '\0') { /* not an empty line */
+            if (rows->count == capacity) {
+                capacity = capacity ? 2 * capacity : 16;
+                rows->cells = realloc(rows->cells, (size_t)capacity * sizeof *rows->cells);
+                if (rows->cells == NULL)
+                    abort();
+            }
+            char **row = rows->cells[rows->count++];
+            for (int c = 0; c < COLUMN_COUNT; c++)
+                row[c] = NULL;
+            for (int f = 0; f < count && f < header; f++)
+                if (where[f] >= 0 && row[where[f]] == NULL) {
+                    row[where[f]] = fields[f];
+                    fields[f] = NULL;
+                }
+            for (int c = 0; c < COLUMN_COUNT; c++)
+                if (row[c] == NULL)
+                    row[c] = host_xstrdup("");
+        }
+        for (int f = 0; f < count; f++)
+            free(fields[f]);
+    }
+    free(text);
+    return 0;
+}
+
+/* A row's op: a peer's file may leave it out where it is the area's name. */
+static const char *op_of(char *const *row)
+{
+    return row[COL_OP][0] != '\0' ? row[COL_OP] : row[COL_AREA];
+}
+
+static int ends_with(const char *text, const char *end)
+{
+    size_t length = strlen(text), end_length = strlen(end);
+    return length >= end_length && strcmp(text + length - end_length, end) == 0;
+}
+
+/* Whether `peer` measured what the clops row `ours` did: the same area, dtype, size and unit,
+ * and the same op, or for a transpose the device copy of its bytes (the ceiling it is judged
+ * against), or for an op with host operands ("gemm host") clops' own call on device operands.
+ * Returns 1 with the name the table gives the peer in `name`, or 0. */
+static int peer_name(char *const *ours, char *const *peer, char *name, size_t size)
+{
+    static const char host[] = " host";
+    static const int same[] = {COL_AREA, COL_DTYPE, COL_N, COL_UNIT};
+    for (int i = 0; i < (int)(sizeof same / sizeof same[0]); i++)
+        if (strcmp(ours[same[i]], peer[same[i]]) != 0)
+            return 0;
+    const char *op = op_of(ours), *peer_op = op_of(peer);
+    if (strcmp(peer[COL_IMPL], "clops") == 0) {
+        size_t length = strlen(op) - (sizeof host - 1);
+        if (!ends_with(op, host) || strlen(peer_op) != length || strncmp(op, peer_op, length) != 0)
+            return 0;
+        snprintf(name, size, "clops, device operands");
+    } else if (strcmp(op, peer_op) == 0) {
+        snprintf(name, size, "%s", peer[COL_IMPL]);
+    } else if (strcmp(op, "transpose") == 0 && strcmp(peer_op, "device copy") == 0) {
+        snprintf(name, size, "%s device copy", peer[COL_IMPL]);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* A row's rate; NaN where it is not a positive number. */
+static double rate_of(char *const *row)
+{
+    char *end;
+    double rate = strtod(row[COL_RATE], &end);
+    return end != row[COL_RATE] && rate > 0.0 && isfinite(rate) ? rate : NAN;
+}
+
+static void add_peer_row(struct table *t, char *const *ours, const char *name, char *const *peer)
+{
+    table_row(t);
+    table_cell(t, "%s", op_of(ours));
+    table_cell(t, "%s", ours[COL_DTYPE]);
+    table_cell(t, "%s", ours[COL_N]);
+    table_cell(t, "%s", ours[COL_UNIT]);
+    table_cell(t, "%.4g", rate_of(ours));
+    table_cell(t, "%s", name != NULL ? name : "-");
+    if (peer == NULL) {
+        table_cell(t, "-");
+        table_cell(t, "-");
+        return;
+    }
+    table_cell(t, "%.4g", rate_of(peer));
+    table_cell(t, "%.3f", rate_of(ours) / rate_of(peer));
+}
+
+/* For each clops row, every row that measured the same work: peers.py's, CLBlast's, the seed's,
+ * and clops' own on device operands for a row on host operands; a row with none has "-". */
+static void print_peers_table(const struct result_rows *rows)
+{
+    static const struct table_column columns[] = {
+        {"work", TABLE_LEFT},         {"dtype", TABLE_LEFT},       {"n", TABLE_RIGHT},
+        {"unit", TABLE_LEFT},         {"clops", TABLE_RIGHT},      {"peer", TABLE_LEFT},
+        {"peer's rate", TABLE_RIGHT}, {"clops/peer", TABLE_RIGHT},
+    };
+    struct table t;
+    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    for (int r = 0; r < rows->count; r++) {
+        char *const *ours = rows->cells[r];
+        if (strcmp(ours[COL_IMPL], "clops") != 0)
+            continue;
+        int peers = 0;
+        for (int p = 0; p < rows->count; p++) {
+            char name[256];
+            if (p != r && peer_name(ours, rows->cells[p], name, sizeof name)) {
+                add_peer_row(&t, ours, name, rows->cells[p]);
+                peers++;
+            }
+        }
+        if (peers == 0)
+            add_peer_row(&t, ours, NULL, NULL);
+    }
+    printf("\nPeers: clops' rate beside each other implementation's on the same work and size\n"
+           "(clops/peer > 1: clops is faster; for a transpose, \"device copy\" copies the same\n"
+           "bytes: the ceiling; for host operands, clops' call on device operands):\n\n");
+    table_print(&t, stdout, 0);
+    table_free(&t);
+}
+
+/* The lines peers.py wrote on its standard error, each printed after `prefix` on `out`. */
+static void print_script_lines(const char *path, FILE *out, const char *prefix)
+{
+    char *text = read_text(path);
+    for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        if (*line != '\0')
+            fprintf(out, "%s%s\n", prefix, line);
+    }
+    free(text);
+}
+
+/* Runs peers.py on the results file so far; its rows into `peer_rows`. Prints why there are
+ * none where there are none. Returns BENCH_EXIT_OK, or BENCH_EXIT_RESULTS when peers.py failed
+ * or its rows cannot be read. */
+static int run_peers(struct result_rows *peer_rows)
+{
+    char why[8192 + 512];
+    char *script = find_script("peers.py", why, sizeof why);
+    if (script == NULL) {
+        printf("\npeers: none measured: %s\n", why);
+        return BENCH_EXIT_OK;
+    }
+    char out_path[4096], err_path[4096], reps[16];
+    int out_fd = make_temporary(out_path, sizeof out_path, "peers", ".csv");
+    int err_fd = out_fd >= 0 ? make_temporary(err_path, sizeof err_path, "peers", ".txt") : -1;
+    if (err_fd < 0) {
+        fprintf(stderr, "%s: --peers: cannot create a temporary file: %s\n", results.program,
+                strerror(errno));
+        if (out_fd >= 0) {
+            close(out_fd);
+            remove(out_path);
+        }
+        free(script);
+        return BENCH_EXIT_RESULTS;
+    }
+    close(out_fd);
+    close(err_fd);
+    snprintf(reps, sizeof reps, "%d", results.reps);
+    const char *const args[] = {"--reps", reps, "--", results.csv_path, out_path, NULL};
+    printf("\npeers: %s %s (--reps %s) ...\n", bench_python(), script, reps);
+    int error = 0, status = run_script(script, args, err_path, &error), code = BENCH_EXIT_OK;
+    if (status < 0) {
+        printf("peers: none measured: cannot run '%s': %s (set CLOPS_PYTHON to a python3 with "
+               "NumPy and SciPy, or PyTorch or CuPy)\n",
+               bench_python(), strerror(error));
+    } else if (status != 0) {
+        print_script_lines(err_path, stderr, "");
+        fprintf(stderr, "%s: --peers: %s failed (exit %d): no peers' rows\n", results.program,
+                script, status);
+        code = BENCH_EXIT_RESULTS;
+    } else {
+        /* Why a group of rows has no peer ("numpy is not importable"), when one has none. */
+        print_script_lines(err_path, stdout, "");
+        if (read_results(out_path, peer_rows) != 0) {
+            fprintf(stderr, "%s: --peers: cannot read %s's rows in %s\n", results.program, script,
+                    out_path);
+            code = BENCH_EXIT_RESULTS;
+        } else if (peer_rows->count == 0) {
+            printf("peers: no peer measured this work on this machine\n");
+        }
+    }
+    remove(out_path);
+    remove(err_path);
+    free(script);
+    return code;
+}
+
+/* --peers: the peers' rows into the results file, and the Peers table of every row in it. */
+static int add_peers(void)
+{
+    struct result_rows ours = {0}, peers = {0};
+    fflush(results.csv);
+    int code = run_peers(&peers);
+    for (int r = 0; r < peers.count; r++)
+        write_row(results.csv, (const char *const *)peers.cells[r]);
+    if (read_results(results.csv_path, &ours) != 0) {
+        fprintf(stderr, "%s: --peers: cannot read the results back from %s\n", results.program,
+                results.csv_path);
+        code = BENCH_EXIT_RESULTS;
+    } else {
+        print_peers_table(&ours);
+    }
+    free_result_rows(&ours);
+    free_result_rows(&peers);
+    return code;
+}
+
+/* ---- --chart -------------------------------------------------------------------------------- */
 
 static int draw_chart(void)
 {
@@ -467,17 +857,20 @@ int bench_results_finish(int code)
 {
     if (results.csv == NULL)
         return code;
+    const int measured = code == BENCH_EXIT_OK || code == BENCH_EXIT_FAILED;
+    int status = results.peers && measured ? add_peers() : BENCH_EXIT_OK;
     int failed = ferror(results.csv);
     failed |= fclose(results.csv) != 0;
     results.csv = NULL;
-    int status = BENCH_EXIT_OK;
     if (failed) {
         fprintf(stderr, "%s: cannot write the results to %s\n", results.program, results.csv_path);
         status = BENCH_EXIT_RESULTS;
     }
-    if (status == BENCH_EXIT_OK && results.chart != NULL &&
-        (code == BENCH_EXIT_OK || code == BENCH_EXIT_FAILED))
-        status = draw_chart();
+    /* A peers.py that failed leaves clops' rows to draw. */
+    if (!failed && results.chart != NULL && measured) {
+        int drawn = draw_chart();
+        status = status != BENCH_EXIT_OK ? status : drawn;
+    }
     if (results.temporary)
         remove(results.csv_path);
     return code != BENCH_EXIT_OK ? code : status;

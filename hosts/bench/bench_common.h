@@ -1,6 +1,7 @@
 /* bench_common.h — what the areas of clops-bench share: the exit statuses, the options every
- * area takes (--reps, --config, --verbose, --help, --csv, --chart), loading libclops, opening the
- * pool and the lines that name them, sorting timings, and the results file and its chart. */
+ * area takes (--reps, --config, --verbose, --help, --csv, --chart, --peers), loading libclops,
+ * opening the pool and the lines that name them, sorting timings, and the results file, its
+ * chart and its peers. */
 #ifndef CLOPS_BENCH_COMMON_H
 #define CLOPS_BENCH_COMMON_H
 
@@ -17,21 +18,31 @@ enum bench_exit {
     BENCH_EXIT_USAGE = 2,
     BENCH_EXIT_LOAD = 3, /* libclops could not be loaded, or lacks what the area measures */
     BENCH_EXIT_CONFIG = 4,
-    BENCH_EXIT_RESULTS = 5, /* --csv or --chart: a file could not be written, the chart failed */
+    BENCH_EXIT_RESULTS = 5, /* --csv, --chart, --peers: a file could not be written, the chart or
+                               peers.py failed */
     BENCH_EXIT_NO_CHART = 6 /* --chart: python3, its matplotlib or chart.py is missing */
 };
 
-/* The paragraph of --help on --csv and --chart, after an area's own options. */
+/* The paragraph of --help on --csv, --chart and --peers, after an area's own options. */
 #define BENCH_HELP_RESULTS_OPTIONS                                                                 \
     "\nResults, besides the tables:\n"                                                             \
     "  --csv FILE    one row per timed measurement, as CSV (hosts/bench/README.md)\n"              \
     "  --chart PNG   a chart of them, rate against size, drawn by chart.py with matplotlib\n"      \
-    "                ($CLOPS_PYTHON, else python3 on PATH; checked before measuring)\n"
+    "                ($CLOPS_PYTHON, else python3 on PATH; checked before measuring)\n"            \
+    "  --peers       then the same work by the vendor libraries of this machine, run by\n"         \
+    "                peers.py with $CLOPS_PYTHON (else python3): PyTorch or CuPy (cuBLAS,\n"       \
+    "                cuSOLVER, torch's reductions and copies) for rows measured on an NVIDIA\n"    \
+    "                GPU, NumPy and SciPy (the system BLAS and LAPACK) for rows measured on a\n"   \
+    "                CPU device; and the table \"Peers\": each clops rate beside every peer's\n"   \
+    "                on the same work and size (these, CLBlast's and the seed's rows), and\n"      \
+    "                clops/peer (> 1: clops is faster). The peers' rows join --csv and\n"          \
+    "                --chart. No peer library, or no python3: a line says so, exit 0.\n"
 
-/* The exit statuses of --csv and --chart: the last lines of every area's --help. */
+/* The exit statuses of --csv, --chart and --peers: the last lines of every area's --help. */
 #define BENCH_HELP_EXIT_RESULTS                                                                    \
-    "5 --csv or --chart could not write its file or draw the chart; 6 --chart needs python3\n"     \
-    "with matplotlib ($CLOPS_PYTHON, else python3 on PATH), and it is missing.\n"
+    "5 --csv or --chart could not write its file or draw the chart, or peers.py failed;\n"         \
+    "6 --chart needs python3 with matplotlib ($CLOPS_PYTHON, else python3 on PATH), and it is\n"   \
+    "missing.\n"
 
 /* The last paragraph of --help, for the areas whose failures are just those above. */
 #define BENCH_HELP_EXIT_STATUS                                                                     \
@@ -39,10 +50,11 @@ enum bench_exit {
     "not be loaded; 4 configuration error;\n" BENCH_HELP_EXIT_RESULTS
 
 /* The options the areas take besides their own: -r/--reps R, -c/--config FILE, -v/--verbose,
- * --csv FILE, --chart PNG (and -h/--help). */
+ * --csv FILE, --chart PNG, --peers (and -h/--help). */
 struct bench_options {
     int reps;
     int verbose;
+    int peers;          /* --peers: the peers' rows and the Peers table after the area's own */
     const char *config; /* NULL: the pool's built-in defaults */
     const char *csv;    /* NULL: no results file (a temporary one for --chart alone) */
     const char *chart;  /* NULL: no chart */
@@ -90,10 +102,10 @@ const char *bench_take_int(const char *arg, int base, int64_t lo, int64_t hi, in
 const char *bench_parse_sizes(const char *text, int64_t *sizes, int max, int *count);
 
 /* Reads the command line; with --chart checks that a chart can be drawn (python3, matplotlib and
- * chart.py are there) before anything is measured; with --csv or --chart creates the results
- * file (--csv's, or a temporary one) with its header row; loads libclops (bench_load_library) and
- * sends its warnings and errors, and with --verbose its info and debug messages, to stderr. Returns
- * -1 to go on, or the exit status (BENCH_EXIT_OK after --help). */
+ * chart.py are there) before anything is measured; with --csv, --chart or --peers creates the
+ * results file (--csv's, or a temporary one) with its header row; loads libclops
+ * (bench_load_library) and sends its warnings and errors, and with --verbose its info and debug
+ * messages, to stderr. Returns -1 to go on, or the exit status (BENCH_EXIT_OK after --help). */
 int bench_start(int argc, char **argv, const struct bench_command_line *command_line,
                 struct bench_session *s);
 
@@ -126,12 +138,13 @@ void bench_sort(double *values, int count);
 /* The median of `count` timings (the mean of the middle two for an even count); sorts them. */
 double bench_median(double *values, int count);
 
-/* ---- results: --csv and --chart ----------------------------------------------------------
+/* ---- results: --csv, --chart and --peers ----------------------------------------------------
  *
  * A process measures one area, and its results file is the process's: bench_start() opens it,
  * each area adds one row per timed measurement with bench_record(), and bench_main.c closes it
- * and draws the chart with bench_results_finish() once the area has returned. The columns are
- * those of BENCH_RESULTS_COLUMNS, described in hosts/bench/README.md; chart.py draws them. */
+ * with bench_results_finish() once the area has returned: that runs the peers (peers.py adds
+ * their rows, and the Peers table is printed) and draws the chart. The columns are those of
+ * BENCH_RESULTS_COLUMNS, described in hosts/bench/README.md; chart.py draws them. */
 
 #define BENCH_RESULTS_COLUMNS "area,op,dtype,impl,n,n_unit,time_ms,rate,unit,device,date"
 
@@ -139,7 +152,7 @@ double bench_median(double *values, int count);
 struct bench_row {
     const char *op;     /* what was timed: "gemm", "solve 64 RHS", "reduce sum", ... */
     int32_t dtype;      /* CLOPS_F32, ... */
-    const char *impl;   /* "clops", or the peer's name: "clblast" */
+    const char *impl;   /* "clops", or the peer's name: "clblast", "seed" */
     int64_t n;          /* the size the rate is drawn against */
     const char *n_unit; /* what n counts: "matrix order", "elements", "image edge" */
     double ms;          /* the time of one call (the median of the reps) */
@@ -148,14 +161,15 @@ struct bench_row {
     const char *device; /* the device's name, as bench_print_device() prints it */
 };
 
-/* Adds `row` to the results file; nothing without --csv or --chart. A row whose time or rate is
- * not a positive number (a failed measurement) is left out. */
+/* Adds `row` to the results file; nothing without --csv, --chart or --peers. A row whose time or
+ * rate is not a positive number (a failed measurement) is left out. */
 void bench_record(const struct bench_row *row);
 
-/* Closes the results file and, after an area that measured (`code` BENCH_EXIT_OK or
- * BENCH_EXIT_FAILED), draws the chart: `$CLOPS_PYTHON chart.py CSV PNG`. Returns the process's
- * exit status: `code`, or BENCH_EXIT_RESULTS when `code` was BENCH_EXIT_OK and the file or the
- * chart could not be written. */
+/* After an area that measured (`code` BENCH_EXIT_OK or BENCH_EXIT_FAILED): with --peers runs
+ * `$CLOPS_PYTHON peers.py --reps R CSV PEERS.csv`, adds the peers' rows to the results file and
+ * prints the Peers table; closes the results file; with --chart draws it: `$CLOPS_PYTHON
+ * chart.py CSV PNG`. Returns the process's exit status: `code`, or BENCH_EXIT_RESULTS when `code`
+ * was BENCH_EXIT_OK and the file or the chart could not be written or peers.py failed. */
 int bench_results_finish(int code);
 
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""peers.py IN.csv OUT.csv — the vendor libraries' figures for the measurements clops-bench made.
+"""peers.py [--reps R] IN.csv OUT.csv — the vendor libraries' figures for clops-bench's rows.
 
 clops-bench --peers writes its own rows (hosts/bench/README.md's CSV columns) to IN.csv and calls
 this script, which runs the same work on the same kind of device with the peer libraries it can
@@ -7,7 +7,7 @@ import, and writes their rows, in the same columns, to OUT.csv:
 
 - rows measured on an NVIDIA GPU: PyTorch (cuBLAS, cuSOLVER, its reduction and copy kernels) on
   the first CUDA device, else CuPy; operands on the device, one warm-up call, then the median of
-  the same number of calls timed with CUDA events around each call;
+  R calls (--reps, default 5; clops-bench passes its own) timed with CUDA events around each;
 - rows measured on a CPU device: NumPy and SciPy (the system BLAS and LAPACK) on the host, timed
   with time.perf_counter.
 
@@ -21,7 +21,8 @@ What each clops row is compared with (its `op`, as clops-bench names it):
   reduce sum axis 0 / axis 1             of an n/1024 x 1024 row-major matrix
   transpose                out of place, N x N; also "device copy" (a clone of the same bytes),
                            the ceiling a transpose is judged against
-Rows of other ops (Mandelbrot: the seed's kernel is clops-bench's own peer row) get no peer.
+Rows of other ops (Mandelbrot: the seed's kernel is clops-bench's own peer row; rows on host
+operands, "gemm host", ...) and rows of other impls than clops get no peer.
 Rates follow clops-bench's: TFLOP/s for gemm (2 N^3), lu ((2/3) N^3) and solve ((2/3) N^3 +
 2 N^2 RHS); GB/s of bytes read (reduce, element size * n) or read and written (transpose and
 copy, 2 N^2 element sizes).
@@ -296,10 +297,24 @@ def copy_work(be, row):
     return (be.copy(be.rand((n, n), dtype)), 2 * size * n * n, be.impl("copy"), "device copy")
 
 
+def parse_args(argv):
+    """(reps, IN, OUT), or None for a usage error."""
+    args, reps = argv[1:], 5
+    if len(args) >= 2 and args[0] == "--reps":
+        if not args[1].isdigit() or int(args[1]) < 1:
+            return None
+        args, reps = args[2:], int(args[1])
+    if args and args[0] == "--":
+        args = args[1:]
+    return (reps, args[0], args[1]) if len(args) == 2 else None
+
+
 def main(argv):
-    if len(argv) != 3:
-        print(__doc__.split("\n")[0], file=sys.stderr)
+    parsed = parse_args(argv)
+    if parsed is None:
+        print("usage: " + __doc__.split("\n")[0].split(" — ")[0], file=sys.stderr)
         return 2
+    reps, argv = parsed[0], [argv[0], parsed[1], parsed[2]]
     try:
         with open(argv[1], newline="") as f:
             rows = [r for r in csv.DictReader(f) if r.get("impl") == "clops"]
@@ -324,7 +339,6 @@ def main(argv):
             if key in done:
                 continue
             done.add(key)
-            reps = 5
             works = [work_for(be, row)]
             if row["op"] == "transpose":
                 works.append(copy_work(be, row))
