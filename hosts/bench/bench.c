@@ -1,5 +1,6 @@
 /* bench.c — clops-bench: clops' GEMM against CLBlast on the same device, both with operands
- * already in device memory, and the first-call time of a pool with a cold vs a warm cache. */
+ * already in device memory; clops' f32 GEMM in the TF32 precisions and with host operands; and
+ * the first-call time of a pool with a cold vs a warm cache. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include "bench.h"
 #include <clblast_c.h>
@@ -17,8 +18,12 @@
 
 enum { MAX_SIZES = 16, COLD_N = 256 };
 
+/* --precision's modes, gemm's "precision" strings, as bits of options.precisions. */
+enum { PRECISION_FP32 = 1, PRECISION_3XTF32 = 2, PRECISION_TF32 = 4 };
+
 static const char help[] =
     "Usage: clops-bench [--sizes N,N,...] [--reps R] [--big] [--config FILE] [--no-cold]\n"
+    "                   [--precision LIST] [--host] [--peers]\n"
     "\n"
     "Times C = A B (square, row-major, no transposes) in f32 and f64 with clops and with\n"
     "CLBlast on the pool's primary device, operands already in device memory: one warm-up\n"
@@ -26,6 +31,11 @@ static const char help[] =
     "size whose results are wrong is not timed), then the median of R calls; TFLOP/s =\n"
     "2 N^3 / time. Then the time of the first call of a new pool with an empty kernel cache\n"
     "(a fresh XDG_CACHE_HOME) and with the cache filled.\n"
+    "--precision adds f32 products in gemm's TF32 precisions (3xtf32: fp32's accuracy from\n"
+    "three TF32 products; tf32: one), called through invoke_sized with the \"precision\"\n"
+    "argument, and --host the same calls with the operands in host memory (the transfers\n"
+    "are in the time): clops alone, each checked on 3 rows against the host's long double\n"
+    "product (max rel diff 1e-4 for fp32 and 3xtf32, 1e-2 for tf32, 1e-12 for f64).\n"
     "\n"
     "Options:\n"
     "  -s, --sizes LIST   matrix orders, comma-separated (default 1024,2048,4096, and\n"
@@ -34,6 +44,11 @@ static const char help[] =
     "  -b, --big          add N = 8192 to the default sizes on a CPU device too\n"
     "  -c, --config FILE  create the pools from FILE instead of the built-in defaults\n"
     "  -n, --no-cold      skip the cold/warm cache measurement\n"
+    "  -p, --precision LIST  f32 precisions, comma-separated: fp32 (the typed entry; the f32\n"
+    "                     rows against CLBlast), 3xtf32, tf32 (default fp32); results op\n"
+    "                     \"gemm\", \"gemm 3xtf32\", \"gemm tf32\"\n"
+    "  -H, --host         also time f32 and f64 with host operands (clops_tensor.data):\n"
+    "                     results op \"gemm host\"\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
     "  -h, --help         print this help\n" BENCH_HELP_RESULTS_OPTIONS "\n"
     "Environment: CLOPS_LIBRARY, the libclops.so to load (as for clops); CLOPS_PYTHON, the\n"
@@ -47,6 +62,8 @@ struct options {
     int size_count; /* 0: the defaults */
     int big;
     int cold;
+    unsigned precisions; /* PRECISION_* bits */
+    int host;
 };
 
 struct bench {
@@ -61,6 +78,29 @@ struct bench {
 
 /* ---- command line ------------------------------------------------------------------------- */
 
+/* gemm's "precision" strings, in the order of the PRECISION_* bits. */
+static const char *const precision_names[] = {"fp32", "3xtf32", "tf32"};
+enum { PRECISIONS = 3 };
+
+/* "fp32,3xtf32,..." into PRECISION_* bits. Returns NULL, or the usage error's text. */
+static const char *parse_precisions(const char *text, unsigned *bits)
+{
+    char *copy = host_xstrdup(text), *save = NULL;
+    int ok = 1;
+    *bits = 0;
+    for (char *item = strtok_r(copy, ",", &save); item != NULL && ok;
+         item = strtok_r(NULL, ",", &save)) {
+        int found = -1;
+        for (int m = 0; m < PRECISIONS; m++)
+            if (strcmp(item, precision_names[m]) == 0)
+                found = m;
+        ok = found >= 0;
+        *bits |= ok ? 1u << found : 0u;
+    }
+    free(copy);
+    return ok && *bits != 0 ? NULL : "--precision wants fp32, 3xtf32 or tf32, comma-separated, not";
+}
+
 static const char *take_option(void *area, int option, const char *arg)
 {
     struct options *opt = area;
@@ -68,15 +108,16 @@ static const char *take_option(void *area, int option, const char *arg)
     case 's': return bench_parse_sizes(arg, opt->sizes, MAX_SIZES, &opt->size_count);
     case 'b': opt->big = 1; break;
     case 'n': opt->cold = 0; break;
+    case 'p': return parse_precisions(arg, &opt->precisions);
+    case 'H': opt->host = 1; break;
     }
     return NULL;
 }
 
 static const struct option own_options[] = {
-    {"sizes", required_argument, NULL, 's'},
-    {"big", no_argument, NULL, 'b'},
-    {"no-cold", no_argument, NULL, 'n'},
-    {0},
+    {"sizes", required_argument, NULL, 's'}, {"big", no_argument, NULL, 'b'},
+    {"no-cold", no_argument, NULL, 'n'},     {"precision", required_argument, NULL, 'p'},
+    {"host", no_argument, NULL, 'H'},        {0},
 };
 
 /* ---- clops -------------------------------------------------------------------------------- */
@@ -348,35 +389,133 @@ static void add_timings(const struct bench *b, struct table *t, int32_t dtype, i
                                          .device = b->session.device.name});
 }
 
+/* ---- clops alone: the TF32 precisions and host operands ----------------------------------- */
+
+/* One of clops' measurements beside the table against CLBlast. */
+struct variant {
+    const char *run;       /* the table's name for it */
+    const char *op;        /* the results' op */
+    const char *precision; /* gemm's "precision", through invoke_sized; NULL: the typed entry */
+    int host;              /* operands in host memory */
+    double tolerance;      /* max rel diff against the host's product; 0: the dtype's */
+};
+
+/* A TF32 product is off by about 2^-11 of sum |a b|: 1e-2 of C's largest element leaves room
+ * for sqrt(N) growth, and still fails a wrong kernel by orders of magnitude. */
+static const struct variant precision_variants[] = {
+    {"3xtf32", "gemm 3xtf32", "3xtf32", 0, 1e-4},
+    {"tf32", "gemm tf32", "tf32", 0, 1e-2},
+};
+static const struct variant host_variant = {"host operands", "gemm host", NULL, 1, 0.0};
+
+static int32_t call_variant(const struct bench *b, const struct variant *v,
+                            const struct clops_tensor *t)
+{
+    if (v->precision == NULL)
+        return clops_gemm(b, b->session.pool, t);
+    const struct clops_arg args[] = {
+        {.name = "a", .kind = CLOPS_PARAM_TENSOR_IN, .tensor = &t[0]},
+        {.name = "b", .kind = CLOPS_PARAM_TENSOR_IN, .tensor = &t[1]},
+        {.name = "c", .kind = CLOPS_PARAM_TENSOR_INOUT, .tensor = &t[2]},
+        {.name = "precision", .kind = CLOPS_PARAM_ENUM, .s = v->precision},
+    };
+    return b->session.lib.api->invoke_sized(b->session.pool, b->gemm, args,
+                                            (int32_t)(sizeof args / sizeof args[0]),
+                                            (uint32_t)sizeof args[0]);
+}
+
+/* The median ms of R calls of `v` on `t`; NAN when a call fails. */
+static double time_variant(struct bench *b, const struct variant *v, const struct clops_tensor *t)
+{
+    double *ms = host_xcalloc((size_t)b->session.opt.reps, sizeof *ms);
+    int ok = 1;
+    for (int r = 0; r < b->session.opt.reps && ok; r++) {
+        double start = host_now_ms();
+        ok = call_variant(b, v, t) == CLOPS_OK;
+        ms[r] = host_now_ms() - start;
+    }
+    double result = ok ? bench_median(ms, b->session.opt.reps) : NAN;
+    free(ms);
+    return result;
+}
+
+/* `v` on the operands `o` (host arrays for a variant on host operands, with C a new array):
+ * one call checked against the host's product, then timed. `device_ms` is clops' fp32 time on
+ * device operands (NAN: not measured), the rate the table relates it to. */
+static void measure_variant(struct bench *b, const struct operands *o, const struct variant *v,
+                            double device_ms, struct table *t)
+{
+    struct clops_tensor host_tensors[3];
+    void *c = host_xcalloc(1, o->bytes);
+    for (int i = 0; i < 3; i++)
+        host_tensors[i] = clops_matrix(i < 2 ? o->host[i] : c, o->dtype, o->n, o->n, o->n, 0);
+    const struct clops_tensor *tensors = v->host ? host_tensors : o->tensors;
+    double tolerance = v->tolerance > 0.0 ? v->tolerance : tolerance_for(o->dtype);
+    double host = NAN, ms = NAN;
+    if (call_variant(b, v, tensors) != CLOPS_OK)
+        bench_report_error(&b->session, v->op);
+    else if (v->host || b->session.lib.api->buffer_download(o->buffers[2], 0, c,
+                                                            (int64_t)o->bytes) == CLOPS_OK)
+        host = host_spot_check(o, c);
+    table_row(t);
+    table_cell(t, "%s %s", host_dtype_name(o->dtype), v->run);
+    table_cell(t, "%lld", (long long)o->n);
+    if (!(host <= tolerance)) {
+        b->failures++;
+        table_cell(t, "FAILED: %s (max rel diff %.1e vs host, tolerance %.0e)",
+                   isnan(host) ? "a call failed" : "wrong results", host, tolerance);
+    } else {
+        ms = time_variant(b, v, tensors);
+        b->failures += isnan(ms);
+        const double flops = 2.0 * (double)o->n * (double)o->n * (double)o->n;
+        table_cell(t, "%.3f", ms);
+        table_cell(t, "%.3g", flops / (ms * 1e9));
+        if (isnan(device_ms))
+            table_cell(t, "-");
+        else
+            table_cell(t, "%.2f", device_ms / ms);
+        table_cell(t, "%.1e", host);
+        bench_record(&(struct bench_row){.op = v->op,
+                                         .dtype = o->dtype,
+                                         .impl = "clops",
+                                         .n = o->n,
+                                         .n_unit = "matrix order",
+                                         .ms = ms,
+                                         .rate = flops / (ms * 1e9),
+                                         .unit = "TFLOP/s",
+                                         .device = b->session.device.name});
+    }
+    free(c);
+}
+
+/* The variants --precision and --host ask for, for one size. */
+static void measure_variants(struct bench *b, const struct operands *o, double device_ms,
+                             struct table *t)
+{
+    for (int m = 0; m < 2 && o->dtype == CLOPS_F32; m++)
+        if (b->opt.precisions & (PRECISION_3XTF32 << m))
+            measure_variant(b, o, &precision_variants[m], device_ms, t);
+    if (b->opt.host)
+        measure_variant(b, o, &host_variant, device_ms, t);
+}
+
 /* Device memory both libraries' operands need, with some room for the drivers. */
 static int fits_on_device(const struct bench *b, const struct operands *o)
 {
     return 6.0 * (double)o->bytes < 0.8 * (double)b->session.device.global_mem_bytes;
 }
 
-static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *t)
+/* clops against CLBlast on the operands `o`; returns clops' time, or NAN. */
+static double measure_against_clblast(struct bench *b, struct operands *o, struct table *t)
 {
-    struct operands o = {.dtype = dtype, .n = n};
-    o.bytes = (size_t)(n * n * host_dtype_size(dtype));
-    add_row_start(t, dtype, n);
-    if (!fits_on_device(b, &o)) {
-        char need[32];
-        host_format_bytes((int64_t)(6 * o.bytes), need, sizeof need);
-        table_cell(t, "skipped: needs %s of device memory", need);
-        return;
-    }
-    if (upload_operands(b, &o) != 0) {
-        b->failures++;
-        table_cell(t, "FAILED: could not set up operands");
-        release_operands(b, &o);
-        return;
-    }
+    const int32_t dtype = o->dtype;
+    const int64_t n = o->n;
+    double ours_ms = NAN;
     /* Warm-up: kernel builds and first-touch costs stay out of the timings. */
-    int32_t ours = clops_gemm(b, b->session.pool, o.tensors);
-    CLBlastStatusCode theirs = clblast_gemm(b, dtype, (size_t)n, o.mems);
+    int32_t ours = clops_gemm(b, b->session.pool, o->tensors);
+    CLBlastStatusCode theirs = clblast_gemm(b, dtype, (size_t)n, o->mems);
     double host = NAN;
-    double diff =
-        ours == CLOPS_OK && theirs == CLBlastSuccess ? compare_results(b, &o, &host) : NAN;
+    double diff = ours == CLOPS_OK && theirs == CLBlastSuccess ? compare_results(b, o, &host) : NAN;
     if (ours != CLOPS_OK)
         bench_report_error(&b->session, "gemm");
     if (theirs != CLBlastSuccess)
@@ -386,10 +525,42 @@ static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *
         table_cell(t, "FAILED: %s (max rel diff %.1e vs CLBlast, %.1e vs host)",
                    isnan(diff) ? "a call failed" : "wrong results", diff, host);
     } else {
-        double ours_ms = time_calls(b, &o, 0), theirs_ms = time_calls(b, &o, 1);
+        ours_ms = time_calls(b, o, 0);
+        double theirs_ms = time_calls(b, o, 1);
         b->failures += isnan(ours_ms) || isnan(theirs_ms);
         add_timings(b, t, dtype, n, ours_ms, theirs_ms, diff);
     }
+    return ours_ms;
+}
+
+/* One size: its row against CLBlast in `t` (f32 unless --precision leaves fp32 out), and the
+ * rows of --precision and --host in `more`. */
+static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *t,
+                       struct table *more)
+{
+    struct operands o = {.dtype = dtype, .n = n};
+    o.bytes = (size_t)(n * n * host_dtype_size(dtype));
+    const int fp32 = dtype != CLOPS_F32 || (b->opt.precisions & PRECISION_FP32);
+    if (fp32)
+        add_row_start(t, dtype, n);
+    if (!fits_on_device(b, &o)) {
+        char need[32];
+        host_format_bytes((int64_t)(6 * o.bytes), need, sizeof need);
+        if (!fp32)
+            add_row_start(t, dtype, n);
+        table_cell(t, "skipped: needs %s of device memory", need);
+        return;
+    }
+    if (upload_operands(b, &o) != 0) {
+        b->failures++;
+        if (!fp32)
+            add_row_start(t, dtype, n);
+        table_cell(t, "FAILED: could not set up operands");
+        release_operands(b, &o);
+        return;
+    }
+    double ours_ms = fp32 ? measure_against_clblast(b, &o, t) : NAN;
+    measure_variants(b, &o, ours_ms, more);
     release_operands(b, &o);
 }
 
@@ -409,9 +580,18 @@ static void run_gemm_table(struct bench *b)
         {"CLBlast ms", TABLE_RIGHT},    {"CLBlast TFLOP/s", TABLE_RIGHT},
         {"clops/CLBlast", TABLE_RIGHT}, {"max rel diff", TABLE_RIGHT},
     };
+    static const struct table_column more_columns[] = {
+        {"run", TABLE_LEFT},
+        {"N", TABLE_RIGHT},
+        {"clops ms", TABLE_RIGHT},
+        {"clops TFLOP/s", TABLE_RIGHT},
+        {"/ fp32 device", TABLE_RIGHT},
+        {"max rel diff vs host", TABLE_RIGHT},
+    };
     static const int32_t dtypes[] = {CLOPS_F32, CLOPS_F64};
-    struct table t;
+    struct table t, more;
     table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    table_init(&more, more_columns, (int)(sizeof more_columns / sizeof more_columns[0]));
     for (int d = 0; d < 2; d++) {
         if (dtypes[d] == CLOPS_F64 && !b->session.device.fp64) {
             add_row_start(&t, dtypes[d], 0);
@@ -419,13 +599,23 @@ static void run_gemm_table(struct bench *b)
             continue;
         }
         for (int i = 0; i < b->opt.size_count; i++)
-            bench_size(b, dtypes[d], b->opt.sizes[i], &t);
+            bench_size(b, dtypes[d], b->opt.sizes[i], &t, &more);
     }
     printf("GEMM C = A B, row-major, operands on the device; median of %d calls after a warm-up\n"
            "whose result was checked against CLBlast's and, for 3 rows, against the host's.\n"
            "clops/CLBlast > 1 means clops is faster.\n\n",
            b->session.opt.reps);
     table_print(&t, stdout, 0);
+    if (more.row_count > 0) {
+        printf(
+            "\nclops alone: f32 in the TF32 precisions (invoke_sized, \"precision\"), operands on "
+            "the\ndevice; host operands (clops_tensor.data: the transfers are in the time). "
+            "Median of %d\ncalls after a warm-up checked on 3 rows against the host's; "
+            "/ fp32 device = the rate over\nclops' fp32 rate on device operands above.\n\n",
+            b->session.opt.reps);
+        table_print(&more, stdout, 0);
+    }
+    table_free(&more);
     table_free(&t);
 }
 
@@ -575,7 +765,7 @@ static void print_header(const struct bench *b)
 
 int bench_gemm_main(int argc, char **argv)
 {
-    static struct bench b = {.opt.cold = 1};
+    static struct bench b = {.opt = {.cold = 1, .precisions = PRECISION_FP32}};
     static const struct bench_command_line command_line = {
         .program = "clops-bench",
         .name = "gemm",
@@ -592,6 +782,11 @@ int bench_gemm_main(int argc, char **argv)
     b.gemm = b.session.lib.api->op_find("gemm");
     if (b.gemm == NULL) {
         bench_report_error(&b.session, "op_find");
+        return BENCH_EXIT_LOAD;
+    }
+    if ((b.opt.precisions & ~(unsigned)PRECISION_FP32) &&
+        !CLOPS_API_HAS(b.session.lib.api, invoke_sized)) {
+        fprintf(stderr, "clops-bench: --precision: this libclops has no invoke_sized\n");
         return BENCH_EXIT_LOAD;
     }
     /* Before anything else touches OpenCL: see redirect_caches(). */
