@@ -1,5 +1,6 @@
 /* bench_lu.c — `clops-bench lu`: the lu operator (getrf) in f32 and f64 at large N, and solve
- * (gesv) with 1 and 64 right-hand sides next to it, operands already in device memory. */
+ * (gesv) with 1 and 64 right-hand sides next to it, operands already in device memory (and with
+ * --host, in host memory). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,8 @@
 enum { LU_MAX_SIZES = 16, CHECK_ROWS = 4, WIDE_NRHS = 64 };
 
 static const char help[] =
-    "Usage: clops-bench lu [--sizes N,N,...] [--reps R] [--big] [--config FILE] [--verbose]\n"
+    "Usage: clops-bench lu [--sizes N,N,...] [--reps R] [--big] [--host] [--config FILE]\n"
+    "                      [--verbose] [--peers]\n"
     "\n"
     "Times the LU factorization P A = L U (lu, partial pivoting) of a random N x N row-major\n"
     "matrix in f32 and f64, and solve (factorization + solution) with 1 and 64 right-hand\n"
@@ -29,6 +31,10 @@ static const char help[] =
     "                     16384 with --big; 256,512,1024 on a CPU device)\n"
     "  -r, --reps R       timed calls per measurement (default 3)\n"
     "  -b, --big          add 16384 (GPU) or 2048 (CPU) to the default sizes\n"
+    "  -H, --host         then the same with A, B, ipiv and info in host memory\n"
+    "                     (clops_tensor.data; the transfers are in the time; the copy of A\n"
+    "                     each call starts from is not): results op \"lu host\",\n"
+    "                     \"solve 1 RHS host\", \"solve 64 RHS host\"\n"
     "  -c, --config FILE  create the pool from FILE (e.g. operators.lu.nb = <n>; for lu, solve)\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
     "  -h, --help         print this help\n" BENCH_HELP_RESULTS_OPTIONS "\n" BENCH_HELP_EXIT_STATUS;
@@ -38,6 +44,7 @@ struct lu_options {
     int64_t sizes[LU_MAX_SIZES];
     int size_count;
     int big;
+    int host;
 };
 
 struct lu_bench {
@@ -57,6 +64,7 @@ static const char *lu_take_option(void *area, int option, const char *arg)
     switch (option) {
     case 's': return bench_parse_sizes(arg, opt->sizes, LU_MAX_SIZES, &opt->size_count);
     case 'b': opt->big = 1; break;
+    case 'H': opt->host = 1; break;
     }
     return NULL;
 }
@@ -64,6 +72,7 @@ static const char *lu_take_option(void *area, int option, const char *arg)
 static const struct option lu_own_options[] = {
     {"sizes", required_argument, NULL, 's'},
     {"big", no_argument, NULL, 'b'},
+    {"host", no_argument, NULL, 'H'},
     {0},
 };
 
@@ -158,12 +167,15 @@ static double solve_check(const void *a, const void *b, const void *x, int32_t d
 
 /* ---- Runs ---------------------------------------------------------------------------------- */
 
-/* Device copies of A (N x N) and B (N x nrhs), and ipiv/info, for one measurement. */
+/* Copies of A (N x N) and B (N x nrhs), and ipiv/info, for one measurement: on the device, or
+ * with --host in host arrays. */
 struct lu_operands {
     int32_t dtype;
     int64_t n, nrhs, a_bytes, b_bytes;
+    int host;    /* the operands are the host arrays work_* */
     void *a, *b; /* host originals */
     struct clops_buffer *da, *db, *dpiv;
+    void *work_a, *work_b, *work_piv; /* ipiv then info, n + 1 int32 */
     struct clops_tensor ta, tb, tpiv, tinfo;
 };
 
@@ -174,14 +186,33 @@ static void operands_free(struct lu_bench *bb, struct lu_operands *o)
     bb->api->buffer_release(o->dpiv);
     free(o->a);
     free(o->b);
+    free(o->work_a);
+    free(o->work_b);
+    free(o->work_piv);
 }
 
-static int operands_new(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t nrhs,
-                        struct lu_operands *o)
+/* The arrays the calls work on: device buffers, or host arrays. Returns 0, or -1. */
+static int operands_place(struct lu_bench *bb, struct lu_operands *o)
 {
     const struct clops_api *api = bb->api;
+    if (o->host) {
+        o->work_a = malloc((size_t)o->a_bytes);
+        o->work_b = malloc((size_t)o->b_bytes);
+        o->work_piv = malloc((size_t)(o->n + 1) * 4);
+        return o->work_a != NULL && o->work_b != NULL && o->work_piv != NULL ? 0 : -1;
+    }
+    return api->buffer_create(bb->session.pool, o->a_bytes, &o->da) == CLOPS_OK &&
+                   api->buffer_create(bb->session.pool, o->b_bytes, &o->db) == CLOPS_OK &&
+                   api->buffer_create(bb->session.pool, (o->n + 1) * 4, &o->dpiv) == CLOPS_OK
+               ? 0
+               : -1;
+}
+
+static int operands_new(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t nrhs, int host,
+                        struct lu_operands *o)
+{
     const int64_t es = dtype == CLOPS_F64 ? 8 : 4;
-    *o = (struct lu_operands){.dtype = dtype, .n = n, .nrhs = nrhs};
+    *o = (struct lu_operands){.dtype = dtype, .n = n, .nrhs = nrhs, .host = host};
     o->a_bytes = n * n * es;
     o->b_bytes = n * (nrhs > 0 ? nrhs : 1) * es;
     o->a = malloc((size_t)o->a_bytes);
@@ -190,26 +221,43 @@ static int operands_new(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t n
         return -1;
     fill_random(o->a, dtype, n * n, (uint64_t)n);
     fill_random(o->b, dtype, n * (nrhs > 0 ? nrhs : 1), (uint64_t)n + 1);
-    if (api->buffer_create(bb->session.pool, o->a_bytes, &o->da) != CLOPS_OK ||
-        api->buffer_create(bb->session.pool, o->b_bytes, &o->db) != CLOPS_OK ||
-        api->buffer_create(bb->session.pool, (n + 1) * 4, &o->dpiv) != CLOPS_OK)
+    if (operands_place(bb, o) != 0)
         return -1;
-    o->ta = clops_matrix_on_device(o->da, dtype, n, n, n, 0);
-    o->tb = clops_matrix_on_device(o->db, dtype, n, nrhs, nrhs > 0 ? nrhs : 1, 0);
-    o->tpiv = (struct clops_tensor){.buffer = o->dpiv, .dtype = CLOPS_I32, .rank = 1};
+    o->ta = clops_matrix(o->work_a, dtype, n, n, n, 0);
+    o->ta.buffer = o->da;
+    o->tb = clops_matrix(o->work_b, dtype, n, nrhs, nrhs > 0 ? nrhs : 1, 0);
+    o->tb.buffer = o->db;
+    o->tpiv = (struct clops_tensor){
+        .data = o->work_piv, .buffer = o->dpiv, .dtype = CLOPS_I32, .rank = 1};
     o->tpiv.shape[0] = n, o->tpiv.strides[0] = 1;
     o->tinfo = o->tpiv;
     o->tinfo.offset = n, o->tinfo.shape[0] = 1;
     return 0;
 }
 
-/* Fresh copies of A and B on the device (not timed). */
+/* Fresh copies of A and B where the calls read them (not timed). */
 static int operands_reset(struct lu_bench *bb, struct lu_operands *o)
 {
+    if (o->host) {
+        memcpy(o->work_a, o->a, (size_t)o->a_bytes);
+        memcpy(o->work_b, o->b, (size_t)o->b_bytes);
+        return 0;
+    }
     return bb->api->buffer_upload(o->da, 0, o->a, o->a_bytes) == CLOPS_OK &&
                    bb->api->buffer_upload(o->db, 0, o->b, o->b_bytes) == CLOPS_OK
                ? 0
                : -1;
+}
+
+/* `bytes` of what a call left in `buffer`, or in the host array `work`, into `out`. */
+static int operands_read(struct lu_bench *bb, const struct lu_operands *o,
+                         struct clops_buffer *buffer, const void *work, void *out, int64_t bytes)
+{
+    if (o->host) {
+        memcpy(out, work, (size_t)bytes);
+        return 0;
+    }
+    return bb->api->buffer_download(buffer, 0, out, bytes) == CLOPS_OK ? 0 : -1;
 }
 
 /* One call: lu when nrhs = 0, else solve; milliseconds, or -1 on failure. */
@@ -233,17 +281,16 @@ static double timed_call(struct lu_bench *bb, struct lu_operands *o)
 /* The warm-up call's result against the host: LAPACK's ratio (< 30 passes), or -1. */
 static double verify(struct lu_bench *bb, struct lu_operands *o)
 {
-    const struct clops_api *api = bb->api;
     void *out = malloc((size_t)(o->nrhs == 0 ? o->a_bytes : o->b_bytes));
     int32_t *piv = malloc((size_t)(o->n + 1) * sizeof *piv);
     double ratio = -1;
     if (out != NULL && piv != NULL && timed_call(bb, o) >= 0 &&
-        api->buffer_download(o->dpiv, 0, piv, (o->n + 1) * 4) == CLOPS_OK) {
+        operands_read(bb, o, o->dpiv, o->work_piv, piv, (o->n + 1) * 4) == 0) {
         if (piv[o->n] != 0)
             fprintf(stderr, "clops-bench lu: info = %d for a random matrix\n", piv[o->n]);
-        else if (o->nrhs == 0 && api->buffer_download(o->da, 0, out, o->a_bytes) == CLOPS_OK)
+        else if (o->nrhs == 0 && operands_read(bb, o, o->da, o->work_a, out, o->a_bytes) == 0)
             ratio = lu_check(o->a, out, piv, o->dtype, o->n);
-        else if (o->nrhs > 0 && api->buffer_download(o->db, 0, out, o->b_bytes) == CLOPS_OK)
+        else if (o->nrhs > 0 && operands_read(bb, o, o->db, o->work_b, out, o->b_bytes) == 0)
             ratio = solve_check(o->a, o->b, out, o->dtype, o->n, o->nrhs);
     }
     free(out);
@@ -252,12 +299,13 @@ static double verify(struct lu_bench *bb, struct lu_operands *o)
 }
 
 /* Verifies, then the median of the reps; -1 when a call failed or the result is wrong. */
-static double measure(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t nrhs, double *ratio)
+static double measure(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t nrhs, int host,
+                      double *ratio)
 {
     struct lu_operands o;
     double result = -1, ms[1000];
     *ratio = -1;
-    if (operands_new(bb, dtype, n, nrhs, &o) != 0) {
+    if (operands_new(bb, dtype, n, nrhs, host, &o) != 0) {
         fprintf(stderr, "clops-bench lu: cannot allocate N = %lld: %s\n", (long long)n,
                 bb->api->last_error());
     } else {
@@ -286,15 +334,17 @@ static void cell_ms(struct table *t, double ms)
 }
 
 /* The three measurements of one size as rows of the results file: a solve counts getrf's and
- * getrs' flops, (2/3) N^3 + 2 N^2 RHS. */
-static void record_size(const struct lu_bench *bb, int32_t dtype, int64_t n, const double *ms)
+ * getrs' flops, (2/3) N^3 + 2 N^2 RHS. On host operands the ops end in " host". */
+static void record_size(const struct lu_bench *bb, int32_t dtype, int64_t n, int host,
+                        const double *ms)
 {
-    static const char *const ops[3] = {"lu", "solve 1 RHS", "solve 64 RHS"};
+    static const char *const ops[2][3] = {{"lu", "solve 1 RHS", "solve 64 RHS"},
+                                          {"lu host", "solve 1 RHS host", "solve 64 RHS host"}};
     static const int64_t rhs[3] = {0, 1, WIDE_NRHS};
     for (int i = 0; i < 3; i++) {
         const double flops = 2.0 / 3.0 * (double)n * (double)n * (double)n +
                              2.0 * (double)n * (double)n * (double)rhs[i];
-        bench_record(&(struct bench_row){.op = ops[i],
+        bench_record(&(struct bench_row){.op = ops[host][i],
                                          .dtype = dtype,
                                          .impl = "clops",
                                          .n = n,
@@ -306,14 +356,14 @@ static void record_size(const struct lu_bench *bb, int32_t dtype, int64_t n, con
     }
 }
 
-static void bench_size(struct lu_bench *bb, struct table *t, int32_t dtype, int64_t n)
+static void bench_size(struct lu_bench *bb, struct table *t, int32_t dtype, int64_t n, int host)
 {
     double r_lu, r_1, r_64;
-    const double lu_ms = measure(bb, dtype, n, 0, &r_lu);
-    const double s1_ms = measure(bb, dtype, n, 1, &r_1);
-    const double s64_ms = measure(bb, dtype, n, WIDE_NRHS, &r_64);
+    const double lu_ms = measure(bb, dtype, n, 0, host, &r_lu);
+    const double s1_ms = measure(bb, dtype, n, 1, host, &r_1);
+    const double s64_ms = measure(bb, dtype, n, WIDE_NRHS, host, &r_64);
     const double flops = 2.0 / 3.0 * (double)n * (double)n * (double)n;
-    record_size(bb, dtype, n, (const double[3]){lu_ms, s1_ms, s64_ms});
+    record_size(bb, dtype, n, host, (const double[3]){lu_ms, s1_ms, s64_ms});
     table_row(t);
     table_cell(t, "%s", dtype == CLOPS_F64 ? "f64" : "f32");
     table_cell(t, "%lld", (long long)n);
@@ -327,7 +377,8 @@ static void bench_size(struct lu_bench *bb, struct table *t, int32_t dtype, int6
     table_cell(t, "%.2g / %.2g / %.2g", r_lu, r_1, r_64);
 }
 
-static int run(struct lu_bench *bb)
+/* One table: every dtype and size, operands on the device or (host) in host memory. */
+static void run_table(struct lu_bench *bb, int host)
 {
     static const struct table_column columns[] = {
         {"dtype", TABLE_LEFT},
@@ -345,12 +396,22 @@ static int run(struct lu_bench *bb)
         if (dtypes[d] == CLOPS_F64 && !bb->session.device.fp64)
             continue;
         for (int i = 0; i < bb->opt.size_count; i++)
-            bench_size(bb, &t, dtypes[d], bb->opt.sizes[i]);
+            bench_size(bb, &t, dtypes[d], bb->opt.sizes[i], host);
     }
-    printf("lu on %s (%s), median of %d; solve = factorization + solution\n",
-           bb->session.device.name, bb->session.device.platform, bb->session.opt.reps);
+    if (host)
+        printf("\nThe same with the operands in host memory (the transfers are in the time):\n");
+    else
+        printf("lu on %s (%s), median of %d; solve = factorization + solution\n",
+               bb->session.device.name, bb->session.device.platform, bb->session.opt.reps);
     table_print(&t, stdout, 2);
     table_free(&t);
+}
+
+static int run(struct lu_bench *bb)
+{
+    run_table(bb, 0);
+    if (bb->opt.host)
+        run_table(bb, 1);
     return bb->failures ? BENCH_EXIT_FAILED : BENCH_EXIT_OK;
 }
 
