@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "bench_opencl.h"
 #include "table.h"
 #include "util.h"
 
@@ -132,63 +133,9 @@ static int32_t clops_gemm(const struct bench *b, struct clops_pool *pool,
 
 /* ---- CLBlast on its own context ----------------------------------------------------------- */
 
-/* A device's (or, with device NULL, a platform's) string property, truncated to `size`:
- * clGet*Info() fails outright when the buffer is shorter than the whole string. */
-static void info_string(cl_platform_id platform, cl_device_id device, cl_uint param, char *out,
-                        size_t size)
-{
-    size_t needed = 0;
-    out[0] = '\0';
-    cl_int rc = device != NULL ? clGetDeviceInfo(device, param, 0, NULL, &needed)
-                               : clGetPlatformInfo(platform, param, 0, NULL, &needed);
-    if (rc != CL_SUCCESS || needed == 0)
-        return;
-    char *text = host_xcalloc(1, needed);
-    rc = device != NULL ? clGetDeviceInfo(device, param, needed, text, NULL)
-                        : clGetPlatformInfo(platform, param, needed, text, NULL);
-    if (rc == CL_SUCCESS)
-        snprintf(out, size, "%s", text);
-    free(text);
-}
-
-static int device_matches(cl_platform_id platform, cl_device_id device,
-                          const struct clops_device_info *want)
-{
-    char name[sizeof want->name], platform_name[sizeof want->platform];
-    info_string(NULL, device, CL_DEVICE_NAME, name, sizeof name);
-    info_string(platform, NULL, CL_PLATFORM_NAME, platform_name, sizeof platform_name);
-    /* Both sides are truncated to the plugin's fixed-size fields the same way. */
-    return strcmp(name, want->name) == 0 && strcmp(platform_name, want->platform) == 0;
-}
-
-/* The pool's device: the same platform and device indices when the name agrees (machines
- * with several identical GPUs), else the first device of that name. */
-static cl_device_id find_device(const struct clops_device_info *want)
-{
-    cl_platform_id platforms[16];
-    cl_uint platform_count = 0;
-    cl_device_id by_name = NULL;
-    if (clGetPlatformIDs(16, platforms, &platform_count) != CL_SUCCESS)
-        return NULL;
-    for (cl_uint p = 0; p < platform_count && p < 16; p++) {
-        cl_device_id devices[64];
-        cl_uint count = 0;
-        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 64, devices, &count) != CL_SUCCESS)
-            continue;
-        for (cl_uint d = 0; d < count && d < 64; d++) {
-            if (!device_matches(platforms[p], devices[d], want))
-                continue;
-            if ((int32_t)p == want->platform_index && (int32_t)d == want->device_index)
-                return devices[d];
-            by_name = by_name != NULL ? by_name : devices[d];
-        }
-    }
-    return by_name;
-}
-
 static int open_clblast(struct bench *b)
 {
-    cl_device_id device = find_device(&b->session.device);
+    cl_device_id device = bench_find_cl_device(&b->session.device);
     if (device == NULL) {
         fprintf(stderr, "clops-bench: no OpenCL device named '%s' for CLBlast\n",
                 b->session.device.name);
@@ -199,7 +146,8 @@ static int open_clblast(struct bench *b)
     if (err == CL_SUCCESS)
         b->queue = clCreateCommandQueue(b->context, device, 0, &err);
     if (err != CL_SUCCESS) {
-        fprintf(stderr, "clops-bench: cannot open a context for CLBlast: OpenCL error %d\n", err);
+        fprintf(stderr, "clops-bench: cannot open a context for CLBlast: %s (%d)\n",
+                bench_cl_error_name(err), (int)err);
         return BENCH_EXIT_FAILED;
     }
     return BENCH_EXIT_OK;
@@ -263,7 +211,8 @@ static int upload_operands(struct bench *b, struct operands *o)
         o->mems[i] = clCreateBuffer(b->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, o->bytes,
                                     o->host[i], &err);
         if (err != CL_SUCCESS) {
-            fprintf(stderr, "clops-bench: clCreateBuffer for CLBlast: OpenCL error %d\n", err);
+            fprintf(stderr, "clops-bench: clCreateBuffer for CLBlast: %s (%d)\n",
+                    bench_cl_error_name(err), (int)err);
             return -1;
         }
     }
