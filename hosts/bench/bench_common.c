@@ -803,7 +803,7 @@ static int run_peers(struct result_rows *peer_rows)
                     out_path);
             code = BENCH_EXIT_RESULTS;
         } else if (peer_rows->count == 0) {
-            printf("peers: no peer measured this work on this machine\n");
+            printf("peers: peers.py found no peer for this work on this machine\n");
         }
     }
     remove(out_path);

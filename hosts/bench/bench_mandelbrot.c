@@ -1,5 +1,6 @@
 /* bench_mandelbrot.c — clops-bench mandelbrot: iterations per second of the Mandelbrot operator on
- * the GPU (f32, 4096^2), and of a deep f64 zoom shared between GPU and CPU (each alone, split). */
+ * the GPU (f32, 4096^2), with --peers beside the seed's own OpenCL kernel on the same device, and
+ * of a deep f64 zoom shared between GPU and CPU (each alone, split). */
 #include "bench.h"
 
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "bench_common.h"
+#include "bench_opencl.h"
 #include "mandelbrot_ref.h"
 #include "table.h"
 #include "util.h"
@@ -17,12 +19,15 @@ enum { MAX_DEVICES = 8, CHECK_ROWS = 8, MAX_REPS = 1000 };
 static const char help[] =
     "Usage: clops-bench mandelbrot [--size N] [--max-iterations M] [--deep-size N]\n"
     "                              [--deep-max-iterations M] [--tile T] [--reps R]\n"
-    "                              [--config FILE] [--no-split] [--verbose]\n"
+    "                              [--config FILE] [--no-split] [--verbose] [--peers]\n"
     "\n"
     "1. GPU: an N x N view of the whole set (centre -0.5+0i, 3 wide), f32, M iterations at\n"
     "   most, split \"1\" (the GPU side only; on a pool without a GPU, its one device), counts\n"
     "   into a device buffer. Iterations/s counts the iterations each pixel really ran (the\n"
-    "   sum of the counts), not N^2 M.\n"
+    "   sum of the counts), not N^2 M. With --peers, the seed's kernel too (the course's\n"
+    "   mandel_ocl, storing the count: one work-item a pixel, f32), built with the OpenCL API\n"
+    "   on the same device, same view and counts into a device buffer: the floor, results\n"
+    "   impl \"seed\", and clops / seed.\n"
     "2. Split: a deep zoom (1e-10 wide at -0.743643887037151+0.131825904205330i), f64, into\n"
     "   host memory, with split \"1\" (GPU alone), \"0\" (CPU alone) and \"dynamic\" on the pool\n"
     "   of --config (e.g. configs/gpu_cpu.cfg: a GPU and the CPU device), and the ratio of the\n"
@@ -273,6 +278,200 @@ static const struct table_column columns[] = {
 };
 enum { COLUMN_COUNT = (int)(sizeof columns / sizeof columns[0]) };
 
+/* ---- the seed's kernel: the floor --------------------------------------------------------- */
+
+/* The course's kernel as printed, except that it stores the count where the course stored a
+ * colour, and that DIM, the image edge, is an argument. One work-item a pixel (dimension 0 the
+ * column j, 1 the row i), no local memory; it writes 4 bytes a pixel. */
+static const char seed_source[] =
+    "__kernel void mandel_ocl(__global unsigned *img, float leftX, float xstep, float topY,\n"
+    "                         float ystep, unsigned MAX_ITERATIONS, unsigned DIM) {\n"
+    "    size_t i = get_global_id(1), j = get_global_id(0);\n"
+    "    float xc = leftX + xstep * j;\n"
+    "    float yc = topY - ystep * i;\n"
+    "    float x = 0.0, y = 0.0; // Z = X + i*Y\n"
+    "    unsigned iter;\n"
+    "    for (iter = 0; iter < MAX_ITERATIONS; iter++) {\n"
+    "        float x2 = x * x, y2 = y * y;\n"
+    "        if (x2 + y2 > 4.0) break;\n"
+    "        float twoxy = (float)2.0 * x * y;\n"
+    "        x = x2 - y2 + xc;\n"
+    "        y = twoxy + yc;\n"
+    "    }\n"
+    "    img[i * DIM + j] = iter;\n"
+    "}\n";
+
+/* The seed's kernel on its own context. */
+struct seed {
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    cl_program program;
+    cl_kernel kernel;
+    cl_mem img;
+};
+
+/* Returns 0, or -1 after naming the call and the error. */
+static int seed_check(cl_int err, const char *call)
+{
+    if (err == CL_SUCCESS)
+        return 0;
+    fprintf(stderr, "clops-bench mandelbrot: the seed's kernel: %s: %s (%d)\n", call,
+            bench_cl_error_name(err), (int)err);
+    return -1;
+}
+
+static void seed_print_build_log(const struct seed *s)
+{
+    size_t size = 0;
+    if (clGetProgramBuildInfo(s->program, s->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) !=
+            CL_SUCCESS ||
+        size == 0)
+        return;
+    char *log = host_xcalloc(1, size + 1);
+    if (clGetProgramBuildInfo(s->program, s->device, CL_PROGRAM_BUILD_LOG, size, log, NULL) ==
+        CL_SUCCESS)
+        fprintf(stderr, "%s\n", log);
+    free(log);
+}
+
+/* Builds the kernel on `device` and its n x n image. Returns 0, or -1 after saying why. */
+static int seed_open(struct seed *s, cl_device_id device, int64_t n)
+{
+    const char *source = seed_source;
+    cl_int err;
+    s->device = device;
+    s->context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    if (seed_check(err, "clCreateContext") != 0)
+        return -1;
+    s->queue = clCreateCommandQueue(s->context, device, 0, &err);
+    if (seed_check(err, "clCreateCommandQueue") != 0)
+        return -1;
+    s->program = clCreateProgramWithSource(s->context, 1, &source, NULL, &err);
+    if (seed_check(err, "clCreateProgramWithSource") != 0)
+        return -1;
+    if (seed_check(clBuildProgram(s->program, 1, &device, "", NULL, NULL), "clBuildProgram") != 0) {
+        seed_print_build_log(s);
+        return -1;
+    }
+    s->kernel = clCreateKernel(s->program, "mandel_ocl", &err);
+    if (seed_check(err, "clCreateKernel") != 0)
+        return -1;
+    s->img = clCreateBuffer(s->context, CL_MEM_WRITE_ONLY, (size_t)(n * n) * 4, NULL, &err);
+    return seed_check(err, "clCreateBuffer");
+}
+
+static void seed_close(struct seed *s)
+{
+    if (s->img != NULL)
+        clReleaseMemObject(s->img);
+    if (s->kernel != NULL)
+        clReleaseKernel(s->kernel);
+    if (s->program != NULL)
+        clReleaseProgram(s->program);
+    if (s->queue != NULL)
+        clReleaseCommandQueue(s->queue);
+    if (s->context != NULL)
+        clReleaseContext(s->context);
+}
+
+/* One image of the view `v` (square, n x n), waited for. The seed's xc = leftX + xstep j is the
+ * left edge of pixel j: leftX is moved by half a pixel so that it samples the pixels' centres,
+ * as the operator does. Returns 0, or -1. */
+static int seed_run(const struct seed *s, int64_t n, const struct view *v)
+{
+    const double step = v->scale / (double)n;
+    const cl_float left = (cl_float)(v->center_x - v->scale / 2 + step / 2);
+    const cl_float top = (cl_float)(v->center_y + v->scale / 2 - step / 2);
+    const cl_float xstep = (cl_float)step, ystep = (cl_float)step;
+    const cl_uint max_iterations = (cl_uint)v->max_iterations, dim = (cl_uint)n;
+    const struct {
+        size_t size;
+        const void *value;
+    } args[] = {{sizeof s->img, &s->img}, {sizeof left, &left},
+                {sizeof xstep, &xstep},   {sizeof top, &top},
+                {sizeof ystep, &ystep},   {sizeof max_iterations, &max_iterations},
+                {sizeof dim, &dim}};
+    for (cl_uint a = 0; a < (cl_uint)(sizeof args / sizeof args[0]); a++)
+        if (seed_check(clSetKernelArg(s->kernel, a, args[a].size, args[a].value),
+                       "clSetKernelArg") != 0)
+            return -1;
+    const size_t global[2] = {(size_t)n, (size_t)n};
+    if (seed_check(
+            clEnqueueNDRangeKernel(s->queue, s->kernel, 2, NULL, global, NULL, 0, NULL, NULL),
+            "clEnqueueNDRangeKernel") != 0)
+        return -1;
+    return seed_check(clFinish(s->queue), "clFinish");
+}
+
+/* The device part 1 runs on: the pool's first GPU (split "1"), else its first device. */
+static const struct clops_device_info *gpu_side(const struct bench *b)
+{
+    for (int32_t d = 0; d < b->device_count; d++)
+        if (b->devices[d].type == CLOPS_DEVICE_GPU)
+            return &b->devices[d];
+    return &b->devices[0];
+}
+
+/* The seed's kernel on part 1's view: one run read back (its counts against clops', `ours`:
+ * *equal, the fraction of the pixels with the same count), then the median of R runs. */
+static void measure_seed(struct bench *b, int64_t n, const struct view *v, const uint32_t *ours,
+                         struct measurement *m, double *equal)
+{
+    struct seed s = {0};
+    uint32_t *counts = host_xmalloc((size_t)(n * n) * 4);
+    double ms[MAX_REPS];
+    cl_device_id device = bench_find_cl_device(gpu_side(b));
+    m->ok = 0;
+    if (device == NULL)
+        fprintf(stderr, "clops-bench mandelbrot: no OpenCL device named '%s' for the seed\n",
+                gpu_side(b)->name);
+    if (device == NULL || seed_open(&s, device, n) != 0 || seed_run(&s, n, v) != 0 ||
+        seed_check(clEnqueueReadBuffer(s.queue, s.img, CL_TRUE, 0, (size_t)(n * n) * 4, counts, 0,
+                                       NULL, NULL),
+                   "clEnqueueReadBuffer") != 0) {
+        b->failures++;
+        seed_close(&s);
+        free(counts);
+        return;
+    }
+    int64_t same = 0;
+    for (int64_t k = 0; k < n * n; k++)
+        same += counts[k] == ours[k];
+    *equal = (double)same / (double)(n * n);
+    m->iterations = sum_counts(counts, n * n);
+    int r = 0;
+    for (; r < b->session.opt.reps; r++) {
+        double start = host_now_ms();
+        if (seed_run(&s, n, v) != 0)
+            break;
+        ms[r] = host_now_ms() - start;
+    }
+    if (r == b->session.opt.reps) {
+        m->ms = bench_median(ms, r);
+        m->ok = 1;
+    } else {
+        b->failures++;
+    }
+    seed_close(&s);
+    free(counts);
+}
+
+static void add_seed_row(const struct bench *b, struct table *t, const struct measurement *m)
+{
+    table_row(t);
+    table_cell(t, "the seed's kernel");
+    table_cell(t, "-");
+    if (!m->ok) {
+        table_cell(t, "FAILED");
+        return;
+    }
+    table_cell(t, "%.2f", m->ms);
+    table_cell(t, "%.3g", m->iterations);
+    table_cell(t, "%.3g", m->iterations / (m->ms * 1e-3));
+    table_cell(t, "%s, through the OpenCL API", gpu_side(b)->name);
+}
+
 /* ---- part 1: the GPU ---------------------------------------------------------------------- */
 
 static void run_gpu(struct bench *b)
@@ -291,15 +490,36 @@ static void run_gpu(struct bench *b)
         measure(b, &counts, host, n, &v, &m);
         record(b, "whole set", CLOPS_F32, n, &m);
     }
+    struct measurement seed = {.split = "-"};
+    double equal = 0.0;
+    if (b->session.opt.peers && m.ok) {
+        measure_seed(b, n, &v, host, &seed, &equal);
+        if (seed.ok)
+            bench_record(&(struct bench_row){.op = "whole set",
+                                             .dtype = CLOPS_F32,
+                                             .impl = "seed",
+                                             .n = n,
+                                             .n_unit = "image edge",
+                                             .ms = seed.ms,
+                                             .rate = seed.iterations / (seed.ms * 1e-3),
+                                             .unit = "iterations/s",
+                                             .device = gpu_side(b)->name});
+    }
     struct table t;
     table_init(&t, columns, COLUMN_COUNT);
     char what[96];
     snprintf(what, sizeof what, "%lld^2 f32 maxit %lld", (long long)n, (long long)v.max_iterations);
     add_row(b, &t, what, &m);
+    if (b->session.opt.peers && m.ok)
+        add_seed_row(b, &t, &seed);
     printf("1. Whole set, f32, counts into a device buffer, tile %lld; median of %d calls:\n\n",
            (long long)b->opt.tile, b->session.opt.reps);
     table_print(&t, stdout, 0);
     table_free(&t);
+    if (seed.ok)
+        printf("\nclops / seed: %.2f (iterations/s); the seed's counts equal clops' at %.2f%% of "
+               "the pixels\n",
+               (m.iterations / m.ms) / (seed.iterations / seed.ms), 100.0 * equal);
     b->session.lib.api->buffer_release(buffer);
     free(host);
 }
