@@ -706,7 +706,7 @@ static void add_peer_row(struct table *t, char *const *ours, const char *name, c
         return;
     }
     table_cell(t, "%.4g", rate_of(peer));
-    table_cell(t, "%.3f", rate_of(ours) / rate_of(peer));
+    table_cell(t, "%.3g", rate_of(ours) / rate_of(peer));
 }
 
 /* For each clops row, every row that measured the same work: peers.py's, CLBlast's, the seed's,
