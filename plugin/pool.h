@@ -124,14 +124,19 @@ int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const c
 void pool_free_device_memory(struct pool_device *dev, cl_mem mem);
 
 /* Host memory for a call's temporaries (outputs downloaded before their commit, packed
- * outputs), at least `bytes`, its size in *capacity; NULL when malloc fails. Blocks come back
- * with pool_host_give and serve later calls: memory the process has touched already, where a
- * fresh malloc per call had the kernel fault in and zero every page again, and a driver copy
- * into it run at a fraction of its speed (a 2048 x 2048 Mandelbrot into host memory took 35 ms
- * on an H100 instead of 9). The pool keeps at most POOL_HOST_CACHE blocks, the largest ones,
- * until it is released. */
-void *pool_host_take(struct clops_pool *pool, size_t bytes, size_t *capacity);
-/* Gives back a block of pool_host_take (NULL is a no-op). */
+ * outputs, the staging blocks of uploads), at least `bytes`, its size in *capacity; NULL when
+ * there is none. Pinned memory of `dev` where its driver gives it (a CL_MEM_ALLOC_HOST_PTR
+ * buffer, mapped once through `queue`, the call's: a map waits for what is queued before it),
+ * else malloc's: a driver copies between pinned memory and the device by DMA at the bus's speed,
+ * and from pageable memory through its own staging at a fraction of it (NVIDIA's: ~5 GB/s on
+ * an H100 against 25-50). Blocks come back with pool_host_give and serve later calls on `dev`:
+ * pinning costs more than the copy it speeds up, and even malloc'd memory the process has
+ * touched already spares the kernel faulting in and zeroing every page again (a 2048 x 2048
+ * Mandelbrot into fresh host memory took 35 ms on an H100 instead of 9). The pool keeps at most
+ * POOL_HOST_CACHE blocks, the largest ones, until it is released. */
+void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
+                     size_t bytes, size_t *capacity);
+/* Gives back a block of pool_host_take (NULL is a no-op); `capacity` is what it said. */
 void pool_host_give(struct clops_pool *pool, void *data, size_t capacity);
 
 /* ---- Statistics ------------------------------------------------------------------------ */

@@ -40,8 +40,12 @@ struct pool_op_counters {
     atomic_llong device_ns;
 };
 
-/* How many host blocks a pool keeps for later calls (pool_host_give). */
-enum { POOL_HOST_CACHE = 4 };
+/* How many host blocks a pool keeps for later calls (pool_host_give): room for the staging
+ * blocks of uploads (tensor_stage.c) and the download temporaries of a few threads' calls at
+ * once, beyond which blocks would be pinned and released on every call. Requests under
+ * POOL_HOST_MIN_BLOCK bytes get that many, so that one block serves all small ones. */
+enum { POOL_HOST_CACHE = 8, POOL_HOST_MIN_BLOCK = 64 << 10 };
+struct host_block; /* pool_memory.c: a block and where its memory comes from */
 
 struct clops_pool {
     struct pool_config cfg;
@@ -53,12 +57,9 @@ struct clops_pool {
     atomic_llong programs_built, programs_loaded, cache_rejected;
     atomic_llong build_ns; /* time in timed_build (pool_programs.c) */
     atomic_llong calls, bytes_uploaded, bytes_downloaded;
-    struct pool_op_counters *op_counters; /* registry_count() entries */
-    pthread_mutex_t host_lock;            /* guards host_cache */
-    struct pool_host_block {
-        void *data;
-        size_t bytes;
-    } host_cache[POOL_HOST_CACHE]; /* pool_host_take's blocks of past calls */
+    struct pool_op_counters *op_counters;           /* registry_count() entries */
+    pthread_mutex_t host_lock;                      /* guards host_cache */
+    struct host_block *host_cache[POOL_HOST_CACHE]; /* pool_host_take's blocks of past calls */
 };
 
 /* pool_devices.c: discovers the system's devices, opens those the configuration chooses as
@@ -70,7 +71,8 @@ void pool_close_devices(struct clops_pool *pool);
 /* pool_memory.c: sets dev's memory limit to `percent` of what it reports and attaches it to the
  * process-wide count of bytes held on its cl_device_id. */
 int32_t pool_memory_attach(struct pool_device *dev, int32_t percent);
-/* pool_memory.c: frees the host blocks the pool kept (pool_host_give). */
+/* pool_memory.c: frees the host blocks the pool kept (pool_host_give): before the devices
+ * close, since pinned ones are unmapped through a queue of theirs. */
 void pool_host_release_all(struct clops_pool *pool);
 
 /* pool_programs.c: releases every program the pool built. */

@@ -44,10 +44,10 @@ void pool_release(struct clops_pool *pool)
 {
     if (pool == NULL)
         return;
+    pool_host_release_all(pool);
     pool_release_programs(pool);
     pool_close_devices(pool);
     free(pool->op_counters);
-    pool_host_release_all(pool);
     pthread_mutex_destroy(&pool->host_lock);
     pthread_mutex_destroy(&pool->programs_lock);
     free(pool);

@@ -3,6 +3,7 @@
  * the process), and the host blocks its calls' temporaries reuse. */
 #include "pool_internal.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 enum { MEMORY_COUNTS_MAX = 256 };
@@ -106,56 +107,132 @@ void pool_free_device_memory(struct pool_device *dev, cl_mem mem)
     clReleaseMemObject(mem);
 }
 
-void *pool_host_take(struct clops_pool *pool, size_t bytes, size_t *capacity)
+/* A block's bookkeeping sits in front of the bytes handed out, so that pool_host_give needs only
+ * the pointer: which pinned buffer it is mapped from, if any, and for which device. */
+struct host_block {
+    cl_mem mem;              /* the CL_MEM_ALLOC_HOST_PTR buffer it is mapped from; NULL: malloc */
+    struct pool_device *dev; /* the device it is pinned for (and which a malloc'd one served) */
+    void *base;              /* what clEnqueueMapBuffer or malloc returned */
+    size_t bytes;            /* handed out after the header */
+};
+/* The header's room: a multiple of the cache line, so that the bytes handed out stay aligned
+ * for vector copies as malloc's and the driver's mapped memory are. */
+enum { HOST_HEADER = 64 };
+_Static_assert(sizeof(struct host_block) <= HOST_HEADER, "host block header too large");
+
+static struct host_block *block_of(void *data)
 {
-    if (bytes == 0)
-        bytes = 1;
+    return (struct host_block *)((char *)data - HOST_HEADER);
+}
+
+static void *data_of(struct host_block *b)
+{
+    return (char *)b + HOST_HEADER;
+}
+
+/* A pinned block of `bytes` (header included) of dev's context, mapped once through `queue`
+ * and kept mapped until released; NULL where the driver refuses either step (the caller falls
+ * back to malloc). Not counted against the device's memory: the driver keeps it in host memory,
+ * and kernels never read it. */
+static struct host_block *pinned_block(struct pool_device *dev, cl_command_queue queue,
+                                       size_t bytes)
+{
+    if (queue == NULL || bytes > (size_t)dev->max_alloc_bytes)
+        return NULL;
+    cl_int rc;
+    cl_mem mem =
+        clCreateBuffer(dev->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &rc);
+    if (rc != CL_SUCCESS)
+        return NULL;
+    void *base = clEnqueueMapBuffer(queue, mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0,
+                                    NULL, NULL, &rc);
+    if (rc != CL_SUCCESS || base == NULL) {
+        clReleaseMemObject(mem);
+        return NULL;
+    }
+    struct host_block *b = base;
+    *b = (struct host_block){mem, dev, base, bytes - HOST_HEADER};
+    return b;
+}
+
+static struct host_block *malloc_block(struct pool_device *dev, size_t bytes)
+{
+    struct host_block *b = malloc(bytes);
+    if (b != NULL)
+        *b = (struct host_block){NULL, dev, b, bytes - HOST_HEADER};
+    return b;
+}
+
+/* Frees a block: a pinned one is unmapped (through a queue of its device: nothing waits for
+ * it) and released, which the driver defers until the unmap is done. */
+static void free_block(struct host_block *b)
+{
+    if (b == NULL)
+        return;
+    if (b->mem == NULL) {
+        free(b->base);
+        return;
+    }
+    cl_mem mem = b->mem;
+    clEnqueueUnmapMemObject(b->dev->queues[0], mem, b->base, 0, NULL, NULL);
+    clReleaseMemObject(mem);
+}
+
+void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
+                     size_t bytes, size_t *capacity)
+{
+    /* Small requests share one size, so that a block serves every small output of later calls
+     * instead of each size pinning a block of its own. */
+    if (bytes < POOL_HOST_MIN_BLOCK)
+        bytes = POOL_HOST_MIN_BLOCK;
     pthread_mutex_lock(&pool->host_lock);
     int best = -1;
     for (int i = 0; i < POOL_HOST_CACHE; i++) {
-        const struct pool_host_block *b = &pool->host_cache[i];
-        if (b->data != NULL && b->bytes >= bytes &&
-            (best < 0 || b->bytes < pool->host_cache[best].bytes))
+        const struct host_block *b = pool->host_cache[i];
+        if (b != NULL && b->dev == dev && b->bytes >= bytes &&
+            (best < 0 || b->bytes < pool->host_cache[best]->bytes))
             best = i;
     }
-    void *data = NULL;
+    struct host_block *found = NULL;
     if (best >= 0) {
-        data = pool->host_cache[best].data;
-        *capacity = pool->host_cache[best].bytes;
-        pool->host_cache[best] = (struct pool_host_block){NULL, 0};
+        found = pool->host_cache[best];
+        pool->host_cache[best] = NULL;
     }
     pthread_mutex_unlock(&pool->host_lock);
-    if (data == NULL) {
-        data = malloc(bytes);
-        *capacity = data != NULL ? bytes : 0;
+    if (found == NULL && bytes <= SIZE_MAX - HOST_HEADER) {
+        found = pinned_block(dev, queue, bytes + HOST_HEADER);
+        if (found == NULL)
+            found = malloc_block(dev, bytes + HOST_HEADER);
     }
-    return data;
+    *capacity = found != NULL ? found->bytes : 0;
+    return found != NULL ? data_of(found) : NULL;
 }
 
 void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
 {
     if (data == NULL)
         return;
+    struct host_block *given = block_of(data), *evicted = given;
+    (void)capacity; /* the header knows it */
     pthread_mutex_lock(&pool->host_lock);
     /* An empty slot, else the smallest block if this one is larger. */
     int slot = 0;
-    for (int i = 1; i < POOL_HOST_CACHE && pool->host_cache[slot].data != NULL; i++)
-        if (pool->host_cache[i].data == NULL ||
-            pool->host_cache[i].bytes < pool->host_cache[slot].bytes)
+    for (int i = 1; i < POOL_HOST_CACHE && pool->host_cache[slot] != NULL; i++)
+        if (pool->host_cache[i] == NULL ||
+            pool->host_cache[i]->bytes < pool->host_cache[slot]->bytes)
             slot = i;
-    struct pool_host_block evicted = {data, capacity};
-    if (pool->host_cache[slot].data == NULL || pool->host_cache[slot].bytes < capacity) {
+    if (pool->host_cache[slot] == NULL || pool->host_cache[slot]->bytes < given->bytes) {
         evicted = pool->host_cache[slot];
-        pool->host_cache[slot] = (struct pool_host_block){data, capacity};
+        pool->host_cache[slot] = given;
     }
     pthread_mutex_unlock(&pool->host_lock);
-    free(evicted.data);
+    free_block(evicted);
 }
 
 void pool_host_release_all(struct clops_pool *pool)
 {
     for (int i = 0; i < POOL_HOST_CACHE; i++) {
-        free(pool->host_cache[i].data);
-        pool->host_cache[i] = (struct pool_host_block){NULL, 0};
+        free_block(pool->host_cache[i]);
+        pool->host_cache[i] = NULL;
     }
 }

@@ -201,10 +201,9 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
     view_runs(t, &v);
     const size_t origin[3] = {0, 0, 0};
     size_t region[3], pitch[2];
-    /* A block of earlier calls: pages already touched (pool_host_take says why it matters). */
+    /* Pinned memory of earlier calls (pool_host_take says why it matters). */
     pool_host_give(s->pool, s->host, s->host_capacity);
-    s->host = pool_host_take(s->pool, (size_t)bytes, &s->host_capacity);
-    char *scratch = NULL;
+    s->host = pool_host_take(s->pool, s->dev, queue, (size_t)bytes, &s->host_capacity);
     if (s->host == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
                        "%s: no host memory to download parameter '%s' (%lld bytes)", op, param,
@@ -220,7 +219,8 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
                                      pitch[1], region[0], region[0] * region[1], s->host, 0, NULL,
                                      NULL);
     } else {
-        scratch = malloc((size_t)span_bytes);
+        size_t capacity = 0;
+        char *scratch = pool_host_take(s->pool, s->dev, queue, (size_t)span_bytes, &capacity);
         if (scratch == NULL)
             return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
                            "%s: no host memory to download parameter '%s' (%lld bytes)", op, param,
@@ -229,7 +229,7 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
                                  NULL);
         if (rc == CL_SUCCESS)
             copy_runs(&v, es, scratch, s->host, 1, 0);
-        free(scratch);
+        pool_host_give(s->pool, scratch, capacity);
     }
     return transfer_done(pool, rc, moved, 1, op, param);
 }

@@ -712,8 +712,9 @@ static int32_t mandel_enqueue(struct op_call *call)
         if (t == NULL || t->buffer != NULL)
             continue;
         /* A block of earlier calls: pages already touched (pool_host_take says why). */
-        s->data[o] = pool_host_take(call->pool, (size_t)(tensor_elements(t) * dtype_size(t->dtype)),
-                                    &s->capacity[o]);
+        s->data[o] =
+            pool_host_take(call->pool, call->dev, call->queue,
+                           (size_t)(tensor_elements(t) * dtype_size(t->dtype)), &s->capacity[o]);
         if (s->data[o] == NULL)
             return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
         tensor_packed_like(t, s->data[o], &s->packed[o]);
