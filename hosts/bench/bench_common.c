@@ -742,18 +742,22 @@ static void print_peers_table(const struct result_rows *rows)
     table_free(&t);
 }
 
-/* The lines peers.py wrote on its standard error, each printed after `prefix` on `out`. */
-static void print_script_lines(const char *path, FILE *out, const char *prefix)
+/* The lines peers.py wrote on its standard error, printed on `out`. Returns how many. */
+static int print_script_lines(const char *path, FILE *out)
 {
     char *text = read_text(path);
+    int count = 0;
     for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
         next = strchr(line, '\n');
         if (next != NULL)
             *next++ = '\0';
-        if (*line != '\0')
-            fprintf(out, "%s%s\n", prefix, line);
+        if (*line != '\0') {
+            fprintf(out, "%s\n", line);
+            count++;
+        }
     }
     free(text);
+    return count;
 }
 
 /* Runs peers.py on the results file so far; its rows into `peer_rows`. Prints why there are
@@ -791,18 +795,18 @@ static int run_peers(struct result_rows *peer_rows)
                "NumPy and SciPy, or PyTorch or CuPy)\n",
                bench_python(), strerror(error));
     } else if (status != 0) {
-        print_script_lines(err_path, stderr, "");
+        print_script_lines(err_path, stderr);
         fprintf(stderr, "%s: --peers: %s failed (exit %d): no peers' rows\n", results.program,
                 script, status);
         code = BENCH_EXIT_RESULTS;
     } else {
         /* Why a group of rows has no peer ("numpy is not importable"), when one has none. */
-        print_script_lines(err_path, stdout, "");
+        int said = print_script_lines(err_path, stdout);
         if (read_results(out_path, peer_rows) != 0) {
             fprintf(stderr, "%s: --peers: cannot read %s's rows in %s\n", results.program, script,
                     out_path);
             code = BENCH_EXIT_RESULTS;
-        } else if (peer_rows->count == 0) {
+        } else if (peer_rows->count == 0 && said == 0) {
             printf("peers: peers.py found no peer for this work on this machine\n");
         }
     }

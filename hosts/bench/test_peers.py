@@ -157,7 +157,8 @@ def peers_lu_and_memory_add_lapack_and_numpy_rows(a):
 def peers_without_numpy_or_python_is_a_line_and_exit_0(a):
     """--peers where the python3 cannot import NumPy (hidden by a module on PYTHONPATH that fails
     to import), or where there is no python3 at all: a line says why, CLBlast is still the peer
-    in the table, the CSV has no other peer, and the exit status is 0."""
+    in the table, the CSV has no other peer, and the exit status is 0. A peers.py that fails (a
+    "python3" that exits 1) is exit 5, said on stderr, the table still printed."""
     shadow = os.path.join(a.work, "shadow", "numpy")
     os.makedirs(shadow)
     with open(os.path.join(shadow, "__init__.py"), "w", encoding="utf-8") as file:
@@ -176,6 +177,12 @@ def peers_without_numpy_or_python_is_a_line_and_exit_0(a):
         assert peer_keys(table) == [("gemm", "f32", 64, "clblast"),
                                     ("gemm", "f64", 64, "clblast")], table
         check_ratios(table, rows)
+
+    result = run([a.bench, "--sizes", "64", "--reps", "1", "--no-cold", "--peers"],
+                 {"CLOPS_PYTHON": shutil.which("false")}, expect=5)
+    assert "peers.py failed (exit 1): no peers' rows" in result.stderr, result.stderr
+    assert peer_keys(peers_table(result.stdout)) == [("gemm", "f32", 64, "clblast"),
+                                                     ("gemm", "f64", 64, "clblast")]
 
 
 def gemm_precision_writes_a_row_per_mode(a):
