@@ -573,7 +573,9 @@ static char *parse_field(const char **p)
         *o++ = *s++;
     *o = '\0';
     *p = s;
-    return out;
+    char *field = host_xstrdup(out); /* `out` has room for the rest of the file */
+    free(out);
+    return field;
 }
 
 /* The record at *p: up to `max` fields into `fields` (the rest are dropped), *p past its line
