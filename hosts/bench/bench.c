@@ -155,7 +155,7 @@ static int open_clblast(struct bench *b)
     return BENCH_EXIT_OK;
 }
 
-static CLBlastStatusCode clblast_gemm(struct bench *b, int32_t dtype, size_t n, cl_mem *m)
+static CLBlastStatusCode clblast_gemm(struct bench *b, int32_t dtype, size_t n, const cl_mem *m)
 {
     cl_event event = NULL;
     CLBlastStatusCode status =
@@ -284,22 +284,6 @@ static double compare_results(struct bench *b, const struct operands *o, double 
     return diff;
 }
 
-/* Median ms of R calls; NAN when a call fails. `which` 0 = clops, 1 = CLBlast. */
-static double time_calls(struct bench *b, struct operands *o, int which)
-{
-    double *ms = host_xcalloc((size_t)b->session.opt.reps, sizeof *ms);
-    int ok = 1;
-    for (int r = 0; r < b->session.opt.reps && ok; r++) {
-        double start = host_now_ms();
-        ok = which == 0 ? clops_gemm(b, b->session.pool, o->tensors) == CLOPS_OK
-                        : clblast_gemm(b, o->dtype, (size_t)o->n, o->mems) == CLBlastSuccess;
-        ms[r] = host_now_ms() - start;
-    }
-    double result = ok ? bench_median(ms, b->session.opt.reps) : NAN;
-    free(ms);
-    return result;
-}
-
 static double tolerance_for(int32_t dtype)
 {
     return dtype == CLOPS_F32 ? 1e-4 : 1e-12;
@@ -358,6 +342,8 @@ static const struct variant precision_variants[] = {
     {"tf32", "gemm tf32", "tf32", 0, 1e-2},
 };
 static const struct variant host_variant = {"host operands", "gemm host", NULL, 1, 0.0};
+/* The calls of the table against CLBlast. */
+static const struct variant fp32_variant = {"fp32", "gemm", NULL, 0, 0.0};
 
 static int32_t call_variant(const struct bench *b, const struct variant *v,
                             const struct clops_tensor *t)
@@ -375,14 +361,17 @@ static int32_t call_variant(const struct bench *b, const struct variant *v,
                                             (uint32_t)sizeof args[0]);
 }
 
-/* The median ms of R calls of `v` on `t`; NAN when a call fails. */
-static double time_variant(struct bench *b, const struct variant *v, const struct clops_tensor *t)
+/* The median ms of R calls of clops' `v` on `t`, or with `v` NULL of CLBlast's on `o`; NAN when
+ * a call fails. */
+static double time_calls(struct bench *b, const struct operands *o, const struct variant *v,
+                         const struct clops_tensor *t)
 {
     double *ms = host_xcalloc((size_t)b->session.opt.reps, sizeof *ms);
     int ok = 1;
     for (int r = 0; r < b->session.opt.reps && ok; r++) {
         double start = host_now_ms();
-        ok = call_variant(b, v, t) == CLOPS_OK;
+        ok = v != NULL ? call_variant(b, v, t) == CLOPS_OK
+                       : clblast_gemm(b, o->dtype, (size_t)o->n, o->mems) == CLBlastSuccess;
         ms[r] = host_now_ms() - start;
     }
     double result = ok ? bench_median(ms, b->session.opt.reps) : NAN;
@@ -416,7 +405,7 @@ static void measure_variant(struct bench *b, const struct operands *o, const str
         table_cell(t, "FAILED: %s (max rel diff %.1e vs host, tolerance %.0e)",
                    isnan(host) ? "a call failed" : "wrong results", host, tolerance);
     } else {
-        ms = time_variant(b, v, tensors);
+        ms = time_calls(b, o, v, tensors);
         b->failures += isnan(ms);
         const double flops = 2.0 * (double)o->n * (double)o->n * (double)o->n;
         table_cell(t, "%.3f", ms);
@@ -476,8 +465,8 @@ static double measure_against_clblast(struct bench *b, struct operands *o, struc
         table_cell(t, "FAILED: %s (max rel diff %.1e vs CLBlast, %.1e vs host)",
                    isnan(diff) ? "a call failed" : "wrong results", diff, host);
     } else {
-        ours_ms = time_calls(b, o, 0);
-        double theirs_ms = time_calls(b, o, 1);
+        ours_ms = time_calls(b, o, &fp32_variant, o->tensors);
+        double theirs_ms = time_calls(b, o, NULL, NULL);
         b->failures += isnan(ours_ms) || isnan(theirs_ms);
         add_timings(b, t, dtype, n, ours_ms, theirs_ms, diff);
     }
