@@ -3,6 +3,7 @@
 #ifndef CLOPS_TENSOR_H
 #define CLOPS_TENSOR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pool.h"
@@ -57,6 +58,14 @@ int64_t tensor_elements(const struct clops_tensor *t);
  * column-major. Strides of axes of extent 1 do not matter. */
 int tensor_is_row_major(const struct clops_tensor *t);
 int tensor_is_column_major(const struct clops_tensor *t);
+/* Bytes of an upload's chunk. 16 MiB: the one chunk's copy that overlaps no DMA (the first)
+ * costs ~1.5 ms at a host copy's ~10 GB/s, under 5% of a 512 MiB upload (an 8192^2 f64
+ * matrix), while a chunk's enqueue and wait, some 20 us, are ~3% of its DMA at 25-50 GB/s;
+ * and two blocks per upload in flight pin 32 MiB. A variable only so that tests can make small
+ * views span many chunks. */
+enum { TENSOR_STAGE_CHUNK = 16 << 20 };
+extern size_t tensor_stage_chunk;
+
 /* A tensor made reachable by a kernel: `mem` + `offset` (elements). Host tensors get a
  * temporary buffer laid out as their span, of which only the tensor's elements are ever
  * transferred, in either direction: the gaps between them (padding, or other views' elements
@@ -74,7 +83,10 @@ struct staged_tensor {
 };
 
 /* Stages `t` for `dev`. upload = 1 copies the host tensor's elements in (inputs, and outputs
- * that kernels read); outputs that kernels only write need none. */
+ * that kernels read); outputs that kernels only write need none. The copy goes through two
+ * pinned blocks of the pool (pool_host_take) in chunks of at most tensor_stage_chunk bytes of
+ * the view's elements, packed: the copy of a chunk into one overlaps the DMA of the chunk before
+ * from the other. */
 int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                      const struct clops_tensor *t, int32_t upload, struct staged_tensor *out,
                      const char *op, const char *param);

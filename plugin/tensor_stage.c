@@ -126,39 +126,187 @@ static int32_t transfer_done(struct clops_pool *pool, cl_int rc, int64_t moved, 
     return CLOPS_OK;
 }
 
+size_t tensor_stage_chunk = TENSOR_STAGE_CHUNK;
+
+/* An upload through two pinned staging blocks (pool_host_take): the host copies a chunk of the
+ * view into one while the device reads the chunk before from the other, by DMA where a copy
+ * from the user's pageable memory would go through the driver's own staging at a fraction of
+ * the bus's speed. A block is refilled only once the write from it has completed. */
+struct upload {
+    struct clops_pool *pool;
+    struct pool_device *dev;
+    cl_command_queue queue;
+    cl_mem mem;
+    const char *first;   /* the view's first byte in host memory */
+    size_t pitch[2];     /* of its rows and slices, the same in host memory and in `mem` */
+    size_t chunk;        /* bytes of a chunk at most (tensor_stage_chunk, or less) */
+    char *block[2];      /* the staging blocks, taken when first needed */
+    size_t capacity[2];  /* theirs, for pool_host_give */
+    cl_event written[2]; /* the write from each block still in flight, or NULL */
+    int next;            /* the block the next chunk goes into */
+};
+
+/* What upload_chunk returns when no staging block could be had: no OpenCL code (those are 0 or
+ * negative), so that a driver's CL_OUT_OF_HOST_MEMORY keeps its name. */
+enum { NO_HOST_BLOCK = 1 };
+
+/* `rows` rows of `width` bytes in each of `slices` slices of the view, from byte `x` of row
+ * `row` of slice `slice` on: what one staging block holds, packed. */
+struct chunk {
+    size_t x, row, slice, width, rows, slices;
+};
+
+/* Waits for the write from block i, if one is in flight. */
+static cl_int upload_wait(struct upload *u, int i)
+{
+    if (u->written[i] == NULL)
+        return CL_SUCCESS;
+    cl_int rc = clWaitForEvents(1, &u->written[i]);
+    clReleaseEvent(u->written[i]);
+    u->written[i] = NULL;
+    return rc;
+}
+
+/* Copies chunk c into the next block and enqueues its write into the buffer, laid out as the
+ * view, without waiting for it. */
+static cl_int upload_chunk(struct upload *u, const struct chunk *c)
+{
+    const int i = u->next;
+    cl_int rc = upload_wait(u, i);
+    if (rc != CL_SUCCESS)
+        return rc;
+    if (u->block[i] == NULL) {
+        u->block[i] = pool_host_take(u->pool, u->dev, u->queue, u->chunk, &u->capacity[i]);
+        if (u->block[i] == NULL)
+            return NO_HOST_BLOCK;
+    }
+    const size_t at = c->slice * u->pitch[1] + c->row * u->pitch[0] + c->x;
+    char *to = u->block[i];
+    for (size_t s = 0; s < c->slices; s++)
+        for (size_t r = 0; r < c->rows; r++, to += c->width)
+            memcpy(to, u->first + at + s * u->pitch[1] + r * u->pitch[0], c->width);
+    if (c->rows == 1 && c->slices == 1) {
+        rc = clEnqueueWriteBuffer(u->queue, u->mem, CL_FALSE, at, c->width, u->block[i], 0, NULL,
+                                  &u->written[i]);
+    } else {
+        /* Origins in whole rows (a chunk of rows) or slices (of slices), never past the rows
+         * or slices the view has: NVIDIA checks a rectangle's end at its last pitch
+         * (staged_bytes). Host pitches 0: the block holds the rows packed. */
+        const size_t origin[3] = {0, c->slices == 1 ? at / u->pitch[0] : 0,
+                                  c->slices == 1 ? 0 : c->slice};
+        const size_t region[3] = {c->width, c->rows, c->slices};
+        rc = clEnqueueWriteBufferRect(u->queue, u->mem, CL_FALSE, origin, (size_t[3]){0, 0, 0},
+                                      region, u->pitch[0], c->slices == 1 ? 0 : u->pitch[1], 0, 0,
+                                      u->block[i], 0, NULL, &u->written[i]);
+    }
+    if (rc != CL_SUCCESS) {
+        u->written[i] = NULL;
+        return rc;
+    }
+    /* Started now, so that its DMA runs while the next chunk is copied. */
+    rc = clFlush(u->queue);
+    u->next = 1 - i;
+    return rc;
+}
+
+/* Uploads `slices` slices of `rows` rows of `width` bytes in chunks of whole slices where one
+ * fits in a chunk, else of whole rows, else of pieces of a row. */
+static cl_int upload_rows(struct upload *u, size_t width, size_t rows, size_t slices)
+{
+    cl_int rc = CL_SUCCESS;
+    if (slices > 1 && width * rows <= u->chunk) {
+        const size_t per = u->chunk / (width * rows);
+        for (size_t s = 0; s < slices && rc == CL_SUCCESS; s += per) {
+            const size_t n = slices - s < per ? slices - s : per;
+            rc = upload_chunk(u, &(struct chunk){0, 0, s, width, rows, n});
+        }
+    } else if (width <= u->chunk) {
+        const size_t per = u->chunk / width;
+        for (size_t s = 0; s < slices; s++)
+            for (size_t r = 0; r < rows && rc == CL_SUCCESS; r += per) {
+                const size_t n = rows - r < per ? rows - r : per;
+                rc = upload_chunk(u, &(struct chunk){0, r, s, width, n, 1});
+            }
+    } else {
+        for (size_t s = 0; s < slices; s++)
+            for (size_t r = 0; r < rows; r++)
+                for (size_t x = 0; x < width && rc == CL_SUCCESS; x += u->chunk) {
+                    const size_t n = width - x < u->chunk ? width - x : u->chunk;
+                    rc = upload_chunk(u, &(struct chunk){x, r, s, n, 1, 1});
+                }
+    }
+    return rc;
+}
+
+/* Waits for the writes in flight, on every path: the blocks go back to the pool, and the
+ * driver may still be reading them. A wait that fails leaves clFinish to make sure. */
+static cl_int upload_end(struct upload *u, cl_int rc)
+{
+    for (int i = 0; i < 2; i++) {
+        cl_int waited = upload_wait(u, i);
+        if (waited != CL_SUCCESS && rc == CL_SUCCESS)
+            rc = waited;
+    }
+    if (rc != CL_SUCCESS)
+        clFinish(u->queue);
+    for (int i = 0; i < 2; i++)
+        pool_host_give(u->pool, u->block[i], u->capacity[i]);
+    return rc;
+}
+
+/* A view whose runs make no rectangle, through one block laid out as its span, the gaps zeros
+ * (kernels read only the view's elements). */
+static cl_int upload_gathered(struct upload *u, const struct view_runs *v, int64_t es,
+                              size_t span_bytes)
+{
+    u->block[0] = pool_host_take(u->pool, u->dev, u->queue, span_bytes, &u->capacity[0]);
+    if (u->block[0] == NULL)
+        return NO_HOST_BLOCK;
+    memset(u->block[0], 0, span_bytes);
+    copy_runs(v, es, (char *)u->first, u->block[0], 0, 0);
+    return clEnqueueWriteBuffer(u->queue, u->mem, CL_TRUE, 0, span_bytes, u->block[0], 0, NULL,
+                                NULL);
+}
+
 /* Copies a host view's elements into `mem`, laid out as the view, reading nothing else of host
- * memory: one transfer when the view is dense or its runs make a rectangle (a padded matrix,
- * the BLAS case), else through a host copy of the span whose gaps are zeros (kernels read only
- * the view's elements). */
-static int32_t upload_view(struct clops_pool *pool, cl_command_queue queue,
+ * memory: through the staging blocks in chunks when the view is dense or its runs make a
+ * rectangle (a padded matrix, the BLAS case), else through a block holding its span. */
+static int32_t upload_view(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                            const struct clops_tensor *t, cl_mem mem, const char *op,
                            const char *param)
 {
     const int64_t es = dtype_size(t->dtype), span_bytes = tensor_span(t) * es;
-    char *first = (char *)t->data + t->offset * es, *scratch = NULL;
+    struct upload u = {.pool = pool,
+                       .dev = dev,
+                       .queue = queue,
+                       .mem = mem,
+                       .first = (const char *)t->data + t->offset * es,
+                       .chunk = tensor_stage_chunk > 0 ? tensor_stage_chunk : 1};
     struct view_runs v;
     view_runs(t, &v);
-    const size_t origin[3] = {0, 0, 0};
     size_t region[3], pitch[2];
     int64_t moved = span_bytes;
     cl_int rc;
     if (v.outer == 0) {
-        rc = clEnqueueWriteBuffer(queue, mem, CL_TRUE, 0, (size_t)span_bytes, first, 0, NULL, NULL);
+        if ((size_t)span_bytes < u.chunk)
+            u.chunk = (size_t)span_bytes;
+        u.pitch[0] = u.pitch[1] = (size_t)span_bytes;
+        rc = upload_rows(&u, (size_t)span_bytes, 1, 1);
     } else if (rect_of(&v, es, region, pitch)) {
         moved = (int64_t)(region[0] * region[1] * region[2]);
-        rc = clEnqueueWriteBufferRect(queue, mem, CL_TRUE, origin, origin, region, pitch[0],
-                                      pitch[1], pitch[0], pitch[1], first, 0, NULL, NULL);
+        if ((size_t)moved < u.chunk)
+            u.chunk = (size_t)moved;
+        u.pitch[0] = pitch[0];
+        u.pitch[1] = pitch[1];
+        rc = upload_rows(&u, region[0], region[1], region[2]);
     } else {
-        scratch = calloc((size_t)span_bytes, 1);
-        if (scratch == NULL)
-            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
-                           "%s: no host memory to stage parameter '%s' (%lld bytes)", op, param,
-                           (long long)span_bytes);
-        copy_runs(&v, es, first, scratch, 0, 0);
-        rc = clEnqueueWriteBuffer(queue, mem, CL_TRUE, 0, (size_t)span_bytes, scratch, 0, NULL,
-                                  NULL);
-        free(scratch);
+        rc = upload_gathered(&u, &v, es, (size_t)span_bytes);
     }
+    rc = upload_end(&u, rc);
+    if (rc == NO_HOST_BLOCK)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                       "%s: no host memory to stage parameter '%s' (%lld bytes)", op, param,
+                       (long long)span_bytes);
     return transfer_done(pool, rc, moved, 0, op, param);
 }
 
@@ -186,7 +334,7 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
     out->temporary = 1;
     if (!upload)
         return CLOPS_OK;
-    return upload_view(pool, queue, t, out->mem, op, param);
+    return upload_view(pool, dev, queue, t, out->mem, op, param);
 }
 
 int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct staged_tensor *s,

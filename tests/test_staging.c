@@ -1,0 +1,186 @@
+/* test_staging.c — host tensors moved through the pool's pinned blocks: an upload copies a view
+ * in chunks through two staging blocks, whichever way the chunks fall (whole slices, runs of
+ * rows, pieces of a row, one block for views that make no rectangle), into a device buffer laid
+ * out as the view, and a download brings exactly the view's elements back; the statistics count
+ * the view's bytes. The chunk size (tensor_stage_chunk) is lowered so that small views span many
+ * chunks. Links the core: it stages tensors and reads the device buffer directly. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clops.h"
+#include "config.h"
+#include "entry.h"
+#include "error.h"
+#include "pool.h"
+#include "tensor.h"
+#include "testutil.h"
+
+static struct clops_pool *pool;
+
+static void open_pool(void)
+{
+    struct pool_config cfg;
+    config_defaults(&cfg);
+    ck_assert_msg(pool_create(&cfg, &pool) == CLOPS_OK, "pool_create: %s", err_last());
+}
+
+static void close_pool(void)
+{
+    tensor_stage_chunk = TENSOR_STAGE_CHUNK;
+    pool_release(pool);
+    pool = NULL;
+}
+
+/* A view of host memory and what it spans in bytes, padding included. */
+struct view_case {
+    const char *name;
+    int32_t dtype, rank;
+    int64_t shape[3], strides[3];
+    int gathered; /* moved as its whole span, gaps included (no rectangle) */
+};
+
+static const struct view_case views[] = {
+    {"dense vector", CLOPS_F32, 1, {3001}, {1}, 0},
+    {"strided vector", CLOPS_F64, 1, {97}, {3}, 0},
+    {"padded matrix", CLOPS_F64, 2, {37, 29}, {31, 1}, 0},
+    {"column-major padded matrix", CLOPS_F32, 2, {23, 41}, {1, 26}, 0},
+    {"padded slices", CLOPS_F32, 3, {5, 6, 7}, {70, 10, 1}, 0},
+    /* A slice pitch that is no multiple of the row pitch: no rectangle. */
+    {"no rectangle", CLOPS_F32, 3, {4, 6, 7}, {65, 10, 1}, 1},
+};
+
+static int64_t span_of(const struct view_case *v)
+{
+    int64_t last = 0;
+    for (int32_t i = 0; i < v->rank; i++)
+        last += (v->shape[i] - 1) * v->strides[i];
+    return last + 1;
+}
+
+/* Element e (row-major over the shape) of the view: its offset in elements. */
+static int64_t offset_of(const struct view_case *v, int64_t e)
+{
+    int64_t at = 0;
+    for (int32_t i = v->rank - 1; i >= 0; i--) {
+        at += e % v->shape[i] * v->strides[i];
+        e /= v->shape[i];
+    }
+    return at;
+}
+
+static int64_t elements_of(const struct view_case *v)
+{
+    int64_t n = 1;
+    for (int32_t i = 0; i < v->rank; i++)
+        n *= v->shape[i];
+    return n;
+}
+
+static int64_t bytes_uploaded(void)
+{
+    struct clops_stats s = {.struct_size = sizeof s};
+    pool_read_stats(pool, &s);
+    return s.bytes_uploaded;
+}
+
+/* Stages view `v` of random host memory, checks every element in the device buffer, then
+ * overwrites the host elements, downloads and commits: the elements are back, the gaps as
+ * they were. */
+static void round_trip(const struct view_case *v, size_t chunk)
+{
+    tensor_stage_chunk = chunk;
+    const int64_t es = dtype_size(v->dtype), span = span_of(v), n = elements_of(v);
+    unsigned char *host = tu_random_bytes((size_t)(span * es));
+    unsigned char *initial = malloc((size_t)(span * es));
+    ck_assert_ptr_nonnull(initial);
+    memcpy(initial, host, (size_t)(span * es));
+    struct clops_tensor t = {.data = host, .dtype = v->dtype, .rank = v->rank};
+    for (int32_t i = 0; i < v->rank; i++) {
+        t.shape[i] = v->shape[i];
+        t.strides[i] = v->strides[i];
+    }
+    struct pool_device *dev = pool_device_at(pool, 0);
+    cl_command_queue queue = pool_acquire_queue(dev);
+    struct staged_tensor st;
+    const int64_t before = bytes_uploaded();
+    ck_assert_msg(tensor_stage(pool, dev, queue, &t, 1, &st, "test", "x") == CLOPS_OK, "%s: %s",
+                  v->name, err_last());
+    ck_assert_int_eq(bytes_uploaded() - before, (v->gathered ? span : n) * es);
+
+    size_t bytes = 0;
+    ck_assert_int_eq(clGetMemObjectInfo(st.mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL),
+                     CL_SUCCESS);
+    ck_assert_uint_ge(bytes, (size_t)(span * es));
+    unsigned char *device = malloc(bytes);
+    ck_assert_ptr_nonnull(device);
+    ck_assert_int_eq(clEnqueueReadBuffer(queue, st.mem, CL_TRUE, 0, bytes, device, 0, NULL, NULL),
+                     CL_SUCCESS);
+    for (int64_t e = 0; e < n; e++) {
+        const int64_t at = offset_of(v, e) * es;
+        ck_assert_msg(memcmp(device + at, host + at, (size_t)es) == 0,
+                      "%s, chunk %zu: element %lld differs on the device", v->name, chunk,
+                      (long long)e);
+    }
+    free(device);
+
+    for (int64_t e = 0; e < n; e++)
+        memset(host + offset_of(v, e) * es, 0x5A, (size_t)es);
+    ck_assert_msg(tensor_download(pool, queue, &st, "test", "x") == CLOPS_OK, "%s: %s", v->name,
+                  err_last());
+    tensor_commit(&st);
+    tensor_release(&st);
+    ck_assert_msg(memcmp(host, initial, (size_t)(span * es)) == 0,
+                  "%s, chunk %zu: host memory differs after the round trip", v->name, chunk);
+    free(initial);
+    free(host);
+}
+
+/* Chunks of 3 bytes (pieces of every row), 64 (a few rows), 1000 (rows, or whole slices),
+ * 4096 and the default (the whole view in one chunk). */
+static const size_t chunks[] = {3, 64, 1000, 4096, TENSOR_STAGE_CHUNK};
+
+START_TEST(test_views_round_trip_through_chunks_of_any_size)
+{
+    tu_seed(7000 + (uint64_t)_i);
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++)
+        round_trip(&views[_i], chunks[c]);
+}
+END_TEST
+
+/* A block given back serves the next request that fits, and one held is not handed out again. */
+START_TEST(test_host_blocks_are_reused_and_never_shared)
+{
+    struct pool_device *dev = pool_device_at(pool, 0);
+    cl_command_queue queue = pool_acquire_queue(dev);
+    size_t cap_a = 0, cap_b = 0, cap_c = 0;
+    unsigned char *a = pool_host_take(pool, dev, queue, 100000, &cap_a);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_uint_ge(cap_a, 100000);
+    memset(a, 1, cap_a);
+    unsigned char *b = pool_host_take(pool, dev, queue, 1000, &cap_b);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_ge(cap_b, 1000);
+    ck_assert_ptr_ne(a, b);
+    memset(b, 2, cap_b);
+    pool_host_give(pool, a, cap_a);
+    unsigned char *c = pool_host_take(pool, dev, queue, 50000, &cap_c);
+    ck_assert_ptr_eq(c, a);
+    ck_assert_uint_eq(cap_c, cap_a);
+    ck_assert_uint_eq(b[cap_b - 1], 2);
+    pool_host_give(pool, b, cap_b);
+    pool_host_give(pool, c, cap_c);
+}
+END_TEST
+
+int main(void)
+{
+    const struct tu_test tests[] = {
+        TU_CASE_FIXTURE("staging", open_pool, close_pool),
+        TU_LOOP(test_views_round_trip_through_chunks_of_any_size,
+                (int)(sizeof views / sizeof views[0])),
+        TU_TEST(test_host_blocks_are_reused_and_never_shared),
+    };
+    return tu_run_tests("staging", 0, 1, tests, TU_COUNT(tests));
+}
