@@ -41,6 +41,10 @@ int32_t pool_kernel_max_work_group(const struct pool_device *dev, cl_kernel kern
 int32_t pool_queue_count(const struct pool_device *dev);
 /* A queue of `dev`, handed out round-robin so that host threads spread over the queues. */
 cl_command_queue pool_acquire_queue(struct pool_device *dev);
+/* A new in-order queue of `dev`, with the pool's queue properties (profiling), for one call to
+ * run two streams of work at once (LU's look-ahead); the caller releases it. */
+int32_t pool_open_queue(const struct clops_pool *pool, struct pool_device *dev, const char *op,
+                        cl_command_queue *out);
 
 /* ---- Settings ---------------------------------------------------------------------------- */
 

@@ -325,6 +325,22 @@ static int32_t first_of_type(const struct candidate *list, int32_t n, int32_t ty
     return -1;
 }
 
+static cl_command_queue_properties queue_properties(const struct clops_pool *pool)
+{
+    return pool->cfg.profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
+}
+
+int32_t pool_open_queue(const struct clops_pool *pool, struct pool_device *dev, const char *op,
+                        cl_command_queue *out)
+{
+    cl_int rc;
+    *out = clCreateCommandQueue(dev->context, dev->device, queue_properties(pool), &rc);
+    if (rc == CL_SUCCESS)
+        return CLOPS_OK;
+    *out = NULL;
+    return err_cl(rc, "%s: clCreateCommandQueue on '%s' failed", op, dev->info.name);
+}
+
 static int32_t open_device(struct clops_pool *pool, const struct candidate *c, int32_t queues,
                            struct pool_device *dev)
 {
@@ -341,7 +357,7 @@ static int32_t open_device(struct clops_pool *pool, const struct candidate *c, i
     dev->queues = calloc((size_t)queues, sizeof *dev->queues);
     if (dev->queues == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
-    cl_command_queue_properties qprops = pool->cfg.profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
+    const cl_command_queue_properties qprops = queue_properties(pool);
     for (int32_t q = 0; q < queues; q++) {
         /* clCreateCommandQueue is deprecated in 2.0 but is the call every 1.2 driver has. */
         dev->queues[q] = clCreateCommandQueue(dev->context, c->device, qprops, &rc);

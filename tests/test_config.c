@@ -552,7 +552,7 @@ START_TEST(test_unknown_operator_setting_is_named_with_the_declared_ones)
     expect_config_error("operators = { lu = { nb = 8; tile_m = 4; }; };", 1,
                         "operators.lu: unknown key 'tile_m' (expected one of device, "
                         "build_options) or a setting of lu (nb, panel_nb, panel_rows, "
-                        "panel_resident, panel_groups)");
+                        "panel_resident, panel_groups, lookahead)");
     expect_config_error("operators = { mandelbrot = { tile = 8; }; };", 1,
                         "operators.mandelbrot: unknown key 'tile' (expected one of device, "
                         "build_options); mandelbrot has no settings");

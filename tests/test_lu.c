@@ -158,6 +158,50 @@ START_TEST(test_lu_configured_block_sizes_keep_lapack_pivots)
 }
 END_TEST
 
+/* Look-ahead (the trailing updates on a second queue beside the next panel) changes the order in
+ * which the device runs the steps, not what reaches each element: the factors and pivots are
+ * those without it, bit for bit, and LAPACK's pivots; at tall, wide and square shapes whose
+ * outer panels (nb 16, panel_nb 4 or 16) leave a next panel narrower than nb, with and without
+ * pivoting, and with the settings of each value configured on any device. */
+START_TEST(test_lu_lookahead_gives_the_same_factors_bit_for_bit)
+{
+    static const int64_t dims[][2] = {{131, 67}, {67, 131}, {150, 150}, {16, 200}};
+    const int64_t *d = dims[_i % 4];
+    const int32_t pivoting = _i / 4 % 2, dtype = tu_float_dtype(_i / 8 % 2);
+    if (dtype == CLOPS_F64 && !tu_has_fp64())
+        return;
+    const char *const panel = _i / 16 ? "panel_nb = 16;" : "panel_nb = 4;";
+    char with[160], without[160];
+    snprintf(with, sizeof with, "operators = { lu = { nb = 16; %s lookahead = true; }; };", panel);
+    snprintf(without, sizeof without, "operators = { lu = { nb = 16; %s lookahead = false; }; };",
+             panel);
+    struct clops_pool *on = tu_pool_from_string(with), *off = tu_pool_from_string(without);
+    tu_seed(900 + (uint64_t)_i);
+    /* Diagonally dominant without pivoting, so that the factorization exists. */
+    struct tmat a = tmat_new(dtype, d[0], d[1], _i % 2, 1, 1);
+    tmat_fill_kind(&a, pivoting ? KIND_DIAG_DOMINANT : KIND_RANDOM);
+    int32_t ipiv_on[200], ipiv_off[200], info_on = -1, info_off = -1, ref_ipiv[200], ref_info;
+    struct tmat f_on = factor_with(on, &a, ipiv_on, &info_on, pivoting);
+    struct tmat f_off = factor_with(off, &a, ipiv_off, &info_off, pivoting);
+    const int64_t mn = d[0] < d[1] ? d[0] : d[1];
+    ck_assert_int_eq(info_on, info_off);
+    ck_assert(memcmp(ipiv_on, ipiv_off, (size_t)mn * sizeof ipiv_on[0]) == 0);
+    ck_assert_msg(memcmp(f_on.data, f_off.data, (size_t)(f_on.count * tu_dtype_size(dtype))) == 0,
+                  "%lldx%lld pivoting %d: the factors differ with look-ahead", (long long)d[0],
+                  (long long)d[1], (int)pivoting);
+    if (pivoting == 0) {
+        struct tmat ref;
+        lapack_getrf(&a, ref_ipiv, &ref_info, &ref);
+        ck_assert(memcmp(ipiv_on, ref_ipiv, (size_t)mn * sizeof ipiv_on[0]) == 0);
+        ck_assert(lu_ratio(&a, &f_on, ipiv_on) < LU_RATIO_MAX);
+        free(ref.data);
+    }
+    free(a.data), free(f_on.data), free(f_off.data);
+    tu_api()->pool_release(on);
+    tu_api()->pool_release(off);
+}
+END_TEST
+
 /* The log lines of kernel_times: "lu: kernel NAME: N launches, T ms". */
 struct kernel_lines {
     int lines, panel_launches, gemm_launches;
@@ -437,6 +481,7 @@ int main(void)
         TU_LOOP(test_lu_factors_reconstruct_a_within_lapack_ratio, 2 * SHAPE_COUNT * KIND_COUNT),
         TU_LOOP(test_lu_pivots_match_lapack, 2 * SHAPE_COUNT),
         TU_LOOP(test_lu_configured_block_sizes_keep_lapack_pivots, 8),
+        TU_LOOP(test_lu_lookahead_gives_the_same_factors_bit_for_bit, 32),
         TU_TEST(test_lu_kernel_times_are_logged_by_kernel),
         TU_LOOP(test_lu_singular_matrix_gives_lapack_info, 10),
         TU_LOOP(test_lu_exchange_matrix_needs_one_interchange, 2),

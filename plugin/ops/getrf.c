@@ -33,7 +33,7 @@ static const struct {
 
 /* The engine's tunings, none of which a kernel reads as a -D value: they shape the launches.
  * The old spellings -DLU_NB=<n> ... in build_options are still read as these. */
-enum { SET_NB, SET_PANEL_NB, SET_PANEL_ROWS, SET_PANEL_RESIDENT, SET_PANEL_GROUPS };
+enum { SET_NB, SET_PANEL_NB, SET_PANEL_ROWS, SET_PANEL_RESIDENT, SET_PANEL_GROUPS, SET_LOOKAHEAD };
 static const struct op_setting lu_setting_list[] = {
     [SET_NB] = {"nb", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_NB"},
     [SET_PANEL_NB] = {"panel_nb", SETTING_INT, 1, 1024, SETTING_PER_DEVICE, "LU_PANEL_NB"},
@@ -41,6 +41,7 @@ static const struct op_setting lu_setting_list[] = {
     [SET_PANEL_RESIDENT] = {"panel_resident", SETTING_BOOL, 0, 1, 1, "LU_PANEL_RESIDENT"},
     [SET_PANEL_GROUPS] = {"panel_groups", SETTING_INT, 1, 1024, SETTING_PER_DEVICE,
                           "LU_PANEL_GROUPS"},
+    [SET_LOOKAHEAD] = {"lookahead", SETTING_BOOL, 0, 1, 0, NULL},
 };
 const struct op_settings lu_settings = {
     lu_setting_list, (int32_t)(sizeof lu_setting_list / sizeof lu_setting_list[0])};
@@ -211,6 +212,16 @@ static void resident_setup(struct lu_ctx *ctx)
     ctx->resident_groups = groups;
 }
 
+/* Look-ahead (factor_lookahead), off unless the setting lookahead turns it on: on the H100
+ * (NVIDIA OpenCL 3.0, driver 580) the second queue's GEMMs did not run beside the resident
+ * panel kernel, whose work-groups must all be resident at once, and it cost 1-3 % (N = 8192 f32
+ * 57.2 ms against 55.9, f64 61.5 against 59.5; 16384 within 1 %; with the panel on 64 or 100
+ * groups, to leave compute units to the GEMMs, up to 25 % slower: hosts/bench/RESULTS.md). */
+static int lookahead_wanted(const struct lu_ctx *ctx)
+{
+    return pool_op_setting(ctx->pool, ctx->impl, SET_LOOKAHEAD, 0) != 0;
+}
+
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
                     cl_command_queue queue, const struct op_impl *impl, int32_t dtype)
 {
@@ -220,6 +231,7 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     ctx->impl = impl;
     ctx->op = op;
     ctx->queue = queue;
+    ctx->main.queue = queue;
     ctx->dtype = dtype;
     ctx->elem_size = dtype_size(dtype);
     block_sizes_for(pool, ctx->dev, impl, &ctx->nb, &ctx->panel_nb);
@@ -229,6 +241,8 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_finish waits once and takes the device time of the whole chain. */
     int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start, op);
+    if (status == CLOPS_OK && lookahead_wanted(ctx))
+        status = pool_open_queue(pool, dev, op, &ctx->side.queue);
     if (status == CLOPS_OK)
         status = create_kernels(ctx);
     size_t kernel_max = 0;
@@ -252,10 +266,24 @@ static void release_mem(struct pool_device *dev, cl_mem *m)
 int32_t lu_ctx_finish(struct lu_ctx *ctx)
 {
     ctx->finished = 1;
+    /* The side queue's work is ordered before the main queue's last steps (factor_lookahead);
+     * after a failure it may not be, so it is waited for here too. */
+    cl_int rc = ctx->side.queue != NULL ? clFinish(ctx->side.queue) : CL_SUCCESS;
     int32_t status =
         pool_chain_end(ctx->pool, ctx->queue, ctx->chain_start, &ctx->device_ns, ctx->op);
     ctx->chain_start = NULL;
+    if (status == CLOPS_OK && rc != CL_SUCCESS)
+        status = err_cl(rc, "%s: waiting for the look-ahead queue failed", ctx->op);
     return status;
+}
+
+static void release_lane(struct pool_device *dev, struct lu_lane *lane, int owned)
+{
+    release_mem(dev, &lane->inv_mem);
+    release_mem(dev, &lane->tmp_mem);
+    if (owned && lane->queue != NULL)
+        clReleaseCommandQueue(lane->queue);
+    lane->queue = NULL;
 }
 
 void lu_ctx_release(struct lu_ctx *ctx)
@@ -266,8 +294,8 @@ void lu_ctx_release(struct lu_ctx *ctx)
         lu_ctx_finish(ctx); /* the call failed already; this wait's status adds nothing */
     release_kernels(ctx);
     release_mem(ctx->dev, &ctx->ipiv_mem);
-    release_mem(ctx->dev, &ctx->inv_mem);
-    release_mem(ctx->dev, &ctx->tmp_mem);
+    release_lane(ctx->dev, &ctx->main, 0);
+    release_lane(ctx->dev, &ctx->side, 1);
     release_mem(ctx->dev, &ctx->part_v_mem);
     release_mem(ctx->dev, &ctx->part_i_mem);
     release_mem(ctx->dev, &ctx->count_mem);
@@ -347,26 +375,28 @@ static int32_t ensure_buffer(struct lu_ctx *ctx, cl_mem *mem, int64_t *have, int
     return CLOPS_OK;
 }
 
-static int32_t run_kernel(struct lu_ctx *ctx, cl_kernel kernel, const struct kernel_arg *args,
-                          cl_uint count, cl_uint dims, const size_t *global, const size_t *local)
+static int32_t run_kernel(struct lu_ctx *ctx, cl_command_queue queue, cl_kernel kernel,
+                          const struct kernel_arg *args, cl_uint count, cl_uint dims,
+                          const size_t *global, const size_t *local)
 {
     int32_t status = pool_set_kernel_args(kernel, 0, args, count, ctx->op);
     if (status != CLOPS_OK)
         return status;
-    return pool_enqueue_kernel(ctx->queue, kernel, dims, global, local, ctx->op);
+    return pool_enqueue_kernel(queue, kernel, dims, global, local, ctx->op);
 }
 
 /* dst = src, rows x cols, each with its own strides (kernels/lu.cl: lu_copy). */
-static int32_t copy_matrix(struct lu_ctx *ctx, int64_t rows, int64_t cols, cl_mem src,
-                           const cl_long src_geom[3], cl_mem dst, const cl_long dst_geom[3])
+static int32_t copy_matrix(struct lu_ctx *ctx, cl_command_queue queue, int64_t rows, int64_t cols,
+                           cl_mem src, const cl_long src_geom[3], cl_mem dst,
+                           const cl_long dst_geom[3])
 {
     const cl_int r = (cl_int)rows, c = (cl_int)cols;
     const struct kernel_arg args[] = {
         KARG(r),           KARG(c),   KARG(src),         KARG(src_geom[0]), KARG(src_geom[1]),
         KARG(src_geom[2]), KARG(dst), KARG(dst_geom[0]), KARG(dst_geom[1]), KARG(dst_geom[2])};
     const size_t global[2] = {(size_t)cols, (size_t)rows};
-    return run_kernel(ctx, ctx->copy, args, (cl_uint)(sizeof args / sizeof args[0]), 2, global,
-                      NULL);
+    return run_kernel(ctx, queue, ctx->copy, args, (cl_uint)(sizeof args / sizeof args[0]), 2,
+                      global, NULL);
 }
 
 int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *param,
@@ -392,7 +422,7 @@ int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *p
     out->m = (struct lu_matrix){out->copy, 0, cols, rows, cols};
     const cl_long src[3] = {out->st.offset, t->strides[0], t->strides[1]};
     const cl_long dst[3] = {0, cols, 1};
-    return copy_matrix(ctx, rows, cols, out->st.mem, src, out->copy, dst);
+    return copy_matrix(ctx, ctx->queue, rows, cols, out->st.mem, src, out->copy, dst);
 }
 
 int32_t lu_unstage(struct lu_ctx *ctx, struct lu_staged *s)
@@ -401,7 +431,8 @@ int32_t lu_unstage(struct lu_ctx *ctx, struct lu_staged *s)
     if (s->copy != NULL) {
         const cl_long src[3] = {0, s->m.cols, 1};
         const cl_long dst[3] = {s->st.offset, t->strides[0], t->strides[1]};
-        int32_t status = copy_matrix(ctx, s->m.rows, s->m.cols, s->copy, src, s->st.mem, dst);
+        int32_t status =
+            copy_matrix(ctx, ctx->queue, s->m.rows, s->m.cols, s->copy, src, s->st.mem, dst);
         if (status != CLOPS_OK)
             return status;
     }
@@ -434,8 +465,9 @@ int32_t lu_write_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, con
 
 /* Row interchanges k_begin .. k_end - 1 of `ipiv` (already in ctx->ipiv_mem) on the columns of
  * m outside [skip_begin, skip_begin + skip_count). */
-static int32_t laswp(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t skip_begin,
-                     int64_t skip_count, int64_t k_begin, int64_t k_end, int32_t reverse)
+static int32_t laswp(struct lu_ctx *ctx, cl_command_queue queue, const struct lu_matrix *m,
+                     int64_t skip_begin, int64_t skip_count, int64_t k_begin, int64_t k_end,
+                     int32_t reverse)
 {
     if (m->cols - skip_count <= 0 || k_end <= k_begin)
         return CLOPS_OK;
@@ -446,8 +478,8 @@ static int32_t laswp(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t skip
         KARG(m->mem), KARG(off),           KARG(ld), KARG(cols), KARG(sb),
         KARG(sc),     KARG(ctx->ipiv_mem), KARG(kb), KARG(ke),   KARG(rev)};
     const size_t global = (size_t)(m->cols - skip_count);
-    return run_kernel(ctx, ctx->laswp, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
-                      NULL);
+    return run_kernel(ctx, queue, ctx->laswp, args, (cl_uint)(sizeof args / sizeof args[0]), 1,
+                      &global, NULL);
 }
 
 /* ctx->ipiv_mem = ipiv[0 .. n - 1] (lu_solve's pivots, for laswp). */
@@ -469,13 +501,14 @@ static struct gemm_operand operand(const struct lu_matrix *m, int64_t r0, int64_
     return (struct gemm_operand){m->mem, m->offset + r0 * m->ld + c0, m->ld, 1};
 }
 
-/* ctx->inv_mem (n x n, row-major) = op(T)^-1 for the diagonal block at (b0, b0) of `m`: its
+/* lane->inv_mem (n x n, row-major) = op(T)^-1 for the diagonal block at (b0, b0) of `m`: its
  * lower triangle (unit: the factor L) when `lower`, else its upper one, transposed when `trans`
  * (kernels/lu.cl: lu_invert_lower, which an upper triangle reaches read backwards). */
-static int32_t invert_diagonal_block(struct lu_ctx *ctx, const struct lu_matrix *m, int64_t b0,
-                                     int64_t n, int32_t trans, int lower, int unit)
+static int32_t invert_diagonal_block(struct lu_ctx *ctx, struct lu_lane *lane,
+                                     const struct lu_matrix *m, int64_t b0, int64_t n,
+                                     int32_t trans, int lower, int unit)
 {
-    int32_t status = ensure_buffer(ctx, &ctx->inv_mem, &ctx->inv_bytes, n * n * ctx->elem_size);
+    int32_t status = ensure_buffer(ctx, &lane->inv_mem, &lane->inv_bytes, n * n * ctx->elem_size);
     if (status != CLOPS_OK)
         return status;
     const cl_long si = trans ? 1 : m->ld, sk = trans ? m->ld : 1, last = n - 1;
@@ -484,37 +517,37 @@ static int32_t invert_diagonal_block(struct lu_ctx *ctx, const struct lu_matrix 
     const cl_long ti = lower ? si : -si, tk = lower ? sk : -sk;
     const cl_long v_off = lower ? 0 : last * (n + 1), vi = lower ? n : -n, vk = lower ? 1 : -1;
     const cl_int nn = (cl_int)n, u = unit;
-    const struct kernel_arg args[] = {KARG(nn), KARG(u),  KARG(m->mem),       KARG(t_off),
-                                      KARG(ti), KARG(tk), KARG(ctx->inv_mem), KARG(v_off),
+    const struct kernel_arg args[] = {KARG(nn), KARG(u),  KARG(m->mem),        KARG(t_off),
+                                      KARG(ti), KARG(tk), KARG(lane->inv_mem), KARG(v_off),
                                       KARG(vi), KARG(vk)};
     /* One work-group per column, of up to panel_wg work-items (a power of two). */
     size_t local = 1;
     while (local < (size_t)n && local < (size_t)ctx->panel_wg)
         local *= 2;
     const size_t global = (size_t)n * local;
-    return run_kernel(ctx, ctx->invert, args, (cl_uint)(sizeof args / sizeof args[0]), 1, &global,
-                      &local);
+    return run_kernel(ctx, lane->queue, ctx->invert, args, (cl_uint)(sizeof args / sizeof args[0]),
+                      1, &global, &local);
 }
 
-/* B(r0 : r0+n, c0 : c0+cols) = inv * B(...) with the n x n inverse in ctx->inv_mem: the block
- * goes to ctx->tmp_mem and a GEMM writes the product back in place. */
-static int32_t apply_inverse(struct lu_ctx *ctx, int64_t n, const struct lu_matrix *b, int64_t r0,
-                             int64_t c0, int64_t cols)
+/* B(r0 : r0+n, c0 : c0+cols) = inv * B(...) with the n x n inverse in lane->inv_mem: the block
+ * goes to lane->tmp_mem and a GEMM writes the product back in place. */
+static int32_t apply_inverse(struct lu_ctx *ctx, struct lu_lane *lane, int64_t n,
+                             const struct lu_matrix *b, int64_t r0, int64_t c0, int64_t cols)
 {
     const int64_t es = ctx->elem_size;
-    int32_t status = ensure_buffer(ctx, &ctx->tmp_mem, &ctx->tmp_bytes, n * cols * es);
+    int32_t status = ensure_buffer(ctx, &lane->tmp_mem, &lane->tmp_bytes, n * cols * es);
     if (status != CLOPS_OK)
         return status;
     /* With the copy kernel, not clEnqueueCopyBufferRect: NVIDIA's driver rejects some rect
      * origins inside a matrix with CL_INVALID_VALUE (seen on the H100). */
     const cl_long src_geom[3] = {b->offset + r0 * b->ld + c0, b->ld, 1};
     const cl_long dst_geom[3] = {0, cols, 1};
-    status = copy_matrix(ctx, n, cols, b->mem, src_geom, ctx->tmp_mem, dst_geom);
+    status = copy_matrix(ctx, lane->queue, n, cols, b->mem, src_geom, lane->tmp_mem, dst_geom);
     if (status != CLOPS_OK)
         return status;
-    const struct gemm_operand a_op = {ctx->inv_mem, 0, n, 1}, b_op = {ctx->tmp_mem, 0, cols, 1};
+    const struct gemm_operand a_op = {lane->inv_mem, 0, n, 1}, b_op = {lane->tmp_mem, 0, cols, 1};
     const struct gemm_operand c_op = operand(b, r0, c0);
-    return gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op,
+    return gemm_enqueue(ctx->pool, ctx->dev, lane->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op,
                         0.0, &c_op, &ctx->device_ns, ctx->op);
 }
 
@@ -660,9 +693,14 @@ static struct lu_matrix column_range(const struct lu_matrix *a, int64_t c0, int6
  * its interchanges are applied to the range's other columns; the block row right of the panel
  * becomes U12 = L11^-1 A12 (one GEMM with L11's inverse); the rows below get A22 -= L21 U12
  * through gemm.cl. */
+static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t count,
+                                int32_t pivoting, int64_t mn);
+
 static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t c0, int64_t c1,
                             int64_t count, int inner, int32_t pivoting, int64_t mn)
 {
+    if (!inner && ctx->side.queue != NULL)
+        return factor_lookahead(ctx, a, count, pivoting, mn);
     const int64_t nb = inner ? ctx->panel_nb : ctx->nb;
     const struct lu_matrix range = column_range(a, c0, c1);
     int32_t status = CLOPS_OK;
@@ -674,12 +712,12 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
         else
             status = factor_panel(ctx, a, j, jb, pivoting, mn);
         if (status == CLOPS_OK && pivoting == LU_PIVOTING_PARTIAL)
-            status = laswp(ctx, &range, j - c0, jb, j, j + jb, 0);
+            status = laswp(ctx, ctx->queue, &range, j - c0, jb, j, j + jb, 0);
         if (status != CLOPS_OK || right == 0)
             continue;
-        status = invert_diagonal_block(ctx, a, j, jb, 0, 1, 1);
+        status = invert_diagonal_block(ctx, &ctx->main, a, j, jb, 0, 1, 1);
         if (status == CLOPS_OK)
-            status = apply_inverse(ctx, jb, a, j, j + jb, right);
+            status = apply_inverse(ctx, &ctx->main, jb, a, j, j + jb, right);
         if (status != CLOPS_OK || rows == jb)
             continue;
         const struct gemm_operand l21 = operand(a, j + jb, j), u12 = operand(a, j, j + jb);
@@ -687,6 +725,112 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
         status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, rows - jb, right, jb,
                               -1.0, &l21, &u12, 1.0, &a22, &ctx->device_ns, ctx->op);
     }
+    return status;
+}
+
+/* *event = a marker of what `queue` holds so far, submitted (clFlush) so that another queue can
+ * wait for it. */
+static int32_t mark(struct lu_ctx *ctx, cl_command_queue queue, cl_event *event)
+{
+    cl_int rc = clEnqueueMarkerWithWaitList(queue, 0, NULL, event);
+    if (rc == CL_SUCCESS)
+        rc = clFlush(queue);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: ordering the look-ahead queues failed", ctx->op);
+    return CLOPS_OK;
+}
+
+/* Nothing enqueued on `queue` after this starts before `*event` (released, and NULL after). */
+static int32_t wait_for(struct lu_ctx *ctx, cl_command_queue queue, cl_event *event)
+{
+    if (*event == NULL)
+        return CLOPS_OK;
+    cl_int rc = clEnqueueBarrierWithWaitList(queue, 1, event, NULL);
+    clReleaseEvent(*event);
+    *event = NULL;
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: ordering the look-ahead queues failed", ctx->op);
+    return CLOPS_OK;
+}
+
+/* The update of the columns [c0, c0 + cols) right of the panel at (j, j), width jb, on `lane`:
+ * the panel's interchanges, U12 = L11^-1 A12 and A22 -= L21 U12 (factor_range's steps). */
+static int32_t update_columns(struct lu_ctx *ctx, struct lu_lane *lane, const struct lu_matrix *a,
+                              int64_t j, int64_t jb, int64_t c0, int64_t cols, int32_t pivoting)
+{
+    const struct lu_matrix block = column_range(a, c0, c0 + cols);
+    int32_t status = CLOPS_OK;
+    if (pivoting == LU_PIVOTING_PARTIAL)
+        status = laswp(ctx, lane->queue, &block, 0, 0, j, j + jb, 0);
+    if (status == CLOPS_OK)
+        status = invert_diagonal_block(ctx, lane, a, j, jb, 0, 1, 1);
+    if (status == CLOPS_OK)
+        status = apply_inverse(ctx, lane, jb, a, j, c0, cols);
+    const int64_t rows = a->rows - j;
+    if (status != CLOPS_OK || rows == jb)
+        return status;
+    const struct gemm_operand l21 = operand(a, j + jb, j), u12 = operand(a, j, c0);
+    const struct gemm_operand a22 = operand(a, j + jb, c0);
+    return gemm_enqueue(ctx->pool, ctx->dev, lane->queue, ctx->dtype, rows - jb, cols, jb, -1.0,
+                        &l21, &u12, 1.0, &a22, &ctx->device_ns, ctx->op);
+}
+
+/* factor_range's outer level with a look-ahead of one panel, on two queues. At the step of the
+ * panel P at column j, the main queue factors P, then updates the next panel's columns N (so
+ * that it can factor N next), while the side queue updates all the columns T beyond N: the
+ * biggest GEMM of the step runs beside the next panel, which, bound by its grid barriers, leaves
+ * most of the device idle. The main queue updates N only once the side queue has finished the
+ * step before, which wrote N as part of its T; the side queue starts a step once the main queue
+ * has factored its panel. Each inverts L11 for its own U12 (a small kernel), so that neither
+ * waits for the other's scratch. The panels' interchanges on the columns left of them, which
+ * LAPACK applies at each step, are applied once all steps are done, in the same order: the
+ * side queue may still be reading a panel's L21 while the main queue factors the next panel,
+ * and no step reads those columns again. The same operations reach every element as without
+ * look-ahead, so the factors and pivots are the same, bit for bit. */
+static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t count,
+                                int32_t pivoting, int64_t mn)
+{
+    const int64_t nb = ctx->nb, c1 = a->cols;
+    cl_event side_done = NULL, panel_done = NULL;
+    int32_t status = CLOPS_OK;
+    for (int64_t j = 0; status == CLOPS_OK && j < count; j += nb) {
+        const int64_t jb = count - j < nb ? count - j : nb;
+        const int64_t right = c1 - j - jb, next = right < nb ? right : nb;
+        if (jb > ctx->panel_nb)
+            status = factor_range(ctx, a, j, j + jb, jb, 1, pivoting, mn);
+        else
+            status = factor_panel(ctx, a, j, jb, pivoting, mn);
+        if (status != CLOPS_OK || right == 0)
+            continue;
+        if (right > next) {
+            status = mark(ctx, ctx->queue, &panel_done);
+            if (status == CLOPS_OK)
+                status = wait_for(ctx, ctx->side.queue, &panel_done);
+            if (status == CLOPS_OK)
+                status = update_columns(ctx, &ctx->side, a, j, jb, j + jb + next, right - next,
+                                        pivoting);
+        }
+        cl_event step_done = NULL;
+        if (status == CLOPS_OK && right > next)
+            status = mark(ctx, ctx->side.queue, &step_done);
+        if (status == CLOPS_OK)
+            status = wait_for(ctx, ctx->queue, &side_done); /* the step before's T holds N */
+        side_done = step_done;
+        if (status == CLOPS_OK)
+            status = update_columns(ctx, &ctx->main, a, j, jb, j + jb, next, pivoting);
+    }
+    if (status == CLOPS_OK)
+        status = wait_for(ctx, ctx->queue, &side_done);
+    for (int64_t j = nb; status == CLOPS_OK && pivoting == LU_PIVOTING_PARTIAL && j < count;
+         j += nb) {
+        const int64_t jb = count - j < nb ? count - j : nb;
+        const struct lu_matrix left = column_range(a, 0, j);
+        status = laswp(ctx, ctx->queue, &left, 0, 0, j, j + jb, 0);
+    }
+    if (side_done != NULL)
+        clReleaseEvent(side_done);
+    if (panel_done != NULL)
+        clReleaseEvent(panel_done);
     return status;
 }
 
@@ -743,9 +887,9 @@ static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, i
     for (int64_t s = 0; status == CLOPS_OK && s < blocks; s++) {
         const int64_t b0 = (forward ? s : blocks - 1 - s) * nb;
         const int64_t bs = n - b0 < nb ? n - b0 : nb;
-        status = invert_diagonal_block(ctx, lu, b0, bs, trans, forward, lower);
+        status = invert_diagonal_block(ctx, &ctx->main, lu, b0, bs, trans, forward, lower);
         if (status == CLOPS_OK)
-            status = apply_inverse(ctx, bs, b, b0, 0, nrhs);
+            status = apply_inverse(ctx, &ctx->main, bs, b, b0, 0, nrhs);
         /* The rows of B still to solve: below the block (forward) or above it. */
         const int64_t r0 = forward ? b0 + bs : 0, rows = forward ? n - b0 - bs : b0;
         if (status != CLOPS_OK || rows == 0)
@@ -768,13 +912,13 @@ int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const 
         return CLOPS_OK;
     int32_t status = upload_pivots(ctx, ipiv, n);
     if (status == CLOPS_OK && !trans)
-        status = laswp(ctx, b, 0, 0, 0, n, 0);
+        status = laswp(ctx, ctx->queue, b, 0, 0, 0, n, 0);
     if (status == CLOPS_OK)
         status = trsm(ctx, lu, !trans, trans, b);
     if (status == CLOPS_OK)
         status = trsm(ctx, lu, trans, trans, b);
     if (status == CLOPS_OK && trans)
-        status = laswp(ctx, b, 0, 0, 0, n, 1);
+        status = laswp(ctx, ctx->queue, b, 0, 0, 0, n, 1);
     return status;
 }
 

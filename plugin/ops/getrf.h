@@ -17,6 +17,15 @@ enum lu_pivoting { LU_PIVOTING_PARTIAL = 0, LU_PIVOTING_NONE = 1 };
  * panel_resident, panel_groups), each operator configured on its own. */
 extern const struct op_settings lu_settings;
 
+/* A queue of a call and the scratch its steps use there: the inverse of a diagonal block and a
+ * block row of the right-hand side of apply_inverse. A call has its main lane and, with
+ * look-ahead, a side lane whose queue runs the trailing updates beside the next panel. */
+struct lu_lane {
+    cl_command_queue queue;
+    cl_mem inv_mem, tmp_mem;
+    int64_t inv_bytes, tmp_bytes;
+};
+
 /* One call's device, queue, kernels and scratch buffers. */
 struct lu_ctx {
     struct clops_pool *pool;
@@ -34,10 +43,12 @@ struct lu_ctx {
     int64_t resident_rows;   /* its most rows per group */
     int64_t arrivals;        /* what its arrival counter holds */
     cl_kernel copy, laswp, panel, invert, resident;
-    cl_mem ipiv_mem, inv_mem, tmp_mem;        /* pivots; an inverted diagonal block; a block row */
+    struct lu_lane main;                      /* its queue is `queue` */
+    struct lu_lane side;                      /* queue NULL: no look-ahead */
+    cl_mem ipiv_mem;                          /* pivots */
     cl_mem part_v_mem, part_i_mem, count_mem; /* the panel steps' candidates and counter */
     cl_mem xrow_mem, arrived_mem;             /* the resident kernel's rows and counter */
-    int64_t ipiv_bytes, inv_bytes, tmp_bytes;
+    int64_t ipiv_bytes;
     int64_t device_ns;
     cl_event chain_start; /* pool_chain_begin's marker; NULL when profiling is off */
     int32_t finished;     /* lu_ctx_finish waited for the chain */
