@@ -65,6 +65,9 @@ int tensor_is_column_major(const struct clops_tensor *t);
  * views span many chunks. */
 enum { TENSOR_STAGE_CHUNK = 16 << 20 };
 extern size_t tensor_stage_chunk;
+/* CPU devices get one write straight from the view instead (upload_direct in tensor_stage.c says
+ * why); tests, which run on PoCL, set this to 1 to stage there too. */
+extern int tensor_stage_on_cpu;
 
 /* A tensor made reachable by a kernel: `mem` + `offset` (elements). Host tensors get a
  * temporary buffer laid out as their span, of which only the tensor's elements are ever
@@ -86,7 +89,7 @@ struct staged_tensor {
  * that kernels read); outputs that kernels only write need none. The copy goes through two
  * pinned blocks of the pool (pool_host_take) in chunks of at most tensor_stage_chunk bytes of
  * the view's elements, packed: the copy of a chunk into one overlaps the DMA of the chunk before
- * from the other. */
+ * from the other (on a CPU device, unless tensor_stage_on_cpu: one write from the view). */
 int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                      const struct clops_tensor *t, int32_t upload, struct staged_tensor *out,
                      const char *op, const char *param);

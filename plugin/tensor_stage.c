@@ -127,6 +127,7 @@ static int32_t transfer_done(struct clops_pool *pool, cl_int rc, int64_t moved, 
 }
 
 size_t tensor_stage_chunk = TENSOR_STAGE_CHUNK;
+int tensor_stage_on_cpu = 0;
 
 /* An upload through two pinned staging blocks (pool_host_take): the host copies a chunk of the
  * view into one while the device reads the chunk before from the other, by DMA where a copy
@@ -268,9 +269,23 @@ static cl_int upload_gathered(struct upload *u, const struct view_runs *v, int64
                                 NULL);
 }
 
+/* One write straight from the view's memory: a CPU device's buffers are host memory, and its
+ * driver's write is one copy, which staging would make two (a 64 MiB upload on PoCL took 70 ms
+ * instead of 57). */
+static cl_int upload_direct(struct upload *u, const size_t region[3])
+{
+    if (region[1] == 1 && region[2] == 1)
+        return clEnqueueWriteBuffer(u->queue, u->mem, CL_TRUE, 0, region[0], u->first, 0, NULL,
+                                    NULL);
+    const size_t origin[3] = {0, 0, 0};
+    return clEnqueueWriteBufferRect(u->queue, u->mem, CL_TRUE, origin, origin, region, u->pitch[0],
+                                    u->pitch[1], u->pitch[0], u->pitch[1], u->first, 0, NULL, NULL);
+}
+
 /* Copies a host view's elements into `mem`, laid out as the view, reading nothing else of host
- * memory: through the staging blocks in chunks when the view is dense or its runs make a
- * rectangle (a padded matrix, the BLAS case), else through a block holding its span. */
+ * memory: when the view is dense or its runs make a rectangle (a padded matrix, the BLAS case),
+ * through the staging blocks in chunks, or on a CPU device in one write; else through a block
+ * holding its span. */
 static int32_t upload_view(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                            const struct clops_tensor *t, cl_mem mem, const char *op,
                            const char *param)
@@ -284,21 +299,19 @@ static int32_t upload_view(struct clops_pool *pool, struct pool_device *dev, cl_
                        .chunk = tensor_stage_chunk > 0 ? tensor_stage_chunk : 1};
     struct view_runs v;
     view_runs(t, &v);
-    size_t region[3], pitch[2];
+    size_t region[3] = {(size_t)span_bytes, 1, 1}, pitch[2] = {0, 0};
     int64_t moved = span_bytes;
     cl_int rc;
-    if (v.outer == 0) {
-        if ((size_t)span_bytes < u.chunk)
-            u.chunk = (size_t)span_bytes;
-        u.pitch[0] = u.pitch[1] = (size_t)span_bytes;
-        rc = upload_rows(&u, (size_t)span_bytes, 1, 1);
-    } else if (rect_of(&v, es, region, pitch)) {
+    if (v.outer == 0 || rect_of(&v, es, region, pitch)) {
         moved = (int64_t)(region[0] * region[1] * region[2]);
         if ((size_t)moved < u.chunk)
             u.chunk = (size_t)moved;
-        u.pitch[0] = pitch[0];
+        u.pitch[0] = v.outer == 0 ? region[0] : pitch[0];
         u.pitch[1] = pitch[1];
-        rc = upload_rows(&u, region[0], region[1], region[2]);
+        if (pool_device_info(dev)->type == CLOPS_DEVICE_CPU && !tensor_stage_on_cpu)
+            rc = upload_direct(&u, region);
+        else
+            rc = upload_rows(&u, region[0], region[1], region[2]);
     } else {
         rc = upload_gathered(&u, &v, es, (size_t)span_bytes);
     }

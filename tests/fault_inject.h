@@ -1,7 +1,8 @@
 /* fault_inject.h — test-only fault injection for the static core (clops_core): the test that
  * links it wraps every OpenCL function and every allocation the core calls (-Wl,--wrap, see
  * tests/CMakeLists.txt), and this switch makes the Nth of them, counted from fault_arm(), fail.
- * Nothing of it reaches libclops.so. */
+ * Nothing of it reaches libclops.so. Linking it also makes uploads on CPU devices go through
+ * the pinned staging blocks that GPUs use (tensor_stage_on_cpu), so that the sweep covers them. */
 #ifndef CLOPS_FAULT_INJECT_H
 #define CLOPS_FAULT_INJECT_H
 

@@ -24,11 +24,13 @@ static void open_pool(void)
     struct pool_config cfg;
     config_defaults(&cfg);
     ck_assert_msg(pool_create(&cfg, &pool) == CLOPS_OK, "pool_create: %s", err_last());
+    tensor_stage_on_cpu = 1;
 }
 
 static void close_pool(void)
 {
     tensor_stage_chunk = TENSOR_STAGE_CHUNK;
+    tensor_stage_on_cpu = 0;
     pool_release(pool);
     pool = NULL;
 }
@@ -149,6 +151,15 @@ START_TEST(test_views_round_trip_through_chunks_of_any_size)
 }
 END_TEST
 
+/* A CPU device's uploads skip the staging blocks (one write from the view): the same views. */
+START_TEST(test_views_round_trip_in_one_write_on_a_cpu)
+{
+    tu_seed(7100 + (uint64_t)_i);
+    tensor_stage_on_cpu = 0;
+    round_trip(&views[_i], TENSOR_STAGE_CHUNK);
+}
+END_TEST
+
 /* A block given back serves the next request that fits, and one held is not handed out again. */
 START_TEST(test_host_blocks_are_reused_and_never_shared)
 {
@@ -180,6 +191,7 @@ int main(void)
         TU_CASE_FIXTURE("staging", open_pool, close_pool),
         TU_LOOP(test_views_round_trip_through_chunks_of_any_size,
                 (int)(sizeof views / sizeof views[0])),
+        TU_LOOP(test_views_round_trip_in_one_write_on_a_cpu, (int)(sizeof views / sizeof views[0])),
         TU_TEST(test_host_blocks_are_reused_and_never_shared),
     };
     return tu_run_tests("staging", 0, 1, tests, TU_COUNT(tests));
