@@ -241,20 +241,18 @@ static inline uint tf32_round(float x)
  * products of a 16x8 unit go into a fresh accumulator, added to the unit's own with a rounded
  * f32 addition: the truncations then fall on sums of TILE_K products only. */
 #if TF32_PASSES == 3
+#define TILE_SUM(c, part) part
+#else
+#define TILE_SUM(c, part) c
+#endif
 #define MMA_UNIT(c, ah, al, bh, bl)                                                                \
     do {                                                                                           \
         float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};                                                  \
         _Pragma("unroll") for (int ks = 0; ks < TILE_K / MMA_K; ks++)                              \
-            MMA_PASSES(part, ah[ks], al[ks], bh[ks], bl[ks]);                                      \
-        _Pragma("unroll") for (int e = 0; e < 4; e++)(c)[e] += part[e];                            \
+            MMA_PASSES(TILE_SUM(c, part), ah[ks], al[ks], bh[ks], bl[ks]);                         \
+        if (TF32_PASSES == 3)                                                                      \
+            _Pragma("unroll") for (int e = 0; e < 4; e++)(c)[e] += part[e];                        \
     } while (0)
-#else
-#define MMA_UNIT(c, ah, al, bh, bl)                                                                \
-    do {                                                                                           \
-        _Pragma("unroll") for (int ks = 0; ks < TILE_K / MMA_K; ks++)                              \
-            MMA_PASSES(c, ah[ks], al[ks], bh[ks], bl[ks]);                                         \
-    } while (0)
-#endif
 
 /* As the f64 MULTIPLY_STAGE below, with m16n8k8 and the stage's K steps innermost (MMA_UNIT): a
  * lane's B fragments of the whole stage, column g at k-rows t and t + 4 of each step, are split

@@ -1,6 +1,8 @@
 /* error.c — thread-local error messages, status and OpenCL error names, the log callback. */
 #include "error.h"
 
+#include "cl_names.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -174,8 +176,8 @@ int32_t err_cl(cl_int code, const char *fmt, ...)
     int n = vsnprintf(last_message, sizeof last_message, fmt, ap);
     va_end(ap);
     if (n >= 0 && (size_t)n < sizeof last_message)
-        snprintf(last_message + n, sizeof last_message - (size_t)n, ": %s (%d)", err_cl_name(code),
-                 (int)code);
+        snprintf(last_message + n, sizeof last_message - (size_t)n, ": %s (%d)",
+                 cl_error_name(code), (int)code);
     int32_t status = CLOPS_ERR_DEVICE;
     if (code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_RESOURCES ||
         code == CL_INVALID_BUFFER_SIZE)
@@ -206,9 +208,15 @@ void err_prefix(const char *op)
     memcpy(last_message + n - 2, ": ", 2);
 }
 
-void err_clear(void) { last_message[0] = '\0'; }
+void err_clear(void)
+{
+    last_message[0] = '\0';
+}
 
-const char *err_last(void) { return last_message; }
+const char *err_last(void)
+{
+    return last_message;
+}
 
 const char *err_status_name(int32_t status)
 {
@@ -227,74 +235,5 @@ const char *err_status_name(int32_t status)
     case CLOPS_ERR_NO_DEVICE: return "CLOPS_ERR_NO_DEVICE";
     case CLOPS_ERR_INTERNAL: return "CLOPS_ERR_INTERNAL";
     default: return "CLOPS_ERR_UNKNOWN_STATUS";
-    }
-}
-
-#define CL_NAME(code)                                                                              \
-    case code: return #code
-const char *err_cl_name(cl_int code)
-{
-    switch (code) {
-        CL_NAME(CL_SUCCESS);
-        CL_NAME(CL_DEVICE_NOT_FOUND);
-        CL_NAME(CL_DEVICE_NOT_AVAILABLE);
-        CL_NAME(CL_COMPILER_NOT_AVAILABLE);
-        CL_NAME(CL_MEM_OBJECT_ALLOCATION_FAILURE);
-        CL_NAME(CL_OUT_OF_RESOURCES);
-        CL_NAME(CL_OUT_OF_HOST_MEMORY);
-        CL_NAME(CL_PROFILING_INFO_NOT_AVAILABLE);
-        CL_NAME(CL_MEM_COPY_OVERLAP);
-        CL_NAME(CL_IMAGE_FORMAT_MISMATCH);
-        CL_NAME(CL_IMAGE_FORMAT_NOT_SUPPORTED);
-        CL_NAME(CL_BUILD_PROGRAM_FAILURE);
-        CL_NAME(CL_MAP_FAILURE);
-        CL_NAME(CL_MISALIGNED_SUB_BUFFER_OFFSET);
-        CL_NAME(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
-        CL_NAME(CL_COMPILE_PROGRAM_FAILURE);
-        CL_NAME(CL_LINKER_NOT_AVAILABLE);
-        CL_NAME(CL_LINK_PROGRAM_FAILURE);
-        CL_NAME(CL_DEVICE_PARTITION_FAILED);
-        CL_NAME(CL_KERNEL_ARG_INFO_NOT_AVAILABLE);
-        CL_NAME(CL_INVALID_VALUE);
-        CL_NAME(CL_INVALID_DEVICE_TYPE);
-        CL_NAME(CL_INVALID_PLATFORM);
-        CL_NAME(CL_INVALID_DEVICE);
-        CL_NAME(CL_INVALID_CONTEXT);
-        CL_NAME(CL_INVALID_QUEUE_PROPERTIES);
-        CL_NAME(CL_INVALID_COMMAND_QUEUE);
-        CL_NAME(CL_INVALID_HOST_PTR);
-        CL_NAME(CL_INVALID_MEM_OBJECT);
-        CL_NAME(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
-        CL_NAME(CL_INVALID_IMAGE_SIZE);
-        CL_NAME(CL_INVALID_SAMPLER);
-        CL_NAME(CL_INVALID_BINARY);
-        CL_NAME(CL_INVALID_BUILD_OPTIONS);
-        CL_NAME(CL_INVALID_PROGRAM);
-        CL_NAME(CL_INVALID_PROGRAM_EXECUTABLE);
-        CL_NAME(CL_INVALID_KERNEL_NAME);
-        CL_NAME(CL_INVALID_KERNEL_DEFINITION);
-        CL_NAME(CL_INVALID_KERNEL);
-        CL_NAME(CL_INVALID_ARG_INDEX);
-        CL_NAME(CL_INVALID_ARG_VALUE);
-        CL_NAME(CL_INVALID_ARG_SIZE);
-        CL_NAME(CL_INVALID_KERNEL_ARGS);
-        CL_NAME(CL_INVALID_WORK_DIMENSION);
-        CL_NAME(CL_INVALID_WORK_GROUP_SIZE);
-        CL_NAME(CL_INVALID_WORK_ITEM_SIZE);
-        CL_NAME(CL_INVALID_GLOBAL_OFFSET);
-        CL_NAME(CL_INVALID_EVENT_WAIT_LIST);
-        CL_NAME(CL_INVALID_EVENT);
-        CL_NAME(CL_INVALID_OPERATION);
-        CL_NAME(CL_INVALID_GL_OBJECT);
-        CL_NAME(CL_INVALID_BUFFER_SIZE);
-        CL_NAME(CL_INVALID_MIP_LEVEL);
-        CL_NAME(CL_INVALID_GLOBAL_WORK_SIZE);
-        CL_NAME(CL_INVALID_PROPERTY);
-        CL_NAME(CL_INVALID_IMAGE_DESCRIPTOR);
-        CL_NAME(CL_INVALID_COMPILER_OPTIONS);
-        CL_NAME(CL_INVALID_LINKER_OPTIONS);
-        CL_NAME(CL_INVALID_DEVICE_PARTITION_COUNT);
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "CL_UNKNOWN_ERROR";
     }
 }

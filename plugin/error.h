@@ -30,7 +30,6 @@ void err_clear(void);
 const char *err_last(void);
 
 const char *err_status_name(int32_t status);
-const char *err_cl_name(cl_int code);
 
 /* The host's callback, with the semantics stated next to set_log_callback in clops.h. */
 void log_set_callback(clops_log_fn fn, void *user, int32_t max_level);

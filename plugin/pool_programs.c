@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cl_names.h"
 #include "file.h"
 #include "kernels.h"
 #include "pool_internal.h"
@@ -291,7 +292,7 @@ int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, con
         log_msg(CLOPS_LOG_WARNING,
                 "cache: the cached binary of %s.cl for '%s' fails clCreateKernel(%s) with %s; "
                 "rebuilding it from source",
-                source_name, dev->info.name, kernel_name, err_cl_name(rc));
+                source_name, dev->info.name, kernel_name, cl_error_name(rc));
         status =
             find_program(pool, dev, op_name, source_name, options, program, &program, &from_cache);
         if (status != CLOPS_OK)

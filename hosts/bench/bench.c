@@ -149,7 +149,7 @@ static int open_clblast(struct bench *b)
         b->queue = clCreateCommandQueue(b->context, device, 0, &err);
     if (err != CL_SUCCESS) {
         fprintf(stderr, "clops-bench: cannot open a context for CLBlast: %s (%d)\n",
-                bench_cl_error_name(err), (int)err);
+                cl_error_name(err), (int)err);
         return BENCH_EXIT_FAILED;
     }
     return BENCH_EXIT_OK;
@@ -214,7 +214,7 @@ static int upload_operands(struct bench *b, struct operands *o)
                                     o->host[i], &err);
         if (err != CL_SUCCESS) {
             fprintf(stderr, "clops-bench: clCreateBuffer for CLBlast: %s (%d)\n",
-                    bench_cl_error_name(err), (int)err);
+                    cl_error_name(err), (int)err);
             return -1;
         }
     }

@@ -233,20 +233,27 @@ static void device_cells(const struct bench *b, struct table *t, const struct me
     table_cell(t, "%s", text);
 }
 
+/* A measurement's time, iterations and rate, or FAILED; whether it succeeded. */
+static int measurement_cells(struct table *t, const struct measurement *m)
+{
+    if (!m->ok) {
+        table_cell(t, "FAILED");
+        return 0;
+    }
+    table_cell(t, "%.2f", m->ms);
+    table_cell(t, "%.3g", m->iterations);
+    table_cell(t, "%.3g", m->iterations / (m->ms * 1e-3));
+    return 1;
+}
+
 static void add_row(const struct bench *b, struct table *t, const char *what,
                     const struct measurement *m)
 {
     table_row(t);
     table_cell(t, "%s", what);
     table_cell(t, "%s", m->split);
-    if (!m->ok) {
-        table_cell(t, "FAILED");
-        return;
-    }
-    table_cell(t, "%.2f", m->ms);
-    table_cell(t, "%.3g", m->iterations);
-    table_cell(t, "%.3g", m->iterations / (m->ms * 1e-3));
-    device_cells(b, t, m);
+    if (measurement_cells(t, m))
+        device_cells(b, t, m);
 }
 
 /* One measurement as a row of the results file, n = the image edge; its device is the pool's
@@ -317,7 +324,7 @@ static int seed_check(cl_int err, const char *call)
     if (err == CL_SUCCESS)
         return 0;
     fprintf(stderr, "clops-bench mandelbrot: the seed's kernel: %s: %s (%d)\n", call,
-            bench_cl_error_name(err), (int)err);
+            cl_error_name(err), (int)err);
     return -1;
 }
 
@@ -462,14 +469,8 @@ static void add_seed_row(const struct bench *b, struct table *t, const struct me
     table_row(t);
     table_cell(t, "the seed's kernel");
     table_cell(t, "-");
-    if (!m->ok) {
-        table_cell(t, "FAILED");
-        return;
-    }
-    table_cell(t, "%.2f", m->ms);
-    table_cell(t, "%.3g", m->iterations);
-    table_cell(t, "%.3g", m->iterations / (m->ms * 1e-3));
-    table_cell(t, "%s, through the OpenCL API", gpu_side(b)->name);
+    if (measurement_cells(t, m))
+        table_cell(t, "%s, through the OpenCL API", gpu_side(b)->name);
 }
 
 /* ---- part 1: the GPU ---------------------------------------------------------------------- */

@@ -15,7 +15,7 @@
  * when there is none. */
 cl_device_id bench_find_cl_device(const struct clops_device_info *want);
 
-/* An OpenCL error code's name ("CL_OUT_OF_RESOURCES"), or "OpenCL error" for one not known. */
-const char *bench_cl_error_name(cl_int code);
+/* An OpenCL error code's name (plugin/cl_names.c, compiled into the bench too). */
+#include "cl_names.h"
 
 #endif

@@ -9,15 +9,14 @@ prints "SKIPPED: matplotlib is not installed" and exits 0 where this python3 has
 (ctest's SKIP_REGULAR_EXPRESSION); every other failure is an AssertionError, exit 1.
 """
 
-import argparse
 import csv
 import math
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
+import testlib
 
 COLUMNS = ["area", "op", "dtype", "impl", "n", "n_unit", "time_ms", "rate", "unit", "device",
            "date"]
@@ -247,23 +246,7 @@ def chart_fails_clearly_without_matplotlib(a):
     assert "cannot write the results to /nonexistent/dir/x.csv" in result.stderr, result.stderr
 
 
-TESTS = {f.__name__: f for f in (gemm_writes_csv_rows_and_chart, every_area_writes_csv_rows,
-                                 chart_adds_peer_csv_deterministically,
-                                 chart_fails_clearly_without_matplotlib)}
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bench", required=True)
-    parser.add_argument("--script", required=True)
-    parser.add_argument("--work", required=True)
-    parser.add_argument("test", choices=sorted(TESTS))
-    a = parser.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    TESTS[a.test](a)
-    print(f"{a.test}: ok")
-
-
 if __name__ == "__main__":
-    main()
+    testlib.run((gemm_writes_csv_rows_and_chart, every_area_writes_csv_rows,
+                 chart_adds_peer_csv_deterministically,
+                 chart_fails_clearly_without_matplotlib), "--script")

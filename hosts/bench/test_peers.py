@@ -11,7 +11,6 @@ installed" and exits 0 where this python3 lacks them (ctest's SKIP_REGULAR_EXPRE
 other failure is an AssertionError, exit 1.
 """
 
-import argparse
 import math
 import os
 import re
@@ -19,6 +18,7 @@ import shutil
 import sys
 
 from test_chart import check_rows, read_csv, run
+import testlib
 
 RHS = {"lu": 0, "solve 1 RHS": 1, "solve 64 RHS": 64}
 
@@ -257,25 +257,10 @@ def mandelbrot_peers_add_the_seed_row(a):
     check_ratios(table, rows)
 
 
-TESTS = {f.__name__: f for f in (peers_gemm_adds_blas_rows_and_ratios,
-                                 peers_lu_and_memory_add_lapack_and_numpy_rows,
-                                 peers_without_numpy_or_python_is_a_line_and_exit_0,
-                                 gemm_precision_writes_a_row_per_mode,
-                                 host_operands_write_host_rows,
-                                 mandelbrot_peers_add_the_seed_row)}
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bench", required=True)
-    parser.add_argument("--work", required=True)
-    parser.add_argument("test", choices=sorted(TESTS))
-    a = parser.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    TESTS[a.test](a)
-    print(f"{a.test}: ok")
-
-
 if __name__ == "__main__":
-    main()
+    testlib.run((peers_gemm_adds_blas_rows_and_ratios,
+                 peers_lu_and_memory_add_lapack_and_numpy_rows,
+                 peers_without_numpy_or_python_is_a_line_and_exit_0,
+                 gemm_precision_writes_a_row_per_mode,
+                 host_operands_write_host_rows,
+                 mandelbrot_peers_add_the_seed_row))
