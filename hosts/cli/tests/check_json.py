@@ -112,8 +112,10 @@ def main():
     gemm = gemm_doc["operators"][0]
     check(gemm == ops["operators"][names.index("gemm")], "ops gemm: the same as in the full list")
     params = {p["name"]: p for p in gemm["params"]}
-    check([p["name"] for p in gemm["params"]] == ["a", "b", "c", "trans_a", "trans_b", "alpha", "beta"],
-          f"ops gemm: parameters a, b, c, trans_a, trans_b, alpha, beta in order, not {list(params)}")
+    check([p["name"] for p in gemm["params"]] == ["a", "b", "c", "trans_a", "trans_b", "alpha", "beta",
+                                               "precision"],
+          f"ops gemm: parameters a, b, c, trans_a, trans_b, alpha, beta, precision in order, "
+          f"not {list(params)}")
     check(params["a"]["kind"] == "tensor_in" and params["a"]["dtypes"] == ["f32", "f64"]
           and params["a"]["required"] and params["a"]["default"] is None,
           f"ops gemm: a is a required f32/f64 input tensor: {params['a']}")
