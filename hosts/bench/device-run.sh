@@ -1,13 +1,17 @@
 #!/bin/sh
 # hosts/bench/device-run.sh BUILD_DIR [AREA...] — run on the GPU machine through the `device`
-# tool: every test suite on its NVIDIA OpenCL device, then clops-bench's areas (default: all).
+# tool: every test suite on its NVIDIA OpenCL device (and the drop-in's lapack_test_numerics),
+# then clops-bench's areas (default: all). An AREA is one word, or an area and its options as
+# one quoted argument ("gemm --sizes 4096,8192 --peers"); the area "lapack" runs
+# clops-lapack-bench (the drop-in's host-array calls) with the options that follow it.
 # The machine reaches no package registry: carry BUILD_DIR (built here) and .device/ (runtime
 # .debs from ../shared/device/fetch-runtime-debs.sh, prelude.sh, and lib/ with libsubunit for
 # the tests). Test output goes to $OUT/tests.log, the areas' tables to $OUT/bench.txt.
 set -u
 build=$1
 shift
-areas=${*:-gemm lu memory mandelbrot}
+# The areas, one a line (the prelude below takes over "$@").
+specs=$(if [ $# -eq 0 ]; then printf '%s\n' gemm lu memory mandelbrot; else printf '%s\n' "$@"; fi)
 # POSIX sh's `.` passes no arguments: the prelude reads its folder from $1.
 set -- .device/debs
 . .device/prelude.sh
@@ -25,10 +29,21 @@ for t in "$build"/tests/test_*; do
     { echo "== $name"; cat "$out/$name.log"; } >>"$out/tests.log"
     rm -f "$out/$name.log"
 done
-for area in $areas; do
-    options=
-    [ "$area" = mandelbrot ] && options="--config configs/gpu_cpu.cfg"
-    echo "== clops-bench $area $options"
-    # shellcheck disable=SC2086 # the options are words
-    "$build/hosts/bench/clops-bench" "$area" $options 2>&1 | tee -a "$out/bench.txt"
+numerics="$build/hosts/lapack/lapack_test_numerics"
+if [ -x "$numerics" ]; then
+    "$numerics" >>"$out/tests.log" 2>&1
+    echo "lapack_test_numerics: exit $?"
+fi
+printf '%s\n' "$specs" | while IFS= read -r spec; do
+    # shellcheck disable=SC2086 # an area and its options are words
+    set -- $spec
+    area=$1
+    shift
+    [ "$area" = mandelbrot ] && [ $# -eq 0 ] && set -- --config configs/gpu_cpu.cfg
+    echo "== $area $*"
+    if [ "$area" = lapack ]; then
+        "$build/hosts/lapack/clops-lapack-bench" "$@" </dev/null 2>&1 | tee -a "$out/bench.txt"
+    else
+        "$build/hosts/bench/clops-bench" "$area" "$@" </dev/null 2>&1 | tee -a "$out/bench.txt"
+    fi
 done
