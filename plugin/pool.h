@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "host_copy.h"
 
 /* Opaque: defined in pool_internal.h, for the pool's own files. */
 struct clops_pool;  /* the pool behind a clops_pool handle */
@@ -142,6 +143,11 @@ void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_comman
                      size_t bytes, size_t *capacity);
 /* Gives back a block of pool_host_take (NULL is a no-op); `capacity` is what it said. */
 void pool_host_give(struct clops_pool *pool, void *data, size_t capacity);
+/* Runs a host copy of `bytes` cut into parts, fn(ctx, part, parts) for each, on the pool's
+ * copier (host_copy.h): threads of the pool beside the caller, up to one per processor and at
+ * most 8 in all, where the copy is large enough to gain from them. Cannot fail: without
+ * threads the caller copies alone. */
+void pool_host_copy(struct clops_pool *pool, host_copy_part_fn fn, void *ctx, size_t bytes);
 
 /* ---- Statistics ------------------------------------------------------------------------ */
 

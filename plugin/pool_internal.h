@@ -58,8 +58,10 @@ struct clops_pool {
     atomic_llong build_ns; /* time in timed_build (pool_programs.c) */
     atomic_llong calls, bytes_uploaded, bytes_downloaded;
     struct pool_op_counters *op_counters;           /* registry_count() entries */
-    pthread_mutex_t host_lock;                      /* guards host_cache */
+    pthread_mutex_t host_lock;                      /* guards host_cache and copier */
     struct host_block *host_cache[POOL_HOST_CACHE]; /* pool_host_take's blocks of past calls */
+    struct host_copier *copier; /* pool_host_copy's, from its first large copy on */
+    int copier_tried;           /* whether it was made (or could not be) */
 };
 
 /* pool_devices.c: discovers the system's devices, opens those the configuration chooses as
@@ -72,7 +74,7 @@ void pool_close_devices(struct clops_pool *pool);
  * process-wide count of bytes held on its cl_device_id. */
 int32_t pool_memory_attach(struct pool_device *dev, int32_t percent);
 /* pool_memory.c: frees the host blocks the pool kept (pool_host_give): before the devices
- * close, since pinned ones are unmapped through a queue of theirs. */
+ * close, since pinned ones are unmapped through a queue of theirs; and stops its copier. */
 void pool_host_release_all(struct clops_pool *pool);
 
 /* pool_programs.c: releases every program the pool built. */

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 enum { MEMORY_COUNTS_MAX = 256 };
 
@@ -229,8 +230,38 @@ void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
     free_block(evicted);
 }
 
+/* The copier's helper threads: one per processor beside the caller, 8 threads in all at most
+ * (a copy saturates a socket's memory bandwidth with a few cores). */
+static int copier_helpers(void)
+{
+    if (host_copy_helpers > 0)
+        return host_copy_helpers;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 1)
+        cpus = 1;
+    return (int)(cpus < 8 ? cpus : 8) - 1;
+}
+
+void pool_host_copy(struct clops_pool *pool, host_copy_part_fn fn, void *ctx, size_t bytes)
+{
+    if (bytes < host_copy_min_bytes) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&pool->host_lock);
+    if (!pool->copier_tried) {
+        pool->copier = host_copier_new(copier_helpers());
+        pool->copier_tried = 1;
+    }
+    struct host_copier *copier = pool->copier;
+    pthread_mutex_unlock(&pool->host_lock);
+    host_copier_run(copier, fn, ctx, host_copier_parts(copier, bytes));
+}
+
 void pool_host_release_all(struct clops_pool *pool)
 {
+    host_copier_free(pool->copier);
+    pool->copier = NULL;
     for (int i = 0; i < POOL_HOST_CACHE; i++) {
         free_block(pool->host_cache[i]);
         pool->host_cache[i] = NULL;

@@ -122,7 +122,7 @@ int32_t tensor_write_i32(struct clops_pool *pool, cl_command_queue queue,
  * (tensor_elements(t) elements): a temporary that tensor_unpack then writes into t's memory,
  * only into t's elements. */
 void tensor_packed_like(const struct clops_tensor *t, void *data, struct clops_tensor *out);
-void tensor_unpack(const struct clops_tensor *t, const void *packed);
+void tensor_unpack(struct clops_pool *pool, const struct clops_tensor *t, const void *packed);
 
 /* Whether x and y share a byte of an element (same host memory or same device buffer; the
  * gaps between elements do not count), of any dtypes. Exact in O(1) for blocks of one matrix

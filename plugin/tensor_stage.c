@@ -8,23 +8,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Copies every run between `view` (the view's first element, runs at their strides) and
- * `other`, which holds them packed or, with packed = 0, laid out as the view; to_view gives the
- * direction. */
-static void copy_runs(const struct view_runs *v, int64_t es, char *view, char *other, int packed,
-                      int to_view)
+/* Runs [first, first + count) of a view (in view_runs' order, the innermost outer axis fastest)
+ * between `view` (the view's first element, runs at their strides) and `other`, which holds
+ * them packed or, with packed = 0, laid out as the view; to_view gives the direction. */
+static void copy_run_range(const struct view_runs *v, int64_t es, char *view, char *other,
+                           int packed, int to_view, int64_t first, int64_t count)
 {
     const size_t bytes = (size_t)(v->run * es);
-    int64_t index[CLOPS_MAX_RANK] = {0}, at = 0, next = 0; /* elements from the first */
-    for (;;) {
+    int64_t index[CLOPS_MAX_RANK] = {0}, at = 0, next = first * v->run; /* in elements */
+    int64_t rest = first;
+    for (int32_t a = 0; a < v->outer; a++) {
+        index[a] = rest % v->count[a];
+        rest /= v->count[a];
+        at += index[a] * v->stride[a];
+    }
+    for (int64_t done = 0; done < count; done++) {
         char *o = other + (packed ? next : at) * es;
         if (to_view)
             memcpy(view + at * es, o, bytes);
         else
             memcpy(o, view + at * es, bytes);
         next += v->run;
-        int32_t a = 0;
-        for (; a < v->outer; a++) {
+        for (int32_t a = 0; a < v->outer; a++) {
             if (++index[a] < v->count[a]) {
                 at += v->stride[a];
                 break;
@@ -32,9 +37,45 @@ static void copy_runs(const struct view_runs *v, int64_t es, char *view, char *o
             index[a] = 0;
             at -= (v->count[a] - 1) * v->stride[a];
         }
-        if (a == v->outer)
-            return;
     }
+}
+
+/* A copy of copy_runs cut into parts for pool_host_copy: a share of the runs each, or of the
+ * bytes of the one run a dense view is. */
+struct runs_copy {
+    const struct view_runs *v;
+    int64_t es, runs;
+    char *view, *other;
+    int packed, to_view;
+};
+
+static void copy_runs_part(void *ctx, int part, int parts)
+{
+    const struct runs_copy *c = ctx;
+    size_t begin, end;
+    if (c->runs == 1) {
+        host_copy_share((size_t)(c->v->run * c->es), part, parts, &begin, &end);
+        if (c->to_view)
+            memcpy(c->view + begin, c->other + begin, end - begin);
+        else
+            memcpy(c->other + begin, c->view + begin, end - begin);
+        return;
+    }
+    host_copy_share((size_t)c->runs, part, parts, &begin, &end);
+    copy_run_range(c->v, c->es, c->view, c->other, c->packed, c->to_view, (int64_t)begin,
+                   (int64_t)(end - begin));
+}
+
+/* Copies every run of the view between `view` and `other` (copy_run_range), on the pool's
+ * copier when it is large (pool_host_copy). */
+static void copy_runs(struct clops_pool *pool, const struct view_runs *v, int64_t es, char *view,
+                      char *other, int packed, int to_view)
+{
+    int64_t runs = 1;
+    for (int32_t a = 0; a < v->outer; a++)
+        runs *= v->count[a];
+    struct runs_copy c = {v, es, runs, view, other, packed, to_view};
+    pool_host_copy(pool, copy_runs_part, &c, (size_t)(runs * v->run * es));
 }
 
 /* The runs as one rectangle of clEnqueue{Read,Write}BufferRect, the buffer side laid out as the
@@ -101,14 +142,14 @@ void tensor_packed_like(const struct clops_tensor *t, void *data, struct clops_t
     }
 }
 
-void tensor_unpack(const struct clops_tensor *t, const void *packed)
+void tensor_unpack(struct clops_pool *pool, const struct clops_tensor *t, const void *packed)
 {
     if (tensor_span(t) == 0)
         return;
     const int64_t es = dtype_size(t->dtype);
     struct view_runs v;
     view_runs(t, &v);
-    copy_runs(&v, es, (char *)t->data + t->offset * es, (char *)packed, 1, 1);
+    copy_runs(pool, &v, es, (char *)t->data + t->offset * es, (char *)packed, 1, 1);
 }
 
 /* The end of a transfer of `moved` bytes of parameter `param`: its error, or its count in the
@@ -182,10 +223,12 @@ static cl_int upload_chunk(struct upload *u, const struct chunk *c)
             return NO_HOST_BLOCK;
     }
     const size_t at = c->slice * u->pitch[1] + c->row * u->pitch[0] + c->x;
-    char *to = u->block[i];
-    for (size_t s = 0; s < c->slices; s++)
-        for (size_t r = 0; r < c->rows; r++, to += c->width)
-            memcpy(to, u->first + at + s * u->pitch[1] + r * u->pitch[0], c->width);
+    /* The chunk as a view of bytes: rows of `width`, packed into the block. */
+    const struct view_runs rows = {.run = (int64_t)c->width,
+                                   .outer = 2,
+                                   .count = {(int64_t)c->rows, (int64_t)c->slices},
+                                   .stride = {(int64_t)u->pitch[0], (int64_t)u->pitch[1]}};
+    copy_runs(u->pool, &rows, 1, (char *)u->first + at, u->block[i], 1, 0);
     if (c->rows == 1 && c->slices == 1) {
         rc = clEnqueueWriteBuffer(u->queue, u->mem, CL_FALSE, at, c->width, u->block[i], 0, NULL,
                                   &u->written[i]);
@@ -264,7 +307,7 @@ static cl_int upload_gathered(struct upload *u, const struct view_runs *v, int64
     if (u->block[0] == NULL)
         return NO_HOST_BLOCK;
     memset(u->block[0], 0, span_bytes);
-    copy_runs(v, es, (char *)u->first, u->block[0], 0, 0);
+    copy_runs(u->pool, v, es, (char *)u->first, u->block[0], 0, 0);
     return clEnqueueWriteBuffer(u->queue, u->mem, CL_TRUE, 0, span_bytes, u->block[0], 0, NULL,
                                 NULL);
 }
@@ -389,7 +432,7 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
         rc = clEnqueueReadBuffer(queue, s->mem, CL_TRUE, 0, (size_t)span_bytes, scratch, 0, NULL,
                                  NULL);
         if (rc == CL_SUCCESS)
-            copy_runs(&v, es, scratch, s->host, 1, 0);
+            copy_runs(s->pool, &v, es, scratch, s->host, 1, 0);
         pool_host_give(s->pool, scratch, capacity);
     }
     return transfer_done(pool, rc, moved, 1, op, param);
@@ -399,7 +442,7 @@ void tensor_commit(struct staged_tensor *s)
 {
     if (s->host == NULL)
         return;
-    tensor_unpack(s->t, s->host);
+    tensor_unpack(s->pool, s->t, s->host);
     pool_host_give(s->pool, s->host, s->host_capacity);
     s->host = NULL;
 }

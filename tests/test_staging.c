@@ -13,6 +13,7 @@
 #include "config.h"
 #include "entry.h"
 #include "error.h"
+#include "host_copy.h"
 #include "pool.h"
 #include "tensor.h"
 #include "testutil.h"
@@ -31,6 +32,8 @@ static void close_pool(void)
 {
     tensor_stage_chunk = TENSOR_STAGE_CHUNK;
     tensor_stage_on_cpu = 0;
+    host_copy_min_bytes = HOST_COPY_MIN_BYTES;
+    host_copy_helpers = 0;
     pool_release(pool);
     pool = NULL;
 }
@@ -160,6 +163,70 @@ START_TEST(test_views_round_trip_in_one_write_on_a_cpu)
 }
 END_TEST
 
+/* Host copies cut into parts on the pool's copier (5 helper threads, every copy of 2 bytes or
+ * more in parts): the runs, rows and pieces of a run each part takes make up the whole view,
+ * in both directions. */
+START_TEST(test_views_round_trip_with_copies_in_parts)
+{
+    tu_seed(7200 + (uint64_t)_i);
+    host_copy_min_bytes = 2;
+    host_copy_helpers = 5;
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++)
+        round_trip(&views[_i], chunks[c]);
+}
+END_TEST
+
+/* Each part of a copy runs once, on the copier's threads or the caller; a second caller while
+ * the copier is busy runs its parts itself; a copier without helpers, or none, too. */
+struct part_count {
+    _Atomic int runs[16];
+    _Atomic int overlap; /* another caller's copy ran while this one was posted */
+    struct host_copier *copier;
+};
+
+static void count_part(void *ctx, int part, int parts)
+{
+    struct part_count *pc = ctx;
+    ck_assert_int_lt(part, parts);
+    pc->runs[part]++;
+    if (part == 0 && pc->copier != NULL) {
+        /* A nested caller finds the copier busy: its parts run here, all of them. */
+        struct part_count inner = {.copier = NULL};
+        host_copier_run(pc->copier, count_part, &inner, 7);
+        for (int p = 0; p < 7; p++)
+            ck_assert_int_eq(inner.runs[p], 1);
+        pc->overlap = 1;
+    }
+}
+
+START_TEST(test_copier_runs_every_part_once)
+{
+    for (int helpers = 0; helpers <= 6; helpers += 3) {
+        struct host_copier *c = host_copier_new(helpers);
+        ck_assert_ptr_nonnull(c);
+        for (int parts = 1; parts <= helpers + 1; parts++) {
+            struct part_count pc = {.copier = c};
+            host_copier_run(c, count_part, &pc, parts);
+            for (int p = 0; p < 16; p++)
+                ck_assert_int_eq(pc.runs[p], p < parts);
+            ck_assert_int_eq(pc.overlap, 1);
+        }
+        host_copier_free(c);
+    }
+    struct part_count alone = {.copier = NULL};
+    host_copier_run(NULL, count_part, &alone, 4);
+    for (int p = 0; p < 16; p++)
+        ck_assert_int_eq(alone.runs[p], p < 4);
+    size_t begin, end, at = 0;
+    for (int p = 0; p < 7; p++, at = end) {
+        host_copy_share(1000003, p, 7, &begin, &end);
+        ck_assert_uint_eq(begin, at);
+        ck_assert_uint_ge(end - begin, 1000003 / 7);
+    }
+    ck_assert_uint_eq(at, 1000003);
+}
+END_TEST
+
 /* A block given back serves the next request that fits, and one held is not handed out again. */
 START_TEST(test_host_blocks_are_reused_and_never_shared)
 {
@@ -192,6 +259,8 @@ int main(void)
         TU_LOOP(test_views_round_trip_through_chunks_of_any_size,
                 (int)(sizeof views / sizeof views[0])),
         TU_LOOP(test_views_round_trip_in_one_write_on_a_cpu, (int)(sizeof views / sizeof views[0])),
+        TU_LOOP(test_views_round_trip_with_copies_in_parts, (int)(sizeof views / sizeof views[0])),
+        TU_TEST(test_copier_runs_every_part_once),
         TU_TEST(test_host_blocks_are_reused_and_never_shared),
     };
     return tu_run_tests("staging", 0, 1, tests, TU_COUNT(tests));

@@ -729,7 +729,7 @@ static void mandel_commit(struct op_call *call)
     const struct clops_tensor *outputs[2] = {s->plan.iters, s->plan.image};
     for (int o = 0; o < 2; o++)
         if (s->data[o] != NULL)
-            tensor_unpack(outputs[o], s->data[o]);
+            tensor_unpack(call->pool, outputs[o], s->data[o]);
 }
 
 static void mandel_release(struct op_call *call)
