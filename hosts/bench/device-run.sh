@@ -21,6 +21,7 @@ export LD_LIBRARY_PATH="$PWD/.device/lib:$LD_LIBRARY_PATH"
 export CLOPS_LIBRARY="${CLOPS_LIBRARY:-$PWD/$build/libclops.so}" CLOPS_SOURCE_DIR="$PWD"
 export CLOPS_BINARY_DIR="$PWD/$build" XDG_CACHE_HOME=/tmp/clops-test-cache
 export CLOPS_POOL_STATS_CHILD="$PWD/$build/tests/pool_stats_child"
+export CLOPS_CONCURRENT_CREATE_CHILD="$PWD/$build/tests/concurrent_create_child"
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 "$build/hosts/cli/clops" devices
