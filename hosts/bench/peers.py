@@ -8,6 +8,9 @@ import, and writes their rows, in the same columns, to OUT.csv:
 - rows measured on an NVIDIA GPU: PyTorch (cuBLAS, cuSOLVER, its reduction and copy kernels) on
   the first CUDA device, else CuPy; operands on the device, one warm-up call, then the median of
   R calls (--reps, default 5; clops-bench passes its own) timed with CUDA events around each;
+  the memory area's work (reductions, transposes, copies), whose clops rows are wall times, is
+  timed in wall time too (the host's clock around the call and a synchronize, as clops-bench
+  times its calls), and also with events, reported as impl "<peer> events";
 - rows measured on a CPU device: NumPy and SciPy (the system BLAS and LAPACK) on the host, timed
   with time.perf_counter.
 
@@ -71,6 +74,21 @@ class TorchBackend(Backend):
     def rand(self, shape, dtype):
         return self.t.rand(*shape, device="cuda", dtype=self.dtype(dtype)) * 2 - 1
 
+    def sync(self):
+        self.t.cuda.synchronize()
+
+    def timed_wall(self, fn, reps):
+        """The median wall time of a call that returns once the device is done, in ms."""
+        fn()
+        self.sync()
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            fn()
+            self.sync()
+            times.append((time.perf_counter() - start) * 1e3)
+        return statistics.median(times)
+
     def timed(self, fn, reps):
         fn()
         self.t.cuda.synchronize()
@@ -119,6 +137,9 @@ class CupyBackend(TorchBackend):
 
     def dtype(self, name):
         return {"f32": self.cp.float32, "f64": self.cp.float64}[name]
+
+    def sync(self):
+        self.cp.cuda.Device().synchronize()
 
     def rand(self, shape, dtype):
         return self.cp.random.random(shape).astype(self.dtype(dtype)) * 2 - 1
@@ -297,6 +318,14 @@ def copy_work(be, row):
     return (be.copy(be.rand((n, n), dtype)), 2 * size * n * n, be.impl("copy"), "device copy")
 
 
+def timings(be, row, fn, impl, reps):
+    """[(impl, ms)] of a peer's call: its backend's timer; for the memory area on a GPU, whose
+    clops rows are wall times, the wall time under `impl` and the events' time beside it."""
+    if row["area"] == "memory" and hasattr(be, "timed_wall"):
+        return [(impl, be.timed_wall(fn, reps)), (impl + " events", be.timed(fn, reps))]
+    return [(impl, be.timed(fn, reps))]
+
+
 def parse_args(argv):
     """(reps, IN, OUT), or None for a usage error."""
     args, reps = argv[1:], 5
@@ -346,13 +375,13 @@ def main(argv):
                 if not work:
                     continue
                 fn, amount, impl, op = work
-                ms = be.timed(fn, reps)
-                unit = row["unit"]
-                rate = amount / ms / 1e9 if unit == "TFLOP/s" else amount / ms / 1e6
-                out.append({"area": row["area"], "op": op, "dtype": row["dtype"], "impl": impl,
-                            "n": row["n"], "n_unit": row.get("n_unit", ""),
-                            "time_ms": "%.6g" % ms, "rate": "%.6g" % rate, "unit": unit,
-                            "device": be.device, "date": date})
+                for impl, ms in timings(be, row, fn, impl, reps):
+                    unit = row["unit"]
+                    rate = amount / ms / 1e9 if unit == "TFLOP/s" else amount / ms / 1e6
+                    out.append({"area": row["area"], "op": op, "dtype": row["dtype"],
+                                "impl": impl, "n": row["n"], "n_unit": row.get("n_unit", ""),
+                                "time_ms": "%.6g" % ms, "rate": "%.6g" % rate, "unit": unit,
+                                "device": be.device, "date": date})
     with open(argv[2], "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
