@@ -336,7 +336,8 @@ static long strided_at(long i, long n, long4 shape, long4 strides)
 }
 
 /* The partial states' buffer: `states` states of STATE_BYTES, then the counts of finished groups
- * (zeroed by the host before the launch): one allocation per call. */
+ * (zero at the launch, and set back to zero by the last group of each count, so that the host
+ * can hand the buffer to the next call of the same shape without clearing it). */
 static __global volatile int *counts_after(__global state *partials, long states)
 {
     return (__global volatile int *)((__global char *)partials + states * STATE_BYTES);
@@ -424,15 +425,18 @@ reduce_whole(__global const T *x, long offset, long n, long4 shape, long4 stride
         partials[get_group_id(0)] = total;
         mem_fence(CLK_GLOBAL_MEM_FENCE);
     }
-    if (!is_last_group(counts_after(partials, groups), groups, &last))
+    __global volatile int *count = counts_after(partials, groups);
+    if (!is_last_group(count, groups, &last))
         return;
     const volatile __global state *done = partials;
     st = st_identity();
     for (int p = lid; p < groups; p += WG)
         st = st_merge(st, done[p]);
     total = tree_reduce(st, scratch, 0, lid, WG);
-    if (lid == 0)
+    if (lid == 0) {
         out[out_offset] = st_result(total);
+        *count = 0; /* every group has counted: the next call finds it zero */
+    }
 }
 
 /* Folds elements [l, end) of a row, `step` apart, into *st: UNROLL loads issued before the first
@@ -485,9 +489,11 @@ reduce_axis(__global const T *x, long offset, long rows, long len, long row_stri
             partials[p * rows + r] = total;
             mem_fence(CLK_GLOBAL_MEM_FENCE);
         }
-        __global volatile int *counts = counts_after(partials, parts * rows);
-        if (!is_last_group(counts + get_group_id(0), parts, &last))
+        __global volatile int *count = counts_after(partials, parts * rows) + get_group_id(0);
+        if (!is_last_group(count, parts, &last))
             return;
+        if (lid == 0)
+            *count = 0; /* every part has counted: the next call finds it zero */
         const volatile __global state *done = partials;
         st = st_identity();
         for (int q = ly; r < rows && q < parts; q += ny)

@@ -54,15 +54,22 @@ const struct config_op *pool_op_settings(const struct clops_pool *pool, const ch
 /* The build options configured for every operator (build_options). */
 const char *pool_build_options(const struct clops_pool *pool);
 
-/* A new kernel object `kernel_name` of the program built from kernels/<source_name>.cl on `dev`
- * with `options` (after the pool's and the operator's configured build options): a kernel per
- * call, since clSetKernelArg on a shared one would race between host threads. The program is
- * built once per pool, through the binary cache, and owned by the pool; a cached binary that
- * lacks the kernel is dropped and the program rebuilt from source once. On a build failure the
- * message carries the log. */
+/* A kernel object `kernel_name` of the program built from kernels/<source_name>.cl on `dev`
+ * with `options` (after the pool's and the operator's configured build options), the caller's
+ * alone until it gives it back with pool_release_kernel: a kernel per call, since
+ * clSetKernelArg on a shared one would race between host threads. One a call gave back is
+ * handed out again (its arguments are whatever that call set: every call sets all of them);
+ * else a new one. The program is built once per pool, through the binary cache, and owned by
+ * the pool; a cached binary that lacks the kernel is dropped and the program rebuilt from
+ * source once. On a build failure the message carries the log. */
 int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
                            const char *source_name, const char *options, const char *kernel_name,
                            cl_kernel *out);
+/* Gives back a kernel of pool_create_kernel (NULL is a no-op) once its launches are enqueued
+ * (OpenCL takes a launch's arguments when it is enqueued): the pool keeps up to
+ * POOL_IDLE_KERNELS for later calls, which spares a call creating and releasing kernel objects
+ * (microseconds each, a share of a small call's time on a GPU), and releases the rest. */
+void pool_release_kernel(struct clops_pool *pool, cl_kernel kernel);
 
 /* Whether a row of an operator's tuning table applies to `dev`: `vendor` a case-insensitive
  * substring of the device's vendor ("" = any), `type` an enum clops_device_type (0 = any). */
@@ -127,6 +134,21 @@ int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const c
                                  const char *what, cl_mem *out);
 /* Releases `mem` (NULL is a no-op) and gives its bytes back to `dev`'s count. */
 void pool_free_device_memory(struct pool_device *dev, cl_mem mem);
+/* Device scratch for one call: at least `bytes` on `dev`, the caller's until it gives it back
+ * with pool_scratch_give, or releases it with pool_free_device_memory (after a failure, when
+ * what the device left in it is unknown). One given back earlier is handed out again where one
+ * fits, sparing a small call an allocation, a release and the clearing of what its kernels
+ * expect zeroed (on a GPU, microseconds each beside a reduction's tens); else a new one
+ * (pool_alloc_device_memory, whose messages name `op` and `what`). zero[0], zero[1]: a range
+ * of bytes known to hold zeros (what its last user said giving it back); zero[1] = 0 if none.
+ * Buffers kept by the pool stay counted against their device's limit until it is released. */
+int32_t pool_scratch_take(struct clops_pool *pool, struct pool_device *dev, int64_t bytes,
+                          const char *op, const char *what, cl_mem *out, int64_t zero[2]);
+/* Gives back a buffer of pool_scratch_take once nothing queued uses it any more, with the
+ * range of bytes it leaves holding zeros (zero_bytes = 0: none). The pool keeps up to
+ * POOL_SCRATCH_CACHE buffers of up to POOL_SCRATCH_MAX bytes, and releases the rest. */
+void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem mem,
+                       int64_t zero_at, int64_t zero_bytes);
 
 /* Host memory for a call's temporaries (outputs downloaded before their commit, packed
  * outputs, the staging blocks of uploads), at least `bytes`, its size in *capacity; NULL when

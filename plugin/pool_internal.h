@@ -47,6 +47,23 @@ struct pool_op_counters {
 enum { POOL_HOST_CACHE = 8, POOL_HOST_MIN_BLOCK = 64 << 10 };
 struct host_block; /* pool_memory.c: a block and where its memory comes from */
 
+/* Device scratch calls gave back (pool_scratch_give): a few small buffers per pool. */
+enum { POOL_SCRATCH_CACHE = 8, POOL_SCRATCH_MAX = 16 << 20 };
+struct scratch_slot {
+    struct pool_device *dev;
+    cl_mem mem; /* NULL: a free slot */
+    int64_t bytes, zero_at, zero_bytes;
+};
+
+/* Kernels calls gave back (pool_release_kernel), by program and name: enough for the kernels of
+ * every operator on a device and a few threads' calls at once. */
+enum { POOL_IDLE_KERNELS = 64, POOL_KERNEL_NAME = 48 };
+struct idle_kernel {
+    cl_program program;
+    char name[POOL_KERNEL_NAME];
+    cl_kernel kernel; /* NULL: a free slot */
+};
+
 struct clops_pool {
     struct pool_config cfg;
     struct program_cache cache;
@@ -54,6 +71,8 @@ struct clops_pool {
     int32_t device_count;
     pthread_mutex_t programs_lock;
     struct pool_program *programs;
+    pthread_mutex_t kernels_lock; /* guards idle_kernels (not held while building) */
+    struct idle_kernel idle_kernels[POOL_IDLE_KERNELS];
     atomic_llong programs_built, programs_loaded, cache_rejected;
     atomic_llong build_ns; /* time in timed_build (pool_programs.c) */
     atomic_llong calls, bytes_uploaded, bytes_downloaded;
@@ -61,7 +80,8 @@ struct clops_pool {
     pthread_mutex_t host_lock;                      /* guards host_cache and copier */
     struct host_block *host_cache[POOL_HOST_CACHE]; /* pool_host_take's blocks of past calls */
     struct host_copier *copier; /* pool_host_copy's, from its first large copy on */
-    int copier_tried;           /* whether it was made (or could not be) */
+    struct scratch_slot scratch[POOL_SCRATCH_CACHE]; /* guarded by host_lock */
+    int copier_tried;                                /* whether it was made (or could not be) */
 };
 
 /* pool_devices.c: discovers the system's devices, opens those the configuration chooses as
@@ -74,10 +94,11 @@ void pool_close_devices(struct clops_pool *pool);
  * process-wide count of bytes held on its cl_device_id. */
 int32_t pool_memory_attach(struct pool_device *dev, int32_t percent);
 /* pool_memory.c: frees the host blocks the pool kept (pool_host_give): before the devices
- * close, since pinned ones are unmapped through a queue of theirs; and stops its copier. */
+ * close, since pinned ones are unmapped through a queue of theirs; stops its copier, and
+ * releases the device scratch it kept (pool_scratch_give). */
 void pool_host_release_all(struct clops_pool *pool);
 
-/* pool_programs.c: releases every program the pool built. */
+/* pool_programs.c: releases every program the pool built, and the kernels kept of them. */
 void pool_release_programs(struct clops_pool *pool);
 
 #endif

@@ -21,6 +21,12 @@ int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
         free(pool);
         return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
     }
+    if (pthread_mutex_init(&pool->kernels_lock, NULL) != 0) {
+        pthread_mutex_destroy(&pool->host_lock);
+        pthread_mutex_destroy(&pool->programs_lock);
+        free(pool);
+        return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
+    }
     pool->op_counters = calloc((size_t)registry_count(), sizeof *pool->op_counters);
     int32_t status = pool->op_counters == NULL
                          ? err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory")
@@ -48,6 +54,7 @@ void pool_release(struct clops_pool *pool)
     pool_release_programs(pool);
     pool_close_devices(pool);
     free(pool->op_counters);
+    pthread_mutex_destroy(&pool->kernels_lock);
     pthread_mutex_destroy(&pool->host_lock);
     pthread_mutex_destroy(&pool->programs_lock);
     free(pool);

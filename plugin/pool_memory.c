@@ -108,6 +108,50 @@ void pool_free_device_memory(struct pool_device *dev, cl_mem mem)
     clReleaseMemObject(mem);
 }
 
+int32_t pool_scratch_take(struct clops_pool *pool, struct pool_device *dev, int64_t bytes,
+                          const char *op, const char *what, cl_mem *out, int64_t zero[2])
+{
+    zero[0] = zero[1] = 0;
+    *out = NULL;
+    pthread_mutex_lock(&pool->host_lock);
+    int best = -1;
+    for (int i = 0; i < POOL_SCRATCH_CACHE; i++) {
+        const struct scratch_slot *s = &pool->scratch[i];
+        if (s->mem != NULL && s->dev == dev && s->bytes >= bytes &&
+            (best < 0 || s->bytes < pool->scratch[best].bytes))
+            best = i;
+    }
+    if (best >= 0) {
+        struct scratch_slot *s = &pool->scratch[best];
+        *out = s->mem;
+        zero[0] = s->zero_at;
+        zero[1] = s->zero_bytes;
+        s->mem = NULL;
+    }
+    pthread_mutex_unlock(&pool->host_lock);
+    return *out != NULL ? CLOPS_OK : pool_alloc_device_memory(dev, bytes, op, what, out);
+}
+
+void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem mem,
+                       int64_t zero_at, int64_t zero_bytes)
+{
+    if (mem == NULL)
+        return;
+    size_t bytes = 0;
+    if (clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS &&
+        bytes <= POOL_SCRATCH_MAX) {
+        pthread_mutex_lock(&pool->host_lock);
+        for (int i = 0; i < POOL_SCRATCH_CACHE && mem != NULL; i++)
+            if (pool->scratch[i].mem == NULL) {
+                pool->scratch[i] =
+                    (struct scratch_slot){dev, mem, (int64_t)bytes, zero_at, zero_bytes};
+                mem = NULL;
+            }
+        pthread_mutex_unlock(&pool->host_lock);
+    }
+    pool_free_device_memory(dev, mem);
+}
+
 /* A block's bookkeeping sits in front of the bytes handed out, so that pool_host_give needs only
  * the pointer: which pinned buffer it is mapped from, if any, and for which device. */
 struct host_block {
@@ -262,6 +306,10 @@ void pool_host_release_all(struct clops_pool *pool)
 {
     host_copier_free(pool->copier);
     pool->copier = NULL;
+    for (int i = 0; i < POOL_SCRATCH_CACHE; i++) {
+        pool_free_device_memory(pool->scratch[i].dev, pool->scratch[i].mem);
+        pool->scratch[i].mem = NULL;
+    }
     for (int i = 0; i < POOL_HOST_CACHE; i++) {
         free_block(pool->host_cache[i]);
         pool->host_cache[i] = NULL;

@@ -273,6 +273,47 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
     return status;
 }
 
+/* A kernel given back earlier of `program` named `name`, now the caller's; NULL if none. */
+static cl_kernel take_idle_kernel(struct clops_pool *pool, cl_program program, const char *name)
+{
+    cl_kernel kernel = NULL;
+    pthread_mutex_lock(&pool->kernels_lock);
+    for (int i = 0; i < POOL_IDLE_KERNELS && kernel == NULL; i++) {
+        struct idle_kernel *k = &pool->idle_kernels[i];
+        if (k->kernel != NULL && k->program == program && strcmp(k->name, name) == 0) {
+            kernel = k->kernel;
+            k->kernel = NULL;
+        }
+    }
+    pthread_mutex_unlock(&pool->kernels_lock);
+    return kernel;
+}
+
+void pool_release_kernel(struct clops_pool *pool, cl_kernel kernel)
+{
+    if (kernel == NULL)
+        return;
+    struct idle_kernel given = {.kernel = kernel};
+    size_t length = 0;
+    if (clGetKernelInfo(kernel, CL_KERNEL_PROGRAM, sizeof given.program, &given.program, NULL) !=
+            CL_SUCCESS ||
+        clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof given.name, given.name, &length) !=
+            CL_SUCCESS ||
+        length == 0 || length > sizeof given.name) {
+        clReleaseKernel(kernel); /* a name too long to keep is only not reused */
+        return;
+    }
+    pthread_mutex_lock(&pool->kernels_lock);
+    for (int i = 0; i < POOL_IDLE_KERNELS && given.kernel != NULL; i++)
+        if (pool->idle_kernels[i].kernel == NULL) {
+            pool->idle_kernels[i] = given;
+            given.kernel = NULL;
+        }
+    pthread_mutex_unlock(&pool->kernels_lock);
+    if (given.kernel != NULL)
+        clReleaseKernel(given.kernel);
+}
+
 int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *op_name,
                            const char *source_name, const char *options, const char *kernel_name,
                            cl_kernel *out)
@@ -283,6 +324,9 @@ int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, con
         find_program(pool, dev, op_name, source_name, options, NULL, &program, &from_cache);
     if (status != CLOPS_OK)
         return status;
+    *out = take_idle_kernel(pool, program, kernel_name);
+    if (*out != NULL)
+        return CLOPS_OK;
     cl_int rc;
     *out = clCreateKernel(program, kernel_name, &rc);
     if (rc != CL_SUCCESS && from_cache) {
@@ -307,6 +351,11 @@ int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, con
 
 void pool_release_programs(struct clops_pool *pool)
 {
+    for (int i = 0; i < POOL_IDLE_KERNELS; i++)
+        if (pool->idle_kernels[i].kernel != NULL) {
+            clReleaseKernel(pool->idle_kernels[i].kernel);
+            pool->idle_kernels[i].kernel = NULL;
+        }
     struct pool_program *p = pool->programs;
     while (p != NULL) {
         struct pool_program *next = p->next;

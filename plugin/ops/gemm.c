@@ -444,8 +444,8 @@ static int32_t mma_build_options(const struct gemm_mma_tiles *t, int32_t passes,
     return options_fit(n, size);
 }
 
-/* A new kernel object (clSetKernelArg on a shared one would race between host threads) from the
- * pool's program of kernels/<source>.cl built with `options`. *fits = 0 when the device cannot
+/* A kernel object of the call's own (pool_create_kernel) from the pool's program of
+ * kernels/<source>.cl built with `options`. *fits = 0 when the device cannot
  * run `group_size` work-items per group of it. */
 static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *source,
                              const char *options, size_t group_size, cl_kernel *out, int *fits)
@@ -657,8 +657,7 @@ static int32_t gemm_run(struct op_call *call)
     if (status == CLOPS_OK)
         status = pool_run_kernel(call->pool, call->queue, launch.kernel, 1, &launch.global,
                                  &launch.local, &call->device_ns, op_name);
-    if (launch.kernel != NULL)
-        clReleaseKernel(launch.kernel);
+    pool_release_kernel(call->pool, launch.kernel);
     return status;
 }
 
@@ -807,8 +806,7 @@ int32_t gemm_enqueue(struct clops_pool *pool, struct pool_device *dev, cl_comman
     if (status == CLOPS_OK)
         status =
             pool_enqueue_kernel(queue, launch.kernel, 1, &launch.global, &launch.local, op_name);
-    if (launch.kernel != NULL)
-        clReleaseKernel(launch.kernel);
+    pool_release_kernel(pool, launch.kernel);
     if (status != CLOPS_OK)
         err_prefix(caller);
     return status;

@@ -174,8 +174,7 @@ static void release_kernels(struct lu_ctx *ctx)
 {
     cl_kernel *kernels[5] = {&ctx->copy, &ctx->laswp, &ctx->panel, &ctx->invert, &ctx->resident};
     for (int i = 0; i < 5; i++) {
-        if (*kernels[i] != NULL)
-            clReleaseKernel(*kernels[i]);
+        pool_release_kernel(ctx->pool, *kernels[i]);
         *kernels[i] = NULL;
     }
 }

@@ -464,10 +464,8 @@ static void worker_release(void *state)
     pool_free_device_memory(primary, w->place_ids);
     pool_free_device_memory(primary, w->place_staged[0]);
     pool_free_device_memory(primary, w->place_staged[1]);
-    if (w->render != NULL)
-        clReleaseKernel(w->render);
-    if (w->place != NULL)
-        clReleaseKernel(w->place);
+    pool_release_kernel(w->call->pool, w->render);
+    pool_release_kernel(w->call->pool, w->place);
     free(w->host[0]);
     free(w->host[1]);
 }

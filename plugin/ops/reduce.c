@@ -315,27 +315,49 @@ static int64_t whole_groups(const struct pool_device *dev, const struct reduce_t
     return wanted < most ? wanted : most;
 }
 
-/* The buffer of `states` partial states followed by `counts` counts of finished groups, the
- * counts zeroed in queue order before the kernel that counts on them (reduce.cl's
- * counts_after). */
-static int32_t alloc_partials(struct pool_device *dev, cl_command_queue queue,
-                              const struct reduce_plan *p, int64_t states, int64_t counts,
-                              cl_mem *out)
+/* The buffer of `states` partial states followed by `counts` counts of finished groups
+ * (reduce.cl's counts_after), the counts zero before the kernel that counts on them: pool
+ * scratch whose last user left them zero (the kernels set back to zero the counts they used, so
+ * that repeated calls of one shape clear nothing), else zeroed in queue order. */
+struct partials {
+    cl_mem mem;
+    int64_t counts_at, counts_bytes;
+};
+
+static int32_t take_partials(struct clops_pool *pool, struct pool_device *dev,
+                             cl_command_queue queue, const struct reduce_plan *p, int64_t states,
+                             int64_t counts, struct partials *out)
 {
-    const int64_t at = states * state_bytes(p);
-    int32_t status =
-        pool_alloc_device_memory(dev, at + counts * 4, op_name, "partial results", out);
+    out->counts_at = states * state_bytes(p);
+    out->counts_bytes = counts * 4;
+    int64_t zero[2];
+    int32_t status = pool_scratch_take(pool, dev, out->counts_at + out->counts_bytes, op_name,
+                                       "partial results", &out->mem, zero);
     if (status != CLOPS_OK)
         return status;
-    const cl_int zero = 0;
-    cl_int rc = clEnqueueFillBuffer(queue, *out, &zero, sizeof zero, (size_t)at,
-                                    (size_t)(counts * 4), 0, NULL, NULL);
+    if (zero[0] <= out->counts_at && out->counts_at + out->counts_bytes <= zero[0] + zero[1])
+        return CLOPS_OK;
+    const cl_int zero_count = 0;
+    cl_int rc =
+        clEnqueueFillBuffer(queue, out->mem, &zero_count, sizeof zero_count, (size_t)out->counts_at,
+                            (size_t)out->counts_bytes, 0, NULL, NULL);
     if (rc != CL_SUCCESS) {
-        pool_free_device_memory(dev, *out);
-        *out = NULL;
+        pool_free_device_memory(dev, out->mem);
+        out->mem = NULL;
         return err_cl(rc, "%s: clearing the counts of finished work-groups failed", op_name);
     }
     return CLOPS_OK;
+}
+
+/* After the kernel: back to the pool with its counts zero when the kernel ran to its end (and
+ * set them back), else released, what it holds unknown. */
+static void give_partials(struct clops_pool *pool, struct pool_device *dev,
+                          const struct partials *s, int32_t status)
+{
+    if (status == CLOPS_OK)
+        pool_scratch_give(pool, dev, s->mem, s->counts_at, s->counts_bytes);
+    else
+        pool_free_device_memory(dev, s->mem);
 }
 
 static int32_t run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
@@ -352,27 +374,26 @@ static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_co
                          int64_t *device_ns)
 {
     const int64_t groups = whole_groups(dev, t, p->n);
-    cl_mem partials = NULL;
+    struct partials partials = {0};
     cl_kernel kernel = NULL;
-    int32_t status = alloc_partials(dev, queue, p, groups, 1, &partials);
+    int32_t status = take_partials(pool, dev, queue, p, groups, 1, &partials);
     if (status != CLOPS_OK)
         return status;
     const cl_long4 shape = {{p->shape[0], p->shape[1], p->shape[2], p->shape[3]}};
     const cl_long4 strides = {{p->strides[0], p->strides[1], p->strides[2], p->strides[3]}};
     const cl_long off = sx->offset, n = p->n, out_off = so->offset;
     const cl_int contiguous = p->contiguous;
-    const struct kernel_arg args[] = {KARG(sx->mem),  KARG(off),     KARG(n),
-                                      KARG(shape),    KARG(strides), KARG(contiguous),
-                                      KARG(partials), KARG(so->mem), KARG(out_off)};
+    const struct kernel_arg args[] = {KARG(sx->mem),      KARG(off),     KARG(n),
+                                      KARG(shape),        KARG(strides), KARG(contiguous),
+                                      KARG(partials.mem), KARG(so->mem), KARG(out_off)};
     status = create_kernel(pool, dev, p, t, "reduce_whole", &kernel);
     if (status == CLOPS_OK)
         status = pool_set_kernel_args(kernel, 0, args, sizeof args / sizeof args[0], op_name);
     if (status == CLOPS_OK)
         status =
             run_kernel(pool, queue, kernel, (size_t)(groups * t->wg), (size_t)t->wg, device_ns);
-    if (kernel != NULL)
-        clReleaseKernel(kernel);
-    pool_free_device_memory(dev, partials);
+    pool_release_kernel(pool, kernel);
+    give_partials(pool, dev, &partials, status);
     return status;
 }
 
@@ -419,16 +440,17 @@ static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_com
     const int64_t tiles = (p->rows + rows_per_group - 1) / rows_per_group;
     const int64_t parts = axis_parts(dev, t, tiles, p->len, ny);
     const cl_long part = (p->len + parts - 1) / parts;
-    cl_mem partials = NULL;
-    int32_t status =
-        parts > 1 ? alloc_partials(dev, queue, p, parts * p->rows, tiles, &partials) : CLOPS_OK;
+    struct partials partials = {0};
+    int32_t status = parts > 1
+                         ? take_partials(pool, dev, queue, p, parts * p->rows, tiles, &partials)
+                         : CLOPS_OK;
     if (status != CLOPS_OK)
         return status;
     const cl_long off = sx->offset, rows = p->rows, len = p->len, rs = p->row_stride,
                   es = p->elem_stride, out_off = so->offset, out_stride = p->out->strides[0];
     const struct kernel_arg args[] = {
         KARG(sx->mem), KARG(off),     KARG(rows),       KARG(len),  KARG(rs),
-        KARG(es),      KARG(ny),      KARG(lanes_fast), KARG(part), KARG(partials),
+        KARG(es),      KARG(ny),      KARG(lanes_fast), KARG(part), KARG(partials.mem),
         KARG(so->mem), KARG(out_off), KARG(out_stride)};
     cl_kernel kernel = NULL;
     status = create_kernel(pool, dev, p, t, "reduce_axis", &kernel);
@@ -439,9 +461,8 @@ static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_com
         const size_t local[2] = {(size_t)t->wg, 1};
         status = pool_run_kernel(pool, queue, kernel, 2, global, local, device_ns, op_name);
     }
-    if (kernel != NULL)
-        clReleaseKernel(kernel);
-    pool_free_device_memory(dev, partials);
+    pool_release_kernel(pool, kernel);
+    give_partials(pool, dev, &partials, status);
     return status;
 }
 

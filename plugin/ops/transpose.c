@@ -316,8 +316,7 @@ static int32_t launch_vector(struct clops_pool *pool, struct pool_device *dev,
         status = pool_set_kernel_args(kernel, 0, args, sizeof args / sizeof args[0], op_name);
     if (status == CLOPS_OK)
         status = pool_run_kernel(pool, queue, kernel, 3, global, local, device_ns, op_name);
-    if (kernel != NULL)
-        clReleaseKernel(kernel);
+    pool_release_kernel(pool, kernel);
     return status;
 }
 
@@ -354,8 +353,7 @@ static int32_t launch(struct clops_pool *pool, struct pool_device *dev, cl_comma
                              : pool_set_kernel_args(kernel, 0, out_of_place, 14, op_name);
     if (status == CLOPS_OK)
         status = pool_run_kernel(pool, queue, kernel, 3, global, local, device_ns, op_name);
-    if (kernel != NULL)
-        clReleaseKernel(kernel);
+    pool_release_kernel(pool, kernel);
     return status;
 }
 
