@@ -735,6 +735,33 @@ START_TEST(test_reduce_whole_tensor_over_many_groups_matches_long_double)
 }
 END_TEST
 
+/* One pool, the same reductions again and again, shapes alternating: each call's last group
+ * must be found again, so the counts of finished groups a call leaves in the pool's scratch
+ * (reduce.cl sets them back to zero for the next call of its shape) must be zero, and a call of
+ * another shape, whose counts lie elsewhere in the buffer, must clear its own. Many groups (and
+ * many parts along the long axis), so that a count left over would make some result wrong or
+ * leave it unwritten. */
+START_TEST(test_reduce_repeated_calls_on_one_pool_find_their_last_group)
+{
+    tu_set_case_build_options("reduce", "-DWG=32 -DGROUPS_PER_CU=64 -DUNROLL=2");
+    tu_seed(950);
+    void *whole = data_of_kind(CLOPS_F32, 65537, DATA_RANDOM);
+    struct clops_tensor t = vector(whole, CLOPS_F32, 65537);
+    for (int round = 0; round < 4; round++) {
+        char what[64];
+        snprintf(what, sizeof what, "round %d", round);
+        check_whole(what, &t, SUM);
+        check_whole(what, &t, SUM);
+        check_axis_of(CLOPS_F32, 20011, 3, 0, 0, SUM, DATA_RANDOM);
+        check_axis_of(CLOPS_F32, 20011, 3, 0, 0, SUM, DATA_RANDOM);
+        check_whole(what, &t, ARGMAX);
+        check_axis_of(CLOPS_F32, 7919, 13, round & 1, 0, MAX, DATA_TIES);
+    }
+    free(whole);
+    tu_release_case_pool();
+}
+END_TEST
+
 /* ---- Bad arguments -----------------------------------------------------------------------------
  */
 
@@ -837,6 +864,7 @@ int main(void)
         TU_LOOP(test_reduce_other_launch_tunings_match_long_double, 4),
         TU_LOOP(test_reduce_long_axes_in_parts_match_long_double, 8),
         TU_LOOP(test_reduce_whole_tensor_over_many_groups_matches_long_double, 4),
+        TU_TEST(test_reduce_repeated_calls_on_one_pool_find_their_last_group),
         TU_TEST(test_reduce_rejects_bad_tunings),
         TU_LOOP(test_reduce_rejects_bad_arguments_naming_them, BAD_CASE_COUNT),
     };
