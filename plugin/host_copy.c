@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 enum { MAX_HELPERS = 15 };
 
@@ -14,6 +15,7 @@ struct host_copier {
     pthread_cond_t done; /* the posted copy's last part finished */
     pthread_t thread[MAX_HELPERS];
     int helpers;     /* threads started */
+    pid_t owner;     /* the process they run in: a fork()ed child has none of them */
     atomic_int busy; /* a caller holds the copier (host_copier_run) */
     /* The posted copy, under `lock`: fn NULL when none. */
     host_copy_part_fn fn;
@@ -77,6 +79,7 @@ struct host_copier *host_copier_new(int helpers)
         free(c);
         return NULL;
     }
+    c->owner = getpid();
     if (helpers > MAX_HELPERS)
         helpers = MAX_HELPERS;
     /* A thread that does not start only makes copies slower: the copier keeps those that did. */
@@ -87,7 +90,9 @@ struct host_copier *host_copier_new(int helpers)
 
 void host_copier_free(struct host_copier *c)
 {
-    if (c == NULL)
+    /* In a fork()ed child the helpers do not exist: joining them would wait forever, and their
+     * lock and conditions may be held by the parent's threads. Left as the fork made them. */
+    if (c == NULL || c->owner != getpid())
         return;
     pthread_mutex_lock(&c->lock);
     c->stop = 1;
@@ -112,7 +117,8 @@ int host_copier_parts(const struct host_copier *c, size_t bytes)
 void host_copier_run(struct host_copier *c, host_copy_part_fn fn, void *ctx, int parts)
 {
     int idle = 0;
-    if (c == NULL || parts <= 1 || !atomic_compare_exchange_strong(&c->busy, &idle, 1)) {
+    if (c == NULL || parts <= 1 || c->owner != getpid() ||
+        !atomic_compare_exchange_strong(&c->busy, &idle, 1)) {
         for (int p = 0; p < parts; p++)
             fn(ctx, p, parts);
         return;

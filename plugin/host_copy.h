@@ -16,7 +16,9 @@ struct host_copier;
 /* A copier with up to `helpers` threads beside its callers: as many as start (none is a
  * copier whose callers copy alone). NULL without host memory. */
 struct host_copier *host_copier_new(int helpers);
-/* Stops and joins its threads (no copy may be running), and frees it; NULL is a no-op. */
+/* Stops and joins its threads (no copy may be running), and frees it; NULL is a no-op. In a
+ * fork()ed child of the process that made it, whose threads it does not have, it does nothing
+ * (and host_copier_run copies on the caller alone there). */
 void host_copier_free(struct host_copier *c);
 /* The copier's threads and the caller run `fn` for each part in 0..parts-1 (parts at most
  * 1 + helpers), returning when all are done. The caller runs every part itself when `c` is

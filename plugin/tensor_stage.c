@@ -40,7 +40,7 @@ static void copy_run_range(const struct view_runs *v, int64_t es, char *view, ch
     }
 }
 
-/* A copy of copy_runs cut into parts for pool_host_copy: a share of the runs each, or of the
+/* One copy_runs cut into parts for pool_host_copy: a share of the runs each, or of the
  * bytes of the one run a dense view is. */
 struct runs_copy {
     const struct view_runs *v;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "clops.h"
 #include "config.h"
@@ -227,6 +229,35 @@ START_TEST(test_copier_runs_every_part_once)
 }
 END_TEST
 
+/* A process fork()ed from one whose copier has threads has none of them: there a copy runs on
+ * the caller alone, every part once, and freeing the copier returns instead of waiting for
+ * threads that do not exist (an alarm turns a hang into a failure). */
+START_TEST(test_copier_in_a_forked_child_copies_alone_and_returns)
+{
+    struct host_copier *c = host_copier_new(3);
+    ck_assert_ptr_nonnull(c);
+    struct part_count warm = {.copier = NULL};
+    host_copier_run(c, count_part, &warm, 4);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        alarm(20);
+        struct part_count alone = {.copier = NULL};
+        host_copier_run(c, count_part, &alone, 4);
+        int ok = 1;
+        for (int p = 0; p < 16; p++)
+            ok &= alone.runs[p] == (p < 4);
+        host_copier_free(c);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the child's copy or free failed or hung (status %d)", status);
+    host_copier_free(c);
+}
+END_TEST
+
 /* A block given back serves the next request that fits, and one held is not handed out again. */
 START_TEST(test_host_blocks_are_reused_and_never_shared)
 {
@@ -261,6 +292,7 @@ int main(void)
         TU_LOOP(test_views_round_trip_in_one_write_on_a_cpu, (int)(sizeof views / sizeof views[0])),
         TU_LOOP(test_views_round_trip_with_copies_in_parts, (int)(sizeof views / sizeof views[0])),
         TU_TEST(test_copier_runs_every_part_once),
+        TU_TEST(test_copier_in_a_forked_child_copies_alone_and_returns),
         TU_TEST(test_host_blocks_are_reused_and_never_shared),
     };
     return tu_run_tests("staging", 0, 1, tests, TU_COUNT(tests));
