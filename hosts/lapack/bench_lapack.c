@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "tests/lapack.h"
+#include "util.h"
 
 enum { MAX_SIZES = 16, MAX_REPS = 101, CHECKED_ROWS = 3 };
 
@@ -21,13 +22,6 @@ struct options {
     int reps;
     int single; /* also sgemm_/sgesv_ */
 };
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 static int compare_doubles(const void *x, const void *y)
 {
@@ -184,14 +178,14 @@ static double time_calls(struct operands *o, int gesv, int reps)
     for (int r = 0; r < reps; r++) {
         if (gesv)
             gesv_inputs(o);
-        double start = now_ms();
+        double start = host_now_ms();
         if (gesv) {
             if (call_gesv(o) != 0)
                 return -1;
         } else {
             call_gemm(o);
         }
-        t[r] = now_ms() - start;
+        t[r] = host_now_ms() - start;
     }
     return median(t, reps);
 }
