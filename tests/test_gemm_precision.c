@@ -95,11 +95,11 @@ static struct clops_arg enum_arg(const char *name, const char *s)
     return a;
 }
 
-/* C = op(A) op(B) through invoke with the precision named; trans_x = 1 passes X stored
- * transposed (so that op(X) is the product's operand). */
-static int32_t invoke_gemm(const struct clops_tensor *a, const struct clops_tensor *b,
-                           const struct clops_tensor *c, int trans_a, int trans_b,
-                           const char *precision)
+/* C = op(A) op(B) through invoke on `pool` with the precision named; trans_x = 1 passes X
+ * stored transposed (so that op(X) is the product's operand). */
+static int32_t invoke_gemm_on(struct clops_pool *pool, const struct clops_tensor *a,
+                              const struct clops_tensor *b, const struct clops_tensor *c,
+                              int trans_a, int trans_b, const char *precision)
 {
     struct clops_arg args[] = {tensor_arg("a", a),
                                tensor_arg("b", b),
@@ -107,8 +107,15 @@ static int32_t invoke_gemm(const struct clops_tensor *a, const struct clops_tens
                                enum_arg("trans_a", trans_a ? "transpose" : "none"),
                                enum_arg("trans_b", trans_b ? "transpose" : "none"),
                                enum_arg("precision", precision)};
-    return tu_api()->invoke_sized(tu_pool(), tu_op("gemm"), args, (int32_t)TU_COUNT(args),
+    return tu_api()->invoke_sized(pool, tu_op("gemm"), args, (int32_t)TU_COUNT(args),
                                   (uint32_t)sizeof(struct clops_arg));
+}
+
+static int32_t invoke_gemm(const struct clops_tensor *a, const struct clops_tensor *b,
+                           const struct clops_tensor *c, int trans_a, int trans_b,
+                           const char *precision)
+{
+    return invoke_gemm_on(tu_pool(), a, b, c, trans_a, trans_b, precision);
 }
 
 /* A layout of a call: A and B stored transposed or not, each matrix row- or column-major, and
@@ -298,6 +305,75 @@ START_TEST(test_gemm_precision_refuses_f64_and_unknown_modes)
 }
 END_TEST
 
+/* What a pool with kernel_times logs: an NVIDIA device's compute capability at creation, then
+ * each call's launches by kernel ("gemm: kernel <name>: <n> launch(es), <t> ms"). */
+struct launch_log {
+    int cc; /* major * 10 + minor; -1 while none was logged */
+    int portable, mma, pack, packed_gemm, other;
+};
+
+static void collect_launches(int32_t level, const char *message, void *user)
+{
+    struct launch_log *log = user;
+    char name[64];
+    int major = 0, minor = 0, count = 0;
+    if (level != CLOPS_LOG_INFO)
+        return;
+    if (sscanf(message, "pool: '%*[^']' has NVIDIA compute capability %d.%d", &major, &minor) == 2)
+        log->cc = major * 10 + minor;
+    else if (sscanf(message, "gemm: kernel %63[^:]: %d launch", name, &count) == 2)
+        *(strcmp(name, "gemm") == 0        ? &log->portable
+          : strcmp(name, "gemm_mma") == 0  ? &log->mma
+          : strcmp(name, "tf32_pack") == 0 ? &log->pack
+          : strcmp(name, "gemm_tf32") == 0 ? &log->packed_gemm
+                                           : &log->other) += count;
+}
+
+/* Which kernels each precision runs: on an NVIDIA device of compute capability 8.0 or later,
+ * tf32 packs both operands (tf32_pack, twice) and multiplies them (gemm_tf32), 3xtf32 runs
+ * gemm_mma, fp32 the portable kernel; elsewhere every precision runs the portable kernel. The
+ * products are checked too (the packed path's padding: sizes no tile divides). */
+START_TEST(test_gemm_precision_each_mode_runs_its_kernels)
+{
+    struct launch_log log = {.cc = -1};
+    tu_api()->set_log_callback(collect_launches, &log, CLOPS_LOG_INFO);
+    struct clops_pool *pool = tu_pool_from_string("profiling = true; kernel_times = true;");
+    struct clops_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(tu_api()->pool_device_info(pool, 0, &info), CLOPS_OK);
+    const int nvidia = strstr(info.vendor, "NVIDIA") != NULL;
+    ck_assert_msg(nvidia == (log.cc >= 0), "vendor '%s', compute capability %d", info.vendor,
+                  log.cc);
+    const int tensor_cores = log.cc >= 80;
+    struct product p = product_new(131, 67, 45, 0, 9400);
+    for (int mode = 0; mode < 3; mode++) {
+        const struct launch_log before = log;
+        float *a = stored(p.a, p.m, p.k, 0, p.k), *b = stored(p.b, p.k, p.n, 0, p.n);
+        float *c = calloc((size_t)(p.m * p.n), sizeof *c);
+        ck_assert_ptr_nonnull(c);
+        const struct clops_tensor ta = matrix_tensor(a, p.m, p.k, 0, p.k),
+                                  tb = matrix_tensor(b, p.k, p.n, 0, p.n),
+                                  tc = matrix_tensor(c, p.m, p.n, 0, p.n);
+        ck_assert_int_eq(invoke_gemm_on(pool, &ta, &tb, &tc, 0, 0, precisions[mode]), CLOPS_OK);
+        const double err = error_in_ulps(&p, c, p.n, 0);
+        ck_assert_msg(err <= (mode == 2 ? tf32_bound(p.k) : split_bound(p.k)), "%s: error %g ulps",
+                      precisions[mode], err);
+        const int portable = log.portable - before.portable, mma = log.mma - before.mma;
+        const int pack = log.pack - before.pack, packed = log.packed_gemm - before.packed_gemm;
+        ck_assert_int_eq(portable, mode == 0 || !tensor_cores);
+        ck_assert_int_eq(mma, mode == 1 && tensor_cores);
+        ck_assert_int_eq(pack, mode == 2 && tensor_cores ? 2 : 0);
+        ck_assert_int_eq(packed, mode == 2 && tensor_cores);
+        ck_assert_int_eq(log.other, 0);
+        free(a);
+        free(b);
+        free(c);
+    }
+    product_free(&p);
+    tu_api()->pool_release(pool);
+    tu_api()->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
+}
+END_TEST
+
 int main(void)
 {
     const struct tu_test tests[] = {
@@ -306,6 +382,7 @@ int main(void)
         TU_LOOP(test_gemm_precision_tf32_modes_take_every_layout, 5 * 32),
         TU_TEST(test_gemm_precision_runs_fp32_where_no_tf32),
         TU_TEST(test_gemm_precision_refuses_f64_and_unknown_modes),
+        TU_TEST(test_gemm_precision_each_mode_runs_its_kernels),
     };
     return tu_run_tests("gemm_precision", 600, 0, tests, TU_COUNT(tests));
 }
