@@ -67,8 +67,10 @@ struct pool_config {
     struct config_device devices[CONFIG_MAX_DEVICES];
     int32_t device_count;             /* 0 = defaults: first GPU, else the first CPU device */
     int32_t cpu_fallback;             /* 1: when no listed device is found, use a CPU device */
-    int32_t profiling;                /* 1: queues record profiling events (device time in stats) */
-    int32_t kernel_times;             /* 1: each call logs its device time per kernel (info) */
+    int32_t profiling;                /* 1: queues record profiling events (device time in stats);
+                                         default 0 */
+    int32_t kernel_times;             /* 1: each call logs its device time per kernel (info);
+                                         turns profiling on */
     int32_t device_memory_percent;    /* of a device's global memory clops may hold; default 90 */
     char build_options[512];          /* for every kernel build, before per-operator options */
     int32_t cache_enabled;            /* program binary cache on disk; default 1 */

@@ -110,13 +110,13 @@ START_TEST(test_shipped_example_parses_to_documented_values)
 }
 END_TEST
 
-START_TEST(test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on)
+START_TEST(test_defaults_mean_first_gpu_with_fallback_and_cache_on_profiling_off)
 {
     struct pool_config cfg;
     memset(&cfg, 0x5a, sizeof cfg);
     config_defaults(&cfg);
     ck_assert_int_eq(cfg.device_count, 0);
-    expect_pool_settings(&cfg, "cpu_fallback=1 profiling=1 build_options='' cache_enabled=1 "
+    expect_pool_settings(&cfg, "cpu_fallback=1 profiling=0 build_options='' cache_enabled=1 "
                                "cache_dir='' kernel_dir=''");
     ck_assert_int_eq(cfg.op_count, 0);
     ck_assert_int_eq(cfg.device_memory_percent, 90);
@@ -130,6 +130,22 @@ START_TEST(test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on)
     ck_assert_str_eq(parsed.source, "<string>");
     memcpy(parsed.source, cfg.source, sizeof parsed.source);
     ck_assert_int_eq(memcmp(&parsed, &cfg, sizeof cfg), 0);
+}
+END_TEST
+
+/* Kernel times come from the profiling events: kernel_times = true turns profiling on, whatever
+ * profiling says; profiling alone leaves kernel_times off. */
+START_TEST(test_kernel_times_turn_profiling_on)
+{
+    static const char *const texts[] = {
+        "kernel_times = true;", "profiling = false;\nkernel_times = true;",
+        "kernel_times = true;\nprofiling = false;", "profiling = true;"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        struct pool_config cfg;
+        ck_assert_msg(config_parse_string(texts[i], &cfg) == CLOPS_OK, "%s", err_last());
+        ck_assert_int_eq(cfg.profiling, 1);
+        ck_assert_int_eq(cfg.kernel_times, i < 3);
+    }
 }
 END_TEST
 
@@ -747,7 +763,8 @@ int main(void)
     const struct tu_test tests[] = {
         TU_CASE("valid"),
         TU_TEST(test_shipped_example_parses_to_documented_values),
-        TU_TEST(test_defaults_mean_first_gpu_with_fallback_profiling_and_cache_on),
+        TU_TEST(test_defaults_mean_first_gpu_with_fallback_and_cache_on_profiling_off),
+        TU_TEST(test_kernel_times_turn_profiling_on),
         TU_TEST(test_every_key_is_read_whatever_its_order),
         TU_TEST(test_operator_without_device_keeps_minus_one),
         TU_TEST(test_strings_exactly_at_the_limit_are_accepted),

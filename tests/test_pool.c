@@ -145,7 +145,7 @@ END_TEST
 START_TEST(test_stats_count_calls_and_device_time)
 {
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool = tu_new_pool();
+    struct clops_pool *pool = tu_pool_from_string("profiling = true;");
     ck_assert_double_ge(checked_gemm(pool, 64, 1), 0);
     ck_assert_double_ge(checked_gemm(pool, 64, 2), 0);
     struct clops_op_stats os = {.struct_size = sizeof os};
@@ -153,7 +153,7 @@ START_TEST(test_stats_count_calls_and_device_time)
     ck_assert_str_eq(os.name, "gemm");
     ck_assert_int_eq(os.calls, 2);
     ck_assert_int_eq(os.failures, 0);
-    ck_assert_int_gt(os.device_ns, 0); /* profiling is on by default */
+    ck_assert_int_gt(os.device_ns, 0); /* profiling on: kernel time recorded */
     struct clops_stats s = {.struct_size = sizeof s};
     ck_assert_int_eq(api->pool_stats(pool, &s), CLOPS_OK);
     ck_assert_int_eq(s.calls, 2);
@@ -168,6 +168,21 @@ START_TEST(test_stats_count_calls_and_device_time)
     ck_assert_int_eq(ds.tasks, 0);
     ck_assert_int_eq(api->pool_device_stats(pool, 1, &ds), CLOPS_ERR_NOT_FOUND);
     ck_assert_ptr_nonnull(strstr(api->last_error(), "'index' = 1"));
+    api->pool_release(pool);
+}
+END_TEST
+
+/* Profiling is off unless asked for (its events cost every call time): the default pool counts
+ * calls but records no device time. */
+START_TEST(test_default_pool_records_no_device_time)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool = tu_new_pool();
+    ck_assert_double_ge(checked_gemm(pool, 33, 3), 0);
+    struct clops_op_stats os = {.struct_size = sizeof os};
+    ck_assert_int_eq(api->pool_op_stats(pool, api->op_index(api->op_find("gemm")), &os), CLOPS_OK);
+    ck_assert_int_eq(os.calls, 1);
+    ck_assert_int_eq(os.device_ns, 0);
     api->pool_release(pool);
 }
 END_TEST
@@ -364,6 +379,7 @@ int main(void)
         TU_TEST(test_bad_config_string_names_line_and_key),
         TU_TEST(test_buffers_round_trip_and_check_ranges),
         TU_TEST(test_stats_count_calls_and_device_time),
+        TU_TEST(test_default_pool_records_no_device_time),
         TU_TEST(test_second_process_builds_nothing),
         TU_TEST(test_disabled_cache_always_builds),
         TU_TEST(test_build_time_is_counted_apart),
