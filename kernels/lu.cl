@@ -74,12 +74,62 @@ static void keep_better(REAL *v, int *i, REAL v2, int i2)
     }
 }
 
+#if defined(NV_WARP_SHUFFLE) && PANEL_WG % 32 == 0 && PANEL_WG <= 1024
+/* x from the lane `delta` above in the warp (its own past the last lane): shfl.sync, compute
+ * capability 7.0 and later; every lane of the warp must be here. */
+static int shuffle_down(int x, int delta)
+{
+    int y;
+    asm volatile("shfl.sync.down.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(y) : "r"(x), "r"(delta));
+    return y;
+}
+
+/* The best candidate of the warp's lanes, in lane 0 (the others hold partial results). */
+static void warp_best(REAL *v, int *i)
+{
+    for (int delta = 16; delta > 0; delta /= 2) {
+#ifdef USE_FP64
+        const int2 w = as_int2(*v);
+        const REAL v2 = as_double((int2)(shuffle_down(w.x, delta), shuffle_down(w.y, delta)));
+#else
+        const REAL v2 = as_float(shuffle_down(as_int(*v), delta));
+#endif
+        keep_better(v, i, v2, shuffle_down(*i, delta));
+    }
+}
+#endif
+
 /* The work-group's best candidate: each work-item's is in best_v/best_i[its local id], the
- * best ends in [0] (a tree in local memory). */
+ * best ends in [0]. keep_better is a maximum (magnitude, then the smaller row) and never takes a
+ * NaN, so any order of combining gives the same pivot. On NVIDIA GPUs (-DNV_WARP_SHUFFLE) each
+ * warp combines its lanes' with register shuffles and the first warp the warps' (3 barriers);
+ * elsewhere a tree in local memory (1 + log2 PANEL_WG barriers): per column of the panel
+ * kernels, which wait at little else. */
 static void group_best(__local REAL *best_v, __local int *best_i)
 {
     const int lid = (int)get_local_id(0);
     barrier(CLK_LOCAL_MEM_FENCE);
+#if defined(NV_WARP_SHUFFLE) && PANEL_WG % 32 == 0 && PANEL_WG <= 1024
+    REAL v = best_v[lid];
+    int i = best_i[lid];
+    warp_best(&v, &i);
+    barrier(CLK_LOCAL_MEM_FENCE); /* every entry read before the warps' results replace some */
+    if ((lid & 31) == 0) {
+        best_v[lid / 32] = v;
+        best_i[lid / 32] = i;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < 32) {
+        v = lid < PANEL_WG / 32 ? best_v[lid] : (REAL)-1;
+        i = lid < PANEL_WG / 32 ? best_i[lid] : INT_MAX;
+        warp_best(&v, &i);
+        if (lid == 0) {
+            best_v[0] = v;
+            best_i[0] = i;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
     for (int step = PANEL_WG / 2; step > 0; step /= 2) {
         if (lid < step) {
             REAL v = best_v[lid];
@@ -90,6 +140,7 @@ static void group_best(__local REAL *best_v, __local int *best_i)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#endif
 }
 
 /* Step k of LAPACK's getf2 on the rows x nb panel at element `off` of the row-major matrix a,

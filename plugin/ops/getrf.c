@@ -155,6 +155,9 @@ static int32_t create_kernels(struct lu_ctx *ctx)
     char options[160];
     int n = snprintf(options, sizeof options, "-DREAL=%s -DPANEL_WG=%d",
                      ctx->dtype == CLOPS_F64 ? "double -DUSE_FP64" : "float", (int)ctx->panel_wg);
+    /* Warp shuffles (shfl.sync) for the pivot searches: NVIDIA, compute capability 7.0 on. */
+    if (pool_device_nv_compute_capability(ctx->dev) >= 70)
+        n += snprintf(options + n, sizeof options - (size_t)n, " -DNV_WARP_SHUFFLE");
     if (ctx->resident_groups > 0)
         snprintf(options + n, sizeof options - (size_t)n, " -DRESIDENT_ROWS=%d -DRESIDENT_NB=%d",
                  (int)ctx->resident_rows, (int)ctx->panel_nb);
