@@ -398,8 +398,16 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
             tile[r * RESIDENT_NB + k] =
                 recip ? tile[r * RESIDENT_NB + k] * rd : tile[r * RESIDENT_NB + k] / d;
         barrier(CLK_LOCAL_MEM_FENCE);
+        /* The rank-1 update: each work-item keeps one column and takes rows `lanes` apart,
+         * one division per column of the panel where an element each took two (integer
+         * divisions by a variable are tens of instructions on a GPU). */
         const int cols = nb - k - 1;
-        for (int e = lid; cols > 0 && e < active * cols; e += PANEL_WG) {
+        if (cols > 0 && cols <= PANEL_WG) {
+            const int lanes = PANEL_WG / cols, c = k + 1 + lid % cols;
+            for (int r = first + lid / cols; lid < lanes * cols && r < own; r += lanes)
+                tile[r * RESIDENT_NB + c] -= tile[r * RESIDENT_NB + k] * urow[c];
+        }
+        for (int e = lid; cols > PANEL_WG && e < active * cols; e += PANEL_WG) {
             const int r = first + e / cols, c = k + 1 + e % cols;
             tile[r * RESIDENT_NB + c] -= tile[r * RESIDENT_NB + k] * urow[c];
         }
