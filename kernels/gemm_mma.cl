@@ -2,7 +2,10 @@
  * capability 8.0 and later), through inline PTX (mma.sync, cp.async): in double precision on the
  * FP64 tensor cores, or, with -DTF32_PASSES, in single precision on the TF32 ones. gemm.c builds
  * it only for the devices it sends here: any other compiler would reject the asm. The arguments
- * and the contract are gemm.cl's; tile sizes, the instruction and the passes are -D options. */
+ * and the contract are gemm.cl's; tile sizes, the instruction and the passes are -D options.
+ * With -DPACKED (f32, TF32_PASSES = 1: gemm's tf32) the file builds tf32_pack and gemm_tf32
+ * instead (the end of the file), which share the instruction, the copies' pipeline, the order of
+ * the blocks and the write of C with gemm_mma. */
 
 /* TF32_PASSES = 1 ("tf32"): each f32 operand is rounded to TF32 (10 explicit mantissa bits) and
  * multiplied once, products summed in f32. TF32_PASSES = 3 ("3xtf32"): each operand x is split
@@ -26,6 +29,10 @@ typedef double2 real2;
 #define REAL_BYTES 8
 #endif
 
+#if defined(PACKED) && (!defined(TF32_PASSES) || TF32_PASSES != 1)
+#error "-DPACKED is gemm's tf32: it needs -DTF32_PASSES=1"
+#endif
+
 #if !defined(TILE_M) || !defined(TILE_N) || !defined(TILE_K) || !defined(WARP_M) ||                \
     !defined(WARP_N) || !defined(MMA_SHAPE) || !defined(STAGES)
 #error "gemm_mma.cl needs -DTILE_M, -DTILE_N, -DTILE_K, -DWARP_M, -DWARP_N, -DMMA_SHAPE, -DSTAGES"
@@ -34,8 +41,8 @@ typedef double2 real2;
 #define GROUP_M 8
 #endif
 
-/* The instruction (f64): MMA_SHAPE 884 is m8n8k4 (sm_80; two of them make a 16x8x4 step, at half the
- * rate of the others on an H100), 1684, 1688 and 16816 are m16n8k4, m16n8k8 and m16n8k16
+/* The instruction (f64): MMA_SHAPE 884 is m8n8k4 (sm_80; two of them make a 16x8x4 step, at half
+ * the rate of the others on an H100), 1684, 1688 and 16816 are m16n8k4, m16n8k8 and m16n8k16
  * (sm_90). Each computes D = A B + C on a 16 x 8 (8 x 8) block of C, in f64 throughout: every
  * product and sum is an IEEE double fused multiply-add. */
 #if defined(TF32_PASSES)
@@ -56,6 +63,7 @@ typedef double2 real2;
 #define NU (WARP_N / 8)  /* 8-column units */
 #define NP (WARP_N / 16) /* pairs of column units, read with one 16-byte local load */
 
+#ifndef PACKED /* gemm_mma's tiles */
 /* A warp's rows (columns) are whole 16-element units, in f32 whole pairs of them (SWIZZLE). */
 #define WARP_UNIT (128 / REAL_BYTES)
 #if TILE_M % WARP_M != 0 || TILE_N % WARP_N != 0 || WARP_M % WARP_UNIT != 0 ||                     \
@@ -90,6 +98,7 @@ typedef double2 real2;
 
 #define A_COPIES (TILE_M * TILE_K / WG_SIZE)
 #define B_COPIES (TILE_N * TILE_K / WG_SIZE)
+#endif
 
 /* One MMA_K step of the 16x8 C unit c[0..3] (rows g and g + 8, columns 2t and 2t + 1), from
  * fa[q] (rows g and g + 8 at k-row 4q + t: .x and .y) and b[q], column g at k-row 4q + t. */
@@ -126,15 +135,16 @@ typedef double2 real2;
           "d"((b)[3]))
 #endif
 
+#ifndef PACKED /* gemm_mma's copies */
 /* This work-item's share of the tiles of an operand: `copies` elements a fixed step apart,
  * element (x, k) of the operand at src[x*sx + k*sk]. The work-group walks a tile along whichever
  * axis is contiguous in global memory (k when sk == 1, else x), so that neighbouring work-items
  * read neighbouring addresses in both layouts; uniform over the work-group. */
 struct tile_walk {
     const __global real *p; /* this work-item's first element of the current tile */
-    long step;                /* between its copies */
-    long next;                /* from one tile to the next, TILE_K along k */
-    int x, k, dx, dk;         /* its first element in the tile, and the step in tile terms */
+    long step;              /* between its copies */
+    long next;              /* from one tile to the next, TILE_K along k */
+    int x, k, dx, dk;       /* its first element in the tile, and the step in tile terms */
 };
 
 static struct tile_walk walk_new(const __global real *src, long off, long sx, long sk, int x0,
@@ -172,6 +182,8 @@ static void walk_copy(__local real *tile, const int ld, struct tile_walk *w, int
     }
     w->p += w->next;
 }
+
+#endif
 
 static void copies_commit(void)
 {
@@ -268,9 +280,8 @@ static inline uint tf32_round(float x)
             {                                                                                      \
                 _Pragma("unroll") for (int p = 0; p < NP; p++)                                     \
                 {                                                                                  \
-                    const float2 f = *(const __local float2 *)((bs) +                              \
-                                                               (MMA_K * ks + 4 * q) * LDB_S +      \
-                                                               UNIT(p));                           \
+                    const float2 f =                                                               \
+                        *(const __local float2 *)((bs) + (MMA_K * ks + 4 * q) * LDB_S + UNIT(p));  \
                     SPLIT(f.x, bh[2 * p][ks][q], bl[2 * p][ks][q]);                                \
                     SPLIT(f.y, bh[2 * p + 1][ks][q], bl[2 * p + 1][ks][q]);                        \
                 }                                                                                  \
@@ -283,9 +294,8 @@ static inline uint tf32_round(float x)
             {                                                                                      \
                 _Pragma("unroll") for (int q = 0; q < 2; q++)                                      \
                 {                                                                                  \
-                    const float2 f = *(const __local float2 *)((as) +                              \
-                                                               (MMA_K * ks + 4 * q) * LDA_S +      \
-                                                               UNIT(u));                           \
+                    const float2 f =                                                               \
+                        *(const __local float2 *)((as) + (MMA_K * ks + 4 * q) * LDA_S + UNIT(u));  \
                     SPLIT(f.x, ah[ks][2 * q], al[ks][2 * q]);                                      \
                     SPLIT(f.y, ah[ks][2 * q + 1], al[ks][2 * q + 1]);                              \
                 }                                                                                  \
@@ -327,6 +337,39 @@ static inline uint tf32_round(float x)
     } while (0)
 #endif
 
+/* Writes this lane's accumulators acc[MU][NU][4] (the 16x8 units of its warp's block at wm0,
+ * wn0 of the group's block at i0, j0) to C as alpha * acc + beta * C, within M x N. beta == 0
+ * takes a branch of its own that never loads C, so that NaN or garbage there cannot reach the
+ * result. A macro, as MULTIPLY_STAGE, for the accumulators' sake. */
+#define WRITE_C()                                                                                  \
+    do {                                                                                           \
+        const int read_c = beta != (real)0;                                                        \
+        _Pragma("unroll") for (int u = 0; u < MU; u++)                                             \
+        {                                                                                          \
+            _Pragma("unroll") for (int h = 0; h < 2; h++)                                          \
+            {                                                                                      \
+                const int i = i0 + wm0 + 16 * u + 8 * h + g;                                       \
+                if (i >= M)                                                                        \
+                    continue;                                                                      \
+                _Pragma("unroll") for (int v = 0; v < NU; v++)                                     \
+                {                                                                                  \
+                    _Pragma("unroll") for (int e = 0; e < 2; e++)                                  \
+                    {                                                                              \
+                        const int j = j0 + wn0 + 8 * v + 2 * t + e;                                \
+                        if (j >= N)                                                                \
+                            continue;                                                              \
+                        const long at = offC + (long)i * ldc + j;                                  \
+                        if (read_c)                                                                \
+                            C[at] = alpha * acc[u][v][2 * h + e] + beta * C[at];                   \
+                        else                                                                       \
+                            C[at] = alpha * acc[u][v][2 * h + e];                                  \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+#ifndef PACKED
 /* Work decomposition: a 1-D range of work-groups of WG_SIZE work-items (warps of 32); group g
  * computes the TILE_M x TILE_N block of C that block_of_group gives. Warp w computes the
  * WARP_M x WARP_N sub-block (w / WARPS_N, w % WARPS_N) as MU x NU units of 16 x 8, each lane
@@ -406,30 +449,172 @@ gemm_mma(const int M, const int N, const int K, const real alpha, const real bet
         stage = stage + 1 == STAGES ? 0 : stage + 1;
     }
 
-    /* beta == 0 takes a branch of its own that never loads C, so that NaN or garbage there
-     * cannot reach the result. */
-    const int read_c = beta != (real)0;
+    WRITE_C();
+}
+#else                       /* PACKED: gemm's tf32 from operands packed beforehand */
+
+/* tf32_pack rounds each operand to TF32 once, into the order in which the instruction's fragments
+ * sit in a warp's registers, padded with zeros to whole tiles; gemm_tf32 then copies whole 16-byte
+ * runs of it into local memory and loads each fragment with one 16-byte load, with no rounding,
+ * permuting or bounds checks left in its inner loop (on an H200 at N = 8192, 142 against
+ * gemm_mma's 97 TFLOP/s in tf32).
+ *
+ * The packed layout of an operand with `rows` rows (M of op(A), N of op(B)) and depth K: 16-row
+ * units by 8-deep steps, unit-major, each unit-step a block of 32 float4, one per lane of a warp.
+ * Lane L = 4 * (r % 8) + k % 4 holds, as .x .y .z .w, rows r and r + 8 at depth k, then both at
+ * depth k + 4: exactly an A fragment of m16n8k8 (a0..a3), and for B (rows = columns n) the b0 b1
+ * of two neighbouring 8-column units ({.x .z} and {.y .w}). */
+#define UNIT_STEP 32        /* float4 in one unit-step */
+#define KS (TILE_K / MMA_K) /* the instruction's steps in a tile */
+#define UNITS_M (TILE_M / 16)
+#define UNITS_N (TILE_N / 16)
+#define RUN (KS * UNIT_STEP) /* float4 of one unit in one stage */
+/* A stage in local memory: A's units, then B's, each a run of RUN float4 as in the operand. */
+#define STAGE_A (UNITS_M * RUN)
+#define STAGE (STAGE_A + UNITS_N * RUN)
+
+#if TILE_M % WARP_M != 0 || TILE_N % WARP_N != 0 || WARP_M % 16 != 0 || WARP_N % 16 != 0 ||        \
+    TILE_K % MMA_K != 0 || TILE_M % 128 != 0 || TILE_N % 128 != 0
+#error "TILE_M, TILE_N: multiples of 128, of WARP_M and WARP_N, multiples of 16; TILE_K of 8"
+#endif
+#if STAGE % WG_SIZE != 0 || STAGES < 2
+#error "a stage must split evenly over the work-group's 16-byte copies; STAGES at least 2"
+#endif
+
+/* Work decomposition: one work-item per packed float4 (one lane of one unit-step), over
+ * (rows_pad / 16) * (depth_pad / 8) * 32 work-items (rows_pad: whole tiles, so groups of 256
+ * divide it); it reads its 4 elements of op(X), element (r, k) at src[off + r * s_row +
+ * k * s_depth] (0 outside rows x depth), and writes one float4 at packed[at + id]. Memory
+ * traffic: op(X) read once and its packed copy written once; a warp reads a 16 x 8 block, whole
+ * 32-byte sectors in either layout. */
+__kernel void tf32_pack(const int rows, const int depth, const int depth_pad,
+                        const __global float *restrict src, const long off, const long s_row,
+                        const long s_depth, __global float4 *restrict packed, const long at)
+{
+    const long id = (long)get_global_id(0);
+    const int lane = (int)(id % 32);
+    const long unit_step = id / 32;
+    const int steps = depth_pad / MMA_K;
+    const int unit = (int)(unit_step / steps), step = (int)(unit_step % steps);
+    const int r = 16 * unit + lane / 4, k = MMA_K * step + lane % 4;
+    float v[4];
+    for (int e = 0; e < 4; e++) {
+        const int re = r + 8 * (e & 1), ke = k + 4 * (e >> 1);
+        const float x =
+            re < rows && ke < depth ? src[off + (long)re * s_row + (long)ke * s_depth] : 0.0f;
+        v[e] = as_float(tf32_round(x));
+    }
+    packed[at + id] = (float4)(v[0], v[1], v[2], v[3]);
+}
+
+/* Copies the stage of tile kt (A's units from unit_a, B's from unit_b, in `steps`-step runs) into
+ * `stage`: RUN float4 a unit, contiguous in the packed operand, 16 bytes a cp.async (cached in L2
+ * only: this work-group reads each once). */
+static void copy_stage(__local float4 *stage, const __global float4 *packed, long a_at, long b_at,
+                       int unit_a, int unit_b, int steps, int kt, int lid)
+{
 #pragma unroll
-    for (int u = 0; u < MU; u++) {
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int i = i0 + wm0 + 16 * u + 8 * h + g;
-            if (i >= M)
-                continue;
-#pragma unroll
-            for (int v = 0; v < NU; v++) {
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int j = j0 + wn0 + 8 * v + 2 * t + e;
-                    if (j >= N)
-                        continue;
-                    const long at = offC + (long)i * ldc + j;
-                    if (read_c)
-                        C[at] = alpha * acc[u][v][2 * h + e] + beta * C[at];
-                    else
-                        C[at] = alpha * acc[u][v][2 * h + e];
-                }
-            }
-        }
+    for (int l = 0; l < STAGE / WG_SIZE; l++) {
+        const int idx = lid + l * WG_SIZE;
+        const int unit = idx / RUN, in_run = idx % RUN;
+        const long src =
+            (unit < UNITS_M ? a_at + (long)(unit_a + unit) * steps * UNIT_STEP
+                            : b_at + (long)(unit_b + unit - UNITS_M) * steps * UNIT_STEP) +
+            (long)kt * RUN + in_run;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
+                     :
+                     : "r"((uint)(ulong)(stage + idx)), "l"(packed + src)
+                     : "memory");
     }
 }
+
+/* Work decomposition: as gemm_mma's, the group's block of C from block_of_group and warp w's
+ * WARP_M x WARP_N sub-block as MU x NU units of 16 x 8 in registers.
+ *
+ * Memory traffic: per TILE_K step the group copies its A and B units of the packed operands into
+ * local memory once (global reads M*N*K * (1/TILE_N + 1/TILE_M) elements), STAGES - 1 steps ahead
+ * of the multiplications, without passing through registers. From local memory each warp reads,
+ * per 8-deep step, MU + NP float4 for MU x NU instructions, each a conflict-free 16-byte load of
+ * 32 consecutive lanes. C is read (only for beta != 0) and written once per element.
+ *
+ * Contract: the packed operands of tf32_pack, A's (M rows) at a_at and B's (N rows) at b_at, in
+ * float4 from `packed`, both of depth depth_pad (whole TILE_Ks) with rows padded to whole TILE_M
+ * (TILE_N). */
+__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+gemm_tf32(const int M, const int N, const int depth_pad, const float alpha, const float beta,
+          const __global float4 *restrict packed, const long a_at, const long b_at,
+          __global float *C, const long offC, const long ldc)
+{
+    __local float4 tiles[STAGES * STAGE];
+
+    int bm, bn;
+    block_of_group(M, N, &bm, &bn);
+    const int i0 = bm * TILE_M, j0 = bn * TILE_N;
+    const int lid = (int)get_local_id(0);
+    const int lane = lid & 31, warp = lid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int wm0 = (warp / WARPS_N) * WARP_M, wn0 = (warp % WARPS_N) * WARP_N;
+    const int steps = depth_pad / MMA_K;
+    const int unit_a = i0 / 16, unit_b = j0 / 16;
+    /* This lane's float4 of its warp's first unit of A (B) in a stage. */
+    const int frag_a = (wm0 / 16) * RUN + lane;
+    const int frag_b = STAGE_A + (wn0 / 16) * RUN + lane;
+
+    float acc[MU][NU][4];
+#pragma unroll
+    for (int u = 0; u < MU; u++)
+#pragma unroll
+        for (int v = 0; v < NU; v++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[u][v][e] = 0.0f;
+
+    /* The pipeline of gemm_mma: tile kt in stage kt % STAGES, copied STAGES - 1 tiles ahead, one
+     * commit group an iteration, the barrier publishing the copies and freeing tile kt - 1's. */
+    const int tiles_k = depth_pad / TILE_K;
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < tiles_k)
+            copy_stage(tiles + s * STAGE, packed, a_at, b_at, unit_a, unit_b, steps, s, lid);
+        copies_commit();
+    }
+    int stage = 0, fill = STAGES - 1;
+    for (int kt = 0; kt < tiles_k; kt++) {
+        COPIES_WAIT(STAGES - 2);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int next = kt + STAGES - 1;
+        if (next < tiles_k)
+            copy_stage(tiles + fill * STAGE, packed, a_at, b_at, unit_a, unit_b, steps, next, lid);
+        copies_commit();
+        fill = fill + 1 == STAGES ? 0 : fill + 1;
+
+        const __local float4 *as = tiles + stage * STAGE + frag_a;
+        const __local float4 *bs = tiles + stage * STAGE + frag_b;
+        float4 bf[NP][KS];
+#pragma unroll
+        for (int p = 0; p < NP; p++)
+#pragma unroll
+            for (int ks = 0; ks < KS; ks++)
+                bf[p][ks] = bs[p * RUN + ks * UNIT_STEP];
+#pragma unroll
+        for (int u = 0; u < MU; u++) {
+            float4 af[KS];
+#pragma unroll
+            for (int ks = 0; ks < KS; ks++)
+                af[ks] = as[u * RUN + ks * UNIT_STEP];
+#pragma unroll
+            for (int v = 0; v < NU; v++)
+#pragma unroll
+                for (int ks = 0; ks < KS; ks++) {
+                    const float4 f = af[ks], h = bf[v / 2][ks];
+                    const uint a[4] = {as_uint(f.x), as_uint(f.y), as_uint(f.z), as_uint(f.w)};
+                    const uint b[2] = {as_uint(v & 1 ? h.y : h.x), as_uint(v & 1 ? h.w : h.z)};
+                    MMA_TF32(acc[u][v], a, b);
+                }
+        }
+        stage = stage + 1 == STAGES ? 0 : stage + 1;
+    }
+
+    WRITE_C();
+}
+
+#endif /* PACKED */

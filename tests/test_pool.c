@@ -18,6 +18,15 @@ static double checked_gemm(struct clops_pool *pool, int n, uint64_t seed)
     return tu_checked_gemm(tu_api(), pool, n, seed, NULL);
 }
 
+/* The pool's statistics of gemm (asserted readable). */
+static struct clops_op_stats gemm_stats(struct clops_pool *pool)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_op_stats os = {.struct_size = sizeof os};
+    ck_assert_int_eq(api->pool_op_stats(pool, api->op_index(api->op_find("gemm")), &os), CLOPS_OK);
+    return os;
+}
+
 struct worker {
     struct clops_pool *pool;
     int id;
@@ -68,8 +77,7 @@ START_TEST(test_pool_from_string_picks_cpu)
     ck_assert_double_ge(err, 0);
     ck_assert_double_lt(err, 1e-12);
     /* Profiling off: no device time is recorded. */
-    struct clops_op_stats os = {.struct_size = sizeof os};
-    ck_assert_int_eq(api->pool_op_stats(pool, api->op_index(api->op_find("gemm")), &os), CLOPS_OK);
+    const struct clops_op_stats os = gemm_stats(pool);
     ck_assert_int_eq(os.calls, 1);
     ck_assert_int_eq(os.device_ns, 0);
     api->pool_release(pool);
@@ -148,8 +156,7 @@ START_TEST(test_stats_count_calls_and_device_time)
     struct clops_pool *pool = tu_pool_from_string("profiling = true;");
     ck_assert_double_ge(checked_gemm(pool, 64, 1), 0);
     ck_assert_double_ge(checked_gemm(pool, 64, 2), 0);
-    struct clops_op_stats os = {.struct_size = sizeof os};
-    ck_assert_int_eq(api->pool_op_stats(pool, api->op_index(api->op_find("gemm")), &os), CLOPS_OK);
+    struct clops_op_stats os = gemm_stats(pool);
     ck_assert_str_eq(os.name, "gemm");
     ck_assert_int_eq(os.calls, 2);
     ck_assert_int_eq(os.failures, 0);
@@ -176,14 +183,12 @@ END_TEST
  * calls but records no device time. */
 START_TEST(test_default_pool_records_no_device_time)
 {
-    const struct clops_api *api = tu_api();
     struct clops_pool *pool = tu_new_pool();
     ck_assert_double_ge(checked_gemm(pool, 33, 3), 0);
-    struct clops_op_stats os = {.struct_size = sizeof os};
-    ck_assert_int_eq(api->pool_op_stats(pool, api->op_index(api->op_find("gemm")), &os), CLOPS_OK);
+    const struct clops_op_stats os = gemm_stats(pool);
     ck_assert_int_eq(os.calls, 1);
     ck_assert_int_eq(os.device_ns, 0);
-    api->pool_release(pool);
+    tu_api()->pool_release(pool);
 }
 END_TEST
 

@@ -159,12 +159,12 @@ static const struct gemm_mma_tuning tf32_tunings[] = {
     {80, {128, 256, 8, 64, 64, 1688, 3}, {64, 64, 16, 32, 32, 1688, 3}},
 };
 
-/* f32 in tf32 (one TF32 product) runs kernels/gemm_tf32.cl instead, on operands packed once into
- * the fragments' order: 128x128 tiles 16 deep of 64x32 warps, 3 stages. On an H200 at
+/* f32 in tf32 (one TF32 product) runs gemm_mma.cl's -DPACKED kernels instead, on operands packed
+ * once into the fragments' order: 128x128 tiles 16 deep of 64x32 warps, 3 stages. On an H200 at
  * N = 8192 it ran at 142 TFLOP/s (128x256x8 of 64x64 warps: 129) against gemm_mma's 97; for
  * 3xtf32 the packed lo parts doubled the copies and local loads (45 against gemm_mma's 50), so
  * 3xtf32 stays on gemm_mma (RESULTS.md, 2026-11-27). Same devices as tf32_tunings. */
-static const struct gemm_mma_tiles tf32_packed_tiles = {128, 128, 16, 64, 32, 0, 3};
+static const struct gemm_mma_tiles tf32_packed_tiles = {128, 128, 16, 64, 32, 1688, 3};
 
 static const struct gemm_mma_tuning *mma_tuning_in(const struct pool_device *dev,
                                                    const struct gemm_mma_tuning *table, size_t n)
@@ -451,13 +451,14 @@ static int32_t mma_build_options(const struct gemm_mma_tiles *t, int32_t passes,
     return options_fit(n, size);
 }
 
-/* A kernel object of the call's own (pool_create_kernel) from the pool's program of
- * kernels/<source>.cl built with `options`. *fits = 0 when the device cannot
- * run `group_size` work-items per group of it. */
+/* A kernel object of the call's own (pool_create_kernel): `name` from the pool's program of
+ * kernels/<source>.cl built with `options`. *fits = 0 when the device cannot run `group_size`
+ * work-items per group of it. */
 static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *source,
-                             const char *options, size_t group_size, cl_kernel *out, int *fits)
+                             const char *name, const char *options, size_t group_size,
+                             cl_kernel *out, int *fits)
 {
-    int32_t status = pool_create_kernel(pool, dev, op_name, source, options, source, out);
+    int32_t status = pool_create_kernel(pool, dev, op_name, source, options, name, out);
     if (status != CLOPS_OK)
         return status;
     size_t max_group = 0;
@@ -478,7 +479,8 @@ static int32_t create_portable_kernel(struct clops_pool *pool, struct pool_devic
     char options[256];
     int32_t status = build_options(tiles, dtype, options, sizeof options);
     if (status == CLOPS_OK)
-        status = create_kernel(pool, dev, "gemm", options, tiles_group_size(tiles), out, fits);
+        status =
+            create_kernel(pool, dev, "gemm", "gemm", options, tiles_group_size(tiles), out, fits);
     return status;
 }
 
@@ -537,8 +539,8 @@ static int32_t get_mma_kernel(struct clops_pool *pool, struct pool_device *dev,
         int fits = 0;
         int32_t status = mma_build_options(t, passes, options, sizeof options);
         if (status == CLOPS_OK)
-            status = create_kernel(pool, dev, "gemm_mma", options, mma_group_size(t), &out->kernel,
-                                   &fits);
+            status = create_kernel(pool, dev, "gemm_mma", "gemm_mma", options, mma_group_size(t),
+                                   &out->kernel, &fits);
         if (status != CLOPS_OK)
             return status;
         if (!fits) {
@@ -649,7 +651,7 @@ static int32_t gemm_check(struct op_call *call)
     return CLOPS_OK;
 }
 
-/* ---- tf32 from packed operands (kernels/gemm_tf32.cl) --------------------------------------- */
+/* ---- tf32 from packed operands (kernels/gemm_mma.cl, -DPACKED) ------------------------------ */
 
 static int64_t round_up(int64_t x, int64_t m)
 {
@@ -693,10 +695,10 @@ static int32_t enqueue_pack(cl_command_queue queue, cl_kernel pack, const struct
                             int64_t rows_pad)
 {
     const cl_int depth_pad = (cl_int)k->k_pad;
-    const cl_long off = src->offset, lo_at = 0;
-    const struct kernel_arg args[] = {KARG(rows), KARG(depth), KARG(depth_pad), KARG(src->mem),
-                                      KARG(off),  KARG(s_row), KARG(s_depth),   KARG(packed),
-                                      KARG(at),   KARG(lo_at)};
+    const cl_long off = src->offset;
+    const struct kernel_arg args[] = {KARG(rows),     KARG(depth),  KARG(depth_pad),
+                                      KARG(src->mem), KARG(off),    KARG(s_row),
+                                      KARG(s_depth),  KARG(packed), KARG(at)};
     int32_t status =
         pool_set_kernel_args(pack, 0, args, (cl_uint)(sizeof args / sizeof args[0]), op_name);
     /* One work-item a float4; the padded rows make the count a multiple of 32 * 8. */
@@ -713,11 +715,10 @@ static int32_t enqueue_tf32_gemm(cl_command_queue queue, cl_kernel gemm, const s
     const struct gemm_mma_tiles *t = &tf32_packed_tiles;
     const cl_int m = (cl_int)p->m, n = (cl_int)p->n, depth_pad = (cl_int)k->k_pad;
     const float alpha = (float)p->alpha, beta = (float)p->beta;
-    const cl_long lo = 0, off_c = sc->offset, ldc = p->ldc;
+    const cl_long off_c = sc->offset, ldc = p->ldc;
     const struct kernel_arg args[] = {KARG(m),       KARG(n),      KARG(depth_pad), KARG(alpha),
-                                      KARG(beta),    KARG(packed), KARG(k->a_at),   KARG(lo),
-                                      KARG(k->b_at), KARG(lo),     KARG(sc->mem),   KARG(off_c),
-                                      KARG(ldc)};
+                                      KARG(beta),    KARG(packed), KARG(k->a_at),   KARG(k->b_at),
+                                      KARG(sc->mem), KARG(off_c),  KARG(ldc)};
     int32_t status =
         pool_set_kernel_args(gemm, 0, args, (cl_uint)(sizeof args / sizeof args[0]), op_name);
     const size_t local = mma_group_size(t);
@@ -740,15 +741,19 @@ static int32_t run_tf32_packed(struct op_call *call, const struct staged_tensor 
     const struct tf32_packing k = tf32_packing_for(p);
     char options[256];
     int32_t status = mma_build_options(t, 1, options, sizeof options);
+    if (status == CLOPS_OK && strlen(options) + sizeof " -DPACKED" > sizeof options)
+        status = err_set(CLOPS_ERR_INTERNAL, "%s: build options too long", op_name);
+    if (status == CLOPS_OK)
+        strcat(options, " -DPACKED");
     cl_kernel pack = NULL, gemm = NULL;
     cl_mem packed = NULL;
     int fits = 0;
     if (status == CLOPS_OK)
-        status = pool_create_kernel(call->pool, call->dev, op_name, "gemm_tf32", options,
+        status = pool_create_kernel(call->pool, call->dev, op_name, "gemm_mma", options,
                                     "tf32_pack", &pack);
     if (status == CLOPS_OK)
-        status = create_kernel(call->pool, call->dev, "gemm_tf32", options, mma_group_size(t),
-                               &gemm, &fits);
+        status = create_kernel(call->pool, call->dev, "gemm_mma", "gemm_tf32", options,
+                               mma_group_size(t), &gemm, &fits);
     if (status == CLOPS_OK && !fits)
         status =
             err_set(CLOPS_ERR_DEVICE, "%s: gemm_tf32 does not fit %zu work-items a group on '%s'",
