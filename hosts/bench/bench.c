@@ -374,7 +374,7 @@ static double time_calls(struct bench *b, const struct operands *o, const struct
                        : clblast_gemm(b, o->dtype, (size_t)o->n, o->mems) == CLBlastSuccess;
         ms[r] = host_now_ms() - start;
     }
-    double result = ok ? bench_median(ms, b->session.opt.reps) : NAN;
+    double result = ok ? host_median(ms, b->session.opt.reps) : NAN;
     free(ms);
     return result;
 }

@@ -244,25 +244,6 @@ void bench_print_device(const struct clops_device_info *device, const char *pool
            pool_from != NULL ? ", pool from " : "", pool_from != NULL ? pool_from : "");
 }
 
-/* ---- timings ------------------------------------------------------------------------------ */
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-void bench_sort(double *values, int count)
-{
-    qsort(values, (size_t)count, sizeof *values, compare_doubles);
-}
-
-double bench_median(double *values, int count)
-{
-    bench_sort(values, count);
-    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
-}
-
 /* ---- results: --csv, --chart and --peers ---------------------------------------------------- */
 
 /* The process's one results file (bench_common.h). */

@@ -1,7 +1,7 @@
 /* bench_common.h — what the areas of clops-bench share: the exit statuses, the options every
  * area takes (--reps, --config, --verbose, --help, --csv, --chart, --peers), loading libclops,
- * opening the pool and the lines that name them, sorting timings, and the results file, its
- * chart and its peers. */
+ * opening the pool and the lines that name them, and the results file, its chart and its
+ * peers (timings sort with hosts/common's host_median). */
 #ifndef CLOPS_BENCH_COMMON_H
 #define CLOPS_BENCH_COMMON_H
 
@@ -131,12 +131,6 @@ void bench_print_library(const struct bench_session *s, const char *title);
 /* "device: <name> (<platform>, driver <version>, <n> CUs, <memory>)", then ", pool from
  * <pool_from>" unless that is NULL, then an empty line. */
 void bench_print_device(const struct clops_device_info *device, const char *pool_from);
-
-/* Sorts `count` timings in ascending order. */
-void bench_sort(double *values, int count);
-
-/* The median of `count` timings (the mean of the middle two for an even count); sorts them. */
-double bench_median(double *values, int count);
 
 /* ---- results: --csv, --chart and --peers ----------------------------------------------------
  *

@@ -315,7 +315,7 @@ static double measure(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t nrh
             if ((ms[r] = timed_call(bb, &o)) < 0)
                 break;
         if (r == bb->session.opt.reps) {
-            bench_sort(ms, r);
+            host_sort_times(ms, r);
             result = ms[r / 2]; /* the upper middle for an even R */
         }
     }

@@ -183,7 +183,7 @@ static int time_calls(struct bench *b, const struct clops_tensor *counts, const 
         m->tasks[d] = (double)(tasks1[d] - tasks0[d]) / b->session.opt.reps;
         m->busy_ms[d] = (double)(busy1[d] - busy0[d]) / 1e6 / b->session.opt.reps;
     }
-    m->ms = bench_median(ms, b->session.opt.reps);
+    m->ms = host_median(ms, b->session.opt.reps);
     return 0;
 }
 
@@ -455,7 +455,7 @@ static void measure_seed(struct bench *b, int64_t n, const struct view *v, const
         ms[r] = host_now_ms() - start;
     }
     if (r == b->session.opt.reps) {
-        m->ms = bench_median(ms, r);
+        m->ms = host_median(ms, r);
         m->ok = 1;
     } else {
         b->failures++;

@@ -136,7 +136,7 @@ static void time_job(struct bench *b, struct job *j, double *wall_ms, double *de
     if (!ok)
         bench_report_error(&b->session, j->kind->op);
     if (ok)
-        bench_sort(ms, b->session.opt.reps);
+        host_sort_times(ms, b->session.opt.reps);
     *wall_ms = ok ? ms[b->session.opt.reps / 2] : NAN; /* the upper middle for an even R */
     *dev_ms = (double)(device_ns(b, j->kind->op_index) - ns0) / 1e6 / b->session.opt.reps;
     free(ms);

@@ -156,7 +156,7 @@ static double time_set(const struct tune *tu, const struct tiles *t, int32_t dty
                 break;
             times[done] = host_now_ms() - start;
         }
-        bench_sort(times, done);
+        host_sort_times(times, done);
         median = done == reps ? times[reps / 2] : -1; /* the upper middle for an even R */
     }
     operands_release(tu, &o);

@@ -35,12 +35,6 @@ void run_result_free(struct run_result *r)
     memset(r, 0, sizeof *r);
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 void step_result_summarise(struct step_result *s)
 {
     if (s->calls == 0) {
@@ -49,10 +43,8 @@ void step_result_summarise(struct step_result *s)
     }
     double *sorted = host_xmalloc((size_t)s->calls * sizeof *sorted);
     memcpy(sorted, s->call_ms, (size_t)s->calls * sizeof *sorted);
-    qsort(sorted, (size_t)s->calls, sizeof *sorted, compare_doubles);
+    s->median_ms = host_median(sorted, s->calls);
     s->best_ms = sorted[0];
-    int half = s->calls / 2;
-    s->median_ms = s->calls % 2 == 1 ? sorted[half] : 0.5 * (sorted[half - 1] + sorted[half]);
     free(sorted);
 }
 

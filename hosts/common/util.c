@@ -90,6 +90,23 @@ double host_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void host_sort_times(double *values, int count)
+{
+    qsort(values, (size_t)count, sizeof *values, compare_doubles);
+}
+
+double host_median(double *values, int count)
+{
+    host_sort_times(values, count);
+    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
+}
+
 /* splitmix64: tiny, fast, and the same sequence everywhere (unlike rand()). */
 static uint64_t rng_next(struct host_rng *rng)
 {

@@ -34,6 +34,12 @@ void host_join(char *out, size_t size, const char *separator, const char *const 
 /* Milliseconds on a monotonic clock, for timing calls. */
 double host_now_ms(void);
 
+/* Sorts `count` timings in place, ascending. */
+void host_sort_times(double *values, int count);
+
+/* The median of `count` timings (the mean of the middle two for an even count); sorts them. */
+double host_median(double *values, int count);
+
 /* A deterministic random stream: the same seed gives the same numbers on every machine. */
 struct host_rng {
     uint64_t state;

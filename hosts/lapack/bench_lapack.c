@@ -23,18 +23,6 @@ struct options {
     int single; /* also sgemm_/sgesv_ */
 };
 
-static int compare_doubles(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Uniform in [-1, 1) from a 64-bit LCG seeded by the clock: fresh inputs every run. */
 static unsigned long long rng_state;
 static double uniform(void)
@@ -187,7 +175,7 @@ static double time_calls(struct operands *o, int gesv, int reps)
         }
         t[r] = host_now_ms() - start;
     }
-    return median(t, reps);
+    return host_median(t, reps);
 }
 
 static void print_row(const char *routine, int n, double ms, double flops, const char *check,
