@@ -437,9 +437,10 @@ static int32_t build_options(const struct gemm_tiles *t, int32_t dtype, char *ou
     return options_fit(n, size);
 }
 
-/* `passes`: 0 for f64, else the TF32 products of an f32 product (gemm_mma.cl's TF32_PASSES). */
-static int32_t mma_build_options(const struct gemm_mma_tiles *t, int32_t passes, char *out,
-                                 size_t size)
+/* `passes`: 0 for f64, else the TF32 products of an f32 product (gemm_mma.cl's TF32_PASSES);
+ * `packed`: the file's tf32_pack and gemm_tf32 instead of gemm_mma (-DPACKED). */
+static int32_t mma_build_options(const struct gemm_mma_tiles *t, int32_t passes, int packed,
+                                 char *out, size_t size)
 {
     int n = snprintf(out, size,
                      "-DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DWARP_M=%d -DWARP_N=%d -DMMA_SHAPE=%d "
@@ -448,6 +449,8 @@ static int32_t mma_build_options(const struct gemm_mma_tiles *t, int32_t passes,
                      (int)t->shape, (int)t->stages);
     if (n >= 0 && (size_t)n < size && passes > 0)
         n += snprintf(out + n, size - (size_t)n, " -DTF32_PASSES=%d", (int)passes);
+    if (n >= 0 && (size_t)n < size && packed)
+        n += snprintf(out + n, size - (size_t)n, " -DPACKED");
     return options_fit(n, size);
 }
 
@@ -537,7 +540,7 @@ static int32_t get_mma_kernel(struct clops_pool *pool, struct pool_device *dev,
             continue;
         char options[256];
         int fits = 0;
-        int32_t status = mma_build_options(t, passes, options, sizeof options);
+        int32_t status = mma_build_options(t, passes, 0, options, sizeof options);
         if (status == CLOPS_OK)
             status = create_kernel(pool, dev, "gemm_mma", "gemm_mma", options, mma_group_size(t),
                                    &out->kernel, &fits);
@@ -740,11 +743,7 @@ static int32_t run_tf32_packed(struct op_call *call, const struct staged_tensor 
     const struct gemm_mma_tiles *t = &tf32_packed_tiles;
     const struct tf32_packing k = tf32_packing_for(p);
     char options[256];
-    int32_t status = mma_build_options(t, 1, options, sizeof options);
-    if (status == CLOPS_OK && strlen(options) + sizeof " -DPACKED" > sizeof options)
-        status = err_set(CLOPS_ERR_INTERNAL, "%s: build options too long", op_name);
-    if (status == CLOPS_OK)
-        strcat(options, " -DPACKED");
+    int32_t status = mma_build_options(t, 1, 1, options, sizeof options);
     cl_kernel pack = NULL, gemm = NULL;
     cl_mem packed = NULL;
     int fits = 0;
