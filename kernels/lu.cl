@@ -11,6 +11,11 @@
 #error "lu.cl needs -DREAL"
 #endif
 
+/* The work-group of the panel kernels (a power of two), and of the others that use it. */
+#ifndef PANEL_WG
+#define PANEL_WG 256
+#endif
+
 /* The smallest normal number: below it a pivot's reciprocal would overflow. */
 #ifdef USE_FP64
 #define REAL_MIN DBL_MIN
@@ -32,37 +37,85 @@ __kernel void lu_copy(int rows, int cols, __global const REAL *src, long src_off
     dst[dst_off + i * dst_si + j * dst_sj] = src[src_off + i * src_si + j * src_sj];
 }
 
-/* LAPACK's laswp on a row-major matrix: for k = k_begin .. k_end - 1 (in that order, or the
- * reverse when `reverse` is 1), rows k and ipiv[k] - 1 (ipiv is 1-based, as LAPACK's) trade
- * places, in every column outside [skip_begin, skip_begin + skip_count) (the panel, already
- * swapped on the host). Work decomposition: one work-item per column, the interchanges in
- * sequence since they do not commute. Memory traffic: each swap reads and writes two elements
- * per column; neighbouring work-items touch neighbouring addresses of one row (coalesced). */
-__kernel void lu_laswp(__global REAL *a, long off, long ld, int cols, int skip_begin,
-                       int skip_count, __global const int *ipiv, int k_begin, int k_end,
-                       int reverse)
+/* LAPACK's laswp on a row-major matrix, in two kernels: for k = k_begin .. k_end - 1 (in that
+ * order, or the reverse when `reverse` is 1), rows k and ipiv[k] - 1 (ipiv is 1-based, as
+ * LAPACK's) trade places. Done one interchange after another, each column waits for a memory
+ * round trip per interchange (256 in a row at NB = 256: about 0.2 ms a call on the H100, 6.7 of
+ * 52 ms of an LU at N = 8192). Instead lu_laswp_plan turns the interchanges into their net
+ * effect, a list of row moves, and lu_laswp_apply makes every move at once.
+ *
+ * The plan: plan[0] = the number of moves, then (destination, source) row pairs: after the
+ * interchanges row `destination` holds what row `source` held before. The rows an interchange
+ * touches are k_begin .. k_end - 1 and the pivots' rows; each one's source is found by undoing
+ * the interchanges on its index, the last applied first. Rows that end where they started are
+ * left out, a pivot row named twice is listed once. Work decomposition: one work-group, a
+ * work-item per touched row (looping when the group is smaller), each following it through the
+ * n interchanges in local memory: O(n^2) steps over the group for n = k_end - k_begin, which
+ * the host keeps at a few hundred (it splits longer runs into pieces applied in order). Memory
+ * traffic: n pivots read, at most 2n pairs written. `piv` holds n ints. */
+__kernel void lu_laswp_plan(__global const int *ipiv, int k_begin, int k_end, int reverse,
+                            __global int *plan, __local int *piv)
 {
-    int j = (int)get_global_id(0);
-    if (j >= cols - skip_count)
-        return;
-    if (j >= skip_begin)
-        j += skip_count;
-    const int steps = k_end - k_begin;
-    for (int s = 0; s < steps; s++) {
-        const int k = reverse ? k_end - 1 - s : k_begin + s;
-        const int p = ipiv[k] - 1;
-        if (p == k)
+    __local int count;
+    const int t0 = (int)get_local_id(0), step = (int)get_local_size(0), n = k_end - k_begin;
+    if (t0 == 0)
+        count = 0;
+    for (int t = t0; t < n; t += step)
+        piv[t] = ipiv[k_begin + t] - 1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = t0; t < 2 * n; t += step) {
+        /* t < n: row k_begin + t; else the pivot row of interchange t - n, unless it lies in
+         * k_begin .. k_end - 1 or an earlier interchange names it too. */
+        int d = t < n ? k_begin + t : piv[t - n];
+        int listed = t < n || d < k_begin || d >= k_end;
+        for (int s = 0; listed && t >= n && s < t - n; s++)
+            listed = piv[s] != d;
+        if (!listed)
             continue;
-        __global REAL *x = a + off + (long)k * ld + j, *y = a + off + (long)p * ld + j;
-        const REAL t = *x;
-        *x = *y;
-        *y = t;
+        int x = d;
+        for (int s = 0; s < n; s++) {
+            const int i = reverse ? s : n - 1 - s, k = k_begin + i, p = piv[i];
+            x = x == k ? p : x == p ? k : x;
+        }
+        if (x != d) {
+            const int slot = atomic_inc(&count);
+            plan[1 + 2 * slot] = d;
+            plan[2 + 2 * slot] = x;
+        }
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t0 == 0)
+        plan[0] = count;
 }
 
-#ifndef PANEL_WG
-#define PANEL_WG 256
-#endif
+/* Columns side by side in a work-group of lu_laswp_apply: 64 bytes of each row. */
+#define LASWP_COLS (64 / (int)sizeof(REAL) < PANEL_WG ? 64 / (int)sizeof(REAL) : PANEL_WG)
+
+/* The moves of a plan (lu_laswp_plan) on the columns of a outside [skip_begin, skip_begin +
+ * skip_count) (the panel, whose rows moved as it was factored). Work decomposition: a
+ * work-group takes LASWP_COLS neighbouring columns (work-item x % LASWP_COLS) and the moves
+ * x / LASWP_COLS, + local size / LASWP_COLS, ...; it reads the sources of every move of its
+ * columns into `tile` (2n rows x LASWP_COLS), waits for the whole group, then writes them to
+ * their destinations: no row is written before each of its reads, which another work-item of
+ * the group may make. Memory traffic: each moved element read once and written once, 64-byte
+ * pieces of rows; the plan is read by every group (cached). */
+__kernel void lu_laswp_apply(__global REAL *a, long off, long ld, int cols, int skip_begin,
+                             int skip_count, __global const int *plan, __local REAL *tile)
+{
+    const int count = plan[0];
+    const int lx = (int)get_local_id(0) % LASWP_COLS, ly = (int)get_local_id(0) / LASWP_COLS;
+    const int lanes = (int)get_local_size(0) / LASWP_COLS;
+    int j = (int)get_group_id(0) * LASWP_COLS + lx;
+    const int live = j < cols - skip_count;
+    if (j >= skip_begin)
+        j += skip_count;
+    __global REAL *col = a + off + j;
+    for (int i = ly; live && i < count; i += lanes)
+        tile[i * LASWP_COLS + lx] = col[plan[2 + 2 * i] * ld];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int i = ly; live && i < count; i += lanes)
+        col[plan[1 + 2 * i] * ld] = tile[i * LASWP_COLS + lx];
+}
 
 /* The larger of two pivot candidates: magnitude first, then the smaller row (LAPACK's idamax
  * takes the first of equal magnitudes). */

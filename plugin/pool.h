@@ -104,6 +104,11 @@ struct kernel_arg {
     {                                                                                              \
         sizeof(x), &(x)                                                                            \
     }
+/* A __local kernel argument of `bytes` bytes. */
+#define KARG_LOCAL(bytes)                                                                          \
+    {                                                                                              \
+        (bytes), NULL                                                                              \
+    }
 
 /* Sets args[0 .. count) as the kernel's arguments `first` onward; `op` names the operator in
  * messages ("gemm: clSetKernelArg(3) failed: ..."). */

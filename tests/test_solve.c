@@ -109,6 +109,50 @@ START_TEST(test_lu_solve_matches_lapack_getrs)
 }
 END_TEST
 
+/* With L = U = I, lu_solve is LAPACK's laswp on b: ipiv's interchanges in order (trans 0) or
+ * in reverse (trans 1). Any pivots in 1 .. N are valid there, not only getrf's (ipiv[k] >= k):
+ * rows named by several interchanges, pivots above k, runs of interchanges longer than one
+ * plan takes (256) at N = 600. The rows must land exactly where sequential swaps put them. */
+START_TEST(test_lu_solve_applies_any_pivots_as_laswp)
+{
+    static const int64_t laswp_sizes[] = {1, 17, 257, 600};
+    const int64_t n = laswp_sizes[_i % 4], nrhs = 37;
+    const int32_t trans = (_i / 4) % 2;
+    const int32_t dtype = tu_begin_iteration(_i / 8, 2800 + (uint64_t)_i);
+    if (dtype == 0)
+        return;
+    struct tmat lu = tmat_new(dtype, n, n, _i % 2, 1, 0);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++)
+            tmat_set(&lu, i, j, i == j);
+    int32_t ipiv[600];
+    for (int64_t k = 0; k < n; k++) { /* none, any row, or one of five rows */
+        const double u = tu_uniform(); /* in [-1, 1) */
+        const int64_t any = (int64_t)((tu_uniform() + 1) / 2 * (double)n) % n;
+        ipiv[k] = (int32_t)(u < -0.4 ? k : u < 0.4 ? any : any % 5 % n) + 1;
+    }
+    struct tmat b = tmat_new(dtype, n, nrhs, (_i / 2) % 2, 3, 2), x = tmat_copy(&b);
+    struct tmat want = tmat_copy(&b);
+    for (int64_t s = 0; s < n; s++) {
+        const int64_t k = trans ? n - 1 - s : s, p = ipiv[k] - 1;
+        for (int64_t j = 0; j < nrhs; j++) {
+            const long double t = tmat_get(&want, k, j);
+            tmat_set(&want, k, j, tmat_get(&want, p, j));
+            tmat_set(&want, p, j, t);
+        }
+    }
+    struct clops_tensor ta = tmat_tensor(&lu), tb = tmat_tensor(&x), tp = i32_vector(ipiv, n);
+    ck_assert_msg(lu_solve_entry()(tu_pool(), &ta, &tp, &tb, trans) == CLOPS_OK, "%s",
+                  tu_api()->last_error());
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < nrhs; j++)
+            ck_assert_msg(tmat_get(&x, i, j) == tmat_get(&want, i, j),
+                          "n=%lld trans=%d: x(%lld, %lld) = %Lg, expected %Lg", (long long)n, trans,
+                          (long long)i, (long long)j, tmat_get(&x, i, j), tmat_get(&want, i, j));
+    free(lu.data), free(b.data), free(x.data), free(want.data);
+}
+END_TEST
+
 /* [[0,1],[1,0]] X = B swaps B's rows: exactly, in both precisions. */
 START_TEST(test_solve_exchange_matrix_exactly)
 {
@@ -320,6 +364,7 @@ int main(void)
         TU_LOOP(test_solve_residual_within_lapack_ratio, 4 * SIZE_COUNT * SOLVE_KINDS),
         TU_LOOP(test_lu_solve_both_transposes_within_lapack_ratio, 4 * SIZE_COUNT),
         TU_LOOP(test_lu_solve_matches_lapack_getrs, 2),
+        TU_LOOP(test_lu_solve_applies_any_pivots_as_laswp, 16),
         TU_LOOP(test_solve_exchange_matrix_exactly, 2),
         TU_LOOP(test_solve_singular_leaves_b_untouched, 4),
         TU_LOOP(test_solve_device_tensors_match_host_tensors, 4),

@@ -162,10 +162,11 @@ static int32_t create_kernels(struct lu_ctx *ctx)
         snprintf(options + n, sizeof options - (size_t)n, " -DRESIDENT_ROWS=%d -DRESIDENT_NB=%d",
                  (int)ctx->resident_rows, (int)ctx->panel_nb);
     /* Through pool_create_kernel, which rebuilds a cached binary that lacks a kernel. */
-    const char *names[5] = {"lu_copy", "lu_laswp", "lu_panel_column", "lu_invert_lower",
-                            "lu_panel_resident"};
-    cl_kernel *kernels[5] = {&ctx->copy, &ctx->laswp, &ctx->panel, &ctx->invert, &ctx->resident};
-    const int count = ctx->resident_groups > 0 ? 5 : 4;
+    const char *names[6] = {"lu_copy",         "lu_laswp_plan",   "lu_laswp_apply",
+                            "lu_panel_column", "lu_invert_lower", "lu_panel_resident"};
+    cl_kernel *kernels[6] = {&ctx->copy,  &ctx->laswp_plan, &ctx->laswp_apply,
+                             &ctx->panel, &ctx->invert,     &ctx->resident};
+    const int count = ctx->resident_groups > 0 ? 6 : 5;
     int32_t status = CLOPS_OK;
     for (int i = 0; i < count && status == CLOPS_OK; i++)
         status =
@@ -175,8 +176,9 @@ static int32_t create_kernels(struct lu_ctx *ctx)
 
 static void release_kernels(struct lu_ctx *ctx)
 {
-    cl_kernel *kernels[5] = {&ctx->copy, &ctx->laswp, &ctx->panel, &ctx->invert, &ctx->resident};
-    for (int i = 0; i < 5; i++) {
+    cl_kernel *kernels[6] = {&ctx->copy,  &ctx->laswp_plan, &ctx->laswp_apply,
+                             &ctx->panel, &ctx->invert,     &ctx->resident};
+    for (int i = 0; i < 6; i++) {
         pool_release_kernel(ctx->pool, *kernels[i]);
         *kernels[i] = NULL;
     }
@@ -214,6 +216,23 @@ static void resident_setup(struct lu_ctx *ctx)
     ctx->resident_groups = groups;
 }
 
+/* The columns side by side in a work-group of lu_laswp_apply (kernels/lu.cl: LASWP_COLS). */
+static int64_t laswp_cols(const struct lu_ctx *ctx)
+{
+    const int64_t cols = 64 / ctx->elem_size;
+    return cols < ctx->panel_wg ? cols : ctx->panel_wg;
+}
+
+/* The most interchanges one plan takes: up to 256, as many as lu_laswp_apply's rows (two per
+ * interchange) and lu_laswp_plan's pivots leave room for in the device's local memory. */
+static int64_t laswp_chunk_for(const struct lu_ctx *ctx)
+{
+    const int64_t row_bytes = laswp_cols(ctx) * ctx->elem_size;
+    const int64_t room = pool_device_info(ctx->dev)->local_mem_bytes - 1024;
+    const int64_t chunk = room / (2 * row_bytes + 4);
+    return chunk < 256 ? (chunk > 1 ? chunk : 1) : 256;
+}
+
 /* Look-ahead (factor_lookahead), off unless the setting lookahead turns it on: on the H100
  * (NVIDIA OpenCL 3.0, driver 580) the second queue's GEMMs did not run beside the resident
  * panel kernel, whose work-groups must all be resident at once, and it cost 1-3 % (N = 8192 f32
@@ -240,6 +259,7 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     ctx->panel_wg = panel_group_size(ctx->dev);
     ctx->panel_rows = pool_op_setting(pool, impl, SET_PANEL_ROWS, 64);
     resident_setup(ctx);
+    ctx->laswp_chunk = laswp_chunk_for(ctx);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_finish waits once and takes the device time of the whole chain. */
     int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start, op);
@@ -283,6 +303,7 @@ static void release_lane(struct pool_device *dev, struct lu_lane *lane, int owne
 {
     release_mem(dev, &lane->inv_mem);
     release_mem(dev, &lane->tmp_mem);
+    release_mem(dev, &lane->plan_mem);
     if (owned && lane->queue != NULL)
         clReleaseCommandQueue(lane->queue);
     lane->queue = NULL;
@@ -465,23 +486,63 @@ int32_t lu_write_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, con
 
 /* ---- Device steps ---------------------------------------------------------------------------- */
 
-/* Row interchanges k_begin .. k_end - 1 of `ipiv` (already in ctx->ipiv_mem) on the columns of
- * m outside [skip_begin, skip_begin + skip_count). */
-static int32_t laswp(struct lu_ctx *ctx, cl_command_queue queue, const struct lu_matrix *m,
+/* The interchanges k_begin .. k_end - 1 of ctx->ipiv_mem, at most ctx->laswp_chunk, on the
+ * columns of m outside [skip_begin, skip_begin + skip_count): their plan into lane->plan_mem,
+ * then its moves (kernels/lu.cl: lu_laswp_plan, lu_laswp_apply). */
+static int32_t laswp_piece(struct lu_ctx *ctx, struct lu_lane *lane, const struct lu_matrix *m,
+                           int64_t skip_begin, int64_t skip_count, int64_t k_begin, int64_t k_end,
+                           int32_t reverse)
+{
+    int32_t status = ensure_buffer(ctx, &lane->plan_mem, &lane->plan_bytes,
+                                   (1 + 4 * ctx->laswp_chunk) * (int64_t)sizeof(cl_int));
+    if (status != CLOPS_OK)
+        return status;
+    const int64_t n = k_end - k_begin, wcols = laswp_cols(ctx);
+    const cl_int kb = (cl_int)k_begin, ke = (cl_int)k_end, rev = reverse;
+    const struct kernel_arg plan_args[] = {KARG(ctx->ipiv_mem),
+                                           KARG(kb),
+                                           KARG(ke),
+                                           KARG(rev),
+                                           KARG(lane->plan_mem),
+                                           KARG_LOCAL((size_t)n * sizeof(cl_int))};
+    const size_t local = (size_t)ctx->panel_wg;
+    status = run_kernel(ctx, lane->queue, ctx->laswp_plan, plan_args,
+                        (cl_uint)(sizeof plan_args / sizeof plan_args[0]), 1, &local, &local);
+    if (status != CLOPS_OK)
+        return status;
+    const cl_long off = m->offset, ld = m->ld;
+    const cl_int cols = (cl_int)m->cols, sb = (cl_int)skip_begin, sc = (cl_int)skip_count;
+    const struct kernel_arg apply_args[] = {KARG(m->mem),
+                                            KARG(off),
+                                            KARG(ld),
+                                            KARG(cols),
+                                            KARG(sb),
+                                            KARG(sc),
+                                            KARG(lane->plan_mem),
+                                            KARG_LOCAL((size_t)(2 * n * wcols * ctx->elem_size))};
+    const size_t groups = (size_t)((m->cols - skip_count + wcols - 1) / wcols);
+    const size_t global = groups * local;
+    return run_kernel(ctx, lane->queue, ctx->laswp_apply, apply_args,
+                      (cl_uint)(sizeof apply_args / sizeof apply_args[0]), 1, &global, &local);
+}
+
+/* LAPACK's laswp: row interchanges k_begin .. k_end - 1 of `ipiv` (already in ctx->ipiv_mem),
+ * in that order or the reverse, on the columns of m outside [skip_begin, skip_begin +
+ * skip_count), on `lane`'s queue; in pieces of at most ctx->laswp_chunk interchanges. */
+static int32_t laswp(struct lu_ctx *ctx, struct lu_lane *lane, const struct lu_matrix *m,
                      int64_t skip_begin, int64_t skip_count, int64_t k_begin, int64_t k_end,
                      int32_t reverse)
 {
     if (m->cols - skip_count <= 0 || k_end <= k_begin)
         return CLOPS_OK;
-    const cl_long off = m->offset, ld = m->ld;
-    const cl_int cols = (cl_int)m->cols, sb = (cl_int)skip_begin, sc = (cl_int)skip_count;
-    const cl_int kb = (cl_int)k_begin, ke = (cl_int)k_end, rev = reverse;
-    const struct kernel_arg args[] = {
-        KARG(m->mem), KARG(off),           KARG(ld), KARG(cols), KARG(sb),
-        KARG(sc),     KARG(ctx->ipiv_mem), KARG(kb), KARG(ke),   KARG(rev)};
-    const size_t global = (size_t)(m->cols - skip_count);
-    return run_kernel(ctx, queue, ctx->laswp, args, (cl_uint)(sizeof args / sizeof args[0]), 1,
-                      &global, NULL);
+    const int64_t chunk = ctx->laswp_chunk, pieces = (k_end - k_begin + chunk - 1) / chunk;
+    int32_t status = CLOPS_OK;
+    for (int64_t p = 0; status == CLOPS_OK && p < pieces; p++) {
+        const int64_t at = k_begin + (reverse ? pieces - 1 - p : p) * chunk;
+        const int64_t end = at + chunk < k_end ? at + chunk : k_end;
+        status = laswp_piece(ctx, lane, m, skip_begin, skip_count, at, end, reverse);
+    }
+    return status;
 }
 
 /* ctx->ipiv_mem = ipiv[0 .. n - 1] (lu_solve's pivots, for laswp). */
@@ -714,7 +775,7 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
         else
             status = factor_panel(ctx, a, j, jb, pivoting, mn);
         if (status == CLOPS_OK && pivoting == LU_PIVOTING_PARTIAL)
-            status = laswp(ctx, ctx->queue, &range, j - c0, jb, j, j + jb, 0);
+            status = laswp(ctx, &ctx->main, &range, j - c0, jb, j, j + jb, 0);
         if (status != CLOPS_OK || right == 0)
             continue;
         status = invert_diagonal_block(ctx, &ctx->main, a, j, jb, 0, 1, 1);
@@ -763,7 +824,7 @@ static int32_t update_columns(struct lu_ctx *ctx, struct lu_lane *lane, const st
     const struct lu_matrix block = column_range(a, c0, c0 + cols);
     int32_t status = CLOPS_OK;
     if (pivoting == LU_PIVOTING_PARTIAL)
-        status = laswp(ctx, lane->queue, &block, 0, 0, j, j + jb, 0);
+        status = laswp(ctx, lane, &block, 0, 0, j, j + jb, 0);
     if (status == CLOPS_OK)
         status = invert_diagonal_block(ctx, lane, a, j, jb, 0, 1, 1);
     if (status == CLOPS_OK)
@@ -827,7 +888,7 @@ static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, i
          j += nb) {
         const int64_t jb = count - j < nb ? count - j : nb;
         const struct lu_matrix left = column_range(a, 0, j);
-        status = laswp(ctx, ctx->queue, &left, 0, 0, j, j + jb, 0);
+        status = laswp(ctx, &ctx->main, &left, 0, 0, j, j + jb, 0);
     }
     if (side_done != NULL)
         clReleaseEvent(side_done);
@@ -914,13 +975,13 @@ int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const 
         return CLOPS_OK;
     int32_t status = upload_pivots(ctx, ipiv, n);
     if (status == CLOPS_OK && !trans)
-        status = laswp(ctx, ctx->queue, b, 0, 0, 0, n, 0);
+        status = laswp(ctx, &ctx->main, b, 0, 0, 0, n, 0);
     if (status == CLOPS_OK)
         status = trsm(ctx, lu, !trans, trans, b);
     if (status == CLOPS_OK)
         status = trsm(ctx, lu, trans, trans, b);
     if (status == CLOPS_OK && trans)
-        status = laswp(ctx, ctx->queue, b, 0, 0, 0, n, 1);
+        status = laswp(ctx, &ctx->main, b, 0, 0, 0, n, 1);
     return status;
 }
 

@@ -17,13 +17,14 @@ enum lu_pivoting { LU_PIVOTING_PARTIAL = 0, LU_PIVOTING_NONE = 1 };
  * panel_resident, panel_groups), each operator configured on its own. */
 extern const struct op_settings lu_settings;
 
-/* A queue of a call and the scratch its steps use there: the inverse of a diagonal block and a
- * block row of the right-hand side of apply_inverse. A call has its main lane and, with
- * look-ahead, a side lane whose queue runs the trailing updates beside the next panel. */
+/* A queue of a call and the scratch its steps use there: the inverse of a diagonal block, a
+ * block row of the right-hand side of apply_inverse and laswp's plan. A call has its main lane and,
+ * with look-ahead, a side lane whose queue runs the trailing updates beside the next panel. */
 struct lu_lane {
     cl_command_queue queue;
     cl_mem inv_mem, tmp_mem;
-    int64_t inv_bytes, tmp_bytes;
+    cl_mem plan_mem; /* laswp's row moves */
+    int64_t inv_bytes, tmp_bytes, plan_bytes;
 };
 
 /* One call's device, queue, kernels and scratch buffers. */
@@ -42,7 +43,8 @@ struct lu_ctx {
     int64_t resident_groups; /* groups of the resident panel kernel; 0: not used */
     int64_t resident_rows;   /* its most rows per group */
     int64_t arrivals;        /* what its arrival counter holds */
-    cl_kernel copy, laswp, panel, invert, resident;
+    int64_t laswp_chunk;     /* the most interchanges one laswp plan takes */
+    cl_kernel copy, laswp_plan, laswp_apply, panel, invert, resident;
     struct lu_lane main;                      /* its queue is `queue` */
     struct lu_lane side;                      /* queue NULL: no look-ahead */
     cl_mem ipiv_mem;                          /* pivots */
