@@ -207,7 +207,7 @@ static inline double lu_ratio(const struct tmat *a, const struct tmat *f, const 
             }
             col += fabsl(tmat_get(a, perm[i], j) - lu);
         }
-        worst = col > worst ? col : worst;
+        worst = col > worst || isnan(col) ? col : worst; /* a NaN stays: it fails the test */
     }
     free(perm);
     long double anorm = norm1(a);
@@ -233,7 +233,7 @@ static inline double solve_ratio(const struct tmat *a, const struct tmat *x, con
         }
         long double ratio = xn == 0 ? (r == 0 ? 0 : INFINITY)
                                     : r / ((long double)n * anorm * xn * tmat_eps(a->dtype));
-        worst = ratio > worst ? ratio : worst;
+        worst = ratio > worst || isnan(ratio) ? ratio : worst; /* a NaN stays */
     }
     return (double)worst;
 }

@@ -169,7 +169,7 @@ static void check_gemm(int32_t dtype, int named, uint64_t seed)
             double bound =
                 K * eps * (fabs(alpha) * (double)magnitude + fabs(beta * c0[i * LDC + j]));
             double error = (double)fabsl(got - want) / bound;
-            worst = error > worst ? error : worst;
+            worst = isnan(error) || error > worst ? error : worst;
         }
     }
     ck_assert_msg(worst < 1, "gemm through invoke: error %.3g of the bound (dtype %d)", worst,

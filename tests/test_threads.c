@@ -239,7 +239,7 @@ static int solves(const double *a, const double *x, const double *b, int n, int 
             anorm = row > anorm ? row : anorm;
             xnorm =
                 fabsl((long double)x[c * n + i]) > xnorm ? fabsl((long double)x[c * n + i]) : xnorm;
-            worst = fabsl(residual) > worst ? fabsl(residual) : worst;
+            worst = isnan(residual) || fabsl(residual) > worst ? fabsl(residual) : worst;
         }
         if (!(worst <= 30.0L * n * 2.2e-16L * anorm * xnorm + 1e-300L))
             return 0;

@@ -41,7 +41,7 @@ static double cholesky_error(void)
             for (int p = 0; p <= j; p++)
                 s += (long double)l[i + p * LDA] * l[j + p * LDA];
             double e = (double)fabsl(s - a[i + j * LDA]) / (N * (N + 0.5));
-            worst = e > worst ? e : worst;
+            worst = isnan(e) || e > worst ? e : worst;
         }
     return worst;
 }
