@@ -109,6 +109,34 @@ START_TEST(test_lu_solve_matches_lapack_getrs)
 }
 END_TEST
 
+/* Blocks wider than a work-group of the inversion kernel (nb = 200: four rows a work-item on
+ * a CPU device's 64, one on a GPU's 256), at N = 300: the blocks of 200 and 100 of the
+ * triangular solves and the factorization keep LAPACK's backward error. */
+START_TEST(test_solve_wide_blocks_within_lapack_ratio)
+{
+    const int32_t dtype = tu_begin_iteration(_i % 2, 2900 + (uint64_t)_i);
+    if (dtype == 0)
+        return;
+    struct clops_pool *pool = tu_pool_with_build_options("solve", "-DLU_NB=200 -DLU_PANEL_NB=16");
+    const int64_t n = 300, nrhs = _i / 2 ? 7 : 1;
+    struct tmat a = tmat_new(dtype, n, n, _i % 2, 1, 0);
+    tmat_fill_kind(&a, KIND_RANDOM);
+    struct tmat b = tmat_new(dtype, n, nrhs, 0, 0, 1);
+    struct tmat f = tmat_copy(&a), x = tmat_copy(&b);
+    int32_t ipiv[300], info = -1;
+    struct clops_tensor ta = tmat_tensor(&f), tb = tmat_tensor(&x);
+    struct clops_tensor tp = i32_vector(ipiv, n), ti = i32_vector(&info, 1);
+    ck_assert_msg(solve_entry()(pool, &ta, &tb, &tp, &ti) == CLOPS_OK, "%s",
+                  tu_api()->last_error());
+    ck_assert_int_eq(info, 0);
+    const double ratio = solve_ratio(&a, &x, &b, 0);
+    ck_assert_msg(ratio < LU_RATIO_MAX, "nrhs=%lld: ratio %g", (long long)nrhs, ratio);
+    ck_assert(lu_ratio(&a, &f, ipiv) < LU_RATIO_MAX);
+    tu_api()->pool_release(pool);
+    free(a.data), free(b.data), free(f.data), free(x.data);
+}
+END_TEST
+
 /* With L = U = I, lu_solve is LAPACK's laswp on b: ipiv's interchanges in order (trans 0) or
  * in reverse (trans 1). Any pivots in 1 .. N are valid there, not only getrf's (ipiv[k] >= k):
  * rows named by several interchanges, pivots above k, runs of interchanges longer than one
@@ -126,7 +154,7 @@ START_TEST(test_lu_solve_applies_any_pivots_as_laswp)
         for (int64_t j = 0; j < n; j++)
             tmat_set(&lu, i, j, i == j);
     int32_t ipiv[600];
-    for (int64_t k = 0; k < n; k++) { /* none, any row, or one of five rows */
+    for (int64_t k = 0; k < n; k++) {  /* none, any row, or one of five rows */
         const double u = tu_uniform(); /* in [-1, 1) */
         const int64_t any = (int64_t)((tu_uniform() + 1) / 2 * (double)n) % n;
         ipiv[k] = (int32_t)(u < -0.4 ? k : u < 0.4 ? any : any % 5 % n) + 1;
@@ -365,6 +393,7 @@ int main(void)
         TU_LOOP(test_lu_solve_both_transposes_within_lapack_ratio, 4 * SIZE_COUNT),
         TU_LOOP(test_lu_solve_matches_lapack_getrs, 2),
         TU_LOOP(test_lu_solve_applies_any_pivots_as_laswp, 16),
+        TU_LOOP(test_solve_wide_blocks_within_lapack_ratio, 4),
         TU_LOOP(test_solve_exchange_matrix_exactly, 2),
         TU_LOOP(test_solve_singular_leaves_b_untouched, 4),
         TU_LOOP(test_solve_device_tensors_match_host_tensors, 4),

@@ -153,8 +153,11 @@ static int32_t panel_group_size(const struct pool_device *dev)
 static int32_t create_kernels(struct lu_ctx *ctx)
 {
     char options[160];
-    int n = snprintf(options, sizeof options, "-DREAL=%s -DPANEL_WG=%d",
-                     ctx->dtype == CLOPS_F64 ? "double -DUSE_FP64" : "float", (int)ctx->panel_wg);
+    /* lu_invert_lower's rows per work-item: the diagonal blocks are at most NB or PANEL_NB. */
+    const int64_t block = ctx->nb > ctx->panel_nb ? ctx->nb : ctx->panel_nb;
+    int n = snprintf(options, sizeof options, "-DREAL=%s -DPANEL_WG=%d -DINVERT_ROWS=%d",
+                     ctx->dtype == CLOPS_F64 ? "double -DUSE_FP64" : "float", (int)ctx->panel_wg,
+                     (int)((block + ctx->panel_wg - 1) / ctx->panel_wg));
     /* Warp shuffles (shfl.sync) for the pivot searches: NVIDIA, compute capability 7.0 on. */
     if (pool_device_nv_compute_capability(ctx->dev) >= 70)
         n += snprintf(options + n, sizeof options - (size_t)n, " -DNV_WARP_SHUFFLE");
