@@ -22,13 +22,16 @@
 static const struct {
     int32_t type;
     int64_t nb, panel_nb;
+    int64_t large_nb, large_from; /* NB from min(M, N) = large_from on (0: never) */
 } block_sizes[] = {
     /* H100, N = 8192 f32 (clops-bench lu --config, hosts/bench/RESULTS.md): with the resident
      * panel kernel 256/32 6.34 TFLOP/s, 256/64 6.50, 512/64 6.44; with one launch per column
-     * (kernel time) 128/8 136 ms, 128/32 113, 256/32 105. */
-    {CLOPS_DEVICE_GPU, 256, 64},
-    {CLOPS_DEVICE_CPU, 32, 8},
-    {0, 32, 8},
+     * (kernel time) 128/8 136 ms, 128/32 113, 256/32 105. H200, with laswp and the inversions
+     * no longer waiting on memory (2026-11-27): N = 8192 f32 256/64 46.3 ms, 512/64 46.8, f64
+     * 51.4 / 49.4; N = 16384 f32 174.1 / 164.2, f64 (panel_nb 32, below) 205.0 / 181.4. */
+    {CLOPS_DEVICE_GPU, 256, 64, 512, 12288},
+    {CLOPS_DEVICE_CPU, 32, 8, 32, 0},
+    {0, 32, 8, 32, 0},
 };
 
 /* The engine's tunings, none of which a kernel reads as a -D value: they shape the launches.
@@ -46,14 +49,22 @@ static const struct op_setting lu_setting_list[] = {
 const struct op_settings lu_settings = {
     lu_setting_list, (int32_t)(sizeof lu_setting_list / sizeof lu_setting_list[0])};
 
+/* NB and PANEL_NB for a matrix whose factorization takes mn columns: configured, or the
+ * device's from the table (*panel_nb_configured says which). */
 static void block_sizes_for(const struct clops_pool *pool, const struct pool_device *dev,
-                            const struct op_impl *op, int64_t *nb, int64_t *panel_nb)
+                            const struct op_impl *op, int64_t mn, int64_t *nb, int64_t *panel_nb,
+                            int *panel_nb_configured)
 {
     size_t i = 0;
     while (block_sizes[i].type != 0 && block_sizes[i].type != pool_device_info(dev)->type)
         i++;
-    *nb = pool_op_setting(pool, op, SET_NB, (int32_t)block_sizes[i].nb);
-    *panel_nb = pool_op_setting(pool, op, SET_PANEL_NB, (int32_t)block_sizes[i].panel_nb);
+    const int large = block_sizes[i].large_from > 0 && mn >= block_sizes[i].large_from;
+    *nb = pool_op_setting(pool, op, SET_NB,
+                          (int32_t)(large ? block_sizes[i].large_nb : block_sizes[i].nb));
+    *panel_nb = pool_op_setting(pool, op, SET_PANEL_NB, SETTING_PER_DEVICE);
+    *panel_nb_configured = *panel_nb != SETTING_PER_DEVICE;
+    if (!*panel_nb_configured)
+        *panel_nb = block_sizes[i].panel_nb;
 }
 
 /* ---- Validation ------------------------------------------------------------------------------ */
@@ -197,22 +208,36 @@ static void release_kernels(struct lu_ctx *ctx)
  * deadlock). Each group keeps its rows of the panel in local
  * memory: RESIDENT_ROWS of them, what fits beside the kernel's other local arrays; a panel
  * taller than the groups hold takes the per-column kernel. */
-static void resident_setup(struct lu_ctx *ctx)
+static int64_t resident_rows_for(const struct lu_ctx *ctx, int64_t panel_nb)
+{
+    const int64_t es = ctx->elem_size;
+    const int64_t other = ctx->panel_wg * (es + 4) + 2 * panel_nb * es + 1024;
+    return (pool_device_info(ctx->dev)->local_mem_bytes - other) / (panel_nb * es);
+}
+
+/* Also narrows an unconfigured PANEL_NB (down to 16) until the groups hold all `rows` of the
+ * first panels: the per-column kernel those would take costs more than the narrower panels
+ * (H200, N = 16384 f64, NB 512: PANEL_NB 64, whose 86 rows a group x 132 groups fall short,
+ * 191.0 ms; 32 181.4). */
+static void resident_setup(struct lu_ctx *ctx, int64_t rows_total, int panel_nb_configured)
 {
     const struct clops_device_info *info = pool_device_info(ctx->dev);
     const int gpu = info->type == CLOPS_DEVICE_GPU;
     if (!pool_op_setting(ctx->pool, ctx->impl, SET_PANEL_RESIDENT, 1))
         return;
     const int64_t units = info->compute_units;
-    const int64_t es = ctx->elem_size;
-    const int64_t other = ctx->panel_wg * (es + 4) + 2 * ctx->panel_nb * es + 1024;
-    int64_t rows = (info->local_mem_bytes - other) / (ctx->panel_nb * es);
     int64_t groups =
         pool_op_setting(ctx->pool, ctx->impl, SET_PANEL_GROUPS, gpu ? (int32_t)units : 1);
     if (groups > units)
         groups = units;
     if (groups > panel_groups_max / 2)
         groups = panel_groups_max / 2;
+    int64_t rows = resident_rows_for(ctx, ctx->panel_nb);
+    while (!panel_nb_configured && ctx->panel_nb > 16 && groups > 0 &&
+           (rows_total + groups - 1) / groups > (rows < 1024 ? rows : 1024)) {
+        ctx->panel_nb /= 2;
+        rows = resident_rows_for(ctx, ctx->panel_nb);
+    }
     if (rows < 1 || groups < 1)
         return;
     ctx->resident_rows = rows < 1024 ? rows : 1024;
@@ -247,7 +272,8 @@ static int lookahead_wanted(const struct lu_ctx *ctx)
 }
 
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
-                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype)
+                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype, int64_t rows,
+                    int64_t mn)
 {
     const char *op = impl->desc->name;
     ctx->pool = pool;
@@ -258,10 +284,11 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     ctx->main.queue = queue;
     ctx->dtype = dtype;
     ctx->elem_size = dtype_size(dtype);
-    block_sizes_for(pool, ctx->dev, impl, &ctx->nb, &ctx->panel_nb);
+    int panel_nb_configured = 0;
+    block_sizes_for(pool, ctx->dev, impl, mn, &ctx->nb, &ctx->panel_nb, &panel_nb_configured);
     ctx->panel_wg = panel_group_size(ctx->dev);
     ctx->panel_rows = pool_op_setting(pool, impl, SET_PANEL_ROWS, 64);
-    resident_setup(ctx);
+    resident_setup(ctx, rows, panel_nb_configured);
     ctx->laswp_chunk = laswp_chunk_for(ctx);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_finish waits once and takes the device time of the whole chain. */
@@ -329,20 +356,21 @@ void lu_ctx_release(struct lu_ctx *ctx)
     release_mem(ctx->dev, &ctx->arrived_mem);
 }
 
-int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t npiv)
+int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t rows,
+                     int64_t npiv)
 {
     const char *op = call->impl->desc->name;
     l->piv = malloc((size_t)(npiv > 0 ? npiv : 1) * sizeof *l->piv);
     if (l->piv == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op);
-    return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, call->impl, dtype);
+    return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, call->impl, dtype, rows, npiv);
 }
 
 int32_t lu_call_factor(struct op_call *call, const struct clops_tensor *a, int32_t pivoting,
                        int64_t npiv)
 {
     struct lu_call *l = call->plan;
-    int32_t status = lu_call_open(call, l, a->dtype, npiv);
+    int32_t status = lu_call_open(call, l, a->dtype, a->shape[0], npiv);
     if (status == CLOPS_OK)
         status = lu_stage(&l->ctx, a, "a", &l->a);
     if (status == CLOPS_OK)
@@ -508,9 +536,13 @@ static int32_t laswp_piece(struct lu_ctx *ctx, struct lu_lane *lane, const struc
                                            KARG(rev),
                                            KARG(lane->plan_mem),
                                            KARG_LOCAL((size_t)n * sizeof(cl_int))};
-    const size_t local = (size_t)ctx->panel_wg;
-    status = run_kernel(ctx, lane->queue, ctx->laswp_plan, plan_args,
-                        (cl_uint)(sizeof plan_args / sizeof plan_args[0]), 1, &local, &local);
+    /* The plan: a work-item per touched row (two per interchange) where the device allows. */
+    const size_t max_group = pool_device_max_work_group(ctx->dev);
+    const size_t local = (size_t)ctx->panel_wg,
+                 plan_local = 2 * local <= max_group ? 2 * local : local;
+    status =
+        run_kernel(ctx, lane->queue, ctx->laswp_plan, plan_args,
+                   (cl_uint)(sizeof plan_args / sizeof plan_args[0]), 1, &plan_local, &plan_local);
     if (status != CLOPS_OK)
         return status;
     const cl_long off = m->offset, ld = m->ld;

@@ -85,10 +85,12 @@ int32_t lu_check_rhs(const struct pool_device *dev, const struct clops_tensor *a
 
 /* ---- A call's context ------------------------------------------------------------------------ */
 
-/* Takes the call's device and queue, the block sizes and the kernels for `dtype`, once the
- * checks have passed; the context must be zeroed before (the call's plan is). */
+/* Takes the call's device and queue, the block sizes (for a matrix of `rows` rows whose
+ * factorization or solves take mn columns) and the kernels for `dtype`, once the checks have
+ * passed; the context must be zeroed before (the call's plan is). */
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
-                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype);
+                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype, int64_t rows,
+                    int64_t mn);
 /* Waits for the call's kernels, adding their device time: the last device step of a call,
  * before it writes host outputs. */
 int32_t lu_ctx_finish(struct lu_ctx *ctx);
@@ -109,8 +111,10 @@ struct lu_call {
     int32_t inf;           /* getrf's info */
 };
 
-/* The first step of an enqueue: the context for `dtype` and room for `npiv` pivots. */
-int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t npiv);
+/* The first step of an enqueue: the context for `dtype` and a matrix of `rows` rows, and room
+ * for `npiv` pivots. */
+int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t rows,
+                     int64_t npiv);
 /* getrf, the device steps of lu and solve before their own: opens the call (l = call->plan,
  * room for `npiv` pivots), stages `a` (parameter "a") and factors it with `pivoting`, its pivots
  * into l->piv and its info into l->inf. */

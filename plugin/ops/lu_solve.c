@@ -62,7 +62,7 @@ static int32_t lu_solve_enqueue(struct op_call *call)
     const union op_value *v = call->values;
     const struct clops_tensor *lu = v[P_LU].tensor;
     const int64_t n = lu->shape[0];
-    int32_t status = lu_call_open(call, l, lu->dtype, n);
+    int32_t status = lu_call_open(call, l, lu->dtype, n, n);
     if (status == CLOPS_OK)
         status = tensor_read_i32(call->pool, call->queue, v[P_IPIV].tensor, l->piv, n, op_name);
     if (status == CLOPS_OK)
