@@ -538,38 +538,15 @@ END_TEST
 
 /* ---- The kernel a device runs ---------------------------------------------------------------- */
 
-/* What a pool logs about gemm's kernels: at creation, an NVIDIA device's compute capability
- * ("pool: '<name>' has NVIDIA compute capability 9.0"); with kernel_times, each launch by kernel
- * name ("gemm: kernel <name>: 1 launch, <t> ms"). */
-struct kernel_log {
-    int cc;                   /* major * 10 + minor; -1 while none was logged */
-    int portable, mma, other; /* launches of gemm (gemm.cl), gemm_mma (gemm_mma.cl), others */
-};
-
-static void collect_kernel_log(int32_t level, const char *message, void *user)
-{
-    struct kernel_log *log = user;
-    char name[64];
-    int major = 0, minor = 0;
-    if (level != CLOPS_LOG_INFO)
-        return;
-    if (sscanf(message, "pool: '%*[^']' has NVIDIA compute capability %d.%d", &major, &minor) == 2)
-        log->cc = major * 10 + minor;
-    else if (sscanf(message, "gemm: kernel %63[^:]: 1 launch", name) == 1)
-        *(strcmp(name, "gemm_mma") == 0 ? &log->mma
-          : strcmp(name, "gemm") == 0   ? &log->portable
-                                        : &log->other) += 1;
-}
-
 /* A pool that logs every kernel launch (kernel_times, profiling on), created while *log listens
  * (the capability line comes at creation); `extra` is more configuration text. The caller
  * releases the pool and calls stop_logging. */
-static struct clops_pool *logging_pool(struct kernel_log *log, const char *extra)
+static struct clops_pool *logging_pool(struct tu_kernel_log *log, const char *extra)
 {
     char text[512];
     snprintf(text, sizeof text, "profiling = true; kernel_times = true;\n%s", extra);
-    *log = (struct kernel_log){.cc = -1};
-    tu_api()->set_log_callback(collect_kernel_log, log, CLOPS_LOG_INFO);
+    *log = (struct tu_kernel_log){.op = "gemm", .names = {"gemm", "gemm_mma"}, .cc = -1};
+    tu_api()->set_log_callback(tu_collect_kernel_log, log, CLOPS_LOG_INFO);
     return tu_pool_from_string(text);
 }
 
@@ -589,7 +566,8 @@ static struct clops_device_info device_of(struct clops_pool *pool)
  * compute capability 8.0 or later. Every NVIDIA OpenCL driver offers
  * cl_nv_device_attribute_query, so the pool must have read a capability for an NVIDIA device, and
  * for no other (PoCL among them). */
-static int expects_tensor_cores(const struct clops_device_info *dev, const struct kernel_log *log)
+static int expects_tensor_cores(const struct clops_device_info *dev,
+                                const struct tu_kernel_log *log)
 {
     const int nvidia = strstr(dev->vendor, "NVIDIA") != NULL;
     ck_assert_msg(nvidia == (log->cc >= 0), "device '%s' of vendor '%s': compute capability %d",
@@ -604,17 +582,20 @@ START_TEST(test_gemm_kernel_choice_follows_the_device)
 {
     tu_seed(9100);
     for (int configured = 0; configured < 2; configured++) {
-        struct kernel_log log;
+        struct tu_kernel_log log;
         tu_set_case_pool(
             logging_pool(&log, configured ? "operators = { gemm = { tile_m = 64; }; };" : ""));
         const struct clops_device_info dev = device_of(tu_case_pool());
         const int mma = expects_tensor_cores(&dev, &log) && !configured;
         for (int f64 = 0; f64 <= dev.fp64; f64++) {
-            const struct kernel_log before = log;
+            const struct tu_kernel_log before = log;
             struct gemm_case g = dense_case(f64 ? CLOPS_F64 : CLOPS_F32, 129, 67, 45, 1, 1, 0);
             run_case(&g);
-            ck_assert_int_eq(log.mma - before.mma, f64 && mma);
-            ck_assert_int_eq(log.portable - before.portable, !(f64 && mma));
+            ck_assert_int_eq(tu_kernel_launches(&log, "gemm_mma") -
+                                 tu_kernel_launches(&before, "gemm_mma"),
+                             f64 && mma);
+            ck_assert_int_eq(tu_kernel_launches(&log, "gemm") - tu_kernel_launches(&before, "gemm"),
+                             !(f64 && mma));
             ck_assert_int_eq(log.other, 0);
         }
         tu_release_case_pool();
@@ -634,7 +615,7 @@ enum { AWKWARD_COUNT = sizeof awkward_sizes / sizeof awkward_sizes[0] };
 
 START_TEST(test_gemm_f64_awkward_sizes_match_reference_on_the_devices_kernel)
 {
-    struct kernel_log log;
+    struct tu_kernel_log log;
     tu_set_case_pool(logging_pool(&log, ""));
     const struct clops_device_info dev = device_of(tu_case_pool());
     const int mma = dev.fp64 && expects_tensor_cores(&dev, &log);
@@ -651,8 +632,8 @@ START_TEST(test_gemm_f64_awkward_sizes_match_reference_on_the_devices_kernel)
             g.offset = _i % 2 ? 3 : 0;
             run_case(&g);
         }
-    ck_assert_int_eq(log.mma, mma ? 8 : 0);
-    ck_assert_int_eq(log.portable, !dev.fp64 || mma ? 0 : 8);
+    ck_assert_int_eq(tu_kernel_launches(&log, "gemm_mma"), mma ? 8 : 0);
+    ck_assert_int_eq(tu_kernel_launches(&log, "gemm"), !dev.fp64 || mma ? 0 : 8);
     ck_assert_int_eq(log.other, 0);
     tu_release_case_pool();
     stop_logging();

@@ -305,38 +305,15 @@ START_TEST(test_gemm_precision_refuses_f64_and_unknown_modes)
 }
 END_TEST
 
-/* What a pool with kernel_times logs: an NVIDIA device's compute capability at creation, then
- * each call's launches by kernel ("gemm: kernel <name>: <n> launch(es), <t> ms"). */
-struct launch_log {
-    int cc; /* major * 10 + minor; -1 while none was logged */
-    int portable, mma, pack, packed_gemm, other;
-};
-
-static void collect_launches(int32_t level, const char *message, void *user)
-{
-    struct launch_log *log = user;
-    char name[64];
-    int major = 0, minor = 0, count = 0;
-    if (level != CLOPS_LOG_INFO)
-        return;
-    if (sscanf(message, "pool: '%*[^']' has NVIDIA compute capability %d.%d", &major, &minor) == 2)
-        log->cc = major * 10 + minor;
-    else if (sscanf(message, "gemm: kernel %63[^:]: %d launch", name, &count) == 2)
-        *(strcmp(name, "gemm") == 0        ? &log->portable
-          : strcmp(name, "gemm_mma") == 0  ? &log->mma
-          : strcmp(name, "tf32_pack") == 0 ? &log->pack
-          : strcmp(name, "gemm_tf32") == 0 ? &log->packed_gemm
-                                           : &log->other) += count;
-}
-
 /* Which kernels each precision runs: on an NVIDIA device of compute capability 8.0 or later,
  * tf32 packs both operands (tf32_pack, twice) and multiplies them (gemm_tf32), 3xtf32 runs
  * gemm_mma, fp32 the portable kernel; elsewhere every precision runs the portable kernel. The
  * products are checked too (the packed path's padding: sizes no tile divides). */
 START_TEST(test_gemm_precision_each_mode_runs_its_kernels)
 {
-    struct launch_log log = {.cc = -1};
-    tu_api()->set_log_callback(collect_launches, &log, CLOPS_LOG_INFO);
+    struct tu_kernel_log log = {
+        .op = "gemm", .names = {"gemm", "gemm_mma", "tf32_pack", "gemm_tf32"}, .cc = -1};
+    tu_api()->set_log_callback(tu_collect_kernel_log, &log, CLOPS_LOG_INFO);
     struct clops_pool *pool = tu_pool_from_string("profiling = true; kernel_times = true;");
     struct clops_device_info info = {.struct_size = sizeof info};
     ck_assert_int_eq(tu_api()->pool_device_info(pool, 0, &info), CLOPS_OK);
@@ -346,7 +323,7 @@ START_TEST(test_gemm_precision_each_mode_runs_its_kernels)
     const int tensor_cores = log.cc >= 80;
     struct product p = product_new(131, 67, 45, 0, 9400);
     for (int mode = 0; mode < 3; mode++) {
-        const struct launch_log before = log;
+        const struct tu_kernel_log before = log;
         float *a = stored(p.a, p.m, p.k, 0, p.k), *b = stored(p.b, p.k, p.n, 0, p.n);
         float *c = calloc((size_t)(p.m * p.n), sizeof *c);
         ck_assert_ptr_nonnull(c);
@@ -357,8 +334,10 @@ START_TEST(test_gemm_precision_each_mode_runs_its_kernels)
         const double err = error_in_ulps(&p, c, p.n, 0);
         ck_assert_msg(err <= (mode == 2 ? tf32_bound(p.k) : split_bound(p.k)), "%s: error %g ulps",
                       precisions[mode], err);
-        const int portable = log.portable - before.portable, mma = log.mma - before.mma;
-        const int pack = log.pack - before.pack, packed = log.packed_gemm - before.packed_gemm;
+#define LAUNCHED(name) (tu_kernel_launches(&log, name) - tu_kernel_launches(&before, name))
+        const int portable = LAUNCHED("gemm"), mma = LAUNCHED("gemm_mma");
+        const int pack = LAUNCHED("tf32_pack"), packed = LAUNCHED("gemm_tf32");
+#undef LAUNCHED
         ck_assert_int_eq(portable, mode == 0 || !tensor_cores);
         ck_assert_int_eq(mma, mode == 1 && tensor_cores);
         ck_assert_int_eq(pack, mode == 2 && tensor_cores ? 2 : 0);

@@ -202,29 +202,6 @@ START_TEST(test_lu_lookahead_gives_the_same_factors_bit_for_bit)
 }
 END_TEST
 
-/* The log lines of kernel_times: "lu: kernel NAME: N launches, T ms". */
-struct kernel_lines {
-    int lines, panel_launches, gemm_launches;
-    double ms;
-};
-
-static void collect_kernel_lines(int32_t level, const char *message, void *user)
-{
-    struct kernel_lines *k = user;
-    char name[64];
-    int launches = 0;
-    double ms = -1;
-    if (level != CLOPS_LOG_INFO ||
-        sscanf(message, "lu: kernel %63[^:]: %d launches, %lf ms", name, &launches, &ms) != 3)
-        return;
-    k->lines++;
-    k->ms += ms;
-    if (strcmp(name, "lu_panel_resident") == 0)
-        k->panel_launches += launches;
-    if (strcmp(name, "gemm") == 0)
-        k->gemm_launches += launches;
-}
-
 /* kernel_times = true: each call logs its kernels' device time by name, here one launch of the
  * resident panel kernel per panel of a 100 x 100 matrix: 13 on a CPU device (PANEL_NB 8), 2 on
  * a GPU (PANEL_NB 64); without it, nothing. */
@@ -236,18 +213,20 @@ START_TEST(test_lu_kernel_times_are_logged_by_kernel)
     struct tmat a = tmat_new(CLOPS_F32, 100, 100, 0, 0, 0);
     tmat_fill_kind(&a, KIND_RANDOM);
     int32_t ipiv[100], info = -1;
-    struct kernel_lines with = {0}, without = {0};
-    api->set_log_callback(collect_kernel_lines, &with, CLOPS_LOG_INFO);
+    struct tu_kernel_log with = {.op = "lu", .names = {"lu_panel_resident", "gemm"}, .cc = -1};
+    struct tu_kernel_log without = with;
+    api->set_log_callback(tu_collect_kernel_log, &with, CLOPS_LOG_INFO);
     struct tmat f = factor_with(pool, &a, ipiv, &info, 0);
-    api->set_log_callback(collect_kernel_lines, &without, CLOPS_LOG_INFO);
+    api->set_log_callback(tu_collect_kernel_log, &without, CLOPS_LOG_INFO);
     struct tmat g = factor(&a, ipiv, &info, 0);
     api->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
     ck_assert_int_ge(with.lines, 3); /* the panel, gemm, and the swaps or inverses */
     struct clops_device_info dev = {.struct_size = sizeof dev};
     ck_assert_int_eq(api->pool_device_info(pool, 0, &dev), CLOPS_OK);
-    ck_assert_int_eq(with.panel_launches, dev.type == CLOPS_DEVICE_GPU ? 2 : 13);
-    ck_assert_int_gt(with.gemm_launches, 0);
-    ck_assert(with.ms >= 0);
+    ck_assert_int_eq(tu_kernel_launches(&with, "lu_panel_resident"),
+                     dev.type == CLOPS_DEVICE_GPU ? 2 : 13);
+    ck_assert_int_gt(tu_kernel_launches(&with, "gemm"), 0);
+    ck_assert(with.ms > 0); /* parsed: the kernels took some time */
     ck_assert_int_eq(without.lines, 0);
     free(a.data), free(f.data), free(g.data);
     api->pool_release(pool);

@@ -333,3 +333,44 @@ int tu_run_suite(Suite *suite, int fork)
     srunner_free(runner);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+static int kernel_name_index(const struct tu_kernel_log *log, const char *name)
+{
+    for (int i = 0; i < TU_KERNEL_NAMES && log->names[i] != NULL; i++)
+        if (strcmp(log->names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+void tu_collect_kernel_log(int32_t level, const char *message, void *user)
+{
+    struct tu_kernel_log *log = user;
+    const size_t op_len = strlen(log->op);
+    char name[64];
+    int major = 0, minor = 0, count = 0, end = 0;
+    double ms = 0;
+    if (level != CLOPS_LOG_INFO)
+        return;
+    if (sscanf(message, "pool: '%*[^']' has NVIDIA compute capability %d.%d", &major, &minor) ==
+        2) {
+        log->cc = major * 10 + minor;
+        return;
+    }
+    if (strncmp(message, log->op, op_len) != 0 ||
+        sscanf(message + op_len, ": kernel %63[^:]: %d launch%n", name, &count, &end) != 2 ||
+        end == 0)
+        return;
+    const char *rest = strchr(message + op_len + end, ',');
+    if (rest != NULL && sscanf(rest, ", %lf ms", &ms) == 1)
+        log->ms += ms;
+    log->lines++;
+    const int i = kernel_name_index(log, name);
+    *(i >= 0 ? &log->launches[i] : &log->other) += count;
+}
+
+int tu_kernel_launches(const struct tu_kernel_log *log, const char *name)
+{
+    const int i = kernel_name_index(log, name);
+    ck_assert_msg(i >= 0, "kernel '%s' is not among those the log counts", name);
+    return log->launches[i];
+}

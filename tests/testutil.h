@@ -93,6 +93,24 @@ void *tu_random_bytes(size_t size);
 double tu_checked_gemm(const struct clops_api *api, struct clops_pool *pool, int n, uint64_t seed,
                        int32_t *status);
 
+/* What a pool with kernel_times logs (clops-pool(5)), gathered by tu_collect_kernel_log (a log
+ * callback; user = the struct): an NVIDIA device's compute capability at creation ("pool: '<name>'
+ * has NVIDIA compute capability 9.0"), and each call's launches by kernel ("<op>: kernel <name>:
+ * <n> launch[es], <t> ms"), counted for `op` by the names listed. */
+enum { TU_KERNEL_NAMES = 8 };
+struct tu_kernel_log {
+    const char *op;                     /* the operator whose lines count */
+    const char *names[TU_KERNEL_NAMES]; /* the kernels counted by name (NULL-terminated) */
+    int launches[TU_KERNEL_NAMES];      /* launches of names[i] */
+    int other;                          /* launches of kernels not named */
+    int lines;                          /* op's kernel lines */
+    double ms;                          /* their device time */
+    int cc;                             /* major * 10 + minor; -1 while none was logged */
+};
+void tu_collect_kernel_log(int32_t level, const char *message, void *user);
+/* The launches of kernel `name` (one of log->names) so far. */
+int tu_kernel_launches(const struct tu_kernel_log *log, const char *name);
+
 /* A table of tests, made of these entries: TU_TEST(test) runs once, TU_LOOP(test, loops) runs
  * loops times (_i = 0 to loops - 1), and TU_CASE(name) puts the tests after it in a test case of
  * that name, TU_CASE_FIXTURE(name, setup, teardown) in one with that checked fixture. */
