@@ -150,29 +150,6 @@ static void warp_best(REAL *v, int *i)
         keep_better(v, i, v2, shuffle_down(*i, delta));
     }
 }
-
-/* x from the lane whose index differs from this one's by `mask` (shfl.sync.bfly). */
-static int shuffle_xor(int x, int mask)
-{
-    int y;
-    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(y) : "r"(x), "r"(mask));
-    return y;
-}
-
-/* The best candidate of the warp's lanes, in every lane (a butterfly: any order of combining
- * gives the same pivot, keep_better's comment says why). */
-static void warp_all_best(REAL *v, int *i)
-{
-    for (int mask = 16; mask > 0; mask /= 2) {
-#ifdef USE_FP64
-        const int2 w = as_int2(*v);
-        const REAL v2 = as_double((int2)(shuffle_xor(w.x, mask), shuffle_xor(w.y, mask)));
-#else
-        const REAL v2 = as_float(shuffle_xor(as_int(*v), mask));
-#endif
-        keep_better(v, i, v2, shuffle_xor(*i, mask));
-    }
-}
 #endif
 
 /* The work-group's best candidate: each work-item's is in best_v/best_i[its local id], the
@@ -408,34 +385,6 @@ static void grid_sync(volatile __global int *arrived, int target)
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 }
 
-/* How the resident kernel's work-items share out a scan for the best pivot candidate: on NVIDIA
- * GPUs every warp scans all candidates (lane, lane + 32, ...) and combines them with shuffles, so
- * that every work-item knows the best without a work-group barrier (a column of the panel waited
- * at 14 of them, 8 of them for the two searches); elsewhere the group's work-items share the
- * scan and combine through local memory (group_best). */
-#if defined(NV_WARP_SHUFFLE) && PANEL_WG % 32 == 0 && PANEL_WG <= 1024
-#define SCAN_FIRST(lid) ((lid)&31)
-#define SCAN_STEP 32
-#else
-#define SCAN_FIRST(lid) (lid)
-#define SCAN_STEP PANEL_WG
-#endif
-
-/* (v, i): this work-item's candidate from its share of the scan; made the best of the scan. */
-static void best_of_scan(REAL *v, int *i, __local REAL *best_v, __local int *best_i)
-{
-#if defined(NV_WARP_SHUFFLE) && PANEL_WG % 32 == 0 && PANEL_WG <= 1024
-    warp_all_best(v, i);
-#else
-    const int lid = (int)get_local_id(0);
-    best_v[lid] = *v;
-    best_i[lid] = *i;
-    group_best(best_v, best_i);
-    *v = best_v[0];
-    *i = best_i[0];
-#endif
-}
-
 /* LAPACK's getf2 on the rows x nb panel (nb <= RESIDENT_NB) at element `off` of the row-major
  * matrix a, whose first row is row `row0` of the matrix, in one launch: the same steps as
  * lu_panel_column, but each work-group keeps its chunk of rows (at most RESIDENT_ROWS) in local
@@ -473,16 +422,18 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
         /* This group's candidate: the first largest |a(i, k)| of its rows i >= k. */
         REAL v = -1;
         int piv = k;
-        for (int r = max(k - g0, 0) + SCAN_FIRST(lid); pivoting && r < own; r += SCAN_STEP)
+        for (int r = max(k - g0, 0) + lid; pivoting && r < own; r += PANEL_WG)
             keep_better(&v, &piv, fabs(tile[r * RESIDENT_NB + k]), g0 + r);
-        best_of_scan(&v, &piv, best_v, best_i);
-        const int mine = piv - g0; /* the candidate's local row, if it is ours */
+        best_v[lid] = v;
+        best_i[lid] = piv;
+        group_best(best_v, best_i);
+        const int mine = best_i[0] - g0; /* the candidate's local row, if it is ours */
         if (lid == 0) {
-            xv[parity * groups + group] = v;
-            xi[parity * groups + group] = piv;
+            xv[parity * groups + group] = best_v[0];
+            xi[parity * groups + group] = best_i[0];
         }
         for (int c = lid; c < nb; c += PANEL_WG) {
-            if (v >= 0 && mine >= 0 && mine < own)
+            if (best_v[0] >= 0 && mine >= 0 && mine < own)
                 row_slots[group * RESIDENT_NB + c] = tile[mine * RESIDENT_NB + c];
             if (k >= g0 && k < g0 + own)
                 row_slots[groups * RESIDENT_NB + c] = tile[(k - g0) * RESIDENT_NB + c];
@@ -494,9 +445,12 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
         const volatile __global int *vi = xi + parity * groups;
         v = -1;
         piv = k;
-        for (int g = SCAN_FIRST(lid); g < groups; g += SCAN_STEP)
+        for (int g = lid; g < groups; g += PANEL_WG)
             keep_better(&v, &piv, vv[g], vi[g]);
-        best_of_scan(&v, &piv, best_v, best_i);
+        best_v[lid] = v;
+        best_i[lid] = piv;
+        group_best(best_v, best_i);
+        piv = best_i[0];
         const volatile __global REAL *slots = row_slots;
         const volatile __global REAL *winner =
             slots + (piv == k ? groups : piv / chunk) * RESIDENT_NB;
