@@ -317,26 +317,30 @@ static void load_row_steps(REAL buf[INVERT_ROWS][INVERT_STEP], const __global RE
     }
 }
 
-/* inv = T^-1 for the n x n lower triangular T(i, k) = t[t_off + i*ti + k*tk] (unit = 1: ones on
- * the diagonal, not read), n <= INVERT_ROWS x the work-group; inv(i, k) = inv[v_off + i*vi +
- * k*vk]. Negative strides read an upper triangle backwards in both indices, which makes it
- * lower (and its inverse, written backwards, too). A triangular solve with an NB x NB diagonal
- * block then becomes one GEMM with its inverse (as MAGMA does) instead of NB dependent steps;
- * with partial pivoting |L| <= 1. Work decomposition: one work-group per column j of the
- * inverse, solving T x = e_j by column-oriented forward substitution: work-item l owns x(i) and
- * row i of T for i = l, l + size, ...; at step k the owner of x(k), now final, shares it in
- * local memory and every later x(i) subtracts T(i, k) x(k) (n - j dependent steps of one
- * multiply-add and one barrier). Each work-item loads its rows' next INVERT_STEP elements while
- * it runs the current ones, so the steps do not wait for memory (waiting for T(i, k) at every
- * step made the inversions 4.1 of 52 ms of an LU at N = 8192 f32 on the H200). Memory traffic:
- * the triangle read once per column (from cache), the inverse written once. */
+/* inv = T^-1 for the n x n lower triangular T(i, k) = t[t_off + i*ti + k*tk] (unit = 1: ones on the
+ * diagonal, not read), n <= INVERT_ROWS x the work-group; inv(i, k) = inv[v_off + i*vi + k*vk]; for
+ * as many such blocks as dimension 1 of the range has, block b's T and inverse t_step and v_step
+ * elements after block b - 1's. Negative strides read an upper triangle backwards in both indices,
+ * which makes it lower (and its inverse, written backwards, too). A triangular solve with an NB x
+ * NB diagonal block then becomes one GEMM with its inverse (as MAGMA does) instead of NB dependent
+ * steps; with partial pivoting |L| <= 1. Work decomposition: one work-group per column j of the
+ * inverse (of each block), solving T x = e_j by column-oriented forward substitution: work-item l
+ * owns x(i) and row i of T for i = l, l + size, ...; at step k the owner of x(k), now final, shares
+ * it in local memory and every later x(i) subtracts T(i, k) x(k) (n - j dependent steps of one
+ * multiply-add and one barrier). Each work-item loads its rows' next INVERT_STEP elements while it
+ * runs the current ones, so the steps do not wait for memory (waiting for T(i, k) at every step
+ * made the inversions 4.1 of 52 ms of an LU at N = 8192 f32 on the H200). Memory traffic: the
+ * triangle read once per column (from cache), the inverse written once. */
 __kernel void lu_invert_lower(int n, int unit, __global const REAL *t, long t_off, long ti, long tk,
-                              __global REAL *inv, long v_off, long vi, long vk)
+                              __global REAL *inv, long v_off, long vi, long vk, long t_step,
+                              long v_step)
 {
     __local REAL shared_x[INVERT_ROWS * PANEL_WG];
     const int j = (int)get_group_id(0), lid = (int)get_local_id(0);
     const int size = (int)get_local_size(0);
-    const __global REAL *tt = t + t_off;
+    const long block = (long)get_group_id(1);
+    const __global REAL *tt = t + t_off + block * t_step;
+    v_off += block * v_step;
     REAL x[INVERT_ROWS], cur[INVERT_ROWS][INVERT_STEP], next[INVERT_ROWS][INVERT_STEP];
     for (int r = 0; r < INVERT_ROWS; r++)
         x[r] = lid + r * size == j ? 1 : 0;

@@ -599,37 +599,42 @@ static struct gemm_operand operand(const struct lu_matrix *m, int64_t r0, int64_
     return (struct gemm_operand){m->mem, m->offset + r0 * m->ld + c0, m->ld, 1};
 }
 
-/* lane->inv_mem (n x n, row-major) = op(T)^-1 for the diagonal block at (b0, b0) of `m`: its
- * lower triangle (unit: the factor L) when `lower`, else its upper one, transposed when `trans`
- * (kernels/lu.cl: lu_invert_lower, which an upper triangle reaches read backwards). */
-static int32_t invert_diagonal_block(struct lu_ctx *ctx, struct lu_lane *lane,
-                                     const struct lu_matrix *m, int64_t b0, int64_t n,
-                                     int32_t trans, int lower, int unit)
+/* lane->inv_mem from element inv_at: op(T)^-1 (n x n, row-major) for each of `count` diagonal
+ * blocks of `m`, at (b0 + s n, b0 + s n) for s = 0 .. count - 1, one after another: their lower
+ * triangle (unit: the factor L) when `lower`, else their upper one, transposed when `trans`
+ * (kernels/lu.cl: lu_invert_lower, which an upper triangle reaches read backwards). The blocks
+ * are independent: one launch inverts them all, in the time of one. */
+static int32_t invert_diagonal_blocks(struct lu_ctx *ctx, struct lu_lane *lane,
+                                      const struct lu_matrix *m, int64_t b0, int64_t n,
+                                      int64_t count, int64_t inv_at, int32_t trans, int lower,
+                                      int unit)
 {
-    int32_t status = ensure_buffer(ctx, &lane->inv_mem, &lane->inv_bytes, n * n * ctx->elem_size);
+    int32_t status = ensure_buffer(ctx, &lane->inv_mem, &lane->inv_bytes,
+                                   (inv_at + count * n * n) * ctx->elem_size);
     if (status != CLOPS_OK)
         return status;
     const cl_long si = trans ? 1 : m->ld, sk = trans ? m->ld : 1, last = n - 1;
     const cl_long base = m->offset + b0 * m->ld + b0;
     const cl_long t_off = lower ? base : base + last * (si + sk);
     const cl_long ti = lower ? si : -si, tk = lower ? sk : -sk;
-    const cl_long v_off = lower ? 0 : last * (n + 1), vi = lower ? n : -n, vk = lower ? 1 : -1;
+    const cl_long v_off = inv_at + (lower ? 0 : last * (n + 1)), vi = lower ? n : -n;
+    const cl_long vk = lower ? 1 : -1, t_step = n * (m->ld + 1), v_step = n * n;
     const cl_int nn = (cl_int)n, u = unit;
     const struct kernel_arg args[] = {KARG(nn), KARG(u),  KARG(m->mem),        KARG(t_off),
                                       KARG(ti), KARG(tk), KARG(lane->inv_mem), KARG(v_off),
-                                      KARG(vi), KARG(vk)};
-    /* One work-group per column, of up to panel_wg work-items (a power of two). */
-    size_t local = 1;
-    while (local < (size_t)n && local < (size_t)ctx->panel_wg)
-        local *= 2;
-    const size_t global = (size_t)n * local;
+                                      KARG(vi), KARG(vk), KARG(t_step),        KARG(v_step)};
+    /* One work-group per column of a block, of up to panel_wg work-items (a power of two). */
+    size_t local[2] = {1, 1};
+    while (local[0] < (size_t)n && local[0] < (size_t)ctx->panel_wg)
+        local[0] *= 2;
+    const size_t global[2] = {(size_t)n * local[0], (size_t)count};
     return run_kernel(ctx, lane->queue, ctx->invert, args, (cl_uint)(sizeof args / sizeof args[0]),
-                      1, &global, &local);
+                      2, global, local);
 }
 
-/* B(r0 : r0+n, c0 : c0+cols) = inv * B(...) with the n x n inverse in lane->inv_mem: the block
- * goes to lane->tmp_mem and a GEMM writes the product back in place. */
-static int32_t apply_inverse(struct lu_ctx *ctx, struct lu_lane *lane, int64_t n,
+/* B(r0 : r0+n, c0 : c0+cols) = inv * B(...) with the n x n inverse at element inv_at of
+ * lane->inv_mem: the block goes to lane->tmp_mem and a GEMM writes the product back in place. */
+static int32_t apply_inverse(struct lu_ctx *ctx, struct lu_lane *lane, int64_t n, int64_t inv_at,
                              const struct lu_matrix *b, int64_t r0, int64_t c0, int64_t cols)
 {
     const int64_t es = ctx->elem_size;
@@ -643,8 +648,8 @@ static int32_t apply_inverse(struct lu_ctx *ctx, struct lu_lane *lane, int64_t n
     status = copy_matrix(ctx, lane->queue, n, cols, b->mem, src_geom, lane->tmp_mem, dst_geom);
     if (status != CLOPS_OK)
         return status;
-    const struct gemm_operand a_op = {lane->inv_mem, 0, n, 1}, b_op = {lane->tmp_mem, 0, cols, 1};
-    const struct gemm_operand c_op = operand(b, r0, c0);
+    const struct gemm_operand a_op = {lane->inv_mem, inv_at, n, 1};
+    const struct gemm_operand b_op = {lane->tmp_mem, 0, cols, 1}, c_op = operand(b, r0, c0);
     return gemm_enqueue(ctx->pool, ctx->dev, lane->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op,
                         0.0, &c_op, &ctx->device_ns, ctx->op);
 }
@@ -813,9 +818,9 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
             status = laswp(ctx, &ctx->main, &range, j - c0, jb, j, j + jb, 0);
         if (status != CLOPS_OK || right == 0)
             continue;
-        status = invert_diagonal_block(ctx, &ctx->main, a, j, jb, 0, 1, 1);
+        status = invert_diagonal_blocks(ctx, &ctx->main, a, j, jb, 1, 0, 0, 1, 1);
         if (status == CLOPS_OK)
-            status = apply_inverse(ctx, &ctx->main, jb, a, j, j + jb, right);
+            status = apply_inverse(ctx, &ctx->main, jb, 0, a, j, j + jb, right);
         if (status != CLOPS_OK || rows == jb)
             continue;
         const struct gemm_operand l21 = operand(a, j + jb, j), u12 = operand(a, j, j + jb);
@@ -861,9 +866,9 @@ static int32_t update_columns(struct lu_ctx *ctx, struct lu_lane *lane, const st
     if (pivoting == LU_PIVOTING_PARTIAL)
         status = laswp(ctx, lane, &block, 0, 0, j, j + jb, 0);
     if (status == CLOPS_OK)
-        status = invert_diagonal_block(ctx, lane, a, j, jb, 0, 1, 1);
+        status = invert_diagonal_blocks(ctx, lane, a, j, jb, 1, 0, 0, 1, 1);
     if (status == CLOPS_OK)
-        status = apply_inverse(ctx, lane, jb, a, j, c0, cols);
+        status = apply_inverse(ctx, lane, jb, 0, a, j, c0, cols);
     const int64_t rows = a->rows - j;
     if (status != CLOPS_OK || rows == jb)
         return status;
@@ -980,14 +985,20 @@ static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, i
     const int64_t n = lu->rows, nb = ctx->nb, nrhs = b->cols;
     const int64_t si = trans ? 1 : lu->ld, sk = trans ? lu->ld : 1; /* op(T)(i,k) strides */
     const int forward = lower != (trans != 0);
-    const int64_t blocks = (n + nb - 1) / nb;
-    int32_t status = CLOPS_OK;
+    const int64_t full = n / nb, rest = n - full * nb, blocks = full + (rest > 0);
+    /* Every diagonal block's inverse first, in two launches (the full blocks, the last): they
+     * depend on the factors only. */
+    int32_t status = ensure_buffer(ctx, &ctx->main.inv_mem, &ctx->main.inv_bytes,
+                                   (full * nb * nb + rest * rest) * ctx->elem_size);
+    if (status == CLOPS_OK && full > 0)
+        status = invert_diagonal_blocks(ctx, &ctx->main, lu, 0, nb, full, 0, trans, forward, lower);
+    if (status == CLOPS_OK && rest > 0)
+        status = invert_diagonal_blocks(ctx, &ctx->main, lu, full * nb, rest, 1, full * nb * nb,
+                                        trans, forward, lower);
     for (int64_t s = 0; status == CLOPS_OK && s < blocks; s++) {
-        const int64_t b0 = (forward ? s : blocks - 1 - s) * nb;
+        const int64_t block = forward ? s : blocks - 1 - s, b0 = block * nb;
         const int64_t bs = n - b0 < nb ? n - b0 : nb;
-        status = invert_diagonal_block(ctx, &ctx->main, lu, b0, bs, trans, forward, lower);
-        if (status == CLOPS_OK)
-            status = apply_inverse(ctx, &ctx->main, bs, b, b0, 0, nrhs);
+        status = apply_inverse(ctx, &ctx->main, bs, block * nb * nb, b, b0, 0, nrhs);
         /* The rows of B still to solve: below the block (forward) or above it. */
         const int64_t r0 = forward ? b0 + bs : 0, rows = forward ? n - b0 - bs : b0;
         if (status != CLOPS_OK || rows == 0)
