@@ -88,8 +88,11 @@ __kernel void lu_laswp_plan(__global const int *ipiv, int k_begin, int k_end, in
         plan[0] = count;
 }
 
-/* Columns side by side in a work-group of lu_laswp_apply: 64 bytes of each row. */
-#define LASWP_COLS (64 / (int)sizeof(REAL) < PANEL_WG ? 64 / (int)sizeof(REAL) : PANEL_WG)
+/* Columns side by side in a work-group of lu_laswp_apply (the host's choice: 64 bytes of each
+ * row, at most the work-group). */
+#ifndef LASWP_COLS
+#error "lu.cl needs -DLASWP_COLS"
+#endif
 
 /* The moves of a plan (lu_laswp_plan) on the columns of a outside [skip_begin, skip_begin +
  * skip_count) (the panel, whose rows moved as it was factored). Work decomposition: a

@@ -161,14 +161,23 @@ static int32_t panel_group_size(const struct pool_device *dev)
     return (int32_t)wg;
 }
 
+/* The columns side by side in a work-group of lu_laswp_apply: 64 bytes of each row, at most the
+ * work-group (its -DLASWP_COLS). */
+static int64_t laswp_cols(const struct lu_ctx *ctx)
+{
+    const int64_t cols = 64 / ctx->elem_size;
+    return cols < ctx->panel_wg ? cols : ctx->panel_wg;
+}
+
 static int32_t create_kernels(struct lu_ctx *ctx)
 {
     char options[160];
     /* lu_invert_lower's rows per work-item: the diagonal blocks are at most NB or PANEL_NB. */
     const int64_t block = ctx->nb > ctx->panel_nb ? ctx->nb : ctx->panel_nb;
-    int n = snprintf(options, sizeof options, "-DREAL=%s -DPANEL_WG=%d -DINVERT_ROWS=%d",
+    int n = snprintf(options, sizeof options,
+                     "-DREAL=%s -DPANEL_WG=%d -DINVERT_ROWS=%d -DLASWP_COLS=%d",
                      ctx->dtype == CLOPS_F64 ? "double -DUSE_FP64" : "float", (int)ctx->panel_wg,
-                     (int)((block + ctx->panel_wg - 1) / ctx->panel_wg));
+                     (int)((block + ctx->panel_wg - 1) / ctx->panel_wg), (int)laswp_cols(ctx));
     /* Warp shuffles (shfl.sync) for the pivot searches: NVIDIA, compute capability 7.0 on. */
     if (pool_device_nv_compute_capability(ctx->dev) >= 70)
         n += snprintf(options + n, sizeof options - (size_t)n, " -DNV_WARP_SHUFFLE");
@@ -242,13 +251,6 @@ static void resident_setup(struct lu_ctx *ctx, int64_t rows_total, int panel_nb_
         return;
     ctx->resident_rows = rows < 1024 ? rows : 1024;
     ctx->resident_groups = groups;
-}
-
-/* The columns side by side in a work-group of lu_laswp_apply (kernels/lu.cl: LASWP_COLS). */
-static int64_t laswp_cols(const struct lu_ctx *ctx)
-{
-    const int64_t cols = 64 / ctx->elem_size;
-    return cols < ctx->panel_wg ? cols : ctx->panel_wg;
 }
 
 /* The most interchanges one plan takes: up to 256, as many as lu_laswp_apply's rows (two per
