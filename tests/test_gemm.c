@@ -545,7 +545,8 @@ static struct clops_pool *logging_pool(struct tu_kernel_log *log, const char *ex
 {
     char text[512];
     snprintf(text, sizeof text, "profiling = true; kernel_times = true;\n%s", extra);
-    *log = (struct tu_kernel_log){.op = "gemm", .names = {"gemm", "gemm_mma"}, .cc = -1};
+    *log =
+        (struct tu_kernel_log){.op = "gemm", .names = {"gemm", "gemm_mma", "gemm_simt"}, .cc = -1};
     tu_api()->set_log_callback(tu_collect_kernel_log, log, CLOPS_LOG_INFO);
     return tu_pool_from_string(text);
 }
@@ -575,9 +576,16 @@ static int expects_tensor_cores(const struct clops_device_info *dev,
     return dev->fp64 && log->cc >= 80;
 }
 
-/* f32 always runs the portable kernel; f64 runs gemm_mma exactly where expects_tensor_cores says
- * (never under PoCL), and the portable kernel again once tiles are configured, as they describe
- * it. */
+/* Whether gemm's f32 calls in fp32 must run gemm_simt (cp.async) on `dev`: the same devices,
+ * whatever their fp64. */
+static int expects_simt(const struct tu_kernel_log *log)
+{
+    return log->cc >= 80;
+}
+
+/* f64 runs gemm_mma and f32 gemm_simt exactly where expects_tensor_cores and expects_simt say
+ * (never under PoCL), else the portable kernel, which both go back to once tiles are configured,
+ * as they describe it. */
 START_TEST(test_gemm_kernel_choice_follows_the_device)
 {
     tu_seed(9100);
@@ -587,15 +595,16 @@ START_TEST(test_gemm_kernel_choice_follows_the_device)
             logging_pool(&log, configured ? "operators = { gemm = { tile_m = 64; }; };" : ""));
         const struct clops_device_info dev = device_of(tu_case_pool());
         const int mma = expects_tensor_cores(&dev, &log) && !configured;
+        const int simt = expects_simt(&log) && !configured;
         for (int f64 = 0; f64 <= dev.fp64; f64++) {
             const struct tu_kernel_log before = log;
             struct gemm_case g = dense_case(f64 ? CLOPS_F64 : CLOPS_F32, 129, 67, 45, 1, 1, 0);
             run_case(&g);
-            ck_assert_int_eq(tu_kernel_launches(&log, "gemm_mma") -
-                                 tu_kernel_launches(&before, "gemm_mma"),
-                             f64 && mma);
-            ck_assert_int_eq(tu_kernel_launches(&log, "gemm") - tu_kernel_launches(&before, "gemm"),
-                             !(f64 && mma));
+#define LAUNCHED(name) (tu_kernel_launches(&log, name) - tu_kernel_launches(&before, name))
+            ck_assert_int_eq(LAUNCHED("gemm_mma"), f64 && mma);
+            ck_assert_int_eq(LAUNCHED("gemm_simt"), !f64 && simt);
+            ck_assert_int_eq(LAUNCHED("gemm"), f64 ? !mma : !simt);
+#undef LAUNCHED
             ck_assert_int_eq(log.other, 0);
         }
         tu_release_case_pool();
@@ -604,36 +613,41 @@ START_TEST(test_gemm_kernel_choice_follows_the_device)
 }
 END_TEST
 
-/* f64 at sizes the tensor-core kernel's tiles (64 or 128 square, K steps of 8) do not divide: 1,
+/* Sizes that the fast kernels' tiles (64 or 128 square, K steps of 8 or 16) do not divide: 1,
  * primes, long K, non-square, one C large enough for 128 x 128 blocks on every compute unit;
- * each with every transpose, both orders of C and mixed orders of A and B, padding and offsets.
- * All calls run the device's f64 kernel (gemm_mma where the device has tensor cores). */
+ * each with every transpose, both orders of C and mixed orders of A and B, padding and offsets
+ * (an odd offset takes gemm_simt's one-element copies where the rows are contiguous), in f32 and
+ * f64. All calls of a dtype run the device's kernel for it: gemm_mma (f64) and gemm_simt (f32)
+ * where the device has them, else the portable kernel. */
 static const int64_t awkward_sizes[][3] = {{1, 1, 1},      {2, 3, 5},       {13, 1, 7},
                                            {1, 29, 31},    {131, 67, 45},   {67, 131, 129},
                                            {257, 263, 19}, {97, 101, 1031}, {1543, 1543, 23}};
 enum { AWKWARD_COUNT = sizeof awkward_sizes / sizeof awkward_sizes[0] };
 
-START_TEST(test_gemm_f64_awkward_sizes_match_reference_on_the_devices_kernel)
+START_TEST(test_gemm_awkward_sizes_match_reference_on_the_devices_kernels)
 {
     struct tu_kernel_log log;
     tu_set_case_pool(logging_pool(&log, ""));
     const struct clops_device_info dev = device_of(tu_case_pool());
-    const int mma = dev.fp64 && expects_tensor_cores(&dev, &log);
+    const int mma = dev.fp64 && expects_tensor_cores(&dev, &log), simt = expects_simt(&log);
     tu_seed(9200 + (uint64_t)_i);
-    const int64_t *s = awkward_sizes[_i];
-    for (int t = 0; dev.fp64 && t < 4; t++)
+    const int64_t *s = awkward_sizes[_i / 2];
+    const int f64 = _i % 2;
+    for (int t = 0; (!f64 || dev.fp64) && t < 4; t++)
         for (int c_col = 0; c_col < 2; c_col++) {
-            struct gemm_case g =
-                dense_case(CLOPS_F64, s[0], s[1], s[2], t, scalings[t][0], scalings[t][1]);
+            struct gemm_case g = dense_case(f64 ? CLOPS_F64 : CLOPS_F32, s[0], s[1], s[2], t,
+                                            scalings[t][0], scalings[t][1]);
             g.c_col = c_col;
             g.a_col = (t + c_col) & 1;
             g.b_col = (t >> 1) ^ c_col;
-            g.pad = _i % 3;
-            g.offset = _i % 2 ? 3 : 0;
+            g.pad = (_i / 2) % 3;
+            g.offset = (_i / 2) % 2 ? 3 : 0;
             run_case(&g);
         }
-    ck_assert_int_eq(tu_kernel_launches(&log, "gemm_mma"), mma ? 8 : 0);
-    ck_assert_int_eq(tu_kernel_launches(&log, "gemm"), !dev.fp64 || mma ? 0 : 8);
+    const int runs = !f64 || dev.fp64 ? 8 : 0, fast = f64 ? mma : simt;
+    ck_assert_int_eq(tu_kernel_launches(&log, "gemm_mma"), f64 && fast ? runs : 0);
+    ck_assert_int_eq(tu_kernel_launches(&log, "gemm_simt"), !f64 && fast ? runs : 0);
+    ck_assert_int_eq(tu_kernel_launches(&log, "gemm"), fast ? 0 : runs);
     ck_assert_int_eq(log.other, 0);
     tu_release_case_pool();
     stop_logging();
@@ -656,7 +670,7 @@ int main(void)
         TU_LOOP(test_gemm_every_tile_layout_matches_reference, 2 * OVERRIDE_COUNT),
         TU_TEST(test_gemm_rejects_tiles_that_do_not_divide),
         TU_TEST(test_gemm_kernel_choice_follows_the_device),
-        TU_LOOP(test_gemm_f64_awkward_sizes_match_reference_on_the_devices_kernel, AWKWARD_COUNT),
+        TU_LOOP(test_gemm_awkward_sizes_match_reference_on_the_devices_kernels, 2 * AWKWARD_COUNT),
     };
     return tu_run_tests("gemm", 600, 0, tests, TU_COUNT(tests));
 }

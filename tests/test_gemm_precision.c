@@ -307,12 +307,15 @@ END_TEST
 
 /* Which kernels each precision runs: on an NVIDIA device of compute capability 8.0 or later,
  * tf32 packs both operands (tf32_pack, twice) and multiplies them (gemm_tf32), 3xtf32 runs
- * gemm_mma, fp32 the portable kernel; elsewhere every precision runs the portable kernel. The
- * products are checked too (the packed path's padding: sizes no tile divides). */
+ * gemm_mma, fp32 gemm_simt (the FP32 units, fed by cp.async); elsewhere every precision runs the
+ * portable kernel. The products are checked too (the packed path's padding: sizes no tile
+ * divides). */
 START_TEST(test_gemm_precision_each_mode_runs_its_kernels)
 {
     struct tu_kernel_log log = {
-        .op = "gemm", .names = {"gemm", "gemm_mma", "tf32_pack", "gemm_tf32"}, .cc = -1};
+        .op = "gemm",
+        .names = {"gemm", "gemm_mma", "tf32_pack", "gemm_tf32", "gemm_simt"},
+        .cc = -1};
     tu_api()->set_log_callback(tu_collect_kernel_log, &log, CLOPS_LOG_INFO);
     struct clops_pool *pool = tu_pool_from_string("profiling = true; kernel_times = true;");
     struct clops_device_info info = {.struct_size = sizeof info};
@@ -337,8 +340,10 @@ START_TEST(test_gemm_precision_each_mode_runs_its_kernels)
 #define LAUNCHED(name) (tu_kernel_launches(&log, name) - tu_kernel_launches(&before, name))
         const int portable = LAUNCHED("gemm"), mma = LAUNCHED("gemm_mma");
         const int pack = LAUNCHED("tf32_pack"), packed = LAUNCHED("gemm_tf32");
+        const int simt = LAUNCHED("gemm_simt");
 #undef LAUNCHED
-        ck_assert_int_eq(portable, mode == 0 || !tensor_cores);
+        ck_assert_int_eq(portable, !tensor_cores);
+        ck_assert_int_eq(simt, mode == 0 && tensor_cores);
         ck_assert_int_eq(mma, mode == 1 && tensor_cores);
         ck_assert_int_eq(pack, mode == 2 && tensor_cores ? 2 : 0);
         ck_assert_int_eq(packed, mode == 2 && tensor_cores);

@@ -1,7 +1,8 @@
 /* gemm.c — the gemm operator, C = alpha * op(A) * op(B) + beta * C in f32 or f64: validates the
  * call, reduces every layout to one row-major-C kernel, kernels/gemm.cl (portable) or, on NVIDIA
- * GPUs with tensor cores, kernels/gemm_mma.cl (f64, and f32 in the TF32 precisions), and picks
- * its tiles. */
+ * GPUs of compute capability 8.0 and later, kernels/gemm_mma.cl (f64 and f32 in the TF32
+ * precisions on the tensor cores, f32 in fp32 on the FP32 units fed by cp.async), and picks its
+ * tiles. */
 #include <ctype.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -166,6 +167,26 @@ static const struct gemm_mma_tuning tf32_tunings[] = {
  * 3xtf32 stays on gemm_mma (RESULTS.md, 2026-11-27). Same devices as tf32_tunings. */
 static const struct gemm_mma_tiles tf32_packed_tiles = {128, 128, 16, 64, 32, 1688, 3};
 
+/* f32 in fp32 (IEEE products and sums) on NVIDIA devices of compute capability 8.0 and later runs
+ * gemm_mma.cl's -DSIMT kernel, gemm_simt: gemm.cl's arithmetic with its tiles copied into local
+ * memory through cp.async, STAGES - 1 tiles ahead. On an H100 (N = 8192 f32, the kernel alone)
+ * 128x128 tiles 8 deep, 16x8 a work-item, 4 stages ran at 43.3 TFLOP/s with both operands
+ * row-major and 46.2 with A column-major (its copies 16 bytes wide), against 41.1 / 41.3 for
+ * gemm.cl's 128x128x16 of 8x8; 8x8 a work-item was no faster than gemm.cl (39.6 / 42.5), nor
+ * were 2, 3 or 5 stages, 16 deep, or 256-wide tiles (RESULTS.md, 2026-11-28). */
+struct gemm_simt_tiles {
+    int32_t tile_m, tile_n, tile_k; /* the C block of a work-group, and the K step */
+    int32_t thread_m, thread_n;     /* the C block of a work-item */
+    int32_t warp_tm;                /* a warp's work-items along M */
+    int32_t stages;                 /* tiles in local memory at once */
+};
+static const struct gemm_simt_tuning {
+    int32_t min_cc;
+    struct gemm_simt_tiles large, small;
+} simt_tunings[] = {
+    {80, {128, 128, 8, 16, 8, 4, 4}, {64, 64, 16, 4, 4, 4, 3}},
+};
+
 static const struct gemm_mma_tuning *mma_tuning_in(const struct pool_device *dev,
                                                    const struct gemm_mma_tuning *table, size_t n)
 {
@@ -196,6 +217,18 @@ static size_t mma_group_size(const struct gemm_mma_tiles *t)
 static int64_t mma_local_bytes(const struct gemm_mma_tiles *t, int64_t elem_size)
 {
     return (int64_t)t->stages * t->tile_k * (t->tile_m + t->tile_n) * elem_size;
+}
+
+static size_t simt_group_size(const struct gemm_simt_tiles *t)
+{
+    return (size_t)(t->tile_m / t->thread_m) * (size_t)(t->tile_n / t->thread_n);
+}
+
+/* gemm_simt's local tiles: `stages` of each operand, k-rows padded by 4 elements. */
+static int64_t simt_local_bytes(const struct gemm_simt_tiles *t)
+{
+    return (int64_t)t->stages * t->tile_k * (t->tile_m + 4 + t->tile_n + 4) *
+           (int64_t)sizeof(float);
 }
 
 /* ---- The call reduced to the kernel's terms ------------------------------------------------- */
@@ -520,10 +553,49 @@ static int32_t get_portable_kernel(struct clops_pool *pool, struct pool_device *
     return status;
 }
 
+/* One of a kernel's two tile sets (large, small), in the terms launching it takes. */
+struct tiles_choice {
+    char options[256];
+    size_t group;        /* work-items a group */
+    int64_t local_bytes; /* its local memory */
+    int32_t tile_m, tile_n;
+};
+
+/* Takes kernel `name` of kernels/gemm_mma.cl with the first of choice[0] (the large tiles, when
+ * they give every compute unit a group) and choice[1] that fits `dev`'s local memory and
+ * work-group limits. *taken = 0: neither fits. */
+static int32_t take_first_fitting(struct clops_pool *pool, struct pool_device *dev,
+                                  const struct gemm_plan *p, const char *name,
+                                  const struct tiles_choice choice[2], struct gemm_launch *out,
+                                  int *taken)
+{
+    const int64_t blocks = blocks_covering(p->m, p->n, choice[0].tile_m, choice[0].tile_n);
+    for (int c = blocks >= pool_device_info(dev)->compute_units ? 0 : 1; c < 2; c++) {
+        const struct tiles_choice *t = &choice[c];
+        if (t->local_bytes > pool_device_info(dev)->local_mem_bytes)
+            continue;
+        int fits = 0;
+        int32_t status =
+            create_kernel(pool, dev, "gemm_mma", name, t->options, t->group, &out->kernel, &fits);
+        if (status != CLOPS_OK)
+            return status;
+        if (!fits) {
+            clReleaseKernel(out->kernel);
+            out->kernel = NULL;
+            continue;
+        }
+        out->local = t->group;
+        out->global = out->local * (size_t)blocks_covering(p->m, p->n, t->tile_m, t->tile_n);
+        *taken = 1;
+        return CLOPS_OK;
+    }
+    return CLOPS_OK;
+}
+
 /* The tensor-core kernel for the plan, when `dev` has one that applies: f64 with the tiles not
  * configured (they are the portable kernel's), or f32 in a TF32 precision, on an NVIDIA device
  * of a compute capability in the tables, and the kernel's tiles within the device's local memory
- * and work-group limits. *taken = 0 leaves the call to the portable kernel. */
+ * and work-group limits. *taken = 0 leaves the call to the next kernel. */
 static int32_t get_mma_kernel(struct clops_pool *pool, struct pool_device *dev,
                               const struct gemm_plan *p, struct gemm_launch *out, int *taken)
 {
@@ -532,41 +604,66 @@ static int32_t get_mma_kernel(struct clops_pool *pool, struct pool_device *dev,
     if (tuning == NULL || (p->dtype == CLOPS_F64 && tiles_configured(pool)))
         return CLOPS_OK;
     const int32_t passes = p->dtype == CLOPS_F64 ? 0 : (p->precision == GEMM_3XTF32 ? 3 : 1);
-    const int64_t blocks = blocks_covering(p->m, p->n, tuning->large.tile_m, tuning->large.tile_n);
-    const struct gemm_mma_tiles *choice[2] = {&tuning->large, &tuning->small};
-    for (int c = blocks >= pool_device_info(dev)->compute_units ? 0 : 1; c < 2; c++) {
-        const struct gemm_mma_tiles *t = choice[c];
-        if (mma_local_bytes(t, dtype_size(p->dtype)) > pool_device_info(dev)->local_mem_bytes)
-            continue;
-        char options[256];
-        int fits = 0;
-        int32_t status = mma_build_options(t, passes, 0, options, sizeof options);
-        if (status == CLOPS_OK)
-            status = create_kernel(pool, dev, "gemm_mma", "gemm_mma", options, mma_group_size(t),
-                                   &out->kernel, &fits);
+    const struct gemm_mma_tiles *tiles[2] = {&tuning->large, &tuning->small};
+    struct tiles_choice choice[2];
+    for (int c = 0; c < 2; c++) {
+        const struct gemm_mma_tiles *t = tiles[c];
+        int32_t status =
+            mma_build_options(t, passes, 0, choice[c].options, sizeof choice[c].options);
         if (status != CLOPS_OK)
             return status;
-        if (!fits) {
-            clReleaseKernel(out->kernel);
-            out->kernel = NULL;
-            continue;
-        }
-        out->local = mma_group_size(t);
-        out->global = out->local * (size_t)blocks_covering(p->m, p->n, t->tile_m, t->tile_n);
-        *taken = 1;
-        return CLOPS_OK;
+        choice[c].group = mma_group_size(t);
+        choice[c].local_bytes = mma_local_bytes(t, dtype_size(p->dtype));
+        choice[c].tile_m = t->tile_m;
+        choice[c].tile_n = t->tile_n;
     }
-    return CLOPS_OK;
+    return take_first_fitting(pool, dev, p, "gemm_mma", choice, out, taken);
 }
 
-/* The kernel for the plan on `dev`: the tensor-core one where it applies, else the portable one.
- * Both take the same arguments (bind_plan). */
+/* gemm_simt for the plan, when it applies: f32 in fp32 with the tiles not configured, on an
+ * NVIDIA device of a compute capability in simt_tunings (cp.async), within its limits. */
+static int32_t get_simt_kernel(struct clops_pool *pool, struct pool_device *dev,
+                               const struct gemm_plan *p, struct gemm_launch *out, int *taken)
+{
+    *taken = 0;
+    const struct gemm_simt_tuning *tuning = NULL;
+    const int32_t cc = pool_device_nv_compute_capability(dev);
+    for (size_t i = 0; i < sizeof simt_tunings / sizeof simt_tunings[0] && !tuning; i++)
+        if (cc >= simt_tunings[i].min_cc)
+            tuning = &simt_tunings[i];
+    if (tuning == NULL || p->dtype != CLOPS_F32 || p->precision != GEMM_FP32 ||
+        tiles_configured(pool))
+        return CLOPS_OK;
+    const struct gemm_simt_tiles *tiles[2] = {&tuning->large, &tuning->small};
+    struct tiles_choice choice[2];
+    for (int c = 0; c < 2; c++) {
+        const struct gemm_simt_tiles *t = tiles[c];
+        int n = snprintf(choice[c].options, sizeof choice[c].options,
+                         "-DSIMT -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREAD_M=%d -DTHREAD_N=%d "
+                         "-DWARP_TM=%d -DSTAGES=%d",
+                         (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->thread_m,
+                         (int)t->thread_n, (int)t->warp_tm, (int)t->stages);
+        int32_t status = options_fit(n, sizeof choice[c].options);
+        if (status != CLOPS_OK)
+            return status;
+        choice[c].group = simt_group_size(t);
+        choice[c].local_bytes = simt_local_bytes(t);
+        choice[c].tile_m = t->tile_m;
+        choice[c].tile_n = t->tile_n;
+    }
+    return take_first_fitting(pool, dev, p, "gemm_simt", choice, out, taken);
+}
+
+/* The kernel for the plan on `dev`: the tensor-core one where it applies, else gemm_simt where
+ * it applies, else the portable one. All take the same arguments (bind_plan). */
 static int32_t get_launch(struct clops_pool *pool, struct pool_device *dev,
                           const struct gemm_plan *p, struct gemm_launch *out)
 {
     *out = (struct gemm_launch){0};
     int taken = 0;
     int32_t status = get_mma_kernel(pool, dev, p, out, &taken);
+    if (status == CLOPS_OK && !taken)
+        status = get_simt_kernel(pool, dev, p, out, &taken);
     if (status != CLOPS_OK || taken)
         return status;
     return get_portable_kernel(pool, dev, p, out);
@@ -885,7 +982,10 @@ static const struct clops_op op_gemm = {
         "build failures carry the OpenCL error's name.\n"
         "\n"
         "Precision (f32 only; through invoke, the typed entry runs fp32): fp32, the default, "
-        "multiplies and adds in IEEE single precision. 3xtf32 runs on the TF32 tensor cores of "
+        "multiplies and adds in IEEE single precision (fused multiply-adds, summed over K in "
+        "order); on "
+        "NVIDIA GPUs of compute capability 8.0 and later it runs a kernel whose tiles reach local "
+        "memory through cp.async (the same arithmetic). 3xtf32 runs on the TF32 tensor cores of "
         "NVIDIA GPUs of compute capability 8.0 and later: each operand is split into a TF32 "
         "high part and a TF32 remainder, three products are summed (the remainders' product is "
         "left out) and each tile's sum is added in rounded f32, as accurate as fp32: on an H100, "
@@ -908,8 +1008,9 @@ static const struct clops_op op_gemm = {
         "4x4; CPUs 64x128x8 of 16x16, vw 16). tile_m must be a multiple of wpt_m, tile_n of "
         "wpt_n, wpt_m and wpt_n of vw, and each tile must split evenly over the work-group's "
         "loads: a call with tiles that do not is CLOPS_ERR_CONFIG naming the settings. These "
-        "settings describe the portable kernel: with any of them set, f64 runs on it on NVIDIA "
-        "GPUs too, instead of the tensor cores (tf32 and 3xtf32 keep them). "
+        "settings describe the portable kernel: with any of them set, f64 and fp32 run on it on "
+        "NVIDIA GPUs too, instead of the tensor cores and the cp.async kernel (tf32 and 3xtf32 "
+        "keep theirs). "
         "-DTILE_M=<n> ... -DVW=<n> in operators.gemm.build_options are read as these settings "
         "too.",
     OP_DESCRIPTOR_COMMON(op_name, gemm_params, gemm_entry, clops_gemm_fn),
