@@ -37,6 +37,34 @@ static void block_of_group(int m, int n, int *bm, int *bn)
     *bn = in_band / rows;
 }
 
+/* The copies' pipeline of every kernel here: tile kt goes to stage kt % STAGES, copied STAGES - 1
+ * tiles ahead of its use. Each iteration commits one group of copies (empty past the last tile),
+ * so that waiting for all but the STAGES - 2 newest groups waits for tile kt; the barrier then
+ * publishes every work-item's copies, and tells that every warp is done with tile kt - 1, whose
+ * stage the copies issued next overwrite. COPY(stage, kt) issues this work-item's copies of tile
+ * kt into a stage, MULTIPLY(stage) multiplies a stage's tiles into the accumulators; tiles_k = 0
+ * copies nothing (A and B may then be NULL). A macro, so that the accumulators stay in
+ * registers whatever a compiler decides about inlining. */
+#define RUN_PIPELINE(tiles_k, COPY, MULTIPLY)                                                      \
+    do {                                                                                           \
+        for (int s_ = 0; s_ < STAGES - 1; s_++) {                                                  \
+            if (s_ < (tiles_k))                                                                    \
+                COPY(s_, s_);                                                                      \
+            copies_commit();                                                                       \
+        }                                                                                          \
+        int stage_ = 0, fill_ = STAGES - 1;                                                        \
+        for (int kt_ = 0; kt_ < (tiles_k); kt_++) {                                                \
+            COPIES_WAIT(STAGES - 2);                                                               \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+            if (kt_ + STAGES - 1 < (tiles_k))                                                      \
+                COPY(fill_, kt_ + STAGES - 1);                                                     \
+            copies_commit();                                                                       \
+            fill_ = fill_ + 1 == STAGES ? 0 : fill_ + 1;                                           \
+            MULTIPLY(stage_);                                                                      \
+            stage_ = stage_ + 1 == STAGES ? 0 : stage_ + 1;                                        \
+        }                                                                                          \
+    } while (0)
+
 #ifdef SIMT
 /* ---- gemm_simt: f32 on the FP32 units, fed by cp.async (gemm's fp32 on these devices) ------- */
 
@@ -146,6 +174,25 @@ static void simt_copy(__local float *tile, const int ld, const int tile_x, struc
 /* Element r of this work-item's rows (columns) within the block: runs of 4, 4 * threads apart. */
 #define RUN_AT(t, r, threads) (((r) / 4) * (4 * (threads)) + 4 * (t) + (r) % 4)
 
+/* Multiplies stage `stage`'s tiles into acc: for each k, this work-item's rows and columns (runs
+ * of 4, one 16-byte load each) and THREAD_M x THREAD_N fused multiply-adds. */
+#define MULTIPLY_SIMT(stage)                                                                       \
+    do {                                                                                           \
+        const __local float *as = As + (stage)*STAGE_A + 4 * tm;                                   \
+        const __local float *bs = Bs + (stage)*STAGE_B + 4 * tn;                                   \
+        _Pragma("unroll") for (int k = 0; k < TILE_K; k++)                                         \
+        {                                                                                          \
+            float a[THREAD_M], b[THREAD_N];                                                        \
+            _Pragma("unroll") for (int r = 0; r < THREAD_M; r += 4)                                \
+                vstore4(*(const __local float4 *)(as + k * LDA_S + r * THREADS_M), 0, a + r);     \
+            _Pragma("unroll") for (int c = 0; c < THREAD_N; c += 4)                                \
+                vstore4(*(const __local float4 *)(bs + k * LDB_S + c * THREADS_N), 0, b + c);     \
+            _Pragma("unroll") for (int r = 0; r < THREAD_M; r++)                                   \
+                _Pragma("unroll") for (int c = 0; c < THREAD_N; c++) acc[r][c] =                   \
+                    fma(a[r], b[c], acc[r][c]);                                                    \
+        }                                                                                          \
+    } while (0)
+
 /* Work decomposition: a 1-D range of work-groups of WG_SIZE; group g computes the block of C
  * that block_of_group gives (bands of GROUP_M block rows, for L2). Work-item (tm, tn) of warp w,
  * lane l: tm = (w / WARPS_TN) * WARP_TM + l / WARP_TN, tn = (w % WARPS_TN) * WARP_TN +
@@ -184,53 +231,17 @@ gemm_simt(const int M, const int N, const int K, const float alpha, const float 
         for (int c = 0; c < THREAD_N; c++)
             acc[r][c] = 0.0f;
 
-    /* The pipeline of gemm_mma: tile kt in stage kt % STAGES, copied STAGES - 1 tiles ahead; one
-     * group of copies committed an iteration (empty past the last tile), so that waiting for all
-     * but the STAGES - 2 newest waits for tile kt; the barrier publishes every work-item's
-     * copies and tells that every warp is done with tile kt - 1, whose stage is copied next. */
     const int vec_a = sAi == 1 && (offA & 3) == 0 && (sAk & 3) == 0;
     const int vec_b = sBj == 1 && (offB & 3) == 0 && (sBk & 3) == 0;
     struct simt_walk wa = simt_walk_new(A, offA, sAi, sAk, i0, TILE_M, lid, vec_a);
     struct simt_walk wb = simt_walk_new(B, offB, sBj, sBk, j0, TILE_N, lid, vec_b);
     const __global float *safe_a = A + offA, *safe_b = B + offB;
-    const int tiles_k = (K + TILE_K - 1) / TILE_K;
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < tiles_k) {
-            simt_copy(As + s * STAGE_A, LDA_S, TILE_M, &wa, M - i0, K - s * TILE_K, safe_a);
-            simt_copy(Bs + s * STAGE_B, LDB_S, TILE_N, &wb, N - j0, K - s * TILE_K, safe_b);
-        }
-        copies_commit();
-    }
-    int stage = 0, fill = STAGES - 1;
-    for (int kt = 0; kt < tiles_k; kt++) {
-        COPIES_WAIT(STAGES - 2);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int next = kt + STAGES - 1;
-        if (next < tiles_k) {
-            simt_copy(As + fill * STAGE_A, LDA_S, TILE_M, &wa, M - i0, K - next * TILE_K, safe_a);
-            simt_copy(Bs + fill * STAGE_B, LDB_S, TILE_N, &wb, N - j0, K - next * TILE_K, safe_b);
-        }
-        copies_commit();
-        fill = fill + 1 == STAGES ? 0 : fill + 1;
-        const __local float *as = As + stage * STAGE_A + 4 * tm;
-        const __local float *bs = Bs + stage * STAGE_B + 4 * tn;
-#pragma unroll
-        for (int k = 0; k < TILE_K; k++) {
-            float a[THREAD_M], b[THREAD_N];
-#pragma unroll
-            for (int r = 0; r < THREAD_M; r += 4)
-                vstore4(*(const __local float4 *)(as + k * LDA_S + r * THREADS_M), 0, a + r);
-#pragma unroll
-            for (int c = 0; c < THREAD_N; c += 4)
-                vstore4(*(const __local float4 *)(bs + k * LDB_S + c * THREADS_N), 0, b + c);
-#pragma unroll
-            for (int r = 0; r < THREAD_M; r++)
-#pragma unroll
-                for (int c = 0; c < THREAD_N; c++)
-                    acc[r][c] = fma(a[r], b[c], acc[r][c]);
-        }
-        stage = stage + 1 == STAGES ? 0 : stage + 1;
-    }
+#define COPY_SIMT(stage, kt)                                                                       \
+    do {                                                                                           \
+        simt_copy(As + (stage)*STAGE_A, LDA_S, TILE_M, &wa, M - i0, K - (kt)*TILE_K, safe_a);      \
+        simt_copy(Bs + (stage)*STAGE_B, LDB_S, TILE_N, &wb, N - j0, K - (kt)*TILE_K, safe_b);      \
+    } while (0)
+    RUN_PIPELINE((K + TILE_K - 1) / TILE_K, COPY_SIMT, MULTIPLY_SIMT);
 
     /* beta == 0 takes a branch of its own that never loads C (NaN or garbage there cannot reach
      * the result). */
@@ -641,36 +652,16 @@ gemm_mma(const int M, const int N, const int K, const real alpha, const real bet
             for (int e = 0; e < 4; e++)
                 acc[u][v][e] = (real)0;
 
-    /* Tile kt goes to stage kt % STAGES, copied STAGES - 1 tiles ahead of its use. Each
-     * iteration commits one group of copies (empty past the last tile), so that waiting for all
-     * but the STAGES - 2 newest groups waits for tile kt; the barrier then publishes every
-     * work-item's copies, and tells that every warp is done with tile kt - 1, whose stage the
-     * copies issued next overwrite. K = 0 copies nothing (A and B may then be NULL). */
     struct tile_walk wa = walk_new(A, offA, sAi, sAk, i0, TILE_M, lid);
     struct tile_walk wb = walk_new(B, offB, sBj, sBk, j0, TILE_N, lid);
     const __global real *safe_a = A + offA, *safe_b = B + offB;
-    const int tiles_k = (K + TILE_K - 1) / TILE_K;
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < tiles_k) {
-            walk_copy(As + s * STAGE_A, LDA_S, &wa, M - i0, K - s * TILE_K, safe_a, A_COPIES);
-            walk_copy(Bs + s * STAGE_B, LDB_S, &wb, N - j0, K - s * TILE_K, safe_b, B_COPIES);
-        }
-        copies_commit();
-    }
-    int stage = 0, fill = STAGES - 1;
-    for (int kt = 0; kt < tiles_k; kt++) {
-        COPIES_WAIT(STAGES - 2);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int next = kt + STAGES - 1;
-        if (next < tiles_k) {
-            walk_copy(As + fill * STAGE_A, LDA_S, &wa, M - i0, K - next * TILE_K, safe_a, A_COPIES);
-            walk_copy(Bs + fill * STAGE_B, LDB_S, &wb, N - j0, K - next * TILE_K, safe_b, B_COPIES);
-        }
-        copies_commit();
-        fill = fill + 1 == STAGES ? 0 : fill + 1;
-        MULTIPLY_STAGE(As + stage * STAGE_A + frag_a, Bs + stage * STAGE_B + frag_b);
-        stage = stage + 1 == STAGES ? 0 : stage + 1;
-    }
+#define COPY_MMA(stage, kt)                                                                        \
+    do {                                                                                           \
+        walk_copy(As + (stage)*STAGE_A, LDA_S, &wa, M - i0, K - (kt)*TILE_K, safe_a, A_COPIES);    \
+        walk_copy(Bs + (stage)*STAGE_B, LDB_S, &wb, N - j0, K - (kt)*TILE_K, safe_b, B_COPIES);    \
+    } while (0)
+#define MULTIPLY_MMA(stage) MULTIPLY_STAGE(As + (stage)*STAGE_A + frag_a, Bs + (stage)*STAGE_B + frag_b)
+    RUN_PIPELINE((K + TILE_K - 1) / TILE_K, COPY_MMA, MULTIPLY_MMA);
 
     WRITE_C();
 }
@@ -751,6 +742,32 @@ static void copy_stage(__local float4 *stage, const __global float4 *packed, lon
     }
 }
 
+/* Multiplies stage `stage`'s tiles into acc: a lane's B fragments of the stage (one float4 for
+ * two 8-column units a step), then for each 16-row unit its A fragments and NU instructions a
+ * step. A macro, for the accumulators' sake. */
+#define MULTIPLY_PACKED(stage)                                                                     \
+    do {                                                                                           \
+        const __local float4 *as = tiles + (stage)*STAGE + frag_a;                                 \
+        const __local float4 *bs = tiles + (stage)*STAGE + frag_b;                                 \
+        float4 bf[NP][KS];                                                                         \
+        _Pragma("unroll") for (int p = 0; p < NP; p++)                                             \
+            _Pragma("unroll") for (int ks = 0; ks < KS; ks++) bf[p][ks] =                          \
+                bs[p * RUN + ks * UNIT_STEP];                                                      \
+        _Pragma("unroll") for (int u = 0; u < MU; u++)                                             \
+        {                                                                                          \
+            float4 af[KS];                                                                         \
+            _Pragma("unroll") for (int ks = 0; ks < KS; ks++) af[ks] = as[u * RUN + ks * UNIT_STEP]; \
+            _Pragma("unroll") for (int v = 0; v < NU; v++)                                         \
+                _Pragma("unroll") for (int ks = 0; ks < KS; ks++)                                  \
+                {                                                                                  \
+                    const float4 f = af[ks], h = bf[v / 2][ks];                                    \
+                    const uint a[4] = {as_uint(f.x), as_uint(f.y), as_uint(f.z), as_uint(f.w)};    \
+                    const uint b[2] = {as_uint(v & 1 ? h.y : h.x), as_uint(v & 1 ? h.w : h.z)};    \
+                    MMA_TF32(acc[u][v], a, b);                                                     \
+                }                                                                                  \
+        }                                                                                          \
+    } while (0)
+
 /* Work decomposition: as gemm_mma's, the group's block of C from block_of_group and warp w's
  * WARP_M x WARP_N sub-block as MU x NU units of 16 x 8 in registers.
  *
@@ -792,50 +809,9 @@ gemm_tf32(const int M, const int N, const int depth_pad, const float alpha, cons
             for (int e = 0; e < 4; e++)
                 acc[u][v][e] = 0.0f;
 
-    /* The pipeline of gemm_mma: tile kt in stage kt % STAGES, copied STAGES - 1 tiles ahead, one
-     * commit group an iteration, the barrier publishing the copies and freeing tile kt - 1's. */
-    const int tiles_k = depth_pad / TILE_K;
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < tiles_k)
-            copy_stage(tiles + s * STAGE, packed, a_at, b_at, unit_a, unit_b, steps, s, lid);
-        copies_commit();
-    }
-    int stage = 0, fill = STAGES - 1;
-    for (int kt = 0; kt < tiles_k; kt++) {
-        COPIES_WAIT(STAGES - 2);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int next = kt + STAGES - 1;
-        if (next < tiles_k)
-            copy_stage(tiles + fill * STAGE, packed, a_at, b_at, unit_a, unit_b, steps, next, lid);
-        copies_commit();
-        fill = fill + 1 == STAGES ? 0 : fill + 1;
-
-        const __local float4 *as = tiles + stage * STAGE + frag_a;
-        const __local float4 *bs = tiles + stage * STAGE + frag_b;
-        float4 bf[NP][KS];
-#pragma unroll
-        for (int p = 0; p < NP; p++)
-#pragma unroll
-            for (int ks = 0; ks < KS; ks++)
-                bf[p][ks] = bs[p * RUN + ks * UNIT_STEP];
-#pragma unroll
-        for (int u = 0; u < MU; u++) {
-            float4 af[KS];
-#pragma unroll
-            for (int ks = 0; ks < KS; ks++)
-                af[ks] = as[u * RUN + ks * UNIT_STEP];
-#pragma unroll
-            for (int v = 0; v < NU; v++)
-#pragma unroll
-                for (int ks = 0; ks < KS; ks++) {
-                    const float4 f = af[ks], h = bf[v / 2][ks];
-                    const uint a[4] = {as_uint(f.x), as_uint(f.y), as_uint(f.z), as_uint(f.w)};
-                    const uint b[2] = {as_uint(v & 1 ? h.y : h.x), as_uint(v & 1 ? h.w : h.z)};
-                    MMA_TF32(acc[u][v], a, b);
-                }
-        }
-        stage = stage + 1 == STAGES ? 0 : stage + 1;
-    }
+#define COPY_PACKED(stage, kt)                                                                     \
+    copy_stage(tiles + (stage)*STAGE, packed, a_at, b_at, unit_a, unit_b, steps, kt, lid)
+    RUN_PIPELINE(depth_pad / TILE_K, COPY_PACKED, MULTIPLY_PACKED);
 
     WRITE_C();
 }
