@@ -328,9 +328,14 @@ START_TEST(test_build_failure_reports_the_log)
     const struct clops_api *api = tu_api();
     char dir[] = "/tmp/clops-kernels-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char path[256], config[512];
-    snprintf(path, sizeof path, "%s/gemm.cl", dir);
-    write_file(path, "__kernel void gemm(__global float *x) { x[0] = undeclared_name; }\n");
+    /* gemm builds gemm.cl, or gemm_mma.cl on NVIDIA GPUs of compute capability 8.0 and later:
+     * both are broken here. */
+    const char *const sources[2] = {"gemm.cl", "gemm_mma.cl"};
+    char paths[2][256], config[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, sources[i]);
+        write_file(paths[i], "__kernel void gemm(__global float *x) { x[0] = undeclared_name; }\n");
+    }
     snprintf(config, sizeof config, "kernel_dir = \"%s\";\ncache = { enabled = false; };\n", dir);
     struct clops_pool *pool = tu_pool_from_string(config);
     float a[4] = {1, 2, 3, 4}, c[4] = {0};
@@ -350,10 +355,11 @@ START_TEST(test_build_failure_reports_the_log)
     ck_assert_int_eq(os.failures, 1);
     api->pool_release(pool);
     /* A missing kernel file in the override directory is an I/O error naming the path. */
-    unlink(path);
+    for (int i = 0; i < 2; i++)
+        unlink(paths[i]);
     pool = tu_pool_from_string(config);
     ck_assert_int_eq(gemm(pool, &t, &t, &tc, 0, 0, 1.0, 0.0), CLOPS_ERR_IO);
-    ck_assert_ptr_nonnull(strstr(api->last_error(), path));
+    ck_assert(strstr(api->last_error(), paths[0]) || strstr(api->last_error(), paths[1]));
     api->pool_release(pool);
     rmdir(dir);
 }
