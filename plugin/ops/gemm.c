@@ -172,8 +172,9 @@ static const struct gemm_mma_tiles tf32_packed_tiles = {128, 128, 16, 64, 32, 16
  * memory through cp.async, STAGES - 1 tiles ahead. On an H100 (N = 8192 f32, the kernel alone)
  * 128x128 tiles 8 deep, 16x8 a work-item, 4 stages ran at 43.3 TFLOP/s with both operands
  * row-major and 46.2 with A column-major (its copies 16 bytes wide), against 41.1 / 41.3 for
- * gemm.cl's 128x128x16 of 8x8; 8x8 a work-item was no faster than gemm.cl (39.6 / 42.5), nor
- * were 2, 3 or 5 stages, 16 deep, or 256-wide tiles (RESULTS.md, 2026-11-28). */
+ * gemm.cl's 128x128x16 of 8x8; 8x8 a work-item was no faster than gemm.cl (39.6 / 42.5), with
+ * 3 or 5 stages or 16 deep neither, nor were 128x256 or 256x128 tiles (RESULTS.md, 2026-11-28).
+ * The small tiles ran N = 1024 at 23 TFLOP/s against gemm.cl's 20. */
 struct gemm_simt_tiles {
     int32_t tile_m, tile_n, tile_k; /* the C block of a work-group, and the K step */
     int32_t thread_m, thread_n;     /* the C block of a work-item */
@@ -982,10 +983,10 @@ static const struct clops_op op_gemm = {
         "build failures carry the OpenCL error's name.\n"
         "\n"
         "Precision (f32 only; through invoke, the typed entry runs fp32): fp32, the default, "
-        "multiplies and adds in IEEE single precision (fused multiply-adds, summed over K in "
-        "order); on "
-        "NVIDIA GPUs of compute capability 8.0 and later it runs a kernel whose tiles reach local "
-        "memory through cp.async (the same arithmetic). 3xtf32 runs on the TF32 tensor cores of "
+        "multiplies and adds in IEEE single precision, summed over K in order; on NVIDIA GPUs "
+        "of compute capability 8.0 and later it runs a kernel whose tiles reach local memory "
+        "through cp.async, in fused multiply-adds as the portable kernel's there. 3xtf32 runs "
+        "on the TF32 tensor cores of "
         "NVIDIA GPUs of compute capability 8.0 and later: each operand is split into a TF32 "
         "high part and a TF32 remainder, three products are summed (the remainders' product is "
         "left out) and each tile's sum is added in rounded f32, as accurate as fp32: on an H100, "
