@@ -315,29 +315,12 @@ END_TEST
 
 /* ---- Kernel override directory and build errors ------------------------------------------- */
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 START_TEST(test_build_failure_reports_the_log)
 {
     const struct clops_api *api = tu_api();
-    char dir[] = "/tmp/clops-kernels-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    /* gemm builds gemm.cl, or gemm_mma.cl on NVIDIA GPUs of compute capability 8.0 and later:
-     * both are broken here. */
-    const char *const sources[2] = {"gemm.cl", "gemm_mma.cl"};
-    char paths[2][256], config[512];
-    for (int i = 0; i < 2; i++) {
-        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, sources[i]);
-        write_file(paths[i], "__kernel void gemm(__global float *x) { x[0] = undeclared_name; }\n");
-    }
-    snprintf(config, sizeof config, "kernel_dir = \"%s\";\ncache = { enabled = false; };\n", dir);
-    struct clops_pool *pool = tu_pool_from_string(config);
+    struct tu_broken_kernels k;
+    tu_broken_gemm_kernels(&k, "/tmp/clops-kernels-XXXXXX");
+    struct clops_pool *pool = tu_pool_from_string(k.config);
     float a[4] = {1, 2, 3, 4}, c[4] = {0};
     struct clops_tensor t = clops_matrix(a, CLOPS_F32, 2, 2, 2, 0);
     struct clops_tensor tc = clops_matrix(c, CLOPS_F32, 2, 2, 2, 0);
@@ -355,13 +338,13 @@ START_TEST(test_build_failure_reports_the_log)
     ck_assert_int_eq(os.failures, 1);
     api->pool_release(pool);
     /* A missing kernel file in the override directory is an I/O error naming the path. */
-    for (int i = 0; i < 2; i++)
-        unlink(paths[i]);
-    pool = tu_pool_from_string(config);
+    for (int i = 0; i < TU_GEMM_SOURCES; i++)
+        unlink(k.paths[i]);
+    pool = tu_pool_from_string(k.config);
     ck_assert_int_eq(gemm(pool, &t, &t, &tc, 0, 0, 1.0, 0.0), CLOPS_ERR_IO);
-    ck_assert(strstr(api->last_error(), paths[0]) || strstr(api->last_error(), paths[1]));
+    ck_assert(strstr(api->last_error(), k.paths[0]) || strstr(api->last_error(), k.paths[1]));
     api->pool_release(pool);
-    rmdir(dir);
+    tu_remove_broken_gemm_kernels(&k);
 }
 END_TEST
 

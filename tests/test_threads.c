@@ -750,22 +750,10 @@ static void *fail_a_build_with_callback(void *arg)
 
 START_TEST(test_log_callback_may_run_an_operator_when_a_build_fails)
 {
-    char dir[] = "/tmp/clops-threads-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    /* gemm builds gemm.cl, or gemm_mma.cl on NVIDIA GPUs of compute capability 8.0 and later:
-     * both are broken here. */
-    const char *const sources[2] = {"gemm.cl", "gemm_mma.cl"};
-    char paths[2][256], config[512];
-    for (int i = 0; i < 2; i++) {
-        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, sources[i]);
-        FILE *f = fopen(paths[i], "w");
-        ck_assert_ptr_nonnull(f);
-        fputs("__kernel void gemm(__global float *x) { x[0] = undeclared_name; }\n", f);
-        fclose(f);
-    }
-    snprintf(config, sizeof config, "kernel_dir = \"%s\";\ncache = { enabled = false; };\n", dir);
+    struct tu_broken_kernels k;
+    tu_broken_gemm_kernels(&k, "/tmp/clops-threads-XXXXXX");
     struct build_reentry b = {0};
-    ck_assert_int_eq(api->pool_create_from_string(config, &b.pool), CLOPS_OK);
+    ck_assert_int_eq(api->pool_create_from_string(k.config, &b.pool), CLOPS_OK);
     ck_assert_msg(run_bounded(fail_a_build_with_callback, &b, 120),
                   "a log callback running an operator during a failed build deadlocked");
     ck_assert_int_eq(b.calls, 1);
@@ -773,9 +761,7 @@ START_TEST(test_log_callback_may_run_an_operator_when_a_build_fails)
     ck_assert_int_eq(b.outer_status, CLOPS_ERR_BUILD);
     ck_assert(b.outer_has_log);
     api->pool_release(b.pool);
-    for (int i = 0; i < 2; i++)
-        unlink(paths[i]);
-    rmdir(dir);
+    tu_remove_broken_gemm_kernels(&k);
 }
 END_TEST
 

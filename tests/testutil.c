@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void *library;
 static const struct clops_api *api;
@@ -373,4 +374,28 @@ int tu_kernel_launches(const struct tu_kernel_log *log, const char *name)
     const int i = kernel_name_index(log, name);
     ck_assert_msg(i >= 0, "kernel '%s' is not among those the log counts", name);
     return log->launches[i];
+}
+
+void tu_broken_gemm_kernels(struct tu_broken_kernels *k, const char *dir_template)
+{
+    static const char *const sources[TU_GEMM_SOURCES] = {"gemm.cl", "gemm_mma.cl"};
+    ck_assert_uint_lt(strlen(dir_template), sizeof k->dir);
+    strcpy(k->dir, dir_template);
+    ck_assert_ptr_nonnull(mkdtemp(k->dir));
+    for (int i = 0; i < TU_GEMM_SOURCES; i++) {
+        snprintf(k->paths[i], sizeof k->paths[i], "%s/%s", k->dir, sources[i]);
+        FILE *f = fopen(k->paths[i], "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("__kernel void gemm(__global float *x) { x[0] = undeclared_name; }\n", f);
+        fclose(f);
+    }
+    snprintf(k->config, sizeof k->config, "kernel_dir = \"%s\";\ncache = { enabled = false; };\n",
+             k->dir);
+}
+
+void tu_remove_broken_gemm_kernels(const struct tu_broken_kernels *k)
+{
+    for (int i = 0; i < TU_GEMM_SOURCES; i++)
+        unlink(k->paths[i]);
+    rmdir(k->dir);
 }

@@ -111,6 +111,20 @@ void tu_collect_kernel_log(int32_t level, const char *message, void *user);
 /* The launches of kernel `name` (one of log->names) so far. */
 int tu_kernel_launches(const struct tu_kernel_log *log, const char *name);
 
+/* A kernel directory in which gemm's sources do not build: gemm.cl and gemm_mma.cl (the gemm
+ * operator builds one or the other, by device: gemm_mma.cl on NVIDIA GPUs of compute capability
+ * 8.0 and later), both naming an undeclared identifier ("undeclared_name"). dir is made from
+ * `dir_template` (mkdtemp's XXXXXX), paths are the two files, config a pool configuration that reads
+ * kernels from dir with the binary cache off. tu_remove_broken_gemm_kernels deletes them. */
+enum { TU_GEMM_SOURCES = 2 };
+struct tu_broken_kernels {
+    char dir[128];
+    char paths[TU_GEMM_SOURCES][256];
+    char config[512];
+};
+void tu_broken_gemm_kernels(struct tu_broken_kernels *k, const char *dir_template);
+void tu_remove_broken_gemm_kernels(const struct tu_broken_kernels *k);
+
 /* A table of tests, made of these entries: TU_TEST(test) runs once, TU_LOOP(test, loops) runs
  * loops times (_i = 0 to loops - 1), and TU_CASE(name) puts the tests after it in a test case of
  * that name, TU_CASE_FIXTURE(name, setup, teardown) in one with that checked fixture. */
