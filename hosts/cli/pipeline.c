@@ -836,7 +836,7 @@ struct set_context {
 static void set_problem(void *ctx, const struct pl_ref *ref, const char *problem)
 {
     struct set_context *c = ctx;
-    set_failed(c->pl, c->set->assignment, "${%s}: %s", ref->expr, problem);
+    set_failed(c->pl, c->set->assignment, "${%s}: %s", ref->shown, problem);
 }
 
 /* The --set overrides other than params and the sweep, before anything is parsed: they are as if
@@ -865,7 +865,7 @@ static void apply_sets(struct pipeline *pl)
 static void expand_problem_reported(void *ctx, const struct pl_ref *ref, const char *problem)
 {
     report_line(ctx, ref->line, 0, "%s%s${%s}: %s", ref->key, ref->key[0] != '\0' ? ": " : "",
-                ref->expr, problem);
+                ref->shown, problem);
 }
 
 /* The run's text: the source's with every `${...}` replaced, parsed by libconfig. */

@@ -151,6 +151,17 @@ static void add_root(struct scanner *s, size_t start, size_t len)
     r->line = s->line;
 }
 
+/* `expr` as messages show it: a hostile 60 KB expression is not echoed whole. Allocated. */
+static char *expr_shown(const char *expr)
+{
+    enum { SHOWN = 40 };
+    if (strlen(expr) <= SHOWN)
+        return host_xstrdup(expr);
+    char *shown = host_xmalloc(SHOWN + 4);
+    snprintf(shown, SHOWN + 4, "%.*s...", SHOWN, expr);
+    return shown;
+}
+
 /* A `${...}` at s->p: recorded, and the scanner moved past its '}'. */
 static int add_ref(struct scanner *s, int in_string)
 {
@@ -169,6 +180,7 @@ static int add_ref(struct scanner *s, int in_string)
     r->expr = host_xmalloc(end - start - 1);
     memcpy(r->expr, s->text + start + 2, end - start - 2);
     r->expr[end - start - 2] = '\0';
+    r->shown = expr_shown(r->expr);
     r->key = key_path(s);
     r->root = t->root_count - 1;
     s->p = end + 1;
@@ -291,6 +303,7 @@ void template_free(struct pl_template *t)
 {
     for (int i = 0; i < t->ref_count; i++) {
         free(t->refs[i].expr);
+        free(t->refs[i].shown);
         free(t->refs[i].key);
     }
     for (int i = 0; i < t->root_count; i++)
@@ -329,6 +342,10 @@ char *template_keep_roots(const struct pl_template *t, const char *const *keep)
 
 /* ---- expressions -------------------------------------------------------------------------- */
 
+/* Deeper than any expression a pipeline needs, and shallow enough that a hostile `${((((...` or
+ * `${- - - ...` is refused long before the recursive descent below overflows the stack. */
+enum { MAX_EXPR_DEPTH = 64 };
+
 struct expr {
     const char *p;
     const struct params *params;
@@ -336,6 +353,7 @@ struct expr {
     char *err;
     size_t err_size;
     int failed;
+    int depth; /* the '(' and unary '-' being parsed */
 };
 
 static int64_t HOST_PRINTF(2, 3) expr_fail(struct expr *e, const char *fmt, ...)
@@ -389,6 +407,17 @@ static void what_is_here(const struct expr *e, char *out, size_t size)
 
 static int64_t parse_sum(struct expr *e);
 
+/* `parse` one level deeper: every recursion of the parser goes through here. */
+static int64_t parse_nested(struct expr *e, int64_t (*parse)(struct expr *))
+{
+    if (e->depth >= MAX_EXPR_DEPTH)
+        return expr_fail(e, "nested deeper than %d levels of '(' and unary '-'", MAX_EXPR_DEPTH);
+    e->depth++;
+    int64_t v = parse(e);
+    e->depth--;
+    return v;
+}
+
 static int64_t parse_literal(struct expr *e)
 {
     int64_t v = 0;
@@ -408,7 +437,7 @@ static int64_t parse_primary(struct expr *e)
         return parse_literal(e);
     if (*e->p == '(') {
         e->p++;
-        int64_t v = parse_sum(e);
+        int64_t v = parse_nested(e, parse_sum);
         skip_blanks(e);
         if (e->failed)
             return 0;
@@ -440,7 +469,7 @@ static int64_t parse_unary(struct expr *e)
     if (*e->p != '-')
         return parse_primary(e);
     e->p++;
-    int64_t v = parse_unary(e);
+    int64_t v = parse_nested(e, parse_unary);
     if (v == INT64_MIN)
         return expr_fail(e, "integer overflow: -(%lld) is beyond 64 bits", (long long)v);
     return -v;
@@ -517,7 +546,7 @@ static int single_name(const char *expr, const char **name, size_t *len)
 int expr_eval(const char *expr, const struct params *params, const struct param_value *values,
               struct param_value *out, char *err, size_t err_size)
 {
-    struct expr e = {expr, params, values, err, err_size, 0};
+    struct expr e = {expr, params, values, err, err_size, 0, 0};
     memset(out, 0, sizeof *out);
     const char *name;
     size_t len;

@@ -17,6 +17,7 @@ struct pl_ref {
     int line;
     int in_string; /* inside "...": replaced by the value's text, not by a literal */
     char *expr;    /* what is between the braces; owned */
+    char *shown;   /* expr for messages, a long one cut to its start and "..."; owned */
     char *key;     /* the setting it is in, "tensors[0].shape[1]"; owned */
     int root;      /* the index of the root setting it is in (pl_template.roots), or -1 */
 };

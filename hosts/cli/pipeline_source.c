@@ -27,7 +27,10 @@ void pipeline_print_place(const char *path, int line)
 
 void pipeline_print_set_error(const char *assignment, const char *fmt, va_list ap)
 {
-    fprintf(stderr, "clops: --set %s: ", assignment);
+    /* A hostile 100 KB --set is not echoed whole: its start names it well enough. */
+    enum { SHOWN = 80 };
+    fprintf(stderr, "clops: --set %.*s%s: ", SHOWN, assignment,
+            strlen(assignment) > SHOWN ? "..." : "");
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
 }
@@ -458,7 +461,7 @@ static int refs_in_sections(struct pl_source *src)
         const struct pl_ref *r = &src->text.refs[i];
         const char *root = r->root >= 0 ? src->text.roots[r->root].name : "";
         if (strcmp(root, "params") == 0 || strcmp(root, "sweep") == 0) {
-            report(src, r->line, r->key, "${%s}: params and sweep take literal values", r->expr);
+            report(src, r->line, r->key, "${%s}: params and sweep take literal values", r->shown);
             found = 1;
         }
     }

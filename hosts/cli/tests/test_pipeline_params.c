@@ -142,6 +142,64 @@ START_TEST(test_a_name_alone_keeps_its_type)
 }
 END_TEST
 
+/* `open`, n, then `close`, each `depth` times: "((n))", "--n". Allocated. */
+static char *nested(const char *open, const char *close, int depth)
+{
+    size_t open_len = strlen(open), close_len = strlen(close);
+    char *expr = host_xmalloc((open_len + close_len) * (size_t)depth + 2), *o = expr;
+    for (int i = 0; i < depth; i++, o += open_len)
+        memcpy(o, open, open_len);
+    *o++ = 'n';
+    for (int i = 0; i < depth; i++, o += close_len)
+        memcpy(o, close, close_len);
+    *o = '\0';
+    return expr;
+}
+
+/* The parser recurses once a '(' or unary '-': 64 levels evaluate, deeper is refused with a
+ * message, however deep (30,000 levels overflowed the stack before the limit). */
+START_TEST(test_nesting_is_limited_to_64_levels)
+{
+    static const struct {
+        const char *open, *close;
+    } kinds[] = {{"(", ")"}, {"-", ""}, {"- ", ""}, {"-(", ")"}, {"(-", ")"}};
+    static const int deep[] = {65, 1000, 30000, 300000};
+    for (size_t k = 0; k < CLI_COUNT(kinds); k++) {
+        int levels = strlen(kinds[k].open) == 2 ? 32 : 64; /* "-(" is two levels */
+        char *expr = nested(kinds[k].open, kinds[k].close, levels);
+        ck_assert_msg(eval_int(expr) == 6, "${%.20s...} != 6", expr);
+        free(expr);
+        for (size_t d = 0; d < CLI_COUNT(deep); d++) {
+            expr = nested(kinds[k].open, kinds[k].close, deep[d]);
+            struct param_value v;
+            char err[256] = "";
+            ck_assert_int_eq(expr_eval(expr, &params, values, &v, err, sizeof err), -1);
+            ck_assert_str_eq(err, "nested deeper than 64 levels of '(' and unary '-'");
+            free(expr);
+        }
+    }
+    ck_assert(eval_int("((((((((((n+1)*2)-3)*(n-(-(-1))))))))))") == 55); /* 10 deep */
+}
+END_TEST
+
+/* A message shows a long expression's start, not all of a hostile 60 KB one. */
+START_TEST(test_messages_cut_a_long_expression)
+{
+    char *deep = nested("(", ")", 30000);
+    char *text = host_xmalloc(strlen(deep) + 16);
+    sprintf(text, "a = ${%s};\nb = ${n};\n", deep);
+    struct pl_template t;
+    int line = 0;
+    char err[256];
+    ck_assert_int_eq(template_scan(&t, text, strlen(text), &line, err, sizeof err), 0);
+    ck_assert_str_eq(t.refs[0].expr, deep);
+    ck_assert_str_eq(t.refs[0].shown, "((((((((((((((((((((((((((((((((((((((((...");
+    ck_assert_str_eq(t.refs[1].shown, "n");
+    template_free(&t);
+    free(deep);
+}
+END_TEST
+
 static void assert_text(struct param_value v, const char *literal, const char *in_string)
 {
     char *a = param_value_text(&v, 1), *b = param_value_text(&v, 0);
@@ -388,6 +446,8 @@ static const struct cli_test tests[] = {
     CLI_TEST(test_arithmetic_follows_c_precedence_and_truncation),
     CLI_TEST(test_arithmetic_errors_name_the_problem),
     CLI_TEST(test_a_name_alone_keeps_its_type),
+    CLI_TEST(test_nesting_is_limited_to_64_levels),
+    CLI_TEST(test_messages_cut_a_long_expression),
     CLI_TEST(test_values_become_libconfig_literals_or_string_text),
     CLI_TEST(test_scan_finds_each_reference_with_its_line_and_setting),
     CLI_TEST(test_scan_reports_what_libconfig_would_not_read),
