@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "call.h"
+#include "config_literals.h"
 #include "error.h"
 #include "file.h"
 #include "registry.h"
@@ -644,16 +645,31 @@ static int32_t parse_config(config_t *cf, int read_ok, const char *source, struc
     return status;
 }
 
+/* libconfig 1.5 wraps an integer literal too wide for it without an error (4294967299 reads as
+ * 3): such a literal is refused at its line before libconfig reads the text. */
+static int32_t check_literals(const char *text, const char *source)
+{
+    struct literal_scan scan;
+    struct wide_literal wide;
+    literal_scan_start(&scan, text);
+    if (literal_scan_next(&scan, &wide))
+        return err_set(CLOPS_ERR_CONFIG, "%s:%d: %s", source, wide.line, wide.message);
+    return CLOPS_OK;
+}
+
 int32_t config_parse_string(const char *text, struct pool_config *cfg)
 {
     config_defaults(cfg);
     snprintf(cfg->source, sizeof cfg->source, "%s", source_string);
     if (text == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "config_parse_string: parameter 'text' is NULL");
+    int32_t status = check_literals(text, source_string);
+    if (status != CLOPS_OK)
+        return status;
     config_t cf;
     config_init(&cf);
     int read_ok = config_read_string(&cf, text) == CONFIG_TRUE;
-    int32_t status = parse_config(&cf, read_ok, source_string, cfg);
+    status = parse_config(&cf, read_ok, source_string, cfg);
     config_destroy(&cf);
     return status;
 }
@@ -677,6 +693,45 @@ static int32_t open_config_file(const char *path, FILE **out)
     return CLOPS_OK;
 }
 
+static int32_t read_failed(const char *path)
+{
+    return err_set(CLOPS_ERR_IO, "%s: error reading the configuration file", path);
+}
+
+/* The whole of `f` as a string (allocated), or NULL when memory runs out; ferror(f) says
+ * whether the read failed. */
+static char *read_all(FILE *f)
+{
+    size_t size = 0, capacity = 4096;
+    char *text = malloc(capacity);
+    while (text != NULL) {
+        size += fread(text + size, 1, capacity - 1 - size, f);
+        if (size < capacity - 1)
+            break;
+        char *larger = realloc(text, capacity *= 2);
+        if (larger == NULL)
+            free(text);
+        text = larger;
+    }
+    if (text != NULL)
+        text[size] = '\0';
+    return text;
+}
+
+/* check_literals() on the file's text, and `f` back at its start for libconfig, which reads
+ * the stream itself: a NUL byte is a syntax error there, where a string would end at it. */
+static int32_t check_file_literals(FILE *f, const char *path)
+{
+    char *text = read_all(f);
+    if (text == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: no memory to read the configuration file",
+                       path);
+    int32_t status = ferror(f) ? read_failed(path) : check_literals(text, path);
+    free(text);
+    rewind(f);
+    return status;
+}
+
 int32_t config_parse_file(const char *path, struct pool_config *cfg)
 {
     config_defaults(cfg);
@@ -687,13 +742,18 @@ int32_t config_parse_file(const char *path, struct pool_config *cfg)
     int32_t status = open_config_file(path, &f);
     if (status != CLOPS_OK)
         return status;
+    status = check_file_literals(f, path);
+    if (status != CLOPS_OK) {
+        fclose(f);
+        return status;
+    }
     config_t cf;
     config_init(&cf);
     int read_ok = config_read(&cf, f) == CONFIG_TRUE;
-    int read_failed = ferror(f);
+    int failed = ferror(f);
     fclose(f);
-    if (read_failed)
-        status = err_set(CLOPS_ERR_IO, "%s: error reading the configuration file", path);
+    if (failed)
+        status = read_failed(path);
     else
         status = parse_config(&cf, read_ok, path, cfg);
     config_destroy(&cf);

@@ -299,6 +299,20 @@ START_TEST(test_negative_and_oversized_numbers_are_rejected)
 }
 END_TEST
 
+/* libconfig 1.5 reads 4294967297 as 1 and 4294967298 as 2, both in range: refused as written,
+ * at their line, before the range is checked on what is left of them. */
+START_TEST(test_integers_wider_than_32_bits_are_refused_not_wrapped)
+{
+    expect_config_error("profiling = true;\ndevice_memory_percent = 4294967297;", 2,
+                        "4294967297 does not fit in 32 bits; write 4294967297L");
+    expect_config_error("devices = (\n { type = \"gpu\";\n   queues = 4294967298; } );", 3,
+                        "4294967298 does not fit in 32 bits; write 4294967298L");
+    /* Written as 64 bits, the value is read whole and its range is checked. */
+    expect_config_error("device_memory_percent = 4294967297L;", 1,
+                        "device_memory_percent: expected an integer in 1..100, got 4294967297");
+}
+END_TEST
+
 START_TEST(test_operator_device_must_be_a_listed_device)
 {
     expect_config_error("devices = ( { type = \"gpu\"; }, { type = \"cpu\"; } );\n"
@@ -453,6 +467,25 @@ START_TEST(test_syntax_error_in_a_file_names_the_file_and_line)
     ck_assert_msg(strncmp(err_last(), where, strlen(where)) == 0, "message \"%s\" lacks \"%s\"",
                   err_last(), where);
     assert_contains(err_last(), "syntax error");
+}
+END_TEST
+
+START_TEST(test_integer_wider_than_32_bits_in_a_file_names_the_file_and_line)
+{
+    char path[1100], where[1200];
+    write_temp_config("# a pool\n"
+                      "devices = ( { type = \"gpu\";\n"
+                      "              queues = 4294967298; } );\n"
+                      "device_memory_percent = 4294967297;\n",
+                      path, sizeof path);
+    struct pool_config cfg;
+    int32_t status = config_parse_file(path, &cfg);
+    unlink(path);
+    ck_assert_int_eq(status, CLOPS_ERR_CONFIG);
+    snprintf(where, sizeof where, "%s:3: 4294967298 does not fit in 32 bits; write 4294967298L",
+             path);
+    ck_assert_str_eq(err_last(), where);
+    ck_assert_int_eq(cfg.device_count, 0);
 }
 END_TEST
 
@@ -777,6 +810,7 @@ int main(void)
         TU_TEST(test_unknown_key_inside_second_device),
         TU_TEST(test_queues_outside_1_to_16_are_rejected),
         TU_TEST(test_negative_and_oversized_numbers_are_rejected),
+        TU_TEST(test_integers_wider_than_32_bits_are_refused_not_wrapped),
         TU_TEST(test_operator_device_must_be_a_listed_device),
         TU_TEST(test_unknown_operator_names_the_registered_ones),
         TU_TEST(test_unknown_key_inside_an_operator),
@@ -789,6 +823,7 @@ int main(void)
         TU_TEST(test_fifo_is_an_io_error_without_blocking),
         TU_TEST(test_error_in_a_file_names_the_file_and_line),
         TU_TEST(test_syntax_error_in_a_file_names_the_file_and_line),
+        TU_TEST(test_integer_wider_than_32_bits_in_a_file_names_the_file_and_line),
         TU_TEST(test_valid_file_records_its_path_as_source),
         TU_CASE("settings"),
         TU_TEST(test_operator_settings_are_read_as_typed_keys),
