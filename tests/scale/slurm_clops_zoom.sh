@@ -26,7 +26,9 @@ fail() {
 }
 
 work=$CLOPS_SLURM_DIR/clops-$mode
-out=$work/out
+# A blank and a '%' in the output directory: sbatch must read the quoted #SBATCH --output as one
+# path, and Slurm's filename pattern must take "%%" for the '%' (issue 22, D5).
+out="$work/out dir 100%x"
 cfg=$CLOPS_SOURCE_DIR/hosts/cli/tests/zoom_shards.cfg
 scales=(0.4 0.1 0.025 0.00625 0.0016 0.0004)
 rm -rf -- "$work"
@@ -57,8 +59,8 @@ manifest_field() { # manifest_field K EXPR: a Python expression of the manifest 
 if [[ $mode == render ]]; then
   "$clops" slurm "$cfg" --tasks 4 --output-dir "$out" --chdir="$work" >"$work/zoom.sbatch" ||
     fail "clops slurm exited $?"
-  for line in "#SBATCH --array=0-3" "#SBATCH --output=$out/.clops/slurm-%A_%a.out" \
-    "#SBATCH --chdir=$work" "exec '$(realpath "$clops")' run --shard auto --quiet --output-dir '$out' '$cfg'"; do
+  for line in "#SBATCH --array=0-3" "#SBATCH --output=\"${out//%/%%}/.clops/slurm-%A_%a.out\"" \
+    "#SBATCH --chdir=\"$work\"" "exec '$(realpath "$clops")' run --shard auto --quiet --output-dir '$out' '$cfg'"; do
     grep -qxF -- "$line" "$work/zoom.sbatch" || fail "the script lacks the line '$line'"
   done
   [[ -d $out/.clops ]] || fail "clops slurm did not make $out/.clops for the logs"
