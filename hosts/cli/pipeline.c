@@ -765,16 +765,19 @@ static const char *format_refuses(enum fmt_kind kind, const struct pl_tensor *t)
     }
 }
 
+/* The format of the name the run writes, not of `file`: a sweep's values can change its
+ * extension (".npy" becomes ".npy-name=", which no writer takes), and the writer goes by the
+ * name it is given, after every step has run. */
 static void check_output_format(struct pipeline *pl, config_setting_t *group, const char *what,
                                 struct pl_output *out)
 {
-    out->format = fmt_kind_from_path(out->file);
+    out->format = fmt_kind_from_path(out->name);
     const char *why = out->tensor >= 0 ? format_refuses(out->format, &pl->tensors[out->tensor])
                       : out->format == FMT_UNKNOWN ? format_refuses(FMT_UNKNOWN, NULL)
                                                    : NULL;
     if (why != NULL)
         report(pl, config_setting_get_member(group, "file"), "%s: cannot write '%s': %s", what,
-               out->file, why);
+               out->name, why);
 }
 
 static void parse_output(struct pipeline *pl, config_setting_t *group, const char *what, int index)
@@ -797,9 +800,9 @@ static void parse_output(struct pipeline *pl, config_setting_t *group, const cha
             report(pl, group, "%s: '%s' is already written by outputs[%d]", what, out->file, i);
     if (out->file == NULL)
         return;
-    check_output_format(pl, group, what, out);
     out->name =
         sweep_output_name(&pl->source->sweep, &pl->source->params, pl->run->values, out->file);
+    check_output_format(pl, group, what, out);
 }
 
 /* ---- the file ----------------------------------------------------------------------------- */
