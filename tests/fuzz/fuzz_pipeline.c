@@ -4,7 +4,9 @@
  * device and without running a step. Leading lines "//set key.path=value" (comments to
  * libconfig) are also applied as --set overrides. File tensors resolve against a private
  * directory holding small files under the names the example pipelines use (data/laplace100.mtx,
- * ...). Validation messages go to stderr: run with -close_fd_mask=2 to keep them out of the log. */
+ * ...). Validation messages go to stderr: run with -close_fd_mask=2 to keep them out of the log.
+ * The stack is small (fuzz_small_stack), so that `${...}` nested without a limit overflows it
+ * within libFuzzer's default input length. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,15 @@ static int take_sets(char *text, char **sets)
 /* Runs of a sweep loaded per input: enough to reach every run-dependent path, few enough to stay
  * fast. */
 enum { MAX_RUNS = 3 };
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    fuzz_small_stack();
+    return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

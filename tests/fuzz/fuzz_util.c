@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -52,6 +53,22 @@ void fuzz_write_file(const char *path, const void *data, size_t size)
     if (fd < 0 || (size > 0 && write(fd, data, size) != (ssize_t)size) || close(fd) != 0) {
         perror(path);
         abort();
+    }
+}
+
+void fuzz_small_stack(void)
+{
+    /* The main thread's stack grows on demand up to the limit in force at each fault, so a limit
+     * lowered now applies to the rest of the run. */
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_STACK, &limit) != 0)
+        abort();
+    if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > FUZZ_STACK_BYTES) {
+        limit.rlim_cur = FUZZ_STACK_BYTES;
+        if (setrlimit(RLIMIT_STACK, &limit) != 0) {
+            perror("setrlimit(RLIMIT_STACK)");
+            abort();
+        }
     }
 }
 

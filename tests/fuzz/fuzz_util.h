@@ -21,6 +21,13 @@ void fuzz_write_file(const char *path, const void *data, size_t size);
  * (any file, /dev/zero or a FIFO included), so such inputs are skipped. */
 int fuzz_has_include(const uint8_t *data, size_t size);
 
+/* Caps this process's stack at FUZZ_STACK_BYTES instead of the usual 8 MB, for the harnesses of
+ * recursive parsers: unbounded recursion then overflows at a depth that inputs of libFuzzer's
+ * default 4 KB length reach (1,000 levels of `${((...))}` under ASan, where 8 MB took 30,000, a
+ * 60 KB file). Call it from LLVMFuzzerInitialize; aborts when it cannot. */
+enum { FUZZ_STACK_BYTES = 512 * 1024 };
+void fuzz_small_stack(void);
+
 /* A reader's outcome against its contract (formats.h): on success a shape that fits in
  * FMT_MAX_BYTES with every byte of data readable (ASan checks the allocation is that large);
  * on failure a zeroed tensor and a one-line message without control characters. Aborts on a
