@@ -365,7 +365,13 @@ struct clops_api {
     int32_t (*pool_create_default)(struct clops_pool **out);
     int32_t (*pool_create_from_file)(const char *path, struct clops_pool **out);
     int32_t (*pool_create_from_string)(const char *config_text, struct clops_pool **out);
-    void (*pool_release)(struct clops_pool *pool); /* NULL is a no-op */
+    /* Gives back the host's pool (NULL is a no-op). Calls running on it at that moment, on other
+     * threads, finish normally: every call holds the pool from its start to its end, and each
+     * buffer for as long as it lives, and the last of them frees it. Using the pool after its
+     * release is a host error, as the pool may be freed already (while a call or a buffer still
+     * holds it, a new call is refused with CLOPS_ERR_INVALID_ARGUMENT, and a second release
+     * does nothing). */
+    void (*pool_release)(struct clops_pool *pool);
     int32_t (*pool_device_count)(const struct clops_pool *pool);
     int32_t (*pool_device_info)(const struct clops_pool *pool, int32_t index,
                                 struct clops_device_info *out);
@@ -374,8 +380,10 @@ struct clops_api {
     int32_t (*pool_op_stats)(const struct clops_pool *pool, int32_t index,
                              struct clops_op_stats *out);
 
-    /* Device buffers on the pool's primary device. Offsets and sizes in bytes. A buffer must be
-     * released before its pool. */
+    /* Device buffers on the pool's primary device. Offsets and sizes in bytes. Release a pool's
+     * buffers before it or after it: a buffer holds its pool, which is freed once it and all its
+     * buffers are released. buffer_release during a call that uses the buffer (another thread's)
+     * frees it when that call ends; using a buffer after its release is a host error. */
     /* buffer_create refuses, with CLOPS_ERR_OUT_OF_DEVICE_MEMORY, a buffer that would take the
      * device past its limit (see that status above); buffer_release gives the bytes back. */
     int32_t (*buffer_create)(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out);

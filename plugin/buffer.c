@@ -24,11 +24,19 @@ int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffe
     struct clops_buffer *b = calloc(1, sizeof *b);
     if (b == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "buffer_create: out of host memory");
-    b->pool = pool;
-    b->dev = pool_device_at(pool, 0);
-    b->bytes = bytes;
-    int32_t status =
-        pool_alloc_device_memory(b->dev, bytes, "buffer_create", "parameter 'bytes'", &b->mem);
+    /* The buffer holds its pool: its memory is counted on the pool's device. */
+    int32_t status = pool_hold(pool, "buffer_create");
+    if (status == CLOPS_OK) {
+        b->pool = pool;
+        b->dev = pool_device_at(pool, 0);
+        b->bytes = bytes;
+        atomic_init(&b->holds, 1); /* the host's, until buffer_release */
+        atomic_init(&b->released, 0);
+        status =
+            pool_alloc_device_memory(b->dev, bytes, "buffer_create", "parameter 'bytes'", &b->mem);
+        if (status != CLOPS_OK)
+            pool_unhold(pool);
+    }
     if (status != CLOPS_OK) {
         free(b);
         return status;
@@ -76,22 +84,48 @@ static int32_t transfer(const char *what, struct clops_buffer *b, int64_t offset
     return CLOPS_OK;
 }
 
+/* transfer, holding the buffer (and so its pool) while it runs. */
+static int32_t held_transfer(const char *what, struct clops_buffer *b, int64_t offset,
+                             const void *src, void *dst, int64_t bytes)
+{
+    buffer_hold(b);
+    int32_t status = transfer(what, b, offset, src, dst, bytes);
+    buffer_unhold(b);
+    return status;
+}
+
 int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, int64_t bytes)
 {
-    return transfer("buffer_upload", b, offset, src, NULL, bytes);
+    return held_transfer("buffer_upload", b, offset, src, NULL, bytes);
 }
 
 int32_t buffer_download(struct clops_buffer *b, int64_t offset, void *dst, int64_t bytes)
 {
-    return transfer("buffer_download", b, offset, NULL, dst, bytes);
+    return held_transfer("buffer_download", b, offset, NULL, dst, bytes);
+}
+
+void buffer_hold(struct clops_buffer *b)
+{
+    if (b != NULL)
+        atomic_fetch_add(&b->holds, 1);
+}
+
+/* The last hold gives the memory back to the device's count, then lets go of the pool, which
+ * may free it. */
+void buffer_unhold(struct clops_buffer *b)
+{
+    if (b == NULL || atomic_fetch_sub(&b->holds, 1) != 1)
+        return;
+    struct clops_pool *pool = b->pool;
+    pool_free_device_memory(b->dev, b->mem);
+    free(b);
+    pool_unhold(pool);
 }
 
 void buffer_release(struct clops_buffer *b)
 {
-    if (b == NULL)
-        return;
-    pool_free_device_memory(b->dev, b->mem);
-    free(b);
+    if (b != NULL && atomic_exchange(&b->released, 1) == 0)
+        buffer_unhold(b);
 }
 
 int64_t buffer_size(const struct clops_buffer *b)

@@ -164,6 +164,18 @@ static void call_init(struct op_call *c, struct clops_pool *pool, const struct o
     }
 }
 
+/* Holds (hold = 1) or lets go of (0) the device buffers the call's tensors name: a host thread
+ * releasing one of them during the call frees it when the call ends, not under it. */
+static void hold_buffers(const struct op_impl *impl, const union op_value *values, int hold)
+{
+    for (int32_t i = 0; i < impl->desc->param_count; i++) {
+        const struct clops_tensor *t =
+            is_tensor(impl->desc->params[i].kind) ? values[i].tensor : NULL;
+        if (t != NULL && t->buffer != NULL)
+            (hold ? buffer_hold : buffer_unhold)(t->buffer);
+    }
+}
+
 /* The operator at `index`, if a call of it fits what a call holds. */
 static int32_t call_impl(int32_t index, const struct op_impl **out)
 {
@@ -185,6 +197,10 @@ int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_
     int32_t status = call_impl(index, &impl);
     if (status != CLOPS_OK)
         return status;
+    status = pool != NULL ? pool_hold(pool, impl->desc->name) : CLOPS_OK;
+    if (status != CLOPS_OK)
+        return status;
+    hold_buffers(impl, values, 1);
     alignas(max_align_t) unsigned char plan[CALL_PLAN_MAX];
     struct op_call c;
     call_init(&c, pool, impl, values, plan);
@@ -196,6 +212,9 @@ int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_
     if (impl->release != NULL)
         impl->release(&c);
     memcpy(expect, c.expect, sizeof c.expect);
+    hold_buffers(impl, values, 0);
+    if (pool != NULL)
+        pool_unhold(pool);
     return status;
 }
 
@@ -209,6 +228,10 @@ int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_va
     const struct clops_op *op = impl->desc;
     if (pool == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op->name);
+    status = pool_hold(pool, op->name);
+    if (status != CLOPS_OK)
+        return status;
+    hold_buffers(impl, values, 1);
     alignas(max_align_t) unsigned char plan[CALL_PLAN_MAX];
     struct op_call c;
     call_init(&c, pool, impl, values, plan);
@@ -219,6 +242,8 @@ int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_va
     if (impl->release != NULL)
         impl->release(&c);
     pool_record_call(pool, index, status, c.device_ns);
+    hold_buffers(impl, values, 0);
+    pool_unhold(pool); /* last: a pool released during the call is freed here */
     return status;
 }
 

@@ -93,30 +93,39 @@ static void api_pool_release(struct clops_pool *pool)
 
 static int32_t api_pool_device_count(const struct clops_pool *pool)
 {
-    return pool == NULL ? 0 : pool_device_count(pool);
+    if (pool == NULL || pool_hold(pool, "pool_device_count") != CLOPS_OK)
+        return 0;
+    const int32_t count = pool_device_count(pool);
+    pool_unhold(pool);
+    return count;
 }
 
-/* The stats and info entries' checks, `entry` naming the call: pool and out are non-NULL. */
-static int32_t check_pool_and_out(const char *entry, const struct clops_pool *pool, const void *out)
+/* The stats and info entries' checks, `entry` naming the call: pool and out are non-NULL. Then
+ * the pool is held (pool_hold) until the caller lets go of it. */
+static int32_t hold_pool_and_out(const char *entry, const struct clops_pool *pool, const void *out)
 {
     if (pool == NULL || out == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter '%s' is NULL", entry,
                        pool == NULL ? "pool" : "out");
-    return CLOPS_OK;
+    return pool_hold(pool, entry);
 }
 
-/* check_pool_and_out, and index names one of the pool's devices: *dev. */
+/* hold_pool_and_out, and index names one of the pool's devices: *dev. On failure nothing is
+ * held. */
 static int32_t find_device(const char *entry, const struct clops_pool *pool, int32_t index,
                            const void *out, const struct pool_device **dev)
 {
-    int32_t status = check_pool_and_out(entry, pool, out);
-    if (status == CLOPS_OK && (index < 0 || index >= pool_device_count(pool)))
-        status =
-            err_set(CLOPS_ERR_NOT_FOUND, "%s: parameter 'index' = %d; the pool has %d device(s)",
-                    entry, (int)index, (int)pool_device_count(pool));
-    if (status == CLOPS_OK)
-        *dev = pool_device_at(pool, index);
-    return status;
+    int32_t status = hold_pool_and_out(entry, pool, out);
+    if (status != CLOPS_OK)
+        return status;
+    const int32_t count = pool_device_count(pool);
+    if (index < 0 || index >= count) {
+        pool_unhold(pool);
+        return err_set(CLOPS_ERR_NOT_FOUND, "%s: parameter 'index' = %d; the pool has %d device(s)",
+                       entry, (int)index, (int)count);
+    }
+    *dev = pool_device_at(pool, index);
+    return CLOPS_OK;
 }
 
 static int32_t api_pool_device_info(const struct clops_pool *pool, int32_t index,
@@ -125,17 +134,22 @@ static int32_t api_pool_device_info(const struct clops_pool *pool, int32_t index
     err_clear();
     const struct pool_device *dev = NULL;
     int32_t status = find_device("pool_device_info", pool, index, out, &dev);
-    return status != CLOPS_OK ? status : pool_copy_sized(out, pool_device_info(dev), sizeof *out);
+    if (status != CLOPS_OK)
+        return status;
+    status = pool_copy_sized(out, pool_device_info(dev), sizeof *out);
+    pool_unhold(pool);
+    return status;
 }
 
 static int32_t api_pool_stats(const struct clops_pool *pool, struct clops_stats *out)
 {
     err_clear();
-    int32_t status = check_pool_and_out("pool_stats", pool, out);
+    int32_t status = hold_pool_and_out("pool_stats", pool, out);
     if (status != CLOPS_OK)
         return status;
     struct clops_stats s;
     pool_read_stats(pool, &s);
+    pool_unhold(pool);
     return pool_copy_sized(out, &s, sizeof s);
 }
 
@@ -143,15 +157,18 @@ static int32_t api_pool_op_stats(const struct clops_pool *pool, int32_t index,
                                  struct clops_op_stats *out)
 {
     err_clear();
-    int32_t status = check_pool_and_out("pool_op_stats", pool, out);
+    int32_t status = hold_pool_and_out("pool_op_stats", pool, out);
     if (status != CLOPS_OK)
         return status;
-    if (index < 0 || index >= registry_count())
+    if (index < 0 || index >= registry_count()) {
+        pool_unhold(pool);
         return err_set(CLOPS_ERR_NOT_FOUND,
                        "pool_op_stats: parameter 'index' = %d; there are %d operators", (int)index,
                        (int)registry_count());
+    }
     struct clops_op_stats s;
     pool_read_op_stats(pool, index, &s);
+    pool_unhold(pool);
     return pool_copy_sized(out, &s, sizeof s);
 }
 
@@ -165,6 +182,7 @@ static int32_t api_pool_device_stats(const struct clops_pool *pool, int32_t inde
         return status;
     struct clops_device_stats s;
     pool_read_device_stats(dev, &s);
+    pool_unhold(pool);
     return pool_copy_sized(out, &s, sizeof s);
 }
 

@@ -194,8 +194,21 @@ void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t bus
 /* Records one call of the operator at `op_index` (the registry's) in the statistics. */
 void pool_record_call(struct clops_pool *pool, int32_t op_index, int32_t status, int64_t device_ns);
 
+/* ---- Lifetime ----------------------------------------------------------------------------- */
+
+/* A pool starts with one hold, the host's: pool_release drops it. Every entry point that uses a
+ * pool holds it from its start to its end (calls, buffer transfers, stats), and every buffer for
+ * its life, so that a host thread releasing the pool during another thread's call frees it when
+ * that call ends, never under it. */
 int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out);
+/* Marks the pool released and drops the host's hold (a second release does nothing). */
 void pool_release(struct clops_pool *pool);
+/* Takes a hold on the pool for `what` (the entry point, named in the message). Refuses, with
+ * CLOPS_ERR_INVALID_ARGUMENT and no hold taken, a pool already released: a host error that is
+ * caught only while another call or a buffer still holds the pool (otherwise it is freed). */
+int32_t pool_hold(const struct clops_pool *pool, const char *what);
+/* Drops a hold of pool_hold; the last one of a released pool frees it. */
+void pool_unhold(const struct clops_pool *pool);
 /* Every OpenCL device on the system (for devices_list). */
 int32_t pool_list_devices(struct clops_device_info *out, int32_t capacity, int32_t *count);
 /* Copies a struct that starts with struct_size into a host struct of possibly older size:

@@ -65,6 +65,10 @@ struct idle_kernel {
 };
 
 struct clops_pool {
+    /* What keeps the pool alive (pool_hold): the host's reference until pool_release, one per
+     * entry point running on it and one per buffer of it; the last to go frees it. */
+    atomic_int holds;
+    atomic_int released; /* pool_release was called */
     struct pool_config cfg;
     struct program_cache cache;
     struct pool_device *devices;

@@ -11,6 +11,8 @@ int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
     struct clops_pool *pool = calloc(1, sizeof *pool);
     if (pool == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
+    atomic_init(&pool->holds, 1); /* the host's, until pool_release */
+    atomic_init(&pool->released, 0);
     pool->cfg = *cfg;
     if (pthread_mutex_init(&pool->programs_lock, NULL) != 0) {
         free(pool);
@@ -46,10 +48,10 @@ int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
     return CLOPS_OK;
 }
 
-void pool_release(struct clops_pool *pool)
+/* Frees the pool and everything it holds: once the host released it and the last call or
+ * buffer holding it let go. */
+static void pool_free(struct clops_pool *pool)
 {
-    if (pool == NULL)
-        return;
     pool_host_release_all(pool);
     pool_release_programs(pool);
     pool_close_devices(pool);
@@ -58,4 +60,30 @@ void pool_release(struct clops_pool *pool)
     pthread_mutex_destroy(&pool->host_lock);
     pthread_mutex_destroy(&pool->programs_lock);
     free(pool);
+    log_msg(CLOPS_LOG_DEBUG, "pool: released and no longer held: freed");
+}
+
+void pool_release(struct clops_pool *pool)
+{
+    if (pool != NULL && atomic_exchange(&pool->released, 1) == 0)
+        pool_unhold(pool);
+}
+
+int32_t pool_hold(const struct clops_pool *pool, const char *what)
+{
+    /* The holds are the pool's bookkeeping, not its state: const pools are held too. */
+    struct clops_pool *p = (struct clops_pool *)pool;
+    atomic_fetch_add(&p->holds, 1);
+    if (!atomic_load(&p->released))
+        return CLOPS_OK;
+    pool_unhold(p);
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                   "%s: parameter 'pool' was released (pool_release) before this call", what);
+}
+
+void pool_unhold(const struct clops_pool *pool)
+{
+    struct clops_pool *p = (struct clops_pool *)pool;
+    if (atomic_fetch_sub(&p->holds, 1) == 1)
+        pool_free(p);
 }

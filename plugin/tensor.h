@@ -3,16 +3,21 @@
 #ifndef CLOPS_TENSOR_H
 #define CLOPS_TENSOR_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "pool.h"
 
 struct clops_buffer {
-    struct clops_pool *pool;
+    struct clops_pool *pool; /* held (pool_hold) while the buffer lives */
     struct pool_device *dev;
     cl_mem mem;
     int64_t bytes;
+    /* The host's reference until buffer_release, and one per entry point using the buffer
+     * (buffer_hold): the last to go frees it. */
+    atomic_int holds;
+    atomic_int released; /* buffer_release was called */
 };
 
 int64_t dtype_size(int32_t dtype); /* 0 for an invalid dtype */
@@ -148,7 +153,13 @@ int32_t tensor_check_disjoint(const char *op, const struct tensor_use *uses, int
 int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out);
 int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, int64_t bytes);
 int32_t buffer_download(struct clops_buffer *b, int64_t offset, void *dst, int64_t bytes);
+/* Drops the host's reference (a second release does nothing): the buffer is freed now, or when
+ * the last call using it ends. */
 void buffer_release(struct clops_buffer *b);
+/* Holds b (NULL is a no-op) for the duration of an entry point using it, so that a host thread
+ * releasing it meanwhile does not free it under the call; buffer_unhold lets go. */
+void buffer_hold(struct clops_buffer *b);
+void buffer_unhold(struct clops_buffer *b);
 int64_t buffer_size(const struct clops_buffer *b);
 
 #endif

@@ -945,6 +945,123 @@ START_TEST(test_log_callbacks_on_several_threads_call_into_clops)
 }
 END_TEST
 
+/* ---- Issue 22, D3: a pool or buffer released during another thread's call ------------------ */
+
+/* The caller's gemm stops in the log callback at its kernel's time (kernel_times), after the
+ * kernel ran and before its output is downloaded, until the main thread has released what the
+ * test releases: the release certainly falls inside the call. */
+enum { HELD_N = 64 };
+
+struct held_call {
+    struct clops_pool *pool;
+    int a_on_device;               /* A in a device buffer, released too; else in host memory */
+    struct clops_buffer *a_buffer; /* made by release_during_gemm */
+    double a[HELD_N * HELD_N], b[HELD_N * HELD_N], c[HELD_N * HELD_N];
+    pthread_t caller;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int in_call, released, waited_too_long;
+    int freed, freed_on_caller; /* "pool: ... freed" messages, and on the caller's thread */
+    int32_t status;
+};
+
+static void log_holds_the_call(int32_t level, const char *message, void *user)
+{
+    (void)level;
+    struct held_call *h = user;
+    pthread_mutex_lock(&h->lock);
+    if (strstr(message, "pool: released and no longer held: freed") != NULL) {
+        h->freed++;
+        h->freed_on_caller += pthread_equal(pthread_self(), h->caller) != 0;
+    } else if (strncmp(message, "gemm: kernel ", 13) == 0 && !h->in_call) {
+        h->in_call = 1;
+        pthread_cond_broadcast(&h->cond);
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 60;
+        while (!h->released && !h->waited_too_long)
+            h->waited_too_long = pthread_cond_timedwait(&h->cond, &h->lock, &deadline) != 0;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void *held_gemm(void *arg)
+{
+    struct held_call *h = arg;
+    struct clops_tensor ta =
+        h->a_buffer != NULL
+            ? clops_matrix_on_device(h->a_buffer, CLOPS_F64, HELD_N, HELD_N, HELD_N, 0)
+            : clops_matrix(h->a, CLOPS_F64, HELD_N, HELD_N, HELD_N, 0);
+    struct clops_tensor tb = clops_matrix(h->b, CLOPS_F64, HELD_N, HELD_N, HELD_N, 0);
+    struct clops_tensor tc = clops_matrix(h->c, CLOPS_F64, HELD_N, HELD_N, HELD_N, 0);
+    h->status = ((clops_gemm_fn)entry("gemm"))(h->pool, &ta, &tb, &tc, 0, 0, 1.0, 0.0);
+    return NULL;
+}
+
+/* Runs held_gemm on a thread, releases the buffer (when there is one) and the pool while the
+ * call is stopped in the log callback, then lets it go on. */
+static void release_during_gemm(struct held_call *h)
+{
+    struct rng r = rng_seeded(22);
+    for (int i = 0; i < HELD_N * HELD_N; i++) {
+        h->a[i] = rng_uniform(&r);
+        h->b[i] = rng_uniform(&r);
+        h->c[i] = NAN;
+    }
+    h->pool = tu_pool_from_string("kernel_times = true;");
+    if (h->a_on_device) {
+        ck_assert_int_eq(api->buffer_create(h->pool, sizeof h->a, &h->a_buffer), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_upload(h->a_buffer, 0, h->a, sizeof h->a), CLOPS_OK);
+    }
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->cond, NULL);
+    api->set_log_callback(log_holds_the_call, h, CLOPS_LOG_DEBUG);
+    pthread_mutex_lock(&h->lock); /* h->caller is set before the callback reads it */
+    ck_assert_int_eq(pthread_create(&h->caller, NULL, held_gemm, h), 0);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 120;
+    while (!h->in_call && pthread_cond_timedwait(&h->cond, &h->lock, &deadline) == 0)
+        ;
+    ck_assert_msg(h->in_call, "the gemm logged no kernel time within 120 s");
+    pthread_mutex_unlock(&h->lock);
+    api->buffer_release(h->a_buffer);
+    api->pool_release(h->pool);
+    pthread_mutex_lock(&h->lock);
+    ck_assert_int_eq(h->freed, 0); /* the call still holds the pool */
+    h->released = 1;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->caller, NULL);
+    api->set_log_callback(NULL, NULL, CLOPS_LOG_WARNING);
+    ck_assert_msg(!h->waited_too_long, "the main thread did not release within 60 s");
+    ck_assert_msg(h->status == CLOPS_OK, "gemm: %s", api->last_error());
+    ck_assert_msg(product_matches(h->a, h->b, HELD_N, 1, h->c, HELD_N, HELD_N, HELD_N),
+                  "gemm: an element of C is wrong");
+    /* Freed once, by the call's end on its own thread: not under it, and not leaked. */
+    ck_assert_int_eq(h->freed, 1);
+    ck_assert_int_eq(h->freed_on_caller, 1);
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->cond);
+}
+
+START_TEST(test_pool_released_during_a_call_is_freed_when_the_call_ends)
+{
+    struct held_call *h = calloc(1, sizeof *h);
+    release_during_gemm(h);
+    free(h);
+}
+END_TEST
+
+START_TEST(test_buffer_and_pool_released_during_a_call_are_freed_when_it_ends)
+{
+    struct held_call *h = calloc(1, sizeof *h);
+    h->a_on_device = 1;
+    release_during_gemm(h);
+    free(h);
+}
+END_TEST
+
 int main(void)
 {
     /* PoCL then shows two CPU devices, so that Mandelbrot's split runs workers on both (a value
@@ -965,6 +1082,10 @@ int main(void)
         TU_TEST(test_replaced_log_callback_never_runs_after_set_returns),
         TU_TEST(test_log_callbacks_on_several_threads_call_into_clops),
     };
+    const struct tu_test releasing[] = {
+        TU_TEST(test_pool_released_during_a_call_is_freed_when_the_call_ends),
+        TU_TEST(test_buffer_and_pool_released_during_a_call_are_freed_when_it_ends),
+    };
     Suite *s = suite_create("threads");
     tcase_add_checked_fixture(tu_add_tests(s, "discovery", 600, discovery, TU_COUNT(discovery)),
                               setup, NULL);
@@ -972,5 +1093,7 @@ int main(void)
                               NULL);
     tcase_add_checked_fixture(tu_add_tests(s, "logging", 600, logging, TU_COUNT(logging)), setup,
                               NULL);
+    tcase_add_checked_fixture(tu_add_tests(s, "releasing", 300, releasing, TU_COUNT(releasing)),
+                              setup, NULL);
     return tu_run_suite(s, 1);
 }
