@@ -9,7 +9,6 @@ results are new arrays, unless out= (gemm) or overwrite_a/overwrite_b (as SciPy'
 dtypes are the ones the operator's descriptor lists; any other raises TypeError naming the
 parameter."""
 
-import atexit
 import numbers
 import threading
 
@@ -28,14 +27,14 @@ _default_lock = threading.Lock()
 def default_pool():
     """The pool the functions use when given no pool=: Pool() (the built-in configuration: the
     first GPU, else the CPU device), created by the first call from any thread, the same for
-    every thread, and released at exit."""
+    every thread, and never released: the process's exit frees it. Releasing it at exit would
+    save nothing (no state of it outlives the process; the OS and the driver reclaim its memory)
+    and would run while daemon threads may still be inside calls on it."""
     global _default
     if _default is None:
         with _default_lock:
             if _default is None:
-                pool = Pool()
-                atexit.register(pool.release)
-                _default = pool
+                _default = Pool()
     return _default
 
 

@@ -3,7 +3,9 @@ buffers, and calling any operator by name with arguments typed by its descriptor
 
 import array
 import ctypes
+import contextlib
 import os
+import threading
 import weakref
 from ctypes import c_void_p
 
@@ -18,7 +20,8 @@ from ._tensor import DeviceView, View, as_tensor
 
 class Pool:
     """Devices, queues and compiled kernels; shared by threads. Release it (or use `with`):
-    its buffers are released first."""
+    its buffers are released first. A release never frees what a call running on another thread
+    uses: the pool and buffers released meanwhile are freed when the last such call ends."""
 
     def __init__(self, config=None, config_text=None, lib=None):
         self.lib = lib or library()
@@ -31,13 +34,45 @@ class Pool:
             status = api.pool_create_default(ctypes.byref(handle))
         self.lib.check(status)
         self.handle, self._buffers = handle, weakref.WeakSet()
+        # Calls in flight on the pool or its buffers (_use), and the frees that wait for them.
+        # A call takes its handles inside _use, so no handle it took can be freed under it.
+        self._lock, self._calls, self._deferred = threading.Lock(), 0, []
 
     def release(self):
-        if self.handle:
-            for b in list(self._buffers):
-                b.release()
-            self.lib.api.pool_release(self.handle)
-            self.handle = None
+        for b in list(self._buffers):
+            b.release()
+        self._retire(self, self.lib.api.pool_release)
+
+    @contextlib.contextmanager
+    def _use(self):
+        """The pool's handle, for a call into the library that takes handles of the pool or its
+        buffers inside this block: what release() frees meanwhile waits for its end."""
+        with self._lock:
+            handle = self.handle
+            if not handle:
+                raise Error(ERR_INVALID_ARGUMENT, "the pool was released")
+            self._calls += 1
+        try:
+            yield handle
+        finally:
+            with self._lock:
+                self._calls -= 1
+                deferred = []
+                if not self._calls:
+                    deferred, self._deferred = self._deferred, []
+            for free, handle in deferred:
+                free(handle)
+
+    def _retire(self, owner, free):
+        """Takes owner.handle (the pool's or a buffer's) and frees it with `free` now, or, while
+        calls are in flight (_use), when the last of them ends."""
+        with self._lock:
+            handle, owner.handle = owner.handle, None
+            if handle and self._calls:
+                self._deferred.append((free, handle))
+                handle = None
+        if handle:
+            free(handle)
 
     close = release
 
@@ -51,25 +86,22 @@ class Pool:
         if getattr(self, "handle", None):
             self.release()
 
-    def _live(self):
-        if not self.handle:
-            raise Error(ERR_INVALID_ARGUMENT, "the pool was released")
-        return self.handle
-
     def devices(self):
         """The pool's devices: clops_device_info structs (name, type, queues, fp64, ...)."""
         out = []
-        for i in range(self.lib.api.pool_device_count(self._live())):
-            info = clops_device_info(struct_size=ctypes.sizeof(clops_device_info))
-            self.lib.check(self.lib.api.pool_device_info(self.handle, i, ctypes.byref(info)))
-            out.append(info)
+        with self._use() as handle:
+            for i in range(self.lib.api.pool_device_count(handle)):
+                info = clops_device_info(struct_size=ctypes.sizeof(clops_device_info))
+                self.lib.check(self.lib.api.pool_device_info(handle, i, ctypes.byref(info)))
+                out.append(info)
         return out
 
     def stats(self):
         """The pool's counters (clops_stats): programs_built, programs_loaded, cache_rejected,
         calls, bytes_uploaded, bytes_downloaded, and (ABI 1.3) build_ns."""
         out = clops_stats(struct_size=ctypes.sizeof(clops_stats))
-        self.lib.check(self.lib.api.pool_stats(self._live(), ctypes.byref(out)))
+        with self._use() as handle:
+            self.lib.check(self.lib.api.pool_stats(handle, ctypes.byref(out)))
         return out
 
     def buffer(self, nbytes):
@@ -92,7 +124,11 @@ class Pool:
             if pname in kwargs:
                 raise TypeError("%s: parameter '%s' given twice" % (name, pname))
             kwargs[pname] = value
-        keep, cargs = [], []
+        with self._use() as handle:  # a DeviceView takes its buffer's handle in as_tensor
+            self._invoke(handle, op, params, kwargs)
+
+    def _invoke(self, handle, op, params, kwargs):
+        lib, keep, cargs = self.lib, [], []
         for pname, value in kwargs.items():
             if value is None:
                 continue
@@ -113,7 +149,7 @@ class Pool:
                 a.s = str(value).encode()
             cargs.append(a)
         array_t = clops_arg * max(len(cargs), 1)
-        lib.check(lib.invoke(self._live(), op, array_t(*cargs), len(cargs)))
+        lib.check(lib.invoke(handle, op, array_t(*cargs), len(cargs)))
 
     # Typed helpers for the common operators; each is one invoke().
     def gemm(self, a, b, c, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
@@ -154,7 +190,8 @@ class Buffer:
 
     def __init__(self, pool, nbytes):
         self.pool, handle = pool, c_void_p()
-        pool.lib.check(pool.lib.api.buffer_create(pool._live(), nbytes, ctypes.byref(handle)))
+        with pool._use() as pool_handle:
+            pool.lib.check(pool.lib.api.buffer_create(pool_handle, nbytes, ctypes.byref(handle)))
         self.handle, self.size = handle, nbytes
 
     def _live(self):
@@ -169,20 +206,22 @@ class Buffer:
         """Copies all of `src` (any buffer object) to byte `offset`."""
         mv = memoryview(src).cast("B")
         data = (ctypes.c_char * len(mv)).from_buffer_copy(mv)
-        self.pool.lib.check(self.pool.lib.api.buffer_upload(self._live(), offset, data, len(mv)))
+        with self.pool._use():
+            self.pool.lib.check(self.pool.lib.api.buffer_upload(self._live(), offset, data,
+                                                                len(mv)))
 
     def download(self, dst, offset=0):
         """Fills all of the writable buffer `dst` from byte `offset`; returns dst."""
         mv = memoryview(dst).cast("B")
         data = (ctypes.c_char * len(mv)).from_buffer(mv)
-        self.pool.lib.check(self.pool.lib.api.buffer_download(self._live(), offset, data,
-                                                              len(mv)))
+        with self.pool._use():
+            self.pool.lib.check(self.pool.lib.api.buffer_download(self._live(), offset, data,
+                                                                  len(mv)))
         return dst
 
     def release(self):
-        if self.handle:
-            self.pool.lib.api.buffer_release(self.handle)
-            self.handle = None
+        """Frees the buffer now, or when the calls running on its pool end (Pool.release)."""
+        self.pool._retire(self, self.pool.lib.api.buffer_release)
 
     def __enter__(self):
         return self
