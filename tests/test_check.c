@@ -293,6 +293,67 @@ START_TEST(test_refusals_match_a_run_of_every_operator)
 }
 END_TEST
 
+/* lu_solve reads host pivots as they are: a check refuses a pivot out of 1 .. N exactly as a run
+ * does (issue 22), for both values of trans and a strided ipiv, and writes nothing. lu and solve
+ * write ipiv, so whatever it holds before the call is no reason to refuse it. */
+START_TEST(test_host_pivots_out_of_range_are_refused_as_a_run_refuses)
+{
+    const struct clops_api *api = tu_api();
+    double lu[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, b[3] = {1, 2, 3};
+    struct clops_tensor tlu = described(CLOPS_F64, 2, (int64_t)3, (int64_t)3);
+    struct clops_tensor tb = described(CLOPS_F64, 2, (int64_t)3, (int64_t)1);
+    struct clops_tensor tpiv = described(CLOPS_I32, 1, (int64_t)3);
+    tlu.data = lu;
+    tb.data = b;
+    /* ipiv[k] at pivots[k * stride]; the 99s lie between the elements of the strided view. */
+    const struct {
+        int32_t pivots[5];
+        int64_t stride;
+        const char *message;
+    } cases[] = {
+        {{0, 2, 3}, 1, "ipiv[0] = 0; expected 1 .. N = 3"},
+        {{1, 4, 3}, 1, "ipiv[1] = 4; expected 1 .. N = 3"},
+        {{1, 2, -1}, 1, "ipiv[2] = -1; expected 1 .. N = 3"},
+        {{1, 99, 0, 99, 3}, 2, "ipiv[1] = 0; expected 1 .. N = 3"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        for (int trans = 0; trans < 2; trans++) {
+            int32_t pivots[5];
+            memcpy(pivots, cases[k].pivots, sizeof pivots);
+            tpiv.data = pivots;
+            tpiv.strides[0] = cases[k].stride;
+            const struct clops_arg args[] = {tensor("lu", &tlu), tensor("ipiv", &tpiv),
+                                             tensor("b", &tb),
+                                             enum_text("trans", trans ? "transpose" : "none")};
+            struct checked c = check_call(tu_pool(), "lu_solve", args, 4);
+            ck_assert_int_eq(c.status, CLOPS_ERR_INVALID_ARGUMENT);
+            ck_assert_msg(strstr(c.message, cases[k].message) != NULL, "case %zu: %s", k,
+                          c.message);
+            const struct clops_op *op = api->op_find("lu_solve");
+            ck_assert_int_eq(api->invoke_sized(tu_pool(), op, args, 4, sizeof args[0]), c.status);
+            ck_assert_str_eq(api->last_error(), c.message);
+            ck_assert(b[0] == 1 && b[1] == 2 && b[2] == 3);
+        }
+    }
+    /* In range, the same call is accepted. */
+    int32_t pivots[3] = {3, 2, 3};
+    tpiv.data = pivots;
+    tpiv.strides[0] = 1;
+    const struct clops_arg args[] = {tensor("lu", &tlu), tensor("ipiv", &tpiv), tensor("b", &tb)};
+    struct checked c = check_call(tu_pool(), "lu_solve", args, 3);
+    expect_ok(&c);
+    /* solve's ipiv is an output: zeros in it are no reason to refuse the call. */
+    int32_t zeros[3] = {0, 0, 0}, info = 0;
+    struct clops_tensor tinfo = described(CLOPS_I32, 1, (int64_t)1);
+    tpiv.data = zeros;
+    tinfo.data = &info;
+    const struct clops_arg solve[] = {tensor("a", &tlu), tensor("b", &tb), tensor("ipiv", &tpiv),
+                                      tensor("info", &tinfo)};
+    c = check_call(tu_pool(), "solve", solve, 4);
+    expect_ok(&c);
+}
+END_TEST
+
 /* A valid check over real memory: nothing written, nothing counted, no device touched. */
 START_TEST(test_a_valid_check_runs_and_counts_nothing)
 {
@@ -396,6 +457,7 @@ int main(void)
         TU_TEST(test_mandelbrot_reports_the_image_from_the_iterations),
         TU_CASE("runs nothing"),
         TU_TEST(test_refusals_match_a_run_of_every_operator),
+        TU_TEST(test_host_pivots_out_of_range_are_refused_as_a_run_refuses),
         TU_TEST(test_a_valid_check_runs_and_counts_nothing),
         TU_TEST(test_a_check_needs_no_pool),
         TU_TEST(test_bad_output_arrays_are_refused_naming_them),

@@ -5,6 +5,30 @@
 
 static const char op_name[] = "lu_solve";
 
+/* Pivots index rows of the matrix: anything else would make the device read out of bounds.
+ * ipiv[i] lies at ipiv[i * stride]. */
+static int32_t check_pivot_values(const int32_t *ipiv, int64_t stride, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (ipiv[i * stride] < 1 || ipiv[i * stride] > n)
+            return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                           "%s: parameter 'ipiv' has ipiv[%lld] = %d; expected 1 .. N = %lld "
+                           "(1-based, as lu writes them)",
+                           op_name, (long long)i, (int)ipiv[i * stride], (long long)n);
+    return CLOPS_OK;
+}
+
+/* Host pivots are checked with the other arguments, so that check_sized refuses what a run
+ * refuses (clops.h); device pivots can only be read by a run, which checks them then
+ * (lu_solve_enqueue). A description (no memory) has no values to check. */
+static int32_t check_host_pivots(const struct clops_tensor *ipiv, int64_t n)
+{
+    if (ipiv->data == NULL)
+        return CLOPS_OK;
+    const int32_t *first = (const int32_t *)ipiv->data + ipiv->offset;
+    return check_pivot_values(first, n > 1 ? ipiv->strides[0] : 1, n);
+}
+
 static int32_t lu_solve_check_args(struct op_call *call, const struct clops_tensor *lu,
                                    const struct clops_tensor *ipiv, const struct clops_tensor *b,
                                    int32_t trans)
@@ -26,19 +50,10 @@ static int32_t lu_solve_check_args(struct op_call *call, const struct clops_tens
     if (status != CLOPS_OK)
         return status;
     const struct tensor_use uses[3] = {{lu, "lu", 0}, {ipiv, "ipiv", 0}, {b, "b", 1}};
-    return tensor_check_disjoint(op_name, uses, 3, NULL);
-}
-
-/* Pivots index rows of the matrix: anything else would make the device read out of bounds. */
-static int32_t check_pivot_values(const int32_t *ipiv, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (ipiv[i] < 1 || ipiv[i] > n)
-            return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                           "%s: parameter 'ipiv' has ipiv[%lld] = %d; expected 1 .. N = %lld "
-                           "(1-based, as lu writes them)",
-                           op_name, (long long)i, (int)ipiv[i], (long long)n);
-    return CLOPS_OK;
+    status = tensor_check_disjoint(op_name, uses, 3, NULL);
+    if (status == CLOPS_OK)
+        status = check_host_pivots(ipiv, lu->shape[0]);
+    return status;
 }
 
 /* ---- The operator's steps (call.h runs them) ------------------------------------------------- */
@@ -66,7 +81,7 @@ static int32_t lu_solve_enqueue(struct op_call *call)
     if (status == CLOPS_OK)
         status = tensor_read_i32(call->pool, call->queue, v[P_IPIV].tensor, l->piv, n, op_name);
     if (status == CLOPS_OK)
-        status = check_pivot_values(l->piv, n);
+        status = check_pivot_values(l->piv, 1, n);
     if (status == CLOPS_OK)
         status = lu_stage(&l->ctx, lu, "lu", &l->a);
     if (status == CLOPS_OK)
