@@ -649,10 +649,8 @@ static int32_t parse_config(config_t *cf, int read_ok, const char *source, struc
  * 3): such a literal is refused at its line before libconfig reads the text. */
 static int32_t check_literals(const char *text, const char *source)
 {
-    struct literal_scan scan;
     struct wide_literal wide;
-    literal_scan_start(&scan, text);
-    if (literal_scan_next(&scan, &wide))
+    if (literal_scan_first(text, &wide))
         return err_set(CLOPS_ERR_CONFIG, "%s:%d: %s", source, wide.line, wide.message);
     return CLOPS_OK;
 }

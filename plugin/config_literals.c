@@ -11,6 +11,12 @@
 /* Longer literals are cut in messages: beyond 20 digits nothing fits anyway. */
 enum { SHOWN_MAX = 64 };
 
+/* A scan of one text. */
+struct literal_scan {
+    const char *at; /* where the scan goes on */
+    int line;       /* the line `at` is on */
+};
+
 /* One integer literal: its bytes, the L suffix apart, and its magnitude. */
 struct int_literal {
     const char *start;
@@ -86,28 +92,36 @@ static const char *read_digits(const char *p, int base, struct int_literal *lit)
     }
 }
 
-/* Past a float's fraction and exponent, as libconfig's scanner has them: "1.", ".5", "1e10",
- * "2.5E-3". */
+/* Past an exponent ("e10", "E-3") at `p`, or NULL when there is none. */
+static const char *skip_exponent(const char *p)
+{
+    if (*p != 'e' && *p != 'E')
+        return NULL;
+    p++;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!is_digit(*p))
+        return NULL;
+    while (is_digit(*p))
+        p++;
+    return p;
+}
+
+/* Whether the digits before `p` are a float's, as libconfig's scanner has them: "1.", "1.5",
+ * "1e10". */
+static int starts_float(const char *p)
+{
+    return *p == '.' || skip_exponent(p) != NULL;
+}
+
+/* Past a float's fraction and exponent. */
 static const char *skip_float(const char *p)
 {
     if (*p == '.')
         for (p++; is_digit(*p); p++)
             continue;
-    const char *e = p + 1;
-    if ((*p == 'e' || *p == 'E') && (*e == '+' || *e == '-'))
-        e++;
-    if ((*p == 'e' || *p == 'E') && is_digit(*e))
-        for (p = e; is_digit(*p); p++)
-            continue;
-    return p;
-}
-
-static int starts_float(const char *p)
-{
-    const char *e = p + 1;
-    if (*e == '+' || *e == '-')
-        e++;
-    return *p == '.' || ((*p == 'e' || *p == 'E') && is_digit(*e));
+    const char *end = skip_exponent(p);
+    return end != NULL ? end : p;
 }
 
 /* Reads the number at `p`. Returns where it ends; *is_int says whether it is an integer (into
@@ -149,12 +163,6 @@ static void describe(const struct int_literal *lit, char *out, size_t size)
         snprintf(out, size, "%.*s%s%s does not fit in 64 bits", shown, lit->start, cut, suffix);
 }
 
-void literal_scan_start(struct literal_scan *scan, const char *text)
-{
-    scan->at = text;
-    scan->line = 1;
-}
-
 /* Past the token at `p` that is not a number: a comment, a string, an @include line, a name, or
  * one character. NULL at a string or comment left open. */
 static const char *skip_token(struct literal_scan *scan, const char *p)
@@ -175,7 +183,8 @@ static const char *skip_token(struct literal_scan *scan, const char *p)
     return p + 1;
 }
 
-int literal_scan_next(struct literal_scan *scan, struct wide_literal *out)
+/* Moves to the next literal that does not fit: 1 with it in *out, or 0 at the end. */
+static int scan_next(struct literal_scan *scan, struct wide_literal *out)
 {
     const char *p = scan->at;
     while (p != NULL && *p != '\0') {
@@ -195,4 +204,20 @@ int literal_scan_next(struct literal_scan *scan, struct wide_literal *out)
     }
     scan->at = p != NULL ? p : "";
     return 0;
+}
+
+int literal_scan_first(const char *text, struct wide_literal *out)
+{
+    struct literal_scan scan = {text, 1};
+    return scan_next(&scan, out);
+}
+
+int literal_scan_all(const char *text, wide_literal_found found, void *ctx)
+{
+    struct literal_scan scan = {text, 1};
+    struct wide_literal wide;
+    int count = 0;
+    for (; scan_next(&scan, &wide); count++)
+        found(ctx, &wide);
+    return count;
 }

@@ -7,25 +7,23 @@
 #ifndef CLOPS_CONFIG_LITERALS_H
 #define CLOPS_CONFIG_LITERALS_H
 
-/* A scan of one text; the text must stay until the scan ends. */
-struct literal_scan {
-    const char *at; /* where the scan goes on */
-    int line;       /* the line `at` is on, from 1 */
-};
-
 /* An integer literal that does not fit the width libconfig reads it at. */
 struct wide_literal {
-    int line;
+    int line; /* from 1 */
     /* "4294967299 does not fit in 32 bits; write 4294967299L", without the place. */
     char message[224];
 };
 
-void literal_scan_start(struct literal_scan *scan, const char *text);
+/* The integer literals looked for are decimal or hex, with their sign; strings, comments and
+ * @include lines are skipped, and floats such as 1e10 or 4294967299.0 left alone. The scan ends
+ * at the end of the text, or at a string or comment left open, whose error libconfig reports. */
 
-/* Finds the next integer literal that does not fit (decimal or hex, with its sign; strings,
- * comments and @include lines skipped, floats such as 1e10 or 4294967299.0 left alone).
- * Returns 1 with it in *out, or 0 at the end of the text or at a string or comment left open,
- * whose error libconfig reports. */
-int literal_scan_next(struct literal_scan *scan, struct wide_literal *out);
+/* The first literal of `text` that does not fit, into *out; returns whether there is one. */
+int literal_scan_first(const char *text, struct wide_literal *out);
+
+/* Calls `found` with `ctx` for every literal of `text` that does not fit, in order; returns how
+ * many there were. */
+typedef void (*wide_literal_found)(void *ctx, const struct wide_literal *literal);
+int literal_scan_all(const char *text, wide_literal_found found, void *ctx);
 
 #endif

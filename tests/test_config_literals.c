@@ -9,17 +9,31 @@
 #include "config_literals.h"
 #include "testutil.h"
 
-/* Every literal the scan refuses in `text`, one "line: message" a line. */
+/* Appends "line: message\n" to the string `ctx`. */
+static void append_refused(void *ctx, const struct wide_literal *literal)
+{
+    char *all = ctx;
+    size_t used = strlen(all);
+    snprintf(all + used, 4096 - used, "%d: %s\n", literal->line, literal->message);
+}
+
+/* Every literal the scan refuses in `text`, one "line: message" a line (their count is
+ * literal_scan_all's, the first is literal_scan_first's). */
 static const char *refused(const char *text)
 {
     static char all[4096];
     all[0] = '\0';
-    struct literal_scan scan;
-    struct wide_literal wide;
-    literal_scan_start(&scan, text);
-    while (literal_scan_next(&scan, &wide)) {
-        size_t used = strlen(all);
-        snprintf(all + used, sizeof all - used, "%d: %s\n", wide.line, wide.message);
+    int count = literal_scan_all(text, append_refused, all);
+    int lines = 0;
+    for (const char *nl = strchr(all, '\n'); nl != NULL; nl = strchr(nl + 1, '\n'))
+        lines++;
+    ck_assert_int_eq(count, lines);
+    struct wide_literal first;
+    ck_assert_int_eq(literal_scan_first(text, &first), count > 0);
+    if (count > 0) {
+        char line[sizeof first.message + 16];
+        snprintf(line, sizeof line, "%d: %s\n", first.line, first.message);
+        ck_assert_int_eq(strncmp(all, line, strlen(line)), 0);
     }
     return all;
 }
@@ -142,6 +156,13 @@ START_TEST(test_open_strings_and_comments_end_the_scan)
     ck_assert_str_eq(refused("a = 1; /* 4294967299"), "");
     ck_assert_str_eq(refused("a = \"\\"), "");
     ck_assert_str_eq(refused(""), "");
+    /* A literal, an exponent or a sign at the very end of the text (found by fuzz_config). */
+    ck_assert_str_eq(refused("a = 4294967299"),
+                     "1: 4294967299 does not fit in 32 bits; write 4294967299L\n");
+    ck_assert_str_eq(refused("a = 4294967299e"),
+                     "1: 4294967299 does not fit in 32 bits; write 4294967299L\n");
+    ck_assert_str_eq(refused("a = 1e+"), "");
+    ck_assert_str_eq(refused("a = -"), "");
 }
 END_TEST
 

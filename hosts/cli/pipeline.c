@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_literals.h"
 #include "formats.h"
 #include "pipeline_set.h"
 #include "util.h"
@@ -871,7 +872,13 @@ static void expand_problem_reported(void *ctx, const struct pl_ref *ref, const c
                 ref->shown, problem);
 }
 
-/* The run's text: the source's with every `${...}` replaced, parsed by libconfig. */
+static void wide_literal_reported(void *ctx, const struct wide_literal *literal)
+{
+    report_line(ctx, literal->line, 1, "%s", literal->message);
+}
+
+/* The run's text: the source's with every `${...}` replaced, parsed by libconfig; a literal
+ * libconfig would wrap is reported instead (a ${...} gives L where a value needs it). */
 static int parse_run_text(struct pipeline *pl)
 {
     const struct pl_source *src = pl->source;
@@ -879,6 +886,10 @@ static int parse_run_text(struct pipeline *pl)
                                  expand_problem_reported, pl);
     if (text == NULL)
         return -1;
+    if (literal_scan_all(text, wide_literal_reported, pl) > 0) {
+        free(text);
+        return -1;
+    }
     int read_ok = config_read_string(&pl->config, text) == CONFIG_TRUE;
     free(text);
     if (!read_ok)

@@ -632,7 +632,9 @@ static void release_pool(const struct cli *cli, struct run_pool *p)
 }
 
 /* Whether a pool file lists `devices` (then a shard keeps them). A file libconfig cannot read
- * counts as naming them: the pool is then made from it as it is, which reports its errors. */
+ * counts as naming them: the pool is then made from it as it is, which reports its errors.
+ * Only the list's length is read, which no integer libconfig wraps can change; the plugin
+ * refuses such an integer when it makes the pool, from the file or from the text built on it. */
 static int pool_file_names_devices(const char *path)
 {
     config_t cfg;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_literals.h"
 #include "pipeline_set.h"
 #include "util.h"
 
@@ -99,8 +100,14 @@ static int assign(config_setting_t *parent, const char *last, const config_setti
 const config_setting_t *pipeline_parse_value(config_t *parsed, const char *text, char *err,
                                              size_t size)
 {
-    /* Parsed by libconfig itself, as it would be in the file. */
+    /* Parsed by libconfig itself, as it would be in the file, and refused where libconfig would
+     * wrap an integer without a word. */
     config_init(parsed);
+    struct wide_literal wide;
+    if (literal_scan_first(text, &wide)) {
+        snprintf(err, size, "%s", wide.message);
+        return NULL;
+    }
     char *setting = NULL;
     if (asprintf(&setting, "value = %s;", text) < 0)
         setting = NULL;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_literals.h"
 #include "formats.h"
 #include "pipeline_set.h"
 #include "util.h"
@@ -468,15 +469,22 @@ static int refs_in_sections(struct pl_source *src)
     return found;
 }
 
+static void wide_literal_reported(void *ctx, const struct wide_literal *literal)
+{
+    report(ctx, literal->line, NULL, "%s", literal->message);
+}
+
 static void read_sections(struct pl_source *src, char *const *sets, int set_count)
 {
     static const char *const sections[] = {"params", "sweep", NULL};
     char *text = template_keep_roots(&src->text, sections);
     config_t config;
     config_init(&config);
-    if (config_read_string(&config, text) != CONFIG_TRUE) {
+    /* A literal libconfig would wrap is reported, not read as another value. */
+    int readable = literal_scan_all(text, wide_literal_reported, src) == 0;
+    if (readable && config_read_string(&config, text) != CONFIG_TRUE) {
         report(src, config_error_line(&config), NULL, "%s", config_error_text(&config));
-    } else {
+    } else if (readable) {
         read_params(src, &config);
         sort_sets(src, &config, sets, set_count, 0);
         if (!src->bad_set)
