@@ -6,15 +6,12 @@
 #include "formats.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "formats_internal.h"
 #include "util.h"
@@ -136,46 +133,12 @@ static void swap_elements(unsigned char *p, int64_t elements, int64_t esize)
 
 /* ---- Reading files --------------------------------------------------------------------------- */
 
-/* "a FIFO (named pipe)", "a directory", ...: what a file that is not a regular one is. */
-static const char *file_type_name(mode_t mode)
-{
-    return S_ISFIFO(mode)   ? "a FIFO (named pipe)"
-           : S_ISDIR(mode)  ? "a directory"
-           : S_ISCHR(mode)  ? "a character device"
-           : S_ISBLK(mode)  ? "a block device"
-           : S_ISSOCK(mode) ? "a socket"
-                            : "not a regular file";
-}
-
 FILE *fmt_open_input(const char *path, int64_t *size, char *err, size_t errsize)
 {
-    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. The
-     * type is checked on the opened descriptor, so nothing can swap the file in between. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        fmt_fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        fmt_fail(err, errsize, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        fmt_fail(err, errsize, "%s: is %s, not a regular file; only regular files are read", path,
-                 file_type_name(st.st_mode));
-        close(fd);
-        return NULL;
-    }
-    int flags = fcntl(fd, F_GETFL);
-    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
-    if (f == NULL) {
-        fmt_fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    *size = (int64_t)st.st_size;
+    char why[1024];
+    FILE *f = host_open_regular(path, size, why, sizeof why);
+    if (f == NULL)
+        fmt_fail(err, errsize, "%s", why);
     return f;
 }
 

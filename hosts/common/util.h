@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(__GNUC__)
 #define HOST_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -64,5 +65,10 @@ void host_format_bytes(int64_t bytes, char *out, size_t size);
 /* Removes the directory `dir` and everything under it, without following links; what cannot be
  * removed is left. */
 void host_remove_tree(const char *dir);
+
+/* Opens `path` for reading if it is a regular file, without blocking on a FIFO (the type is
+ * checked on the opened descriptor); *size is its size. NULL with err filled ("x.npy: is a FIFO
+ * (named pipe), not a regular file; only regular files are read"), otherwise. */
+FILE *host_open_regular(const char *path, int64_t *size, char *err, size_t errsize);
 
 #endif
