@@ -215,6 +215,9 @@ void manifest_free(struct manifest *m)
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
+/* A manifest of more shards than clops run --shard accepts is not one it wrote. */
+_Static_assert(SHARD_MAX_COUNT == SWEEP_MAX_RUNS, "a shard count is at most a sweep's run count");
+
 int manifest_read(const char *path, struct manifest_doc *d, char *err, size_t size)
 {
     memset(d, 0, sizeof *d);
@@ -242,7 +245,7 @@ int manifest_read(const char *path, struct manifest_doc *d, char *err, size_t si
         json_member_integer(shard, "index", &d->index) != 0 ||
         json_member_integer(shard, "count", &d->count) != 0 ||
         json_member_integer(root, "run_count", &d->run_count) != 0 || d->count < 1 ||
-        d->count > SWEEP_MAX_RUNS || d->index < 0 || d->index >= d->count) {
+        d->count > SHARD_MAX_COUNT || d->index < 0 || d->index >= d->count) {
         snprintf(err, size,
                  "%s: a member is missing, of the wrong type or out of range (pipeline, "
                  "pipeline_sha256, sets, shard.index, shard.count, run_count, runs, status)",

@@ -45,6 +45,13 @@ static int check_range(const struct shard *s, const char *what, char *err, size_
                  what, s->index, s->count);
         return -1;
     }
+    if (s->count > SHARD_MAX_COUNT) {
+        snprintf(err, size,
+                 "--shard %s: %" PRId64 " shards; at most %" PRId64
+                 " (as many as a sweep can have runs)",
+                 what, s->count, SHARD_MAX_COUNT);
+        return -1;
+    }
     return 0;
 }
 

@@ -19,6 +19,10 @@ struct shard {
                               OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID); -1: unknown */
 };
 
+/* The most shards: as many as a sweep can have runs (SWEEP_MAX_RUNS); more would all be empty.
+ * shard_parse refuses more, and a manifest of more is refused when read back. */
+#define SHARD_MAX_COUNT INT64_C(1000000)
+
 /* The environment as the shard reads it: getenv, or a test's table. */
 typedef const char *(*shard_env_fn)(const char *name);
 

@@ -63,6 +63,26 @@ START_TEST(test_explicit_k_of_n)
 }
 END_TEST
 
+/* N is at most SHARD_MAX_COUNT, the most a manifest's reader accepts, from the option and from
+ * a launcher alike. */
+START_TEST(test_shard_count_limit)
+{
+    static const char *const none[] = {NULL};
+    static const char *const mpi[] = {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1000001",
+                                      NULL};
+    struct shard s;
+    char err[1024];
+    ck_assert_int_eq(parse_with("999999/1000000", none, &s, err), 0);
+    ck_assert_int_eq(s.count, SHARD_MAX_COUNT);
+    ck_assert_int_eq(parse_with("0/1000001", none, &s, err), -1);
+    ck_assert_str_eq(err, "--shard 0/1000001: 1000001 shards; at most 1000000 (as many as a sweep "
+                          "can have runs)");
+    ck_assert_int_eq(parse_with("auto", mpi, &s, err), -1);
+    ck_assert_str_eq(err, "--shard auto: 1000001 shards; at most 1000000 (as many as a sweep can "
+                          "have runs)");
+}
+END_TEST
+
 START_TEST(test_auto_reads_slurm_arrays)
 {
     static const char *const count[] = {"SLURM_ARRAY_TASK_ID=2", "SLURM_ARRAY_TASK_COUNT=4",
@@ -239,6 +259,7 @@ END_TEST
 
 static const struct cli_test tests[] = {
     CLI_TEST(test_explicit_k_of_n),
+    CLI_TEST(test_shard_count_limit),
     CLI_TEST(test_auto_reads_slurm_arrays),
     CLI_TEST(test_auto_reads_mpi_launchers),
     CLI_TEST(test_round_robin_covers_every_run_once),
