@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "json.h"
 #include "manifest.h"
+#include "names.h"
 #include "table.h"
 #include "util.h"
 
@@ -24,7 +25,8 @@ struct gathered {
     int readable;
     const char *state; /* "ok", "missing", "unreadable", "mismatch", "failed", "invalid",
                           "incomplete", "corrupt" */
-    int64_t runs, failed_runs, files, bytes;
+    int64_t runs, failed_runs;
+    struct manifest_file_counts files;
     char **problems;
     int problem_count;
 };
@@ -152,7 +154,7 @@ static void judge_shard(struct gather *G, int64_t k, const struct manifest_doc *
     } else {
         g->readable = 1;
         judge_runs(g, k, G->count);
-        int bad = manifest_check_files(&g->doc, G->dir, file_problem, g, &g->files, &g->bytes);
+        int bad = manifest_check_files(&g->doc, G->dir, file_problem, g, &g->files);
         if (strcmp(g->doc.status, "ok") != 0 && g->failed_runs == 0) {
             const char *error = json_member_text(&g->doc.root, "error");
             shard_problem(g, "its manifest says %s%s%s", g->doc.status, error ? ": " : "",
@@ -164,6 +166,14 @@ static void judge_shard(struct gather *G, int64_t k, const struct manifest_doc *
                                                                             : "ok";
     }
     free(path);
+}
+
+/* A manifest's text in a cell, escaped (it could drive the terminal); "-" for none. */
+static void cell_escaped(struct table *t, const char *text)
+{
+    char *shown = name_escaped(text != NULL ? text : "-");
+    table_cell(t, "%s", shown);
+    free(shown);
 }
 
 static void print_table(const struct gather *G)
@@ -180,10 +190,10 @@ static void print_table(const struct gather *G)
         const struct gathered *g = &G->shards[k];
         table_row(&t);
         table_cell(&t, "%lld/%lld", (long long)k, (long long)G->count);
-        table_cell(&t, "%s", g->readable && g->doc.host != NULL ? g->doc.host : "-");
-        table_cell(&t, "%s", g->readable && g->doc.device != NULL ? g->doc.device : "-");
+        cell_escaped(&t, g->readable ? g->doc.host : NULL);
+        cell_escaped(&t, g->readable ? g->doc.device : NULL);
         table_cell(&t, g->readable ? "%lld" : "-", (long long)g->runs);
-        table_cell(&t, g->readable ? "%lld" : "-", (long long)g->files);
+        table_cell(&t, g->readable ? "%lld" : "-", (long long)g->files.files);
         if (g->readable && !isnan(g->doc.time_ms))
             table_cell(&t, "%.1f", g->doc.time_ms / 1000.0);
         else
@@ -195,7 +205,7 @@ static void print_table(const struct gather *G)
 }
 
 struct totals {
-    int64_t shards_ok, runs, files, bytes, failures;
+    int64_t shards_ok, runs, files, bytes, intact, intact_bytes, failures;
     double ms, longest_ms;
 };
 
@@ -206,8 +216,10 @@ static struct totals sum(const struct gather *G)
         const struct gathered *g = &G->shards[k];
         t.shards_ok += strcmp(g->state, "ok") == 0;
         t.runs += g->runs;
-        t.files += g->files;
-        t.bytes += g->bytes;
+        t.files += g->files.files;
+        t.bytes += g->files.bytes;
+        t.intact += g->files.intact;
+        t.intact_bytes += g->files.intact_bytes;
         t.failures += g->failed_runs;
         if (g->readable && !isnan(g->doc.time_ms)) {
             t.ms += g->doc.time_ms;
@@ -251,8 +263,8 @@ static int print_json(const struct gather *G, const struct manifest_doc *ref, in
         json_member_string(&w, "device", g->readable ? g->doc.device : NULL);
         json_member_int(&w, "runs", g->runs);
         json_member_int(&w, "failed_runs", g->failed_runs);
-        json_member_int(&w, "files", g->files);
-        json_member_int(&w, "bytes", g->bytes);
+        json_member_int(&w, "files", g->files.files);
+        json_member_int(&w, "bytes", g->files.bytes);
         json_member_double(&w, "time_ms", g->readable ? g->doc.time_ms : NAN);
         json_problems(&w, g->problems, g->problem_count);
         json_end_object(&w);
@@ -276,29 +288,45 @@ static int print_json(const struct gather *G, const struct manifest_doc *ref, in
     return complete ? CLI_OK : CLI_FAILED;
 }
 
+/* One problem on stderr, escaped: it quotes manifests, whose names and texts may hold
+ * anything, a terminal's escape sequences included. */
+static void print_problem(const char *shard, const char *message)
+{
+    char *shown = name_escaped(message);
+    fprintf(stderr, "clops: gather: %s%s\n", shard, shown);
+    free(shown);
+}
+
 /* Every problem on stderr, each shard's named. */
 static void print_problems(const struct gather *G)
 {
     for (int i = 0; i < G->problem_count; i++)
-        fprintf(stderr, "clops: gather: %s\n", G->problems[i]);
-    for (int64_t k = 0; k < G->count; k++)
+        print_problem("", G->problems[i]);
+    for (int64_t k = 0; k < G->count; k++) {
+        char shard[64];
+        snprintf(shard, sizeof shard, "shard %lld/%lld: ", (long long)k, (long long)G->count);
         for (int i = 0; i < G->shards[k].problem_count; i++)
-            fprintf(stderr, "clops: gather: shard %lld/%lld: %s\n", (long long)k,
-                    (long long)G->count, G->shards[k].problems[i]);
+            print_problem(shard, G->shards[k].problems[i]);
+    }
 }
 
 static void print_summary(const struct gather *G, const struct manifest_doc *ref, int complete)
 {
     struct totals t = sum(G);
-    char bytes[32];
-    host_format_bytes(t.bytes, bytes, sizeof bytes);
-    printf("Pipeline %s: %lld runs in %lld shards (%s/.clops)\n\n", ref->pipeline,
+    char bytes[32], files[64] = "";
+    host_format_bytes(t.intact_bytes, bytes, sizeof bytes);
+    /* Only what was found intact is called so: "4 of 6 files" when some are missing or changed. */
+    if (t.intact != t.files)
+        snprintf(files, sizeof files, "%lld of ", (long long)t.intact);
+    char *pipeline = name_escaped(ref->pipeline);
+    printf("Pipeline %s: %lld runs in %lld shards (%s/.clops)\n\n", pipeline,
            (long long)ref->run_count, (long long)G->count, G->dir);
+    free(pipeline);
     print_table(G);
-    printf("\n%s: %lld of %lld shards ok, %lld runs, %lld files (%s) intact, %lld failed "
+    printf("\n%s: %lld of %lld shards ok, %lld runs, %s%lld files (%s) intact, %lld failed "
            "run%s; %.1f s of run time (the longest shard %.1f s)\n",
            complete ? "Complete" : "Incomplete", (long long)t.shards_ok, (long long)G->count,
-           (long long)t.runs, (long long)t.files, bytes, (long long)t.failures,
+           (long long)t.runs, files, (long long)t.files, bytes, (long long)t.failures,
            t.failures == 1 ? "" : "s", t.ms / 1000.0, t.longest_ms / 1000.0);
 }
 
@@ -334,7 +362,9 @@ int gather_dir(const char *dir, int json)
         have_ref = 0;
     }
     if (!have_ref) {
-        fprintf(stderr, "clops: gather: no readable manifest in %s: %s\n", folder, err);
+        char *shown = name_escaped(err);
+        fprintf(stderr, "clops: gather: no readable manifest in %s: %s\n", folder, shown);
+        free(shown);
         for (int i = 0; i < count; i++)
             free(names[i]);
         free(names);

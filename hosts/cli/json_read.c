@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 enum { JSON_READ_MAX_DEPTH = 64 };
 
 struct parser {
@@ -311,33 +313,39 @@ int json_parse(const char *text, size_t size, struct json_value *out, char *err,
     return 0;
 }
 
+/* The whole file into memory, refused before allocating when it is over `limit`; it is read
+ * to one byte past its size, so a file that grows while read is refused too. */
+static char *read_bounded(FILE *f, const char *path, int64_t bytes, int64_t limit, size_t *size,
+                          char *err, size_t errsize)
+{
+    if (bytes > limit) {
+        snprintf(err, errsize, "%s: %lld bytes, larger than a document read back can be (%lld)",
+                 path, (long long)bytes, (long long)limit);
+        return NULL;
+    }
+    char *text = host_xmalloc((size_t)bytes + 1);
+    *size = fread(text, 1, (size_t)bytes + 1, f);
+    if (ferror(f) || *size > (size_t)bytes) {
+        snprintf(err, errsize, "%s: %s", path,
+                 ferror(f) ? "read error" : "it grew while it was read");
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
 int json_parse_file(const char *path, struct json_value *out, char *err, size_t errsize)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errsize, "%s: %s", path, strerror(errno));
+    int64_t bytes = 0;
+    size_t size = 0;
+    FILE *f = host_open_regular(path, &bytes, err, errsize);
+    if (f == NULL)
         return -1;
-    }
-    size_t size = 0, room = 4096;
-    char *text = malloc(room);
-    size_t n;
-    while (text != NULL && (n = fread(text + size, 1, room - size, f)) > 0) {
-        size += n;
-        if (size == room) {
-            char *bigger = realloc(text, room *= 2);
-            if (bigger == NULL)
-                free(text);
-            text = bigger;
-        }
-    }
-    int read_error = ferror(f);
+    char *text = read_bounded(f, path, bytes, JSON_READ_MAX_BYTES, &size, err, errsize);
     fclose(f);
-    if (text == NULL || read_error) {
-        snprintf(err, errsize, "%s: %s", path, text == NULL ? "out of memory" : "read error");
-        free(text);
+    if (text == NULL)
         return -1;
-    }
     char why[300];
     int rc = json_parse(text, size, out, why, sizeof why);
     if (rc != 0)

@@ -25,8 +25,13 @@ struct json_value {
  * `err`; *out must be freed with json_value_free() either way. Nesting deeper than 64 levels is
  * refused. */
 int json_parse(const char *text, size_t size, struct json_value *out, char *err, size_t errsize);
+/* The largest file json_parse_file reads. A shard's manifest takes some 500 to 800 bytes a run
+ * of one file, so 1 GiB holds the most runs a sweep has (10^6). */
+#define JSON_READ_MAX_BYTES (INT64_C(1) << 30)
+
 /* Reads and parses the file at `path`; -1 with "PATH: what" in `err` when it cannot be read or
- * parsed. */
+ * parsed: when it is no regular file (a FIFO would block the read, a device such as /dev/zero
+ * never end it) or is over JSON_READ_MAX_BYTES. */
 int json_parse_file(const char *path, struct json_value *out, char *err, size_t errsize);
 void json_value_free(struct json_value *v);
 

@@ -13,6 +13,7 @@
 
 #include "cli_json.h"
 #include "formats.h"
+#include "names.h"
 #include "run_json.h"
 #include "util.h"
 
@@ -310,46 +311,91 @@ static void report(void (*problem)(void *, const char *), void *ctx, const char 
     problem(ctx, message);
 }
 
-/* One listed file against the disk: 0 when it is intact, else 1 with the problem reported. */
-static int check_file(const struct json_value *f, const char *dir,
-                      void (*problem)(void *, const char *), void *ctx, int64_t *bytes)
+/* Why a listed name is not checked: gather and the resume check look under the output
+ * directory only, whatever a manifest (which anyone can edit) says; NULL when it is fine. */
+static const char *name_refused(const char *file)
 {
+    if (file[0] == '/')
+        return "is absolute";
+    if (!name_stays_under(file))
+        return "leaves the output directory";
+    return NULL;
+}
+
+/* The file at `path` hashed, opened only if it is a regular file (a FIFO would block, a device
+ * never end): 0, or 1 with the problem reported. */
+static int hash_listed(const char *path, char found[SHA256_HEX_SIZE], int64_t *found_bytes,
+                       void (*problem)(void *, const char *), void *ctx)
+{
+    char err[1024];
+    int64_t size = 0;
+    FILE *f = host_open_regular(path, &size, err, sizeof err);
+    if (f == NULL) {
+        if (access(path, F_OK) != 0 && errno == ENOENT)
+            report(problem, ctx, "%s: missing", path);
+        else
+            report(problem, ctx, "%s", err);
+        return 1;
+    }
+    int failed = sha256_stream(f, found, found_bytes) != 0;
+    if (failed)
+        report(problem, ctx, "%s: %s", path, strerror(errno));
+    fclose(f);
+    return failed;
+}
+
+/* Listed file `i` of run `r` against the disk: 0 when it is intact, else 1 with the problem
+ * reported. */
+static int check_file(const struct manifest_doc *d, int r, int i, const char *dir,
+                      void (*problem)(void *, const char *), void *ctx,
+                      struct manifest_file_counts *counts)
+{
+    const struct json_value *f = &json_member(&d->runs->items[r], "files")->items[i];
     const char *file = json_member_text(f, "file"), *sha256 = json_member_text(f, "sha256");
     int64_t size = 0;
     if (file == NULL || sha256 == NULL || json_member_integer(f, "bytes", &size) != 0) {
-        report(problem, ctx, "a file's record lacks file, bytes or sha256");
+        report(problem, ctx, "%s: runs[%d].files[%d] lacks file, bytes or sha256", d->file, r, i);
         return 1;
     }
-    *bytes += size;
+    counts->bytes += size;
+    const char *refused = name_refused(file);
+    if (refused != NULL) {
+        report(problem, ctx,
+               "%s: runs[%d].files[%d]: '%s' %s; only files under the output directory %s "
+               "are checked",
+               d->file, r, i, file, refused, dir);
+        return 1;
+    }
     char *path = output_path(dir, file);
     char found[SHA256_HEX_SIZE];
     int64_t found_bytes = 0;
-    int bad = 1;
-    if (sha256_file(path, found, &found_bytes) != 0)
-        report(problem, ctx, "%s: %s", path, errno == ENOENT ? "missing" : strerror(errno));
-    else if (found_bytes != size || strcmp(found, sha256) != 0)
+    int bad = hash_listed(path, found, &found_bytes, problem, ctx);
+    if (!bad && (found_bytes != size || strcmp(found, sha256) != 0)) {
         report(problem, ctx,
                "%s: changed since the shard wrote it (%lld bytes, SHA-256 %.12s...; the manifest "
                "says %lld bytes, %.12s...)",
                path, (long long)found_bytes, found, (long long)size, sha256);
-    else
-        bad = 0;
+        bad = 1;
+    }
+    if (!bad) {
+        counts->intact++;
+        counts->intact_bytes += size;
+    }
     free(path);
     return bad;
 }
 
 int manifest_check_files(const struct manifest_doc *d, const char *dir,
-                         void (*problem)(void *ctx, const char *message), void *ctx, int64_t *files,
-                         int64_t *bytes)
+                         void (*problem)(void *ctx, const char *message), void *ctx,
+                         struct manifest_file_counts *counts)
 {
     int problems = 0;
-    *files = 0;
-    *bytes = 0;
+    memset(counts, 0, sizeof *counts);
     for (int r = 0; r < d->runs->count; r++) {
         const struct json_value *list = json_member(&d->runs->items[r], "files");
         for (int i = 0; list != NULL && list->type == JSON_ARRAY && i < list->count; i++) {
-            (*files)++;
-            problems += check_file(&list->items[i], dir, problem, ctx, bytes);
+            counts->files++;
+            problems += check_file(d, r, i, dir, problem, ctx, counts);
         }
     }
     return problems;

@@ -92,11 +92,16 @@ void manifest_doc_free(struct manifest_doc *d);
 int manifest_same_set(const struct manifest_doc *d, const char *sha256,
                       const struct json_value *sets, char *const *set_list, int set_count,
                       int64_t run_count, int64_t shard_count, char *why, size_t size);
-/* Checks every file the manifest lists under `dir` (relative names; absolute ones as they are):
- * present, of its size and SHA-256. Each problem goes to `problem` (ctx, "zoom/a.png: missing");
- * returns their number; *files and *bytes count the files listed. */
+/* What manifest_check_files found: the files listed and their recorded bytes, and of those
+ * the ones intact on the disk. */
+struct manifest_file_counts {
+    int64_t files, bytes, intact, intact_bytes;
+};
+/* Checks every file the manifest lists under `dir`: present, a regular file, of its size and
+ * SHA-256. A name that is absolute or leaves `dir` ("../x", "a/../../x") is refused unread.
+ * Each problem goes to `problem` (ctx, "zoom/a.png: missing"); returns their number. */
 int manifest_check_files(const struct manifest_doc *d, const char *dir,
-                         void (*problem)(void *ctx, const char *message), void *ctx, int64_t *files,
-                         int64_t *bytes);
+                         void (*problem)(void *ctx, const char *message), void *ctx,
+                         struct manifest_file_counts *counts);
 
 #endif

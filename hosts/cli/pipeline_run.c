@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "formats.h"
 #include "manifest.h"
+#include "names.h"
 #include "pipeline.h"
 #include "pipeline_progress.h"
 #include "pipeline_results.h"
@@ -1260,7 +1261,8 @@ static int shard_is_done(const struct manifest *m, const char *manifest_path, ch
     if (access(manifest_path, F_OK) != 0)
         return 0;
     const struct shard *s = m->shard;
-    int64_t runs = sweep_run_count(&m->src->sweep), bytes = 0;
+    int64_t runs = sweep_run_count(&m->src->sweep);
+    struct manifest_file_counts counts = {0};
     if (manifest_read(manifest_path, &d, err, sizeof err) != 0)
         snprintf(why, 1024, "%s", err);
     else if (strcmp(d.status, "ok") != 0)
@@ -1272,8 +1274,8 @@ static int shard_is_done(const struct manifest *m, const char *manifest_path, ch
         snprintf(why, 1024, "its manifest lists %d runs, not %lld", d.runs->count,
                  (long long)shard_run_count(s, runs));
     else
-        done = manifest_check_files(&d, m->options->output_dir, first_problem, why, files,
-                                    &bytes) == 0;
+        done = manifest_check_files(&d, m->options->output_dir, first_problem, why, &counts) == 0;
+    *files = counts.files;
     manifest_doc_free(&d);
     return done;
 }
@@ -1293,9 +1295,13 @@ static int shard_skip(const struct manifest *m, const char *manifest_path)
                 (long long)runs, runs == 1 ? "" : "s", (long long)files, files == 1 ? "" : "s");
         return 1;
     }
-    if (why[0] != '\0')
+    if (why[0] != '\0') {
+        /* `why` quotes the manifest, which may name anything: escaped for the terminal. */
+        char *shown = name_escaped(why);
         fprintf(stderr, "clops: shard %lld/%lld runs again: %s\n", (long long)s->index,
-                (long long)s->count, why);
+                (long long)s->count, shown);
+        free(shown);
+    }
     return 0;
 }
 

@@ -131,22 +131,16 @@ void sha256_hex(const unsigned char digest[SHA256_DIGEST_BYTES], char hex[SHA256
     hex[2 * SHA256_DIGEST_BYTES] = '\0';
 }
 
-int sha256_file(const char *path, char hex[SHA256_HEX_SIZE], int64_t *bytes)
+int sha256_stream(FILE *f, char hex[SHA256_HEX_SIZE], int64_t *bytes)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return -1;
     struct sha256 h;
     sha256_init(&h);
     unsigned char buffer[65536];
     size_t n;
     while ((n = fread(buffer, 1, sizeof buffer, f)) > 0)
         sha256_update(&h, buffer, n);
-    int failed = ferror(f);
-    int saved = errno;
-    fclose(f);
-    if (failed) {
-        errno = saved != 0 ? saved : EIO;
+    if (ferror(f)) {
+        errno = errno != 0 ? errno : EIO;
         return -1;
     }
     unsigned char digest[SHA256_DIGEST_BYTES];
@@ -154,4 +148,16 @@ int sha256_file(const char *path, char hex[SHA256_HEX_SIZE], int64_t *bytes)
     sha256_final(&h, digest);
     sha256_hex(digest, hex);
     return 0;
+}
+
+int sha256_file(const char *path, char hex[SHA256_HEX_SIZE], int64_t *bytes)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return -1;
+    int rc = sha256_stream(f, hex, bytes);
+    int saved = errno;
+    fclose(f);
+    errno = saved;
+    return rc;
 }

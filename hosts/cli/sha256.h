@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum { SHA256_DIGEST_BYTES = 32, SHA256_HEX_SIZE = 2 * SHA256_DIGEST_BYTES + 1 };
 
@@ -22,6 +23,9 @@ void sha256_update(struct sha256 *h, const void *data, size_t size);
 void sha256_final(struct sha256 *h, unsigned char digest[SHA256_DIGEST_BYTES]);
 /* The digest as 64 lowercase hexadecimal digits and a NUL. */
 void sha256_hex(const unsigned char digest[SHA256_DIGEST_BYTES], char hex[SHA256_HEX_SIZE]);
+/* The hex digest of what is left to read of `f`: 0, or -1 with errno set on a read error; the
+ * bytes hashed in *bytes. */
+int sha256_stream(FILE *f, char hex[SHA256_HEX_SIZE], int64_t *bytes);
 /* The hex digest of the file at `path`: 0, or -1 with errno set when it cannot be read; its
  * size in *bytes. */
 int sha256_file(const char *path, char hex[SHA256_HEX_SIZE], int64_t *bytes);

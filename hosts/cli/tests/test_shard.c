@@ -1,12 +1,16 @@
 /* test_shard.c — sharding as pure functions (shard.c): K/N and `auto` from every launcher's
  * variables, the round-robin split covering every run once, manifest names, the device a shard
- * of a node takes; and the JSON reader the manifests are read back with (json_read.c). */
+ * of a node takes; the JSON reader the manifests are read back with (json_read.c), and the
+ * names they list (names.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli_test.h"
 #include "json_read.h"
+#include "names.h"
 #include "shard.h"
 
 /* A fake environment: NAME=VALUE pairs, NULL-terminated. */
@@ -257,6 +261,86 @@ START_TEST(test_json_reader)
 }
 END_TEST
 
+/* A FIFO would block the reader, /dev/zero never end: both refused at once, by what they are. */
+START_TEST(test_json_file_only_regular)
+{
+    char dir[] = "/tmp/test_shard.XXXXXX", fifo[64], err[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/m.json", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    struct json_value v;
+    ck_assert_int_eq(json_parse_file(fifo, &v, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "m.json: is a FIFO (named pipe), not a regular file") != NULL, "%s",
+                  err);
+    ck_assert_int_eq(json_parse_file("/dev/zero", &v, err, sizeof err), -1);
+    ck_assert_str_eq(err, "/dev/zero: is a character device, not a regular file; only regular "
+                          "files are read");
+    unlink(fifo);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_names_normalized)
+{
+    static const struct cli_text_case cases[] = {
+        {"x.npy", "x.npy"},
+        {"./x.npy", "x.npy"},
+        {"sub/../x.npy", "x.npy"},
+        {"a//b/./c", "a/b/c"},
+        {"a/b/", "a/b"},
+        {"../x", "../x"},
+        {"a/../../x", "../x"},
+        {"../../a/..", "../.."},
+        {"/../x", "/x"},
+        {"//a/./b/..", "/a"},
+        {"sub/..", "."},
+        {".", "."},
+        {"/", "/"},
+        {"a/b/../../..", ".."},
+        {"x/.../y", "x/.../y"},
+    };
+    for (size_t i = 0; i < CLI_COUNT(cases); i++) {
+        char *normal = name_normalized(cases[i].text);
+        ck_assert_msg(strcmp(normal, cases[i].want) == 0, "'%s' -> '%s', expected '%s'",
+                      cases[i].text, normal, cases[i].want);
+        free(normal);
+    }
+    static const char *const under[] = {"x.npy", "a/../x", "a/b/../../x", "..x/y"};
+    static const char *const outside[] = {"/x", "../x", "a/../../x", ".", "..", "./", "a/.."};
+    for (size_t i = 0; i < CLI_COUNT(under); i++)
+        ck_assert_msg(name_stays_under(under[i]), "'%s' refused", under[i]);
+    for (size_t i = 0; i < CLI_COUNT(outside); i++)
+        ck_assert_msg(!name_stays_under(outside[i]), "'%s' accepted", outside[i]);
+}
+END_TEST
+
+START_TEST(test_names_utf8_and_escaped)
+{
+    ck_assert_int_eq(name_utf8_error("zoom/vue-\xc3\xa9t\xc3\xa9.png"), -1);
+    ck_assert_int_eq(name_utf8_error("\xf0\x9f\x98\x80.npy"), -1);
+    ck_assert_int_eq(name_utf8_error("x\xff.npy"), 1);
+    ck_assert_int_eq(name_utf8_error("ab\xc3"), 2);           /* cut short */
+    ck_assert_int_eq(name_utf8_error("\xc0\xaf"), 0);         /* overlong '/' */
+    ck_assert_int_eq(name_utf8_error("a\xed\xa0\x80"), 1);    /* a surrogate */
+    ck_assert_int_eq(name_utf8_error("\xf4\x90\x80\x80"), 0); /* over U+10FFFF */
+    static const struct cli_text_case cases[] = {
+        {"plain.npy", "plain.npy"},
+        {"\x1b]0;title\x07x", "\\x1b]0;title\\x07x"},
+        {"a\nb\x7f", "a\\x0ab\\x7f"},
+        {"csi\xc2\x9b.npy", "csi\\xc2\\x9b.npy"},
+        {"bad\xff", "bad\\xff"},
+        {"back\\slash", "back\\\\slash"},
+        {"\xc3\xa9t\xc3\xa9", "\xc3\xa9t\xc3\xa9"},
+    };
+    for (size_t i = 0; i < CLI_COUNT(cases); i++) {
+        char *shown = name_escaped(cases[i].text);
+        ck_assert_msg(strcmp(shown, cases[i].want) == 0, "case %zu: '%s', expected '%s'", i, shown,
+                      cases[i].want);
+        free(shown);
+    }
+}
+END_TEST
+
 static const struct cli_test tests[] = {
     CLI_TEST(test_explicit_k_of_n),
     CLI_TEST(test_shard_count_limit),
@@ -266,5 +350,8 @@ static const struct cli_test tests[] = {
     CLI_TEST(test_manifest_names_round_trip),
     CLI_TEST(test_device_choice),
     CLI_TEST(test_json_reader),
+    CLI_TEST(test_json_file_only_regular),
+    CLI_TEST(test_names_normalized),
+    CLI_TEST(test_names_utf8_and_escaped),
 };
 CLI_SUITE("shard", "shard", NULL, NULL, tests);
