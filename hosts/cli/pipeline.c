@@ -11,6 +11,7 @@
 
 #include "config_literals.h"
 #include "formats.h"
+#include "names.h"
 #include "pipeline_set.h"
 #include "util.h"
 
@@ -781,6 +782,29 @@ static void check_output_format(struct pipeline *pl, config_setting_t *group, co
                out->name, why);
 }
 
+/* Two outputs must not name one file ("x.npy", "./x.npy", "sub/../x.npy"): the second would
+ * replace the first, and a shard's manifest list both. */
+static void check_output_name(struct pipeline *pl, config_setting_t *group, const char *what,
+                              int index)
+{
+    const struct pl_output *out = &pl->outputs[index];
+    const config_setting_t *file = config_setting_get_member(group, "file");
+    /* The first output of the same file only: a third spelling is not also the second's. */
+    char *normal = name_normalized(out->name);
+    int clash = 0;
+    for (int i = 0; i < index && !clash; i++) {
+        char *other = pl->outputs[i].name != NULL ? name_normalized(pl->outputs[i].name) : NULL;
+        clash = other != NULL && strcmp(other, normal) == 0;
+        if (clash)
+            report(pl, file,
+                   "%s: '%s' is the file outputs[%d] writes ('%s', %s:%d): each output needs a "
+                   "file of its own",
+                   what, out->name, i, pl->outputs[i].name, pl->path, pl->outputs[i].line);
+        free(other);
+    }
+    free(normal);
+}
+
 static void parse_output(struct pipeline *pl, config_setting_t *group, const char *what, int index)
 {
     static const char *const keys[] = {"tensor", "file", NULL};
@@ -796,14 +820,12 @@ static void parse_output(struct pipeline *pl, config_setting_t *group, const cha
         report(pl, group, "%s: 'file' is empty", what);
         out->file = NULL;
     }
-    for (int i = 0; out->file != NULL && i < index; i++)
-        if (pl->outputs[i].file != NULL && strcmp(pl->outputs[i].file, out->file) == 0)
-            report(pl, group, "%s: '%s' is already written by outputs[%d]", what, out->file, i);
     if (out->file == NULL)
         return;
     out->name =
         sweep_output_name(&pl->source->sweep, &pl->source->params, pl->run->values, out->file);
     check_output_format(pl, group, what, out);
+    check_output_name(pl, group, what, index);
 }
 
 /* ---- the file ----------------------------------------------------------------------------- */

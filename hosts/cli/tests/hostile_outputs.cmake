@@ -10,3 +10,15 @@ clops_pipeline_test(cli_sweep_output_name_refused_before_running 4
 clops_pipeline_test(cli_sweep_output_name_refused_by_dry_run 4
   "${bad_swept_name}.*nothing was run"
   RUN --dry-run ${cases}/sweep_output_name.cfg)
+# Three outputs that name one file (x.npy, ./x.npy, sub/../x.npy): each would replace the one
+# before, its data lost with exit 0, and a shard's manifest would list the file three times.
+# Names are compared normalised, and refused at file:line before anything runs, --dry-run too.
+string(CONCAT same_output
+       "same_output.cfg:10: outputs\\[1\\]: '[.]/x[.]npy' is the file outputs\\[0\\] writes "
+       "\\('x[.]npy', [^)]*same_output.cfg:9\\): each output needs a file of its own"
+       ".*same_output.cfg:11: outputs\\[2\\]: 'sub/[.][.]/x[.]npy' is the file outputs\\[0\\] "
+       "writes \\('x[.]npy', [^)]*same_output.cfg:9\\).*same_output.cfg: 2 errors; nothing was run")
+clops_pipeline_test(cli_same_output_file_refused_by_dry_run 4 "${same_output}"
+  RUN --dry-run ${cases}/same_output.cfg)
+clops_pipeline_test(cli_same_output_file_refused_before_running 4 "${same_output}"
+  RUN ${cases}/same_output.cfg ABSENT ${PROJECT_BINARY_DIR}/cli-test-out/cli_same_output_file_refused_before_running/x.npy)
