@@ -782,13 +782,25 @@ static void check_output_format(struct pipeline *pl, config_setting_t *group, co
                out->name, why);
 }
 
-/* Two outputs must not name one file ("x.npy", "./x.npy", "sub/../x.npy"): the second would
- * replace the first, and a shard's manifest list both. */
+/* An output's name must be UTF-8: the manifests and JSON documents that record it can carry
+ * nothing else, and gather could never find a name they changed. Two outputs must not name one
+ * file ("x.npy", "./x.npy", "sub/../x.npy"): the second would replace the first, and a shard's
+ * manifest list both. */
 static void check_output_name(struct pipeline *pl, config_setting_t *group, const char *what,
                               int index)
 {
     const struct pl_output *out = &pl->outputs[index];
     const config_setting_t *file = config_setting_get_member(group, "file");
+    long bad = name_utf8_error(out->name);
+    if (bad >= 0) {
+        char *shown = name_escaped(out->name);
+        report(pl, file,
+               "%s: '%s' is not UTF-8 (byte %ld is 0x%02x); output names must be UTF-8, as the "
+               "JSON documents and shard manifests that record them are",
+               what, shown, bad, (unsigned char)out->name[bad]);
+        free(shown);
+        return;
+    }
     /* The first output of the same file only: a third spelling is not also the second's. */
     char *normal = name_normalized(out->name);
     int clash = 0;

@@ -22,3 +22,8 @@ clops_pipeline_test(cli_same_output_file_refused_by_dry_run 4 "${same_output}"
   RUN --dry-run ${cases}/same_output.cfg)
 clops_pipeline_test(cli_same_output_file_refused_before_running 4 "${same_output}"
   RUN ${cases}/same_output.cfg ABSENT ${PROJECT_BINARY_DIR}/cli-test-out/cli_same_output_file_refused_before_running/x.npy)
+# A name that is not UTF-8 could never be gathered: the manifest records it with U+FFFD.
+# Refused at validation, its bytes shown escaped.
+clops_pipeline_test(cli_non_utf8_output_name_refused 4
+  "non_utf8_output.cfg:8: outputs\\[0\\]: 'x\\\\xff[.]npy' is not UTF-8 \\(byte 1 is 0xff\\); output names must be UTF-8.*nothing was run"
+  RUN --dry-run ${cases}/non_utf8_output.cfg)
