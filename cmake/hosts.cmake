@@ -16,15 +16,17 @@ macro(clops_enable_optional_language lang)
   endif()
 endmacro()
 
-# clops_add_expect_test(<name> RC <code> REGEX <regex> COMMAND <command...>
+# clops_add_expect_test(<name> RC <code> REGEX <regex> [REJECT <regex>] COMMAND <command...>
 #                       [ENVIRONMENT <VAR=value...>] [TIMEOUT <seconds>])
 # A test that runs COMMAND through hosts/cli/tests/expect.cmake: it passes when the command
-# exits with RC and its output matches REGEX (ctest alone checks one or the other).
+# exits with RC and its output matches REGEX, and not REJECT (ctest alone checks one or the
+# other).
 function(clops_add_expect_test name)
-  cmake_parse_arguments(arg "" "RC;REGEX;TIMEOUT" "COMMAND;ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(arg "" "RC;REGEX;REJECT;TIMEOUT" "COMMAND;ENVIRONMENT" ${ARGN})
   add_test(NAME ${name}
            COMMAND ${CMAKE_COMMAND} -DEXPECT_RC=${arg_RC} "-DEXPECT_REGEX=${arg_REGEX}"
-                   "-DCOMMAND=${arg_COMMAND}" -P ${PROJECT_SOURCE_DIR}/hosts/cli/tests/expect.cmake)
+                   "-DREJECT_REGEX=${arg_REJECT}" "-DCOMMAND=${arg_COMMAND}"
+                   -P ${PROJECT_SOURCE_DIR}/hosts/cli/tests/expect.cmake)
   if(DEFINED arg_ENVIRONMENT)
     set_tests_properties(${name} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
   endif()

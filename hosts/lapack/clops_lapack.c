@@ -1,7 +1,10 @@
 /* clops_lapack.c — a drop-in subset of BLAS/LAPACK (gemm, getrf, getrs, gesv, cblas gemm) that
  * runs on clops: LAPACK's argument checks, quick returns and results, with clops loaded by
  * dlopen on the first call that has work to do. */
+#include <ctype.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -78,11 +81,30 @@ static struct {
     void (*host[2][ROUTINE_COUNT])(void); /* [enum width][enum routine] */
 } config = {.once = PTHREAD_ONCE_INIT};
 
+/* CLOPS_LAPACK_OFFLOAD_MIN, a decimal number of matrix elements; 0 (every call offloaded) when
+ * unset or empty. Anything else (abc, 12x, -5, past 2^64 - 1) is not half-read: the default
+ * holds and stderr says so, once (config_init runs once), the drop-in's channel for its other
+ * problems too, since inside another program it must not end it. */
+static uint64_t offload_min_from_env(void)
+{
+    const char *text = getenv("CLOPS_LAPACK_OFFLOAD_MIN");
+    if (text == NULL || text[0] == '\0')
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long value = strtoull(text, &end, 10);
+    if (isdigit((unsigned char)text[0]) && *end == '\0' && errno == 0)
+        return value;
+    fprintf(stderr,
+            "clops_lapack: CLOPS_LAPACK_OFFLOAD_MIN = '%s': expected a number of matrix elements "
+            "from 0 to %llu; using the default, 0 (every call runs in clops)\n",
+            text, ULLONG_MAX);
+    return 0;
+}
+
 static void config_init(void)
 {
-    const char *min = getenv("CLOPS_LAPACK_OFFLOAD_MIN");
-    const long long offload_min = min != NULL ? strtoll(min, NULL, 10) : 0;
-    config.offload_min = offload_min > 0 ? (uint64_t)offload_min : 0;
+    config.offload_min = offload_min_from_env();
     for (int i = 0; i < ROUTINE_COUNT; i++) {
         char ilp64[32];
         snprintf(ilp64, sizeof ilp64, "%s64_", routines[i].symbol);
