@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "cl_names.h"
@@ -12,6 +13,14 @@
 #include "pool_internal.h"
 
 enum { PROGRAM_KEY_MAX = 4096 };
+
+/* PoCL compiles into a kernel cache of its own, and when a write there fails for want of space
+ * its LLVM ends the process ("LLVM ERROR: IO failure on output stream", status 1) or it aborts;
+ * loading a binary from clops's cache writes there too. So a build on PoCL is refused when that
+ * directory's filesystem has less than this free: 16 times what clops's largest program takes
+ * there (LU's, about 4 MB with its work-group functions). */
+#define POCL_CACHE_MIN_FREE ((int64_t)64 << 20)
+#define POCL_PLATFORM_NAME "Portable Computing Language"
 
 struct pool_program {
     struct pool_program *next;
@@ -67,6 +76,61 @@ static int32_t load_source(const struct clops_pool *pool, const char *op_name,
     (*text)[len] = '\0';
     *size = (size_t)len;
     return CLOPS_OK;
+}
+
+/* The directory of PoCL's kernel cache, chosen as PoCL does (pocl_cache_init_topdir, PoCL 1.x to
+ * 6): $POCL_CACHE_DIR when set, else pocl/kcache (pocl/uncached with POCL_KERNEL_CACHE=0) under
+ * $XDG_CACHE_HOME when set and not empty, else under $HOME/.cache, else under /tmp. */
+static void pocl_cache_dir(char *out, size_t size)
+{
+    const char *dir = getenv("POCL_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME"), *cache = getenv("POCL_KERNEL_CACHE");
+    const char *leaf = cache != NULL && cache[0] == '0' ? "pocl/uncached" : "pocl/kcache";
+    if (dir != NULL)
+        snprintf(out, size, "%s", dir);
+    else if (xdg != NULL && xdg[0] != '\0')
+        snprintf(out, size, "%s/%s", xdg, leaf);
+    else if (home != NULL)
+        snprintf(out, size, "%s/.cache/%s", home, leaf);
+    else
+        snprintf(out, size, "/tmp/%s", leaf);
+}
+
+/* The bytes an unprivileged writer may still write on the filesystem of `path`, or of its nearest
+ * existing ancestor (PoCL creates the directory on first use); -1 when none answers. */
+static int64_t free_bytes_at(const char *path)
+{
+    char dir[PROGRAM_KEY_MAX];
+    snprintf(dir, sizeof dir, "%s", path[0] != '\0' ? path : ".");
+    for (;;) {
+        struct statvfs st;
+        if (statvfs(dir, &st) == 0)
+            return (int64_t)st.f_bavail * (int64_t)st.f_frsize;
+        char *slash = strrchr(dir, '/');
+        if (slash == NULL)
+            return strcmp(dir, ".") == 0 ? -1 : free_bytes_at(".");
+        if (slash == dir && dir[1] == '\0')
+            return -1;
+        slash[slash == dir] = '\0'; /* "/a" becomes "/" */
+    }
+}
+
+/* Refuses to build on a PoCL device while PoCL's kernel cache has under POCL_CACHE_MIN_FREE bytes
+ * free (see there): an error the host can act on instead of the end of its process. */
+static int32_t check_pocl_cache_space(const struct pool_device *dev, const char *op_name)
+{
+    if (strcmp(dev->info.platform, POCL_PLATFORM_NAME) != 0)
+        return CLOPS_OK;
+    char dir[PROGRAM_KEY_MAX];
+    pocl_cache_dir(dir, sizeof dir);
+    const int64_t free_bytes = free_bytes_at(dir);
+    if (free_bytes < 0 || free_bytes >= POCL_CACHE_MIN_FREE)
+        return CLOPS_OK;
+    return err_set(CLOPS_ERR_IO,
+                   "%s: PoCL's kernel cache '%s' has %lld bytes free, under the %lld MiB clops "
+                   "requires before PoCL compiles there (PoCL ends the process when it runs out "
+                   "of space); set POCL_CACHE_DIR to a directory on a filesystem with space",
+                   op_name, dir, (long long)free_bytes, (long long)(POCL_CACHE_MIN_FREE >> 20));
 }
 
 static int32_t fail_build(cl_program program, const struct pool_device *dev, cl_int rc,
@@ -133,9 +197,12 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
                              int discard_cached, cl_program *out, int *from_cache)
 {
     *from_cache = 0;
+    int32_t status = check_pocl_cache_space(dev, op_name);
+    if (status != CLOPS_OK)
+        return status;
     char *source = NULL;
     size_t source_size = 0;
-    int32_t status = load_source(pool, op_name, source_name, &source, &source_size);
+    status = load_source(pool, op_name, source_name, &source, &source_size);
     if (status != CLOPS_OK)
         return status;
     char key[PROGRAM_KEY_MAX];
