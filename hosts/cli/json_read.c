@@ -37,6 +37,26 @@ static int fail(struct parser *p, const char *fmt, ...)
     return -1;
 }
 
+/* The byte at p->at as a message shows it: printable ASCII quoted, anything else (a newline, an
+ * escape sequence from a forged file, bytes past ASCII) as \xHH, so that a message stays one
+ * line and cannot reach the terminal as a control sequence; "the end of the text" past it. */
+static const char *shown_byte(unsigned char c, char out[8])
+{
+    if (c >= 0x20 && c < 0x7f)
+        snprintf(out, 8, "'%c'", (char)c);
+    else
+        snprintf(out, 8, "\\x%02X", (unsigned)c);
+    return out;
+}
+
+static int unexpected(struct parser *p)
+{
+    char shown[8];
+    if (p->at >= p->end)
+        return fail(p, "unexpected end of the text");
+    return fail(p, "unexpected %s", shown_byte((unsigned char)*p->at, shown));
+}
+
 static void skip_blanks(struct parser *p)
 {
     while (p->at < p->end && (*p->at == ' ' || *p->at == '\t' || *p->at == '\n' || *p->at == '\r'))
@@ -45,10 +65,10 @@ static void skip_blanks(struct parser *p)
 
 static int literal(struct parser *p, const char *word)
 {
-    size_t n = strlen(word);
-    if ((size_t)(p->end - p->at) < n || memcmp(p->at, word, n) != 0)
-        return fail(p, "unexpected '%c'", *p->at);
-    p->at += n;
+    /* At the first byte that differs, which may be the end of the text. */
+    for (; *word != '\0'; word++, p->at++)
+        if (p->at >= p->end || *p->at != *word)
+            return unexpected(p);
     return 0;
 }
 
@@ -145,7 +165,7 @@ static char *string(struct parser *p)
             *o++ = (char)c;
             continue;
         }
-        char e = *p->at++;
+        char e = *p->at++, shown[8];
         unsigned code = 0;
         switch (e) {
         case '"': *o++ = '"'; break;
@@ -165,7 +185,7 @@ static char *string(struct parser *p)
             break;
         default:
             p->at--;
-            fail(p, "unknown escape '\\%c'", e);
+            fail(p, "unknown escape: a backslash before %s", shown_byte((unsigned char)e, shown));
             free(out);
             return NULL;
         }
@@ -295,7 +315,7 @@ static int value(struct parser *p, struct json_value *v, int depth)
     case 'n': v->type = JSON_NULL; return literal(p, "null");
     default:
         if (*p->at != '-' && (*p->at < '0' || *p->at > '9'))
-            return fail(p, "unexpected '%c'", *p->at);
+            return unexpected(p);
         return number(p, v);
     }
 }

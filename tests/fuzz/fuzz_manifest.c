@@ -32,12 +32,22 @@ static void make_output_dir(void)
     fuzz_temp_path("shard-0-of-1.json", manifest_path, sizeof manifest_path);
 }
 
-/* A message: not empty, and NUL-terminated within its buffer (ASan). Not yet one line: the
- * reader quotes an input byte as it is ("unknown escape '\<newline>'"). */
+/* A message: not empty, and NUL-terminated within its buffer (ASan). */
 static void check_message(const char *message)
 {
     if (message[0] == '\0' || strlen(message) == 0)
         abort();
+}
+
+/* The reader's own message, one line with no control character: it shows an input byte as
+ * \xHH unless it is printable ASCII. (Messages of manifest.c may quote a manifest's strings;
+ * gather escapes those where it prints them.) */
+static void check_parse_message(const char *message)
+{
+    check_message(message);
+    for (const unsigned char *c = (const unsigned char *)message; *c != '\0'; c++)
+        if (*c < 0x20 || *c == 0x7f)
+            abort();
 }
 
 static void check_problem(void *ctx, const char *message)
@@ -95,7 +105,7 @@ static int parse_in_memory(const uint8_t *data, size_t size)
     else if (rc != -1 || strncmp(err, "line ", 5) != 0)
         abort();
     else
-        check_message(err);
+        check_parse_message(err);
     json_value_free(&root);
     free(text);
     return rc;

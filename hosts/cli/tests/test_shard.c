@@ -261,6 +261,31 @@ START_TEST(test_json_reader)
 }
 END_TEST
 
+/* A forged manifest's bytes reach the terminal only escaped: a message quotes a byte that is
+ * not printable ASCII as \xHH (an escape sequence, a newline, UTF-8), and stays one line. */
+START_TEST(test_json_messages_escape_the_input)
+{
+    static const struct {
+        const char *text, *message;
+    } cases[] = {
+        {"[1, \x1b[2J]", "line 1: unexpected \\x1B"},
+        {"\"a\\\x1b\"", "line 1: unknown escape: a backslash before \\x1B"},
+        {"\"a\\\n\"", "line 1: unknown escape: a backslash before \\x0A"},
+        {"\"a\\q\"", "line 1: unknown escape: a backslash before 'q'"},
+        {"[\xc3\xa9]", "line 1: unexpected \\xC3"},
+        {"[tr", "line 1: unexpected end of the text"},
+        {"[tx]", "line 1: unexpected 'x'"},
+    };
+    char err[512];
+    struct json_value v;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(json_parse(cases[i].text, strlen(cases[i].text), &v, err, sizeof err), -1);
+        ck_assert_str_eq(err, cases[i].message);
+        json_value_free(&v);
+    }
+}
+END_TEST
+
 /* A FIFO would block the reader, /dev/zero never end: both refused at once, by what they are. */
 START_TEST(test_json_file_only_regular)
 {
@@ -350,6 +375,7 @@ static const struct cli_test tests[] = {
     CLI_TEST(test_manifest_names_round_trip),
     CLI_TEST(test_device_choice),
     CLI_TEST(test_json_reader),
+    CLI_TEST(test_json_messages_escape_the_input),
     CLI_TEST(test_json_file_only_regular),
     CLI_TEST(test_names_normalized),
     CLI_TEST(test_names_utf8_and_escaped),
