@@ -815,6 +815,11 @@ static void check_output_name(struct pipeline *pl, config_setting_t *group, cons
         free(other);
     }
     free(normal);
+    if (pl->source->outputs_under_dir && !name_stays_under(out->name))
+        report(pl, file,
+               "%s: '%s' is not under the output directory: a shard's outputs must be, since its "
+               "manifest lists them relative to it and gather reads only there",
+               what, out->name);
 }
 
 static void parse_output(struct pipeline *pl, config_setting_t *group, const char *what, int index)

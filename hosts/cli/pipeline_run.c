@@ -1321,6 +1321,7 @@ int pipeline_run_file(struct cli *cli, const char *path, const struct run_option
     }
     struct loaded_run only = {0};
     struct progress_model model = {0};
+    src.outputs_under_dir = options->shard != NULL;
     if (code == CLI_OK)
         code = validate_runs(cli, &src, options->shard, &only, &model, error, sizeof error);
     /* A shard's manifest records what it ran, and that it was invalid (but not a usage error,

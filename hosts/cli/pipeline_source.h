@@ -28,6 +28,9 @@ struct pl_source {
     int set_count;
     int errors;  /* problems of the file, printed as path:line */
     int bad_set; /* a --set could not be applied: a usage error, not the file's */
+    /* Set by the caller before the runs load: outputs must stay under the output directory (a
+     * shard's, which its manifest lists relative to that directory, the only one gather reads). */
+    int outputs_under_dir;
 };
 
 /* One run of a source: where it is in the sweep and every param's value in it. */

@@ -27,3 +27,21 @@ clops_pipeline_test(cli_same_output_file_refused_before_running 4 "${same_output
 clops_pipeline_test(cli_non_utf8_output_name_refused 4
   "non_utf8_output.cfg:8: outputs\\[0\\]: 'x\\\\xff[.]npy' is not UTF-8 \\(byte 1 is 0xff\\); output names must be UTF-8.*nothing was run"
   RUN --dry-run ${cases}/non_utf8_output.cfg)
+# A shard's manifest lists its outputs relative to the output directory, and gather reads only
+# there: an absolute name or one that leaves the directory would be written, then refused by
+# gather and the resume check, and the shard would run again on every resume. Refused at
+# validation under --shard (a run of its own may still write anywhere).
+foreach(case absolute parent)
+  if(case STREQUAL "absolute")
+    set(name ${PROJECT_BINARY_DIR}/cli-test-out/shard_absolute.npy)
+  else()
+    set(name ../shard_parent.npy)
+  endif()
+  clops_pipeline_test(cli_shard_output_${case}_name_refused 4
+    "one_output.cfg: outputs\\[0\\]: '[^']*shard_${case}[.]npy' is not under the output directory: a shard's outputs must be.*nothing was run"
+    RUN --shard 0/1 "--set=outputs.[0].file=\"${name}\"" ${cases}/one_output.cfg
+    ABSENT ${name})
+endforeach()
+clops_pipeline_test(cli_unsharded_output_may_be_absolute 0 "Valid; nothing was run"
+  RUN --dry-run "--set=outputs.[0].file=\"${PROJECT_BINARY_DIR}/cli-test-out/unsharded.npy\""
+      ${cases}/one_output.cfg)
