@@ -14,6 +14,9 @@ foreach(case fifo_output fifo_manifest dev_zero_manifest huge_manifest absolute_
            WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
   set_tests_properties(cli_gather_paths_${case} PROPERTIES
     ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" TIMEOUT 300)
+  if(CLOPS_SANITIZE)
+    set_property(TEST cli_gather_paths_${case} APPEND PROPERTY ENVIRONMENT CLOPS_TEST_SANITIZED=1)
+  endif()
 endforeach()
 # More shards than a sweep can have runs: refused at the option, with the limit, instead of
 # writing a manifest that its own reader refuses.

@@ -186,8 +186,9 @@ END_TEST
 START_TEST(test_messages_cut_a_long_expression)
 {
     char *deep = nested("(", ")", 30000);
-    char *text = host_xmalloc(strlen(deep) + 16);
-    sprintf(text, "a = ${%s};\nb = ${n};\n", deep);
+    size_t size = strlen(deep) + 32;
+    char *text = host_xmalloc(size);
+    snprintf(text, size, "a = ${%s};\nb = ${n};\n", deep);
     struct pl_template t;
     int line = 0;
     char err[256];
