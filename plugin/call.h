@@ -3,9 +3,9 @@
  * enqueue the device work (the operator's enqueue) -> finish: download the outputs, write them
  * into host memory only once everything succeeded, record the statistics (the core).
  *
- * An operator supplies a struct op_impl: its descriptor, its check and its enqueue step (and,
- * where it keeps host results of its own, a commit step), nothing else. The typed ABI entry and
- * invoke() both end in call_run with the parameters' values in the descriptor's order.
+ * An operator supplies a struct op_impl (op.h): its descriptor, its check and its enqueue step
+ * (and, where it keeps host results of its own, a commit step), nothing else. The typed ABI
+ * entry and invoke() both end in call_run with the parameters' values in the descriptor's order.
  *
  * The next steps reuse this without change:
  * - A non-blocking submit runs check, stage and enqueue on the caller's thread (all that can
@@ -22,96 +22,7 @@
 
 #include <stdint.h>
 
-#include "pool.h"
-#include "tensor.h"
-
-enum { CALL_MAX_PARAMS = 32 };
-
-/* One parameter's value, as the typed entry receives it (enums by index). */
-union op_value {
-    const struct clops_tensor *tensor; /* NULL: an optional tensor left out */
-    const char *string;
-    int64_t i64;
-    double f64;
-    int32_t i32;
-};
-
-/* How the core stages a tensor parameter before enqueue. The default follows the descriptor's
- * kind (in: upload; out: no upload, download; inout: both); a check may change it (gemm's C is
- * only written when beta = 0) or take a tensor out of the core's hands (STAGE_NONE: not staged,
- * or staged by the operator itself). Device tensors are used in place whatever it says. */
-enum op_stage { STAGE_NONE = 0, STAGE_IN = 1, STAGE_OUT = 2, STAGE_INOUT = 3 };
-
-struct op_impl;
-
-/* What an output parameter must be, as a check derives it from the inputs (rank -1: unknown). */
-struct op_output {
-    int32_t dtype, rank;
-    int64_t shape[CLOPS_MAX_RANK];
-};
-
-struct op_call {
-    struct clops_pool *pool;
-    const struct op_impl *impl;
-    const union op_value *values; /* the descriptor's params, in order */
-    struct pool_device *dev;      /* where the call runs: the operator's configured device;
-                                     NULL in a check without a pool (then pool is NULL too) */
-    int32_t checking;             /* 1: a check only (call_check_index); nothing will run */
-    /* Set by check. */
-    void *plan;            /* impl->plan_size bytes, zeroed before check */
-    int32_t nothing_to_do; /* a valid call with no device work (empty extents, C = 1 * C) */
-    int8_t stage[CALL_MAX_PARAMS];
-    struct op_output expect[CALL_MAX_PARAMS]; /* by parameter; what check_sized reports */
-    /* Set by the core for enqueue. */
-    cl_command_queue queue;
-    struct staged_tensor staged[CALL_MAX_PARAMS];
-    int64_t device_ns; /* device time, when profiling: enqueue adds its kernels' */
-};
-
-struct op_impl {
-    const struct clops_op *desc;
-    size_t plan_size; /* at most CALL_PLAN_MAX */
-    /* Every check of the arguments, before anything touches the device; fills the plan and may
-     * change call->stage or set nothing_to_do. A rejected call changes nothing. */
-    int32_t (*check)(struct op_call *call);
-    /* The device work, on call->queue with the staged operands (call->staged[i].mem and
-     * .offset for tensor parameter i). Returns once its results are ready to download. */
-    int32_t (*enqueue)(struct op_call *call);
-    /* Optional: writes results the operator keeps itself (downloaded by its enqueue) into host
-     * memory. Runs after every download succeeded, and cannot fail. */
-    void (*commit)(struct op_call *call);
-    /* Optional: frees what check or enqueue allocated in the plan; runs on every path. */
-    void (*release)(struct op_call *call);
-    /* Optional: the settings it declares (config.h), read from operators.<name> and checked
-     * when a pool is created; NULL: none. */
-    const struct op_settings *settings;
-};
-
-enum { CALL_PLAN_MAX = 1024 };
-
-/* The fields of an operator's descriptor (abi/clops.h) that every operator fills the same way:
- * its name, size and version, its parameter table, and its typed entry point, which must have
- * the ABI's prototype `abi_fn` (anything else is a compile error: no _Generic association).
- * What is left to write is its summary and doc. */
-#define OP_DESCRIPTOR_COMMON(op_name, param_table, entry_fn, abi_fn)                               \
-    .name = (op_name), OP_DESCRIPTOR_FIELDS(param_table, entry_fn, abi_fn)
-
-/* The same but the name. Not clang-formatted: version 14 splits the association. */
-/* clang-format off */
-#define OP_DESCRIPTOR_FIELDS(param_table, entry_fn, abi_fn)                                       \
-    .struct_size = sizeof(struct clops_op), .version = 1,                                         \
-    .param_count = (int32_t)(sizeof(param_table) / sizeof((param_table)[0])),                     \
-    .params = (param_table), .param_size = sizeof(struct clops_param),                            \
-    .entry = (void (*)(void))_Generic(&(entry_fn), abi_fn : (entry_fn))
-/* clang-format on */
-
-/* An operator's call steps: its descriptor, the type of its plan, its check and enqueue steps,
- * and the optional commit, release (NULL: none) and settings (NULL: none). */
-#define OP_IMPL(desc_, plan_type, check_, enqueue_, commit_, release_, settings_)                  \
-    {                                                                                              \
-        .desc = (desc_), .plan_size = sizeof(plan_type), .check = (check_), .enqueue = (enqueue_), \
-        .commit = (commit_), .release = (release_), .settings = (settings_)                        \
-    }
+#include "op.h"
 
 /* Runs one call of the operator at `index` in the registry with `values` (its parameters in
  * the descriptor's order), through the whole lifecycle: what invoke() calls. */
@@ -123,43 +34,5 @@ int32_t call_run(struct clops_pool *pool, const struct op_impl *impl, const unio
  * descriptions (tensor_describing); expect[i] receives what output parameter i must be. */
 int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_value *values,
                          struct op_output expect[CALL_MAX_PARAMS]);
-
-/* In a check: output parameter `param` must have `dtype`, `rank` and `shape`. Checks state it
- * as soon as the inputs it follows from are checked, before they check the output itself, so
- * that a refused call still reports it. */
-void call_expect(struct op_call *call, int32_t param, int32_t dtype, int32_t rank,
-                 const int64_t *shape);
-/* The same: parameter `param` must be what it is (an in-place output such as LU's a). */
-void call_expect_same(struct op_call *call, int32_t param);
-
-/* The value of parameter `name` (a descriptor's name), for an operator's own code. */
-int32_t call_param_index(const struct op_impl *impl, const char *name);
-
-/* ---- Tuning: an operator's table of values per device, and the settings that replace them ---- */
-
-/* Which devices a row of an operator's tuning table applies to (the row's member `match`). */
-struct tuning_match {
-    const char *vendor; /* case-insensitive substring of the device vendor; "" = any */
-    int32_t type;       /* enum clops_device_type; 0 = any */
-};
-
-/* The index of the first row of `table` (an array of structs with a member `match`) that applies
- * to `dev`; the last row, which should match every device, when none does. */
-#define CALL_TUNING_ROW(table, dev)                                                                \
-    call_tuning_row((dev), &(table)[0].match, sizeof(table)[0], sizeof(table) / sizeof(table)[0])
-size_t call_tuning_row(const struct pool_device *dev, const struct tuning_match *first,
-                       size_t row_size, size_t rows);
-
-/* Sets *fields[s], the int32_t member of an operator's tuning that setting s of `impl` (config.h)
- * configures, to pool_op_setting's value: the configured one, else the declared default, else,
- * for a default per device, what *fields[s] holds (the tuning table's). `count` entries; NULL: a
- * setting not in the tuning. */
-void call_apply_settings(const struct clops_pool *pool, const struct op_impl *impl,
-                         int32_t *const *fields, size_t count);
-
-/* CLOPS_ERR_CONFIG for settings that are each in their range but do not go together (with the
- * device's values for those not configured): "<op>: <the configured settings>: <fmt ...>". */
-int32_t call_refuse_settings(const struct clops_pool *pool, const struct op_impl *impl,
-                             const char *fmt, ...) CLOPS_PRINTF(3, 4);
 
 #endif

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "call.h"
 #include "config_literals.h"
 #include "error.h"
 #include "file.h"
+#include "op.h"
 #include "registry.h"
 
 #define MEMBER_SIZE(type, member) sizeof(((type *)0)->member)

@@ -4,7 +4,7 @@
  * pool_lifecycle.c, around the structs of pool_internal.h. */
 #include <string.h>
 
-#include "call.h"
+#include "op.h"
 #include "pool_internal.h"
 #include "registry.h"
 

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "call.h"
+#include "op.h"
 
 static const struct op_impl *const operators[] = {
     &impl_gemm, &impl_reduce, &impl_transpose, &impl_mandelbrot,

@@ -10,7 +10,7 @@
 int32_t registry_count(void);
 const struct clops_op *registry_at(int32_t index);
 struct op_impl;
-const struct op_impl *registry_impl(int32_t index); /* the operator's call steps (call.h) */
+const struct op_impl *registry_impl(int32_t index); /* the operator's call steps (op.h) */
 const struct clops_op *registry_find(const char *name);
 
 /* The operators' call steps (plugin/ops/<name>.c), listed by registry.c. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "op.h"
 #include "pool.h"
 #include "registry.h"
 #include "tensor.h"

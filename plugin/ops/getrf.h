@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "call.h"
+#include "op.h"
 #include "pool.h"
 #include "tensor.h"
 
@@ -98,7 +98,7 @@ int32_t lu_ctx_finish(struct lu_ctx *ctx);
  * still running uses what is freed). A no-op on a context never initialised. */
 void lu_ctx_release(struct lu_ctx *ctx);
 
-/* ---- The three operators' call steps (call.h) ------------------------------------------------ */
+/* ---- The three operators' call steps (op.h) -------------------------------------------------- */
 
 /* What an LU operator's call holds from its enqueue to its release: it must be the first
  * member of the operator's plan. The engine stages its own operands (a row-major working copy

@@ -1,6 +1,8 @@
 /* lu.c — the lu operator: LAPACK's getrf, P·A = L·U with partial pivoting, on the LU engine
  * (getrf.h). */
+#include "call.h"
 #include "getrf.h"
+#include "op.h"
 #include "registry.h"
 
 static const char op_name[] = "lu";

@@ -1,6 +1,8 @@
 /* lu_solve.c — the lu_solve operator: LAPACK's getrs, A·X = B or A^T·X = B solved with the
  * factors and pivots that lu wrote, on the LU engine (getrf.h). */
+#include "call.h"
 #include "getrf.h"
+#include "op.h"
 #include "registry.h"
 
 static const char op_name[] = "lu_solve";

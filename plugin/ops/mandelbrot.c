@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "op.h"
 #include "registry.h"
 #include "split.h"
 #include "tensor.h"

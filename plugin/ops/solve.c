@@ -1,6 +1,8 @@
 /* solve.c — the solve operator: LAPACK's gesv, A = P·L·U (getrf) and then A·X = B solved with
  * the factors (getrs), on the LU engine (getrf.h). */
+#include "call.h"
 #include "getrf.h"
+#include "op.h"
 #include "registry.h"
 
 static const char op_name[] = "solve";
