@@ -1,11 +1,15 @@
 /* getrf.h — the LU engine behind the lu, solve and lu_solve operators: their argument checks, a
  * call's context (device, queue, kernels, scratch), the row-major working matrix on the device,
- * the blocked factorization (getrf) and the blocked solves with its factors (getrs). */
+ * the blocked factorization (getrf) and the blocked solves with its factors (getrs). One file a
+ * job: getrf_check.c, getrf_plan.c, getrf_ctx.c, getrf_call.c, getrf_stage.c, getrf_pivots.c,
+ * getrf_panel.c, getrf_laswp.c, getrf_triangle.c, getrf_lanes.c, getrf_factor.c (getrf) and
+ * getrf_solve.c (getrs). */
 #ifndef CLOPS_OPS_GETRF_H
 #define CLOPS_OPS_GETRF_H
 
 #include <stdint.h>
 
+#include "gemm.h"
 #include "op.h"
 #include "pool.h"
 #include "tensor.h"
@@ -162,5 +166,76 @@ int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const 
  * for the caller to lu_commit once the call has succeeded (and to release in any case). */
 int32_t lu_solve_tensor(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
                         const struct clops_tensor *b, int32_t trans, struct lu_staged *sb);
+
+/* ---- Inside the engine: what its files share (the operators use none of it) ------------------ */
+
+/* Most work-groups of a panel step: the size of the buffers of their pivot candidates. */
+enum { lu_panel_groups_max = 1024 };
+
+/* getrf_plan.c: the block sizes, the panel kernels' shapes and laswp's pieces for a matrix of
+ * `rows` rows whose factorization or solves take mn columns (ctx's device, operator and dtype
+ * set); whether the look-ahead lane is wanted; laswp's columns per work-group. */
+void lu_plan(struct lu_ctx *ctx, int64_t rows, int64_t mn);
+int lu_plan_lookahead(const struct lu_ctx *ctx);
+int64_t lu_laswp_cols(const struct lu_ctx *ctx);
+
+/* getrf_ctx.c: a device buffer of at least `bytes`, kept across the steps of one call (*have:
+ * its size); a kernel's arguments set and the kernel enqueued; a buffer freed and NULL. */
+int32_t lu_ensure_buffer(struct lu_ctx *ctx, cl_mem *mem, int64_t *have, int64_t bytes);
+int32_t lu_run_kernel(struct lu_ctx *ctx, cl_command_queue queue, cl_kernel kernel,
+                      const struct kernel_arg *args, cl_uint count, cl_uint dims,
+                      const size_t *global, const size_t *local);
+void lu_release_mem(struct pool_device *dev, cl_mem *m);
+
+/* getrf_stage.c: dst = src, rows x cols, each as {offset, row stride, column stride}. */
+int32_t lu_copy_matrix(struct lu_ctx *ctx, cl_command_queue queue, int64_t rows, int64_t cols,
+                       cl_mem src, const cl_long src_geom[3], cl_mem dst,
+                       const cl_long dst_geom[3]);
+
+/* getrf_pivots.c: ctx->ipiv_mem = ipiv[0 .. n - 1]; ipiv and info from ctx->ipiv_mem. */
+int32_t lu_upload_pivots(struct lu_ctx *ctx, const int32_t *ipiv, int64_t n);
+int32_t lu_read_pivots(struct lu_ctx *ctx, int64_t mn, int32_t *ipiv, int32_t *info);
+
+/* getrf_laswp.c: LAPACK's laswp, interchanges k_begin .. k_end - 1 of ctx->ipiv_mem, in order
+ * or reversed, on the columns of m outside [skip_begin, skip_begin + skip_count). */
+int32_t lu_laswp(struct lu_ctx *ctx, struct lu_lane *lane, const struct lu_matrix *m,
+                 int64_t skip_begin, int64_t skip_count, int64_t k_begin, int64_t k_end,
+                 int32_t reverse);
+
+/* getrf_triangle.c: the inverses of `count` diagonal n x n blocks of m from (b0, b0) into
+ * lane->inv_mem at inv_at; B(r0 : r0+n, c0 : c0+cols) = inverse * B(...). */
+int32_t lu_invert_diagonal_blocks(struct lu_ctx *ctx, struct lu_lane *lane,
+                                  const struct lu_matrix *m, int64_t b0, int64_t n, int64_t count,
+                                  int64_t inv_at, int32_t trans, int lower, int unit);
+int32_t lu_apply_inverse(struct lu_ctx *ctx, struct lu_lane *lane, int64_t n, int64_t inv_at,
+                         const struct lu_matrix *b, int64_t r0, int64_t c0, int64_t cols);
+
+/* getrf_panel.c: the rows x jb panel at (j, j) factored on the device, its pivots into
+ * ctx->ipiv_mem[j ..] and a zero pivot into ctx->ipiv_mem[mn] (info). */
+int32_t lu_factor_panel(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j, int64_t jb,
+                        int32_t pivoting, int64_t mn);
+
+/* getrf_lanes.c: a marker of `queue` that another queue can wait for; `queue` made to wait for
+ * *event (released, NULL after); the update right of the panel (j, jb) of the columns
+ * [c0, c0 + cols) on `lane`. */
+int32_t lu_queue_mark(struct lu_ctx *ctx, cl_command_queue queue, cl_event *event);
+int32_t lu_queue_wait_for(struct lu_ctx *ctx, cl_command_queue queue, cl_event *event);
+int32_t lu_update_columns(struct lu_ctx *ctx, struct lu_lane *lane, const struct lu_matrix *a,
+                          int64_t j, int64_t jb, int64_t c0, int64_t cols, int32_t pivoting);
+
+/* m's element (r0, c0) on as a GEMM operand. */
+static inline struct gemm_operand lu_operand(const struct lu_matrix *m, int64_t r0, int64_t c0)
+{
+    return (struct gemm_operand){m->mem, m->offset + r0 * m->ld + c0, m->ld, 1};
+}
+
+/* Columns [c0, c1) of a, as a matrix of its own (rows unchanged, so pivots stay valid). */
+static inline struct lu_matrix lu_column_range(const struct lu_matrix *a, int64_t c0, int64_t c1)
+{
+    struct lu_matrix v = *a;
+    v.offset += c0;
+    v.cols = c1 - c0;
+    return v;
+}
 
 #endif

@@ -1,0 +1,146 @@
+/* getrf_ctx.c — a call's context in the LU engine (getrf.h): its kernels, queues and scratch
+ * buffers, taken at the start of a call and released at its end. */
+#include "getrf.h"
+
+#include <stdio.h>
+
+static int32_t create_kernels(struct lu_ctx *ctx)
+{
+    char options[160];
+    /* lu_invert_lower's rows per work-item: the diagonal blocks are at most NB or PANEL_NB. */
+    const int64_t block = ctx->nb > ctx->panel_nb ? ctx->nb : ctx->panel_nb;
+    int n = snprintf(options, sizeof options,
+                     "-DREAL=%s -DPANEL_WG=%d -DINVERT_ROWS=%d -DLASWP_COLS=%d",
+                     ctx->dtype == CLOPS_F64 ? "double -DUSE_FP64" : "float", (int)ctx->panel_wg,
+                     (int)((block + ctx->panel_wg - 1) / ctx->panel_wg), (int)lu_laswp_cols(ctx));
+    /* Warp shuffles (shfl.sync) for the pivot searches: NVIDIA, compute capability 7.0 on. */
+    if (pool_device_nv_compute_capability(ctx->dev) >= 70)
+        n += snprintf(options + n, sizeof options - (size_t)n, " -DNV_WARP_SHUFFLE");
+    if (ctx->resident_groups > 0)
+        snprintf(options + n, sizeof options - (size_t)n, " -DRESIDENT_ROWS=%d -DRESIDENT_NB=%d",
+                 (int)ctx->resident_rows, (int)ctx->panel_nb);
+    /* Through pool_create_kernel, which rebuilds a cached binary that lacks a kernel. */
+    const char *names[6] = {"lu_copy",         "lu_laswp_plan",   "lu_laswp_apply",
+                            "lu_panel_column", "lu_invert_lower", "lu_panel_resident"};
+    cl_kernel *kernels[6] = {&ctx->copy,  &ctx->laswp_plan, &ctx->laswp_apply,
+                             &ctx->panel, &ctx->invert,     &ctx->resident};
+    const int count = ctx->resident_groups > 0 ? 6 : 5;
+    int32_t status = CLOPS_OK;
+    for (int i = 0; i < count && status == CLOPS_OK; i++)
+        status =
+            pool_create_kernel(ctx->pool, ctx->dev, ctx->op, "lu", options, names[i], kernels[i]);
+    return status;
+}
+
+static void release_kernels(struct lu_ctx *ctx)
+{
+    cl_kernel *kernels[6] = {&ctx->copy,  &ctx->laswp_plan, &ctx->laswp_apply,
+                             &ctx->panel, &ctx->invert,     &ctx->resident};
+    for (int i = 0; i < 6; i++) {
+        pool_release_kernel(ctx->pool, *kernels[i]);
+        *kernels[i] = NULL;
+    }
+}
+
+int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
+                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype, int64_t rows,
+                    int64_t mn)
+{
+    const char *op = impl->desc->name;
+    ctx->pool = pool;
+    ctx->dev = dev;
+    ctx->impl = impl;
+    ctx->op = op;
+    ctx->queue = queue;
+    ctx->main.queue = queue;
+    ctx->dtype = dtype;
+    ctx->elem_size = dtype_size(dtype);
+    lu_plan(ctx, rows, mn);
+    /* Every kernel of the call goes on this one in-order queue without a wait in between;
+     * lu_ctx_finish waits once and takes the device time of the whole chain. */
+    int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start, op);
+    if (status == CLOPS_OK && lu_plan_lookahead(ctx))
+        status = pool_open_queue(pool, dev, op, &ctx->side.queue);
+    if (status == CLOPS_OK)
+        status = create_kernels(ctx);
+    size_t kernel_max = 0;
+    if (status == CLOPS_OK)
+        status = pool_kernel_max_work_group(ctx->dev, ctx->panel, op, &kernel_max);
+    if (status != CLOPS_OK || kernel_max >= (size_t)ctx->panel_wg)
+        return status;
+    /* The compiled kernel allows fewer work-items than the device (registers): rebuild. */
+    release_kernels(ctx);
+    while (ctx->panel_wg > 1 && (size_t)ctx->panel_wg > kernel_max)
+        ctx->panel_wg /= 2;
+    return create_kernels(ctx);
+}
+
+void lu_release_mem(struct pool_device *dev, cl_mem *m)
+{
+    pool_free_device_memory(dev, *m);
+    *m = NULL;
+}
+
+int32_t lu_ctx_finish(struct lu_ctx *ctx)
+{
+    ctx->finished = 1;
+    /* The side queue's work is ordered before the main queue's last steps (factor_lookahead);
+     * after a failure it may not be, so it is waited for here too. */
+    cl_int rc = ctx->side.queue != NULL ? clFinish(ctx->side.queue) : CL_SUCCESS;
+    int32_t status =
+        pool_chain_end(ctx->pool, ctx->queue, ctx->chain_start, &ctx->device_ns, ctx->op);
+    ctx->chain_start = NULL;
+    if (status == CLOPS_OK && rc != CL_SUCCESS)
+        status = err_cl(rc, "%s: waiting for the look-ahead queue failed", ctx->op);
+    return status;
+}
+
+static void release_lane(struct pool_device *dev, struct lu_lane *lane, int owned)
+{
+    lu_release_mem(dev, &lane->inv_mem);
+    lu_release_mem(dev, &lane->tmp_mem);
+    lu_release_mem(dev, &lane->plan_mem);
+    if (owned && lane->queue != NULL)
+        clReleaseCommandQueue(lane->queue);
+    lane->queue = NULL;
+}
+
+void lu_ctx_release(struct lu_ctx *ctx)
+{
+    if (ctx->queue == NULL)
+        return;
+    if (!ctx->finished)
+        lu_ctx_finish(ctx); /* the call failed already; this wait's status adds nothing */
+    release_kernels(ctx);
+    lu_release_mem(ctx->dev, &ctx->ipiv_mem);
+    release_lane(ctx->dev, &ctx->main, 0);
+    release_lane(ctx->dev, &ctx->side, 1);
+    lu_release_mem(ctx->dev, &ctx->part_v_mem);
+    lu_release_mem(ctx->dev, &ctx->part_i_mem);
+    lu_release_mem(ctx->dev, &ctx->count_mem);
+    lu_release_mem(ctx->dev, &ctx->xrow_mem);
+    lu_release_mem(ctx->dev, &ctx->arrived_mem);
+}
+
+/* A device buffer of at least `bytes`, kept across the steps of one call. */
+int32_t lu_ensure_buffer(struct lu_ctx *ctx, cl_mem *mem, int64_t *have, int64_t bytes)
+{
+    if (*mem != NULL && *have >= bytes)
+        return CLOPS_OK;
+    lu_release_mem(ctx->dev, mem);
+    int32_t status = pool_alloc_device_memory(ctx->dev, bytes, ctx->op, "scratch", mem);
+    if (status != CLOPS_OK)
+        return status;
+    *have = bytes;
+    return CLOPS_OK;
+}
+
+int32_t lu_run_kernel(struct lu_ctx *ctx, cl_command_queue queue, cl_kernel kernel,
+                      const struct kernel_arg *args, cl_uint count, cl_uint dims,
+                      const size_t *global, const size_t *local)
+{
+    int32_t status = pool_set_kernel_args(kernel, 0, args, count, ctx->op);
+    if (status != CLOPS_OK)
+        return status;
+    return pool_enqueue_kernel(queue, kernel, dims, global, local, ctx->op);
+}
