@@ -89,10 +89,61 @@ void pool_op_describe_settings(const struct clops_pool *pool, const char *op_nam
                                size_t size);
 
 /* Launches `kernel` on `queue` and waits for it. When profiling is on, adds the kernel's
- * device time to *device_ns. `what` names the operator for messages. */
+ * device time to *device_ns. `what` names the operator for messages. For work outside the
+ * lifecycle's one wait (mandelbrot's split workers); a call's operators use pool_launch_kernel. */
 int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
                         cl_uint dims, const size_t *global, const size_t *local, int64_t *device_ns,
                         const char *what);
+
+/* ---- A call's device work: enqueued without a wait, waited for once at its end ---- */
+
+enum { POOL_WORK_EVENTS = 8, POOL_WORK_SCRATCH = 4, POOL_KERNEL_NAME_MAX = 48 };
+
+/* A launch kept for its device time: its event, and its kernel's name for kernel_times. */
+struct pool_launch_event {
+    cl_event event;
+    char kernel[POOL_KERNEL_NAME_MAX];
+};
+
+/* Device scratch a call gives back to the pool once its work has completed. */
+struct pool_work_scratch {
+    struct pool_device *dev;
+    cl_mem mem;
+    int64_t zero_at, zero_bytes; /* the bytes it holds zeros once the work completed */
+};
+
+/* The device work a call has enqueued on its in-order queue and not yet waited for: the events
+ * of its launches while profiling (their times can be read only once they completed), and the
+ * device scratch that goes back to the pool once nothing queued uses it. All zeros: empty. Owned
+ * by the call; pool_work_finish waits for it and empties it, on every path. */
+struct pool_work {
+    int32_t events, scratches;
+    struct pool_launch_event event[POOL_WORK_EVENTS];
+    struct pool_work_scratch scratch[POOL_WORK_SCRATCH];
+    int64_t device_ns; /* of launches waited for at once, the event list being full */
+};
+
+/* Enqueues `kernel` on `queue` without waiting: the call's finish waits once for all its work.
+ * When profiling, the launch's event is kept in `work` for its device time (and its kernel's
+ * name, for kernel_times); with the list full, this launch is waited for at once instead.
+ * `what` names the operator in messages. */
+int32_t pool_launch_kernel(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
+                           cl_kernel kernel, cl_uint dims, const size_t *global,
+                           const size_t *local, const char *what);
+/* pool_scratch_give, once the work queued on `queue` before now has completed: at the call's
+ * finish, or released there instead when the call failed (what its kernels left is unknown).
+ * With the list full, waits for `queue` now. */
+void pool_work_give_scratch(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
+                            struct pool_device *dev, cl_mem mem, int64_t zero_at,
+                            int64_t zero_bytes);
+/* The call's one wait: for everything enqueued on its in-order `queue`, on every path, so that
+ * no command still reads or writes the host blocks and buffers the call gives back after it.
+ * `status` is the call's so far. On success, adds the launches' device time to *device_ns and
+ * logs them by kernel when kernel_times is on ("<what>: kernel <name>: <n> launches, <ms>
+ * ms"); returns `status`, or, where the work failed (a kernel, or a transfer enqueued without a
+ * wait), "<what>: waiting for the device failed: CL_...". Leaves `work` empty. */
+int32_t pool_work_finish(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
+                         int32_t status, int64_t *device_ns, const char *what);
 
 /* One kernel argument: its size and where its value is. */
 struct kernel_arg {
@@ -158,14 +209,14 @@ void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem 
 /* Host memory for a call's temporaries (outputs downloaded before their commit, packed
  * outputs, the staging blocks of uploads), at least `bytes`, its size in *capacity; NULL when
  * there is none. Pinned memory of `dev` where its driver gives it (a CL_MEM_ALLOC_HOST_PTR
- * buffer, mapped once through `queue`, the call's: a map waits for what is queued before it),
- * else malloc's: a driver copies between pinned memory and the device by DMA at the bus's speed,
- * and from pageable memory through its own staging at a fraction of it (NVIDIA's: ~5 GB/s on
- * an H100 against 25-50). Blocks come back with pool_host_give and serve later calls on `dev`:
- * pinning costs more than the copy it speeds up, and even malloc'd memory the process has
- * touched already spares the kernel faulting in and zeroing every page again (a 2048 x 2048
- * Mandelbrot into fresh host memory took 35 ms on an H100 instead of 9). The pool keeps at most
- * POOL_HOST_CACHE blocks, the largest ones, until it is released. */
+ * buffer, mapped once through a queue of its own, which waits for nothing the call queued;
+ * `queue` NULL: none), else malloc's: a driver copies between pinned memory and the device by DMA
+ * at the bus's speed, and from pageable memory through its own staging at a fraction of it
+ * (NVIDIA's: ~5 GB/s on an H100 against 25-50). Blocks come back with pool_host_give and serve
+ * later calls on `dev`: pinning costs more than the copy it speeds up, and even malloc'd memory the
+ * process has touched already spares the kernel faulting in and zeroing every page again (a 2048 x
+ * 2048 Mandelbrot into fresh host memory took 35 ms on an H100 instead of 9). The pool keeps at
+ * most POOL_HOST_CACHE blocks, the largest ones, until it is released. */
 void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                      size_t bytes, size_t *capacity);
 /* Gives back a block of pool_host_take (NULL is a no-op); `capacity` is what it said. */

@@ -1,35 +1,30 @@
-/* pool_launch.c — kernel launches: one at a time (waited for) or chained on an in-order queue,
- * with their device time when profiling, and per-kernel times when kernel_times is on. */
+/* pool_launch.c — kernel launches: enqueued for a call's one wait at its end (pool_work), chained
+ * on an in-order queue (LU), or one at a time and waited for; with their device time when
+ * profiling, and per-kernel times when kernel_times is on. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pool_internal.h"
 
-enum { TRACE_NAME_MAX = 48 };
-
-struct traced_launch {
-    cl_event event;
-    char kernel[TRACE_NAME_MAX];
-};
-
 /* The launches of the chain running on this thread, while one is traced: a chain's kernels all
  * go on one thread's queue between pool_chain_begin and pool_chain_end. */
 static _Thread_local struct {
     int on;
     int count, capacity;
-    struct traced_launch *launches;
+    struct pool_launch_event *launches;
 } trace;
 
-static void kernel_name(cl_kernel kernel, char name[TRACE_NAME_MAX])
+static void kernel_name(cl_kernel kernel, char name[POOL_KERNEL_NAME_MAX])
 {
-    if (clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, TRACE_NAME_MAX, name, NULL) != CL_SUCCESS)
-        snprintf(name, TRACE_NAME_MAX, "?");
-    name[TRACE_NAME_MAX - 1] = '\0';
+    if (clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, POOL_KERNEL_NAME_MAX, name, NULL) !=
+        CL_SUCCESS)
+        snprintf(name, POOL_KERNEL_NAME_MAX, "?");
+    name[POOL_KERNEL_NAME_MAX - 1] = '\0';
 }
 
-/* An event's run time in ms, or 0 when the driver gives none. */
-static double event_ms(cl_event event)
+/* An event's run time in ns, or 0 when the driver gives none. */
+static int64_t event_ns(cl_event event)
 {
     cl_ulong start = 0, end = 0;
     if (clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) !=
@@ -38,7 +33,7 @@ static double event_ms(cl_event event)
             CL_SUCCESS ||
         end < start)
         return 0;
-    return (double)(end - start) * 1e-6;
+    return (int64_t)(end - start);
 }
 
 /* Keeps `event` for the traced chain; returns 0 when it could not (then it is released). */
@@ -46,7 +41,7 @@ static int trace_keep(cl_kernel kernel, cl_event event)
 {
     if (trace.count == trace.capacity) {
         int capacity = trace.capacity ? 2 * trace.capacity : 256;
-        struct traced_launch *grown = realloc(trace.launches, (size_t)capacity * sizeof *grown);
+        struct pool_launch_event *grown = realloc(trace.launches, (size_t)capacity * sizeof *grown);
         if (grown == NULL)
             return 0;
         trace.launches = grown;
@@ -58,41 +53,70 @@ static int trace_keep(cl_kernel kernel, cl_event event)
     return 1;
 }
 
+static void release_events(struct pool_launch_event *launches, int count)
+{
+    for (int i = 0; i < count; i++)
+        clReleaseEvent(launches[i].event);
+}
+
 /* Drops the traced launches (a chain that failed, or one never ended). */
 static void trace_reset(void)
 {
-    for (int i = 0; i < trace.count; i++)
-        clReleaseEvent(trace.launches[i].event);
+    release_events(trace.launches, trace.count);
     free(trace.launches);
     trace.launches = NULL;
     trace.count = trace.capacity = 0;
     trace.on = 0;
 }
 
-/* Logs the traced chain's device time by kernel, in the order the kernels first ran, and
- * releases its events. */
-static void trace_report(const char *what)
+/* Logs the device time of completed `launches` by kernel, in the order the kernels first ran.
+ * Their names are used up (emptied). */
+static void log_kernel_times(const char *what, struct pool_launch_event *launches, int count)
 {
-    for (int i = 0; i < trace.count; i++) {
-        const char *name = trace.launches[i].kernel;
+    for (int i = 0; i < count; i++) {
+        const char *name = launches[i].kernel;
         if (name[0] == '\0')
             continue; /* counted with an earlier launch of its kernel */
-        int launches = 0;
+        int n = 0;
         double ms = 0;
-        for (int j = i; j < trace.count; j++) {
-            if (strcmp(trace.launches[j].kernel, name) != 0)
+        for (int j = i; j < count; j++) {
+            if (strcmp(launches[j].kernel, name) != 0)
                 continue;
-            launches++;
-            ms += event_ms(trace.launches[j].event);
-            clReleaseEvent(trace.launches[j].event);
+            n++;
+            ms += (double)event_ns(launches[j].event) * 1e-6;
             if (j != i)
-                trace.launches[j].kernel[0] = '\0';
+                launches[j].kernel[0] = '\0';
         }
-        log_msg(CLOPS_LOG_INFO, "%s: kernel %s: %d launches, %.3f ms", what, name, launches, ms);
-        trace.launches[i].kernel[0] = '\0';
+        log_msg(CLOPS_LOG_INFO, "%s: kernel %s: %d launches, %.3f ms", what, name, n, ms);
+        launches[i].kernel[0] = '\0';
     }
-    trace.count = 0; /* every event is released */
+}
+
+/* Logs the traced chain's device time by kernel and releases its events. */
+static void trace_report(const char *what)
+{
+    log_kernel_times(what, trace.launches, trace.count);
     trace_reset();
+}
+
+/* Waits for one launch, adds its device time to *device_ns (when profiling and device_ns is not
+ * NULL) and logs it (kernel_times); releases the event. */
+static int32_t wait_launch(struct clops_pool *pool, cl_kernel kernel, cl_event event,
+                           int64_t *device_ns, const char *what)
+{
+    cl_int rc = clWaitForEvents(1, &event);
+    if (rc == CL_SUCCESS && pool->cfg.profiling && device_ns != NULL)
+        *device_ns += event_ns(event);
+    if (rc == CL_SUCCESS && pool->cfg.profiling && pool->cfg.kernel_times) {
+        char name[POOL_KERNEL_NAME_MAX];
+        kernel_name(kernel, name);
+        log_msg(CLOPS_LOG_INFO, "%s: kernel %s: 1 launch, %.3f ms", what, name,
+                (double)event_ns(event) * 1e-6);
+    }
+    clReleaseEvent(event);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: kernel execution failed", what);
+    return CLOPS_OK;
 }
 
 int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
@@ -103,25 +127,85 @@ int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kern
     cl_int rc = clEnqueueNDRangeKernel(queue, kernel, dims, NULL, global, local, 0, NULL, &event);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: clEnqueueNDRangeKernel failed", what);
-    rc = clWaitForEvents(1, &event);
-    if (rc == CL_SUCCESS && pool->cfg.profiling && device_ns != NULL) {
-        cl_ulong start = 0, end = 0;
-        if (clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start,
-                                    NULL) == CL_SUCCESS &&
-            clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
-                CL_SUCCESS &&
-            end >= start)
-            *device_ns += (int64_t)(end - start);
-    }
-    if (rc == CL_SUCCESS && pool->cfg.profiling && pool->cfg.kernel_times) {
-        char name[TRACE_NAME_MAX];
-        kernel_name(kernel, name);
-        log_msg(CLOPS_LOG_INFO, "%s: kernel %s: 1 launch, %.3f ms", what, name, event_ms(event));
-    }
-    clReleaseEvent(event);
+    return wait_launch(pool, kernel, event, device_ns, what);
+}
+
+/* ---- A call's work -------------------------------------------------------------------------- */
+
+int32_t pool_launch_kernel(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
+                           cl_kernel kernel, cl_uint dims, const size_t *global,
+                           const size_t *local, const char *what)
+{
+    /* Without profiling no event is asked for: the driver then need not make one. */
+    cl_event event = NULL;
+    cl_int rc = clEnqueueNDRangeKernel(queue, kernel, dims, NULL, global, local, 0, NULL,
+                                       pool->cfg.profiling ? &event : NULL);
     if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: kernel execution failed", what);
+        return err_cl(rc, "%s: clEnqueueNDRangeKernel failed", what);
+    if (event == NULL)
+        return CLOPS_OK;
+    if (work->events == POOL_WORK_EVENTS)
+        return wait_launch(pool, kernel, event, &work->device_ns, what);
+    struct pool_launch_event *kept = &work->event[work->events++];
+    kept->event = event;
+    kept->kernel[0] = '\0';
+    if (pool->cfg.kernel_times)
+        kernel_name(kernel, kept->kernel);
     return CLOPS_OK;
+}
+
+void pool_work_give_scratch(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
+                            struct pool_device *dev, cl_mem mem, int64_t zero_at,
+                            int64_t zero_bytes)
+{
+    if (work->scratches < POOL_WORK_SCRATCH) {
+        work->scratch[work->scratches++] =
+            (struct pool_work_scratch){dev, mem, zero_at, zero_bytes};
+        return;
+    }
+    if (clFinish(queue) == CL_SUCCESS)
+        pool_scratch_give(pool, dev, mem, zero_at, zero_bytes);
+    else
+        pool_free_device_memory(dev, mem);
+}
+
+/* Gives the call's scratch back to the pool after its work succeeded, else releases it. */
+static void settle_scratch(struct clops_pool *pool, struct pool_work *work, int succeeded)
+{
+    for (int i = 0; i < work->scratches; i++) {
+        if (succeeded)
+            pool_scratch_give(pool, work->scratch[i].dev, work->scratch[i].mem,
+                              work->scratch[i].zero_at, work->scratch[i].zero_bytes);
+        else
+            pool_free_device_memory(work->scratch[i].dev, work->scratch[i].mem);
+    }
+    work->scratches = 0;
+}
+
+int32_t pool_work_finish(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
+                         int32_t status, int64_t *device_ns, const char *what)
+{
+    cl_int rc = clFinish(queue);
+    /* A wait that failed may have returned before the work ended: the host blocks and buffers
+     * the call gives back next must not be in use any more, so it is waited for once again. */
+    if (rc != CL_SUCCESS)
+        clFinish(queue);
+    const int succeeded = status == CLOPS_OK && rc == CL_SUCCESS;
+    if (succeeded) {
+        int64_t ns = work->device_ns;
+        for (int i = 0; i < work->events; i++)
+            ns += event_ns(work->event[i].event);
+        *device_ns += ns;
+        if (pool->cfg.kernel_times)
+            log_kernel_times(what, work->event, work->events);
+    }
+    release_events(work->event, work->events);
+    work->events = 0;
+    work->device_ns = 0;
+    settle_scratch(pool, work, succeeded);
+    if (status == CLOPS_OK && rc != CL_SUCCESS)
+        status = err_cl(rc, "%s: waiting for the device failed", what);
+    return status;
 }
 
 int32_t pool_set_kernel_args(cl_kernel kernel, cl_uint first, const struct kernel_arg *args,
