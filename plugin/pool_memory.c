@@ -175,10 +175,25 @@ static void *data_of(struct host_block *b)
     return (char *)b + HOST_HEADER;
 }
 
-/* A pinned block of `bytes` (header included) of dev's context, mapped once through `queue`
- * and kept mapped until released; NULL where the driver refuses either step (the caller falls
- * back to malloc). Not counted against the device's memory: the driver keeps it in host memory,
- * and kernels never read it. */
+/* Maps all of `mem` and waits for the map, on a queue of its own: on the call's queue the map
+ * would wait for all the call queued before it (uploads, kernels) and end the overlap of the
+ * host's work with the device's. NULL where the driver refuses. */
+static void *map_whole(struct pool_device *dev, cl_mem mem, size_t bytes)
+{
+    cl_int rc;
+    cl_command_queue own = clCreateCommandQueue(dev->context, dev->device, 0, &rc);
+    if (rc != CL_SUCCESS)
+        return NULL;
+    void *base = clEnqueueMapBuffer(own, mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0,
+                                    NULL, NULL, &rc);
+    clReleaseCommandQueue(own);
+    return rc == CL_SUCCESS ? base : NULL;
+}
+
+/* A pinned block of `bytes` (header included) of dev's context, mapped once and kept mapped
+ * until released; NULL where the driver refuses either step, or without a `queue` (the caller
+ * falls back to malloc). Not counted against the device's memory: the driver keeps it in host
+ * memory, and kernels never read it. */
 static struct host_block *pinned_block(struct pool_device *dev, cl_command_queue queue,
                                        size_t bytes)
 {
@@ -189,9 +204,8 @@ static struct host_block *pinned_block(struct pool_device *dev, cl_command_queue
         clCreateBuffer(dev->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &rc);
     if (rc != CL_SUCCESS)
         return NULL;
-    void *base = clEnqueueMapBuffer(queue, mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0,
-                                    NULL, NULL, &rc);
-    if (rc != CL_SUCCESS || base == NULL) {
+    void *base = map_whole(dev, mem, bytes);
+    if (base == NULL) {
         clReleaseMemObject(mem);
         return NULL;
     }
