@@ -2,6 +2,7 @@
 #include "call.h"
 
 #include <stdalign.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "registry.h"
@@ -87,31 +88,86 @@ static int32_t execute(struct op_call *c)
     return status;
 }
 
-/* A call's state before its check: the plan zeroed, the default staging, nothing expected. */
-static void call_init(struct op_call *c, struct clops_pool *pool, const struct op_impl *impl,
-                      const union op_value *values, void *plan)
+/* One call in one allocation: the operator's state and plan, and copies of everything the host
+ * passed that the call reads after it starts (parameter values, tensor descriptors, strings):
+ * the host may change or reuse its descriptors meanwhile (a log callback during the call; a
+ * host whose non-blocking submit has returned). The memory the tensors point to is the call's
+ * operands and is not copied. */
+struct call {
+    struct op_call op;
+    union op_value values[CALL_MAX_PARAMS];
+    struct clops_tensor tensors[CALL_MAX_PARAMS];
+    /* The plan (op.plan, impl->plan_size bytes), then the copies of the strings. */
+    alignas(max_align_t) unsigned char tail[];
+};
+
+/* Bytes of the copies of the string values among `values`. */
+static size_t strings_size(const struct clops_op *op, const union op_value *values)
+{
+    size_t bytes = 0;
+    for (int32_t i = 0; i < op->param_count; i++)
+        if (op->params[i].kind == CLOPS_PARAM_STRING && values[i].string != NULL)
+            bytes += strlen(values[i].string) + 1;
+    return bytes;
+}
+
+/* call->values = `values`, with tensor descriptors and strings pointing at the call's copies
+ * (strings at `strings`, strings_size bytes). */
+static void copy_values(struct call *call, const union op_value *values, char *strings)
+{
+    const struct clops_op *op = call->op.impl->desc;
+    for (int32_t i = 0; i < op->param_count; i++) {
+        call->values[i] = values[i];
+        if (is_tensor(op->params[i].kind) && values[i].tensor != NULL) {
+            call->tensors[i] = *values[i].tensor;
+            call->values[i].tensor = &call->tensors[i];
+        } else if (op->params[i].kind == CLOPS_PARAM_STRING && values[i].string != NULL) {
+            size_t size = strlen(values[i].string) + 1;
+            memcpy(strings, values[i].string, size);
+            call->values[i].string = strings;
+            strings += size;
+        }
+    }
+}
+
+int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const union op_value *values,
+                 struct call **out)
 {
     const struct clops_op *op = impl->desc;
+    const size_t bytes = sizeof(struct call) + impl->plan_size + strings_size(op, values);
+    struct call *call = malloc(bytes);
+    if (call == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                       "%s: cannot allocate a call's state (%zu bytes)", op->name, bytes);
+    struct op_call *c = &call->op;
     memset(c, 0, sizeof *c);
-    memset(plan, 0, impl->plan_size);
+    memset(call->tail, 0, impl->plan_size);
     c->pool = pool;
     c->impl = impl;
-    c->values = values;
-    c->plan = plan;
+    c->values = call->values;
+    c->plan = call->tail;
     for (int32_t i = 0; i < op->param_count; i++) {
         c->stage[i] =
             is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind) : STAGE_NONE;
         c->expect[i].rank = -1;
     }
+    copy_values(call, values, (char *)call->tail + impl->plan_size);
+    *out = call;
+    return CLOPS_OK;
+}
+
+void call_free(struct call *call)
+{
+    free(call);
 }
 
 /* Holds (hold = 1) or lets go of (0) the device buffers the call's tensors name: a host thread
  * releasing one of them during the call frees it when the call ends, not under it. */
-static void hold_buffers(const struct op_impl *impl, const union op_value *values, int hold)
+static void hold_buffers(const struct op_call *c, int hold)
 {
-    for (int32_t i = 0; i < impl->desc->param_count; i++) {
+    for (int32_t i = 0; i < c->impl->desc->param_count; i++) {
         const struct clops_tensor *t =
-            is_tensor(impl->desc->params[i].kind) ? values[i].tensor : NULL;
+            is_tensor(c->impl->desc->params[i].kind) ? c->values[i].tensor : NULL;
         if (t != NULL && t->buffer != NULL)
             (hold ? buffer_hold : buffer_unhold)(t->buffer);
     }
@@ -123,11 +179,43 @@ static int32_t call_impl(int32_t index, const struct op_impl **out)
     const struct op_impl *impl = registry_impl(index);
     if (impl == NULL)
         return err_set(CLOPS_ERR_INTERNAL, "call: no operator at index %d", (int)index);
-    if (impl->desc->param_count > CALL_MAX_PARAMS || impl->plan_size > CALL_PLAN_MAX)
-        return err_set(CLOPS_ERR_INTERNAL, "%s: more parameters or plan than a call holds",
+    if (impl->desc->param_count > CALL_MAX_PARAMS)
+        return err_set(CLOPS_ERR_INTERNAL, "%s: more parameters than a call holds",
                        impl->desc->name);
     *out = impl;
     return CLOPS_OK;
+}
+
+/* A new call of the operator at `index` on `pool` (NULL: a check without a pool), holding the
+ * pool and the device buffers it names until call_end. */
+static int32_t call_begin(struct clops_pool *pool, int32_t index, const struct op_impl *impl,
+                          const union op_value *values, struct call **out)
+{
+    struct call *call = NULL;
+    int32_t status = call_new(pool, impl, values, &call);
+    if (status != CLOPS_OK)
+        return status;
+    status = pool != NULL ? pool_hold(pool, impl->desc->name) : CLOPS_OK;
+    if (status != CLOPS_OK) {
+        call_free(call);
+        return status;
+    }
+    call->op.dev = pool != NULL ? pool_device_for_op(pool, index) : NULL;
+    hold_buffers(&call->op, 1);
+    *out = call;
+    return CLOPS_OK;
+}
+
+/* The operator's release step, then what call_begin held, then the call. */
+static void call_end(struct call *call)
+{
+    struct clops_pool *pool = call->op.pool;
+    if (call->op.impl->release != NULL)
+        call->op.impl->release(&call->op);
+    hold_buffers(&call->op, 0);
+    call_free(call);
+    if (pool != NULL)
+        pool_unhold(pool); /* last: a pool released during the call is freed here */
 }
 
 int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_value *values,
@@ -136,26 +224,17 @@ int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_
     err_clear();
     const struct op_impl *impl = NULL;
     int32_t status = call_impl(index, &impl);
+    struct call *call = NULL;
+    if (status == CLOPS_OK)
+        status = call_begin(pool, index, impl, values, &call);
     if (status != CLOPS_OK)
         return status;
-    status = pool != NULL ? pool_hold(pool, impl->desc->name) : CLOPS_OK;
-    if (status != CLOPS_OK)
-        return status;
-    hold_buffers(impl, values, 1);
-    alignas(max_align_t) unsigned char plan[CALL_PLAN_MAX];
-    struct op_call c;
-    call_init(&c, pool, impl, values, plan);
-    c.checking = 1;
-    c.dev = pool != NULL ? pool_device_for_op(pool, index) : NULL;
+    call->op.checking = 1;
     tensor_describing(1);
-    status = impl->check(&c);
+    status = impl->check(&call->op);
     tensor_describing(0);
-    if (impl->release != NULL)
-        impl->release(&c);
-    memcpy(expect, c.expect, sizeof c.expect);
-    hold_buffers(impl, values, 0);
-    if (pool != NULL)
-        pool_unhold(pool);
+    memcpy(expect, call->op.expect, sizeof call->op.expect);
+    call_end(call);
     return status;
 }
 
@@ -166,25 +245,19 @@ int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_va
     int32_t status = call_impl(index, &impl);
     if (status != CLOPS_OK)
         return status;
-    const struct clops_op *op = impl->desc;
     if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", op->name);
-    status = pool_hold(pool, op->name);
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL",
+                       impl->desc->name);
+    struct call *call = NULL;
+    status = call_begin(pool, index, impl, values, &call);
     if (status != CLOPS_OK)
         return status;
-    hold_buffers(impl, values, 1);
-    alignas(max_align_t) unsigned char plan[CALL_PLAN_MAX];
-    struct op_call c;
-    call_init(&c, pool, impl, values, plan);
-    c.dev = pool_device_for_op(pool, index);
-    status = impl->check(&c);
-    if (status == CLOPS_OK && !c.nothing_to_do)
-        status = execute(&c);
-    if (impl->release != NULL)
-        impl->release(&c);
-    pool_record_call(pool, index, status, c.device_ns);
-    hold_buffers(impl, values, 0);
-    pool_unhold(pool); /* last: a pool released during the call is freed here */
+    struct op_call *c = &call->op;
+    status = impl->check(c);
+    if (status == CLOPS_OK && !c->nothing_to_do)
+        status = execute(c);
+    pool_record_call(pool, index, status, c->device_ns);
+    call_end(call);
     return status;
 }
 

@@ -24,6 +24,18 @@
 
 #include "op.h"
 
+/* One call, in one allocation (call.c): the operator's state and plan, and copies of the
+ * parameter values, tensor descriptors and strings the host passed, so that the host may reuse
+ * its descriptors once the call has started (host memory the tensors point to is not copied). */
+struct call;
+
+/* A call of `impl` with copies of `values` (the descriptor's params, in order), in its state
+ * before the check: the plan zeroed, the default staging, nothing expected. Fails with
+ * CLOPS_ERR_OUT_OF_HOST_MEMORY and nothing else touched. call_free frees it. */
+int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const union op_value *values,
+                 struct call **out);
+void call_free(struct call *call);
+
 /* Runs one call of the operator at `index` in the registry with `values` (its parameters in
  * the descriptor's order), through the whole lifecycle: what invoke() calls. */
 int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values);

@@ -39,7 +39,8 @@ struct op_output {
 struct op_call {
     struct clops_pool *pool;
     const struct op_impl *impl;
-    const union op_value *values; /* the descriptor's params, in order */
+    const union op_value *values; /* the descriptor's params, in order: the call's copies, tensor
+                                     descriptors and strings included, never the host's */
     struct pool_device *dev;      /* where the call runs: the operator's configured device;
                                      NULL in a check without a pool (then pool is NULL too) */
     int32_t checking;             /* 1: a check only (call_check_index); nothing will run */
@@ -56,7 +57,7 @@ struct op_call {
 
 struct op_impl {
     const struct clops_op *desc;
-    size_t plan_size; /* at most CALL_PLAN_MAX */
+    size_t plan_size; /* the call allocates it with the call's other state (call.c) */
     /* Every check of the arguments, before anything touches the device; fills the plan and may
      * change call->stage or set nothing_to_do. A rejected call changes nothing. */
     int32_t (*check)(struct op_call *call);
@@ -72,8 +73,6 @@ struct op_impl {
      * when a pool is created; NULL: none. */
     const struct op_settings *settings;
 };
-
-enum { CALL_PLAN_MAX = 1024 };
 
 /* The fields of an operator's descriptor (abi/clops.h) that every operator fills the same way:
  * its name, size and version, its parameter table, and its typed entry point, which must have

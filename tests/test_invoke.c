@@ -1,5 +1,6 @@
 /* test_invoke.c — the generic invoke: bit-identical to the typed call, and every misuse
- * rejected with a message naming the parameter, without running anything. */
+ * rejected with a message naming the parameter, without running anything; and what every call
+ * keeps of its arguments (copies of the descriptors, not the host's). */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -368,6 +369,57 @@ START_TEST(test_invoke_sized_rejects_an_arg_size_below_abi_1_1)
 }
 END_TEST
 
+/* ---- The call's own copies of the host's descriptors ---------------------------------------- */
+
+enum { XM = 37, XN = 29 };
+
+/* A host that changes its descriptors once a call has started (as it may once a non-blocking
+ * call has returned): the log callback, which runs on the calling thread during the call, points
+ * y at a decoy and makes both views column-major at the first kernel's time (kernel_times). */
+struct reused_descriptors {
+    struct clops_tensor *x, *y;
+    float *decoy;
+    int changed;
+};
+
+static void change_descriptors(int32_t level, const char *message, void *user)
+{
+    (void)level;
+    struct reused_descriptors *r = user;
+    if (r->changed || strstr(message, "kernel") == NULL)
+        return;
+    r->changed = 1;
+    *r->x = clops_matrix(r->x->data, CLOPS_F32, XM, XN, XM, 1);
+    *r->y = clops_matrix(r->decoy, CLOPS_F32, XN, XM, XN, 1);
+}
+
+START_TEST(test_call_computes_with_the_descriptors_it_was_given)
+{
+    static float x[XM * XN], y[XN * XM], decoy[XN * XM];
+    tu_seed(23);
+    tu_fill_f32(x, XM * XN);
+    for (int i = 0; i < XN * XM; i++)
+        decoy[i] = y[i] = 7.0f;
+    struct clops_tensor tx = clops_matrix(x, CLOPS_F32, XM, XN, XN, 0);
+    struct clops_tensor ty = clops_matrix(y, CLOPS_F32, XN, XM, XM, 0);
+    struct clops_pool *pool = tu_pool_from_string("kernel_times = true;");
+    struct reused_descriptors r = {&tx, &ty, decoy, 0};
+    tu_api()->set_log_callback(change_descriptors, &r, CLOPS_LOG_INFO);
+    clops_transpose_fn transpose = (clops_transpose_fn)tu_op("transpose")->entry;
+    int32_t status = transpose(pool, &tx, &ty);
+    tu_api()->set_log_callback(NULL, NULL, CLOPS_LOG_WARNING);
+    ck_assert_msg(status == CLOPS_OK, "transpose: %s", tu_api()->last_error());
+    ck_assert_msg(r.changed, "no kernel time was logged during the call");
+    for (int i = 0; i < XM; i++)
+        for (int j = 0; j < XN; j++)
+            ck_assert_msg(y[j * XM + i] == x[i * XN + j], "y[%d][%d] = %g, expected x[%d][%d] = %g",
+                          j, i, (double)y[j * XM + i], i, j, (double)x[i * XN + j]);
+    for (int i = 0; i < XN * XM; i++)
+        ck_assert_msg(decoy[i] == 7.0f, "the decoy the host pointed y at was written");
+    tu_api()->pool_release(pool);
+}
+END_TEST
+
 int main(void)
 {
     const struct tu_test tests[] = {
@@ -379,6 +431,7 @@ int main(void)
         TU_LOOP(test_invoke_sized_with_this_headers_size_is_bit_identical, 8),
         TU_LOOP(test_invoke_sized_skips_a_newer_hosts_appended_members, 8),
         TU_TEST(test_invoke_sized_rejects_an_arg_size_below_abi_1_1),
+        TU_TEST(test_call_computes_with_the_descriptors_it_was_given),
     };
     return tu_run_tests("invoke", 600, 0, tests, TU_COUNT(tests));
 }
