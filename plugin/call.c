@@ -2,6 +2,7 @@
 #include "call.h"
 
 #include <stdalign.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,7 @@ static int32_t execute(struct op_call *c)
  * operands and is not copied. */
 struct call {
     struct op_call op;
+    struct call_error error;
     union op_value values[CALL_MAX_PARAMS];
     struct clops_tensor tensors[CALL_MAX_PARAMS];
     /* The plan (op.plan, impl->plan_size bytes), then the copies of the strings. */
@@ -146,6 +148,8 @@ int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const unio
     c->impl = impl;
     c->values = call->values;
     c->plan = call->tail;
+    call->error.status = CLOPS_OK;
+    call->error.message[0] = '\0';
     for (int32_t i = 0; i < op->param_count; i++) {
         c->stage[i] =
             is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind) : STAGE_NONE;
@@ -159,6 +163,31 @@ int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const unio
 void call_free(struct call *call)
 {
     free(call);
+}
+
+const struct call_error *call_error_of(const struct call *call)
+{
+    return &call->error;
+}
+
+/* A step of the call returned `status`: a failure and this thread's message, which describes
+ * it, go into the call's error unless an earlier step failed. */
+static int32_t call_step(struct call *call, int32_t status)
+{
+    if (status != CLOPS_OK && call->error.status == CLOPS_OK) {
+        call->error.status = status;
+        snprintf(call->error.message, sizeof call->error.message, "%s", err_last());
+    }
+    return status;
+}
+
+/* The end of a synchronous call: its status, and its error's message as the calling thread's
+ * last_error where it failed. */
+static int32_t call_report(const struct call *call)
+{
+    if (call->error.status != CLOPS_OK)
+        err_restore(call->error.message);
+    return call->error.status;
 }
 
 /* Holds (hold = 1) or lets go of (0) the device buffers the call's tensors name: a host thread
@@ -206,16 +235,14 @@ static int32_t call_begin(struct clops_pool *pool, int32_t index, const struct o
     return CLOPS_OK;
 }
 
-/* The operator's release step, then what call_begin held, then the call. */
+/* The operator's release step, then what call_begin held; the call itself is left. */
 static void call_end(struct call *call)
 {
-    struct clops_pool *pool = call->op.pool;
     if (call->op.impl->release != NULL)
         call->op.impl->release(&call->op);
     hold_buffers(&call->op, 0);
-    call_free(call);
-    if (pool != NULL)
-        pool_unhold(pool); /* last: a pool released during the call is freed here */
+    if (call->op.pool != NULL)
+        pool_unhold(call->op.pool); /* last: a pool released during the call is freed here */
 }
 
 int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_value *values,
@@ -231,10 +258,12 @@ int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_
         return status;
     call->op.checking = 1;
     tensor_describing(1);
-    status = impl->check(&call->op);
+    call_step(call, impl->check(&call->op));
     tensor_describing(0);
     memcpy(expect, call->op.expect, sizeof call->op.expect);
     call_end(call);
+    status = call_report(call);
+    call_free(call);
     return status;
 }
 
@@ -253,11 +282,13 @@ int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_va
     if (status != CLOPS_OK)
         return status;
     struct op_call *c = &call->op;
-    status = impl->check(c);
+    status = call_step(call, impl->check(c));
     if (status == CLOPS_OK && !c->nothing_to_do)
-        status = execute(c);
+        status = call_step(call, execute(c));
     pool_record_call(pool, index, status, c->device_ns);
     call_end(call);
+    status = call_report(call);
+    call_free(call);
     return status;
 }
 

@@ -29,6 +29,16 @@
  * its descriptors once the call has started (host memory the tensors point to is not copied). */
 struct call;
 
+/* A call's outcome, which any thread can read once the step that set it has returned: the
+ * lifecycle copies the thread's message into it when a step fails (a step run on another
+ * thread than the caller's will set it directly), and a synchronous call hands it back to the
+ * calling thread's last_error at its end. The first failure is kept. */
+struct call_error {
+    int32_t status;
+    char message[ERR_MESSAGE_MAX];
+};
+const struct call_error *call_error_of(const struct call *call);
+
 /* A call of `impl` with copies of `values` (the descriptor's params, in order), in its state
  * before the check: the plan zeroed, the default staging, nothing expected. Fails with
  * CLOPS_ERR_OUT_OF_HOST_MEMORY and nothing else touched. call_free frees it. */

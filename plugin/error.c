@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Build logs can be long; the message keeps the first part, which holds the first errors. */
-enum { ERR_MESSAGE_MAX = 16384, LOG_MESSAGE_MAX = 2048, LOG_HELD_MAX = 64 };
+enum { LOG_MESSAGE_MAX = 2048, LOG_HELD_MAX = 64 };
 
 static _Thread_local char last_message[ERR_MESSAGE_MAX];
 
@@ -216,6 +215,12 @@ void err_clear(void)
 const char *err_last(void)
 {
     return last_message;
+}
+
+void err_restore(const char *message)
+{
+    if (message != last_message)
+        snprintf(last_message, sizeof last_message, "%s", message);
 }
 
 const char *err_status_name(int32_t status)

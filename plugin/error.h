@@ -15,6 +15,10 @@
 #define CLOPS_PRINTF(f, a)
 #endif
 
+/* The longest message kept, its NUL included: build logs can be long; the message keeps the
+ * first part, which holds the first errors. */
+enum { ERR_MESSAGE_MAX = 16384 };
+
 /* Sets this thread's message (printf-style), logs it at CLOPS_LOG_DEBUG, returns `status`. */
 int32_t err_set(int32_t status, const char *fmt, ...) CLOPS_PRINTF(2, 3);
 /* For a failed OpenCL call: maps `code` to a status (allocation failures to
@@ -28,6 +32,9 @@ void err_append(const char *text);
 void err_prefix(const char *op);
 void err_clear(void);
 const char *err_last(void);
+/* Sets this thread's message to `message` (at most ERR_MESSAGE_MAX bytes are kept) without
+ * logging it: a call's error, logged when it was set, read back by the thread that called. */
+void err_restore(const char *message);
 
 const char *err_status_name(int32_t status);
 
