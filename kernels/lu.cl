@@ -23,18 +23,34 @@
 #define REAL_MIN FLT_MIN
 #endif
 
-/* dst(i, j) = src(i, j) for a rows x cols matrix, each side with its own element strides.
+/* dst(i, j) = src(i, j) for a rows x cols matrix, each side with its own element strides,
+ * unless guard_at >= 0 and guard[guard_at] != 0: a copy back into the caller's matrix that the
+ * device itself calls off (solve's b when getrf's info says A is singular), so that the host
+ * need not read info in the middle of the call.
  * Work decomposition: a 2-D range, dimension 0 over columns and 1 over rows, one element per
- * work-item. Memory traffic: each element read once and written once; the side with the unit
- * stride along dimension 0 is coalesced, the other strided (a layout change cannot be both
- * without a local-memory transpose, not worth it for an O(N^2) step of an O(N^3) operator). */
+ * work-item. Memory traffic: each element read once and written once (and the guard read once
+ * per work-item, from cache); the side with the unit stride along dimension 0 is coalesced, the
+ * other strided (a layout change cannot be both without a local-memory transpose, not worth it
+ * for an O(N^2) step of an O(N^3) operator). */
 __kernel void lu_copy(int rows, int cols, __global const REAL *src, long src_off, long src_si,
-                      long src_sj, __global REAL *dst, long dst_off, long dst_si, long dst_sj)
+                      long src_sj, __global REAL *dst, long dst_off, long dst_si, long dst_sj,
+                      __global const int *guard, int guard_at)
 {
     const int j = (int)get_global_id(0), i = (int)get_global_id(1);
-    if (i >= rows || j >= cols)
+    if (i >= rows || j >= cols || (guard_at >= 0 && guard[guard_at] != 0))
         return;
     dst[dst_off + i * dst_si + j * dst_sj] = src[src_off + i * src_si + j * src_sj];
+}
+
+/* dst[dst_off + k dst_step] = src[src_off + k src_step] for k < n: pivots and info between the
+ * engine's buffer and an i32 tensor on the device, which stay there.
+ * Work decomposition: one work-item per element. Memory traffic: n ints read and written. */
+__kernel void lu_copy_int(int n, __global const int *src, long src_off, long src_step,
+                          __global int *dst, long dst_off, long dst_step)
+{
+    const int k = (int)get_global_id(0);
+    if (k < n)
+        dst[dst_off + k * dst_step] = src[src_off + k * src_step];
 }
 
 /* LAPACK's laswp on a row-major matrix, in two kernels: for k = k_begin .. k_end - 1 (in that

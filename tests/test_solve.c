@@ -230,6 +230,30 @@ START_TEST(test_solve_singular_leaves_b_untouched)
 }
 END_TEST
 
+/* The same with b in device memory, row- and column-major: the device itself calls off the
+ * copy of X into b (the host does not read info in the middle of the call). */
+START_TEST(test_solve_singular_leaves_device_b_untouched)
+{
+    const int32_t dtype = tu_begin_iteration(_i % 2, 3100 + (uint64_t)_i);
+    if (dtype == 0)
+        return;
+    const int64_t n = 50;
+    struct tmat a = tmat_new(dtype, n, n, 1, 0, 0), b = tmat_new(dtype, n, 3, _i / 2, 0, 0);
+    for (int64_t i = 0; i < n; i++)
+        tmat_set(&a, i, 2, 0);
+    struct tmat f = tmat_copy(&a), x = tmat_copy(&b);
+    int32_t ipiv[50], info = -1;
+    struct clops_tensor ta = tmat_tensor(&f), tb;
+    struct clops_buffer *bbuf = tmat_upload(&x, &tb);
+    struct clops_tensor tp = i32_vector(ipiv, n), ti = i32_vector(&info, 1);
+    ck_assert_int_eq(solve_entry()(tu_pool(), &ta, &tb, &tp, &ti), CLOPS_OK);
+    ck_assert_int_eq(info, 3);
+    tmat_download(bbuf, &x);
+    ck_assert(tmat_equal(&x, &b));
+    free(a.data), free(b.data), free(f.data), free(x.data);
+}
+END_TEST
+
 /* Device tensors give the host tensors' results, bit for bit, for solve and lu_solve. */
 START_TEST(test_solve_device_tensors_match_host_tensors)
 {
@@ -396,6 +420,7 @@ int main(void)
         TU_LOOP(test_solve_wide_blocks_within_lapack_ratio, 4),
         TU_LOOP(test_solve_exchange_matrix_exactly, 2),
         TU_LOOP(test_solve_singular_leaves_b_untouched, 4),
+        TU_LOOP(test_solve_singular_leaves_device_b_untouched, 4),
         TU_LOOP(test_solve_device_tensors_match_host_tensors, 4),
         TU_LOOP(test_solve_empty_systems_are_valid_calls, 2),
         TU_LOOP(test_solve_and_lu_solve_reject_bad_arguments_naming_them, 2 * BAD_CASE_COUNT),

@@ -48,10 +48,10 @@ struct lu_ctx {
     int64_t resident_rows;   /* its most rows per group */
     int64_t arrivals;        /* what its arrival counter holds */
     int64_t laswp_chunk;     /* the most interchanges one laswp plan takes */
-    cl_kernel copy, laswp_plan, laswp_apply, panel, invert, resident;
+    cl_kernel copy, copy_int, laswp_plan, laswp_apply, panel, invert, resident;
     struct lu_lane main;                      /* its queue is `queue` */
     struct lu_lane side;                      /* queue NULL: no look-ahead */
-    cl_mem ipiv_mem;                          /* pivots */
+    cl_mem ipiv_mem;                          /* pivots, then info: they stay on the device */
     cl_mem part_v_mem, part_i_mem, count_mem; /* the panel steps' candidates and counter */
     cl_mem xrow_mem, arrived_mem;             /* the resident kernel's rows and counter */
     int64_t ipiv_bytes;
@@ -67,12 +67,14 @@ struct lu_matrix {
 };
 
 /* A tensor made into an lu_matrix: in place when it is row-major, else through a row-major
- * working copy (`copy`) that lu_unstage writes back. */
+ * working copy (`copy`) that lu_unstage writes back; with guard_at >= 0 a device tensor always
+ * through the copy, written back only where ctx->ipiv_mem[guard_at] is then 0. */
 struct lu_staged {
     struct staged_tensor st;
     struct lu_matrix m;
     cl_mem copy;
     const char *param;
+    int64_t guard_at;
 };
 
 /* ---- Checks ---------------------------------------------------------------------------------- */
@@ -106,13 +108,12 @@ void lu_ctx_release(struct lu_ctx *ctx);
 
 /* What an LU operator's call holds from its enqueue to its release: it must be the first
  * member of the operator's plan. The engine stages its own operands (a row-major working copy
- * of a column-major matrix, pivots read or written on the host), so the operators leave the
- * core's staging out (STAGE_NONE). */
+ * of a column-major matrix, the pivots kept on the device), so the operators leave the core's
+ * staging out (STAGE_NONE). */
 struct lu_call {
     struct lu_ctx ctx;
     struct lu_staged a, b; /* the matrix (a or lu) and the right-hand sides */
-    int32_t *piv;          /* pivots, on the host */
-    int32_t inf;           /* getrf's info */
+    int32_t *piv;          /* npiv + 1: the pivots, then getrf's info, as downloaded or to upload */
 };
 
 /* The first step of an enqueue: the context for `dtype` and a matrix of `rows` rows, and room
@@ -121,14 +122,16 @@ int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int
                      int64_t npiv);
 /* getrf, the device steps of lu and solve before their own: opens the call (l = call->plan,
  * room for `npiv` pivots), stages `a` (parameter "a") and factors it with `pivoting`, its pivots
- * into l->piv and its info into l->inf. */
+ * and info left in l->ctx.ipiv_mem. */
 int32_t lu_call_factor(struct op_call *call, const struct clops_tensor *a, int32_t pivoting,
                        int64_t npiv);
 /* Their last device steps: the factors back into a (lu_unstage), the `npiv` pivots into ipiv
- * and info where those are device tensors, and the wait for the device. */
+ * and info where those are device tensors, all of them downloaded into l->piv, and the wait for
+ * the device. */
 int32_t lu_call_write_factors(struct op_call *call, const struct clops_tensor *ipiv,
                               const struct clops_tensor *info, int64_t npiv);
-/* Their commit step: a and b (where downloaded) and ipiv and info (where in host memory). */
+/* Their commit step: a, b (where downloaded, and only when info is 0: gesv leaves b as it was
+ * for a singular A) and ipiv and info (where in host memory). */
 void lu_call_commit(struct op_call *call, const struct clops_tensor *ipiv,
                     const struct clops_tensor *info, int64_t npiv);
 /* The release step of all three (op_impl.release). */
@@ -138,34 +141,44 @@ void lu_call_stage_none(struct op_call *call);
 
 /* ---- The working matrix ---------------------------------------------------------------------- */
 
-/* Stages `t` (its contents uploaded) and views it as a row-major matrix. */
+/* Stages `t` (its contents uploaded) and views it as a row-major matrix; guard_at as in
+ * struct lu_staged (-1: none). */
 int32_t lu_stage(struct lu_ctx *ctx, const struct clops_tensor *t, const char *param,
-                 struct lu_staged *out);
+                 int64_t guard_at, struct lu_staged *out);
 /* Writes the working matrix back into a device tensor, or downloads it for a host tensor, which
  * lu_commit then writes (tensor_download, tensor_commit: once the call has succeeded). */
 int32_t lu_unstage(struct lu_ctx *ctx, struct lu_staged *s);
 void lu_commit(struct lu_staged *s);
 void lu_staged_release(struct lu_staged *s);
 
-/* ipiv[0 .. n-1] = piv, info[0] = inf: those of the two on the device as a device step
- * (on_host = 0), those in host memory as the commit of a call that succeeded (on_host = 1,
- * which cannot fail). */
-int32_t lu_write_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, const int32_t *piv,
-                        int64_t n, const struct clops_tensor *info, int32_t inf, int32_t on_host);
+/* Pivots and info stay in ctx->ipiv_mem (n pivots, then info at [n]) from the panels that
+ * write them to the solves that read them. lu_clear_info: info = 0, before the panels.
+ * lu_upload_pivots: the pivots from host memory that lives until the call's wait (lu_solve's).
+ * lu_pivots_out: the device tensors among ipiv and info (either may be NULL) copied on the
+ * device, and the n pivots and info downloaded into host[0 .. n] without a wait (read once the
+ * call has waited). lu_pivots_commit: the host tensors among them from host[], once the call has
+ * succeeded (cannot fail). */
+int32_t lu_clear_info(struct lu_ctx *ctx, int64_t n);
+int32_t lu_upload_pivots(struct lu_ctx *ctx, const int32_t *ipiv, int64_t n);
+int32_t lu_pivots_out(struct lu_ctx *ctx, const struct clops_tensor *ipiv,
+                      const struct clops_tensor *info, int64_t n, int32_t *host);
+void lu_pivots_commit(struct lu_ctx *ctx, const struct clops_tensor *ipiv,
+                      const struct clops_tensor *info, int64_t n, const int32_t *host);
 
 /* ---- getrf, getrs ---------------------------------------------------------------------------- */
 
-/* getrf on the working matrix: ipiv receives min(M, N) 1-based pivots, *info 0 or the first
- * k with U(k, k) = 0. */
-int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivoting, int32_t *ipiv,
-                  int32_t *info);
-/* getrs: b (N x NRHS) = op(A)^-1 b from the factors and pivots of lu_factor. */
-int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
-                          const struct lu_matrix *b, int32_t trans);
-/* getrs on a tensor: stages b into *sb, solves, and writes b back on the device or downloads it
- * for the caller to lu_commit once the call has succeeded (and to release in any case). */
-int32_t lu_solve_tensor(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
-                        const struct clops_tensor *b, int32_t trans, struct lu_staged *sb);
+/* getrf on the working matrix: ctx->ipiv_mem receives min(M, N) = mn 1-based pivots and, at
+ * [mn], info: 0 or the first k with U(k, k) = 0. */
+int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivoting);
+/* getrs: b (N x NRHS) = op(A)^-1 b from the factors and the pivots in ctx->ipiv_mem. */
+int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const struct lu_matrix *b,
+                          int32_t trans);
+/* getrs on a tensor: stages b into *sb (guard_at as lu_stage's), solves, and writes b back on
+ * the device or downloads it for the caller to lu_commit once the call has succeeded (and to
+ * release in any case). */
+int32_t lu_solve_tensor(struct lu_ctx *ctx, const struct lu_matrix *lu,
+                        const struct clops_tensor *b, int32_t trans, int64_t guard_at,
+                        struct lu_staged *sb);
 
 /* ---- Inside the engine: what its files share (the operators use none of it) ------------------ */
 
@@ -187,14 +200,11 @@ int32_t lu_run_kernel(struct lu_ctx *ctx, cl_command_queue queue, cl_kernel kern
                       const size_t *global, const size_t *local);
 void lu_release_mem(struct pool_device *dev, cl_mem *m);
 
-/* getrf_stage.c: dst = src, rows x cols, each as {offset, row stride, column stride}. */
+/* getrf_stage.c: dst = src, rows x cols, each as {offset, row stride, column stride}, unless
+ * guard_at >= 0 and ctx->ipiv_mem[guard_at] is then not 0. */
 int32_t lu_copy_matrix(struct lu_ctx *ctx, cl_command_queue queue, int64_t rows, int64_t cols,
-                       cl_mem src, const cl_long src_geom[3], cl_mem dst,
-                       const cl_long dst_geom[3]);
-
-/* getrf_pivots.c: ctx->ipiv_mem = ipiv[0 .. n - 1]; ipiv and info from ctx->ipiv_mem. */
-int32_t lu_upload_pivots(struct lu_ctx *ctx, const int32_t *ipiv, int64_t n);
-int32_t lu_read_pivots(struct lu_ctx *ctx, int64_t mn, int32_t *ipiv, int32_t *info);
+                       cl_mem src, const cl_long src_geom[3], cl_mem dst, const cl_long dst_geom[3],
+                       int64_t guard_at);
 
 /* getrf_laswp.c: LAPACK's laswp, interchanges k_begin .. k_end - 1 of ctx->ipiv_mem, in order
  * or reversed, on the columns of m outside [skip_begin, skip_begin + skip_count). */

@@ -8,7 +8,7 @@ int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int
                      int64_t npiv)
 {
     const char *op = call->impl->desc->name;
-    l->piv = malloc((size_t)(npiv > 0 ? npiv : 1) * sizeof *l->piv);
+    l->piv = malloc((size_t)(npiv + 1) * sizeof *l->piv); /* the pivots, then info */
     if (l->piv == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op);
     return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, call->impl, dtype, rows, npiv);
@@ -20,9 +20,9 @@ int32_t lu_call_factor(struct op_call *call, const struct clops_tensor *a, int32
     struct lu_call *l = call->plan;
     int32_t status = lu_call_open(call, l, a->dtype, a->shape[0], npiv);
     if (status == CLOPS_OK)
-        status = lu_stage(&l->ctx, a, "a", &l->a);
+        status = lu_stage(&l->ctx, a, "a", -1, &l->a);
     if (status == CLOPS_OK)
-        status = lu_factor(&l->ctx, &l->a.m, pivoting, l->piv, &l->inf);
+        status = lu_factor(&l->ctx, &l->a.m, pivoting);
     return status;
 }
 
@@ -32,7 +32,7 @@ int32_t lu_call_write_factors(struct op_call *call, const struct clops_tensor *i
     struct lu_call *l = call->plan;
     int32_t status = lu_unstage(&l->ctx, &l->a);
     if (status == CLOPS_OK)
-        status = lu_write_pivots(&l->ctx, ipiv, l->piv, npiv, info, l->inf, 0);
+        status = lu_pivots_out(&l->ctx, ipiv, info, npiv, l->piv);
     if (status == CLOPS_OK)
         status = lu_ctx_finish(&l->ctx);
     return status;
@@ -43,8 +43,9 @@ void lu_call_commit(struct op_call *call, const struct clops_tensor *ipiv,
 {
     struct lu_call *l = call->plan;
     lu_commit(&l->a);
-    lu_commit(&l->b);
-    lu_write_pivots(&l->ctx, ipiv, l->piv, npiv, info, l->inf, 1);
+    if (l->piv[npiv] == 0) /* info: b holds X only for a nonsingular A (gesv) */
+        lu_commit(&l->b);
+    lu_pivots_commit(&l->ctx, ipiv, info, npiv, l->piv);
 }
 
 void lu_call_release(struct op_call *call)

@@ -4,6 +4,17 @@
 
 #include <stdio.h>
 
+/* The context's kernels, the resident panel kernel last (built only where it is used). */
+enum { lu_kernel_count = 7 };
+static void kernel_slots(struct lu_ctx *ctx, cl_kernel *kernels[lu_kernel_count])
+{
+    cl_kernel *const slots[lu_kernel_count] = {&ctx->copy,        &ctx->copy_int, &ctx->laswp_plan,
+                                               &ctx->laswp_apply, &ctx->panel,    &ctx->invert,
+                                               &ctx->resident};
+    for (int i = 0; i < lu_kernel_count; i++)
+        kernels[i] = slots[i];
+}
+
 static int32_t create_kernels(struct lu_ctx *ctx)
 {
     char options[160];
@@ -20,11 +31,12 @@ static int32_t create_kernels(struct lu_ctx *ctx)
         snprintf(options + n, sizeof options - (size_t)n, " -DRESIDENT_ROWS=%d -DRESIDENT_NB=%d",
                  (int)ctx->resident_rows, (int)ctx->panel_nb);
     /* Through pool_create_kernel, which rebuilds a cached binary that lacks a kernel. */
-    const char *names[6] = {"lu_copy",         "lu_laswp_plan",   "lu_laswp_apply",
-                            "lu_panel_column", "lu_invert_lower", "lu_panel_resident"};
-    cl_kernel *kernels[6] = {&ctx->copy,  &ctx->laswp_plan, &ctx->laswp_apply,
-                             &ctx->panel, &ctx->invert,     &ctx->resident};
-    const int count = ctx->resident_groups > 0 ? 6 : 5;
+    static const char *const names[lu_kernel_count] = {
+        "lu_copy",         "lu_copy_int",     "lu_laswp_plan",    "lu_laswp_apply",
+        "lu_panel_column", "lu_invert_lower", "lu_panel_resident"};
+    cl_kernel *kernels[lu_kernel_count];
+    kernel_slots(ctx, kernels);
+    const int count = ctx->resident_groups > 0 ? lu_kernel_count : lu_kernel_count - 1;
     int32_t status = CLOPS_OK;
     for (int i = 0; i < count && status == CLOPS_OK; i++)
         status =
@@ -34,9 +46,9 @@ static int32_t create_kernels(struct lu_ctx *ctx)
 
 static void release_kernels(struct lu_ctx *ctx)
 {
-    cl_kernel *kernels[6] = {&ctx->copy,  &ctx->laswp_plan, &ctx->laswp_apply,
-                             &ctx->panel, &ctx->invert,     &ctx->resident};
-    for (int i = 0; i < 6; i++) {
+    cl_kernel *kernels[lu_kernel_count];
+    kernel_slots(ctx, kernels);
+    for (int i = 0; i < lu_kernel_count; i++) {
         pool_release_kernel(ctx->pool, *kernels[i]);
         *kernels[i] = NULL;
     }
@@ -81,18 +93,34 @@ void lu_release_mem(struct pool_device *dev, cl_mem *m)
     *m = NULL;
 }
 
+/* The side lane's work joins the main queue through an event, a marker there and a barrier
+ * here, so that the one wait of the call, on the main queue, covers both lanes and the host never
+ * waits on the side queue. factor_lookahead joins them at its end already; a call that failed
+ * between may not have. Only where the join itself fails does the host wait for the side queue,
+ * so that nothing it still runs uses what lu_ctx_release frees. */
+static int32_t join_side_lane(struct lu_ctx *ctx)
+{
+    if (ctx->side.queue == NULL)
+        return CLOPS_OK;
+    cl_event side_done = NULL;
+    int32_t status = lu_queue_mark(ctx, ctx->side.queue, &side_done);
+    if (status == CLOPS_OK)
+        status = lu_queue_wait_for(ctx, ctx->queue, &side_done);
+    if (side_done != NULL)
+        clReleaseEvent(side_done); /* marked, but its flush failed */
+    if (status != CLOPS_OK)
+        clFinish(ctx->side.queue); /* its status adds nothing to the one being returned */
+    return status;
+}
+
 int32_t lu_ctx_finish(struct lu_ctx *ctx)
 {
     ctx->finished = 1;
-    /* The side queue's work is ordered before the main queue's last steps (factor_lookahead);
-     * after a failure it may not be, so it is waited for here too. */
-    cl_int rc = ctx->side.queue != NULL ? clFinish(ctx->side.queue) : CL_SUCCESS;
+    const int32_t joined = join_side_lane(ctx);
     int32_t status =
         pool_chain_end(ctx->pool, ctx->queue, ctx->chain_start, &ctx->device_ns, ctx->op);
     ctx->chain_start = NULL;
-    if (status == CLOPS_OK && rc != CL_SUCCESS)
-        status = err_cl(rc, "%s: waiting for the look-ahead queue failed", ctx->op);
-    return status;
+    return status == CLOPS_OK ? joined : status;
 }
 
 static void release_lane(struct pool_device *dev, struct lu_lane *lane, int owned)

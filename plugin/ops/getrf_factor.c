@@ -107,25 +107,11 @@ static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, i
     return status;
 }
 
-int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivoting, int32_t *ipiv,
-                  int32_t *info)
+int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivoting)
 {
-    *info = 0;
     const int64_t mn = a->rows < a->cols ? a->rows : a->cols;
-    if (mn == 0)
-        return CLOPS_OK;
-    int32_t status = lu_ensure_buffer(ctx, &ctx->ipiv_mem, &ctx->ipiv_bytes,
-                                      (mn + 1) * (int64_t)sizeof(int32_t));
-    if (status == CLOPS_OK) { /* info starts at 0 */
-        cl_int rc =
-            clEnqueueWriteBuffer(ctx->queue, ctx->ipiv_mem, CL_TRUE, (size_t)mn * sizeof(int32_t),
-                                 sizeof(int32_t), info, 0, NULL, NULL);
-        if (rc != CL_SUCCESS)
-            status = err_cl(rc, "%s: clearing info failed", ctx->op);
-    }
-    if (status == CLOPS_OK)
+    int32_t status = lu_clear_info(ctx, mn);
+    if (status == CLOPS_OK && mn > 0)
         status = factor_range(ctx, a, 0, a->cols, mn, 0, pivoting, mn);
-    if (status == CLOPS_OK)
-        status = lu_read_pivots(ctx, mn, ipiv, info);
     return status;
 }

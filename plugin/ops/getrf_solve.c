@@ -43,14 +43,14 @@ static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, i
 
 /* LAPACK getrs: A = P L U, so A X = B is X = U^-1 L^-1 P^T B, and A^T X = B is
  * X = P L^-T U^-T B. */
-int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
-                          const struct lu_matrix *b, int32_t trans)
+int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const struct lu_matrix *b,
+                          int32_t trans)
 {
     const int64_t n = lu->rows;
     if (n == 0 || b->cols == 0)
         return CLOPS_OK;
-    int32_t status = lu_upload_pivots(ctx, ipiv, n);
-    if (status == CLOPS_OK && !trans)
+    int32_t status = CLOPS_OK;
+    if (!trans)
         status = lu_laswp(ctx, &ctx->main, b, 0, 0, 0, n, 0);
     if (status == CLOPS_OK)
         status = trsm(ctx, lu, !trans, trans, b);
@@ -61,12 +61,13 @@ int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const 
     return status;
 }
 
-int32_t lu_solve_tensor(struct lu_ctx *ctx, const struct lu_matrix *lu, const int32_t *ipiv,
-                        const struct clops_tensor *b, int32_t trans, struct lu_staged *sb)
+int32_t lu_solve_tensor(struct lu_ctx *ctx, const struct lu_matrix *lu,
+                        const struct clops_tensor *b, int32_t trans, int64_t guard_at,
+                        struct lu_staged *sb)
 {
-    int32_t status = lu_stage(ctx, b, "b", sb);
+    int32_t status = lu_stage(ctx, b, "b", guard_at, sb);
     if (status == CLOPS_OK)
-        status = lu_solve_factored(ctx, lu, ipiv, &sb->m, trans);
+        status = lu_solve_factored(ctx, lu, &sb->m, trans);
     if (status == CLOPS_OK)
         status = lu_unstage(ctx, sb);
     return status;

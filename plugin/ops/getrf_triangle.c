@@ -49,7 +49,8 @@ int32_t lu_apply_inverse(struct lu_ctx *ctx, struct lu_lane *lane, int64_t n, in
      * origins inside a matrix with CL_INVALID_VALUE (seen on the H100). */
     const cl_long src_geom[3] = {b->offset + r0 * b->ld + c0, b->ld, 1};
     const cl_long dst_geom[3] = {0, cols, 1};
-    status = lu_copy_matrix(ctx, lane->queue, n, cols, b->mem, src_geom, lane->tmp_mem, dst_geom);
+    status =
+        lu_copy_matrix(ctx, lane->queue, n, cols, b->mem, src_geom, lane->tmp_mem, dst_geom, -1);
     if (status != CLOPS_OK)
         return status;
     const struct gemm_operand a_op = {lane->inv_mem, inv_at, n, 1};

@@ -71,8 +71,10 @@ static int32_t lu_solve_check(struct op_call *call)
                                v[P_TRANS].i32);
 }
 
-/* The pivots are read (and checked) first: the solve needs them on the host. b is written by
- * lu_solve_commit, once every device step has succeeded. */
+/* The pivots are read (and checked) first, and uploaded without a wait from l->piv, which
+ * lives until the call's release. Device pivots are read back for that check (a blocking read
+ * before any other device step): the one host round trip left in the LU operators. b is
+ * written by lu_solve_commit, once every device step has succeeded. */
 static int32_t lu_solve_enqueue(struct op_call *call)
 {
     struct lu_call *l = call->plan;
@@ -85,9 +87,11 @@ static int32_t lu_solve_enqueue(struct op_call *call)
     if (status == CLOPS_OK)
         status = check_pivot_values(l->piv, 1, n);
     if (status == CLOPS_OK)
-        status = lu_stage(&l->ctx, lu, "lu", &l->a);
+        status = lu_upload_pivots(&l->ctx, l->piv, n);
     if (status == CLOPS_OK)
-        status = lu_solve_tensor(&l->ctx, &l->a.m, l->piv, v[P_B].tensor, v[P_TRANS].i32, &l->b);
+        status = lu_stage(&l->ctx, lu, "lu", -1, &l->a);
+    if (status == CLOPS_OK)
+        status = lu_solve_tensor(&l->ctx, &l->a.m, v[P_B].tensor, v[P_TRANS].i32, -1, &l->b);
     if (status == CLOPS_OK)
         status = lu_ctx_finish(&l->ctx);
     return status;

@@ -47,16 +47,19 @@ static int32_t solve_check(struct op_call *call)
     return solve_check_args(call, v[P_A].tensor, v[P_B].tensor, v[P_IPIV].tensor, v[P_INFO].tensor);
 }
 
-/* gesv: a, ipiv and info are written whatever info says; b only when A is nonsingular. Host
- * outputs are written by solve_commit, once every device step has succeeded. */
+/* gesv: a, ipiv and info are written whatever info says; b only when A is nonsingular. X is
+ * computed whatever info says, so that no host step waits for the factorization to decide:
+ * for a singular A the device calls off the copy of X into a device b (lu_stage's guard, on
+ * info) and solve_commit does not write a host b. Host outputs are written by solve_commit,
+ * once every device step has succeeded. */
 static int32_t solve_enqueue(struct op_call *call)
 {
     struct lu_call *l = call->plan;
     const union op_value *v = call->values;
     const int64_t n = v[P_A].tensor->shape[0];
     int32_t status = lu_call_factor(call, v[P_A].tensor, LU_PIVOTING_PARTIAL, n);
-    if (status == CLOPS_OK && l->inf == 0)
-        status = lu_solve_tensor(&l->ctx, &l->a.m, l->piv, v[P_B].tensor, 0, &l->b);
+    if (status == CLOPS_OK)
+        status = lu_solve_tensor(&l->ctx, &l->a.m, v[P_B].tensor, 0, n, &l->b);
     if (status == CLOPS_OK)
         status = lu_call_write_factors(call, v[P_IPIV].tensor, v[P_INFO].tensor, n);
     return status;
