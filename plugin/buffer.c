@@ -60,8 +60,10 @@ static int32_t check_transfer(const char *what, const struct clops_buffer *b, in
 }
 
 /* One blocking transfer between host memory and the buffer: from `src` when `dst` is NULL, else
- * into `dst`. On any queue of the buffer's device: operators finish before they return, so the
- * buffer's contents are complete whichever queue wrote them. */
+ * into `dst`. Blocking because the synchronous ABI's buffer_upload and buffer_download promise
+ * that the data is there when they return (the host may then reuse `src` or read `dst`). On any
+ * queue of the buffer's device: operators finish before they return, so the buffer's contents
+ * are complete whichever queue wrote them. */
 static int32_t transfer(const char *what, struct clops_buffer *b, int64_t offset, const void *src,
                         void *dst, int64_t bytes)
 {

@@ -42,7 +42,8 @@ static int32_t stage_operands(struct op_call *c)
     return CLOPS_OK;
 }
 
-/* Downloads every staged output into host temporaries; nothing reaches host memory yet. */
+/* Enqueues the download of every staged output into host temporaries; nothing reaches host
+ * memory yet. */
 static int32_t download_outputs(struct op_call *c)
 {
     const struct clops_op *op = c->impl->desc;
@@ -73,8 +74,9 @@ static void release_operands(struct op_call *c)
         tensor_release(&c->staged[i]);
 }
 
-/* Stage, enqueue, download, commit: host outputs are written only after every device step
- * and every download of the call succeeded (docs/reliability.md). */
+/* Stage, enqueue, download, each enqueued on the call's in-order queue without a wait, then one
+ * wait and the commit: host outputs are written only after every device step and every
+ * download of the call succeeded (docs/reliability.md). */
 static int32_t execute(struct op_call *c)
 {
     c->queue = pool_acquire_queue(c->dev);
@@ -83,6 +85,10 @@ static int32_t execute(struct op_call *c)
         status = c->impl->enqueue(c);
     if (status == CLOPS_OK)
         status = download_outputs(c);
+    /* The call's one wait, on every path: nothing above waited for the device, and what goes
+     * back to the pool next (host blocks, scratch, buffers) must be free of queued work. */
+    status =
+        pool_work_finish(c->pool, &c->work, c->queue, status, &c->device_ns, c->impl->desc->name);
     if (status == CLOPS_OK)
         commit_outputs(c);
     release_operands(c);

@@ -52,7 +52,8 @@ struct op_call {
     /* Set by the core for enqueue. */
     cl_command_queue queue;
     struct staged_tensor staged[CALL_MAX_PARAMS];
-    int64_t device_ns; /* device time, when profiling: enqueue adds its kernels' */
+    int64_t device_ns;     /* device time, when profiling: enqueue adds its kernels' */
+    struct pool_work work; /* enqueued and not yet waited for: launches, scratch (pool.h) */
 };
 
 struct op_impl {
@@ -62,7 +63,8 @@ struct op_impl {
      * change call->stage or set nothing_to_do. A rejected call changes nothing. */
     int32_t (*check)(struct op_call *call);
     /* The device work, on call->queue with the staged operands (call->staged[i].mem and
-     * .offset for tensor parameter i). Returns once its results are ready to download. */
+     * .offset for tensor parameter i). Returns once it is enqueued: the core enqueues the
+     * downloads behind it and waits once (launches: pool_launch_kernel into call->work). */
     int32_t (*enqueue)(struct op_call *call);
     /* Optional: writes results the operator keeps itself (downloaded by its enqueue) into host
      * memory. Runs after every download succeeded, and cannot fail. */

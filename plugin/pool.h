@@ -132,7 +132,7 @@ int32_t pool_launch_kernel(struct clops_pool *pool, struct pool_work *work, cl_c
                            const size_t *local, const char *what);
 /* pool_scratch_give, once the work queued on `queue` before now has completed: at the call's
  * finish, or released there instead when the call failed (what its kernels left is unknown).
- * With the list full, waits for `queue` now. */
+ * With the list full, waits for `queue` now. NULL is a no-op. */
 void pool_work_give_scratch(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
                             struct pool_device *dev, cl_mem mem, int64_t zero_at,
                             int64_t zero_bytes);

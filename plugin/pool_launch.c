@@ -158,6 +158,8 @@ void pool_work_give_scratch(struct clops_pool *pool, struct pool_work *work, cl_
                             struct pool_device *dev, cl_mem mem, int64_t zero_at,
                             int64_t zero_bytes)
 {
+    if (mem == NULL)
+        return;
     if (work->scratches < POOL_WORK_SCRATCH) {
         work->scratch[work->scratches++] =
             (struct pool_work_scratch){dev, mem, zero_at, zero_bytes};

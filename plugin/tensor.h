@@ -85,31 +85,36 @@ struct staged_tensor {
     int64_t offset;
     int32_t temporary;
     struct pool_device *dev; /* the device staged for, where a temporary `mem` lives */
-    struct clops_pool *pool; /* whose host blocks `host` comes from */
+    struct clops_pool *pool; /* whose host blocks `host` and `block` come from */
     size_t host_capacity;
-    void *host; /* tensor_download's copy of the elements, packed; freed by commit */
+    void *host;         /* tensor_download's copy of the elements; freed by commit */
+    int32_t host_spans; /* 1: `host` is laid out as the device buffer (the view's span) */
+    /* The upload's staging blocks: its writes, not waited for, may read them until the call's
+     * wait, so they go back to the pool only with tensor_release. */
+    void *block[2];
+    size_t block_capacity[2];
 };
 
 /* Stages `t` for `dev`. upload = 1 copies the host tensor's elements in (inputs, and outputs
  * that kernels read); outputs that kernels only write need none. The copy goes through two
  * pinned blocks of the pool (pool_host_take) in chunks of at most tensor_stage_chunk bytes of
  * the view's elements, packed: the copy of a chunk into one overlaps the DMA of the chunk before
- * from the other (on a CPU device, unless tensor_stage_on_cpu: one write from the view). */
+ * from the other (on a CPU device, unless tensor_stage_on_cpu: one write from the view). The
+ * writes are enqueued without waiting for the last of them: the host memory they read (the
+ * view, or the blocks `out` keeps) must stay as it is until the call has waited for its queue,
+ * before tensor_release. */
 int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                      const struct clops_tensor *t, int32_t upload, struct staged_tensor *out,
                      const char *op, const char *param);
 /* A failed call leaves host outputs untouched, even when a device step or a download fails
- * after others succeeded: outputs are downloaded first (tensor_download, blocking, into a host
- * temporary), and written into host memory only once every device step and download of the
- * call has succeeded (tensor_commit, which cannot fail). The cost is a host copy of each
- * output's elements and one pass over them, next to a transfer over the bus. No-ops for device
- * tensors. */
+ * after others succeeded: outputs are downloaded first (tensor_download, enqueued without a
+ * wait into a host temporary), and written into host memory only once the call has waited for
+ * its queue and every device step and download of it has succeeded (tensor_commit, which cannot
+ * fail). The cost is a host copy of each output's elements and one pass over them, next to a
+ * transfer over the bus. No-ops for device tensors. */
 int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct staged_tensor *s,
                         const char *op, const char *param);
 void tensor_commit(struct staged_tensor *s);
-/* Both, for a call whose last step that can fail is this download. */
-int32_t tensor_unstage_output(struct clops_pool *pool, cl_command_queue queue,
-                              struct staged_tensor *s, const char *op, const char *param);
 /* Frees the temporary buffer and an uncommitted download. */
 void tensor_release(struct staged_tensor *s);
 

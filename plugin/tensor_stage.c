@@ -142,14 +142,22 @@ void tensor_packed_like(const struct clops_tensor *t, void *data, struct clops_t
     }
 }
 
-void tensor_unpack(struct clops_pool *pool, const struct clops_tensor *t, const void *packed)
+/* Copies t's elements from `from` into t's memory: `from` holds them packed, or, with packed =
+ * 0, laid out as t from its first element. */
+static void copy_into_view(struct clops_pool *pool, const struct clops_tensor *t, const void *from,
+                           int packed)
 {
     if (tensor_span(t) == 0)
         return;
     const int64_t es = dtype_size(t->dtype);
     struct view_runs v;
     view_runs(t, &v);
-    copy_runs(pool, &v, es, (char *)t->data + t->offset * es, (char *)packed, 1, 1);
+    copy_runs(pool, &v, es, (char *)t->data + t->offset * es, (char *)from, packed, 1);
+}
+
+void tensor_unpack(struct clops_pool *pool, const struct clops_tensor *t, const void *packed)
+{
+    copy_into_view(pool, t, packed, 1);
 }
 
 /* The end of a transfer of `moved` bytes of parameter `param`: its error, or its count in the
@@ -173,7 +181,8 @@ int tensor_stage_on_cpu = 0;
 /* An upload through two pinned staging blocks (pool_host_take): the host copies a chunk of the
  * view into one while the device reads the chunk before from the other, by DMA where a copy
  * from the user's pageable memory would go through the driver's own staging at a fraction of
- * the bus's speed. A block is refilled only once the write from it has completed. */
+ * the bus's speed. A block is refilled only once the write from it has completed; the last
+ * writes are not waited for, and their blocks stay with the staged tensor (upload_end). */
 struct upload {
     struct clops_pool *pool;
     struct pool_device *dev;
@@ -282,17 +291,25 @@ static cl_int upload_rows(struct upload *u, size_t width, size_t rows, size_t sl
     return rc;
 }
 
-/* Waits for the writes in flight, on every path: the blocks go back to the pool, and the
- * driver may still be reading them. A wait that fails leaves clFinish to make sure. */
-static cl_int upload_end(struct upload *u, cl_int rc)
+/* After a successful upload the writes still in flight are not waited for: their blocks go to
+ * `out`, which keeps them until tensor_release, after the call's one wait. After a failure the
+ * writes are waited for and the blocks go back to the pool at once; a wait that fails leaves
+ * clFinish to make sure the driver reads them no more. */
+static cl_int upload_end(struct upload *u, cl_int rc, struct staged_tensor *out)
 {
     for (int i = 0; i < 2; i++) {
-        cl_int waited = upload_wait(u, i);
-        if (waited != CL_SUCCESS && rc == CL_SUCCESS)
-            rc = waited;
+        if (rc != CL_SUCCESS) {
+            upload_wait(u, i);
+            continue;
+        }
+        if (u->written[i] != NULL)
+            clReleaseEvent(u->written[i]);
+        out->block[i] = u->block[i];
+        out->block_capacity[i] = u->capacity[i];
     }
-    if (rc != CL_SUCCESS)
-        clFinish(u->queue);
+    if (rc == CL_SUCCESS)
+        return rc;
+    clFinish(u->queue);
     for (int i = 0; i < 2; i++)
         pool_host_give(u->pool, u->block[i], u->capacity[i]);
     return rc;
@@ -308,20 +325,21 @@ static cl_int upload_gathered(struct upload *u, const struct view_runs *v, int64
         return NO_HOST_BLOCK;
     memset(u->block[0], 0, span_bytes);
     copy_runs(u->pool, v, es, (char *)u->first, u->block[0], 0, 0);
-    return clEnqueueWriteBuffer(u->queue, u->mem, CL_TRUE, 0, span_bytes, u->block[0], 0, NULL,
+    return clEnqueueWriteBuffer(u->queue, u->mem, CL_FALSE, 0, span_bytes, u->block[0], 0, NULL,
                                 NULL);
 }
 
 /* One write straight from the view's memory: a CPU device's buffers are host memory, and its
  * driver's write is one copy, which staging would make two (a 64 MiB upload on PoCL took 70 ms
- * instead of 57). */
+ * instead of 57). Not waited for: the view stays as it is until the call's wait (an output is
+ * written only in its commit, after that wait). */
 static cl_int upload_direct(struct upload *u, const size_t region[3])
 {
     if (region[1] == 1 && region[2] == 1)
-        return clEnqueueWriteBuffer(u->queue, u->mem, CL_TRUE, 0, region[0], u->first, 0, NULL,
+        return clEnqueueWriteBuffer(u->queue, u->mem, CL_FALSE, 0, region[0], u->first, 0, NULL,
                                     NULL);
     const size_t origin[3] = {0, 0, 0};
-    return clEnqueueWriteBufferRect(u->queue, u->mem, CL_TRUE, origin, origin, region, u->pitch[0],
+    return clEnqueueWriteBufferRect(u->queue, u->mem, CL_FALSE, origin, origin, region, u->pitch[0],
                                     u->pitch[1], u->pitch[0], u->pitch[1], u->first, 0, NULL, NULL);
 }
 
@@ -330,14 +348,14 @@ static cl_int upload_direct(struct upload *u, const size_t region[3])
  * through the staging blocks in chunks, or on a CPU device in one write; else through a block
  * holding its span. */
 static int32_t upload_view(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
-                           const struct clops_tensor *t, cl_mem mem, const char *op,
+                           const struct clops_tensor *t, struct staged_tensor *out, const char *op,
                            const char *param)
 {
     const int64_t es = dtype_size(t->dtype), span_bytes = tensor_span(t) * es;
     struct upload u = {.pool = pool,
                        .dev = dev,
                        .queue = queue,
-                       .mem = mem,
+                       .mem = out->mem,
                        .first = (const char *)t->data + t->offset * es,
                        .chunk = tensor_stage_chunk > 0 ? tensor_stage_chunk : 1};
     struct view_runs v;
@@ -358,7 +376,7 @@ static int32_t upload_view(struct clops_pool *pool, struct pool_device *dev, cl_
     } else {
         rc = upload_gathered(&u, &v, es, (size_t)span_bytes);
     }
-    rc = upload_end(&u, rc);
+    rc = upload_end(&u, rc, out);
     if (rc == NO_HOST_BLOCK)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
                        "%s: no host memory to stage parameter '%s' (%lld bytes)", op, param,
@@ -390,7 +408,18 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
     out->temporary = 1;
     if (!upload)
         return CLOPS_OK;
-    return upload_view(pool, dev, queue, t, out->mem, op, param);
+    return upload_view(pool, dev, queue, t, out, op, param);
+}
+
+/* Where a download of view `t` goes: its elements packed when the device buffer's layout makes
+ * one rectangle of them, else the whole span, laid out as the buffer (host_spans), from which
+ * the commit copies the elements. */
+static int64_t download_bytes(const struct clops_tensor *t, const struct view_runs *v,
+                              size_t region[3], size_t pitch[2], int *spans)
+{
+    const int64_t es = dtype_size(t->dtype);
+    *spans = v->outer > 0 && !rect_of(v, es, region, pitch);
+    return *spans || v->outer == 0 ? tensor_span(t) * es : tensor_elements(t) * es;
 }
 
 int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct staged_tensor *s,
@@ -398,13 +427,11 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
 {
     if (!s->temporary)
         return CLOPS_OK;
-    const struct clops_tensor *t = s->t;
-    const int64_t es = dtype_size(t->dtype), span_bytes = tensor_span(t) * es;
-    const int64_t bytes = tensor_elements(t) * es;
     struct view_runs v;
-    view_runs(t, &v);
-    const size_t origin[3] = {0, 0, 0};
-    size_t region[3], pitch[2];
+    view_runs(s->t, &v);
+    size_t region[3] = {0, 0, 0}, pitch[2] = {0, 0}; /* set where the view is a rectangle */
+    int spans = 0;
+    const int64_t bytes = download_bytes(s->t, &v, region, pitch, &spans);
     /* Pinned memory of earlier calls (pool_host_take says why it matters). */
     pool_host_give(s->pool, s->host, s->host_capacity);
     s->host = pool_host_take(s->pool, s->dev, queue, (size_t)bytes, &s->host_capacity);
@@ -412,48 +439,26 @@ int32_t tensor_download(struct clops_pool *pool, cl_command_queue queue, struct 
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
                        "%s: no host memory to download parameter '%s' (%lld bytes)", op, param,
                        (long long)bytes);
-    int64_t moved = span_bytes;
+    s->host_spans = spans;
+    /* Not waited for: the call's wait comes before the commit reads `host`. */
+    const size_t origin[3] = {0, 0, 0};
     cl_int rc;
-    if (v.outer == 0) {
-        rc = clEnqueueReadBuffer(queue, s->mem, CL_TRUE, 0, (size_t)span_bytes, s->host, 0, NULL,
-                                 NULL);
-    } else if (rect_of(&v, es, region, pitch)) {
-        moved = bytes;
-        rc = clEnqueueReadBufferRect(queue, s->mem, CL_TRUE, origin, origin, region, pitch[0],
+    if (v.outer == 0 || spans)
+        rc = clEnqueueReadBuffer(queue, s->mem, CL_FALSE, 0, (size_t)bytes, s->host, 0, NULL, NULL);
+    else
+        rc = clEnqueueReadBufferRect(queue, s->mem, CL_FALSE, origin, origin, region, pitch[0],
                                      pitch[1], region[0], region[0] * region[1], s->host, 0, NULL,
                                      NULL);
-    } else {
-        size_t capacity = 0;
-        char *scratch = pool_host_take(s->pool, s->dev, queue, (size_t)span_bytes, &capacity);
-        if (scratch == NULL)
-            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
-                           "%s: no host memory to download parameter '%s' (%lld bytes)", op, param,
-                           (long long)span_bytes);
-        rc = clEnqueueReadBuffer(queue, s->mem, CL_TRUE, 0, (size_t)span_bytes, scratch, 0, NULL,
-                                 NULL);
-        if (rc == CL_SUCCESS)
-            copy_runs(s->pool, &v, es, scratch, s->host, 1, 0);
-        pool_host_give(s->pool, scratch, capacity);
-    }
-    return transfer_done(pool, rc, moved, 1, op, param);
+    return transfer_done(pool, rc, bytes, 1, op, param);
 }
 
 void tensor_commit(struct staged_tensor *s)
 {
     if (s->host == NULL)
         return;
-    tensor_unpack(s->pool, s->t, s->host);
+    copy_into_view(s->pool, s->t, s->host, !s->host_spans);
     pool_host_give(s->pool, s->host, s->host_capacity);
     s->host = NULL;
-}
-
-int32_t tensor_unstage_output(struct clops_pool *pool, cl_command_queue queue,
-                              struct staged_tensor *s, const char *op, const char *param)
-{
-    int32_t status = tensor_download(pool, queue, s, op, param);
-    if (status == CLOPS_OK)
-        tensor_commit(s);
-    return status;
 }
 
 void tensor_release(struct staged_tensor *s)
@@ -464,6 +469,10 @@ void tensor_release(struct staged_tensor *s)
     s->temporary = 0;
     pool_host_give(s->pool, s->host, s->host_capacity);
     s->host = NULL;
+    for (int i = 0; i < 2; i++) {
+        pool_host_give(s->pool, s->block[i], s->block_capacity[i]);
+        s->block[i] = NULL;
+    }
 }
 
 /* ---- i32 vectors ----------------------------------------------------------------------------- */

@@ -136,6 +136,8 @@ static void round_trip(const struct view_case *v, size_t chunk)
         memset(host + offset_of(v, e) * es, 0x5A, (size_t)es);
     ck_assert_msg(tensor_download(pool, queue, &st, "test", "x") == CLOPS_OK, "%s: %s", v->name,
                   err_last());
+    /* The download is only enqueued: a call waits for its queue once, before the commit. */
+    ck_assert_int_eq(clFinish(queue), CL_SUCCESS);
     tensor_commit(&st);
     tensor_release(&st);
     ck_assert_msg(memcmp(host, initial, (size_t)(span * es)) == 0,

@@ -907,8 +907,8 @@ static int32_t gemm_run(struct op_call *call)
     if (status == CLOPS_OK)
         status = bind_plan(launch.kernel, p, sa, sb, &call->staged[P_C]);
     if (status == CLOPS_OK)
-        status = pool_run_kernel(call->pool, call->queue, launch.kernel, 1, &launch.global,
-                                 &launch.local, &call->device_ns, op_name);
+        status = pool_launch_kernel(call->pool, &call->work, call->queue, launch.kernel, 1,
+                                    &launch.global, &launch.local, op_name);
     pool_release_kernel(call->pool, launch.kernel);
     return status;
 }

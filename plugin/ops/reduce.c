@@ -350,21 +350,22 @@ static int32_t take_partials(struct clops_pool *pool, struct pool_device *dev,
     return CLOPS_OK;
 }
 
-/* After the kernel: back to the pool with its counts zero when the kernel ran to its end (and
- * set them back), else released, what it holds unknown. */
-static void give_partials(struct clops_pool *pool, struct pool_device *dev,
-                          const struct partials *s, int32_t status)
+/* After the kernel is enqueued: back to the pool with its counts zero once the kernel ran to
+ * its end (and set them back), at the call's wait; released at once when it was not enqueued,
+ * what it holds unknown. */
+static void give_partials(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
+                          struct pool_work *work, const struct partials *s, int32_t status)
 {
     if (status == CLOPS_OK)
-        pool_scratch_give(pool, dev, s->mem, s->counts_at, s->counts_bytes);
+        pool_work_give_scratch(pool, work, queue, dev, s->mem, s->counts_at, s->counts_bytes);
     else
         pool_free_device_memory(dev, s->mem);
 }
 
 static int32_t run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
-                          size_t global, size_t local, int64_t *device_ns)
+                          size_t global, size_t local, struct pool_work *work)
 {
-    return pool_run_kernel(pool, queue, kernel, 1, &global, &local, device_ns, op_name);
+    return pool_launch_kernel(pool, work, queue, kernel, 1, &global, &local, op_name);
 }
 
 /* Whole tensor: one launch of `groups` groups into partial states, the last group merging them
@@ -372,7 +373,7 @@ static int32_t run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_ke
 static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                          const struct reduce_plan *p, const struct reduce_tuning *t,
                          const struct staged_tensor *sx, const struct staged_tensor *so,
-                         int64_t *device_ns)
+                         struct pool_work *work)
 {
     const int64_t groups = whole_groups(dev, t, p->n);
     struct partials partials = {0};
@@ -391,10 +392,9 @@ static int32_t run_whole(struct clops_pool *pool, struct pool_device *dev, cl_co
     if (status == CLOPS_OK)
         status = pool_set_kernel_args(kernel, 0, args, sizeof args / sizeof args[0], op_name);
     if (status == CLOPS_OK)
-        status =
-            run_kernel(pool, queue, kernel, (size_t)(groups * t->wg), (size_t)t->wg, device_ns);
+        status = run_kernel(pool, queue, kernel, (size_t)(groups * t->wg), (size_t)t->wg, work);
     pool_release_kernel(pool, kernel);
-    give_partials(pool, dev, &partials, status);
+    give_partials(pool, dev, queue, work, &partials, status);
     return status;
 }
 
@@ -432,7 +432,7 @@ static int64_t axis_parts(const struct pool_device *dev, const struct reduce_tun
 static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                         const struct reduce_plan *p, const struct reduce_tuning *t,
                         const struct staged_tensor *sx, const struct staged_tensor *so,
-                        int64_t *device_ns)
+                        struct pool_work *work)
 {
     const cl_int lanes_fast = p->elem_stride <= p->row_stride || p->rows == 1;
     const int32_t lanes = pow2_at_least((p->len + 15) / 16);
@@ -460,10 +460,10 @@ static int32_t run_axis(struct clops_pool *pool, struct pool_device *dev, cl_com
     if (status == CLOPS_OK) {
         const size_t global[2] = {(size_t)tiles * (size_t)t->wg, (size_t)parts};
         const size_t local[2] = {(size_t)t->wg, 1};
-        status = pool_run_kernel(pool, queue, kernel, 2, global, local, device_ns, op_name);
+        status = pool_launch_kernel(pool, work, queue, kernel, 2, global, local, op_name);
     }
     pool_release_kernel(pool, kernel);
-    give_partials(pool, dev, &partials, status);
+    give_partials(pool, dev, queue, work, &partials, status);
     return status;
 }
 
@@ -502,9 +502,9 @@ static int32_t reduce_enqueue(struct op_call *call)
     const struct reduce_call *r = call->plan;
     const struct staged_tensor *sx = &call->staged[P_X], *so = &call->staged[P_OUT];
     return r->plan.axis < 0 ? run_whole(call->pool, call->dev, call->queue, &r->plan, &r->tuning,
-                                        sx, so, &call->device_ns)
+                                        sx, so, &call->work)
                             : run_axis(call->pool, call->dev, call->queue, &r->plan, &r->tuning, sx,
-                                       so, &call->device_ns);
+                                       so, &call->work);
 }
 
 /* ---- The entry point ------------------------------------------------------------------------- */

@@ -296,7 +296,7 @@ static struct transpose_plan row_major_plan(const struct transpose_plan *p)
 static int32_t launch_vector(struct clops_pool *pool, struct pool_device *dev,
                              cl_command_queue queue, const struct transpose_plan *plan,
                              const struct transpose_tiles *t, const struct staged_tensor *sx,
-                             const struct staged_tensor *sy, int64_t *device_ns, int *taken)
+                             const struct staged_tensor *sy, struct pool_work *work, int *taken)
 {
     const int32_t vec = vector_elements(plan->x->dtype, t);
     const struct transpose_plan p = row_major_plan(plan);
@@ -316,7 +316,7 @@ static int32_t launch_vector(struct clops_pool *pool, struct pool_device *dev,
     if (status == CLOPS_OK)
         status = pool_set_kernel_args(kernel, 0, args, sizeof args / sizeof args[0], op_name);
     if (status == CLOPS_OK)
-        status = pool_run_kernel(pool, queue, kernel, 3, global, local, device_ns, op_name);
+        status = pool_launch_kernel(pool, work, queue, kernel, 3, global, local, op_name);
     pool_release_kernel(pool, kernel);
     return status;
 }
@@ -325,7 +325,7 @@ static int32_t launch_vector(struct clops_pool *pool, struct pool_device *dev,
 static int32_t launch(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                       const struct transpose_plan *p, const struct transpose_tiles *t,
                       const struct staged_tensor *sx, const struct staged_tensor *sy,
-                      int64_t *device_ns)
+                      struct pool_work *work)
 {
     const cl_long x_off = sx->offset, xb = p->xb, xm = p->xm, xn = p->xn, y_off = sy->offset;
     const cl_long yb = p->yb, yn = p->yn, ym = p->ym, m = p->m, n = p->n;
@@ -353,7 +353,7 @@ static int32_t launch(struct clops_pool *pool, struct pool_device *dev, cl_comma
         status = p->in_place ? pool_set_kernel_args(kernel, 0, in_place, 7, op_name)
                              : pool_set_kernel_args(kernel, 0, out_of_place, 14, op_name);
     if (status == CLOPS_OK)
-        status = pool_run_kernel(pool, queue, kernel, 3, global, local, device_ns, op_name);
+        status = pool_launch_kernel(pool, work, queue, kernel, 3, global, local, op_name);
     pool_release_kernel(pool, kernel);
     return status;
 }
@@ -391,11 +391,11 @@ static int32_t transpose_enqueue(struct op_call *call)
     const struct staged_tensor *sy = &call->staged[t->plan.in_place ? 0 : 1];
     int taken = 0;
     int32_t status = launch_vector(call->pool, call->dev, call->queue, &t->plan, &t->tiles,
-                                   &call->staged[0], sy, &call->device_ns, &taken);
+                                   &call->staged[0], sy, &call->work, &taken);
     if (status != CLOPS_OK || taken)
         return status;
     return launch(call->pool, call->dev, call->queue, &t->plan, &t->tiles, &call->staged[0], sy,
-                  &call->device_ns);
+                  &call->work);
 }
 
 /* ---- The entry point ------------------------------------------------------------------------- */
