@@ -53,6 +53,26 @@ __kernel void lu_copy_int(int n, __global const int *src, long src_off, long src
         dst[dst_off + k * dst_step] = src[src_off + k * src_step];
 }
 
+/* lu_solve's device pivots into the engine's buffer, checked on the way: dst[k] = src[src_off +
+ * k src_step] for k < n, and dst[n] = n - the first k whose pivot lies outside 1 .. n (LAPACK's
+ * 1-based rows), or 0 as the host cleared it. The host reads dst[n] with the call's outputs, so
+ * that it need not read the pivots back before the solves; the solves stay in bounds meanwhile
+ * (lu_laswp_plan takes a pivot out of range as no interchange) and the copy back of b is called
+ * off by dst[n] (lu_copy's guard). n - k, not k + 1: atomic_max then keeps the first bad k.
+ * Work decomposition: one work-item per pivot. Memory traffic: n ints read and written, one
+ * atomic per bad pivot. */
+__kernel void lu_take_pivots(int n, __global const int *src, long src_off, long src_step,
+                             __global int *dst)
+{
+    const int k = (int)get_global_id(0);
+    if (k >= n)
+        return;
+    const int p = src[src_off + k * src_step];
+    dst[k] = p;
+    if (p < 1 || p > n)
+        atomic_max(dst + n, n - k);
+}
+
 /* LAPACK's laswp on a row-major matrix, in two kernels: for k = k_begin .. k_end - 1 (in that
  * order, or the reverse when `reverse` is 1), rows k and ipiv[k] - 1 (ipiv is 1-based, as
  * LAPACK's) trade places. Done one interchange after another, each column waits for a memory
@@ -70,14 +90,18 @@ __kernel void lu_copy_int(int n, __global const int *src, long src_off, long src
  * the host keeps at a few hundred (it splits longer runs into pieces applied in order). Memory
  * traffic: n pivots read, at most 2n pairs written. `piv` holds n ints. */
 __kernel void lu_laswp_plan(__global const int *ipiv, int k_begin, int k_end, int reverse,
-                            __global int *plan, __local int *piv)
+                            int rows, __global int *plan, __local int *piv)
 {
     __local int count;
     const int t0 = (int)get_local_id(0), step = (int)get_local_size(0), n = k_end - k_begin;
     if (t0 == 0)
         count = 0;
-    for (int t = t0; t < n; t += step)
-        piv[t] = ipiv[k_begin + t] - 1;
+    /* A pivot outside the matrix's rows (lu_solve's unchecked device pivots, which fail the
+     * call) is no interchange, so that no move leaves the matrix. */
+    for (int t = t0; t < n; t += step) {
+        const int p = ipiv[k_begin + t] - 1;
+        piv[t] = p >= 0 && p < rows ? p : k_begin + t;
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = t0; t < 2 * n; t += step) {
         /* t < n: row k_begin + t; else the pivot row of interchange t - n, unless it lies in

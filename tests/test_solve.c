@@ -296,6 +296,82 @@ START_TEST(test_solve_device_tensors_match_host_tensors)
 }
 END_TEST
 
+/* lu_solve with device pivots checks them on the device (issue 23): a pivot outside 1 .. N is
+ * refused with the host check's status and message (the first bad one named), and leaves b as
+ * it was, in host or device memory; once the pivots are valid, the device pivots give the host
+ * pivots' X bit for bit. Iteration i: the bad case, b on the host or the device, trans. */
+START_TEST(test_lu_solve_checks_device_pivots_on_the_device)
+{
+    const int64_t n = 300, nrhs = 5;
+    const int which = _i % 4, device_b = (_i / 4) % 2;
+    const int32_t trans = _i / 8;
+    const int32_t dtype = tu_begin_iteration(0, 5000 + (uint64_t)_i);
+    if (dtype == 0)
+        return;
+    const struct clops_api *api = tu_api();
+    /* ipiv[k] at words[1 + k * stride]; the first bad pivot and the message it gives. */
+    const struct {
+        int64_t at, later, stride;
+        int32_t value;
+        const char *message;
+    } cases[] = {
+        {7, 200, 1, 0, "ipiv[7] = 0; expected 1 .. N = 300"},
+        {299, -1, 1, 301, "ipiv[299] = 301; expected 1 .. N = 300"},
+        {0, 5, 1, -1, "ipiv[0] = -1; expected 1 .. N = 300"},
+        {150, 151, 2, -2147483647 - 1, "ipiv[150] = -2147483648; expected 1 .. N = 300"},
+    };
+    const int64_t stride = cases[which].stride;
+    int32_t ipiv[300], words[1 + 2 * 300];
+    for (int64_t k = 0; k < n; k++)
+        ipiv[k] = (int32_t)((k * 7919 + 13) % n) + 1;
+    ipiv[cases[which].at] = cases[which].value;
+    if (cases[which].later >= 0)
+        ipiv[cases[which].later] = (int32_t)n + 5;
+    for (int64_t k = 0; k < 1 + 2 * n; k++)
+        words[k] = 99;
+    for (int64_t k = 0; k < n; k++)
+        words[1 + k * stride] = ipiv[k];
+    struct clops_buffer *pbuf;
+    ck_assert_int_eq(api->buffer_create(tu_pool(), sizeof words, &pbuf), CLOPS_OK);
+    ck_assert_int_eq(api->buffer_upload(pbuf, 0, words, sizeof words), CLOPS_OK);
+    struct clops_tensor dp = {.buffer = pbuf, .dtype = CLOPS_I32, .rank = 1, .offset = 1};
+    dp.shape[0] = n, dp.strides[0] = stride;
+    struct tmat lu = tmat_new(dtype, n, n, _i % 2, 1, 0);
+    tmat_fill_kind(&lu, KIND_DIAG_DOMINANT);
+    struct tmat b = tmat_new(dtype, n, nrhs, (_i / 2) % 2, 2, 1), x = tmat_copy(&b);
+    struct clops_tensor ta = tmat_tensor(&lu), tb = tmat_tensor(&x), hp = i32_vector(ipiv, n);
+    struct clops_buffer *bbuf = device_b ? tmat_upload(&x, &tb) : NULL;
+    ck_assert_int_eq(lu_solve_entry()(tu_pool(), &ta, &hp, &tb, trans), CLOPS_ERR_INVALID_ARGUMENT);
+    char host_message[512];
+    snprintf(host_message, sizeof host_message, "%s", api->last_error());
+    ck_assert_int_eq(lu_solve_entry()(tu_pool(), &ta, &dp, &tb, trans), CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(api->last_error(), host_message);
+    ck_assert_msg(strstr(host_message, cases[which].message) != NULL, "%s", host_message);
+    ck_assert(strstr(host_message, "parameter 'ipiv'") != NULL);
+    if (device_b)
+        ck_assert_int_eq(api->buffer_download(bbuf, 0, x.data, x.count * tmat_esize(dtype)),
+                         CLOPS_OK);
+    ck_assert(tmat_equal(&x, &b));
+    /* Valid pivots: the device's X is the host's. */
+    ipiv[cases[which].at] = 1;
+    if (cases[which].later >= 0)
+        ipiv[cases[which].later] = (int32_t)n;
+    for (int64_t k = 0; k < n; k++)
+        words[1 + k * stride] = ipiv[k];
+    ck_assert_int_eq(api->buffer_upload(pbuf, 0, words, sizeof words), CLOPS_OK);
+    struct tmat y = tmat_copy(&b);
+    struct clops_tensor ty = tmat_tensor(&y);
+    ck_assert_int_eq(lu_solve_entry()(tu_pool(), &ta, &hp, &ty, trans), CLOPS_OK);
+    ck_assert_msg(lu_solve_entry()(tu_pool(), &ta, &dp, &tb, trans) == CLOPS_OK, "%s",
+                  api->last_error());
+    if (device_b)
+        tmat_download(bbuf, &x);
+    ck_assert(tmat_equal(&x, &y) && !tmat_equal(&x, &b));
+    api->buffer_release(pbuf);
+    free(lu.data), free(b.data), free(x.data), free(y.data);
+}
+END_TEST
+
 START_TEST(test_solve_empty_systems_are_valid_calls)
 {
     float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
@@ -422,6 +498,7 @@ int main(void)
         TU_LOOP(test_solve_singular_leaves_b_untouched, 4),
         TU_LOOP(test_solve_singular_leaves_device_b_untouched, 4),
         TU_LOOP(test_solve_device_tensors_match_host_tensors, 4),
+        TU_LOOP(test_lu_solve_checks_device_pivots_on_the_device, 16),
         TU_LOOP(test_solve_empty_systems_are_valid_calls, 2),
         TU_LOOP(test_solve_and_lu_solve_reject_bad_arguments_naming_them, 2 * BAD_CASE_COUNT),
     };

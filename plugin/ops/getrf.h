@@ -48,7 +48,7 @@ struct lu_ctx {
     int64_t resident_rows;   /* its most rows per group */
     int64_t arrivals;        /* what its arrival counter holds */
     int64_t laswp_chunk;     /* the most interchanges one laswp plan takes */
-    cl_kernel copy, copy_int, laswp_plan, laswp_apply, panel, invert, resident;
+    cl_kernel copy, copy_int, take_pivots, laswp_plan, laswp_apply, panel, invert, resident;
     struct lu_lane main;                      /* its queue is `queue` */
     struct lu_lane side;                      /* queue NULL: no look-ahead */
     cl_mem ipiv_mem;                          /* pivots, then info: they stay on the device */
@@ -154,12 +154,15 @@ void lu_staged_release(struct lu_staged *s);
 /* Pivots and info stay in ctx->ipiv_mem (n pivots, then info at [n]) from the panels that
  * write them to the solves that read them. lu_clear_info: info = 0, before the panels.
  * lu_upload_pivots: the pivots from host memory that lives until the call's wait (lu_solve's).
+ * lu_take_pivots: the pivots from an i32 device tensor (lu_solve's), checked on the device: after
+ * lu_clear_info, [n] = n - the first i with ipiv[i] outside 1 .. n, or 0.
  * lu_pivots_out: the device tensors among ipiv and info (either may be NULL) copied on the
  * device, and the n pivots and info downloaded into host[0 .. n] without a wait (read once the
  * call has waited). lu_pivots_commit: the host tensors among them from host[], once the call has
  * succeeded (cannot fail). */
 int32_t lu_clear_info(struct lu_ctx *ctx, int64_t n);
 int32_t lu_upload_pivots(struct lu_ctx *ctx, const int32_t *ipiv, int64_t n);
+int32_t lu_take_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, int64_t n);
 int32_t lu_pivots_out(struct lu_ctx *ctx, const struct clops_tensor *ipiv,
                       const struct clops_tensor *info, int64_t n, int32_t *host);
 void lu_pivots_commit(struct lu_ctx *ctx, const struct clops_tensor *ipiv,

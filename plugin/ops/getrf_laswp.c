@@ -13,11 +13,12 @@ static int32_t laswp_piece(struct lu_ctx *ctx, struct lu_lane *lane, const struc
     if (status != CLOPS_OK)
         return status;
     const int64_t n = k_end - k_begin, wcols = lu_laswp_cols(ctx);
-    const cl_int kb = (cl_int)k_begin, ke = (cl_int)k_end, rev = reverse;
+    const cl_int kb = (cl_int)k_begin, ke = (cl_int)k_end, rev = reverse, rows = (cl_int)m->rows;
     const struct kernel_arg plan_args[] = {KARG(ctx->ipiv_mem),
                                            KARG(kb),
                                            KARG(ke),
                                            KARG(rev),
+                                           KARG(rows),
                                            KARG(lane->plan_mem),
                                            KARG_LOCAL((size_t)n * sizeof(cl_int))};
     /* The plan: a work-item per touched row (two per interchange) where the device allows. */

@@ -34,6 +34,20 @@ int32_t lu_upload_pivots(struct lu_ctx *ctx, const int32_t *ipiv, int64_t n)
     return CLOPS_OK;
 }
 
+int32_t lu_take_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, int64_t n)
+{
+    int32_t status = ensure_pivots(ctx, n);
+    if (status != CLOPS_OK || n == 0)
+        return status;
+    const cl_int count = (cl_int)n;
+    const cl_long src_off = ipiv->offset, src_step = n > 1 ? ipiv->strides[0] : 1;
+    const struct kernel_arg args[] = {KARG(count), KARG(ipiv->buffer->mem), KARG(src_off),
+                                      KARG(src_step), KARG(ctx->ipiv_mem)};
+    const size_t global = (size_t)n;
+    return lu_run_kernel(ctx, ctx->queue, ctx->take_pivots, args,
+                         (cl_uint)(sizeof args / sizeof args[0]), 1, &global, NULL);
+}
+
 /* The first n elements of the i32 device tensor t = ctx->ipiv_mem[at .. at + n), on the device
  * (kernels/lu.cl: lu_copy_int). */
 static int32_t copy_to_tensor(struct lu_ctx *ctx, const struct clops_tensor *t, int64_t at,

@@ -7,22 +7,28 @@
 
 static const char op_name[] = "lu_solve";
 
+/* The refusal of pivot ipiv[i] = value, outside 1 .. n: the same for host and device pivots. */
+static int32_t refuse_pivot(int64_t i, int32_t value, int64_t n)
+{
+    return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                   "%s: parameter 'ipiv' has ipiv[%lld] = %d; expected 1 .. N = %lld "
+                   "(1-based, as lu writes them)",
+                   op_name, (long long)i, (int)value, (long long)n);
+}
+
 /* Pivots index rows of the matrix: anything else would make the device read out of bounds.
  * ipiv[i] lies at ipiv[i * stride]. */
 static int32_t check_pivot_values(const int32_t *ipiv, int64_t stride, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         if (ipiv[i * stride] < 1 || ipiv[i * stride] > n)
-            return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                           "%s: parameter 'ipiv' has ipiv[%lld] = %d; expected 1 .. N = %lld "
-                           "(1-based, as lu writes them)",
-                           op_name, (long long)i, (int)ipiv[i * stride], (long long)n);
+            return refuse_pivot(i, ipiv[i * stride], n);
     return CLOPS_OK;
 }
 
 /* Host pivots are checked with the other arguments, so that check_sized refuses what a run
- * refuses (clops.h); device pivots can only be read by a run, which checks them then
- * (lu_solve_enqueue). A description (no memory) has no values to check. */
+ * refuses (clops.h); device pivots can only be read by a run, which checks them on the device
+ * (pivots_in, device_pivots_verdict). A description (no memory) has no values to check. */
 static int32_t check_host_pivots(const struct clops_tensor *ipiv, int64_t n)
 {
     if (ipiv->data == NULL)
@@ -71,29 +77,54 @@ static int32_t lu_solve_check(struct op_call *call)
                                v[P_TRANS].i32);
 }
 
-/* The pivots are read (and checked) first, and uploaded without a wait from l->piv, which
- * lives until the call's release. Device pivots are read back for that check (a blocking read
- * before any other device step): the one host round trip left in the LU operators. b is
- * written by lu_solve_commit, once every device step has succeeded. */
+/* The pivots into l->ctx.ipiv_mem, the first device steps of the call. Host pivots (checked
+ * already) are uploaded without a wait from l->piv, which lives until the call's release. Device
+ * pivots are copied and checked on the device (kernels/lu.cl: lu_take_pivots), its verdict in
+ * ipiv_mem[n]: no host round trip before the solves, which stay in bounds whatever the pivots. */
+static int32_t pivots_in(struct lu_call *l, struct op_call *call, const struct clops_tensor *ipiv,
+                         int64_t n)
+{
+    int32_t status = lu_clear_info(&l->ctx, n);
+    if (status == CLOPS_OK && ipiv->buffer != NULL)
+        return lu_take_pivots(&l->ctx, ipiv, n);
+    if (status == CLOPS_OK)
+        status = tensor_read_i32(call->pool, call->queue, ipiv, l->piv, n, op_name);
+    if (status == CLOPS_OK)
+        status = lu_upload_pivots(&l->ctx, l->piv, n);
+    return status;
+}
+
+/* Device pivots, read with the call's outputs (l->piv: the pivots, then the verdict): the
+ * refusal of the first one out of range, as the host check words it. */
+static int32_t device_pivots_verdict(const struct lu_call *l, int64_t n)
+{
+    const int32_t verdict = l->piv[n];
+    return verdict == 0 ? CLOPS_OK : refuse_pivot(n - verdict, l->piv[n - verdict], n);
+}
+
+/* Every device step goes on the call's queue without a wait; the one wait is lu_ctx_finish.
+ * With device pivots, b is guarded by their verdict (a device b is solved in a copy whose copy
+ * back the device calls off), and a bad pivot fails the call after the wait, so that
+ * lu_solve_commit never writes a host b: a refused call changes nothing. */
 static int32_t lu_solve_enqueue(struct op_call *call)
 {
     struct lu_call *l = call->plan;
     const union op_value *v = call->values;
-    const struct clops_tensor *lu = v[P_LU].tensor;
-    const int64_t n = lu->shape[0];
+    const struct clops_tensor *lu = v[P_LU].tensor, *ipiv = v[P_IPIV].tensor;
+    const int64_t n = lu->shape[0], guard_at = ipiv->buffer != NULL ? n : -1;
     int32_t status = lu_call_open(call, l, lu->dtype, n, n);
     if (status == CLOPS_OK)
-        status = tensor_read_i32(call->pool, call->queue, v[P_IPIV].tensor, l->piv, n, op_name);
-    if (status == CLOPS_OK)
-        status = check_pivot_values(l->piv, 1, n);
-    if (status == CLOPS_OK)
-        status = lu_upload_pivots(&l->ctx, l->piv, n);
+        status = pivots_in(l, call, ipiv, n);
     if (status == CLOPS_OK)
         status = lu_stage(&l->ctx, lu, "lu", -1, &l->a);
     if (status == CLOPS_OK)
-        status = lu_solve_tensor(&l->ctx, &l->a.m, v[P_B].tensor, v[P_TRANS].i32, -1, &l->b);
+        status = lu_solve_tensor(&l->ctx, &l->a.m, v[P_B].tensor, v[P_TRANS].i32, guard_at, &l->b);
+    if (status == CLOPS_OK && guard_at >= 0)
+        status = lu_pivots_out(&l->ctx, NULL, NULL, n, l->piv);
     if (status == CLOPS_OK)
         status = lu_ctx_finish(&l->ctx);
+    if (status == CLOPS_OK && guard_at >= 0)
+        status = device_pivots_verdict(l, n);
     return status;
 }
 
