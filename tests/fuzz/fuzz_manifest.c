@@ -81,7 +81,8 @@ static void check_tree(const struct json_value *v)
             (v->type == JSON_OBJECT && v->count > 0 && v->keys == NULL))
             abort();
         for (int i = 0; i < v->count; i++) {
-            if (v->type == JSON_OBJECT && (v->keys[i] == NULL || json_member(v, v->keys[i]) == NULL))
+            if (v->type == JSON_OBJECT &&
+                (v->keys[i] == NULL || json_member(v, v->keys[i]) == NULL))
                 abort();
             check_tree(&v->items[i]);
         }
