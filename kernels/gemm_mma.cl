@@ -1,12 +1,12 @@
 /* gemm_mma.cl — C = alpha * op(A) * op(B) + beta * C on NVIDIA GPUs of compute capability 8.0 and
  * later, through inline PTX (mma.sync, cp.async): in double precision on the FP64 tensor cores,
  * or, with -DTF32_PASSES, in single precision on the TF32 ones; with -DSIMT (gemm_simt) in f32 on
- * the FP32 units, its tiles fed by cp.async. gemm.c builds it only for the devices it sends here:
- * any other compiler would reject the asm. The arguments and the contract are gemm.cl's; tile
- * sizes, the instruction and the passes are -D options. With -DPACKED (f32, TF32_PASSES = 1:
- * gemm's tf32) the file builds tf32_pack and gemm_tf32 instead (the end of the file), which share
- * the instruction, the copies' pipeline, the order of the blocks and the write of C with
- * gemm_mma. */
+ * the FP32 units, its tiles fed by cp.async. gemm_kernel.c builds it only for the devices it
+ * sends here: any other compiler would reject the asm. The arguments and the contract are
+ * gemm.cl's; tile sizes, the instruction and the passes are -D options. With -DPACKED (f32,
+ * TF32_PASSES = 1: gemm's tf32) the file builds tf32_pack and gemm_tf32 instead (the end of the
+ * file), which share the instruction, the copies' pipeline, the order of the blocks and the write
+ * of C with gemm_mma. */
 
 #ifndef GROUP_M
 #define GROUP_M 8

@@ -1,5 +1,5 @@
 /* bench_tune.c — `clops-bench tune`: searches GEMM tile sets on the pool's device and prints
- * the tuning-table entry of plugin/ops/gemm.c for it. Each candidate is forced through the
+ * the tuning-table entry of plugin/ops/gemm_tune.c for it. Each candidate is forced through the
  * gemm settings (operators.gemm.tile_m, ...) in a pool of its own, checked against a host
  * computation, then timed; the fastest valid set per dtype wins. */
 #include <getopt.h>
@@ -170,7 +170,7 @@ static int usage(FILE *out, int code)
                  "Tries every valid GEMM tile set of the search space on the default pool's\n"
                  "primary device (or the pool TEXT describes), checks each set's result, times\n"
                  "it (median of R calls, N x N, operands on the device) and prints the entry of\n"
-                 "plugin/ops/gemm.c's tuning table for the fastest set per dtype.\n\n"
+                 "plugin/ops/gemm_tune.c's tuning table for the fastest set per dtype.\n\n"
                  "  -n, --size N          matrix order (default 4096)\n"
                  "  -r, --reps R          timed calls per set (default 3)\n"
                  "  -t, --config-text T   pool configuration the candidates are added to\n"
@@ -251,7 +251,7 @@ int bench_tune_main(int argc, char **argv)
     }
     table_print(&t, stdout, 0);
     table_free(&t);
-    printf("\nTable entries (plugin/ops/gemm.c, tunings[]; large tiles, N = %lld):\n",
+    printf("\nTable entries (plugin/ops/gemm_tune.c, tunings[]; large tiles, N = %lld):\n",
            (long long)tu.n);
     for (int d = 0; d < 2; d++)
         if (best_ms[d] >= 0)
