@@ -307,6 +307,8 @@ static int32_t parse_device_entry(const struct parser *p, const config_setting_t
 static int32_t parse_devices(const struct parser *p, const struct field *f,
                              const config_setting_t *s, const char *path, void *base)
 {
+    /* Kept for pool_create_from_cl, which refuses the section even empty. */
+    p->cfg->devices_line = (int32_t)config_setting_source_line(s);
     return parse_entries(p, f, s, path, base, CONFIG_TYPE_LIST, "a list ( { type = ...; }, ... )",
                          parse_device_entry);
 }

@@ -66,6 +66,7 @@ struct pool_config {
     char source[CONFIG_PATH_MAX]; /* file name, or "<string>", for messages */
     struct config_device devices[CONFIG_MAX_DEVICES];
     int32_t device_count;             /* 0 = defaults: first GPU, else the first CPU device */
+    int32_t devices_line;             /* the line of the `devices` section; 0: there is none */
     int32_t cpu_fallback;             /* 1: when no listed device is found, use a CPU device */
     int32_t profiling;                /* 1: queues record profiling events (device time in stats);
                                          default 0 */

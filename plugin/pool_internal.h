@@ -12,6 +12,7 @@
 #include "pool.h"
 
 struct pool_program; /* a built program, keyed by source name + options */
+struct memory_count; /* pool_memory.c: what clops holds on one cl_device_id, process-wide */
 
 struct pool_device {
     cl_platform_id platform;
@@ -27,10 +28,10 @@ struct pool_device {
     int32_t index;                 /* in the pool */
     atomic_llong tasks, busy_ns;   /* clops_device_stats */
     /* Device memory accounting (pool_alloc_device_memory): the bytes clops may hold on this
-     * device, and the bytes it holds, counted over every pool of the process that opened the
-     * same cl_device_id (shared, never freed). */
+     * device, and what it holds (bytes, their peak, cl_mem objects), counted over every pool of
+     * the process that opened the same cl_device_id (shared, never freed). */
     int64_t memory_limit_bytes;
-    atomic_llong *memory_in_use;
+    struct memory_count *memory;
 };
 
 struct pool_op_counters {
@@ -93,6 +94,16 @@ struct clops_pool {
  * which also frees the array. */
 int32_t pool_open_devices(struct clops_pool *pool);
 void pool_close_devices(struct clops_pool *pool);
+/* pool_devices.c: opens `device` of the host's `context` as `dev` (device number
+ * pool->device_count), on the host's in-order `queue` or, NULL, on two queues of clops' own;
+ * retains the context and the queue (pool_close_devices releases them). Arguments checked. */
+int32_t pool_open_host_device(struct clops_pool *pool, cl_context context, cl_device_id device,
+                              cl_command_queue queue, struct pool_device *dev);
+/* pool_lifecycle.c: a pool of `cfg` on the devices `open` opens (pool_open_devices, or one
+ * opening the host's): pool_create's steps around it. */
+int32_t pool_create_with(const struct pool_config *cfg,
+                         int32_t (*open)(struct clops_pool *pool, const void *ctx), const void *ctx,
+                         struct clops_pool **out);
 
 /* pool_memory.c: sets dev's memory limit to `percent` of what it reports and attaches it to the
  * process-wide count of bytes held on its cl_device_id. */

@@ -5,7 +5,20 @@
 #include "pool_internal.h"
 #include "registry.h"
 
+static int32_t open_configured_devices(struct clops_pool *pool, const void *ctx)
+{
+    (void)ctx;
+    return pool_open_devices(pool);
+}
+
 int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
+{
+    return pool_create_with(cfg, open_configured_devices, NULL, out);
+}
+
+int32_t pool_create_with(const struct pool_config *cfg,
+                         int32_t (*open)(struct clops_pool *pool, const void *ctx), const void *ctx,
+                         struct clops_pool **out)
 {
     *out = NULL;
     struct clops_pool *pool = calloc(1, sizeof *pool);
@@ -32,7 +45,7 @@ int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out)
     pool->op_counters = calloc((size_t)registry_count(), sizeof *pool->op_counters);
     int32_t status = pool->op_counters == NULL
                          ? err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory")
-                         : pool_open_devices(pool);
+                         : open(pool, ctx);
     if (status != CLOPS_OK) {
         pool_release(pool);
         return status;

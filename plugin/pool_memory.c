@@ -9,26 +9,29 @@
 
 enum { MEMORY_COUNTS_MAX = 256 };
 
-/* The bytes clops holds on each OpenCL device, for the whole process: pools opened on one device
+/* What clops holds on each OpenCL device, for the whole process: pools opened on one device
  * share its memory, so they share its count. A device handle lives as long as the process, and
  * so do the entries (never removed, at most one per device on the system). */
-static struct {
+struct memory_count {
     cl_device_id device;
-    atomic_llong in_use;
-} memory_counts[MEMORY_COUNTS_MAX];
+    atomic_llong in_use;  /* bytes */
+    atomic_llong peak;    /* the most in_use has been */
+    atomic_llong buffers; /* cl_mem objects */
+};
+static struct memory_count memory_counts[MEMORY_COUNTS_MAX];
 static int32_t memory_count_entries;
 static pthread_mutex_t memory_counts_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static atomic_llong *memory_count_for(cl_device_id device)
+static struct memory_count *memory_count_for(cl_device_id device)
 {
-    atomic_llong *found = NULL;
+    struct memory_count *found = NULL;
     pthread_mutex_lock(&memory_counts_lock);
     for (int32_t i = 0; i < memory_count_entries && found == NULL; i++)
         if (memory_counts[i].device == device)
-            found = &memory_counts[i].in_use;
+            found = &memory_counts[i];
     if (found == NULL && memory_count_entries < MEMORY_COUNTS_MAX) {
-        memory_counts[memory_count_entries].device = device;
-        found = &memory_counts[memory_count_entries++].in_use;
+        found = &memory_counts[memory_count_entries++];
+        found->device = device;
     }
     pthread_mutex_unlock(&memory_counts_lock);
     return found;
@@ -45,8 +48,8 @@ static int64_t memory_limit(int64_t global_mem_bytes, int32_t percent)
 int32_t pool_memory_attach(struct pool_device *dev, int32_t percent)
 {
     dev->memory_limit_bytes = memory_limit(dev->info.global_mem_bytes, percent);
-    dev->memory_in_use = memory_count_for(dev->device);
-    if (dev->memory_in_use == NULL)
+    dev->memory = memory_count_for(dev->device);
+    if (dev->memory == NULL)
         return err_set(CLOPS_ERR_INTERNAL, "pool: more than %d OpenCL devices",
                        (int)MEMORY_COUNTS_MAX);
     return CLOPS_OK;
@@ -56,14 +59,24 @@ int32_t pool_memory_attach(struct pool_device *dev, int32_t percent)
  * compare-and-swap, so that two threads cannot both see room for the last bytes. */
 static int reserve_device_memory(struct pool_device *dev, int64_t bytes, int64_t *held)
 {
-    long long in_use = atomic_load(dev->memory_in_use);
+    long long in_use = atomic_load(&dev->memory->in_use);
     do {
         if (bytes > dev->memory_limit_bytes - in_use) {
             *held = in_use;
             return 0;
         }
-    } while (!atomic_compare_exchange_weak(dev->memory_in_use, &in_use, in_use + bytes));
+    } while (!atomic_compare_exchange_weak(&dev->memory->in_use, &in_use, in_use + bytes));
+    *held = in_use + bytes;
     return 1;
+}
+
+/* Counts a created cl_mem, and `held`, what was reserved with it, in the peak. */
+static void count_device_buffer(struct memory_count *count, int64_t held)
+{
+    atomic_fetch_add(&count->buffers, 1);
+    long long peak = atomic_load(&count->peak);
+    while (held > peak && !atomic_compare_exchange_weak(&count->peak, &peak, held))
+        ;
 }
 
 int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const char *op,
@@ -90,10 +103,11 @@ int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const c
     *out = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &rc);
     if (rc != CL_SUCCESS) {
         *out = NULL;
-        atomic_fetch_sub(dev->memory_in_use, (long long)bytes);
+        atomic_fetch_sub(&dev->memory->in_use, (long long)bytes);
         return err_cl(rc, "%s: %s: allocating %lld bytes on '%s' failed", op, what,
                       (long long)bytes, dev->info.name);
     }
+    count_device_buffer(dev->memory, held);
     return CLOPS_OK;
 }
 
@@ -104,8 +118,17 @@ void pool_free_device_memory(struct pool_device *dev, cl_mem mem)
     /* The size it was created with, so that callers need not keep it. */
     size_t bytes = 0;
     if (clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS)
-        atomic_fetch_sub(dev->memory_in_use, (long long)bytes);
+        atomic_fetch_sub(&dev->memory->in_use, (long long)bytes);
+    atomic_fetch_sub(&dev->memory->buffers, 1);
     clReleaseMemObject(mem);
+}
+
+void pool_read_memory_stats(const struct pool_device *dev, struct clops_memory_stats_args *out)
+{
+    out->allocated_bytes = atomic_load(&dev->memory->in_use);
+    out->peak_bytes = atomic_load(&dev->memory->peak);
+    out->buffers = atomic_load(&dev->memory->buffers);
+    out->limit_bytes = dev->memory_limit_bytes;
 }
 
 int32_t pool_scratch_take(struct clops_pool *pool, struct pool_device *dev, int64_t bytes,

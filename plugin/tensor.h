@@ -14,6 +14,9 @@ struct clops_buffer {
     struct pool_device *dev;
     cl_mem mem;
     int64_t bytes;
+    /* 1: the host's cl_mem (buffer_wrap_cl), retained, not counted in dev's memory, released
+     * at the end; 0: clops' own (pool_alloc_device_memory). */
+    int32_t wrapped;
     /* The host's reference until buffer_release, and one per entry point using the buffer
      * (buffer_hold): the last to go frees it. */
     atomic_int holds;
@@ -166,5 +169,9 @@ void buffer_release(struct clops_buffer *b);
 void buffer_hold(struct clops_buffer *b);
 void buffer_unhold(struct clops_buffer *b);
 int64_t buffer_size(const struct clops_buffer *b);
+/* The table's buffer_wrap_cl and buffer_cl (ABI 1.4 interop), `args` non-NULL and of ABI 1.4's
+ * size at least: a buffer over the host's cl_mem, and a buffer's cl_mem and context. */
+int32_t buffer_wrap_cl(struct clops_buffer_wrap_args *args);
+int32_t buffer_cl(struct clops_buffer_cl_args *args);
 
 #endif
