@@ -157,6 +157,9 @@ REAL(clGetDeviceInfo);
 REAL(clCreateContext);
 REAL(clReleaseContext);
 REAL(clRetainContext);
+REAL(clGetContextInfo);
+REAL(clRetainCommandQueue);
+REAL(clGetCommandQueueInfo);
 REAL(clCreateCommandQueue);
 REAL(clReleaseCommandQueue);
 REAL(clFinish);
@@ -202,6 +205,23 @@ cl_int __wrap_clReleaseContext(cl_context c)
 cl_int __wrap_clRetainContext(cl_context c)
 {
     return STATUS_OR_REAL(clRetainContext, c);
+}
+
+cl_int __wrap_clGetContextInfo(cl_context c, cl_context_info what, size_t size, void *value,
+                               size_t *size_ret)
+{
+    return STATUS_OR_REAL(clGetContextInfo, c, what, size, value, size_ret);
+}
+
+cl_int __wrap_clRetainCommandQueue(cl_command_queue q)
+{
+    return STATUS_OR_REAL(clRetainCommandQueue, q);
+}
+
+cl_int __wrap_clGetCommandQueueInfo(cl_command_queue q, cl_command_queue_info what, size_t size,
+                                    void *value, size_t *size_ret)
+{
+    return STATUS_OR_REAL(clGetCommandQueueInfo, q, what, size, value, size_ret);
 }
 
 cl_command_queue __wrap_clCreateCommandQueue(cl_context c, cl_device_id d,
