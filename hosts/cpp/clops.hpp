@@ -1,26 +1,36 @@
 // clops.hpp — a header-only C++17 binding of libclops: RAII library, pool and buffer (move-only),
 // clops::error exceptions, tensor views over host memory or device buffers, typed gemm / lu /
-// solve / lu_solve, and a generic invoke by parameter name. Needs only abi/clops.h and -ldl.
+// solve / lu_solve, a generic invoke by parameter name, and (ABI 1.4) streams whose calls return at
+// once with an event: RAII, waitable with a timeout, cancellable, and a std::future of the
+// outcome. Needs only abi/clops.h and -ldl.
 //
 //     clops::library lib;                     // $CLOPS_LIBRARY, else CLOPS_PLUGIN_PATH
 //     clops::pool pool = lib.create_pool();   // first GPU, else the CPU
 //     pool.gemm(clops::view(a, m, k), clops::view(b, k, n), clops::view(c, m, n));
 //
+//     clops::stream s = pool.create_stream();  // non-blocking calls (ABI 1.4)
+//     clops::event e = s.gemm(clops::view(a, m, k), clops::view(b, k, n), clops::view(c, m, n));
+//     std::future<void> done = e.future();     // a, b and c stay valid until it is ready
+//     done.get();                               // or throws clops::error
+//
 // CLOPS_PLUGIN_PATH, when the build defines it (find_package(clops)'s clops::headers does, and
 // pkg-config's `plugin` variable holds it), is the installed plugin's path; else libclops.so.1
 // is looked up on the system's library path.
 //
-// Lifetimes: a pool keeps its library loaded, and a buffer keeps its pool alive (the ABI wants a
-// buffer released before its pool), so the objects may be destroyed in any order.
+// Lifetimes: a pool keeps its library loaded, and a buffer, a stream and an event keep their pool
+// alive (the ABI wants them released before it), so the objects may be destroyed in any order.
 #ifndef CLOPS_HPP
 #define CLOPS_HPP
 
 #include <dlfcn.h>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <future>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
@@ -84,6 +94,8 @@ inline const char *status_name_fallback(int32_t status)
     case CLOPS_ERR_INVALID_ARGUMENT: return "CLOPS_ERR_INVALID_ARGUMENT";
     case CLOPS_ERR_NOT_FOUND: return "CLOPS_ERR_NOT_FOUND";
     case CLOPS_ERR_ABI_MISMATCH: return "CLOPS_ERR_ABI_MISMATCH";
+    case CLOPS_ERR_CANCELLED: return "CLOPS_ERR_CANCELLED";
+    case CLOPS_ERR_TIMEOUT: return "CLOPS_ERR_TIMEOUT";
     default: return "CLOPS_ERR_INTERNAL";
     }
 }
@@ -387,6 +399,47 @@ class arg
     what what_;
 };
 
+namespace detail
+{
+// Parameter `name` of `op`, stepping by the plugin's param_size (clops_op_param), not by our
+// sizeof(clops_param); nullptr when it has none.
+inline const clops_param *find_param(const clops_op *op, const std::string &name)
+{
+    for (int32_t i = 0; i < op->param_count; i++)
+        if (name == clops_op_param(op, i)->name)
+            return clops_op_param(op, i);
+    return nullptr;
+}
+
+// The C arguments of a call of `op`; they point into `args`, which must outlive them.
+inline std::vector<clops_arg> c_args(const clops_op *op, const std::vector<arg> &args)
+{
+    std::vector<clops_arg> out;
+    out.reserve(args.size());
+    for (const arg &a : args)
+        out.push_back(a.to_c(find_param(op, a.name())));
+    return out;
+}
+
+// The operator named `name`; throws CLOPS_ERR_NOT_FOUND with the plugin's message.
+inline const clops_op *find_op(const plugin &lib, const std::string &name)
+{
+    const clops_op *op = lib.api->op_find(name.c_str());
+    if (op == nullptr)
+        lib.check(CLOPS_ERR_NOT_FOUND);
+    return op;
+}
+
+// Throws CLOPS_ERR_ABI_MISMATCH when the loaded plugin predates ABI 1.4's non-blocking calls.
+inline void need_streams(const plugin &lib, const char *what)
+{
+    if (!CLOPS_API_HAS(lib.api, buffer_copy))
+        fail(CLOPS_ERR_ABI_MISMATCH, std::string(what) + ": the loaded libclops serves ABI 1." +
+                                         std::to_string(lib.api->abi_minor) +
+                                         "; streams and events need 1.4");
+}
+} // namespace detail
+
 class pool;
 
 // ---- Device buffers -------------------------------------------------------------------------
@@ -481,9 +534,414 @@ class buffer
     clops_buffer *handle_ = nullptr;
 };
 
+// ---- Non-blocking calls (ABI 1.4): events and streams --------------------------------------
+
+enum class event_state : int32_t {
+    queued = CLOPS_EVENT_QUEUED,
+    running = CLOPS_EVENT_RUNNING,
+    complete = CLOPS_EVENT_COMPLETE,
+    failed = CLOPS_EVENT_FAILED,
+    cancelled = CLOPS_EVENT_CANCELLED
+};
+
+namespace detail
+{
+// What event::future() hands to the completion callback: the promise, owned by the callback,
+// which runs exactly once per event (on a clops thread) and frees it.
+struct event_promise {
+    std::promise<void> promise;
+    const clops_api *api;
+};
+
+// The completion callback behind event::future(): the call's outcome into the promise, as a
+// value or as a clops::error with the event's status and message. Nothing may escape into C.
+inline void fulfil_promise(clops_event *e, int32_t status, void *user)
+{
+    std::unique_ptr<event_promise> p(static_cast<event_promise *>(user));
+    try {
+        if (status == CLOPS_OK) {
+            p->promise.set_value();
+            return;
+        }
+        clops_event_query_args q{};
+        q.struct_size = sizeof q;
+        q.event = e;
+        std::string message =
+            p->api->event_query(&q) == CLOPS_OK && q.message != nullptr ? q.message : "";
+        p->promise.set_exception(
+            std::make_exception_ptr(error(status, p->api->status_name(status), message)));
+    } catch (...) {
+        try {
+            p->promise.set_exception(std::current_exception());
+        } catch (...) { // satisfied already: nothing is left to tell
+        }
+    }
+}
+} // namespace detail
+
+// The outcome of one submitted call (move-only; released by the destructor, which does not
+// wait: the call goes on). Host memory the call names must stay valid, and its inputs
+// unwritten, until the event has its outcome (ready(), wait(), or the future). An event keeps
+// its pool alive, and stays usable after its stream is released.
+class event
+{
+  public:
+    event() = default;
+    event(event &&other) noexcept
+        : pool_(std::move(other.pool_)), handle_(std::exchange(other.handle_, nullptr))
+    {
+    }
+    event &operator=(event &&other) noexcept
+    {
+        if (this != &other) {
+            reset();
+            pool_ = std::move(other.pool_);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    event(const event &) = delete;
+    event &operator=(const event &) = delete;
+    ~event()
+    {
+        reset();
+    }
+
+    explicit operator bool() const noexcept
+    {
+        return handle_ != nullptr;
+    }
+    clops_event *get() const noexcept
+    {
+        return handle_;
+    }
+
+    event_state state() const
+    {
+        return static_cast<event_state>(query().state);
+    }
+    // CLOPS_OK until the call failed or was cancelled, then why; message() says more.
+    int32_t status() const
+    {
+        return query().status;
+    }
+    std::string message() const
+    {
+        clops_event_query_args q = query();
+        return q.message != nullptr ? q.message : "";
+    }
+    // The fraction of the call done, 0 to 1.
+    double progress() const
+    {
+        return query().progress;
+    }
+    // Whether the call has its outcome (complete, failed or cancelled).
+    bool ready() const
+    {
+        return state() >= event_state::complete;
+    }
+
+    // Waits for the outcome with no limit. The call's own failure is not thrown here: result().
+    void wait() const
+    {
+        wait_ns(-1);
+    }
+    // Waits at most `timeout`: true once the call has its outcome, false when the time passed
+    // first (CLOPS_ERR_TIMEOUT). Not from a completion callback (the plugin refuses it there).
+    template <class Rep, class Period> bool wait(std::chrono::duration<Rep, Period> timeout) const
+    {
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+        return wait_ns(ns < 0 ? 0 : static_cast<int64_t>(ns));
+    }
+    // Waits, then throws clops::error (status and message) when the call failed or was
+    // cancelled (CLOPS_ERR_CANCELLED).
+    void result() const
+    {
+        wait();
+        clops_event_query_args q = query();
+        if (q.status != CLOPS_OK)
+            throw error(q.status, api().status_name(q.status), q.message ? q.message : "");
+    }
+
+    // Asks the call to stop at its next unit of work; it then ends cancelled, its host outputs
+    // untouched. A call that has its outcome keeps it. Never an error.
+    void cancel() const
+    {
+        clops_event_cancel_args a{};
+        a.struct_size = sizeof a;
+        a.event = checked();
+        lib().check(api().event_cancel(&a));
+    }
+
+    // A std::future of the outcome: get() returns once the call completed, or throws its
+    // clops::error. It takes the event's one completion callback: call it once per event. The
+    // future works without the event object (which may be destroyed before the call ends).
+    std::future<void> future()
+    {
+        auto p = std::make_unique<detail::event_promise>();
+        p->api = &api();
+        std::future<void> f = p->promise.get_future();
+        clops_event_callback_args a{};
+        a.struct_size = sizeof a;
+        a.event = checked();
+        a.fn = &detail::fulfil_promise;
+        a.user = p.get();
+        lib().check(api().event_on_complete(&a));
+        p.release(); // the callback owns it now
+        return f;
+    }
+
+    // Interop: the call's completion as a cl_event (a `cl_event`, as void *) of the stream's
+    // context, retained for the caller, who releases it with clReleaseEvent.
+    void *cl_event() const
+    {
+        clops_event_cl_args a{};
+        a.struct_size = sizeof a;
+        a.event = checked();
+        lib().check(api().event_cl_event(&a));
+        return a.cl_event;
+    }
+
+    void reset() noexcept
+    {
+        if (handle_ != nullptr) {
+            clops_event_release_args a{};
+            a.struct_size = sizeof a;
+            a.event = handle_;
+            pool_->lib->api->event_release(&a);
+        }
+        handle_ = nullptr;
+        pool_.reset();
+    }
+
+  private:
+    friend class stream;
+    event(std::shared_ptr<detail::pool_state> p, clops_event *h) : pool_(std::move(p)), handle_(h)
+    {
+    }
+    clops_event *checked() const
+    {
+        if (handle_ == nullptr)
+            detail::fail(CLOPS_ERR_INVALID_ARGUMENT, "event: the event is empty (moved from)");
+        return handle_;
+    }
+    const detail::plugin &lib() const
+    {
+        checked();
+        return *pool_->lib;
+    }
+    const clops_api &api() const
+    {
+        return *lib().api;
+    }
+    clops_event_query_args query() const
+    {
+        clops_event_query_args q{};
+        q.struct_size = sizeof q;
+        q.event = checked();
+        lib().check(api().event_query(&q));
+        return q;
+    }
+    bool wait_ns(int64_t timeout_ns) const
+    {
+        clops_event *e = checked();
+        clops_event_wait_args w{};
+        w.struct_size = sizeof w;
+        w.count = 1;
+        w.events = &e;
+        w.timeout_ns = timeout_ns;
+        w.wait_all = 1;
+        int32_t status = api().event_wait(&w);
+        if (status == CLOPS_ERR_TIMEOUT)
+            return false;
+        lib().check(status);
+        return true;
+    }
+
+    std::shared_ptr<detail::pool_state> pool_;
+    clops_event *handle_ = nullptr;
+};
+
+// Events a call waits for: `{e1, e2}`.
+using events_after = std::vector<std::reference_wrapper<const event>>;
+
+// An in-order queue of calls on one device of a pool (move-only): each call starts after the
+// calls submitted before it have completed, and two streams run side by side. Calls on
+// different streams are ordered only through events (`after`, or wait_events). The destructor
+// waits until every call submitted to it has its outcome; its events stay valid.
+class stream
+{
+  public:
+    stream() = default;
+    stream(stream &&other) noexcept
+        : pool_(std::move(other.pool_)), handle_(std::exchange(other.handle_, nullptr))
+    {
+    }
+    stream &operator=(stream &&other) noexcept
+    {
+        if (this != &other) {
+            reset();
+            pool_ = std::move(other.pool_);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    stream(const stream &) = delete;
+    stream &operator=(const stream &) = delete;
+    ~stream()
+    {
+        reset();
+    }
+
+    explicit operator bool() const noexcept
+    {
+        return handle_ != nullptr;
+    }
+    clops_stream *get() const noexcept
+    {
+        return handle_;
+    }
+
+    // Submits any operator by name, arguments as pool::invoke takes them, after the events in
+    // `after`; returns at once with the call's event. A call its checks refuse throws here, and
+    // nothing was queued. Views' host memory must stay valid until the event has its outcome.
+    event submit(const std::string &op_name, std::initializer_list<arg> args,
+                 const events_after &after = {}) const
+    {
+        return submit(op_name, std::vector<arg>(args), after);
+    }
+    event submit(const std::string &op_name, const std::vector<arg> &args,
+                 const events_after &after = {}) const
+    {
+        const detail::plugin &plugin = lib();
+        const clops_op *op = detail::find_op(plugin, op_name);
+        std::vector<clops_arg> c = detail::c_args(op, args);
+        std::vector<clops_event *> waits = handles(after);
+        clops_submit_args a{};
+        a.struct_size = sizeof a;
+        a.op_index = plugin.api->op_index(op);
+        a.stream = checked();
+        a.args = c.data();
+        a.nargs = static_cast<int32_t>(c.size());
+        a.arg_size = sizeof(clops_arg);
+        a.wait_events = waits.data();
+        a.wait_count = static_cast<int32_t>(waits.size());
+        plugin.check(plugin.api->submit(&a));
+        return adopt(a.event);
+    }
+
+    // C = alpha op(A) op(B) + beta C, submitted (pool::gemm's arguments).
+    event gemm(const tensor_view &a, const tensor_view &b, const tensor_view &c, double alpha = 1,
+               double beta = 0, trans trans_a = trans::none, trans trans_b = trans::none,
+               const events_after &after = {}) const
+    {
+        return submit("gemm",
+                      {{"a", a},
+                       {"b", b},
+                       {"c", c},
+                       {"trans_a", static_cast<int32_t>(trans_a)},
+                       {"trans_b", static_cast<int32_t>(trans_b)},
+                       {"alpha", alpha},
+                       {"beta", beta}},
+                      after);
+    }
+
+    // Copies `bytes` between buffers of the stream's pool, as a call on the stream.
+    event copy(const buffer &src, int64_t src_offset, const buffer &dst, int64_t dst_offset,
+               int64_t bytes, const events_after &after = {}) const
+    {
+        const detail::plugin &plugin = lib();
+        std::vector<clops_event *> waits = handles(after);
+        clops_buffer_copy_args a{};
+        a.struct_size = sizeof a;
+        a.stream = checked();
+        a.src = src.get();
+        a.src_offset = src_offset;
+        a.dst = dst.get();
+        a.dst_offset = dst_offset;
+        a.bytes = bytes;
+        a.wait_events = waits.data();
+        a.wait_count = static_cast<int32_t>(waits.size());
+        plugin.check(plugin.api->buffer_copy(&a));
+        return adopt(a.event);
+    }
+
+    // Every call submitted after this starts only once `events` (of any stream of the pool)
+    // completed; a failed or cancelled one fails those calls with CLOPS_ERR_CANCELLED.
+    void wait_events(const events_after &events) const
+    {
+        std::vector<clops_event *> waits = handles(events);
+        clops_stream_wait_args a{};
+        a.struct_size = sizeof a;
+        a.event_count = static_cast<int32_t>(waits.size());
+        a.stream = checked();
+        a.events = waits.data();
+        lib().check(lib().api->stream_wait(&a));
+    }
+
+    // Releases the stream now, once every call submitted to it has its outcome.
+    void reset() noexcept
+    {
+        if (handle_ != nullptr) {
+            clops_stream_release_args a{};
+            a.struct_size = sizeof a;
+            a.stream = handle_;
+            pool_->lib->api->stream_release(&a);
+        }
+        handle_ = nullptr;
+        pool_.reset();
+    }
+
+  private:
+    friend class pool;
+    stream(std::shared_ptr<detail::pool_state> p, clops_stream *h) : pool_(std::move(p)), handle_(h)
+    {
+    }
+    clops_stream *checked() const
+    {
+        if (handle_ == nullptr)
+            detail::fail(CLOPS_ERR_INVALID_ARGUMENT, "stream: the stream is empty (moved from)");
+        return handle_;
+    }
+    const detail::plugin &lib() const
+    {
+        checked();
+        return *pool_->lib;
+    }
+    static std::vector<clops_event *> handles(const events_after &events)
+    {
+        std::vector<clops_event *> out;
+        out.reserve(events.size());
+        for (const event &e : events) {
+            if (!e)
+                detail::fail(CLOPS_ERR_INVALID_ARGUMENT,
+                             "stream: an event waited for is empty (moved from)");
+            out.push_back(e.get());
+        }
+        return out;
+    }
+    // The plugin's new event, owned from here on (released if wrapping it throws).
+    event adopt(clops_event *e) const
+    {
+        try {
+            return event(pool_, e);
+        } catch (...) {
+            clops_event_release_args r{};
+            r.struct_size = sizeof r;
+            r.event = e;
+            pool_->lib->api->event_release(&r);
+            throw;
+        }
+    }
+
+    std::shared_ptr<detail::pool_state> pool_;
+    clops_stream *handle_ = nullptr;
+};
+
 // ---- Pools ----------------------------------------------------------------------------------
 
-// Devices, queues and compiled kernels; shared by threads (every call is synchronous). Move-only:
+// Devices, queues and compiled kernels; shared by threads (its own calls are synchronous; streams
+// made from it submit calls that return at once). Move-only:
 // a moved-from pool is empty (false), and its calls throw.
 class pool
 {
@@ -537,6 +995,29 @@ class pool
         clops_buffer *b = nullptr;
         lib().check(api().buffer_create(checked(), bytes, &b));
         return buffer(state_, b);
+    }
+
+    // A stream on device `device` of the pool (ABI 1.4). Interop: `cl_queue`, an in-order
+    // cl_command_queue of the host on that device and the pool's context, is used instead of a
+    // queue of clops' own (retained while the stream lives, never freed by clops).
+    stream create_stream(int32_t device = 0, void *cl_queue = nullptr) const
+    {
+        detail::need_streams(lib(), "create_stream");
+        clops_stream_create_args a{};
+        a.struct_size = sizeof a;
+        a.device = device;
+        a.pool = checked();
+        a.cl_queue = cl_queue;
+        lib().check(api().stream_create(&a));
+        try {
+            return stream(state_, a.stream);
+        } catch (...) {
+            clops_stream_release_args r{};
+            r.struct_size = sizeof r;
+            r.stream = a.stream;
+            api().stream_release(&r);
+            throw;
+        }
     }
 
     // C = alpha op(A) op(B) + beta C (f32 or f64; beta = 0 never reads C).
@@ -595,10 +1076,7 @@ class pool
     void invoke(const std::string &op_name, const std::vector<arg> &args) const
     {
         const clops_op *op = find(op_name);
-        std::vector<clops_arg> c_args;
-        c_args.reserve(args.size());
-        for (const arg &a : args)
-            c_args.push_back(a.to_c(param(op, a.name())));
+        std::vector<clops_arg> c_args = detail::c_args(op, args);
         auto nargs = static_cast<int32_t>(c_args.size());
         // invoke() reads ABI 1.1's clops_arg, which is still ours: a plugin older than 1.2
         // has no invoke_sized and is called with it.
@@ -632,24 +1110,12 @@ class pool
 
     const clops_op *find(const std::string &name) const
     {
-        const clops_op *op = api().op_find(name.c_str());
-        if (op == nullptr)
-            lib().check(CLOPS_ERR_NOT_FOUND);
-        return op;
+        return detail::find_op(lib(), name);
     }
     using entry_fn = void (*)(void);
     entry_fn entry(const char *name) const
     {
         return find(name)->entry;
-    }
-
-    // Stepping by the plugin's param_size (clops_op_param), not by our sizeof(clops_param).
-    static const clops_param *param(const clops_op *op, const std::string &name)
-    {
-        for (int32_t i = 0; i < op->param_count; i++)
-            if (name == clops_op_param(op, i)->name)
-                return clops_op_param(op, i);
-        return nullptr;
     }
 
     static void writable(const tensor_view &v, const char *op, const char *name)

@@ -1,9 +1,12 @@
 // test_clops.cpp — the C++ binding against libclops: gemm against a long-double loop reference
 // in every layout, lu + lu_solve and solve against LAPACK's residual bound, clops::error on bad
-// arguments (status and message), generic invoke, device buffers, and move-only ownership.
+// arguments (status and message), generic invoke, device buffers, move-only ownership, and
+// (ABI 1.4) gemms on two streams, futures, cancellation, timeouts and an event past its stream.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <random>
 #include <string>
 #include <utility>
@@ -349,6 +352,188 @@ void test_move_semantics()
     std::printf("move_semantics: PASS\n");
 }
 
+// ---- Non-blocking calls (ABI 1.4) -------------------------------------------------------------
+
+// One gemm C = A B (row-major, f64) with its operands, kept alive until its event is ready.
+struct gemm_job {
+    int64_t m, n, k;
+    std::vector<double> a, b, c;
+    gemm_job(int64_t m_, int64_t n_, int64_t k_)
+        : m(m_), n(n_), k(k_), a(random_vector<double>(idx(m_ * k_))),
+          b(random_vector<double>(idx(k_ * n_))), c(idx(m_ * n_), -7.0)
+    {
+    }
+    clops::event submit(const clops::stream &s, const clops::events_after &after = {})
+    {
+        return s.gemm(clops::view(a, m, k), clops::view(b, k, n), clops::view(c, m, n), 1.0, 0.0,
+                      clops::trans::none, clops::trans::none, after);
+    }
+    double error() const
+    {
+        const std::vector<double> zero(c.size(), 0.0);
+        return gemm_error(a, k, 1, b, n, 1, zero, c, n, 1, m, n, k, 1.0, 0.0);
+    }
+    bool untouched() const
+    {
+        return c == std::vector<double>(c.size(), -7.0);
+    }
+};
+
+// Three gemms on each of two streams, all submitted before any is waited for; every result
+// matches the loop reference, read through a future on one stream and a wait on the other.
+void test_gemms_on_two_streams_match_loop(const clops::pool &pool)
+{
+    clops::stream s1 = pool.create_stream(), s2 = pool.create_stream();
+    std::vector<gemm_job> jobs;
+    for (int64_t i = 0; i < 6; i++)
+        jobs.emplace_back(23 + 7 * i, 31 - 3 * i, 17 + 5 * i);
+    std::vector<clops::event> events;
+    std::vector<std::future<void>> futures;
+    for (std::size_t i = 0; i < jobs.size(); i++) {
+        events.push_back(jobs[i].submit(i % 2 == 0 ? s1 : s2));
+        if (i % 2 == 0)
+            futures.push_back(events.back().future());
+    }
+    for (std::future<void> &f : futures)
+        f.get();
+    double worst = 0;
+    for (std::size_t i = 0; i < jobs.size(); i++) {
+        events[i].result();
+        expect(events[i].state() == clops::event_state::complete && events[i].progress() == 1.0,
+               "a completed call's event is complete, progress 1");
+        worst = std::fmax(worst, jobs[i].error());
+    }
+    expect(worst < 2, "gemms on two streams match the loop reference");
+    pass("gemms_on_two_streams_match_loop", worst);
+}
+
+// A second stream waits for the first's gemm into a device buffer (ordered by the event
+// alone), and copies it out with buffer_copy; the download of the copy is the product.
+void test_streams_ordered_by_events(const clops::pool &pool)
+{
+    const int64_t m = 19, n = 13, k = 29;
+    auto a = random_vector<double>(idx(m * k)), b = random_vector<double>(idx(k * n));
+    clops::buffer dc = pool.create_buffer(m * n * 8), copy = pool.create_buffer(m * n * 8);
+    clops::stream s1 = pool.create_stream(), s2 = pool.create_stream();
+    clops::event product =
+        s1.gemm(clops::view(a, m, k), clops::view(b, k, n), dc.matrix<double>(m, n));
+    clops::event copied = s2.copy(dc, 0, copy, 0, m * n * 8, {product});
+    copied.result();
+    std::vector<double> c(idx(m * n)), zero(c.size(), 0.0);
+    copy.download(c);
+    double error = gemm_error(a, k, 1, b, n, 1, zero, c, n, 1, m, n, k, 1.0, 0.0);
+    expect(error < 2, "a copy ordered after a gemm on another stream holds the product");
+    pass("streams_ordered_by_events", error);
+}
+
+// Holds the stream's completion thread (a callback must return soon; this one returns when the
+// test lets it): calls behind it can start (three at most) but not finish, so one more stays
+// queued, deterministically.
+struct gate {
+    std::promise<void> entered, open;
+    std::shared_future<void> opened = open.get_future().share();
+};
+
+void hold_completions(clops_event *, int32_t, void *user)
+{
+    auto *g = static_cast<gate *>(user);
+    g->entered.set_value();
+    g->opened.wait();
+}
+
+// A call cancelled while queued: its wait with a timeout times out first, then its future and
+// result() throw clops::error CLOPS_ERR_CANCELLED, and its host output is untouched; the calls
+// around it complete.
+void test_cancelled_call_throws(const clops::library &lib, const clops::pool &pool)
+{
+    clops::stream s = pool.create_stream();
+    gemm_job first(5, 4, 3);
+    clops::event e0 = first.submit(s);
+    gate g;
+    clops_event_callback_args hold{};
+    hold.struct_size = sizeof hold;
+    hold.event = e0.get();
+    hold.fn = &hold_completions;
+    hold.user = &g;
+    expect(lib.api().event_on_complete(&hold) == CLOPS_OK, "event_on_complete");
+    g.entered.get_future().wait(); // the completer is in the callback now
+    std::vector<gemm_job> started;
+    for (int64_t i = 0; i < 3; i++)
+        started.emplace_back(9 + i, 8, 7);
+    std::vector<clops::event> started_events;
+    for (gemm_job &j : started)
+        started_events.push_back(j.submit(s));
+    gemm_job victim(11, 10, 9);
+    clops::event e = victim.submit(s);
+    std::future<void> f = e.future();
+    expect(!e.wait(std::chrono::milliseconds(20)), "a queued call's wait times out");
+    expect(e.state() == clops::event_state::queued, "the fourth call behind a held stream waits");
+    e.cancel();
+    g.open.set_value();
+    expect_error([&] { f.get(); }, CLOPS_ERR_CANCELLED, "cancelled",
+                 "a cancelled call's future returns", "future: CLOPS_ERR_CANCELLED");
+    expect_error([&] { e.result(); }, CLOPS_ERR_CANCELLED, "cancelled",
+                 "a cancelled call's result() returns", "result(): CLOPS_ERR_CANCELLED");
+    try {
+        e.result();
+    } catch (const clops::error &err) {
+        expect(err.status_name() == "CLOPS_ERR_CANCELLED", "the status is named");
+        std::printf("  cancelled call -> %s\n", err.what());
+    }
+    expect(e.state() == clops::event_state::cancelled, "the event is cancelled");
+    expect(victim.untouched(), "a cancelled call leaves its host output untouched");
+    e.cancel(); // has its outcome: keeps it, no error
+    double worst = 0;
+    for (std::size_t i = 0; i < started.size(); i++) {
+        started_events[i].result();
+        worst = std::fmax(worst, started[i].error());
+    }
+    e0.result();
+    worst = std::fmax(worst, first.error());
+    expect(worst < 2, "the calls around the cancelled one complete");
+    pass("cancelled_call_throws", worst);
+}
+
+// An event outlives its stream: with the stream released, the event still waits, reports its
+// outcome, and a future taken afterwards is still fulfilled on a clops thread.
+void test_event_outlives_stream(const clops::pool &pool)
+{
+    gemm_job job(27, 21, 33);
+    clops::event e;
+    {
+        clops::stream s = pool.create_stream();
+        e = job.submit(s);
+        clops::stream moved = std::move(s);
+        expect(!s && moved, "a moved-from stream is empty");
+    }
+    e.wait();
+    expect(e.ready() && e.status() == CLOPS_OK && e.message().empty(),
+           "the event of a released stream has its outcome");
+    e.future().get();
+    expect_error([&] { e.future(); }, CLOPS_ERR_INVALID_ARGUMENT, "one per event",
+                 "a second future() of one event returns", "second future: INVALID_ARGUMENT");
+    clops::event moved = std::move(e);
+    expect(!e && moved, "a moved-from event is empty");
+    expect_error([&] { e.result(); }, CLOPS_ERR_INVALID_ARGUMENT, "empty",
+                 "result() of a moved-from event returns", "moved-from event: INVALID_ARGUMENT");
+    double error = job.error();
+    expect(error < 2, "the call of a released stream computed its result");
+    pass("event_outlives_stream", error);
+}
+
+// A submitted call its checks refuse throws at once, naming the parameter, and queues nothing.
+void test_refused_submit_throws_at_once(const clops::pool &pool)
+{
+    clops::stream s = pool.create_stream();
+    std::vector<double> a(20, 1.0), b(18, 1.0), c(30, 7.0);
+    expect_error(
+        [&] { (void)s.gemm(clops::view(a, 5, 4), clops::view(b, 3, 6), clops::view(c, 5, 6)); },
+        CLOPS_ERR_INVALID_ARGUMENT, "'b'", "a refused submit returns",
+        "refused submit: INVALID_ARGUMENT naming b");
+    expect(c == std::vector<double>(30, 7.0), "a refused submit changes nothing");
+    std::printf("refused_submit_throws_at_once: PASS\n");
+}
+
 } // namespace
 
 int main()
@@ -368,6 +553,11 @@ int main()
         test_invoke_by_name(pool);
         test_device_buffers(lib);
         test_move_semantics();
+        test_gemms_on_two_streams_match_loop(pool);
+        test_streams_ordered_by_events(pool);
+        test_cancelled_call_throws(lib, pool);
+        test_event_outlives_stream(pool);
+        test_refused_submit_throws_at_once(pool);
     } catch (const clops::error &e) {
         std::printf("FAIL: unexpected clops::error: %s\n", e.what());
         return 1;
