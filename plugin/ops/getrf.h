@@ -11,6 +11,7 @@
 
 #include "gemm.h"
 #include "op.h"
+#include "pace.h"
 #include "pool.h"
 #include "tensor.h"
 
@@ -58,6 +59,8 @@ struct lu_ctx {
     int64_t device_ns;
     cl_event chain_start; /* pool_chain_begin's marker; NULL when profiling is off */
     int32_t finished;     /* lu_ctx_finish waited for the chain */
+    struct op_call *call; /* the operator's call: cancellation and progress; NULL: none */
+    struct pace pace;     /* getrf's outer panels, the call's units of work */
 };
 
 /* A row-major matrix in device memory: element (i, j) at offset + i*ld + j of `mem`. */

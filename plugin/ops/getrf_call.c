@@ -11,6 +11,7 @@ int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int
     l->piv = malloc((size_t)(npiv + 1) * sizeof *l->piv); /* the pivots, then info */
     if (l->piv == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op);
+    l->ctx.call = call;
     return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, call->impl, dtype, rows, npiv);
 }
 
@@ -35,6 +36,8 @@ int32_t lu_call_write_factors(struct op_call *call, const struct clops_tensor *i
         status = lu_pivots_out(&l->ctx, ipiv, info, npiv, l->piv);
     if (status == CLOPS_OK)
         status = lu_ctx_finish(&l->ctx);
+    if (status == CLOPS_OK && l->ctx.pace.total > 0)
+        pace_complete(&l->ctx.pace); /* every panel is done */
     return status;
 }
 

@@ -139,6 +139,7 @@ void lu_ctx_release(struct lu_ctx *ctx)
         return;
     if (!ctx->finished)
         lu_ctx_finish(ctx); /* the call failed already; this wait's status adds nothing */
+    pace_release(&ctx->pace);
     release_kernels(ctx);
     lu_release_mem(ctx->dev, &ctx->ipiv_mem);
     release_lane(ctx->dev, &ctx->main, 0);

@@ -11,7 +11,8 @@
  * column j, width jb: the panel A(j:M, j:j+jb) is factored (inner level, or the panel kernel);
  * its interchanges are applied to the range's other columns; the block row right of the panel
  * becomes U12 = L11^-1 A12 (one GEMM with L11's inverse); the rows below get A22 -= L21 U12
- * through gemm.cl. */
+ * through gemm.cl. Between the outer steps, the call's pace (pace.h): a cancel stops it there,
+ * and a submitted call runs at most PACE_LAG panels ahead of the device. */
 static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t count,
                                 int32_t pivoting, int64_t mn);
 
@@ -24,6 +25,10 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
     const struct lu_matrix range = lu_column_range(a, c0, c1);
     int32_t status = CLOPS_OK;
     for (int64_t j = c0; status == CLOPS_OK && j < c0 + count; j += nb) {
+        if (!inner && j > c0)
+            status = pace_unit_queued(&ctx->pace); /* the panel before is queued */
+        if (status != CLOPS_OK)
+            break;
         const int64_t jb = c0 + count - j < nb ? c0 + count - j : nb;
         const int64_t rows = a->rows - j, right = c1 - j - jb;
         if (!inner && jb > ctx->panel_nb)
@@ -66,6 +71,10 @@ static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, i
     cl_event side_done = NULL, panel_done = NULL;
     int32_t status = CLOPS_OK;
     for (int64_t j = 0; status == CLOPS_OK && j < count; j += nb) {
+        if (j > 0)
+            status = pace_unit_queued(&ctx->pace); /* the step before is queued */
+        if (status != CLOPS_OK)
+            break;
         const int64_t jb = count - j < nb ? count - j : nb;
         const int64_t right = c1 - j - jb, next = right < nb ? right : nb;
         if (jb > ctx->panel_nb)
@@ -110,6 +119,8 @@ static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, i
 int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivoting)
 {
     const int64_t mn = a->rows < a->cols ? a->rows : a->cols;
+    if (ctx->call != NULL) /* the call's units: the outer panels */
+        pace_begin(&ctx->pace, ctx->call, ctx->queue, (mn + ctx->nb - 1) / ctx->nb, "panels");
     int32_t status = lu_clear_info(ctx, mn);
     if (status == CLOPS_OK && mn > 0)
         status = factor_range(ctx, a, 0, a->cols, mn, 0, pivoting, mn);
