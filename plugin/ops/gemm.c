@@ -99,6 +99,13 @@ static const struct clops_op op_gemm = {
         "3xtf32 and tf32 as fp32, bit for bit. f64 takes only fp32 (its own precision); tf32 or "
         "3xtf32 with f64 operands is CLOPS_ERR_INVALID_ARGUMENT.\n"
         "\n"
+        "Submitted calls of at least 2^30 multiply-adds (M N K) run in blocks of C, whole tiles "
+        "of at least 2^28 multiply-adds, 16 at most, each one launch over all of K, with the "
+        "same results bit for bit: the progress counts blocks done, a cancel stops the call "
+        "between two blocks (CLOPS_ERR_CANCELLED; a host C untouched), and at most 2 blocks "
+        "stay queued beyond those the device finished. Smaller and synchronous calls run in one "
+        "launch; tf32 from packed operands in one piece.\n"
+        "\n"
         "Tuning (settings in operators.gemm, checked when the pool is created): tile_m and "
         "tile_n (1..512), the block of C a work-group computes; tile_k (1..128), its K step; "
         "wpt_m and wpt_n (1..32), the block of a work-item; vw (1..16), rows per local vector "
@@ -116,4 +123,4 @@ static const struct clops_op op_gemm = {
 };
 
 const struct op_impl impl_gemm =
-    OP_IMPL(&op_gemm, struct gemm_plan, gemm_check, gemm_run, NULL, NULL, &gemm_settings);
+    OP_IMPL(&op_gemm, struct gemm_plan, gemm_check, gemm_run, gemm_commit, NULL, &gemm_settings);

@@ -39,14 +39,18 @@ struct gemm_plan {
     const char *ka_param, *kb_param; /* "a" or "b", for messages */
     int64_t ka_si, ka_sk, kb_sk, kb_sj, ldc;
     double alpha, beta;
+    int64_t blocks; /* launches over blocks of C, paced (gemm_launch.c); 1: one over all of C */
 };
 
 /* ---- The operator's steps -------------------------------------------------------------------- */
 
 /* gemm_check.c: every check, before anything touches the device; fills the plan (call->plan). */
 int32_t gemm_check(struct op_call *call);
-/* gemm_launch.c: the kernel once over the whole of C, on call->queue. */
+/* gemm_launch.c: the kernel over the whole of C on call->queue, in one launch or, for a large
+ * submitted call, in blocks between which it may be cancelled; the commit step, which completes
+ * the progress of those blocks. */
 int32_t gemm_run(struct op_call *call);
+void gemm_commit(struct op_call *call);
 /* gemm_tune.c: the tiles as settings (operators.gemm.tile_m, ...). */
 extern const struct op_settings gemm_settings;
 
@@ -121,6 +125,7 @@ int64_t gemm_simt_local_bytes(const struct gemm_simt_tiles *t);
 struct gemm_launch {
     cl_kernel kernel;
     size_t local, global;
+    int32_t tile_m, tile_n; /* the block of C a work-group computes */
 };
 
 /* The kernel for the plan on `dev`: the tensor-core one where it applies, else gemm_simt where

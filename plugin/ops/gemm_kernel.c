@@ -106,6 +106,8 @@ static int32_t get_portable_kernel(struct clops_pool *pool, struct pool_device *
     }
     out->local = gemm_tiles_group_size(&tiles);
     out->global = out->local * (size_t)gemm_tiles_group_count(&tiles, p->m, p->n);
+    out->tile_m = tiles.tile_m;
+    out->tile_n = tiles.tile_n;
     return status;
 }
 
@@ -142,6 +144,8 @@ static int32_t take_first_fitting(struct clops_pool *pool, struct pool_device *d
         }
         out->local = t->group;
         out->global = out->local * (size_t)gemm_blocks_covering(p->m, p->n, t->tile_m, t->tile_n);
+        out->tile_m = t->tile_m;
+        out->tile_n = t->tile_n;
         *taken = 1;
         return CLOPS_OK;
     }

@@ -2,7 +2,92 @@
  * gemm_enqueue, the GEMM other operators chain with their own kernels (gemm.h). */
 #include "gemm_impl.h"
 
-/* Runs the kernel once over the whole of C. */
+#include "pace.h"
+
+/* A submitted call of at least gemm_paced_min multiply-adds (M N K: 2^31 flops, about 40 ms on
+ * PoCL's 2 cores, 40 us on an H200) is enqueued in blocks of C, each a launch over the whole of
+ * K, paced (pace.h): a cancel stops it between blocks and its progress counts blocks. Blocks are
+ * whole tiles of at least gemm_paced_min / 4 multiply-adds, at most GEMM_PACED_BLOCKS of them:
+ * enough for a progress bar, few enough that their launches and the pace's waits stay small next
+ * to the blocks. Every element of C is computed by the same kernel with the same tiles, in the
+ * same order over K, as without blocks: the result is the same, bit for bit. Smaller calls and
+ * synchronous ones run in one launch. */
+static const int64_t gemm_paced_min = INT64_C(1) << 30;
+enum { GEMM_PACED_BLOCKS = 16 };
+
+/* The blocks of the kernel's C along its longer side (rows when m >= n), each a whole number of
+ * `tile` rows or columns: their count, and their extent in *step. 1: the whole of C at once. */
+static int64_t paced_blocks(const struct op_call *call, const struct gemm_plan *p,
+                            const struct gemm_launch *launch, int64_t *step)
+{
+    const int64_t side = p->m >= p->n ? p->m : p->n;
+    const int64_t tile = p->m >= p->n ? launch->tile_m : launch->tile_n;
+    *step = side;
+    const int64_t madds = p->m * p->n * p->k;
+    if (!call->control->submitted || madds < gemm_paced_min || tile <= 0)
+        return 1;
+    int64_t blocks = madds / (gemm_paced_min / 4);
+    blocks = blocks < GEMM_PACED_BLOCKS ? blocks : GEMM_PACED_BLOCKS;
+    const int64_t tiles = (side + tile - 1) / tile;
+    *step = (tiles + blocks - 1) / blocks * tile;
+    return (side + *step - 1) / *step;
+}
+
+/* Launches the kernel over rows [r0, r0 + rows) and columns [c0, c0 + cols) of the kernel's C:
+ * the same product on operands and C moved to the block's first row and column. */
+static int32_t launch_block(struct op_call *call, const struct gemm_launch *launch,
+                            const struct staged_tensor *sa, const struct staged_tensor *sb,
+                            int64_t r0, int64_t rows, int64_t c0, int64_t cols)
+{
+    const struct gemm_plan *p = call->plan;
+    struct gemm_plan block = *p;
+    block.m = rows;
+    block.n = cols;
+    struct staged_tensor ba = *sa, bb = *sb, bc = call->staged[P_C];
+    ba.offset += r0 * p->ka_si;
+    bb.offset += c0 * p->kb_sj;
+    bc.offset += r0 * p->ldc + c0; /* the kernel's C is row-major */
+    const size_t global =
+        launch->local * (size_t)gemm_blocks_covering(rows, cols, launch->tile_m, launch->tile_n);
+    int32_t status = gemm_bind_plan(launch->kernel, &block, &ba, &bb, &bc);
+    if (status == CLOPS_OK)
+        status = pool_launch_kernel(call->pool, &call->work, call->queue, launch->kernel, 1,
+                                    &global, &launch->local, gemm_op_name);
+    return status;
+}
+
+/* The kernel over the whole of C: one launch, or paced blocks (gemm_paced_min). */
+static int32_t launch_all(struct op_call *call, const struct gemm_launch *launch,
+                          const struct staged_tensor *sa, const struct staged_tensor *sb)
+{
+    struct gemm_plan *p = call->plan;
+    int64_t step = 0;
+    p->blocks = paced_blocks(call, p, launch, &step);
+    if (p->blocks == 1) {
+        int32_t status = gemm_bind_plan(launch->kernel, p, sa, sb, &call->staged[P_C]);
+        if (status == CLOPS_OK)
+            status = pool_launch_kernel(call->pool, &call->work, call->queue, launch->kernel, 1,
+                                        &launch->global, &launch->local, gemm_op_name);
+        return status;
+    }
+    struct pace pace;
+    pace_begin(&pace, call, call->queue, p->blocks, "blocks");
+    const int by_rows = p->m >= p->n;
+    const int64_t side = by_rows ? p->m : p->n;
+    int32_t status = CLOPS_OK;
+    for (int64_t at = 0; at < side && status == CLOPS_OK; at += step) {
+        const int64_t extent = side - at < step ? side - at : step;
+        status = by_rows ? launch_block(call, launch, sa, sb, at, extent, 0, p->n)
+                         : launch_block(call, launch, sa, sb, 0, p->m, at, extent);
+        if (status == CLOPS_OK && at + step < side)
+            status = pace_unit_queued(&pace);
+    }
+    pace_release(&pace);
+    return status;
+}
+
+/* The operator's enqueue step: the product through gemm_tf32 where it applies (in one piece),
+ * else the kernel of gemm_get_launch over the whole of C. */
 int32_t gemm_run(struct op_call *call)
 {
     const struct gemm_plan *p = call->plan;
@@ -19,12 +104,17 @@ int32_t gemm_run(struct op_call *call)
     struct gemm_launch launch;
     int32_t status = gemm_get_launch(call->pool, call->dev, p, &launch);
     if (status == CLOPS_OK)
-        status = gemm_bind_plan(launch.kernel, p, sa, sb, &call->staged[P_C]);
-    if (status == CLOPS_OK)
-        status = pool_launch_kernel(call->pool, &call->work, call->queue, launch.kernel, 1,
-                                    &launch.global, &launch.local, gemm_op_name);
+        status = launch_all(call, &launch, sa, sb);
     pool_release_kernel(call->pool, launch.kernel);
     return status;
+}
+
+/* The commit step: a paced call's last blocks are done (its progress reaches its total). */
+void gemm_commit(struct op_call *call)
+{
+    const struct gemm_plan *p = call->plan;
+    if (p->blocks > 1)
+        call_progress(call, p->blocks, p->blocks);
 }
 
 int32_t gemm_enqueue(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
