@@ -35,6 +35,9 @@ struct split_call {
     atomic_int side_done[2];     /* units delivered by each side so far */
     atomic_int stolen, given_up; /* units, for the log */
     atomic_int failed;
+    atomic_int stopped;            /* job->stop_requested said so */
+    pthread_mutex_t progress_lock; /* job->progress one call at a time, and `delivered` */
+    int64_t delivered;             /* units delivered so far, under progress_lock */
 };
 
 /* One host thread: takes chunks from its list, has the job render and deliver them. */
@@ -226,12 +229,35 @@ static int32_t run_chunk(struct worker *w, int32_t n, int stolen, int32_t *deliv
     return *delivered > 0 ? job->deliver(w->state, &chunk, claimed) : CLOPS_OK;
 }
 
-/* A worker's thread: chunks until its list is done (and nothing is left to steal) or another
- * worker failed. The error message is thread-local, so a failure's text is copied for the
- * calling thread to report. */
+/* Whether the run stops before the next chunk: the job asked to (split.h, Stopping). */
+static int run_stopped(struct split_call *c)
+{
+    if (atomic_load(&c->stopped))
+        return 1;
+    if (c->job->stop_requested == NULL || !c->job->stop_requested(c->job->op))
+        return 0;
+    atomic_store(&c->stopped, 1);
+    return 1;
+}
+
+/* `units` more were delivered: the job hears of the total, one call at a time, so that the
+ * counts it sees only grow. */
+static void report_delivered(struct split_call *c, int32_t units)
+{
+    if (c->job->progress == NULL || units == 0)
+        return;
+    pthread_mutex_lock(&c->progress_lock);
+    c->delivered += units;
+    c->job->progress(c->job->op, c->delivered, c->job->unit_count);
+    pthread_mutex_unlock(&c->progress_lock);
+}
+
+/* A worker's thread: chunks until its list is done (and nothing is left to steal), another
+ * worker failed or the job stopped the run. The error message is thread-local, so a failure's
+ * text is copied for the calling thread to report. */
 static void worker_main(struct worker *w)
 {
-    while (!atomic_load(&w->call->failed)) {
+    while (!atomic_load(&w->call->failed) && !run_stopped(w->call)) {
         int stolen = 0;
         int32_t n = take_chunk(w), delivered = 0;
         if (n == 0 && w->steals) {
@@ -245,6 +271,7 @@ static void worker_main(struct worker *w)
         w->busy_ns += now_ns() - start;
         w->units += delivered;
         atomic_fetch_add(&w->call->side_done[w->info.side], delivered);
+        report_delivered(w->call, delivered);
         if (status != CLOPS_OK) {
             w->status = status;
             snprintf(w->message, sizeof w->message, "%s", err_last());
@@ -341,11 +368,13 @@ static void finish_workers(struct split_call *c, struct worker *workers, struct 
             pool_record_device_work(w->info.dev, w->units, w->busy_ns);
         r->units[pool_device_index(w->info.dev)] += w->units;
         r->busy_ns[pool_device_index(w->info.dev)] += w->busy_ns;
+        r->delivered += w->units;
         c->job->teardown(w->state);
     }
     r->workers = c->worker_count;
     r->stolen = atomic_load(&c->stolen);
     r->given_up = atomic_load(&c->given_up);
+    r->stopped = atomic_load(&c->stopped) && r->delivered < c->job->unit_count;
 }
 
 int32_t split_run(struct clops_pool *pool, const struct split_job *job, struct split_result *result)
@@ -363,6 +392,8 @@ int32_t split_run(struct clops_pool *pool, const struct split_job *job, struct s
     atomic_init(&call.given_up, 0);
     atomic_init(&call.side_done[0], 0);
     atomic_init(&call.side_done[1], 0);
+    atomic_init(&call.stopped, 0);
+    pthread_mutex_init(&call.progress_lock, NULL);
     struct pool_device *devs[SPLIT_WORKERS_MAX];
     int32_t sides[SPLIT_WORKERS_MAX];
     unsigned char *states = NULL;
@@ -394,6 +425,7 @@ int32_t split_run(struct clops_pool *pool, const struct split_job *job, struct s
     free(call.state);
     free(states);
     free(workers);
+    pthread_mutex_destroy(&call.progress_lock);
     if (result != NULL)
         *result = r;
     return status;

@@ -39,6 +39,10 @@
  * Results. Per worker, the units it delivered and its busy time (render and delivery, abandoned
  * work included) go to pool_record_device_work; a call's delivered units sum to unit_count.
  *
+ * Stopping. A job may be stopped between chunks (job->stop_requested: a cancelled call) and
+ * hear of the units delivered (job->progress): each worker asks before it takes a chunk, so a
+ * run stops within one chunk per worker; units no worker took are not rendered.
+ *
  * Threads. Worker 0 runs on the calling thread, the others on threads split_run starts and joins.
  * setup, check_device and teardown run on the calling thread, before and after the workers run;
  * render and deliver on the worker's thread. After a failure (a callback's, or a thread that
@@ -118,12 +122,22 @@ struct split_job {
     int32_t (*deliver)(void *state, const struct split_chunk *chunk, const int *claimed);
     /* Releases what setup made; called for every worker whose setup was called, failed or not. */
     void (*teardown)(void *state);
+    /* Optional (NULL: never): asked by each worker before it takes a chunk, on its thread;
+     * nonzero stops the run there: chunks already taken are rendered and delivered, no other
+     * is taken, and split_run returns CLOPS_OK with result->stopped set (the operator says why
+     * it stopped). A cancellation's check (op.h). */
+    int (*stop_requested)(void *op);
+    /* Optional: the units delivered so far, of unit_count, after each delivery, on the
+     * delivering worker's thread; one call at a time, with counts that only grow. */
+    void (*progress)(void *op, int64_t delivered, int64_t total);
 };
 
 /* What a run did: units delivered and busy time by pool device index. */
 struct split_result {
     int64_t units[CONFIG_MAX_DEVICES], busy_ns[CONFIG_MAX_DEVICES];
     int32_t workers, stolen, given_up;
+    int32_t stopped;   /* job->stop_requested stopped the run before every unit was delivered */
+    int64_t delivered; /* units delivered, all devices together */
 };
 
 /* Runs `job` on every device of `pool` that takes part; `result` may be NULL. A job with no

@@ -236,7 +236,8 @@ struct mandel_call {
     struct clops_pool *pool;
     struct pool_device *primary;
     const struct mandel_plan *plan;
-    int64_t device_ns; /* the workers', summed as they are released */
+    struct op_call *op; /* the operator's call: its cancellation and progress */
+    int64_t device_ns;  /* the workers', summed as they are released */
 };
 
 static size_t staged_bytes(const struct mandel_plan *p, int32_t chunk)
@@ -610,10 +611,37 @@ static int32_t check_device(void *op, const struct pool_device *dev)
     return CLOPS_OK;
 }
 
-/* The tiles, shared by the pool's devices through the splitter. */
-static int32_t mandel_run(struct clops_pool *pool, const struct mandel_plan *p, int64_t *device_ns)
+/* split_job.stop_requested and .progress: the call's cancellation and progress, in tiles. */
+static int stop_requested(void *op)
 {
-    struct mandel_call call = {.pool = pool, .primary = pool_device_at(pool, 0), .plan = p};
+    return call_cancel_requested(((const struct mandel_call *)op)->op);
+}
+
+static void tiles_delivered(void *op, int64_t delivered, int64_t total)
+{
+    call_progress(((struct mandel_call *)op)->op, delivered, total);
+}
+
+/* A submitted call's launches cover at most 1/PACED_LAUNCHES of the image (every device's
+ * launches are waited for, so a cancel stops the call within one launch per device, and its
+ * progress moves at least that often); a synchronous one keeps launches as large as they pay
+ * (GPU_ALONE_LAUNCH_ITEMS: the whole of a 4096^2 image at once). */
+enum { PACED_LAUNCHES = 16 };
+static int64_t launch_items(const struct op_call *op, const struct mandel_plan *p, int64_t items)
+{
+    const int64_t unit = (int64_t)p->tile * p->tile, paced = p->tile_count * unit / PACED_LAUNCHES;
+    if (!op->control->submitted || items <= paced)
+        return items;
+    return paced > unit ? paced : unit;
+}
+
+/* The tiles, shared by the pool's devices through the splitter; a cancel stops them between
+ * chunks (CLOPS_ERR_CANCELLED). */
+static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
+{
+    struct clops_pool *pool = op->pool;
+    struct mandel_call call = {
+        .pool = pool, .primary = pool_device_at(pool, 0), .plan = p, .op = op};
     const struct split_job job = {
         .name = op_name,
         .unit_name = "tiles",
@@ -621,9 +649,9 @@ static int32_t mandel_run(struct clops_pool *pool, const struct mandel_plan *p, 
         .dynamic = p->dynamic,
         .gpu_share = p->gpu_share,
         .unit_items = (int64_t)p->tile * p->tile,
-        .launch_items = {[SPLIT_LAUNCH_GPU_SHARED] = GPU_LAUNCH_ITEMS,
-                         [SPLIT_LAUNCH_GPU_ALONE] = GPU_ALONE_LAUNCH_ITEMS,
-                         [SPLIT_LAUNCH_CPU] = CPU_LAUNCH_ITEMS},
+        .launch_items = {[SPLIT_LAUNCH_GPU_SHARED] = launch_items(op, p, GPU_LAUNCH_ITEMS),
+                         [SPLIT_LAUNCH_GPU_ALONE] = launch_items(op, p, GPU_ALONE_LAUNCH_ITEMS),
+                         [SPLIT_LAUNCH_CPU] = launch_items(op, p, CPU_LAUNCH_ITEMS)},
         .op = &call,
         .worker_size = sizeof(struct worker),
         .check_device = check_device,
@@ -631,9 +659,15 @@ static int32_t mandel_run(struct clops_pool *pool, const struct mandel_plan *p, 
         .render = render_chunk,
         .deliver = deliver,
         .teardown = worker_release,
+        .stop_requested = stop_requested,
+        .progress = tiles_delivered,
     };
-    int32_t status = split_run(pool, &job, NULL);
-    *device_ns += call.device_ns;
+    call_progress(op, 0, p->tile_count);
+    struct split_result result;
+    int32_t status = split_run(pool, &job, &result);
+    op->device_ns += call.device_ns;
+    if (status == CLOPS_OK && result.stopped)
+        status = call_refuse_cancelled(op, result.delivered, p->tile_count, "tiles");
     return status;
 }
 
@@ -719,7 +753,7 @@ static int32_t mandel_enqueue(struct op_call *call)
         tensor_packed_like(t, s->data[o], &s->packed[o]);
         *(o == 0 ? &staged.iters : &staged.image) = &s->packed[o];
     }
-    return mandel_run(call->pool, &staged, &call->device_ns);
+    return mandel_run(call, &staged);
 }
 
 static void mandel_commit(struct op_call *call)
@@ -827,6 +861,11 @@ static const struct clops_op op_mandelbrot = {
         "Device tensors (buffers on the primary device) are written in place by the primary "
         "device's tiles; tiles of other devices, and tiles two devices may both render, are "
         "downloaded, uploaded to the primary device and copied into place there.\n"
+        "\n"
+        "Submitted calls: the progress counts tiles delivered, and a cancel stops the call "
+        "between chunks (CLOPS_ERR_CANCELLED; host outputs untouched, device ones partly "
+        "written); their chunks hold at most 1/16 of the tiles, so that a cancel stops within "
+        "about a sixteenth of the image per device.\n"
         "\n"
         "Errors: CLOPS_ERR_INVALID_ARGUMENT, naming the parameter, for a NULL or malformed "
         "tensor, a rank other than 2 (iterations) or 3 (image), an image not H x W x 4, outputs "
