@@ -10,5 +10,6 @@ int bench_memory_main(int argc, char **argv);
 int bench_tune_main(int argc, char **argv);
 int bench_lu_main(int argc, char **argv);
 int bench_mandelbrot_main(int argc, char **argv);
+int bench_overlap_main(int argc, char **argv);
 
 #endif

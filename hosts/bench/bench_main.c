@@ -19,6 +19,8 @@ static const struct bench_area areas[] = {
     {"lu", "LU f32/f64 (TFLOP/s), solve with 1 and 64 RHS", bench_lu_main},
     {"mandelbrot", "Mandelbrot iterations/s: GPU f32, and a deep f64 zoom split GPU + CPU",
      bench_mandelbrot_main},
+    {"overlap", "GEMMs on host operands on two streams vs one after the other; submit's time",
+     bench_overlap_main},
 };
 
 enum { AREA_COUNT = (int)(sizeof areas / sizeof areas[0]) };
