@@ -32,7 +32,8 @@
  * - Pools and buffers are created by the plugin and released by the host with the matching
  *   release function; the host never frees them itself.
  * - Host memory passed in tensors stays owned by the host; the plugin reads or writes it only
- *   during the call it was passed to (every operator call is synchronous).
+ *   during the call it was passed to: until it returns for the synchronous calls (invoke, the
+ *   typed entries), until its event completes for a submitted call (ABI 1.4, `submit`).
  *
  * ## Errors
  * Every function that can fail returns an `enum clops_status` (CLOPS_OK = 0). A failed call
@@ -51,7 +52,7 @@ extern "C" {
 #endif
 
 #define CLOPS_ABI_MAJOR 1
-#define CLOPS_ABI_MINOR 3
+#define CLOPS_ABI_MINOR 4
 #define CLOPS_MAX_RANK 4
 
 /* True when the table `api` is large enough to hold `member`. */
@@ -80,7 +81,11 @@ enum clops_status {
     CLOPS_ERR_NOT_FOUND = 9,     /* no such operator, parameter, device or file */
     CLOPS_ERR_ABI_MISMATCH = 10, /* a struct_size too small, or an unknown ABI version */
     CLOPS_ERR_NO_DEVICE = 11,    /* no OpenCL device matches the configuration */
-    CLOPS_ERR_INTERNAL = 12      /* a bug in clops: please report the message */
+    CLOPS_ERR_INTERNAL = 12,     /* a bug in clops: please report the message */
+    /* ---- Added in ABI 1.4 ---- */
+    CLOPS_ERR_CANCELLED = 13, /* the call was cancelled (event_cancel), or a call it waited for
+                                 failed or was cancelled: its host outputs are untouched */
+    CLOPS_ERR_TIMEOUT = 14    /* event_wait's timeout passed first; nothing else changed */
 };
 /* CLOPS_ERR_OUT_OF_DEVICE_MEMORY: a buffer or an operator's temporaries (host tensors staged on
  * the device, scratch) would pass the device's limit, or one allocation is larger than the
@@ -118,6 +123,8 @@ typedef void (*clops_log_fn)(int32_t level, const char *message, void *user);
 /* Opaque objects, created and released through the table. */
 struct clops_pool;   /* devices, contexts, queues, built programs; shared by host threads */
 struct clops_buffer; /* device memory on a pool's primary device */
+struct clops_stream; /* ABI 1.4: an in-order queue of calls on one device of a pool */
+struct clops_event;  /* ABI 1.4: the outcome of one submitted call, once it is known */
 
 /* A tensor: host memory or a device buffer, viewed through shape and strides in elements.
  * Element (i0, i1, ...) lives at element index  offset + i0*strides[0] + i1*strides[1] + ...
@@ -268,6 +275,231 @@ struct clops_output_spec {
     int64_t shape[CLOPS_MAX_RANK];
 };
 #define CLOPS_OUTPUT_SPEC_SIZE_1_2 48
+
+/* ---- Non-blocking calls (ABI 1.4): streams, events, submit ---------------------------------
+ * A stream is an in-order queue of calls on one device of a pool: a call submitted to it starts
+ * after the calls submitted to it before have completed on the device, and sees their results,
+ * in host memory as in device buffers. Two streams run side by side: one's transfers overlap the
+ * other's kernels. Calls on different streams are ordered only through events (a wait list, or
+ * stream_wait).
+ *
+ * submit() checks a call as invoke_sized() would and returns at once: with an event, or with the
+ * error of a call refused by its checks (then nothing was queued, no event was made and no
+ * callback will run). Everything after the checks (staging, the kernels, the download, writing
+ * host outputs) happens on threads the stream owns.
+ *
+ * Host memory named in a submitted call (tensors' data) must stay valid, and must not be written
+ * by the host, until the call's event completes; output tensors' host memory is written only
+ * then, after every device step succeeded, and not at all when the call fails or is cancelled.
+ *
+ * An event is the host's until it releases it (event_release), whatever happens to the call:
+ * release every event submit() returns, also those never waited for. Its outcome is a state
+ * (queued, running, complete, failed, cancelled), a status and a message, readable from any
+ * thread (event_query). A completion callback, given at submit or later (event_on_complete),
+ * runs exactly once per event, when the outcome is known (also for a failed or cancelled call):
+ * on a thread of the stream, never on the host's thread or a driver's, never under a clops lock,
+ * one at a time per stream, in the order the stream's calls complete. A callback may call any
+ * clops function except waiting (event_wait with a timeout other than 0, stream_release of its
+ * own stream, pool_release while the pool has streams): those are refused or deferred, as said
+ * at each. It should return soon: the stream's later completions wait for it.
+ *
+ * Objects the host lends (ABI 1.4 interop: a cl_context, cl_command_queue, cl_mem, cl_event) are
+ * retained by clops while it uses them and never freed by it; getters that hand out OpenCL
+ * objects do not retain them unless they say so (oneDNN's rules). OpenCL handles cross this ABI
+ * as `void *` so that this header does not need CL/cl.h. */
+
+enum clops_event_state {
+    CLOPS_EVENT_QUEUED = 0,   /* submitted; waiting for the calls before it */
+    CLOPS_EVENT_RUNNING = 1,  /* its device work is queued or running */
+    CLOPS_EVENT_COMPLETE = 2, /* succeeded: outputs written */
+    CLOPS_EVENT_FAILED = 3,   /* failed: status and message say why; host outputs untouched */
+    CLOPS_EVENT_CANCELLED = 4 /* cancelled (status CLOPS_ERR_CANCELLED); host outputs untouched */
+};
+
+/* A completion callback: `status` is the call's (CLOPS_OK, or why it failed); the event stays
+ * the host's (the callback may release it, or keep it). */
+typedef void (*clops_event_fn)(struct clops_event *event, int32_t status, void *user);
+
+struct clops_stream_create_args {
+    uint32_t struct_size; /* set by the host: sizeof(struct clops_stream_create_args) */
+    int32_t device;       /* the pool's device index (pool_device_count) */
+    struct clops_pool *pool;
+    /* Optional (interop): an in-order cl_command_queue of the host on that device and the
+     * pool's cl_context, used instead of a queue of clops' own; retained while the stream
+     * lives, never released by clops beyond that. NULL: clops opens a queue for the stream. */
+    void *cl_queue;
+    struct clops_stream *stream; /* out: the host's until stream_release */
+};
+
+struct clops_stream_release_args {
+    uint32_t struct_size;
+    int32_t reserved;
+    struct clops_stream *stream; /* NULL is a no-op */
+};
+
+/* Every call submitted to `stream` after this starts only once all `events` completed (events
+ * of any stream of the same pool). A failed or cancelled one fails those calls with
+ * CLOPS_ERR_CANCELLED. The host keeps its events (they are retained as long as needed). */
+struct clops_stream_wait_args {
+    uint32_t struct_size;
+    int32_t event_count;
+    struct clops_stream *stream;
+    struct clops_event *const *events;
+};
+
+struct clops_submit_args {
+    uint32_t struct_size; /* sizeof(struct clops_submit_args) */
+    int32_t op_index;     /* the operator, in the op_at() numbering */
+    struct clops_stream *stream;
+    /* The arguments, as invoke_sized takes them: read during submit only (tensor descriptors
+     * and strings are copied; the host memory the tensors point to is not, see above). */
+    const struct clops_arg *args;
+    int32_t nargs;
+    uint32_t arg_size; /* sizeof(struct clops_arg) of the host's header */
+    /* Optional: events (of this pool's streams) that must complete before the call starts; a
+     * failed or cancelled one fails this call with CLOPS_ERR_CANCELLED. */
+    struct clops_event *const *wait_events;
+    int32_t wait_count;
+    int32_t cl_wait_count;
+    /* Optional (interop): cl_events of the stream's context the call's device work waits for. */
+    void *const *cl_wait_events;
+    /* Optional: a completion callback (see above), as event_on_complete would register it. */
+    clops_event_fn on_complete;
+    void *user;
+    struct clops_event *event; /* out: the host's until event_release */
+};
+
+struct clops_event_query_args {
+    uint32_t struct_size;
+    int32_t state; /* out: enum clops_event_state */
+    struct clops_event *event;
+    int32_t status; /* out: CLOPS_OK until the call failed or was cancelled, then why */
+    int32_t reserved;
+    const char *message; /* out: "" or the failure's message; valid until event_release */
+    double progress;     /* out: the fraction of the call done, 0 to 1 (1 once complete) */
+};
+
+/* Waits until one (wait_all = 0) or all (1) of `events` have an outcome (complete, failed or
+ * cancelled), or `timeout_ns` passed: CLOPS_OK, or CLOPS_ERR_TIMEOUT. timeout_ns < 0: no
+ * limit; 0: only looks. The calls' own failures are not this function's: read them with
+ * event_query. In a completion callback only timeout_ns = 0 is allowed (a wait there could
+ * wait for itself): others fail with CLOPS_ERR_INVALID_ARGUMENT. */
+struct clops_event_wait_args {
+    uint32_t struct_size;
+    int32_t count;
+    struct clops_event *const *events;
+    int64_t timeout_ns;
+    int32_t wait_all;
+    int32_t ready; /* out: with wait_all = 0, the index of an event that has its outcome */
+};
+
+/* Registers the event's completion callback (at most one per event; a second is refused). On an
+ * event that has its outcome already, the callback still runs on a thread of the stream. */
+struct clops_event_callback_args {
+    uint32_t struct_size;
+    int32_t reserved;
+    struct clops_event *event;
+    clops_event_fn fn;
+    void *user;
+};
+
+/* Asks for the call to stop. A call still queued never starts; a running one stops at its next
+ * unit of work (LU: a panel; a large GEMM: a block of C; Mandelbrot: a tile) or, past its last
+ * one, before its host outputs are written. It then ends cancelled: status
+ * CLOPS_ERR_CANCELLED, host outputs untouched (device buffers it writes may hold part of its
+ * results). A call that has its outcome already keeps it; cancelling is never an error. */
+struct clops_event_cancel_args {
+    uint32_t struct_size;
+    int32_t reserved;
+    struct clops_event *event;
+};
+
+struct clops_event_release_args {
+    uint32_t struct_size;
+    int32_t reserved;
+    struct clops_event *event; /* NULL is a no-op; the call goes on if it has not ended */
+};
+
+/* Interop: the call's completion as a cl_event of the stream's context, retained for the host,
+ * which releases it with clReleaseEvent: it completes once the whole call has, host outputs
+ * written included; its status is negative when the call failed or was cancelled. */
+struct clops_event_cl_args {
+    uint32_t struct_size;
+    int32_t reserved;
+    struct clops_event *event;
+    void *cl_event; /* out */
+};
+
+/* ---- Interop and device memory (ABI 1.4) -------------------------------------------------- */
+
+/* A pool on the host's OpenCL objects: its `cl_context` and `device_count` of its devices
+ * (cl_device_id), optionally with a queue per device (in-order, of that context and device)
+ * for the pool's synchronous calls; NULL queues: clops opens its own on the host's context.
+ * Everything is retained while the pool lives and released, never freed, after. `config_text`
+ * (optional, the libconfig text pool_create_from_string takes) sets the rest (operators,
+ * profiling, device_memory_percent...); a `devices` section there is refused: the devices are
+ * the host's. Device i of the pool is cl_devices[i]. */
+struct clops_pool_from_cl_args {
+    uint32_t struct_size;
+    int32_t device_count;
+    void *cl_context;
+    void *const *cl_devices;
+    void *const *cl_queues;  /* optional: device_count queues, or NULL */
+    const char *config_text; /* optional */
+    struct clops_pool *pool; /* out: the host's until pool_release */
+};
+
+/* A clops buffer over the host's cl_mem (a buffer of the pool's context, on `device`), without
+ * a copy: operators read and write the cl_mem itself. clops retains it while the buffer lives
+ * and releases it at buffer_release, never frees it; its bytes are not counted against the
+ * pool's memory limit. `bytes` is its size (CL_MEM_SIZE). */
+struct clops_buffer_wrap_args {
+    uint32_t struct_size;
+    int32_t device; /* the pool's device index; 0 = the primary, where buffer_create allocates */
+    struct clops_pool *pool;
+    void *cl_mem;
+    struct clops_buffer *buffer; /* out: the host's until buffer_release */
+    int64_t bytes;               /* out */
+};
+
+/* The cl_mem behind a clops buffer, created or wrapped, and its pool's cl_context: not
+ * retained (the host retains them to keep them past buffer_release). */
+struct clops_buffer_cl_args {
+    uint32_t struct_size;
+    int32_t device; /* out: the pool's device index the buffer lives on */
+    struct clops_buffer *buffer;
+    void *cl_mem;     /* out */
+    void *cl_context; /* out */
+};
+
+/* Device memory clops holds on one device of a pool (buffers, staged operands, scratch and
+ * the pool's caches), counted over every pool of the process on that cl_device_id, as the
+ * limit is. Wrapped buffers (buffer_wrap_cl) are not counted. */
+struct clops_memory_stats_args {
+    uint32_t struct_size;
+    int32_t device; /* the pool's device index */
+    const struct clops_pool *pool;
+    int64_t allocated_bytes; /* out: now */
+    int64_t peak_bytes;      /* out: the most at once since the first pool opened the device */
+    int64_t buffers;         /* out: cl_mem objects clops holds on it now */
+    int64_t limit_bytes;     /* out: device_memory_percent of its global memory */
+};
+
+/* Copies `bytes` from src (from src_offset) to dst (from dst_offset), buffers of the stream's
+ * pool on its device, as a call on the stream: after its earlier calls and `wait_events`, and
+ * with an event of its own (out), as submit's. Overlapping ranges of one buffer are refused. */
+struct clops_buffer_copy_args {
+    uint32_t struct_size;
+    int32_t wait_count;
+    struct clops_stream *stream;
+    struct clops_buffer *src;
+    int64_t src_offset;
+    struct clops_buffer *dst;
+    int64_t dst_offset;
+    int64_t bytes;
+    struct clops_event *const *wait_events;
+    struct clops_event *event; /* out: the host's until event_release */
+};
 
 /* ---- Devices and statistics --------------------------------------------------------------- */
 
@@ -445,6 +677,28 @@ struct clops_api {
                            const struct clops_arg *args, int32_t nargs, uint32_t arg_size,
                            struct clops_output_spec *outputs, uint32_t output_size,
                            int32_t capacity, int32_t *count);
+
+    /* ---- Appended in ABI 1.4 (check with CLOPS_API_HAS): non-blocking calls, above ---- */
+    /* A stream on a device of the pool; it holds the pool until it is released. */
+    int32_t (*stream_create)(struct clops_stream_create_args *args);
+    /* Gives back the host's stream: waits until every call submitted to it has its outcome,
+     * then stops its threads. From a callback of the stream itself it does not wait: the
+     * stream stops once its queued calls have ended. Events of its calls stay valid. */
+    int32_t (*stream_release)(struct clops_stream_release_args *args);
+    int32_t (*stream_wait)(struct clops_stream_wait_args *args);
+    int32_t (*submit)(struct clops_submit_args *args);
+    int32_t (*event_query)(struct clops_event_query_args *args);
+    int32_t (*event_wait)(struct clops_event_wait_args *args);
+    int32_t (*event_on_complete)(struct clops_event_callback_args *args);
+    int32_t (*event_cancel)(struct clops_event_cancel_args *args);
+    int32_t (*event_release)(struct clops_event_release_args *args);
+    int32_t (*event_cl_event)(struct clops_event_cl_args *args);
+    /* Interop and device memory (above). */
+    int32_t (*pool_create_from_cl)(struct clops_pool_from_cl_args *args);
+    int32_t (*buffer_wrap_cl)(struct clops_buffer_wrap_args *args);
+    int32_t (*buffer_cl)(struct clops_buffer_cl_args *args);
+    int32_t (*memory_stats)(struct clops_memory_stats_args *args);
+    int32_t (*buffer_copy)(struct clops_buffer_copy_args *args);
 };
 
 /* The only entry symbol. Returns NULL when the plugin does not serve `abi_major` (it serves 1). */

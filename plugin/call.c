@@ -74,21 +74,32 @@ static void release_operands(struct op_call *c)
         tensor_release(&c->staged[i]);
 }
 
-/* Stage, enqueue, download, each enqueued on the call's in-order queue without a wait, then one
- * wait and the commit: host outputs are written only after every device step and every
- * download of the call succeeded (docs/reliability.md). */
-static int32_t execute(struct op_call *c)
+/* Stage, enqueue, download, each enqueued on the call's in-order queue without a wait, then the
+ * end marker. What was enqueued is waited for by call_complete, on every path. */
+static int32_t start_work(struct op_call *c)
 {
-    c->queue = pool_acquire_queue(c->dev);
     int32_t status = stage_operands(c);
     if (status == CLOPS_OK)
         status = c->impl->enqueue(c);
     if (status == CLOPS_OK)
         status = download_outputs(c);
-    /* The call's one wait, on every path: nothing above waited for the device, and what goes
-     * back to the pool next (host blocks, scratch, buffers) must be free of queued work. */
+    /* Also after a failure: the wait at the end then waits for what was enqueued before it. */
+    int32_t marked = pool_work_end(&c->work, c->queue, c->impl->desc->name);
+    return status != CLOPS_OK ? status : marked;
+}
+
+/* The call's one wait and its commit: host outputs are written only after every device step
+ * and every download of the call succeeded (docs/reliability.md), and not at all when the host
+ * asked the call to stop before then. */
+static int32_t finish_work(struct op_call *c, int32_t status)
+{
+    /* On every path: nothing before waited for the device, and what goes back to the pool next
+     * (host blocks, scratch, buffers) must be free of queued work. */
     status =
         pool_work_finish(c->pool, &c->work, c->queue, status, &c->device_ns, c->impl->desc->name);
+    if (status == CLOPS_OK && call_cancel_requested(c))
+        status = err_set(CLOPS_ERR_CANCELLED, "%s: cancelled before its outputs were written",
+                         c->impl->desc->name);
     if (status == CLOPS_OK)
         commit_outputs(c);
     release_operands(c);
@@ -103,6 +114,9 @@ static int32_t execute(struct op_call *c)
 struct call {
     struct op_call op;
     struct call_error error;
+    struct call_control control; /* a synchronous call's; a submitted one uses its event's */
+    int32_t index;               /* the operator's, in the registry */
+    int32_t started;             /* call_start enqueued work: call_complete waits for it */
     union op_value values[CALL_MAX_PARAMS];
     struct clops_tensor tensors[CALL_MAX_PARAMS];
     /* The plan (op.plan, impl->plan_size bytes), then the copies of the strings. */
@@ -154,6 +168,11 @@ int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const unio
     c->impl = impl;
     c->values = call->values;
     c->plan = call->tail;
+    atomic_init(&call->control.cancel, 0);
+    atomic_init(&call->control.done, 0);
+    atomic_init(&call->control.total, 0);
+    call->control.submitted = 0;
+    c->control = &call->control;
     call->error.status = CLOPS_OK;
     call->error.message[0] = '\0';
     for (int32_t i = 0; i < op->param_count; i++) {
@@ -273,9 +292,10 @@ int32_t call_check_index(struct clops_pool *pool, int32_t index, const union op_
     return status;
 }
 
-int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values)
+int32_t call_prepare(struct clops_pool *pool, int32_t index, struct pool_device *dev,
+                     const union op_value *values, struct call **out)
 {
-    err_clear();
+    *out = NULL;
     const struct op_impl *impl = NULL;
     int32_t status = call_impl(index, &impl);
     if (status != CLOPS_OK)
@@ -287,12 +307,106 @@ int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_va
     status = call_begin(pool, index, impl, values, &call);
     if (status != CLOPS_OK)
         return status;
+    if (dev != NULL)
+        call->op.dev = dev;
+    call->index = index;
+    status = impl->check(&call->op);
+    if (status != CLOPS_OK) {
+        pool_record_call(pool, index, status, 0); /* a refused call counts as a failure */
+        call_end(call);
+        call_free(call);
+        return status;
+    }
+    *out = call;
+    return CLOPS_OK;
+}
+
+void call_set_control(struct call *call, struct call_control *control)
+{
+    call->op.control = control;
+}
+
+int32_t call_start(struct call *call, cl_command_queue queue)
+{
     struct op_call *c = &call->op;
-    status = call_step(call, impl->check(c));
-    if (status == CLOPS_OK && !c->nothing_to_do)
-        status = call_step(call, execute(c));
-    pool_record_call(pool, index, status, c->device_ns);
+    c->queue = queue;
+    if (c->nothing_to_do)
+        return CLOPS_OK;
+    if (call_cancel_requested(c))
+        return call_step(call, err_set(CLOPS_ERR_CANCELLED, "%s: cancelled before it started",
+                                       c->impl->desc->name));
+    call->started = 1;
+    return call_step(call, start_work(c));
+}
+
+cl_event call_done_marker(const struct call *call)
+{
+    return call->op.work.done;
+}
+
+int32_t call_complete(struct call *call)
+{
+    struct op_call *c = &call->op;
+    int32_t status = call->error.status;
+    if (call->started)
+        status = call_step(call, finish_work(c, status));
+    else if (status == CLOPS_OK && call_cancel_requested(c))
+        status = call_step(call, err_set(CLOPS_ERR_CANCELLED, "%s: cancelled before it started",
+                                         c->impl->desc->name));
+    pool_record_call(c->pool, call->index, status, c->device_ns);
     call_end(call);
+    return status;
+}
+
+int32_t call_fail(struct call *call, int32_t status, const char *message)
+{
+    if (call->error.status == CLOPS_OK) {
+        call->error.status = status;
+        snprintf(call->error.message, sizeof call->error.message, "%s", message);
+    }
+    return call->error.status;
+}
+
+/* Parameter i of the call, when it is an output tensor in host memory. */
+static const struct clops_tensor *host_output(const struct op_call *c, int32_t i)
+{
+    const int32_t kind = c->impl->desc->params[i].kind;
+    const struct clops_tensor *t = is_tensor(kind) ? c->values[i].tensor : NULL;
+    return kind != CLOPS_PARAM_TENSOR_IN && t != NULL && t->data != NULL ? t : NULL;
+}
+
+int call_writes_host(const struct call *call)
+{
+    for (int32_t i = 0; i < call->op.impl->desc->param_count; i++)
+        if (host_output(&call->op, i) != NULL)
+            return 1;
+    return 0;
+}
+
+int call_host_overlaps(const struct call *writer, const struct call *other)
+{
+    const struct op_call *w = &writer->op, *o = &other->op;
+    for (int32_t i = 0; i < w->impl->desc->param_count; i++) {
+        const struct clops_tensor *x = host_output(w, i);
+        for (int32_t j = 0; x != NULL && j < o->impl->desc->param_count; j++) {
+            const struct clops_tensor *y =
+                is_tensor(o->impl->desc->params[j].kind) ? o->values[j].tensor : NULL;
+            if (y != NULL && y->data != NULL && tensor_views_overlap(x, y))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values)
+{
+    err_clear();
+    struct call *call = NULL;
+    int32_t status = call_prepare(pool, index, NULL, values, &call);
+    if (status != CLOPS_OK)
+        return status;
+    call_start(call, pool_acquire_queue(call->op.dev));
+    call_complete(call);
     status = call_report(call);
     call_free(call);
     return status;

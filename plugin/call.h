@@ -7,12 +7,11 @@
  * (and, where it keeps host results of its own, a commit step), nothing else. The typed ABI
  * entry and invoke() both end in call_run with the parameters' values in the descriptor's order.
  *
- * The next steps reuse this without change:
- * - A non-blocking submit runs check, stage and enqueue on the caller's thread (all that can
- *   reject the call happens there, before anything is queued), and returns an event for the
- *   last enqueued command; call_finish runs when that event completes (from a callback or a
- *   wait). Hence the split: enqueue only enqueues (and may wait inside where an operator needs
- *   a result to go on), and everything after it is call_finish.
+ * The steps, as a synchronous call runs them on the caller's thread and a submitted one (stream.c)
+ * on its stream's threads: call_prepare (the check: all that can refuse a call, before anything
+ * is queued), call_start (stage, enqueue, download, the end marker; nothing waits), call_complete
+ * (the one wait, the commit into host memory, the statistics). Enqueue only enqueues (an
+ * operator that needs a result to go on may wait inside: LU's chain, Mandelbrot's workers).
  * - A call split across devices: the operator's check fills its plan for the pool's devices,
  *   its enqueue hands work units to the splitter (split.h), one worker per device queue, each
  *   staging what its units read; the core's staging and finish are the same.
@@ -45,6 +44,34 @@ const struct call_error *call_error_of(const struct call *call);
 int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const union op_value *values,
                  struct call **out);
 void call_free(struct call *call);
+
+/* The steps, for stream.c. A call of the operator at `index` with copies of `values`, holding
+ * the pool and the buffers it names, checked: refused (with the thread's message, nothing
+ * allocated, the refusal counted in the statistics) or in *out. `dev` NULL: the operator's
+ * configured device. */
+int32_t call_prepare(struct clops_pool *pool, int32_t index, struct pool_device *dev,
+                     const union op_value *values, struct call **out);
+/* What the host may ask of the call and learn from it (a submitted call's event's); by default
+ * the call's own, never cancelled. Before call_start. */
+void call_set_control(struct call *call, struct call_control *control);
+/* Enqueues the call's work on `queue` (in order) without waiting, ending with its end marker:
+ * CLOPS_OK or the first failure, which the call's error then holds. call_complete follows on
+ * every path (it also waits for what a failed start enqueued). */
+int32_t call_start(struct call *call, cl_command_queue queue);
+/* The end marker call_start enqueued (completes when the call's device work has), or NULL:
+ * owned by the call until call_complete. */
+cl_event call_done_marker(const struct call *call);
+/* Waits for the call's work, writes host outputs when it all succeeded and the host did not
+ * ask it to stop, records it in the statistics, lets go of the pool and buffers: the call's
+ * status, also in its error. Run without call_start, it ends a call that never started (one
+ * call_fail failed, or one cancelled). The call itself is left for call_free. */
+int32_t call_complete(struct call *call);
+/* Fails a call before it starts with `status` and `message` (a call it waited for failed). */
+int32_t call_fail(struct call *call, int32_t status, const char *message);
+/* Whether the call writes host memory (an output tensor with data), and whether what `writer`
+ * writes in host memory shares a byte with any host tensor of `other`. */
+int call_writes_host(const struct call *call);
+int call_host_overlaps(const struct call *writer, const struct call *other);
 
 /* Runs one call of the operator at `index` in the registry with `values` (its parameters in
  * the descriptor's order), through the whole lifecycle: what invoke() calls. */

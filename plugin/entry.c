@@ -2,14 +2,18 @@
  * clears the thread's last error, checks its arguments and delegates to its module. */
 #include "entry.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "buffer_copy.h"
 #include "config.h"
 #include "error.h"
+#include "event.h"
 #include "invoke.h"
 #include "pool.h"
 #include "registry.h"
+#include "stream.h"
 #include "tensor.h"
 
 static const char *api_version(void)
@@ -240,6 +244,219 @@ static int32_t api_op_index(const struct clops_op *op)
     return registry_index(op);
 }
 
+/* ---- ABI 1.4: interop and device memory ---- */
+
+/* The size of an args struct through `member`, its last in the ABI that added the struct: the
+ * least struct_size accepted (members appended later are read only when it covers them). */
+#define ARGS_SIZE_THROUGH(type, member) (offsetof(type, member) + sizeof(((type *)NULL)->member))
+
+/* The checks every args struct gets: non-NULL, and a struct_size of at least `least`. */
+static int32_t check_args_struct(const void *args, size_t least, const char *entry)
+{
+    if (args == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'args' is NULL", entry);
+    uint32_t size;
+    memcpy(&size, args, sizeof size);
+    if (size < least)
+        return err_set(CLOPS_ERR_ABI_MISMATCH,
+                       "%s: args->struct_size = %u; expected at least %zu (set it to sizeof the "
+                       "struct)",
+                       entry, (unsigned)size, least);
+    return CLOPS_OK;
+}
+
+static int32_t api_pool_create_from_cl(struct clops_pool_from_cl_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_pool_from_cl_args, pool), "pool_create_from_cl");
+    return status != CLOPS_OK ? status : pool_create_from_cl(args);
+}
+
+static int32_t api_buffer_wrap_cl(struct clops_buffer_wrap_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_buffer_wrap_args, bytes), "buffer_wrap_cl");
+    return status != CLOPS_OK ? status : buffer_wrap_cl(args);
+}
+
+static int32_t api_buffer_cl(struct clops_buffer_cl_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_buffer_cl_args, cl_context), "buffer_cl");
+    return status != CLOPS_OK ? status : buffer_cl(args);
+}
+
+static int32_t api_memory_stats(struct clops_memory_stats_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_memory_stats_args, limit_bytes), "memory_stats");
+    if (status == CLOPS_OK)
+        status = hold_pool_and_out("memory_stats", args->pool, args);
+    if (status != CLOPS_OK)
+        return status;
+    const int32_t count = pool_device_count(args->pool);
+    if (args->device < 0 || args->device >= count)
+        status = err_set(CLOPS_ERR_NOT_FOUND,
+                         "memory_stats: parameter 'device' = %d; the pool has %d device(s)",
+                         (int)args->device, (int)count);
+    else
+        pool_read_memory_stats(pool_device_at(args->pool, args->device), args);
+    pool_unhold(args->pool);
+    return status;
+}
+
+/* ---- ABI 1.4: streams, events, submit ---- */
+
+static int32_t api_stream_create(struct clops_stream_create_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_stream_create_args, stream), "stream_create");
+    if (status != CLOPS_OK)
+        return status;
+    args->stream = NULL;
+    if (args->pool == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "stream_create: parameter 'pool' is NULL");
+    return stream_create(args->pool, args->device, (cl_command_queue)args->cl_queue,
+                         &args->stream);
+}
+
+static int32_t api_stream_release(struct clops_stream_release_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_stream_release_args, stream), "stream_release");
+    if (status != CLOPS_OK || args->stream == NULL)
+        return status;
+    return stream_release(args->stream);
+}
+
+static int32_t api_stream_wait(struct clops_stream_wait_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_stream_wait_args, events), "stream_wait");
+    if (status != CLOPS_OK)
+        return status;
+    if (args->stream == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "stream_wait: parameter 'stream' is NULL");
+    return stream_wait_events(args->stream, args->events, args->event_count);
+}
+
+static int32_t api_submit(struct clops_submit_args *args)
+{
+    err_clear();
+    int32_t status =
+        check_args_struct(args, ARGS_SIZE_THROUGH(struct clops_submit_args, event), "submit");
+    if (status != CLOPS_OK)
+        return status;
+    args->event = NULL;
+    if (args->stream == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "submit: parameter 'stream' is NULL");
+    const struct clops_op *op = registry_at(args->op_index);
+    if (op == NULL)
+        return err_set(CLOPS_ERR_NOT_FOUND,
+                       "submit: parameter 'op_index' = %d; expected 0 .. %d (op_count() - 1)",
+                       (int)args->op_index, (int)registry_count() - 1);
+    union op_value values[CALL_MAX_PARAMS];
+    int32_t index = -1;
+    status = invoke_bind(op, args->args, args->nargs, args->arg_size, "submit", &index, values);
+    if (status != CLOPS_OK)
+        return status;
+    const struct stream_waits waits = {args->wait_events, args->wait_count,
+                                       (const cl_event *)args->cl_wait_events,
+                                       args->cl_wait_count};
+    return stream_submit(args->stream, index, values, &waits, args->on_complete, args->user,
+                         &args->event);
+}
+
+/* The checks of the event functions' args: the struct, and its event. */
+static int32_t check_event_args(const void *args, size_t least, const char *entry)
+{
+    int32_t status = check_args_struct(args, least, entry);
+    if (status != CLOPS_OK)
+        return status;
+    struct clops_event *event;
+    memcpy(&event, (const char *)args + 8, sizeof event); /* every one has it at offset 8 */
+    if (event == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'event' is NULL", entry);
+    return CLOPS_OK;
+}
+
+static int32_t api_event_query(struct clops_event_query_args *args)
+{
+    err_clear();
+    int32_t status = check_event_args(
+        args, ARGS_SIZE_THROUGH(struct clops_event_query_args, progress), "event_query");
+    return status != CLOPS_OK ? status : event_query(args);
+}
+
+static int32_t api_event_wait(struct clops_event_wait_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_event_wait_args, ready), "event_wait");
+    if (status != CLOPS_OK)
+        return status;
+    if (args->count < 0 || (args->count > 0 && args->events == NULL))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "event_wait: count = %d and events = %p; expected count >= 0 and events "
+                       "non-NULL when count > 0",
+                       (int)args->count, (const void *)args->events);
+    for (int32_t i = 0; i < args->count; i++)
+        if (args->events[i] == NULL)
+            return err_set(CLOPS_ERR_INVALID_ARGUMENT, "event_wait: events[%d] is NULL", (int)i);
+    return event_wait(args);
+}
+
+static int32_t api_event_on_complete(struct clops_event_callback_args *args)
+{
+    err_clear();
+    int32_t status = check_event_args(
+        args, ARGS_SIZE_THROUGH(struct clops_event_callback_args, user), "event_on_complete");
+    if (status == CLOPS_OK && args->fn == NULL)
+        status = err_set(CLOPS_ERR_INVALID_ARGUMENT, "event_on_complete: parameter 'fn' is NULL");
+    return status != CLOPS_OK ? status : event_on_complete(args);
+}
+
+static int32_t api_event_cancel(struct clops_event_cancel_args *args)
+{
+    err_clear();
+    int32_t status = check_event_args(
+        args, ARGS_SIZE_THROUGH(struct clops_event_cancel_args, event), "event_cancel");
+    return status != CLOPS_OK ? status : event_cancel(args);
+}
+
+static int32_t api_event_release(struct clops_event_release_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_event_release_args, event), "event_release");
+    if (status == CLOPS_OK)
+        event_release(args->event);
+    return status;
+}
+
+static int32_t api_event_cl_event(struct clops_event_cl_args *args)
+{
+    err_clear();
+    int32_t status = check_event_args(
+        args, ARGS_SIZE_THROUGH(struct clops_event_cl_args, cl_event), "event_cl_event");
+    return status != CLOPS_OK ? status : event_cl_event(args);
+}
+
+static int32_t api_buffer_copy(struct clops_buffer_copy_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_buffer_copy_args, event), "buffer_copy");
+    return status != CLOPS_OK ? status : buffer_copy_submit(args);
+}
+
 static const struct clops_api api_v1 = {
     .struct_size = sizeof(struct clops_api),
     .abi_major = CLOPS_ABI_MAJOR,
@@ -270,6 +487,21 @@ static const struct clops_api api_v1 = {
     .pool_device_stats = api_pool_device_stats,
     .invoke_sized = invoke_op_sized,
     .check_sized = check_op_sized,
+    .stream_create = api_stream_create,
+    .stream_release = api_stream_release,
+    .stream_wait = api_stream_wait,
+    .submit = api_submit,
+    .event_query = api_event_query,
+    .event_wait = api_event_wait,
+    .event_on_complete = api_event_on_complete,
+    .event_cancel = api_event_cancel,
+    .event_release = api_event_release,
+    .event_cl_event = api_event_cl_event,
+    .pool_create_from_cl = api_pool_create_from_cl,
+    .buffer_wrap_cl = api_buffer_wrap_cl,
+    .buffer_cl = api_buffer_cl,
+    .memory_stats = api_memory_stats,
+    .buffer_copy = api_buffer_copy,
 };
 
 /* Descriptors state sizeof(struct clops_param) (param_size); ABI 1.1's hosts step by the old. */

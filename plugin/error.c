@@ -239,6 +239,8 @@ const char *err_status_name(int32_t status)
     case CLOPS_ERR_ABI_MISMATCH: return "CLOPS_ERR_ABI_MISMATCH";
     case CLOPS_ERR_NO_DEVICE: return "CLOPS_ERR_NO_DEVICE";
     case CLOPS_ERR_INTERNAL: return "CLOPS_ERR_INTERNAL";
+    case CLOPS_ERR_CANCELLED: return "CLOPS_ERR_CANCELLED";
+    case CLOPS_ERR_TIMEOUT: return "CLOPS_ERR_TIMEOUT";
     default: return "CLOPS_ERR_UNKNOWN_STATUS";
     }
 }

@@ -250,6 +250,12 @@ static int32_t bind_call(const struct clops_op *op, const struct clops_arg *args
     return bind_args(op, args, nargs, arg_size, slots, given);
 }
 
+int32_t invoke_bind(const struct clops_op *op, const struct clops_arg *args, int32_t nargs,
+                    uint32_t arg_size, const char *verb, int32_t *index, union op_value *values)
+{
+    return bind_call(op, args, nargs, arg_size, verb, index, values);
+}
+
 int32_t invoke_op_sized(struct clops_pool *pool, const struct clops_op *op,
                         const struct clops_arg *args, int32_t nargs, uint32_t arg_size)
 {

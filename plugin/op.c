@@ -62,3 +62,23 @@ int32_t call_refuse_settings(const struct clops_pool *pool, const struct op_impl
     va_end(ap);
     return err_set(CLOPS_ERR_CONFIG, "%s: %s: %s", impl->desc->name, configured, detail);
 }
+
+int call_cancel_requested(const struct op_call *call)
+{
+    return call->control != NULL && atomic_load(&call->control->cancel) != 0;
+}
+
+int32_t call_refuse_cancelled(const struct op_call *call, int64_t done, int64_t total,
+                              const char *unit)
+{
+    return err_set(CLOPS_ERR_CANCELLED, "%s: cancelled after %lld of %lld %s",
+                   call->impl->desc->name, (long long)done, (long long)total, unit);
+}
+
+void call_progress(struct op_call *call, int64_t done, int64_t total)
+{
+    if (call->control == NULL)
+        return;
+    atomic_store(&call->control->total, total);
+    atomic_store(&call->control->done, done);
+}

@@ -6,6 +6,7 @@
 #ifndef CLOPS_OP_H
 #define CLOPS_OP_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "pool.h"
@@ -36,6 +37,16 @@ struct op_output {
     int64_t shape[CLOPS_MAX_RANK];
 };
 
+/* What the host can ask of a running call and learn from it: a stop, and how far it got. Owned
+ * by the call's event for a submitted call (ABI 1.4), by the call itself for a synchronous one
+ * (never stopped). Read and written by any thread. */
+struct call_control {
+    atomic_int cancel; /* 1: the host asked the call to stop (event_cancel) */
+    atomic_llong done; /* units of work done, of `total` (0: not known) */
+    atomic_llong total;
+    int32_t submitted; /* 1: a submitted call, which may be cancelled; 0: synchronous */
+};
+
 struct op_call {
     struct clops_pool *pool;
     const struct op_impl *impl;
@@ -52,8 +63,9 @@ struct op_call {
     /* Set by the core for enqueue. */
     cl_command_queue queue;
     struct staged_tensor staged[CALL_MAX_PARAMS];
-    int64_t device_ns;     /* device time, when profiling: enqueue adds its kernels' */
-    struct pool_work work; /* enqueued and not yet waited for: launches, scratch (pool.h) */
+    int64_t device_ns;            /* device time, when profiling: enqueue adds its kernels' */
+    struct pool_work work;        /* enqueued and not yet waited for: launches, scratch (pool.h) */
+    struct call_control *control; /* never NULL once the call runs */
 };
 
 struct op_impl {
@@ -107,6 +119,18 @@ void call_expect(struct op_call *call, int32_t param, int32_t dtype, int32_t ran
                  const int64_t *shape);
 /* The same: parameter `param` must be what it is (an in-place output such as LU's a). */
 void call_expect_same(struct op_call *call, int32_t param);
+
+/* ---- Cancellation and progress, for operators whose calls are long (LU, large GEMMs,
+ * Mandelbrot): they check between units of work and say how far they got. ---- */
+
+/* Whether the host asked the call to stop (only a submitted call can be asked). */
+int call_cancel_requested(const struct op_call *call);
+/* CLOPS_ERR_CANCELLED with "<op>: cancelled after <done> of <total> <unit>": what an operator
+ * returns when it stops at a unit boundary on a request (nothing after it commits). */
+int32_t call_refuse_cancelled(const struct op_call *call, int64_t done, int64_t total,
+                              const char *unit);
+/* `done` of `total` units of the call's work are done (event_query's progress). */
+void call_progress(struct op_call *call, int64_t done, int64_t total);
 
 /* The value of parameter `name` (a descriptor's name), for an operator's own code. */
 int32_t call_param_index(const struct op_impl *impl, const char *name);

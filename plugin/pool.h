@@ -38,6 +38,10 @@ int32_t pool_device_nv_compute_capability(const struct pool_device *dev);
  * compiled kernel needs more registers. `op` names the operator in the message. */
 int32_t pool_kernel_max_work_group(const struct pool_device *dev, cl_kernel kernel, const char *op,
                                    size_t *out);
+/* The context `dev` was opened on: the pool's own, or the host's (pool_create_from_cl). */
+cl_context pool_device_context(const struct pool_device *dev);
+/* Its OpenCL device. */
+cl_device_id pool_device_id(const struct pool_device *dev);
 /* How many queues `dev` has (the configured devices[].queues). */
 int32_t pool_queue_count(const struct pool_device *dev);
 /* A queue of `dev`, handed out round-robin so that host threads spread over the queues. */
@@ -121,6 +125,7 @@ struct pool_work {
     struct pool_launch_event event[POOL_WORK_EVENTS];
     struct pool_work_scratch scratch[POOL_WORK_SCRATCH];
     int64_t device_ns; /* of launches waited for at once, the event list being full */
+    cl_event done;     /* the end marker (pool_work_end), or NULL */
 };
 
 /* Enqueues `kernel` on `queue` without waiting: the call's finish waits once for all its work.
@@ -136,6 +141,11 @@ int32_t pool_launch_kernel(struct clops_pool *pool, struct pool_work *work, cl_c
 void pool_work_give_scratch(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
                             struct pool_device *dev, cl_mem mem, int64_t zero_at,
                             int64_t zero_bytes);
+/* Enqueues the call's end marker on its in-order `queue` after everything it enqueued: what
+ * pool_work_finish waits for, and what completes when the call's device work has (a wait for
+ * it does not wait for the work other calls queued after it). Without one (it failed to be
+ * enqueued) the finish waits for the whole queue. */
+int32_t pool_work_end(struct pool_work *work, cl_command_queue queue, const char *what);
 /* The call's one wait: for everything enqueued on its in-order `queue`, on every path, so that
  * no command still reads or writes the host blocks and buffers the call gives back after it.
  * `status` is the call's so far. On success, adds the launches' device time to *device_ns and
@@ -239,6 +249,10 @@ void pool_read_stats(const struct clops_pool *pool, struct clops_stats *out);
 void pool_read_op_stats(const struct clops_pool *pool, int32_t index, struct clops_op_stats *out);
 void pool_read_device_stats(const struct pool_device *dev, struct clops_device_stats *out);
 
+/* The table's memory_stats: what clops holds on dev's cl_device_id over the process (bytes
+ * now, their peak, cl_mem objects) and dev's limit, into the output members of `out`. */
+void pool_read_memory_stats(const struct pool_device *dev, struct clops_memory_stats_args *out);
+
 /* Records work a device did for an operator that splits work between devices. */
 void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t busy_ns);
 
@@ -252,6 +266,10 @@ void pool_record_call(struct clops_pool *pool, int32_t op_index, int32_t status,
  * its life, so that a host thread releasing the pool during another thread's call frees it when
  * that call ends, never under it. */
 int32_t pool_create(const struct pool_config *cfg, struct clops_pool **out);
+/* The table's pool_create_from_cl (pool_from_cl.c), `args` non-NULL and of ABI 1.4's size at
+ * least: checks every argument, then a pool on the host's context, devices and queues, which it
+ * retains, and releases at its end. */
+int32_t pool_create_from_cl(struct clops_pool_from_cl_args *args);
 /* Marks the pool released and drops the host's hold (a second release does nothing). */
 void pool_release(struct clops_pool *pool);
 /* Takes a hold on the pool for `what` (the entry point, named in the message). Refuses, with

@@ -341,6 +341,54 @@ int32_t pool_open_queue(const struct clops_pool *pool, struct pool_device *dev, 
     return err_cl(rc, "%s: clCreateCommandQueue on '%s' failed", op, dev->info.name);
 }
 
+/* Opens `queues` in-order queues of clops' own on dev's context. */
+static int32_t open_queues(struct clops_pool *pool, struct pool_device *dev, int32_t queues)
+{
+    dev->queues = calloc((size_t)queues, sizeof *dev->queues);
+    if (dev->queues == NULL)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
+    const cl_command_queue_properties qprops = queue_properties(pool);
+    for (int32_t q = 0; q < queues; q++) {
+        cl_int rc;
+        /* clCreateCommandQueue is deprecated in 2.0 but is the call every 1.2 driver has. */
+        dev->queues[q] = clCreateCommandQueue(dev->context, dev->device, qprops, &rc);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "pool: clCreateCommandQueue on '%s' failed", dev->info.name);
+        dev->queue_count++;
+    }
+    dev->info.queues = queues;
+    return CLOPS_OK;
+}
+
+/* What operators and the accounting need of an opened device (dev->device, its context and
+ * queues set): its limits, NVIDIA's compute capability, its memory count. */
+static int32_t describe_device(struct clops_pool *pool, struct pool_device *dev)
+{
+    cl_ulong max_alloc = 0;
+    int32_t status = device_value(dev->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc,
+                                  &max_alloc, "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
+    if (status != CLOPS_OK)
+        return status;
+    dev->max_alloc_bytes = (int64_t)max_alloc;
+    status = device_value(dev->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof dev->max_work_group,
+                          &dev->max_work_group, "CL_DEVICE_MAX_WORK_GROUP_SIZE");
+    if (status != CLOPS_OK)
+        return status;
+    status = read_nv_compute_capability(dev->device, &dev->nv_compute_capability);
+    if (status != CLOPS_OK)
+        return status;
+    if (dev->nv_compute_capability > 0)
+        log_msg(CLOPS_LOG_INFO, "pool: '%s' has NVIDIA compute capability %d.%d", dev->info.name,
+                (int)(dev->nv_compute_capability / 10), (int)(dev->nv_compute_capability % 10));
+    status = pool_memory_attach(dev, pool->cfg.device_memory_percent);
+    if (status != CLOPS_OK)
+        return status;
+    atomic_init(&dev->next_queue, 0);
+    atomic_init(&dev->tasks, 0);
+    atomic_init(&dev->busy_ns, 0);
+    return CLOPS_OK;
+}
+
 static int32_t open_device(struct clops_pool *pool, const struct candidate *c, int32_t queues,
                            struct pool_device *dev)
 {
@@ -354,47 +402,67 @@ static int32_t open_device(struct clops_pool *pool, const struct candidate *c, i
     dev->context = clCreateContext(props, 1, &c->device, NULL, NULL, &rc);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "pool: clCreateContext on '%s' failed", c->info.name);
-    dev->queues = calloc((size_t)queues, sizeof *dev->queues);
-    if (dev->queues == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
-    const cl_command_queue_properties qprops = queue_properties(pool);
-    for (int32_t q = 0; q < queues; q++) {
-        /* clCreateCommandQueue is deprecated in 2.0 but is the call every 1.2 driver has. */
-        dev->queues[q] = clCreateCommandQueue(dev->context, c->device, qprops, &rc);
+    int32_t status = open_queues(pool, dev, queues);
+    return status != CLOPS_OK ? status : describe_device(pool, dev);
+}
+
+/* The host's device as devices_list describes it (its platform and device indexes included);
+ * one the discovery did not see (a loader of the host's own) is read directly, its indexes -1. */
+static int32_t describe_host_device(struct pool_device *dev)
+{
+    const struct candidate *list = NULL;
+    int32_t n = 0;
+    int32_t status = discover_devices(&list, &n);
+    for (int32_t i = 0; status == CLOPS_OK && i < n; i++)
+        if (list[i].device == dev->device) {
+            dev->info = list[i].info;
+            return CLOPS_OK;
+        }
+    if (status == CLOPS_OK)
+        status = fill_device_info(dev->platform, dev->device, &dev->info);
+    dev->info.platform_index = dev->info.device_index = -1;
+    return status;
+}
+
+int32_t pool_open_host_device(struct clops_pool *pool, cl_context context, cl_device_id device,
+                              cl_command_queue queue, struct pool_device *dev)
+{
+    memset(dev, 0, sizeof *dev);
+    dev->index = pool->device_count;
+    /* Retained first, so that close_device's releases match on every path; a retain that
+     * failed is not released. */
+    cl_int rc = clRetainContext(context);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "pool_create_from_cl: clRetainContext failed");
+    dev->context = context;
+    dev->device = device;
+    rc = clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof dev->platform, &dev->platform, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "pool_create_from_cl: clGetDeviceInfo(CL_DEVICE_PLATFORM) failed");
+    int32_t status = describe_host_device(dev);
+    if (status == CLOPS_OK && queue == NULL)
+        status = open_queues(pool, dev, 2);
+    if (status == CLOPS_OK && queue != NULL) {
+        dev->queues = malloc(sizeof *dev->queues);
+        if (dev->queues == NULL)
+            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "pool: out of host memory");
+        rc = clRetainCommandQueue(queue);
         if (rc != CL_SUCCESS)
-            return err_cl(rc, "pool: clCreateCommandQueue on '%s' failed", c->info.name);
-        dev->queue_count++;
+            return err_cl(rc, "pool_create_from_cl: clRetainCommandQueue failed");
+        dev->queues[0] = queue;
+        dev->queue_count = dev->info.queues = 1;
     }
-    dev->info.queues = queues;
-    cl_ulong max_alloc = 0;
-    int32_t status = device_value(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc,
-                                  &max_alloc, "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
-    if (status != CLOPS_OK)
-        return status;
-    dev->max_alloc_bytes = (int64_t)max_alloc;
-    status = device_value(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof dev->max_work_group,
-                          &dev->max_work_group, "CL_DEVICE_MAX_WORK_GROUP_SIZE");
-    if (status != CLOPS_OK)
-        return status;
-    status = read_nv_compute_capability(c->device, &dev->nv_compute_capability);
-    if (status != CLOPS_OK)
-        return status;
-    if (dev->nv_compute_capability > 0)
-        log_msg(CLOPS_LOG_INFO, "pool: '%s' has NVIDIA compute capability %d.%d", c->info.name,
-                (int)(dev->nv_compute_capability / 10), (int)(dev->nv_compute_capability % 10));
-    status = pool_memory_attach(dev, pool->cfg.device_memory_percent);
-    if (status != CLOPS_OK)
-        return status;
-    atomic_init(&dev->next_queue, 0);
-    atomic_init(&dev->tasks, 0);
-    atomic_init(&dev->busy_ns, 0);
-    return CLOPS_OK;
+    return status != CLOPS_OK ? status : describe_device(pool, dev);
 }
 
 static void close_device(struct pool_device *dev)
 {
-    for (int32_t q = 0; q < dev->queue_count; q++)
+    /* What the pool enqueued last without a wait (unmapping its pinned blocks) is submitted:
+     * a host's queue that outlives the pool may not be flushed again for a while. */
+    for (int32_t q = 0; q < dev->queue_count; q++) {
+        clFlush(dev->queues[q]);
         clReleaseCommandQueue(dev->queues[q]);
+    }
     free(dev->queues);
     if (dev->context != NULL)
         clReleaseContext(dev->context);
@@ -540,6 +608,16 @@ int32_t pool_kernel_max_work_group(const struct pool_device *dev, cl_kernel kern
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: clGetKernelWorkGroupInfo on '%s' failed", op, dev->info.name);
     return CLOPS_OK;
+}
+
+cl_context pool_device_context(const struct pool_device *dev)
+{
+    return dev->context;
+}
+
+cl_device_id pool_device_id(const struct pool_device *dev)
+{
+    return dev->device;
 }
 
 int32_t pool_queue_count(const struct pool_device *dev)

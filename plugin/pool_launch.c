@@ -184,14 +184,42 @@ static void settle_scratch(struct clops_pool *pool, struct pool_work *work, int 
     work->scratches = 0;
 }
 
+int32_t pool_work_end(struct pool_work *work, cl_command_queue queue, const char *what)
+{
+    cl_int rc = clEnqueueMarkerWithWaitList(queue, 0, NULL, &work->done);
+    if (rc != CL_SUCCESS) {
+        work->done = NULL;
+        return err_cl(rc, "%s: clEnqueueMarkerWithWaitList failed", what);
+    }
+    return CLOPS_OK;
+}
+
+/* Waits until nothing the call enqueued on `queue` runs any more: its end marker, where it has
+ * one, else the whole queue. A wait that failed may have returned before the work ended: the
+ * host blocks and buffers the call gives back next must not be in use any more, so it waits for
+ * the queue once again. */
+static cl_int wait_work(struct pool_work *work, cl_command_queue queue)
+{
+    cl_int rc = work->done != NULL ? clWaitForEvents(1, &work->done) : clFinish(queue);
+    if (rc != CL_SUCCESS)
+        clFinish(queue);
+    else if (work->done != NULL) {
+        cl_int state = CL_COMPLETE;
+        cl_int info = clGetEventInfo(work->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state,
+                                     &state, NULL);
+        if (info == CL_SUCCESS && state < 0)
+            rc = state; /* a command before the marker failed */
+    }
+    if (work->done != NULL)
+        clReleaseEvent(work->done);
+    work->done = NULL;
+    return rc;
+}
+
 int32_t pool_work_finish(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
                          int32_t status, int64_t *device_ns, const char *what)
 {
-    cl_int rc = clFinish(queue);
-    /* A wait that failed may have returned before the work ended: the host blocks and buffers
-     * the call gives back next must not be in use any more, so it is waited for once again. */
-    if (rc != CL_SUCCESS)
-        clFinish(queue);
+    cl_int rc = wait_work(work, queue);
     const int succeeded = status == CLOPS_OK && rc == CL_SUCCESS;
     if (succeeded) {
         int64_t ns = work->device_ns;

@@ -45,6 +45,18 @@ void fault_disarm(void)
     atomic_store(&armed_kind, -1);
 }
 
+static atomic_int paused_kind = -1;
+
+void fault_pause(void)
+{
+    atomic_store(&paused_kind, atomic_exchange(&armed_kind, -1));
+}
+
+void fault_resume(void)
+{
+    atomic_store(&armed_kind, atomic_exchange(&paused_kind, -1));
+}
+
 int64_t fault_count(enum fault_kind kind)
 {
     return atomic_load(&counts[kind]);

@@ -18,6 +18,10 @@ enum fault_kind {
 void fault_arm(enum fault_kind kind, int64_t n);
 /* Stops counting and failing; the counts stay readable until the next fault_arm(). */
 void fault_disarm(void);
+/* Stops counting and failing for a while (what a case does around its own set-up, a stream
+ * made for a submitted call), and goes on as before. */
+void fault_pause(void);
+void fault_resume(void);
 /* Calls of `kind` counted since the last fault_arm() (the failed one included). */
 int64_t fault_count(enum fault_kind kind);
 /* The wrapped function that was made to fail since the last fault_arm(), or NULL. */

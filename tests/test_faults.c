@@ -626,6 +626,84 @@ static int mandelbrot_check(char *why, size_t size)
     return 1;
 }
 
+/* ---- Submitted calls (ABI 1.4): the same calls through a stream ---------------------------- */
+
+/* The outcome's message of the last call made through submit_and_wait (a submit's refusal, or
+ * its event's failure), which the sweep reads instead of last_error(). */
+static char submitted_message[4096];
+static int last_call_submitted;
+
+/* Submits a call of `op` on a new stream of `pool` and waits for its event: its status, the
+ * message in submitted_message. The stream's creation and release are not swept (their failures
+ * name no operator): every OpenCL call and allocation of the submit, the stream's threads' work
+ * and the event's outcome is. */
+static int32_t submit_and_wait(struct clops_pool *pool, const char *op,
+                               const struct clops_arg *args, int32_t nargs)
+{
+    last_call_submitted = 1;
+    submitted_message[0] = '\0';
+    fault_pause();
+    struct clops_stream_create_args sc = {.struct_size = sizeof sc, .pool = pool};
+    int32_t status = api->stream_create(&sc);
+    fault_resume();
+    ck_assert_msg(status == CLOPS_OK, "stream_create: %s", api->last_error());
+    struct clops_submit_args a = {.struct_size = sizeof a,
+                                  .op_index = api->op_index(api->op_find(op)),
+                                  .stream = sc.stream,
+                                  .args = args,
+                                  .nargs = nargs,
+                                  .arg_size = sizeof(struct clops_arg)};
+    status = api->submit(&a);
+    if (status != CLOPS_OK)
+        snprintf(submitted_message, sizeof submitted_message, "%s", api->last_error());
+    else {
+        struct clops_event_wait_args w = {
+            .struct_size = sizeof w, .count = 1, .events = &a.event, .timeout_ns = -1};
+        ck_assert_int_eq(api->event_wait(&w), CLOPS_OK);
+        struct clops_event_query_args q = {.struct_size = sizeof q, .event = a.event};
+        ck_assert_int_eq(api->event_query(&q), CLOPS_OK);
+        ck_assert_int_ge(q.state, CLOPS_EVENT_COMPLETE);
+        status = q.status;
+        snprintf(submitted_message, sizeof submitted_message, "%s", q.message);
+        struct clops_event_release_args r = {.struct_size = sizeof r, .event = a.event};
+        api->event_release(&r);
+    }
+    fault_pause();
+    struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sc.stream};
+    api->stream_release(&sr);
+    fault_resume();
+    return status;
+}
+
+static struct clops_arg tensor_arg(const char *name, const struct clops_tensor *t)
+{
+    struct clops_arg a = {.name = name, .kind = CLOPS_PARAM_TENSOR_IN, .tensor = t};
+    return a;
+}
+
+static int32_t gemm_submitted_call(struct clops_pool *pool)
+{
+    struct clops_tensor a = clops_matrix(g_a, CLOPS_F32, GM, GK, GK, 0);
+    struct clops_tensor b = clops_matrix(g_b, CLOPS_F32, GK, GN, G_LDB, 0);
+    struct clops_tensor c = clops_matrix(g_c, CLOPS_F32, GM, GN, G_LDC, 0);
+    const struct clops_arg args[] = {tensor_arg("a", &a),
+                                     tensor_arg("b", &b),
+                                     tensor_arg("c", &c),
+                                     {.name = "alpha", .kind = CLOPS_PARAM_DOUBLE, .d = g_alpha},
+                                     {.name = "beta", .kind = CLOPS_PARAM_DOUBLE, .d = g_beta}};
+    return submit_and_wait(pool, "gemm", args, 5);
+}
+
+static int32_t lu_submitted_call(struct clops_pool *pool)
+{
+    struct clops_tensor a = clops_matrix(l_a, CLOPS_F64, LN, LN, L_LDA, 1);
+    struct clops_tensor ipiv = vector(l_ipiv, CLOPS_I32, LN, 1);
+    struct clops_tensor info = vector(l_info, CLOPS_I32, 1, 1);
+    const struct clops_arg args[] = {tensor_arg("a", &a), tensor_arg("ipiv", &ipiv),
+                                     tensor_arg("info", &info)};
+    return submit_and_wait(pool, "lu", args, 3);
+}
+
 static const struct fault_case cases[] = {
     {"gemm (host, f32, padded)", "gemm", gemm_host_init, gemm_host_prepare, gemm_host_call,
      gemm_host_check},
@@ -641,6 +719,9 @@ static const struct fault_case cases[] = {
      transpose_check},
     {"mandelbrot (counts and image)", "mandelbrot", mandelbrot_init, mandelbrot_prepare,
      mandelbrot_call, mandelbrot_check},
+    {"gemm (host, f32, padded, submitted)", "gemm", gemm_host_init, gemm_host_prepare,
+     gemm_submitted_call, gemm_host_check},
+    {"lu (host, f64, submitted)", "lu", lu_init, lu_prepare, lu_submitted_call, lu_check},
 };
 enum { CASE_COUNT = (int)(sizeof cases / sizeof cases[0]) };
 
@@ -832,10 +913,11 @@ static void sweep_one(int ci, enum sweep_mode mode, enum fault_kind kind, int64_
     unsigned char *copies[MAX_REGIONS];
     c->prepare();
     snapshot(copies);
+    last_call_submitted = 0;
     fault_arm(kind, n);
     int32_t status = c->call(pool);
     fault_disarm();
-    const char *message = api->last_error();
+    const char *message = last_call_submitted ? submitted_message : api->last_error();
     const char *failed = fault_failed_function(), *error = fault_failed_error_name();
     const char *where = failed != NULL ? failed : "(none: the call made fewer)";
     t->swept++;
