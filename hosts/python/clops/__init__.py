@@ -15,6 +15,11 @@ ImportError) lists each path tried and why it failed. clops.library().path is th
 The low-level API: Pool (pool.invoke(name, ...) runs any operator; pool.gemm(a, b, c),
 pool.lu(a), pool.solve(a, b) work in place, as LAPACK), View, Buffer, ops(). A failed plugin call
 raises clops.Error (a subclass per status) with .status, .status_name and .message.
+
+Non-blocking calls (ABI 1.4): clops.submit(clops.gemm, a, b) returns a Future at once
+(concurrent.futures and asyncio both take it); pool.stream() makes a Stream; Ctrl-C cancels a
+running synchronous call. clops._interop: pools on pyopencl's context, its arrays in, clops
+buffers out as pyopencl arrays.
 """
 
 import numpy  # required: the package's functions take and return ndarrays
@@ -22,16 +27,19 @@ import numpy  # required: the package's functions take and return ndarrays
 from . import _abi
 from ._abi import *  # noqa: F401,F403  the constants and struct mirrors of abi/clops.h
 from ._abi import _end_of  # noqa: F401  (CLOPS_API_HAS's bound; the ABI tests use it)
+from . import _interop  # noqa: F401  (pyopencl interop: pools, buffers and arrays)
 from ._api import (default_pool, gemm, lu_factor, lu_solve, mandelbrot, solve,  # noqa: F401
-                   transpose)
-from ._errors import (AbiMismatchError, BuildError, ClopsError, ConfigError,  # noqa: F401
+                   submit, transpose)
+from ._errors import (AbiMismatchError, BuildError, ClopsCancelled, ClopsError,  # noqa: F401
+                      ClopsTimeout, ConfigError,
                       DeviceError, Error, FileError, InternalError, InvalidArgumentError,
                       LinAlgError, LoadError, NoDeviceError, NotFoundError,
                       OutOfDeviceMemoryError, OutOfHostMemoryError, UnsupportedError,
                       linalg_warning)
 from ._library import Library, Op, Param, candidates, library, ops  # noqa: F401
 from ._library import _op_info, _params  # noqa: F401  (descriptor walking; tested directly)
-from ._pool import Buffer, Pool  # noqa: F401
+from ._pool import Buffer, Call, Pool  # noqa: F401
+from ._stream import Future, Stream  # noqa: F401
 from ._reduce import argmax, argmin, max, min, norm, sum  # noqa: F401
 from ._tensor import DeviceView, View, as_tensor  # noqa: F401
 from ._version import __version__  # noqa: F401
@@ -40,13 +48,16 @@ __all__ = [
     # the NumPy functions
     "gemm", "lu_factor", "lu_solve", "solve", "transpose", "mandelbrot",
     "sum", "min", "max", "argmin", "argmax", "norm", "default_pool",
+    # non-blocking calls (ABI 1.4)
+    "submit", "Stream", "Future",
     # the low-level API
-    "Pool", "Buffer", "View", "DeviceView", "as_tensor", "Library", "library", "ops", "candidates",
+    "Pool", "Buffer", "Call", "View", "DeviceView", "as_tensor", "Library", "library", "ops", "candidates",
     "Op", "Param", "__version__",
     # errors
     "Error", "ClopsError", "InvalidArgumentError", "UnsupportedError", "OutOfDeviceMemoryError",
     "OutOfHostMemoryError", "DeviceError", "BuildError", "ConfigError", "FileError",
-    "NotFoundError", "AbiMismatchError", "NoDeviceError", "InternalError", "LoadError",
+    "NotFoundError", "AbiMismatchError", "NoDeviceError", "InternalError", "ClopsCancelled",
+    "ClopsTimeout", "LoadError",
     "LinAlgError", "linalg_warning",
 ]
 __all__ += _abi.__all__

@@ -9,6 +9,7 @@ results are new arrays, unless out= (gemm) or overwrite_a/overwrite_b (as SciPy'
 dtypes are the ones the operator's descriptor lists; any other raises TypeError naming the
 parameter."""
 
+import functools
 import numbers
 import threading
 
@@ -17,7 +18,7 @@ import numpy as np
 from ._abi import DTYPES
 from ._errors import LinAlgError, warn_singular
 from ._library import library
-from ._pool import Pool
+from ._pool import Call, Pool
 from ._tensor import numpy_strides
 
 _default = None
@@ -40,6 +41,34 @@ def default_pool():
 
 def pool_or_default(pool):
     return default_pool() if pool is None else pool
+
+
+def numpy_function(prepare):
+    """The NumPy function made of `prepare`, which takes the function's parameters (pool=
+    included), checks and converts them and returns the operator's Call: the function runs it
+    and returns its finish(). clops.submit(fn, ...) submits fn.prepare's Call instead."""
+    @functools.wraps(prepare)
+    def function(*args, **kwargs):
+        call = prepare(*args, **kwargs)
+        call.pool.execute(call.op, call.kwargs)
+        return call.finish()
+    function.prepare = prepare
+    return function
+
+
+def submit(fn, *args, stream=None, wait=(), cl_wait=(), **kwargs):
+    """Submits a call and returns its Future (a concurrent.futures.Future that asyncio can
+    await) at once: fn is one of the NumPy functions (clops.gemm, lu_factor, solve, ...) with its
+    arguments, or an operator's name with Pool.invoke's; on `stream` (a Stream), else on the
+    default stream of pool= (else of the default pool). wait: Futures that must complete first;
+    cl_wait: cl_events the call's device work waits for. The arrays named stay in use, and are
+    held by the Future, until it is done; see Stream.submit."""
+    if stream is None:
+        pool = kwargs.pop("pool", None) if isinstance(fn, str) else kwargs.get("pool")
+        stream = pool_or_default(pool).default_stream()
+    elif not isinstance(fn, str):
+        kwargs.pop("pool", None)
+    return stream.submit(fn, *args, wait=wait, cl_wait=cl_wait, **kwargs)
 
 
 # ---- Operands -------------------------------------------------------------------------------
@@ -131,6 +160,7 @@ def check_same_dtype(fn, first, other):
 
 # ---- GEMM -----------------------------------------------------------------------------------
 
+@numpy_function
 def gemm(a, b, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out=None, pool=None):
     """alpha * op(a) @ op(b), op(x) being x or x.T as trans_a / trans_b say: a new array, or,
     with out= (an ndarray of op(a) @ op(b)'s shape and a's dtype), alpha * op(a) @ op(b) +
@@ -149,13 +179,15 @@ def gemm(a, b, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out=None, p
         c, beta = np.empty((m, n), dtype=a.dtype), 0.0
     else:
         c = gemm_target(out, a, b, (m, n))
-    pool_or_default(pool).invoke("gemm", a=a, b=b, c=c, trans_a=bool(trans_a),
-                                 trans_b=bool(trans_b), alpha=alpha, beta=beta)
-    if out is None:
-        return c
-    if c is not out:
-        out[...] = c
-    return out
+    def finish():
+        if out is None:
+            return c
+        if c is not out:
+            out[...] = c
+        return out
+    return Call(pool_or_default(pool), "gemm", dict(a=a, b=b, c=c, trans_a=bool(trans_a),
+                                                    trans_b=bool(trans_b), alpha=alpha,
+                                                    beta=beta), finish)
 
 
 def gemm_target(out, a, b, shape):
@@ -178,6 +210,7 @@ def gemm_target(out, a, b, shape):
 
 # ---- LU -------------------------------------------------------------------------------------
 
+@numpy_function
 def lu_factor(a, overwrite_a=False, check_finite=True, *, pool=None):
     """LU factorization with partial pivoting, as scipy.linalg.lu_factor: returns (lu, piv),
     lu holding U and L's entries below the diagonal (unit diagonal not stored), piv the row
@@ -193,16 +226,18 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, pool=None):
     lu = a if overwrite_a and overwritable(a, original, True) else private_copy(a)
     ipiv = np.zeros(min(lu.shape), dtype=np.int32)
     info = np.zeros(1, dtype=np.int32)
-    pool_or_default(pool).invoke("lu", a=lu, ipiv=ipiv, info=info)
-    if info[0] > 0:
-        warn_singular(int(info[0]), stacklevel=2)
-    return lu, ipiv - 1
+    def finish():
+        if info[0] > 0:
+            warn_singular(int(info[0]), stacklevel=3)  # finish, lu_factor, its caller
+        return lu, ipiv - 1
+    return Call(pool_or_default(pool), "lu", dict(a=lu, ipiv=ipiv, info=info), finish)
 
 
 # SciPy's trans values: 0 A x = b, 1 A^T x = b, 2 A^H x = b (A^T for real matrices).
 _TRANS = {0: "none", 1: "transpose", 2: "transpose"}
 
 
+@numpy_function
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, pool=None):
     """Solves A x = b (trans=0) or A^T x = b (trans=1, or 2: A^H = A^T for real A) with the
     (lu, piv) of lu_factor, as scipy.linalg.lu_solve; b is N or N x K, x has b's shape."""
@@ -225,8 +260,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, po
         require_finite(lu, "lu", "lu_solve")
         require_finite(b, "b", "lu_solve")
     x = b if overwrite_b and overwritable(b, original, b.ndim == 2) else private_copy(b)
-    pool_or_default(pool).invoke("lu_solve", lu=lu, ipiv=ipiv, b=as_matrix(x), trans=op_trans)
-    return x
+    return Call(pool_or_default(pool), "lu_solve",
+                dict(lu=lu, ipiv=ipiv, b=as_matrix(x), trans=op_trans), lambda: x)
 
 
 def lapack_pivots(piv, n):
@@ -270,6 +305,7 @@ def as_matrix(x):
     return x.reshape(x.shape[0], 1) if x.ndim == 1 else x
 
 
+@numpy_function
 def solve(a, b, overwrite_a=False, overwrite_b=False, check_finite=True, *, pool=None):
     """x with a x = b, as scipy.linalg.solve for a general square a: b is N or N x K, x has b's
     shape. A singular a raises clops.LinAlgError (a numpy.linalg.LinAlgError) with `.info`, the
@@ -290,25 +326,28 @@ def solve(a, b, overwrite_a=False, overwrite_b=False, check_finite=True, *, pool
     x = b if overwrite_b and overwritable(b, original_b, b.ndim == 2) else private_copy(b)
     ipiv = np.zeros(a.shape[0], dtype=np.int32)
     info = np.zeros(1, dtype=np.int32)
-    pool_or_default(pool).invoke("solve", a=lu, b=as_matrix(x), ipiv=ipiv, info=info)
-    if info[0] > 0:
-        error = LinAlgError("clops.solve: matrix is singular: U[%d, %d] of its LU factors is "
-                            "exactly zero" % (info[0] - 1, info[0] - 1))
-        error.info = int(info[0])
-        raise error
-    return x
+    def finish():
+        if info[0] > 0:
+            error = LinAlgError("clops.solve: matrix is singular: U[%d, %d] of its LU factors "
+                                "is exactly zero" % (info[0] - 1, info[0] - 1))
+            error.info = int(info[0])
+            raise error
+        return x
+    return Call(pool_or_default(pool), "solve", dict(a=lu, b=as_matrix(x), ipiv=ipiv, info=info),
+                finish)
 
 
 # ---- Transpose and Mandelbrot -----------------------------------------------------------------
 
+@numpy_function
 def transpose(a, *, pool=None):
     """a.T of a 2-D array as a new C-contiguous array, copied by the transpose operator."""
     a = operand(a, "a", "transpose", accepted_dtypes("transpose", "x"), (2,))
     y = np.empty(a.shape[::-1], dtype=a.dtype)
-    pool_or_default(pool).invoke("transpose", x=a, y=y)
-    return y
+    return Call(pool_or_default(pool), "transpose", dict(x=a, y=y), lambda: y)
 
 
+@numpy_function
 def mandelbrot(width, height, *, center=(-0.5, 0.0), scale=3.0, max_iter=1024,
                dtype=np.float32, pool=None):
     """Renders the Mandelbrot set: returns (counts, rgba), counts the uint32 height x width
@@ -336,10 +375,10 @@ def mandelbrot(width, height, *, center=(-0.5, 0.0), scale=3.0, max_iter=1024,
                                                          for p in offered])))
     counts = np.empty((height, width), dtype=np.uint32)
     rgba = np.empty((height, width, 4), dtype=np.uint8)
-    pool_or_default(pool).invoke("mandelbrot", iterations=counts, image=rgba, center_x=center_x,
-                                 center_y=center_y, scale=scale, max_iterations=max_iter,
-                                 precision=precision)
-    return counts, rgba
+    return Call(pool_or_default(pool), "mandelbrot",
+                dict(iterations=counts, image=rgba, center_x=center_x, center_y=center_y,
+                     scale=scale, max_iterations=max_iter, precision=precision),
+                lambda: (counts, rgba))
 
 
 def size_argument(value, name):

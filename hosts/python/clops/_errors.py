@@ -3,6 +3,7 @@ enum clops_status, each also the built-in exception a Python caller would expect
 no libclops could be loaded, LinAlgError for a singular system, and the warning lu_factor gives
 for a singular U."""
 
+import concurrent.futures
 import warnings
 
 import numpy
@@ -75,9 +76,21 @@ class InternalError(Error):
     """CLOPS_ERR_INTERNAL: a bug in clops; please report the message."""
 
 
+class ClopsCancelled(Error, concurrent.futures.CancelledError):
+    """CLOPS_ERR_CANCELLED (ABI 1.4): a submitted call was cancelled (Future.cancel(), Ctrl-C
+    during a call), or a call it waited for failed or was cancelled; its host outputs are
+    untouched. A concurrent.futures.CancelledError, so code written for futures catches it."""
+
+
+class ClopsTimeout(Error, concurrent.futures.TimeoutError):
+    """CLOPS_ERR_TIMEOUT (ABI 1.4): a wait's timeout passed first; nothing else changed. A
+    concurrent.futures.TimeoutError (the built-in TimeoutError since Python 3.11)."""
+
+
 _BY_STATUS = (None, InvalidArgumentError, UnsupportedError, OutOfDeviceMemoryError,
               OutOfHostMemoryError, DeviceError, BuildError, ConfigError, FileError,
-              NotFoundError, AbiMismatchError, NoDeviceError, InternalError)
+              NotFoundError, AbiMismatchError, NoDeviceError, InternalError, ClopsCancelled,
+              ClopsTimeout)
 
 
 def error_for(status, message, status_name=None):

@@ -5,44 +5,23 @@ handles as integers. clops retains what it is given while it uses it and never f
 host keeps its own objects alive and releases them as usual."""
 
 import ctypes
-import threading
-import weakref
-from ctypes import CFUNCTYPE, POINTER, Structure, c_int32, c_void_p
+from ctypes import c_void_p
 
-from ._abi import (ERR_UNSUPPORTED, clops_api, clops_buffer_cl_args, clops_buffer_wrap_args,
+import numpy
+
+from ._abi import (DTYPES, ERR_UNSUPPORTED, clops_buffer_cl_args, clops_buffer_wrap_args,
                    clops_memory_stats_args, clops_pool_from_cl_args)
 from ._errors import Error
 from ._library import library
 from ._pool import Buffer, Pool
-
-# The members of ABI 1.4 this module calls, after the ten of streams and events that come first
-# in the table (abi/clops.h): a mirror of the table through them, for as long as _abi.clops_api
-# stops at ABI 1.3's end.
-_STREAM_MEMBERS = ("stream_create", "stream_release", "stream_wait", "submit", "event_query",
-                   "event_wait", "event_on_complete", "event_cancel", "event_release",
-                   "event_cl_event")
-_INTEROP_MEMBERS = [
-    ("pool_create_from_cl", CFUNCTYPE(c_int32, POINTER(clops_pool_from_cl_args))),
-    ("buffer_wrap_cl", CFUNCTYPE(c_int32, POINTER(clops_buffer_wrap_args))),
-    ("buffer_cl", CFUNCTYPE(c_int32, POINTER(clops_buffer_cl_args))),
-    ("memory_stats", CFUNCTYPE(c_int32, POINTER(clops_memory_stats_args))),
-]
-
-if hasattr(clops_api, "pool_create_from_cl"):
-    _Table = clops_api
-else:
-    class _Table(Structure):
-        _fields_ = (list(clops_api._fields_) + [(m, c_void_p) for m in _STREAM_MEMBERS] +
-                    _INTEROP_MEMBERS)
-
+from ._tensor import DeviceView
 
 def _table(lib, member):
-    """The plugin's table read through a mirror that holds `member`, which it must serve."""
-    field = getattr(_Table, member)
-    if lib.api.struct_size < field.offset + field.size:
+    """The plugin's table, which must serve `member` (ABI 1.4)."""
+    if not lib.has(member):
         raise Error(ERR_UNSUPPORTED, "%s: this libclops (ABI 1.%d) does not serve it (ABI 1.4)"
                     % (member, lib.api.abi_minor))
-    return ctypes.cast(ctypes.pointer(lib.api), POINTER(_Table)).contents
+    return lib.api
 
 
 def _handle(x):
@@ -71,9 +50,10 @@ class ClPool(Pool):
                       config_text=config_text.encode() if config_text is not None else None)
         self.lib.check(_table(self.lib, "pool_create_from_cl").pool_create_from_cl(
             ctypes.byref(args)))
-        # Pool's own state, as Pool.__init__ sets it up around its handle.
-        self.handle, self._buffers = c_void_p(args.pool), weakref.WeakSet()
-        self._lock, self._calls, self._deferred = threading.Lock(), 0, []
+        self._adopt(c_void_p(args.pool))
+        # The synchronous calls run on the host's queue of device 0 when it gave queues: in
+        # order with its own work there, as before streams.
+        self._sync_queue = queues[0] if queues else None
 
     def wrap(self, cl_mem, device=0):
         """A Buffer over the host's cl_mem (a buffer of this pool's context), without a copy."""
@@ -84,7 +64,12 @@ class ClPool(Pool):
 
 class WrappedBuffer(Buffer):
     """A Buffer over the host's cl_mem: clops reads and writes the cl_mem itself, retains it
-    until release() and never frees it; its bytes are not counted in memory_stats()."""
+    until release() (or until the object is collected) and never frees it; its bytes are not
+    counted in memory_stats()."""
+
+    def __del__(self):
+        if getattr(self, "handle", None):
+            self.release()
 
     def __init__(self, pool, cl_mem, device=0):
         self.pool = pool
@@ -126,3 +111,50 @@ def memory_stats(pool, device=0):
         pool.lib.check(_table(pool.lib, "memory_stats").memory_stats(ctypes.byref(args)))
     return {name: getattr(args, name)
             for name in ("allocated_bytes", "peak_bytes", "buffers", "limit_bytes")}
+
+
+# ---- pyopencl arrays in and out ----------------------------------------------------------------
+# pyopencl does not speak DLPack (no __dlpack__, and DLPack's kDLOpenCL has no consumer there):
+# its arrays cross as (cl_mem, offset, strides), both ways without a copy.
+
+_DTYPE_OF_NUMPY = {numpy.dtype(v[3]): k for k, v in DTYPES.items()}
+
+
+def array_view(pool, arr, keep):
+    """A DeviceView of the pyopencl array `arr` (its cl_mem wrapped in a Buffer of `pool`, whose
+    context must be arr's), without a copy; the Buffer is appended to `keep` and released
+    when `keep` is dropped. What a call's tensor argument becomes (Pool.arguments)."""
+    dtype = _DTYPE_OF_NUMPY.get(numpy.dtype(arr.dtype))
+    if dtype is None or not numpy.dtype(arr.dtype).isnative:
+        raise ValueError("pyopencl array of dtype %s; clops takes native f32, f64, i32, u32, u8, "
+                         "i64" % arr.dtype)
+    itemsize = arr.dtype.itemsize
+    if any(s % itemsize or s < 0 for s in arr.strides) or arr.offset % itemsize:
+        raise ValueError("pyopencl array strides %s (offset %d) are not non-negative multiples "
+                         "of its itemsize" % (arr.strides, arr.offset))
+    buffer = WrappedBuffer(pool, arr.base_data)
+    keep.append(buffer)
+    strides = [s // itemsize if n > 1 else 1 for n, s in zip(arr.shape, arr.strides)]
+    return DeviceView(buffer, dtype, arr.shape, strides, arr.offset // itemsize)
+
+
+def to_pyopencl(x, queue, dtype=None, shape=None):
+    """A pyopencl.array.Array over clops device memory, without a copy: x is a Buffer (then
+    dtype and shape say how to view it: default uint8 bytes) or a DeviceView (its dtype, shape,
+    strides and offset). pyopencl retains the cl_mem, so the array stays valid after the clops
+    buffer's release; `queue` is a pyopencl queue of the pool's context."""
+    import pyopencl
+    import pyopencl.array
+    if isinstance(x, DeviceView):
+        buffer, item = x.buffer, DTYPES[x.dtype][1]
+        np_dtype = numpy.dtype(DTYPES[x.dtype][3])
+        shape, strides, offset = x.shape, tuple(s * item for s in x.strides), x.offset * item
+    else:
+        buffer = x
+        np_dtype = numpy.dtype(dtype if dtype is not None else numpy.uint8)
+        shape = tuple(shape) if shape is not None else (buffer.size // np_dtype.itemsize,)
+        strides, offset = None, 0
+    mem, _, _ = buffer_cl(buffer)
+    data = pyopencl.Buffer.from_int_ptr(mem, retain=True)
+    return pyopencl.array.Array(queue, shape, np_dtype, data=data, offset=offset,
+                                strides=strides)

@@ -145,7 +145,15 @@ def _params(op):
 
 
 Param = namedtuple("Param", "name kind dtypes enum_values default doc")
-Op = namedtuple("Op", "name version summary doc params")
+
+
+class Op(namedtuple("Op", "name version summary doc params")):
+    """An operator's descriptor, read into Python: its Param tuples in order, and by name."""
+    __slots__ = ()
+
+    @property
+    def params_by_name(self):
+        return {p.name: p for p in self.params}
 
 
 def _text(b):

@@ -13,9 +13,21 @@ import numpy
 
 from ._abi import (DOUBLE, DTYPES, ENUM, ERR_INVALID_ARGUMENT, I32, INT64, STRING, TENSOR_KINDS,
                    clops_arg, clops_device_info, clops_stats)
+from . import _stream
 from ._errors import Error
-from ._library import _params, library
+from ._library import library
 from ._tensor import DeviceView, View, as_tensor
+
+
+class Call:
+    """An operator call ready to run on `pool`: the operator's name, its arguments by parameter
+    name, and finish(), which makes the caller's result once the call completed (on the thread
+    that waited for it: the caller's for Pool.run, the completion thread for a submitted one).
+    The NumPy functions are made of a prepare step that returns one (fn.prepare) and run()."""
+    __slots__ = ("pool", "op", "kwargs", "finish")
+
+    def __init__(self, pool, op, kwargs, finish):
+        self.pool, self.op, self.kwargs, self.finish = pool, op, kwargs, finish
 
 
 class Pool:
@@ -33,12 +45,28 @@ class Pool:
         else:
             status = api.pool_create_default(ctypes.byref(handle))
         self.lib.check(status)
+        self._adopt(handle)
+
+    def _adopt(self, handle):
+        """The Python side of a pool the library made: its handle and bookkeeping."""
         self.handle, self._buffers = handle, weakref.WeakSet()
         # Calls in flight on the pool or its buffers (_use), and the frees that wait for them.
         # A call takes its handles inside _use, so no handle it took can be freed under it.
         self._lock, self._calls, self._deferred = threading.Lock(), 0, []
+        # Streams (ABI 1.4): the host's (Stream objects), clops.submit()'s default one, and the
+        # idle ones synchronous calls borrow.
+        self._streams, self._default_stream, self._idle_streams = weakref.WeakSet(), None, []
+        self._sync_queue = None  # the host's queue the synchronous calls run on (ClPool)
 
     def release(self):
+        """Releases the pool's streams (each waits for the calls submitted to it), its buffers,
+        then the pool."""
+        for s in list(self._streams):
+            s.release()
+        with self._lock:
+            idle, self._idle_streams = self._idle_streams, []
+        for stream in idle:
+            _stream.release_stream(self.lib, stream)
         for b in list(self._buffers):
             b.release()
         self._retire(self, self.lib.api.pool_release)
@@ -113,22 +141,43 @@ class Pool:
     def invoke(self, name, *args, **kwargs):
         """Calls operator `name` with arguments matched to its parameters by position, then by
         name; left-out parameters take their defaults. Tensors: see as_tensor(); enums: the
-        value's text, or its index (True/False for none/transpose); None leaves a parameter out."""
-        lib = self.lib
-        op = lib.find(name)
-        params = {p.name.decode(): p for p in _params(op.contents)}
-        names = list(params)
+        value's text, or its index (True/False for none/transpose); None leaves a parameter out.
+        With ABI 1.4 the call is submitted and waited for in slices, so that Ctrl-C
+        (KeyboardInterrupt) cancels it, waits for its end and is raised (see _stream.py)."""
+        self.execute(name, self.bind(name, args, kwargs)[1])
+
+    def execute(self, name, kwargs):
+        """invoke() with the arguments by parameter name, as bind() gives them."""
+        op = self.lib.find(name)
+        with self._use() as handle:  # a DeviceView takes its buffer's handle in as_tensor
+            keep = []
+            cargs, nargs = self.arguments(name, kwargs, keep)
+            if self.lib.has("submit"):
+                with self._borrow_stream(handle) as stream:
+                    _stream.run_interruptible(self.lib, stream, op, cargs, nargs)
+            else:
+                self.lib.check(self.lib.invoke(handle, op, cargs, nargs))
+
+    def bind(self, name, args, kwargs):
+        """(operator descriptor, {parameter: value}) for a call of `name` with `args` matched to
+        its parameters by position, then `kwargs` by name."""
+        op = self.lib.find(name)
+        names = [p.name for p in self.lib.op(name).params]
         if len(args) > len(names):
             raise TypeError("%s takes %d parameters, %d given" % (name, len(names), len(args)))
+        kwargs = dict(kwargs)
         for pname, value in zip(names, args):
             if pname in kwargs:
                 raise TypeError("%s: parameter '%s' given twice" % (name, pname))
             kwargs[pname] = value
-        with self._use() as handle:  # a DeviceView takes its buffer's handle in as_tensor
-            self._invoke(handle, op, params, kwargs)
+        return op, kwargs
 
-    def _invoke(self, handle, op, params, kwargs):
-        lib, keep, cargs = self.lib, [], []
+    def arguments(self, name, kwargs, keep):
+        """The clops_arg array of a call of operator `name` and its length; what the array
+        points into (tensor descriptors, the ndarrays and buffers they view) is appended to
+        `keep`, which must live until the call has ended."""
+        params = self.lib.op(name).params_by_name
+        cargs = []
         for pname, value in kwargs.items():
             if value is None:
                 continue
@@ -138,7 +187,12 @@ class Pool:
             kind = p.kind if p is not None else STRING
             a = clops_arg(name=pname.encode(), kind=kind)
             if kind in TENSOR_KINDS:
-                a.tensor = ctypes.pointer(as_tensor(value, keep, kind))
+                if type(value).__module__.startswith("pyopencl"):
+                    from ._interop import array_view  # (imports this module)
+                    value = array_view(self, value, keep)
+                t = as_tensor(value, keep, kind)
+                keep.append(t)
+                a.tensor = ctypes.pointer(t)
             elif kind == INT64:
                 a.i = int(value)
             elif kind == DOUBLE:
@@ -148,8 +202,48 @@ class Pool:
             else:
                 a.s = str(value).encode()
             cargs.append(a)
-        array_t = clops_arg * max(len(cargs), 1)
-        lib.check(lib.invoke(handle, op, array_t(*cargs), len(cargs)))
+        array = (clops_arg * max(len(cargs), 1))(*cargs)
+        keep.append(array)
+        return array, len(cargs)
+
+    def stream(self, device=0, queue=None):
+        """A Stream (ABI 1.4) on the pool's device `device`: an in-order queue of submitted
+        calls; `queue`, optional, is the host's in-order cl_command_queue (pyopencl's, or a
+        handle) on that device and the pool's context, used instead of one of clops' own."""
+        return _stream.Stream(self, device, queue)
+
+    def default_stream(self):
+        """The stream clops.submit() uses for this pool when given none: made on device 0 by
+        the first submit, released with the pool."""
+        with self._lock:
+            stream = self._default_stream
+        if stream is None:
+            stream = self.stream()
+            with self._lock:
+                if self._default_stream is None:
+                    self._default_stream, stream = stream, None
+            if stream is not None:  # another thread made it first
+                stream.release()
+        return self._default_stream
+
+    @contextlib.contextmanager
+    def _borrow_stream(self, handle):
+        """A stream handle for one synchronous call: an idle one of the pool's, or a new one;
+        given back to the idle ones after the call (released if the pool was meanwhile).
+        Streams are not per thread: a thread that ends leaves none behind."""
+        with self._lock:
+            stream = self._idle_streams.pop() if self._idle_streams else None
+        if stream is None:
+            stream = _stream.create_stream(self.lib, handle, 0, self._sync_queue)
+        try:
+            yield stream
+        finally:
+            with self._lock:
+                if self.handle:
+                    self._idle_streams.append(stream)
+                    stream = None
+            if stream is not None:
+                _stream.release_stream(self.lib, stream)
 
     # Typed helpers for the common operators; each is one invoke().
     def gemm(self, a, b, c, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):

@@ -12,7 +12,8 @@ import operator
 import numpy as np
 
 from ._abi import MAX_RANK
-from ._api import accepted_dtypes, check_dtype, operand, pool_or_default
+from ._api import accepted_dtypes, check_dtype, numpy_function, operand, pool_or_default
+from ._pool import Call
 
 
 def _reduce(fn, op, x, axis, pool, dtypes=None):
@@ -26,10 +27,11 @@ def _reduce(fn, op, x, axis, pool, dtypes=None):
         x = x.reshape(-1)  # row-major, so argmin's and argmax's flat indices stay NumPy's
     x = operand(x, "x", fn, dtypes, range(1, MAX_RANK + 1))
     out = np.empty(1 if op_axis == -1 else x.shape[1 - op_axis], dtype=_out_dtype(op, x.dtype))
-    pool_or_default(pool).invoke("reduce", x=x, out=out, op=op, axis=op_axis)
-    if op == "sum" and x.dtype.kind == "u":
-        out = out.astype(np.uint64)  # the operator's exact i64 sum, as NumPy's dtype
-    return out[0] if op_axis == -1 else out
+    def finish():
+        result = out.astype(np.uint64) if op == "sum" and x.dtype.kind == "u" else out
+        # (an unsigned sum: the operator's exact i64 sum, as NumPy's dtype)
+        return result[0] if op_axis == -1 else result
+    return Call(pool_or_default(pool), "reduce", dict(x=x, out=out, op=op, axis=op_axis), finish)
 
 
 def _operator_axis(fn, x, axis):
@@ -61,33 +63,39 @@ def _out_dtype(op, dtype):
     return dtype
 
 
+@numpy_function
 def sum(x, axis=None, *, pool=None):
     """numpy.sum: float sums are compensated (within 3u|sum| + 4nu^2 sum|x_i|, u the unit
     roundoff); int32 sums are exact int64, uint32 sums exact uint64."""
     return _reduce("sum", "sum", x, axis, pool)
 
 
+@numpy_function
 def min(x, axis=None, *, pool=None):
     """numpy.min: exact; NaN propagates. No elements raises ValueError (InvalidArgumentError)."""
     return _reduce("min", "min", x, axis, pool)
 
 
+@numpy_function
 def max(x, axis=None, *, pool=None):
     """numpy.max: exact; NaN propagates. No elements raises ValueError (InvalidArgumentError)."""
     return _reduce("max", "max", x, axis, pool)
 
 
+@numpy_function
 def argmin(x, axis=None, *, pool=None):
     """numpy.argmin: the first index of the least element (of the first NaN, if any); for
     axis=None the index into x's row-major flattening, as NumPy's."""
     return _reduce("argmin", "argmin", x, axis, pool)
 
 
+@numpy_function
 def argmax(x, axis=None, *, pool=None):
     """numpy.argmax: the first index of the greatest element (of the first NaN, if any)."""
     return _reduce("argmax", "argmax", x, axis, pool)
 
 
+@numpy_function
 def norm(x, axis=None, *, pool=None):
     """The 2-norm, as numpy.linalg.norm with ord=None: of every element for axis=None (a
     vector's 2-norm, a matrix's Frobenius norm), or of each column (axis 0) or row (axis 1) of
