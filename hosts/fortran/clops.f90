@@ -1,5 +1,7 @@
 ! clops.f90 — the Fortran binding of libclops: bind(c) mirrors of abi/clops.h, loading the plugin
 ! with dlopen/dlsym, and typed gemm/lu/solve/lu_solve on Fortran arrays, passed without copies.
+! ABI 1.4's streams, events and interop are reached through their args structs' mirrors and
+! clops_args_call (test_clops.f90's test_gemm_on_a_stream shows a submit and its wait).
 !
 ! Arrays are described to clops where they lie: shape and strides (in elements) come from the
 ! addresses of their elements, so whole arrays (strides {1, size(a,1)}) and sections of a larger
@@ -20,7 +22,7 @@ module clops_core
     private
 
     ! ---- Constants of abi/clops.h -----------------------------------------------------------
-    integer(c_int32_t), parameter, public :: CLOPS_ABI_MAJOR = 1, CLOPS_ABI_MINOR = 3
+    integer(c_int32_t), parameter, public :: CLOPS_ABI_MAJOR = 1, CLOPS_ABI_MINOR = 4
     ! The element sizes of ABI 1.0 and 1.1, which did not state them.
     integer(c_int32_t), parameter, public :: CLOPS_PARAM_SIZE_1_1 = 40, CLOPS_ARG_SIZE_1_1 = 48
     integer, parameter, public :: CLOPS_MAX_RANK = 4
@@ -30,7 +32,11 @@ module clops_core
         CLOPS_ERR_OUT_OF_DEVICE_MEMORY = 3, CLOPS_ERR_OUT_OF_HOST_MEMORY = 4, &
         CLOPS_ERR_DEVICE = 5, CLOPS_ERR_BUILD = 6, CLOPS_ERR_CONFIG = 7, CLOPS_ERR_IO = 8, &
         CLOPS_ERR_NOT_FOUND = 9, CLOPS_ERR_ABI_MISMATCH = 10, CLOPS_ERR_NO_DEVICE = 11, &
-        CLOPS_ERR_INTERNAL = 12
+        CLOPS_ERR_INTERNAL = 12, CLOPS_ERR_CANCELLED = 13, CLOPS_ERR_TIMEOUT = 14 ! 13, 14: ABI 1.4
+    ! enum clops_event_state (ABI 1.4)
+    integer(c_int32_t), parameter, public :: &
+        CLOPS_EVENT_QUEUED = 0, CLOPS_EVENT_RUNNING = 1, CLOPS_EVENT_COMPLETE = 2, &
+        CLOPS_EVENT_FAILED = 3, CLOPS_EVENT_CANCELLED = 4
 
     integer(c_int32_t), parameter, public :: &
         CLOPS_DTYPE_INVALID = 0, CLOPS_F32 = 1, CLOPS_F64 = 2, CLOPS_I32 = 3, CLOPS_U32 = 4, &
@@ -173,6 +179,22 @@ module clops_core
         ! ---- Appended in ABI 1.2 ----
         type(c_funptr) :: invoke_sized
         type(c_funptr) :: check_sized
+        ! ---- Appended in ABI 1.4: each takes one args struct below (call with clops_args_call) ----
+        type(c_funptr) :: stream_create
+        type(c_funptr) :: stream_release
+        type(c_funptr) :: stream_wait
+        type(c_funptr) :: submit
+        type(c_funptr) :: event_query
+        type(c_funptr) :: event_wait
+        type(c_funptr) :: event_on_complete
+        type(c_funptr) :: event_cancel
+        type(c_funptr) :: event_release
+        type(c_funptr) :: event_cl_event
+        type(c_funptr) :: pool_create_from_cl
+        type(c_funptr) :: buffer_wrap_cl
+        type(c_funptr) :: buffer_cl
+        type(c_funptr) :: memory_stats
+        type(c_funptr) :: buffer_copy
     end type
 
     ! What an output tensor of a call must be (check_sized, ABI 1.2).
@@ -184,9 +206,149 @@ module clops_core
         integer(c_int64_t) :: shape(CLOPS_MAX_RANK)
     end type
 
+    ! ---- ABI 1.4: the args structs of the non-blocking calls and of interop. The host sets
+    ! struct_size to c_sizeof of its copy; `out` members are written by the plugin. OpenCL
+    ! handles (cl_context, cl_command_queue, cl_mem, cl_event) are type(c_ptr). ----------------
+
+    type, bind(c), public :: clops_stream_create_args
+        integer(c_int32_t) :: struct_size = 0 ! uint32_t
+        integer(c_int32_t) :: device = 0
+        type(c_ptr) :: pool = c_null_ptr
+        type(c_ptr) :: cl_queue = c_null_ptr
+        type(c_ptr) :: stream = c_null_ptr ! out
+    end type
+
+    type, bind(c), public :: clops_stream_release_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: reserved = 0
+        type(c_ptr) :: stream = c_null_ptr
+    end type
+
+    type, bind(c), public :: clops_stream_wait_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: event_count = 0
+        type(c_ptr) :: stream = c_null_ptr
+        type(c_ptr) :: events = c_null_ptr ! event_count clops_event pointers
+    end type
+
+    type, bind(c), public :: clops_submit_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: op_index = 0
+        type(c_ptr) :: stream = c_null_ptr
+        type(c_ptr) :: args = c_null_ptr ! nargs clops_arg, arg_size bytes apart
+        integer(c_int32_t) :: nargs = 0
+        integer(c_int32_t) :: arg_size = 0 ! uint32_t
+        type(c_ptr) :: wait_events = c_null_ptr
+        integer(c_int32_t) :: wait_count = 0
+        integer(c_int32_t) :: cl_wait_count = 0
+        type(c_ptr) :: cl_wait_events = c_null_ptr
+        type(c_funptr) :: on_complete = c_null_funptr ! clops_event_fn, runs on a clops thread
+        type(c_ptr) :: user = c_null_ptr
+        type(c_ptr) :: event = c_null_ptr ! out: the host's until event_release
+    end type
+
+    type, bind(c), public :: clops_event_query_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: state = 0 ! out: CLOPS_EVENT_*
+        type(c_ptr) :: event = c_null_ptr
+        integer(c_int32_t) :: status = 0 ! out
+        integer(c_int32_t) :: reserved = 0
+        type(c_ptr) :: message = c_null_ptr ! out: valid until event_release
+        real(c_double) :: progress = 0 ! out
+    end type
+
+    type, bind(c), public :: clops_event_wait_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: count = 0
+        type(c_ptr) :: events = c_null_ptr
+        integer(c_int64_t) :: timeout_ns = -1 ! < 0: no limit
+        integer(c_int32_t) :: wait_all = 1
+        integer(c_int32_t) :: ready = 0 ! out
+    end type
+
+    type, bind(c), public :: clops_event_callback_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: reserved = 0
+        type(c_ptr) :: event = c_null_ptr
+        type(c_funptr) :: fn = c_null_funptr
+        type(c_ptr) :: user = c_null_ptr
+    end type
+
+    type, bind(c), public :: clops_event_cancel_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: reserved = 0
+        type(c_ptr) :: event = c_null_ptr
+    end type
+
+    type, bind(c), public :: clops_event_release_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: reserved = 0
+        type(c_ptr) :: event = c_null_ptr
+    end type
+
+    type, bind(c), public :: clops_event_cl_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: reserved = 0
+        type(c_ptr) :: event = c_null_ptr
+        type(c_ptr) :: cl_event = c_null_ptr ! out: retained for the host
+    end type
+
+    type, bind(c), public :: clops_pool_from_cl_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: device_count = 0
+        type(c_ptr) :: cl_context = c_null_ptr
+        type(c_ptr) :: cl_devices = c_null_ptr
+        type(c_ptr) :: cl_queues = c_null_ptr
+        type(c_ptr) :: config_text = c_null_ptr
+        type(c_ptr) :: pool = c_null_ptr ! out
+    end type
+
+    type, bind(c), public :: clops_buffer_wrap_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: device = 0
+        type(c_ptr) :: pool = c_null_ptr
+        type(c_ptr) :: cl_mem = c_null_ptr
+        type(c_ptr) :: buffer = c_null_ptr ! out
+        integer(c_int64_t) :: bytes = 0 ! out
+    end type
+
+    type, bind(c), public :: clops_buffer_cl_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: device = 0 ! out
+        type(c_ptr) :: buffer = c_null_ptr
+        type(c_ptr) :: cl_mem = c_null_ptr ! out, not retained
+        type(c_ptr) :: cl_context = c_null_ptr ! out, not retained
+    end type
+
+    type, bind(c), public :: clops_memory_stats_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: device = 0
+        type(c_ptr) :: pool = c_null_ptr
+        integer(c_int64_t) :: allocated_bytes = 0 ! out
+        integer(c_int64_t) :: peak_bytes = 0 ! out
+        integer(c_int64_t) :: buffers = 0 ! out
+        integer(c_int64_t) :: limit_bytes = 0 ! out
+    end type
+
+    type, bind(c), public :: clops_buffer_copy_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: wait_count = 0
+        type(c_ptr) :: stream = c_null_ptr
+        type(c_ptr) :: src = c_null_ptr
+        integer(c_int64_t) :: src_offset = 0
+        type(c_ptr) :: dst = c_null_ptr
+        integer(c_int64_t) :: dst_offset = 0
+        integer(c_int64_t) :: bytes = 0
+        type(c_ptr) :: wait_events = c_null_ptr
+        type(c_ptr) :: event = c_null_ptr ! out
+    end type
+
     ! Bytes of the table up to and including `invoke`, the last member this module calls:
     ! the three header fields (8 bytes), then 23 function pointers.
     integer(c_int32_t), parameter :: API_BYTES_NEEDED = 8 + 23 * 8
+    ! The table of ABI 1.4, up to and including buffer_copy: 41 function pointers (23, then 1.1's
+    ! one, 1.2's two and 1.4's fifteen).
+    integer(c_int32_t), parameter :: API_BYTES_1_4 = 8 + 41 * 8
     ! Bytes of struct clops_op up to and including param_size (offset 56): a descriptor of a
     ! plugin older than ABI 1.2 is shorter, and its parameters are CLOPS_PARAM_SIZE_1_1 apart.
     integer(c_int32_t), parameter :: OP_BYTES_WITH_PARAM_SIZE = 56 + 4
@@ -200,7 +362,8 @@ module clops_core
     public :: clops_load, clops_is_loaded, clops_get_api, clops_version
     public :: clops_pool_create, clops_pool_release
     public :: clops_error_message, clops_status_name
-    public :: clops_op_find, clops_op_param, clops_param_name
+    public :: clops_op_find, clops_op_param, clops_param_name, clops_op_index
+    public :: clops_api_has_streams, clops_args_call
     ! For clops_real.inc's modules only (module clops does not export them): the operators'
     ! calls on tensors, and the tensor over an array.
     public :: call_gemm, call_lu_or_solve, call_lu_solve, array_tensor
@@ -269,6 +432,17 @@ module clops_core
             import :: c_ptr
             type(c_ptr), value :: pool
         end subroutine
+        ! Every member appended in ABI 1.4: one args struct, passed as c_loc(args).
+        function args_fn(args) bind(c) result(status)
+            import :: c_int32_t, c_ptr
+            type(c_ptr), value :: args
+            integer(c_int32_t) :: status
+        end function
+        function op_index_fn(op) bind(c) result(index)
+            import :: c_int32_t, c_ptr
+            type(c_ptr), value :: op
+            integer(c_int32_t) :: index
+        end function
         function op_find_fn(name) bind(c) result(op)
             import :: c_char, c_ptr
             character(kind=c_char), intent(in) :: name(*)
@@ -447,6 +621,37 @@ contains
         type(clops_param), intent(in) :: param
         character(len=:), allocatable :: name
         name = from_c(param%name)
+    end function
+
+    ! The op_at() numbering of operator `name` (submit's op_index); -1 when there is none.
+    function clops_op_index(name) result(index)
+        character(len=*), intent(in) :: name
+        integer(c_int32_t) :: index
+        type(clops_op), pointer :: op
+        procedure(op_index_fn), pointer :: fn
+        index = -1
+        op => clops_op_find(name)
+        if (.not. associated(op)) return
+        call c_f_procpointer(table%op_index, fn)
+        index = fn(c_loc(op))
+    end function
+
+    ! Whether the loaded table has ABI 1.4's members (streams, events, interop).
+    logical function clops_api_has_streams()
+        clops_api_has_streams = .false.
+        if (associated(table)) clops_api_has_streams = table%struct_size >= API_BYTES_1_4
+    end function
+
+    ! Calls an ABI 1.4 member of the table (table%submit, table%event_wait, ...) with the address
+    ! of its args struct (c_loc of a target variable of the matching clops_*_args type). Check
+    ! clops_api_has_streams() first.
+    function clops_args_call(member, args) result(status)
+        type(c_funptr), intent(in) :: member
+        type(c_ptr), intent(in) :: args
+        integer(c_int32_t) :: status
+        procedure(args_fn), pointer :: fn
+        call c_f_procpointer(member, fn)
+        status = fn(args)
     end function
 
     ! ---- Pools ------------------------------------------------------------------------------

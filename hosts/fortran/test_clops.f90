@@ -1,6 +1,7 @@
 ! test_clops.f90 — the Fortran binding against libclops: the bind(c) mirrors match the C layout,
 ! GEMM on column-major arrays and array sections matches matmul, LU reconstructs P·A, solve and
-! lu_solve reach LAPACK's residual bound, singular matrices and bad arguments are reported.
+! lu_solve reach LAPACK's residual bound, singular matrices and bad arguments are reported, and
+! (ABI 1.4) a gemm submitted on a stream completes through its event with matmul's result.
 program test_clops
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: real32, real64
@@ -46,6 +47,7 @@ program test_clops
     call test_lu_solve_transposed_residual()
     call test_singular_matrix_reports_info()
     call test_bad_argument_status_and_message()
+    call test_gemm_on_a_stream(41, 29, 37)
 
     call clops_pool_release(pool)
     call clops_pool_release(pool) ! a released pool is null: the second call does nothing
@@ -116,6 +118,21 @@ contains
         type(clops_device_stats), target :: ds
         type(clops_api), target :: api
         type(clops_output_spec), target :: spec
+        type(clops_stream_create_args), target :: sc
+        type(clops_stream_release_args), target :: sr
+        type(clops_stream_wait_args), target :: sw
+        type(clops_submit_args), target :: sa
+        type(clops_event_query_args), target :: eq
+        type(clops_event_wait_args), target :: ew
+        type(clops_event_callback_args), target :: ec
+        type(clops_event_cancel_args), target :: ex
+        type(clops_event_release_args), target :: er
+        type(clops_event_cl_args), target :: el
+        type(clops_pool_from_cl_args), target :: pc
+        type(clops_buffer_wrap_args), target :: bw
+        type(clops_buffer_cl_args), target :: bc
+        type(clops_memory_stats_args), target :: ms
+        type(clops_buffer_copy_args), target :: bp
         count = 0
         call put_size(out, count, c_sizeof(t))
         call put_offsets(out, count, c_loc(t), [c_loc(t%buffer), c_loc(t%offset), c_loc(t%dtype), c_loc(t%rank), &
@@ -160,10 +177,67 @@ contains
                              c_loc(api%buffer_size), c_loc(api%op_count), c_loc(api%op_at), &
                              c_loc(api%op_find), c_loc(api%op_index), c_loc(api%invoke), &
                              c_loc(api%pool_device_stats), c_loc(api%invoke_sized), &
-                             c_loc(api%check_sized)])
+                             c_loc(api%check_sized), c_loc(api%stream_create), &
+                             c_loc(api%stream_release), c_loc(api%stream_wait), &
+                             c_loc(api%submit), c_loc(api%event_query), c_loc(api%event_wait), &
+                             c_loc(api%event_on_complete), c_loc(api%event_cancel), &
+                             c_loc(api%event_release), c_loc(api%event_cl_event), &
+                             c_loc(api%pool_create_from_cl), c_loc(api%buffer_wrap_cl), &
+                             c_loc(api%buffer_cl), c_loc(api%memory_stats), &
+                             c_loc(api%buffer_copy)])
         call put_size(out, count, c_sizeof(spec))
         call put_offsets(out, count, c_loc(spec), [c_loc(spec%param), c_loc(spec%dtype), &
                              c_loc(spec%rank), c_loc(spec%shape)])
+        call put_size(out, count, c_sizeof(sc))
+        call put_offsets(out, count, c_loc(sc), [c_loc(sc%device), c_loc(sc%pool), &
+                         c_loc(sc%cl_queue), c_loc(sc%stream)])
+        call put_size(out, count, c_sizeof(sr))
+        call put_offsets(out, count, c_loc(sr), [c_loc(sr%reserved), c_loc(sr%stream)])
+        call put_size(out, count, c_sizeof(sw))
+        call put_offsets(out, count, c_loc(sw), [c_loc(sw%event_count), c_loc(sw%stream), &
+                         c_loc(sw%events)])
+        call put_size(out, count, c_sizeof(sa))
+        call put_offsets(out, count, c_loc(sa), [c_loc(sa%op_index), c_loc(sa%stream), &
+                         c_loc(sa%args), c_loc(sa%nargs), c_loc(sa%arg_size), &
+                         c_loc(sa%wait_events), c_loc(sa%wait_count), c_loc(sa%cl_wait_count), &
+                         c_loc(sa%cl_wait_events), c_loc(sa%on_complete), c_loc(sa%user), &
+                         c_loc(sa%event)])
+        call put_size(out, count, c_sizeof(eq))
+        call put_offsets(out, count, c_loc(eq), [c_loc(eq%state), c_loc(eq%event), &
+                         c_loc(eq%status), c_loc(eq%reserved), c_loc(eq%message), &
+                         c_loc(eq%progress)])
+        call put_size(out, count, c_sizeof(ew))
+        call put_offsets(out, count, c_loc(ew), [c_loc(ew%count), c_loc(ew%events), &
+                         c_loc(ew%timeout_ns), c_loc(ew%wait_all), c_loc(ew%ready)])
+        call put_size(out, count, c_sizeof(ec))
+        call put_offsets(out, count, c_loc(ec), [c_loc(ec%reserved), c_loc(ec%event), &
+                         c_loc(ec%fn), c_loc(ec%user)])
+        call put_size(out, count, c_sizeof(ex))
+        call put_offsets(out, count, c_loc(ex), [c_loc(ex%reserved), c_loc(ex%event)])
+        call put_size(out, count, c_sizeof(er))
+        call put_offsets(out, count, c_loc(er), [c_loc(er%reserved), c_loc(er%event)])
+        call put_size(out, count, c_sizeof(el))
+        call put_offsets(out, count, c_loc(el), [c_loc(el%reserved), c_loc(el%event), &
+                         c_loc(el%cl_event)])
+        call put_size(out, count, c_sizeof(pc))
+        call put_offsets(out, count, c_loc(pc), [c_loc(pc%device_count), c_loc(pc%cl_context), &
+                         c_loc(pc%cl_devices), c_loc(pc%cl_queues), c_loc(pc%config_text), &
+                         c_loc(pc%pool)])
+        call put_size(out, count, c_sizeof(bw))
+        call put_offsets(out, count, c_loc(bw), [c_loc(bw%device), c_loc(bw%pool), &
+                         c_loc(bw%cl_mem), c_loc(bw%buffer), c_loc(bw%bytes)])
+        call put_size(out, count, c_sizeof(bc))
+        call put_offsets(out, count, c_loc(bc), [c_loc(bc%device), c_loc(bc%buffer), &
+                         c_loc(bc%cl_mem), c_loc(bc%cl_context)])
+        call put_size(out, count, c_sizeof(ms))
+        call put_offsets(out, count, c_loc(ms), [c_loc(ms%device), c_loc(ms%pool), &
+                         c_loc(ms%allocated_bytes), c_loc(ms%peak_bytes), c_loc(ms%buffers), &
+                         c_loc(ms%limit_bytes)])
+        call put_size(out, count, c_sizeof(bp))
+        call put_offsets(out, count, c_loc(bp), [c_loc(bp%wait_count), c_loc(bp%stream), &
+                         c_loc(bp%src), c_loc(bp%src_offset), c_loc(bp%dst), &
+                         c_loc(bp%dst_offset), c_loc(bp%bytes), c_loc(bp%wait_events), &
+                         c_loc(bp%event)])
     end subroutine
 
     subroutine put_size(out, count, value)
@@ -186,7 +260,7 @@ contains
     end subroutine
 
     subroutine test_mirrors_match_c_layout()
-        integer(c_int64_t) :: expected(200), actual(200)
+        integer(c_int64_t) :: expected(400), actual(400)
         integer :: n_expected, n_actual, i
         n_expected = c_abi_layout(expected, size(expected, kind=c_int32_t))
         call fortran_layout(actual, n_actual)
@@ -521,5 +595,96 @@ contains
         call expect(index(clops_error_message(), 'pool') > 0, 'the message names the pool')
         print *, 'calls_without_pool_are_rejected: PASS'
     end subroutine
+
+    ! ---- Non-blocking calls (ABI 1.4) -----------------------------------------------------
+
+    ! C = A B submitted on a stream through the bind(c) args mirrors: submit returns at once with
+    ! an event; C is written only once the event completes, which event_wait waits for.
+    subroutine test_gemm_on_a_stream(m, n, k)
+        integer, intent(in) :: m, n, k
+        real(real64), allocatable, target :: a(:, :), b(:, :), c(:, :)
+        type(clops_api), pointer :: api
+        type(clops_tensor), target :: ta, tb, tc
+        type(clops_arg), target :: args(4)
+        character(kind=c_char, len=2), target :: name_a = 'a'//c_null_char, &
+                                                 name_b = 'b'//c_null_char, name_c = 'c'//c_null_char
+        character(kind=c_char, len=5), target :: name_beta = 'beta'//c_null_char
+        type(clops_stream_create_args), target :: create
+        type(clops_submit_args), target :: submit
+        type(clops_event_wait_args), target :: wait
+        type(clops_event_query_args), target :: query
+        type(clops_event_release_args), target :: release_event
+        type(clops_stream_release_args), target :: release_stream
+        type(c_ptr), target :: events(1)
+        real(real64) :: error
+
+        api => clops_get_api()
+        call expect(clops_api_has_streams(), 'the table has ABI 1.4 streams')
+        allocate (a(m, k), b(k, n), c(m, n))
+        call random_matrix(a)
+        call random_matrix(b)
+        c = -7
+        ta = column_major(a)
+        tb = column_major(b)
+        tc = column_major(c)
+        args(1) = clops_arg(name=c_loc(name_a), kind=CLOPS_PARAM_TENSOR_IN, tensor=c_loc(ta))
+        args(2) = clops_arg(name=c_loc(name_b), kind=CLOPS_PARAM_TENSOR_IN, tensor=c_loc(tb))
+        args(3) = clops_arg(name=c_loc(name_c), kind=CLOPS_PARAM_TENSOR_OUT, tensor=c_loc(tc))
+        args(4) = clops_arg(name=c_loc(name_beta), kind=CLOPS_PARAM_DOUBLE, d=0)
+
+        create%struct_size = int(c_sizeof(create), c_int32_t)
+        create%pool = pool%handle
+        status = clops_args_call(api%stream_create, c_loc(create))
+        call expect(status == CLOPS_OK, 'stream_create: '//clops_error_message())
+
+        submit%struct_size = int(c_sizeof(submit), c_int32_t)
+        submit%op_index = clops_op_index('gemm')
+        submit%stream = create%stream
+        submit%args = c_loc(args)
+        submit%nargs = size(args)
+        submit%arg_size = int(c_sizeof(args(1)), c_int32_t)
+        status = clops_args_call(api%submit, c_loc(submit))
+        call expect(status == CLOPS_OK, 'submit: '//clops_error_message())
+        call expect(c_associated(submit%event), 'submit returns an event')
+
+        events(1) = submit%event
+        wait%struct_size = int(c_sizeof(wait), c_int32_t)
+        wait%count = 1
+        wait%events = c_loc(events)
+        wait%timeout_ns = -1
+        status = clops_args_call(api%event_wait, c_loc(wait))
+        call expect(status == CLOPS_OK, 'event_wait: '//clops_error_message())
+
+        query%struct_size = int(c_sizeof(query), c_int32_t)
+        query%event = submit%event
+        status = clops_args_call(api%event_query, c_loc(query))
+        call expect(status == CLOPS_OK .and. query%state == CLOPS_EVENT_COMPLETE .and. &
+                    query%status == CLOPS_OK .and. query%progress >= 1, &
+                    'the event is complete, status CLOPS_OK, progress 1')
+        error = gemm_error(c, matmul(a, b), matmul(abs(a), abs(b)), 0 * c, 1.0_real64, &
+                           0.0_real64, k, epsilon(1.0_real64))
+        call expect(error < 2, 'a gemm on a stream matches matmul')
+
+        release_event%struct_size = int(c_sizeof(release_event), c_int32_t)
+        release_event%event = submit%event
+        call expect(clops_args_call(api%event_release, c_loc(release_event)) == CLOPS_OK, &
+                    'event_release')
+        release_stream%struct_size = int(c_sizeof(release_stream), c_int32_t)
+        release_stream%stream = create%stream
+        call expect(clops_args_call(api%stream_release, c_loc(release_stream)) == CLOPS_OK, &
+                    'stream_release')
+        call pass('gemm_on_a_stream', error)
+    end subroutine
+
+    ! A whole column-major array as a tensor: strides {1, size(a, 1)}.
+    function column_major(a) result(t)
+        real(real64), intent(in), target :: a(:, :)
+        type(clops_tensor) :: t
+        t%data = c_loc(a)
+        t%dtype = CLOPS_F64
+        t%rank = 2
+        t%shape(1:2) = [size(a, 1), size(a, 2)]
+        t%strides(1:2) = [1, size(a, 1)]
+    end function
 
 end program test_clops
