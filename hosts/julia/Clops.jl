@@ -16,6 +16,10 @@ export Pool, ClopsError, gemm!, solve!, release!
 const ABI_MAJOR = 0x00000001
 const F32, F64, I32 = Int32(1), Int32(2), Int32(3)
 const ERR_INVALID_ARGUMENT, ERR_NOT_FOUND, ERR_ABI_MISMATCH = Int32(1), Int32(9), Int32(10)
+const ERR_CANCELLED, ERR_TIMEOUT = Int32(13), Int32(14) # ABI 1.4
+# enum clops_event_state (ABI 1.4)
+const EVENT_QUEUED, EVENT_RUNNING, EVENT_COMPLETE, EVENT_FAILED, EVENT_CANCELLED =
+    Int32(0), Int32(1), Int32(2), Int32(3), Int32(4)
 
 # The i-th function pointer of struct clops_api lies at byte 8 + 8i: after uint32 struct_size,
 # uint16 abi_major and uint16 abi_minor come the pointers, in header order.
@@ -27,6 +31,25 @@ const API_POOL_CREATE_FROM_FILE = 6
 const API_POOL_RELEASE = 8
 const API_OP_FIND = 20
 const API_BYTES_NEEDED = 8 + 8 * (API_OP_FIND + 1) # the table must reach op_find, our last
+const API_INVOKE_SIZED = 24
+# Appended in ABI 1.4: each takes one args struct (below) as Ref, and returns the status. Usable
+# when the table's struct_size reaches API_BYTES_1_4.
+const API_STREAM_CREATE = 26
+const API_STREAM_RELEASE = 27
+const API_STREAM_WAIT = 28
+const API_SUBMIT = 29
+const API_EVENT_QUERY = 30
+const API_EVENT_WAIT = 31
+const API_EVENT_ON_COMPLETE = 32
+const API_EVENT_CANCEL = 33
+const API_EVENT_RELEASE = 34
+const API_EVENT_CL_EVENT = 35
+const API_POOL_CREATE_FROM_CL = 36
+const API_BUFFER_WRAP_CL = 37
+const API_BUFFER_CL = 38
+const API_MEMORY_STATS = 39
+const API_BUFFER_COPY = 40
+const API_BYTES_1_4 = 8 + 8 * (API_BUFFER_COPY + 1)
 # struct clops_op: uint32 struct_size, int32 version, name, summary, doc, int32 param_count,
 # int32 reserved, params, then the typed entry; ABI 1.2 appends uint32 param_size at byte 56,
 # the distance between elements of params. This module reads no parameter descriptor and calls
@@ -44,6 +67,152 @@ struct ClopsTensor
     shape::NTuple{4,Int64}
     strides::NTuple{4,Int64}
 end
+
+
+# ---- ABI 1.4: the args structs of the non-blocking calls and of interop ----------------------
+# Member for member as abi/clops.h (test_julia_calls.c reads these definitions and checks every
+# size and offset against the header). The host sets struct_size to sizeof of the struct and
+# passes a Ref: `a = Ref(SubmitArgs(...)); ccall(api_function(API_SUBMIT), Int32,
+# (Ref{SubmitArgs},), a)`; `out` members are read from a[] afterwards. OpenCL handles are
+# Ptr{Cvoid}. A completion callback (on_complete, EventCallbackArgs.fn) runs on a clops thread:
+# make it with @cfunction and keep it to what Julia allows off its own threads.
+
+struct StreamCreateArgs
+    struct_size::UInt32
+    device::Int32
+    pool::Ptr{Cvoid}
+    cl_queue::Ptr{Cvoid}
+    stream::Ptr{Cvoid}
+end
+
+struct StreamReleaseArgs
+    struct_size::UInt32
+    reserved::Int32
+    stream::Ptr{Cvoid}
+end
+
+struct StreamWaitArgs
+    struct_size::UInt32
+    event_count::Int32
+    stream::Ptr{Cvoid}
+    events::Ptr{Ptr{Cvoid}}
+end
+
+struct SubmitArgs
+    struct_size::UInt32
+    op_index::Int32
+    stream::Ptr{Cvoid}
+    args::Ptr{Cvoid}
+    nargs::Int32
+    arg_size::UInt32
+    wait_events::Ptr{Ptr{Cvoid}}
+    wait_count::Int32
+    cl_wait_count::Int32
+    cl_wait_events::Ptr{Ptr{Cvoid}}
+    on_complete::Ptr{Cvoid}
+    user::Ptr{Cvoid}
+    event::Ptr{Cvoid}
+end
+
+struct EventQueryArgs
+    struct_size::UInt32
+    state::Int32
+    event::Ptr{Cvoid}
+    status::Int32
+    reserved::Int32
+    message::Ptr{UInt8}
+    progress::Float64
+end
+
+struct EventWaitArgs
+    struct_size::UInt32
+    count::Int32
+    events::Ptr{Ptr{Cvoid}}
+    timeout_ns::Int64
+    wait_all::Int32
+    ready::Int32
+end
+
+struct EventCallbackArgs
+    struct_size::UInt32
+    reserved::Int32
+    event::Ptr{Cvoid}
+    fn::Ptr{Cvoid}
+    user::Ptr{Cvoid}
+end
+
+struct EventCancelArgs
+    struct_size::UInt32
+    reserved::Int32
+    event::Ptr{Cvoid}
+end
+
+struct EventReleaseArgs
+    struct_size::UInt32
+    reserved::Int32
+    event::Ptr{Cvoid}
+end
+
+struct EventClArgs
+    struct_size::UInt32
+    reserved::Int32
+    event::Ptr{Cvoid}
+    cl_event::Ptr{Cvoid}
+end
+
+struct PoolFromClArgs
+    struct_size::UInt32
+    device_count::Int32
+    cl_context::Ptr{Cvoid}
+    cl_devices::Ptr{Ptr{Cvoid}}
+    cl_queues::Ptr{Ptr{Cvoid}}
+    config_text::Ptr{UInt8}
+    pool::Ptr{Cvoid}
+end
+
+struct BufferWrapArgs
+    struct_size::UInt32
+    device::Int32
+    pool::Ptr{Cvoid}
+    cl_mem::Ptr{Cvoid}
+    buffer::Ptr{Cvoid}
+    bytes::Int64
+end
+
+struct BufferClArgs
+    struct_size::UInt32
+    device::Int32
+    buffer::Ptr{Cvoid}
+    cl_mem::Ptr{Cvoid}
+    cl_context::Ptr{Cvoid}
+end
+
+struct MemoryStatsArgs
+    struct_size::UInt32
+    device::Int32
+    pool::Ptr{Cvoid}
+    allocated_bytes::Int64
+    peak_bytes::Int64
+    buffers::Int64
+    limit_bytes::Int64
+end
+
+struct BufferCopyArgs
+    struct_size::UInt32
+    wait_count::Int32
+    stream::Ptr{Cvoid}
+    src::Ptr{Cvoid}
+    src_offset::Int64
+    dst::Ptr{Cvoid}
+    dst_offset::Int64
+    bytes::Int64
+    wait_events::Ptr{Ptr{Cvoid}}
+    event::Ptr{Cvoid}
+end
+
+"Whether the loaded table has ABI 1.4's members (streams, events, interop)."
+has_streams() = (load(); unsafe_load(Ptr{UInt32}(API[])) >= API_BYTES_1_4)
+
 
 "A failed clops call: `status` is the enum clops_status, `message` the library's (it names the
 parameter, its value and what was expected)."

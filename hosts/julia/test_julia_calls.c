@@ -505,7 +505,295 @@ static void test_pool_from_missing_file(void)
     expect(strstr(message, path) != NULL, "the message names the file: \"%s\"", message);
 }
 
-int main(void)
+/* ---- Clops.jl's own definitions, read from the file, against the header ----------------------
+ * Julia lays out an isbits struct as C does: each field at the next multiple of its alignment,
+ * the size rounded up to the largest. The mirrors in Clops.jl are parsed, laid out by that rule
+ * and compared, size and every member's name and offset, with the C compiler's. */
+
+enum { MAX_MEMBERS = 16 };
+struct c_member {
+    const char *name;
+    size_t offset, size;
+};
+struct c_struct {
+    const char *julia_name;
+    size_t size;
+    int count;
+    struct c_member members[MAX_MEMBERS];
+};
+#define M(type, member)                                                                            \
+    {                                                                                              \
+#member, offsetof(struct type, member), sizeof(((struct type *)0)->member)                 \
+    }
+static const struct c_struct header_structs[] = {
+    {"ClopsTensor",
+     sizeof(struct clops_tensor),
+     7,
+     {M(clops_tensor, data), M(clops_tensor, buffer), M(clops_tensor, offset),
+      M(clops_tensor, dtype), M(clops_tensor, rank), M(clops_tensor, shape),
+      M(clops_tensor, strides)}},
+    {"StreamCreateArgs",
+     sizeof(struct clops_stream_create_args),
+     5,
+     {M(clops_stream_create_args, struct_size), M(clops_stream_create_args, device),
+      M(clops_stream_create_args, pool), M(clops_stream_create_args, cl_queue),
+      M(clops_stream_create_args, stream)}},
+    {"StreamReleaseArgs",
+     sizeof(struct clops_stream_release_args),
+     3,
+     {M(clops_stream_release_args, struct_size), M(clops_stream_release_args, reserved),
+      M(clops_stream_release_args, stream)}},
+    {"StreamWaitArgs",
+     sizeof(struct clops_stream_wait_args),
+     4,
+     {M(clops_stream_wait_args, struct_size), M(clops_stream_wait_args, event_count),
+      M(clops_stream_wait_args, stream), M(clops_stream_wait_args, events)}},
+    {"SubmitArgs",
+     sizeof(struct clops_submit_args),
+     13,
+     {M(clops_submit_args, struct_size), M(clops_submit_args, op_index),
+      M(clops_submit_args, stream), M(clops_submit_args, args), M(clops_submit_args, nargs),
+      M(clops_submit_args, arg_size), M(clops_submit_args, wait_events),
+      M(clops_submit_args, wait_count), M(clops_submit_args, cl_wait_count),
+      M(clops_submit_args, cl_wait_events), M(clops_submit_args, on_complete),
+      M(clops_submit_args, user), M(clops_submit_args, event)}},
+    {"EventQueryArgs",
+     sizeof(struct clops_event_query_args),
+     7,
+     {M(clops_event_query_args, struct_size), M(clops_event_query_args, state),
+      M(clops_event_query_args, event), M(clops_event_query_args, status),
+      M(clops_event_query_args, reserved), M(clops_event_query_args, message),
+      M(clops_event_query_args, progress)}},
+    {"EventWaitArgs",
+     sizeof(struct clops_event_wait_args),
+     6,
+     {M(clops_event_wait_args, struct_size), M(clops_event_wait_args, count),
+      M(clops_event_wait_args, events), M(clops_event_wait_args, timeout_ns),
+      M(clops_event_wait_args, wait_all), M(clops_event_wait_args, ready)}},
+    {"EventCallbackArgs",
+     sizeof(struct clops_event_callback_args),
+     5,
+     {M(clops_event_callback_args, struct_size), M(clops_event_callback_args, reserved),
+      M(clops_event_callback_args, event), M(clops_event_callback_args, fn),
+      M(clops_event_callback_args, user)}},
+    {"EventCancelArgs",
+     sizeof(struct clops_event_cancel_args),
+     3,
+     {M(clops_event_cancel_args, struct_size), M(clops_event_cancel_args, reserved),
+      M(clops_event_cancel_args, event)}},
+    {"EventReleaseArgs",
+     sizeof(struct clops_event_release_args),
+     3,
+     {M(clops_event_release_args, struct_size), M(clops_event_release_args, reserved),
+      M(clops_event_release_args, event)}},
+    {"EventClArgs",
+     sizeof(struct clops_event_cl_args),
+     4,
+     {M(clops_event_cl_args, struct_size), M(clops_event_cl_args, reserved),
+      M(clops_event_cl_args, event), M(clops_event_cl_args, cl_event)}},
+    {"PoolFromClArgs",
+     sizeof(struct clops_pool_from_cl_args),
+     7,
+     {M(clops_pool_from_cl_args, struct_size), M(clops_pool_from_cl_args, device_count),
+      M(clops_pool_from_cl_args, cl_context), M(clops_pool_from_cl_args, cl_devices),
+      M(clops_pool_from_cl_args, cl_queues), M(clops_pool_from_cl_args, config_text),
+      M(clops_pool_from_cl_args, pool)}},
+    {"BufferWrapArgs",
+     sizeof(struct clops_buffer_wrap_args),
+     6,
+     {M(clops_buffer_wrap_args, struct_size), M(clops_buffer_wrap_args, device),
+      M(clops_buffer_wrap_args, pool), M(clops_buffer_wrap_args, cl_mem),
+      M(clops_buffer_wrap_args, buffer), M(clops_buffer_wrap_args, bytes)}},
+    {"BufferClArgs",
+     sizeof(struct clops_buffer_cl_args),
+     5,
+     {M(clops_buffer_cl_args, struct_size), M(clops_buffer_cl_args, device),
+      M(clops_buffer_cl_args, buffer), M(clops_buffer_cl_args, cl_mem),
+      M(clops_buffer_cl_args, cl_context)}},
+    {"MemoryStatsArgs",
+     sizeof(struct clops_memory_stats_args),
+     7,
+     {M(clops_memory_stats_args, struct_size), M(clops_memory_stats_args, device),
+      M(clops_memory_stats_args, pool), M(clops_memory_stats_args, allocated_bytes),
+      M(clops_memory_stats_args, peak_bytes), M(clops_memory_stats_args, buffers),
+      M(clops_memory_stats_args, limit_bytes)}},
+    {"BufferCopyArgs",
+     sizeof(struct clops_buffer_copy_args),
+     10,
+     {M(clops_buffer_copy_args, struct_size), M(clops_buffer_copy_args, wait_count),
+      M(clops_buffer_copy_args, stream), M(clops_buffer_copy_args, src),
+      M(clops_buffer_copy_args, src_offset), M(clops_buffer_copy_args, dst),
+      M(clops_buffer_copy_args, dst_offset), M(clops_buffer_copy_args, bytes),
+      M(clops_buffer_copy_args, wait_events), M(clops_buffer_copy_args, event)}},
+};
+#undef M
+
+/* The table's members by Clops.jl's constant names: API_X is the pointer at byte 8 + 8 X. */
+static const struct {
+    const char *constant;
+    size_t offset;
+} header_members[] = {
+    {"API_VERSION", offsetof(struct clops_api, version)},
+    {"API_LAST_ERROR", offsetof(struct clops_api, last_error)},
+    {"API_STATUS_NAME", offsetof(struct clops_api, status_name)},
+    {"API_SET_LOG_CALLBACK", offsetof(struct clops_api, set_log_callback)},
+    {"API_DEVICES_LIST", offsetof(struct clops_api, devices_list)},
+    {"API_POOL_CREATE_DEFAULT", offsetof(struct clops_api, pool_create_default)},
+    {"API_POOL_CREATE_FROM_FILE", offsetof(struct clops_api, pool_create_from_file)},
+    {"API_POOL_CREATE_FROM_STRING", offsetof(struct clops_api, pool_create_from_string)},
+    {"API_POOL_RELEASE", offsetof(struct clops_api, pool_release)},
+    {"API_POOL_DEVICE_COUNT", offsetof(struct clops_api, pool_device_count)},
+    {"API_POOL_DEVICE_INFO", offsetof(struct clops_api, pool_device_info)},
+    {"API_POOL_STATS", offsetof(struct clops_api, pool_stats)},
+    {"API_POOL_OP_STATS", offsetof(struct clops_api, pool_op_stats)},
+    {"API_BUFFER_CREATE", offsetof(struct clops_api, buffer_create)},
+    {"API_BUFFER_UPLOAD", offsetof(struct clops_api, buffer_upload)},
+    {"API_BUFFER_DOWNLOAD", offsetof(struct clops_api, buffer_download)},
+    {"API_BUFFER_RELEASE", offsetof(struct clops_api, buffer_release)},
+    {"API_BUFFER_SIZE", offsetof(struct clops_api, buffer_size)},
+    {"API_OP_COUNT", offsetof(struct clops_api, op_count)},
+    {"API_OP_AT", offsetof(struct clops_api, op_at)},
+    {"API_OP_FIND", offsetof(struct clops_api, op_find)},
+    {"API_OP_INDEX", offsetof(struct clops_api, op_index)},
+    {"API_INVOKE", offsetof(struct clops_api, invoke)},
+    {"API_POOL_DEVICE_STATS", offsetof(struct clops_api, pool_device_stats)},
+    {"API_INVOKE_SIZED", offsetof(struct clops_api, invoke_sized)},
+    {"API_CHECK_SIZED", offsetof(struct clops_api, check_sized)},
+    {"API_STREAM_CREATE", offsetof(struct clops_api, stream_create)},
+    {"API_STREAM_RELEASE", offsetof(struct clops_api, stream_release)},
+    {"API_STREAM_WAIT", offsetof(struct clops_api, stream_wait)},
+    {"API_SUBMIT", offsetof(struct clops_api, submit)},
+    {"API_EVENT_QUERY", offsetof(struct clops_api, event_query)},
+    {"API_EVENT_WAIT", offsetof(struct clops_api, event_wait)},
+    {"API_EVENT_ON_COMPLETE", offsetof(struct clops_api, event_on_complete)},
+    {"API_EVENT_CANCEL", offsetof(struct clops_api, event_cancel)},
+    {"API_EVENT_RELEASE", offsetof(struct clops_api, event_release)},
+    {"API_EVENT_CL_EVENT", offsetof(struct clops_api, event_cl_event)},
+    {"API_POOL_CREATE_FROM_CL", offsetof(struct clops_api, pool_create_from_cl)},
+    {"API_BUFFER_WRAP_CL", offsetof(struct clops_api, buffer_wrap_cl)},
+    {"API_BUFFER_CL", offsetof(struct clops_api, buffer_cl)},
+    {"API_MEMORY_STATS", offsetof(struct clops_api, memory_stats)},
+    {"API_BUFFER_COPY", offsetof(struct clops_api, buffer_copy)},
+};
+
+/* Size and alignment of a field type as Clops.jl writes it; 0 when unknown. */
+static size_t julia_type_size(const char *type, size_t *align)
+{
+    static const struct {
+        const char *prefix;
+        size_t size, align;
+    } types[] = {{"Ptr{", 8, 8},    {"Int64", 8, 8},  {"UInt64", 8, 8}, {"Float64", 8, 8},
+                 {"Cdouble", 8, 8}, {"Int32", 4, 4},  {"UInt32", 4, 4}, {"Cint", 4, 4},
+                 {"Int16", 2, 2},   {"UInt16", 2, 2}, {"UInt8", 1, 1},  {"NTuple{4,Int64}", 32, 8}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strncmp(type, types[i].prefix, strlen(types[i].prefix)) == 0) {
+            *align = types[i].align;
+            return types[i].size;
+        }
+    return 0;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *text = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+        if (text != NULL &&
+            (fseek(f, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)n, f) != (size_t)n)) {
+            free(text);
+            text = NULL;
+        } else if (text != NULL)
+            text[n] = '\0';
+    }
+    fclose(f);
+    return text;
+}
+
+/* Lays out `struct <name>` of the Julia source and compares it with the header's: the members'
+ * names, offsets and sizes, and the struct's size. */
+static void check_julia_struct(const char *source, const struct c_struct *want)
+{
+    char head[96];
+    snprintf(head, sizeof head, "\nstruct %s\n", want->julia_name);
+    const char *p = strstr(source, head);
+    expect(p != NULL, "Clops.jl defines no struct %s", want->julia_name);
+    if (p == NULL)
+        return;
+    p += strlen(head);
+    size_t offset = 0, max_align = 1;
+    int count = 0;
+    for (;;) {
+        const char *eol = strchr(p, '\n');
+        if (eol == NULL)
+            break;
+        char line[160];
+        size_t len = (size_t)(eol - p) < sizeof line - 1 ? (size_t)(eol - p) : sizeof line - 1;
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p = eol + 1;
+        char name[64], type[64];
+        if (sscanf(line, " %63[A-Za-z0-9_]::%63s", name, type) != 2) {
+            expect(strncmp(line, "end", 3) == 0, "%s: unexpected line '%s'", want->julia_name,
+                   line);
+            break;
+        }
+        size_t align = 1, size = julia_type_size(type, &align);
+        expect(size > 0, "%s.%s: unknown type %s", want->julia_name, name, type);
+        offset = (offset + align - 1) / align * align;
+        max_align = align > max_align ? align : max_align;
+        if (count < want->count) {
+            expect(strcmp(name, want->members[count].name) == 0,
+                   "%s: member %d is %s, the header's is %s", want->julia_name, count, name,
+                   want->members[count].name);
+            expect(offset == want->members[count].offset, "%s.%s at byte %zu, the header's at %zu",
+                   want->julia_name, name, offset, want->members[count].offset);
+            expect(size == want->members[count].size, "%s.%s is %zu bytes, the header's %zu",
+                   want->julia_name, name, size, want->members[count].size);
+        }
+        offset += size;
+        count++;
+    }
+    size_t total = (offset + max_align - 1) / max_align * max_align;
+    expect(count == want->count, "%s has %d members, the header's struct %d", want->julia_name,
+           count, want->count);
+    expect(total == want->size, "%s is %zu bytes, the header's struct %zu", want->julia_name, total,
+           want->size);
+}
+
+/* Every mirror and every API_* constant of Clops.jl against abi/clops.h. */
+static void test_julia_definitions_match_header(const char *jl_path)
+{
+    char *source = read_file(jl_path);
+    expect(source != NULL, "cannot read %s", jl_path);
+    if (source == NULL)
+        return;
+    const int structs = (int)(sizeof header_structs / sizeof header_structs[0]);
+    for (int i = 0; i < structs; i++)
+        check_julia_struct(source, &header_structs[i]);
+    int constants = 0;
+    for (size_t i = 0; i < sizeof header_members / sizeof header_members[0]; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "\nconst %s = ", header_members[i].constant);
+        const char *p = strstr(source, head);
+        if (p == NULL)
+            continue; /* a member the module does not name */
+        long index = strtol(p + strlen(head), NULL, 10);
+        expect((size_t)(8 + 8 * index) == header_members[i].offset,
+               "%s = %ld: byte %ld, the header's member is at %zu", header_members[i].constant,
+               index, 8 + 8 * index, header_members[i].offset);
+        constants++;
+    }
+    expect(constants >= 22, "Clops.jl names %d table members", constants);
+    printf("julia_definitions_match_header: %d structs, %d table indices checked\n", structs,
+           constants);
+    free(source);
+}
+
+int main(int argc, char **argv)
 {
     rng_state = (uint64_t)time(NULL);
     printf("seed %llu\n", (unsigned long long)rng_state);
@@ -530,6 +818,10 @@ int main(void)
 
     test_table_offsets();
     test_tensor_bytes_match_header();
+    if (argc > 1)
+        test_julia_definitions_match_header(argv[1]);
+    else
+        expect(0, "usage: test_julia_calls PATH/Clops.jl");
     gemm_call gemm = (gemm_call)op_entry("gemm");
     lu_call lu = (lu_call)op_entry("lu");
     solve_call solve = (solve_call)op_entry("solve");
