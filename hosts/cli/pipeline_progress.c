@@ -1,9 +1,9 @@
-/* pipeline_progress.c — what `clops run` shows while it runs. Steps run synchronously through
- * invoke(), and the API reports no progress within a call, so the model counts calls: what
- * each is expected to take comes from the calls measured before it (the same step in earlier
- * runs, scaled by its work; the work's rate; any call), the host's checks after a step counting
- * as one call, and on a terminal a timer thread redraws
- * one bar over the whole work with the time the rest should take. */
+/* pipeline_progress.c — what `clops run` shows while it runs. The model counts calls: what each
+ * is expected to take comes from the calls measured before it (the same step in earlier runs,
+ * scaled by its work; the work's rate; any call), the host's checks after a step counting as
+ * one call; within a call, the fraction the library reports (LU's panels, a large GEMM's
+ * blocks, Mandelbrot's tiles) moves the bar. On a terminal a timer thread redraws one bar over
+ * the whole work with the time the rest should take. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -120,8 +120,21 @@ static double call_estimate(const struct progress_model *m, int64_t j)
     return m->done_ms / (double)m->calls_done;
 }
 
+/* What the running call of `item` has left, expected to take `per_call` in all: the rest of
+ * that, or, with the fraction the library reports, that fraction of the expected time; of a
+ * call with no measured call of its own step yet, the call's own pace so far. */
+static double running_call_left(const struct progress_item *it, double per_call, double running_ms,
+                                double call_fraction)
+{
+    if (call_fraction <= 0.0 || call_fraction > 1.0)
+        return fmax(per_call - running_ms, 0.0);
+    if (it->calls_done > 0)
+        return per_call * (1.0 - call_fraction);
+    return running_ms * (1.0 - call_fraction) / call_fraction;
+}
+
 struct progress_estimate progress_model_estimate(const struct progress_model *m, int64_t item,
-                                                 double running_ms)
+                                                 double running_ms, double call_fraction)
 {
     struct progress_estimate e = {.fraction = 1.0, .eta_ms = 0.0};
     if (m->calls_done == 0) {
@@ -131,7 +144,8 @@ struct progress_estimate progress_model_estimate(const struct progress_model *m,
             total += m->items[j].calls;
             done += j < item ? m->items[j].calls : j == item ? m->items[j].calls_done : 0;
         }
-        e.fraction = total > 0 ? (double)done / (double)total : 1.0;
+        double within = item < m->count ? fmin(fmax(call_fraction, 0.0), 1.0) : 0.0;
+        e.fraction = total > 0 ? ((double)done + within) / (double)total : 1.0;
         e.eta_ms = -1.0;
         return e;
     }
@@ -142,7 +156,8 @@ struct progress_estimate progress_model_estimate(const struct progress_model *m,
             continue;
         double per_call = call_estimate(m, j);
         if (j == item)
-            remaining += fmax(per_call - running_ms, 0.0) + (left - 1) * per_call;
+            remaining += running_call_left(&m->items[j], per_call, running_ms, call_fraction) +
+                         (left - 1) * per_call;
         else
             remaining += left * per_call;
     }
@@ -170,7 +185,7 @@ void progress_format_duration(double ms, char *out, int size)
 enum { REDRAW_MS = 200, BAR_WIDTH = 24 };
 
 struct progress {
-    int tty;
+    int live; /* the line is drawn (a terminal, or --progress) */
     struct progress_model *model;
     double start_ms;
     pthread_mutex_t lock; /* guards the members below, the model and the terminal line */
@@ -181,6 +196,7 @@ struct progress {
     char label[160];
     int call, calls;
     double call_start_ms;
+    double call_fraction; /* of the running call, as the library reports it; < 0: not known */
     pthread_t thread;
     int threaded;
 };
@@ -188,7 +204,8 @@ struct progress {
 static void draw(struct progress *p)
 {
     double now = host_now_ms();
-    struct progress_estimate e = progress_model_estimate(p->model, p->item, now - p->call_start_ms);
+    struct progress_estimate e =
+        progress_model_estimate(p->model, p->item, now - p->call_start_ms, p->call_fraction);
     int filled = (int)(BAR_WIDTH * fmin(fmax(e.fraction, 0.0), 1.0));
     char bar[BAR_WIDTH + 1], where[64] = "", calls[48] = "", elapsed[32], eta[48] = "";
     for (int i = 0; i < BAR_WIDTH; i++)
@@ -228,14 +245,15 @@ static void *redraw_loop(void *arg)
     return NULL;
 }
 
-struct progress *progress_start(int tty, struct progress_model *model)
+struct progress *progress_start(int live, struct progress_model *model)
 {
     struct progress *p = host_xcalloc(1, sizeof *p);
-    p->tty = tty;
+    p->live = live;
     p->model = model;
     p->start_ms = p->call_start_ms = host_now_ms();
+    p->call_fraction = -1.0;
     p->calls = 1;
-    if (tty && pthread_mutex_init(&p->lock, NULL) == 0) {
+    if (live && pthread_mutex_init(&p->lock, NULL) == 0) {
         if (pthread_cond_init(&p->wake, NULL) != 0)
             pthread_mutex_destroy(&p->lock);
         else if (pthread_create(&p->thread, NULL, redraw_loop, p) == 0)
@@ -271,6 +289,7 @@ void progress_begin(struct progress *p, int64_t run, int slot, const char *label
     p->call = 0;
     p->calls = 1;
     p->call_start_ms = host_now_ms();
+    p->call_fraction = -1.0;
     p->active = 1;
     unlock(p);
 }
@@ -283,6 +302,16 @@ void progress_call_begin(struct progress *p, int call, int calls)
     p->call = call;
     p->calls = calls;
     p->call_start_ms = host_now_ms();
+    p->call_fraction = -1.0;
+    unlock(p);
+}
+
+void progress_call_fraction(struct progress *p, double fraction)
+{
+    if (p == NULL)
+        return;
+    lock(p);
+    p->call_fraction = fraction;
     unlock(p);
 }
 
@@ -294,6 +323,7 @@ void progress_call_end(struct progress *p, double ms)
     if (p->item >= 0)
         progress_model_call_done(p->model, p->item, ms);
     p->call_start_ms = host_now_ms();
+    p->call_fraction = -1.0;
     unlock(p);
 }
 
@@ -303,7 +333,7 @@ void progress_end(struct progress *p, const char *line)
         return;
     lock(p);
     p->active = 0;
-    if (p->tty)
+    if (p->live)
         fputs("\r\033[K", stderr);
     if (line != NULL)
         fprintf(stderr, "%s\n", line);

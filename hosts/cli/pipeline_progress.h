@@ -54,24 +54,28 @@ struct progress_estimate {
     double eta_ms;   /* the time the rest should take; < 0: not known yet */
 };
 /* Where the runs are when every item before `item` is over (measured, or skipped when a run
- * stopped early), `item` has had its calls_done calls and one more has run for `running_ms`;
- * `item` = m->count: all done. */
+ * stopped early), `item` has had its calls_done calls and one more has run for `running_ms`,
+ * `call_fraction` of it done as the library reports it (event_query's progress; < 0: not
+ * known); `item` = m->count: all done. */
 struct progress_estimate progress_model_estimate(const struct progress_model *m, int64_t item,
-                                                 double running_ms);
+                                                 double running_ms, double call_fraction);
 
 /* ---- The display ------------------------------------------------------------------------------
  */
 
-/* On a terminal (`tty`), a live line redrawn about 5 times a second by a timer thread while an
- * item runs: "run 2/3  step 1/4 gemm  call 2/3  [######......] 41%  3.2 s  ETA 4.6 s", with one
- * bar over the whole work of `model` (which the display reads and updates; it must outlive it).
- * Lines that stay (a step's outcome) are printed over it, on a terminal or not. */
+/* When `live` (stderr is a terminal, or --progress), a line redrawn about 5 times a second by a
+ * timer thread while an item runs: "run 2/3  step 1/4 gemm  call 2/3  [######......] 41%  3.2 s
+ * ETA 4.6 s", with one bar over the whole work of `model` (which the display reads and updates;
+ * it must outlive it), moving within a call as the library reports the call's progress. Lines
+ * that stay (a step's outcome) are printed over it, live or not. */
 struct progress;
-struct progress *progress_start(int tty, struct progress_model *model);
+struct progress *progress_start(int live, struct progress_model *model);
 /* Item `slot` of run `run` starts; `label` says what runs ("step 1/4 gemm"; copied). */
 void progress_begin(struct progress *p, int64_t run, int slot, const char *label);
 /* Call `call` (from 0) of the item's `calls` starts. */
 void progress_call_begin(struct progress *p, int call, int calls);
+/* The running call is `fraction` (0 to 1) done, as the library reports it. */
+void progress_call_fraction(struct progress *p, double fraction);
 /* That call succeeded in `ms`, compilation excluded. */
 void progress_call_end(struct progress *p, double ms);
 /* The item is over: the live line goes, and `line` (NULL: none) is printed to stay. */

@@ -58,10 +58,10 @@ END_TEST
 /* Nothing measured (the first call compiles, say): the calls count alike, and no ETA. */
 START_TEST(test_before_any_measurement_calls_count_and_no_eta)
 {
-    struct progress_estimate e = progress_model_estimate(&model, 0, 5000.0);
+    struct progress_estimate e = progress_model_estimate(&model, 0, 5000.0, -1.0);
     assert_near(e.fraction, 0.0, "at the start");
     ck_assert(e.eta_ms < 0.0);
-    e = progress_model_estimate(&model, 1, 0.0); /* gemm's 3 calls of 12 over, unmeasured */
+    e = progress_model_estimate(&model, 1, 0.0, -1.0); /* gemm's 3 calls of 12 over, unmeasured */
     assert_near(e.fraction, 3.0 / 12.0, "after run 0's gemm, unmeasured");
     ck_assert(e.eta_ms < 0.0);
 }
@@ -78,11 +78,11 @@ START_TEST(test_a_step_is_expected_to_scale_with_its_work)
     progress_model_call_done(&model, 2, 3.0);
     /* Run 1 is next: gemm 3 x 80, transpose 8, the unknown step 2 x 2 (its own mean). */
     double done = 30.0 + 2.0 + 4.0, rest = 240.0 + 8.0 + 4.0;
-    struct progress_estimate e = progress_model_estimate(&model, 3, 0.0);
+    struct progress_estimate e = progress_model_estimate(&model, 3, 0.0, -1.0);
     assert_near(e.eta_ms, rest, "ETA at run 1");
     assert_near(e.fraction, done / (done + rest), "fraction at run 1");
     /* 50 ms into run 1's first gemm call: 30 of it left, and two calls more. */
-    e = progress_model_estimate(&model, 3, 50.0);
+    e = progress_model_estimate(&model, 3, 50.0, -1.0);
     assert_near(e.eta_ms, 30.0 + 160.0 + 8.0 + 4.0, "ETA during run 1's gemm");
     assert_near(e.fraction, (done + 50.0) / (done + 50.0 + e.eta_ms), "fraction during it");
 }
@@ -92,7 +92,7 @@ END_TEST
 START_TEST(test_an_overrunning_call_keeps_the_rest)
 {
     progress_model_call_done(&model, 0, 10.0);
-    struct progress_estimate e = progress_model_estimate(&model, 0, 500.0);
+    struct progress_estimate e = progress_model_estimate(&model, 0, 500.0, -1.0);
     /* The running call is past its 10 ms: nothing of it is left, then gemm's third call (10);
      * the transpose (bytes: no rate measured) and the unknown step at the mean of every call
      * (10); run 1's gemm at 8 times run 0's, its other steps at the mean. */
@@ -112,10 +112,36 @@ START_TEST(test_an_unmeasured_step_takes_its_units_rate)
     progress_model_add(&m, 1, "GFLOP/s", 5e6, 2);  /* expected: 20 ms a call */
     progress_model_add(&m, 2, "Mpixel/s", 7.0, 1); /* no rate for pixels: the mean, 4 ms */
     progress_model_call_done(&m, 0, 4.0);
-    struct progress_estimate e = progress_model_estimate(&m, 1, 0.0);
+    struct progress_estimate e = progress_model_estimate(&m, 1, 0.0, -1.0);
     assert_near(e.eta_ms, 2 * 20.0 + 4.0, "ETA from the unit's rate");
     assert_near(e.fraction, 4.0 / (4.0 + 44.0), "fraction from the unit's rate");
     progress_model_free(&m);
+}
+END_TEST
+
+/* The running call's fraction as the library reports it (event_query's progress) moves the
+ * bar within the call: before any measurement as that part of a call; with the step's own calls
+ * measured, that fraction of their time is left; with none of its own, the call's own pace so
+ * far gives what is left. */
+START_TEST(test_a_calls_reported_fraction_moves_the_bar)
+{
+    struct progress_estimate e = progress_model_estimate(&model, 0, 100.0, 0.5);
+    assert_near(e.fraction, 0.5 / 12.0, "half of the first of 12 calls, nothing measured");
+    ck_assert(e.eta_ms < 0.0);
+    progress_model_call_done(&model, 0, 10.0);
+    e = progress_model_estimate(&model, 0, 2.0, 0.75);
+    /* A quarter of 10 ms left of the running call, then the rest as without a fraction. */
+    double rest = 2.5 + 10.0 + 10.0 + 2 * 10.0 + 240.0 + 10.0 + 2 * 10.0;
+    assert_near(e.eta_ms, rest, "ETA with the second gemm call 3/4 done");
+    assert_near(e.fraction, 12.0 / (12.0 + rest), "fraction with the second gemm call 3/4 done");
+    progress_model_call_done(&model, 0, 10.0);
+    progress_model_call_done(&model, 0, 10.0);
+    e = progress_model_estimate(&model, 1, 30.0, 0.25);
+    /* The transpose, a quarter done in 30 ms, has 90 ms left; the others at the mean (10 ms)
+     * but run 1's gemm (8 times run 0's). */
+    rest = 90.0 + 2 * 10.0 + 3 * 80.0 + 10.0 + 2 * 10.0;
+    assert_near(e.eta_ms, rest, "ETA from the transpose's own pace");
+    assert_near(e.fraction, 60.0 / (60.0 + rest), "fraction from the transpose's own pace");
 }
 END_TEST
 
@@ -123,11 +149,11 @@ END_TEST
 START_TEST(test_steps_after_a_failure_are_skipped)
 {
     progress_model_call_done(&model, 0, 10.0);
-    struct progress_estimate e = progress_model_estimate(&model, 3, 0.0);
+    struct progress_estimate e = progress_model_estimate(&model, 3, 0.0, -1.0);
     double rest = 3 * 80.0 + 10.0 + 2 * 10.0;
     assert_near(e.eta_ms, rest, "ETA after run 0 failed");
     assert_near(e.fraction, 10.0 / (10.0 + rest), "fraction after run 0 failed");
-    e = progress_model_estimate(&model, model.count, 0.0);
+    e = progress_model_estimate(&model, model.count, 0.0, -1.0);
     assert_near(e.fraction, 1.0, "all over");
     assert_near(e.eta_ms, 0.0, "nothing left");
 }
@@ -156,6 +182,7 @@ static const struct cli_test tests[] = {
     CLI_TEST(test_a_step_is_expected_to_scale_with_its_work),
     CLI_TEST(test_an_overrunning_call_keeps_the_rest),
     CLI_TEST(test_an_unmeasured_step_takes_its_units_rate),
+    CLI_TEST(test_a_calls_reported_fraction_moves_the_bar),
     CLI_TEST(test_steps_after_a_failure_are_skipped),
     CLI_TEST(test_durations_read_in_their_unit),
 };
