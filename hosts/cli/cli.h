@@ -34,9 +34,10 @@ struct run_options {
     const char *output_dir; /* where relative output paths are written */
     char **sets;            /* --set key.path=value overrides, in order */
     int set_count;
-    int dry_run; /* validate and print the plan; run nothing */
-    int quiet;   /* no progress lines */
-    int json;    /* one JSON document on stdout instead of the tables (schema clops-run/1) */
+    int dry_run;  /* validate and print the plan; run nothing */
+    int quiet;    /* no progress lines */
+    int progress; /* the live progress line even when stderr is not a terminal */
+    int json;     /* one JSON document on stdout instead of the tables (schema clops-run/1) */
     const char *shard_spec;    /* --shard as given: "K/N" or "auto"; NULL: none */
     const struct shard *shard; /* --shard: only its runs, and a manifest; NULL: every run */
     int force;                 /* --force: run a shard whose manifest says it is done */

@@ -82,7 +82,7 @@ static const char ops_help[] =
 
 static const char run_help[] =
     "Usage: clops run [--output-dir DIR] [--set KEY=VALUE]... [--dry-run] [--quiet]\n"
-    "                 [--json] [--shard K/N|auto [--force]] FILE.cfg\n"
+    "                 [--progress] [--json] [--shard K/N|auto [--force]] FILE.cfg\n"
     "\n"
     "Runs a pipeline: creates or reads its tensors, calls its steps' operators on device\n"
     "copies of them, verifies its checks and writes its outputs (.npy, .mtx, .csv, .png,\n"
@@ -105,7 +105,10 @@ static const char run_help[] =
     "  -n, --dry-run          validate and print the plan (tensors, steps, checks,\n"
     "                         outputs) and a sweep's runs; run nothing\n"
     "  -q, --quiet            no progress on stderr (on a terminal: one bar over every\n"
-    "                         run and step, with the time left once a call is measured)\n"
+    "                         run and step, moving within a call as the library reports\n"
+    "                         it, with the time left once a call is measured)\n"
+    "  -P, --progress         draw that bar even when stderr is not a terminal (a log);\n"
+    "                         --quiet and --json still turn it off\n"
     "  -j, --json             print one JSON document instead of the plan or the tables:\n"
     "                         runs, steps' times and rates, checks, outputs' SHA-256\n"
     "                         (schema clops-run/1, docs/json.md); no progress\n"
@@ -751,6 +754,7 @@ static void take_run_option(void *ctx, int c, char *arg)
     case 's': o->sets[o->set_count++] = arg; break;
     case 'n': o->dry_run = 1; break;
     case 'q': o->quiet = 1; break;
+    case 'P': o->progress = 1; break;
     case 'j': o->json = 1; break;
     case 'S': o->shard_spec = arg; break;
     case 'f': o->force = 1; break;
@@ -765,6 +769,7 @@ static int cmd_run(struct cli *cli, int argc, char **argv)
         {"set", required_argument, NULL, 's'},
         {"dry-run", no_argument, NULL, 'n'},
         {"quiet", no_argument, NULL, 'q'},
+        {"progress", no_argument, NULL, 'P'},
         {"json", no_argument, NULL, 'j'},
         {"shard", required_argument, NULL, 'S'},
         {"force", no_argument, NULL, 'f'},

@@ -374,7 +374,9 @@ static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_r
     for (int64_t i = 0; i < count; i++)
         outcomes[i].code = -1;
     struct progress *progress =
-        options->quiet || json != NULL ? NULL : progress_start(isatty(STDERR_FILENO), model);
+        options->quiet || json != NULL
+            ? NULL
+            : progress_start(isatty(STDERR_FILENO) || options->progress, model);
     struct run_pool pool = {.shard_device = manifest != NULL ? &manifest->device : NULL};
     int code = CLI_OK, fatal = 0;
     int64_t i = 0;

@@ -37,7 +37,8 @@ struct run {
     struct run_json *json;     /* NULL: text output */
     char prefix[600];          /* "run 2 (n=64): " in a sweep, for its messages; else empty */
     int steps_done;
-    char call_error[2048]; /* the library's message on the failed call of a step */
+    char call_error[2048];       /* the library's message on the failed call of a step */
+    struct clops_stream *stream; /* the steps' calls go there; NULL: through invoke */
 };
 
 /* ---- one run (pipeline_run_one.c) ------------------------------------------------------------ */
@@ -53,6 +54,17 @@ int64_t tensor_bytes(const struct pl_tensor *t);
 int has_checks(const struct pipeline *pl, int32_t step_index);
 int checks_slot(const struct pipeline *pl, int step_index);
 int check_passed(const struct pl_check *check);
+
+/* ---- a step's call (pipeline_call.c) --------------------------------------------------------- */
+
+/* The run's stream on the pool's primary device, where the library has streams (ABI 1.4);
+ * closed (waiting for its calls) at the run's end. */
+int run_stream_open(struct run *r);
+void run_stream_close(struct run *r);
+/* One call of `op`, fed to r->progress as it goes: its status, and its message in
+ * r->call_error when it failed (as invoke and last_error would give them). */
+int32_t run_call(struct run *r, const struct clops_op *op, const struct clops_arg *args,
+                 int32_t count);
 
 /* ---- the pool (pipeline_pool.c) ------------------------------------------------------------ */
 

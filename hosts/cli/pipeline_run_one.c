@@ -1,5 +1,5 @@
 /* pipeline_run_one.c — one run of a pipeline: its host tensors, device copies of those its steps
- * use, each step through op_find + invoke (timed apart from the kernel builds it causes), the
+ * use, each step's calls (pipeline_call.c; timed apart from the kernel builds they cause), the
  * checks right after their step, the result tables and the outputs. */
 #include <errno.h>
 #include <math.h>
@@ -190,11 +190,8 @@ static int32_t timed_call(struct run *r, struct pl_step *step, const struct clop
 {
     int64_t built_before = build_ns(r);
     double start = host_now_ms();
-    int32_t status = r->cli->lib.api->invoke(r->pool->pool, step->op, args, count);
+    int32_t status = run_call(r, step->op, args, count);
     double ms = host_now_ms() - start;
-    /* Its message before pool_stats clears it. */
-    if (status != CLOPS_OK)
-        snprintf(r->call_error, sizeof r->call_error, "%s", r->cli->lib.api->last_error());
     int64_t built_after = build_ns(r);
     if (built_before >= 0 && built_after >= 0) {
         double building = (double)(built_after - built_before) * 1e-6;
@@ -399,8 +396,10 @@ int run_one(struct run *r, int *fatal)
             printf("Pipeline %s on %s (pool: %s)\n\n", pl->path, r->pool->device,
                    pl->pool_path != NULL ? pl->pool_path : "built-in defaults");
         fflush(stdout);
-        code = upload_tensors(r);
+        code = run_stream_open(r);
     }
+    if (code == CLI_OK)
+        code = upload_tensors(r);
     if (code == CLI_OK)
         code = run_steps(r);
     if (code == CLI_OK && pl->output_count > 0) {
@@ -408,6 +407,7 @@ int run_one(struct run *r, int *fatal)
             putchar('\n');
         code = write_outputs(r);
     }
+    run_stream_close(r);
     if (r->pool->pool != NULL && r->cli->verbose)
         print_pool_stats(r);
     release_buffers(r);
