@@ -277,9 +277,9 @@ struct clops_output_spec {
 #define CLOPS_OUTPUT_SPEC_SIZE_1_2 48
 
 /* ---- Non-blocking calls (ABI 1.4): streams, events, submit ---------------------------------
- * A stream is an in-order queue of calls on one device of a pool: a call submitted to it starts
- * after the calls submitted to it before have completed on the device, and sees their results,
- * in host memory as in device buffers. Two streams run side by side: one's transfers overlap the
+ * A stream is an in-order queue of calls on one device of a pool: the device work of a call
+ * submitted to it runs after that of the calls submitted to it before, and the call sees their
+ * results, in host memory as in device buffers. Two streams run side by side: one's transfers overlap the
  * other's kernels. Calls on different streams are ordered only through events (a wait list, or
  * stream_wait).
  *
@@ -299,9 +299,10 @@ struct clops_output_spec {
  * runs exactly once per event, when the outcome is known (also for a failed or cancelled call):
  * on a thread of the stream, never on the host's thread or a driver's, never under a clops lock,
  * one at a time per stream, in the order the stream's calls complete. A callback may call any
- * clops function except waiting (event_wait with a timeout other than 0, stream_release of its
- * own stream, pool_release while the pool has streams): those are refused or deferred, as said
- * at each. It should return soon: the stream's later completions wait for it.
+ * clops function but must not wait: event_wait with a timeout other than 0 is refused there
+ * (CLOPS_ERR_INVALID_ARGUMENT), and stream_release called there does not wait for the stream's
+ * calls (the stream stops once they have ended). It should return soon: the stream's later
+ * completions wait for it.
  *
  * Objects the host lends (ABI 1.4 interop: a cl_context, cl_command_queue, cl_mem, cl_event) are
  * retained by clops while it uses them and never freed by it; getters that hand out OpenCL
@@ -681,9 +682,11 @@ struct clops_api {
     /* ---- Appended in ABI 1.4 (check with CLOPS_API_HAS): non-blocking calls, above ---- */
     /* A stream on a device of the pool; it holds the pool until it is released. */
     int32_t (*stream_create)(struct clops_stream_create_args *args);
-    /* Gives back the host's stream: waits until every call submitted to it has its outcome,
-     * then stops its threads. From a callback of the stream itself it does not wait: the
-     * stream stops once its queued calls have ended. Events of its calls stay valid. */
+    /* Gives back the host's stream: waits until every call submitted to it has its outcome
+     * and its callback has returned (not in a callback: see above), then lets go of it; its
+     * threads stop once the stream's events are released too. Events of its calls stay valid,
+     * and a callback registered on one later is still delivered. Submitting to a released
+     * stream is a host error (refused while the stream lives). */
     int32_t (*stream_release)(struct clops_stream_release_args *args);
     int32_t (*stream_wait)(struct clops_stream_wait_args *args);
     int32_t (*submit)(struct clops_submit_args *args);

@@ -105,8 +105,9 @@ struct clops_stream *event_stream(const struct clops_event *e)
 
 void event_started(struct clops_event *e, cl_event done, int32_t writes_host)
 {
-    if (done != NULL)
-        clRetainEvent(done);
+    /* Without a reference of its own the event has no marker: waiters then wait on the host. */
+    if (done != NULL && clRetainEvent(done) != CL_SUCCESS)
+        done = NULL;
     pthread_mutex_lock(&events_lock);
     e->done = done;
     e->writes_host = writes_host;
@@ -189,9 +190,9 @@ int32_t event_await_for(struct clops_event *waiter, struct clops_event *e, cl_co
                 status = dependency_failed(e, message, size);
             break;
         }
-        if (e->done != NULL && !e->writes_host && stream_context(e->stream) == context) {
+        if (e->done != NULL && !e->writes_host && stream_context(e->stream) == context &&
+            clRetainEvent(e->done) == CL_SUCCESS) {
             *device_wait = e->done;
-            clRetainEvent(e->done);
             break;
         }
         if (waiter != NULL && atomic_load(&waiter->control.cancel)) {
@@ -362,7 +363,9 @@ int32_t event_cl_event(struct clops_event_cl_args *args)
         else if (settled)
             clSetUserEventStatus(user, status == CLOPS_OK ? CL_COMPLETE : CL_INVALID_OPERATION);
     }
-    clRetainEvent(user);
+    cl_int rc = clRetainEvent(user);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "event_cl_event: clRetainEvent failed");
     args->cl_event = user;
     return CLOPS_OK;
 }

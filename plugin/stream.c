@@ -21,6 +21,7 @@ enum job_kind { JOB_CALL, JOB_WORK, JOB_WAIT, JOB_CALLBACK };
 struct stream_job {
     struct stream_job *next;
     enum job_kind kind;
+    const char *name;          /* the operator's, or the function's, for messages (static) */
     struct clops_event *event; /* held by the job; NULL for JOB_WAIT */
     struct call *call;         /* JOB_CALL */
     struct stream_work work;   /* JOB_WORK */
@@ -48,6 +49,7 @@ struct clops_stream {
     struct stream_job *queued, *queued_tail;   /* submitted, not started */
     struct stream_job *started, *started_tail; /* started, not finished */
     int32_t started_count;
+    int32_t starting;   /* the starter holds a job it took off `queued` */
     int32_t delivering; /* jobs retired whose callback has not returned yet */
     int32_t released, stopping, starter_done, free_on_exit;
     pthread_t starter, completer;
@@ -129,10 +131,13 @@ static int32_t new_job(enum job_kind kind, const struct stream_waits *waits, con
     }
     job->wait_count = n;
     for (int32_t i = 0; i < m; i++) {
-        job->cl_waits[i] = waits->cl_events[i];
-        clRetainEvent(job->cl_waits[i]);
+        cl_int rc = clRetainEvent(waits->cl_events[i]);
+        if (rc != CL_SUCCESS) {
+            free_job(job);
+            return err_cl(rc, "%s: cl_wait_events[%d]: clRetainEvent failed", what, (int)i);
+        }
+        job->cl_waits[job->cl_wait_count++] = waits->cl_events[i];
     }
-    job->cl_wait_count = m;
     *out = job;
     return CLOPS_OK;
 }
@@ -167,10 +172,11 @@ static void wait_for_host_writers(struct clops_stream *s, struct stream_job *job
 static int32_t resolve_waits(struct clops_stream *s, struct stream_job *job)
 {
     int32_t status = CLOPS_OK;
-    cl_event *device =
-        calloc((size_t)job->wait_count + (size_t)job->cl_wait_count + 1, sizeof *device);
+    if (job->wait_count == 0 && job->cl_wait_count == 0)
+        return CLOPS_OK;
+    cl_event *device = calloc((size_t)job->wait_count + (size_t)job->cl_wait_count, sizeof *device);
     if (device == NULL) {
-        snprintf(job->message, sizeof job->message, "cannot allocate its wait list");
+        snprintf(job->message, sizeof job->message, "%s: cannot allocate its wait list", job->name);
         return CLOPS_ERR_OUT_OF_HOST_MEMORY;
     }
     cl_uint n = 0;
@@ -191,7 +197,8 @@ static int32_t resolve_waits(struct clops_stream *s, struct stream_job *job)
     if (status == CLOPS_OK && n > 0) {
         cl_int rc = clEnqueueBarrierWithWaitList(s->queue, n, device, NULL);
         if (rc != CL_SUCCESS)
-            status = err_cl(rc, "its wait list: clEnqueueBarrierWithWaitList failed");
+            status =
+                err_cl(rc, "%s: its wait list: clEnqueueBarrierWithWaitList failed", job->name);
         if (rc != CL_SUCCESS)
             snprintf(job->message, sizeof job->message, "%s", err_last());
     }
@@ -217,6 +224,8 @@ static void start_job(struct clops_stream *s, struct stream_job *job)
         }
         wait_for_host_writers(s, job);
         call_start(job->call, s->queue);
+        /* Submitted to the device now, not when the completer first waits for it. */
+        clFlush(s->queue);
         event_started(job->event, call_done_marker(job->call), call_writes_host(job->call));
         return;
     }
@@ -251,6 +260,7 @@ static void *starter_main(void *arg)
         if (s->queued == NULL)
             break; /* stopping, and nothing left */
         struct stream_job *job = pop(&s->queued, &s->queued_tail);
+        s->starting = 1; /* in neither list while it starts: stream_release waits for it */
         pthread_mutex_unlock(&s->lock);
         start_job(s, job);
         pthread_mutex_lock(&s->lock);
@@ -258,10 +268,11 @@ static void *starter_main(void *arg)
             pthread_mutex_unlock(&s->lock);
             free_job(job);
             pthread_mutex_lock(&s->lock);
-            continue;
+        } else {
+            append(&s->started, &s->started_tail, job);
+            s->started_count++;
         }
-        append(&s->started, &s->started_tail, job);
-        s->started_count++;
+        s->starting = 0;
         pthread_cond_broadcast(&s->changed);
     }
     s->starter_done = 1;
@@ -437,7 +448,9 @@ static int32_t stream_queue(struct clops_pool *pool, struct pool_device *dev, cl
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                        "stream_create: parameter 'cl_queue' is an out-of-order queue; a stream "
                        "needs an in-order one");
-    clRetainCommandQueue(host);
+    rc = clRetainCommandQueue(host);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "stream_create: clRetainCommandQueue failed");
     *out = host;
     return CLOPS_OK;
 }
@@ -498,7 +511,8 @@ int32_t stream_release(struct clops_stream *s)
     s->released = 1;
     /* Waits until every job submitted has ended, but on a thread of a stream (a callback),
      * where waiting could wait for itself. */
-    while (own_stream == NULL && (s->queued != NULL || s->started != NULL || s->delivering > 0))
+    while (own_stream == NULL &&
+           (s->queued != NULL || s->starting || s->started != NULL || s->delivering > 0))
         pthread_cond_wait(&s->changed, &s->lock);
     pthread_mutex_unlock(&s->lock);
     stream_unhold(s);
@@ -594,8 +608,10 @@ int32_t stream_submit(struct clops_stream *s, int32_t index, const union op_valu
     char what[96];
     snprintf(what, sizeof what, "%s: submit", op != NULL ? op->name : "?");
     int32_t status = new_job_with_event(s, JOB_CALL, waits, what, &job);
-    if (status == CLOPS_OK)
+    if (status == CLOPS_OK) {
+        job->name = op->name;
         status = call_prepare(s->pool, index, s->dev, values, &job->call);
+    }
     if (status == CLOPS_OK) {
         call_set_control(job->call, event_control(job->event));
         if (fn != NULL) {
@@ -627,6 +643,7 @@ int32_t stream_submit_work(struct clops_stream *s, const struct stream_work *wor
         work->release(work->ctx);
         return status;
     }
+    job->name = "buffer_copy";
     job->work = *work;
     struct clops_event *e = job->event;
     status = enqueue_job(s, job, "buffer_copy");
@@ -646,6 +663,8 @@ int32_t stream_wait_events(struct clops_stream *s, struct clops_event *const *ev
     struct stream_job *job = NULL;
     if (status == CLOPS_OK)
         status = new_job(JOB_WAIT, &waits, "stream_wait", &job);
+    if (status == CLOPS_OK)
+        job->name = "stream_wait";
     if (status == CLOPS_OK)
         status = enqueue_job(s, job, "stream_wait");
     if (status != CLOPS_OK && job != NULL)
