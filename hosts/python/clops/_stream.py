@@ -254,7 +254,10 @@ class Future(concurrent.futures.Future):
 
     def __del__(self):
         if getattr(self, "_event", None):
-            self.release()
+            try:
+                self.release()
+            except Exception:  # at interpreter exit, this module's globals may be gone
+                pass
 
 
 def _event_handles(futures):
