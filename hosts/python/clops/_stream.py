@@ -87,9 +87,9 @@ def _release_event(lib, event):
 
 
 def run_interruptible(lib, stream, op, cargs, nargs):
-    """A synchronous call as submit and wait: the wait is made in slices of WAIT_SLICE_NS, so
-    that KeyboardInterrupt (the signal handler runs between them) or any exception raised while
-    waiting cancels the call, waits for its end (its host memory is in use until then) and goes
+    """A synchronous call (tensors of _pool.DIRECT_CALL_BYTES or more) as submit and wait: the
+    wait is made in slices of WAIT_SLICE_NS, so that KeyboardInterrupt (the signal handler runs
+    between them) or any exception raised while waiting cancels the call, waits for its end (its host memory is in use until then) and goes
     on. Raises the call's error, CLOPS_ERR_CANCELLED (ClopsCancelled) included."""
     api = lib.api
     args = _sized(clops_submit_args, op_index=api.op_index(op), stream=stream, args=cargs,

@@ -221,6 +221,32 @@ class StreamTest(unittest.TestCase):
             self.assertTrue(waiter.cancelled())
             self.assertTrue((out == 3.0).all())
 
+    def test_synchronous_calls_through_submit_compute_and_raise(self):
+        # Every synchronous call through submit and wait (as those of 1 MiB or more go): the
+        # result, a failure after the device work, and a refusal at submit.
+        from clops import _pool
+        saved, _pool.DIRECT_CALL_BYTES = _pool.DIRECT_CALL_BYTES, 0
+        try:
+            a, b = self.operands(21, 17, 13)
+            c = np.zeros((21, 17), self.dtype)
+            self.pool.gemm(a, b, c)
+            self.assert_product(c, a, b)
+            n = 8
+            piv = self.pool.buffer(4 * n)
+            piv.upload(np.full(n, n + 5, np.int32))
+            x = np.ones((n, 1), self.dtype)
+            with self.assertRaises(clops.InvalidArgumentError) as e:
+                self.pool.invoke("lu_solve", lu=np.eye(n, dtype=self.dtype),
+                                 ipiv=piv.view(clops.I32, (n,)), b=x)
+            self.assertIn("ipiv", e.exception.message)
+            self.assertTrue((x == 1.0).all())
+            piv.release()
+            with self.assertRaises(clops.InvalidArgumentError) as e:
+                self.pool.gemm(a, a, c)
+            self.assertIn("'b'", e.exception.message)
+        finally:
+            _pool.DIRECT_CALL_BYTES = saved
+
     def test_refused_submit_raises_at_once(self):
         with self.pool.stream() as s:
             a = np.ones((3, 4), self.dtype)
