@@ -116,13 +116,17 @@ int host_copier_parts(const struct host_copier *c, size_t bytes)
 
 void host_copier_run(struct host_copier *c, host_copy_part_fn fn, void *ctx, int parts)
 {
-    int idle = 0;
-    if (c == NULL || parts <= 1 || c->owner != getpid() ||
-        !atomic_compare_exchange_strong(&c->busy, &idle, 1)) {
+    if (!host_copier_try_run(c, fn, ctx, parts))
         for (int p = 0; p < parts; p++)
             fn(ctx, p, parts);
-        return;
-    }
+}
+
+int host_copier_try_run(struct host_copier *c, host_copy_part_fn fn, void *ctx, int parts)
+{
+    int idle = 0;
+    if (c == NULL || parts <= 1 || c->owner != getpid() ||
+        !atomic_compare_exchange_strong(&c->busy, &idle, 1))
+        return 0;
     pthread_mutex_lock(&c->lock);
     c->fn = fn;
     c->ctx = ctx;
@@ -136,4 +140,5 @@ void host_copier_run(struct host_copier *c, host_copy_part_fn fn, void *ctx, int
     c->fn = NULL;
     pthread_mutex_unlock(&c->lock);
     atomic_store(&c->busy, 0);
+    return 1;
 }

@@ -24,6 +24,9 @@ void host_copier_free(struct host_copier *c);
  * 1 + helpers), returning when all are done. The caller runs every part itself when `c` is
  * NULL or busy with another thread's copy: copies never wait for each other, and never fail. */
 void host_copier_run(struct host_copier *c, host_copy_part_fn fn, void *ctx, int parts);
+/* The same where `c` is free (and the copy worth cutting): 1 once the copy is done; else 0, and
+ * nothing was copied. */
+int host_copier_try_run(struct host_copier *c, host_copy_part_fn fn, void *ctx, int parts);
 /* How many parts a copy of `bytes` is cut into on `c`: 1 under host_copy_min_bytes, else one
  * per thread, each at least host_copy_min_bytes / 2. */
 int host_copier_parts(const struct host_copier *c, size_t bytes);

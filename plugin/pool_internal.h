@@ -45,7 +45,13 @@ struct pool_op_counters {
  * blocks of uploads (tensor_stage.c) and the download temporaries of a few threads' calls at
  * once, beyond which blocks would be pinned and released on every call. Requests under
  * POOL_HOST_MIN_BLOCK bytes get that many, so that one block serves all small ones. */
-enum { POOL_HOST_CACHE = 8, POOL_HOST_MIN_BLOCK = 64 << 10 };
+enum { POOL_COPIERS = 4 };
+enum { POOL_HOST_CACHE = 32, POOL_HOST_MIN_BLOCK = 64 << 10 };
+/* The most bytes the cache keeps: a stream's calls in flight hold several blocks each (two
+ * staging blocks per upload, a temporary per output), and two streams of large calls need them
+ * all back on the next calls, or each call pins and unpins tens of MiB (milliseconds each on
+ * NVIDIA's driver); beyond this the largest blocks are given back to the system. */
+#define POOL_HOST_CACHE_BYTES ((size_t)1 << 30)
 struct host_block; /* pool_memory.c: a block and where its memory comes from */
 
 /* Device scratch calls gave back (pool_scratch_give): a few small buffers per pool. */
@@ -82,11 +88,14 @@ struct clops_pool {
     atomic_llong build_ns; /* time in timed_build (pool_programs.c) */
     atomic_llong calls, bytes_uploaded, bytes_downloaded;
     struct pool_op_counters *op_counters;           /* registry_count() entries */
-    pthread_mutex_t host_lock;                      /* guards host_cache and copier */
+    pthread_mutex_t host_lock;                      /* guards host_cache and copiers */
     struct host_block *host_cache[POOL_HOST_CACHE]; /* pool_host_take's blocks of past calls */
-    struct host_copier *copier; /* pool_host_copy's, from its first large copy on */
+    size_t host_cached_bytes;                       /* their bytes, at most POOL_HOST_CACHE_BYTES */
+    /* pool_host_copy's, each made when a large copy finds the ones before busy: the threads
+     * of two streams (starters packing uploads, completers unpacking downloads) copy at once. */
+    struct host_copier *copiers[POOL_COPIERS];
     struct scratch_slot scratch[POOL_SCRATCH_CACHE]; /* guarded by host_lock */
-    int copier_tried;                                /* whether it was made (or could not be) */
+    int copiers_tried; /* copiers made (or that could not be), guarded by host_lock */
 };
 
 /* pool_devices.c: discovers the system's devices, opens those the configuration chooses as

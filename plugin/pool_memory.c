@@ -279,6 +279,7 @@ void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_comman
     if (best >= 0) {
         found = pool->host_cache[best];
         pool->host_cache[best] = NULL;
+        pool->host_cached_bytes -= found->bytes;
     }
     pthread_mutex_unlock(&pool->host_lock);
     if (found == NULL && bytes <= SIZE_MAX - HOST_HEADER) {
@@ -290,11 +291,25 @@ void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_comman
     return found != NULL ? data_of(found) : NULL;
 }
 
+/* The slot of the cached block to evict for room: the largest other than `keep`, or -1. */
+static int largest_slot(const struct clops_pool *pool, const struct host_block *keep)
+{
+    int slot = -1;
+    for (int i = 0; i < POOL_HOST_CACHE; i++) {
+        const struct host_block *b = pool->host_cache[i];
+        if (b != NULL && b != keep && (slot < 0 || b->bytes > pool->host_cache[slot]->bytes))
+            slot = i;
+    }
+    return slot;
+}
+
 void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
 {
     if (data == NULL)
         return;
-    struct host_block *given = block_of(data), *evicted = given;
+    struct host_block *given = block_of(data);
+    struct host_block *evicted[POOL_HOST_CACHE + 1];
+    int count = 0;
     (void)capacity; /* the header knows it */
     pthread_mutex_lock(&pool->host_lock);
     /* An empty slot, else the smallest block if this one is larger. */
@@ -303,12 +318,28 @@ void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
         if (pool->host_cache[i] == NULL ||
             pool->host_cache[i]->bytes < pool->host_cache[slot]->bytes)
             slot = i;
-    if (pool->host_cache[slot] == NULL || pool->host_cache[slot]->bytes < given->bytes) {
-        evicted = pool->host_cache[slot];
+    if (given->bytes > POOL_HOST_CACHE_BYTES)
+        evicted[count++] = given;
+    else if (pool->host_cache[slot] == NULL || pool->host_cache[slot]->bytes < given->bytes) {
+        if (pool->host_cache[slot] != NULL) {
+            evicted[count++] = pool->host_cache[slot];
+            pool->host_cached_bytes -= pool->host_cache[slot]->bytes;
+        }
         pool->host_cache[slot] = given;
-    }
+        pool->host_cached_bytes += given->bytes;
+        while (pool->host_cached_bytes > POOL_HOST_CACHE_BYTES) {
+            const int largest = largest_slot(pool, given);
+            if (largest < 0)
+                break;
+            evicted[count++] = pool->host_cache[largest];
+            pool->host_cached_bytes -= pool->host_cache[largest]->bytes;
+            pool->host_cache[largest] = NULL;
+        }
+    } else
+        evicted[count++] = given;
     pthread_mutex_unlock(&pool->host_lock);
-    free_block(evicted);
+    for (int i = 0; i < count; i++)
+        free_block(evicted[i]); /* unpinning takes time: not under the lock */
 }
 
 /* The copier's helper threads: one per processor beside the caller, 8 threads in all at most
@@ -329,20 +360,27 @@ void pool_host_copy(struct clops_pool *pool, host_copy_part_fn fn, void *ctx, si
         fn(ctx, 0, 1);
         return;
     }
-    pthread_mutex_lock(&pool->host_lock);
-    if (!pool->copier_tried) {
-        pool->copier = host_copier_new(copier_helpers());
-        pool->copier_tried = 1;
+    for (int i = 0; i < POOL_COPIERS; i++) {
+        pthread_mutex_lock(&pool->host_lock);
+        if (i == pool->copiers_tried) { /* the ones before are busy: one more */
+            pool->copiers[i] = host_copier_new(copier_helpers());
+            pool->copiers_tried++;
+        }
+        struct host_copier *copier = pool->copiers[i];
+        pthread_mutex_unlock(&pool->host_lock);
+        if (host_copier_try_run(copier, fn, ctx, host_copier_parts(copier, bytes)))
+            return;
     }
-    struct host_copier *copier = pool->copier;
-    pthread_mutex_unlock(&pool->host_lock);
-    host_copier_run(copier, fn, ctx, host_copier_parts(copier, bytes));
+    fn(ctx, 0, 1); /* every copier busy: the caller copies alone */
 }
 
 void pool_host_release_all(struct clops_pool *pool)
 {
-    host_copier_free(pool->copier);
-    pool->copier = NULL;
+    for (int i = 0; i < POOL_COPIERS; i++) {
+        host_copier_free(pool->copiers[i]);
+        pool->copiers[i] = NULL;
+    }
+    pool->copiers_tried = 0;
     for (int i = 0; i < POOL_SCRATCH_CACHE; i++) {
         pool_free_device_memory(pool->scratch[i].dev, pool->scratch[i].mem);
         pool->scratch[i].mem = NULL;
@@ -351,4 +389,5 @@ void pool_host_release_all(struct clops_pool *pool)
         free_block(pool->host_cache[i]);
         pool->host_cache[i] = NULL;
     }
+    pool->host_cached_bytes = 0;
 }
