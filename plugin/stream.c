@@ -180,10 +180,13 @@ static int32_t resolve_waits(struct clops_stream *s, struct stream_job *job)
         return CLOPS_ERR_OUT_OF_HOST_MEMORY;
     }
     cl_uint n = 0;
+    /* A call stops at the first wait that failed; stream_wait waits for every outcome. */
     for (int32_t i = 0; i < job->wait_count && status == CLOPS_OK; i++) {
         cl_event w = NULL;
         status = event_await_for(job->event, job->waits[i], s->context, &w, job->message,
                                  sizeof job->message);
+        if (job->kind == JOB_WAIT)
+            status = CLOPS_OK;
         if (w != NULL) {
             device[n++] = w;
             job->device_wait[i] = 1; /* kept: its outcome is checked when the job ends */

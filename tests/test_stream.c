@@ -347,6 +347,32 @@ START_TEST(test_failed_dependency_fails_its_waiters)
     assert_untouched(&g);
     for (int i = 0; i < N; i++)
         ck_assert(b[i] == 1.0);
+    /* stream_wait waits for every outcome, a failure included, and fails nothing: the call
+     * behind it waits for the gated one although the first event failed. */
+    cl_event held = gate(pool);
+    void *gates[] = {held};
+    struct gemm_case h, k;
+    gemm_case_make(&h, 6, 7, 8, 301);
+    gemm_case_make(&k, 9, 5, 4, 302);
+    struct clops_event *e3 = NULL, *e4 = NULL;
+    const struct extras gated = {.cl_waits = gates, .cl_wait_count = 1};
+    ck_assert_int_eq(submit_gemm(s1, &h, &gated, &e3), CLOPS_OK);
+    struct clops_event *both[] = {e1, e3};
+    struct clops_stream_wait_args sw = {
+        .struct_size = sizeof sw, .event_count = 2, .stream = s2, .events = both};
+    ck_assert_int_eq(api->stream_wait(&sw), CLOPS_OK);
+    ck_assert_int_eq(submit_gemm(s2, &k, NULL, &e4), CLOPS_OK);
+    ck_assert_int_eq(wait_for(&e4, 1, 20 * 1000 * 1000), CLOPS_ERR_TIMEOUT);
+    assert_untouched(&k);
+    open_gate(held);
+    ck_assert_int_eq(wait_for(&e4, 1, -1), CLOPS_OK);
+    ck_assert_int_eq(query(e4).state, CLOPS_EVENT_COMPLETE);
+    assert_gemm_result(&h);
+    assert_gemm_result(&k);
+    release_event(e3);
+    release_event(e4);
+    gemm_case_free(&h);
+    gemm_case_free(&k);
     release_event(e1);
     release_event(e2);
     api->buffer_release(piv);
