@@ -1,9 +1,12 @@
 /* pipeline_call.c — one operator call of a step: submitted on the run's stream (ABI 1.4) and
  * waited for in short slices, so that the progress display shows how far the call is (LU's
  * panels, a large GEMM's blocks, Mandelbrot's tiles); through invoke where the library has no
- * streams. Its outcome reads as the synchronous call's: the same status and message. */
+ * streams. Its outcome reads as the synchronous call's: the same status and message. A SIGINT or
+ * SIGTERM caught meanwhile (interrupt.h) cancels the call, which is still waited for: its host
+ * memory is in use until it ends. */
 #include <stdio.h>
 
+#include "interrupt.h"
 #include "pipeline_run.h"
 
 /* How long one wait lasts before the call's progress is read again: well under the display's
@@ -38,13 +41,20 @@ void run_stream_close(struct run *r)
     r->stream = NULL;
 }
 
-/* The event's outcome once it has one, its progress fed to the display until then. */
+/* The event's outcome once it has one, its progress fed to the display until then; cancelled
+ * within a slice of a signal caught. */
 static void wait_for(struct run *r, struct clops_event *event, struct clops_event_query_args *q)
 {
     const struct clops_api *api = r->cli->lib.api;
     struct clops_event_wait_args w = {
         .struct_size = sizeof w, .count = 1, .events = &event, .timeout_ns = WAIT_SLICE_NS};
+    int cancelled = 0;
     for (;;) {
+        if (!cancelled && interrupt_signal() != 0) {
+            struct clops_event_cancel_args c = {.struct_size = sizeof c, .event = event};
+            api->event_cancel(&c);
+            cancelled = 1;
+        }
         int32_t waited = api->event_wait(&w);
         *q = (struct clops_event_query_args){.struct_size = sizeof *q, .event = event};
         if (api->event_query(q) != CLOPS_OK) {
@@ -68,6 +78,11 @@ int32_t run_call(struct run *r, const struct clops_op *op, const struct clops_ar
                  int32_t count)
 {
     const struct clops_api *api = r->cli->lib.api;
+    if (interrupt_signal() != 0) {
+        snprintf(r->call_error, sizeof r->call_error, "not started: %s came first",
+                 interrupt_signal_name(interrupt_signal()));
+        return CLOPS_ERR_CANCELLED;
+    }
     if (r->stream == NULL) {
         int32_t status = api->invoke(r->pool->pool, op, args, count);
         if (status != CLOPS_OK)

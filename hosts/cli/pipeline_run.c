@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "interrupt.h"
 #include "names.h"
 #include "pipeline_run.h"
 
@@ -342,7 +343,7 @@ static int run_index(struct cli *cli, const struct pl_source *src, int64_t i, st
     if (manifest != NULL)
         manifest_add_run(manifest, i, code == CLI_OK ? "ok" : "failed", code, result.error,
                          host_now_ms() - start, &lr->pl, &result);
-    if (json != NULL)
+    if (json != NULL && !interrupt_stopped(code))
         run_json_run(json, &(struct run_json_entry){.src = src,
                                                     .run = &lr->run,
                                                     .pl = &lr->pl,
@@ -359,7 +360,9 @@ static int run_index(struct cli *cli, const struct pl_source *src, int64_t i, st
 
 /* Runs every run in order. A run that fails (a step, a check, an output) is reported with its
  * values and the next one runs; a pool that cannot be made stops the sweep, since no later run
- * could do better. The progress (unless --quiet or --json) covers every run's steps. */
+ * could do better. The progress (unless --quiet or --json) covers every run's steps. SIGINT or
+ * SIGTERM (interrupt.h) cancels the running call and stops the sweep there: nothing more is
+ * written, and the exit code says which signal it was. */
 static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_run *only,
                    const struct run_options *options, struct progress_model *model,
                    struct run_json *json, struct manifest *manifest, char *error, size_t size)
@@ -379,8 +382,9 @@ static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_r
             : progress_start(isatty(STDERR_FILENO) || options->progress, model);
     struct run_pool pool = {.shard_device = manifest != NULL ? &manifest->device : NULL};
     int code = CLI_OK, fatal = 0;
-    int64_t i = 0;
-    for (; i < count && !fatal; i++) {
+    int64_t i = 0, last = -1;
+    interrupt_catch();
+    for (; i < count && !fatal && interrupt_signal() == 0; i++) {
         if (!shard_owns(options->shard, i))
             continue;
         struct loaded_run fresh = {0};
@@ -389,14 +393,28 @@ static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_r
         outcomes[i].code = run_index(cli, src, i, lr, &pool, progress, options, json, manifest,
                                      &fatal, error, size);
         outcomes[i].ms = host_now_ms() - start;
+        last = i;
         free_run(lr);
         code = code == CLI_OK ? outcomes[i].code : code;
     }
     progress_finish(progress);
-    json_not_run(src, options->shard, i, json, manifest);
+    /* A signal that came after the last run ended changes nothing. One that came between two
+     * runs stops the sweep there: the runs before it are done, their outputs written. */
+    int sig = interrupt_signal();
+    int reported = last >= 0 && interrupt_stopped(outcomes[last].code);
+    int stopped = sig != 0 && (reported || i < count);
+    if (stopped && !reported)
+        fprintf(stderr,
+                "clops: interrupted (%s) before run %lld; it and the runs after it not run\n",
+                interrupt_signal_name(sig), (long long)i);
+    if (!stopped)
+        json_not_run(src, options->shard, i, json, manifest);
     if (pool.pool != NULL)
         release_pool(cli, &pool);
-    if (src->sweep.axis_count > 0)
+    interrupt_restore();
+    if (stopped)
+        code = interrupt_exit_code(sig);
+    else if (src->sweep.axis_count > 0)
         code = print_sweep_outcome(src, options->shard, outcomes, json == NULL, error, size);
     free(outcomes);
     return code;
@@ -517,7 +535,10 @@ int pipeline_run_file(struct cli *cli, const char *path, const struct run_option
         code = print_dry_run(cli, &src, &only, options);
     else if (code == CLI_OK)
         code = run_all(cli, &src, &only, options, &model, doc, m, error, sizeof error);
-    if (m != NULL) {
+    /* Interrupted: nothing more is written (interrupt.h), no manifest and no end of the document.
+     */
+    int interrupted = interrupt_stopped(code);
+    if (m != NULL && !interrupted) {
         char err[1024];
         if (manifest_write(m, cli, manifest_path, code, error[0] != '\0' ? error : NULL, err,
                            sizeof err) != 0) {
@@ -531,7 +552,7 @@ int pipeline_run_file(struct cli *cli, const char *path, const struct run_option
     }
     manifest_free(&manifest);
     free(manifest_path);
-    if (doc != NULL)
+    if (doc != NULL && !interrupted)
         code = run_json_end(doc, code, error[0] != '\0' ? error : NULL);
     progress_model_free(&model);
     free_run(&only);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "formats.h"
+#include "interrupt.h"
 #include "pipeline_run.h"
 
 /* Prints "clops: <message>" on stderr and keeps the message as what stopped the run (after any
@@ -261,7 +262,10 @@ static int32_t run_step(struct run *r, int index, int *transfer_failed)
         snprintf(building, sizeof building, " (%.1f ms of it building kernels)",
                  result->compile_ms);
     snprintf(line, sizeof line, "%s ... %s in %.1f ms%s", label,
-             status == CLOPS_OK ? "done" : "FAILED", host_now_ms() - first, building);
+             status == CLOPS_OK              ? "done"
+             : status == CLOPS_ERR_CANCELLED ? "cancelled"
+                                             : "FAILED",
+             host_now_ms() - first, building);
     progress_end(r->progress, line);
     free(args);
     return status;
@@ -317,6 +321,15 @@ int check_passed(const struct pl_check *check)
 
 /* ---- outputs ------------------------------------------------------------------------------ */
 
+/* A signal caught (interrupt.h) stopped the run: the message says where (the step cancelled,
+ * or the outputs left unwritten), and nothing more is written. Returns the exit code. */
+static int interrupted(struct run *r, const char *where)
+{
+    int sig = interrupt_signal();
+    return run_error(r, interrupt_exit_code(sig), "%sinterrupted (%s): %s", r->prefix,
+                     interrupt_signal_name(sig), where);
+}
+
 /* Writes the outputs, each file's size and SHA-256 read back from what was written. */
 static int write_outputs(struct run *r)
 {
@@ -324,6 +337,11 @@ static int write_outputs(struct run *r)
         const struct pl_output *out = &r->pl->outputs[i];
         struct output_result *written = &r->result->outputs[i];
         struct pl_tensor *t = &r->pl->tensors[out->tensor];
+        if (interrupt_signal() != 0) {
+            char where[64];
+            snprintf(where, sizeof where, "outputs[%d] and those after it not written", i);
+            return interrupted(r, where);
+        }
         if (fetch(r, t) != CLI_OK)
             return CLI_FAILED;
         struct fmt_tensor f = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
@@ -355,17 +373,32 @@ static int step_failed(struct run *r, int i, int transfer_failed)
                      transfer_failed ? "" : ": ", transfer_failed ? "" : r->call_error);
 }
 
+/* The step that ran when a signal came: its call cancelled (or complete, if it came too late). */
+static int step_interrupted(struct run *r, int i)
+{
+    const struct pl_step *step = &r->pl->steps[i];
+    char where[1024];
+    snprintf(where, sizeof where, "steps[%d] (%s, %s:%d) cancelled; outputs not written", i,
+             step->op->name, r->pl->path, step->line);
+    return interrupted(r, where);
+}
+
 /* Runs every step (stopping at the first failure) with its checks; returns an exit code. */
 static int run_steps(struct run *r)
 {
     for (int i = 0; i < r->pl->step_count; i++) {
         int transfer_failed = 0;
-        if (run_step(r, i, &transfer_failed) != CLOPS_OK)
+        int32_t status = run_step(r, i, &transfer_failed);
+        if (interrupt_signal() != 0)
+            return step_interrupted(r, i);
+        if (status != CLOPS_OK)
             return step_failed(r, i, transfer_failed);
         r->steps_done = i + 1;
         if (run_checks_of(r, i) != CLI_OK)
             return step_failed(r, i, 1);
     }
+    if (interrupt_signal() != 0)
+        return interrupted(r, "after the last step; outputs not written");
     if (r->progress != NULL)
         putc('\n', stderr);
     if (r->json == NULL) {
@@ -408,7 +441,7 @@ int run_one(struct run *r, int *fatal)
         code = write_outputs(r);
     }
     run_stream_close(r);
-    if (r->pool->pool != NULL && r->cli->verbose)
+    if (r->pool->pool != NULL && r->cli->verbose && interrupt_signal() == 0)
         print_pool_stats(r);
     release_buffers(r);
     return code;
