@@ -2,7 +2,9 @@
 // clops::error exceptions, tensor views over host memory or device buffers, typed gemm / lu /
 // solve / lu_solve, a generic invoke by parameter name, and (ABI 1.4) streams whose calls return at
 // once with an event: RAII, waitable with a timeout, cancellable, and a std::future of the
-// outcome. Needs only abi/clops.h and -ldl.
+// outcome; interop with the host's OpenCL objects (a pool on its cl_context, buffers over its
+// cl_mem, a buffer's cl_mem) and the device memory clops holds. Needs only abi/clops.h and -ldl
+// (OpenCL handles cross as void *: no CL/cl.h).
 //
 //     clops::library lib;                     // $CLOPS_LIBRARY, else CLOPS_PLUGIN_PATH
 //     clops::pool pool = lib.create_pool();   // first GPU, else the CPU
@@ -12,6 +14,9 @@
 //     clops::event e = s.gemm(clops::view(a, m, k), clops::view(b, k, n), clops::view(c, m, n));
 //     std::future<void> done = e.future();     // a, b and c stay valid until it is ready
 //     done.get();                               // or throws clops::error
+//
+//     clops::pool mine = clops::pool::from_cl(context, {device}, {queue});  // the host's OpenCL
+//     clops::buffer a_dev = mine.wrap(a_mem);   // the host's cl_mem, no copy, never freed by clops
 //
 // CLOPS_PLUGIN_PATH, when the build defines it (find_package(clops)'s clops::headers does, and
 // pkg-config's `plugin` variable holds it), is the installed plugin's path; else libclops.so.1
@@ -438,13 +443,33 @@ inline void need_streams(const plugin &lib, const char *what)
                                          std::to_string(lib.api->abi_minor) +
                                          "; streams and events need 1.4");
 }
+
+// Throws CLOPS_ERR_ABI_MISMATCH when the loaded plugin predates ABI 1.4's interop members.
+inline void need_interop(const plugin &lib, const char *what)
+{
+    if (!CLOPS_API_HAS(lib.api, memory_stats))
+        fail(CLOPS_ERR_ABI_MISMATCH, std::string(what) + ": the loaded libclops serves ABI 1." +
+                                         std::to_string(lib.api->abi_minor) +
+                                         "; OpenCL interop needs 1.4");
+}
 } // namespace detail
+
+// The device memory clops holds on one device (pool::memory_stats), over every pool of the
+// process on it; the host's wrapped cl_mem objects are not counted.
+struct device_memory {
+    int64_t allocated_bytes = 0; // now
+    int64_t peak_bytes = 0;      // the most at once since the device was first opened
+    int64_t buffers = 0;         // cl_mem objects clops holds on it now
+    int64_t limit_bytes = 0;     // device_memory_percent of its global memory
+};
 
 class pool;
 
 // ---- Device buffers -------------------------------------------------------------------------
 
-// Device memory on a pool's primary device; keeps the pool alive. Move-only.
+// Device memory of a pool, on its primary device (create_buffer), or the host's cl_mem wrapped
+// without a copy (pool::wrap: retained while the buffer lives, never freed by clops, not counted
+// against the pool's memory limit). Keeps the pool alive. Move-only.
 class buffer
 {
   public:
@@ -506,6 +531,21 @@ class buffer
         return tensor_view(t);
     }
 
+    // Interop: the cl_mem behind the buffer (a `cl_mem`, as void *) and its pool's cl_context,
+    // not retained (clRetainMemObject keeps them past the buffer), and the pool's device index.
+    void *cl_mem() const
+    {
+        return cl().cl_mem;
+    }
+    void *cl_context() const
+    {
+        return cl().cl_context;
+    }
+    int32_t device() const
+    {
+        return cl().device;
+    }
+
     void reset() noexcept
     {
         if (handle_ != nullptr)
@@ -528,6 +568,16 @@ class buffer
         if (handle_ == nullptr)
             detail::fail(CLOPS_ERR_INVALID_ARGUMENT, "buffer: the buffer is empty (moved from)");
         return handle_;
+    }
+    clops_buffer_cl_args cl() const
+    {
+        clops_buffer *b = checked();
+        detail::need_interop(*pool_->lib, "buffer::cl_mem");
+        clops_buffer_cl_args a{};
+        a.struct_size = sizeof a;
+        a.buffer = b;
+        pool_->lib->check(api().buffer_cl(&a));
+        return a;
     }
 
     std::shared_ptr<detail::pool_state> pool_;
@@ -997,6 +1047,49 @@ class pool
         return buffer(state_, b);
     }
 
+    // Interop (ABI 1.4): a pool on the host's OpenCL objects, through the default library (see
+    // library::create_pool_from_cl). Defined after clops::library.
+    static pool from_cl(void *cl_context, const std::vector<void *> &cl_devices,
+                        const std::vector<void *> &cl_queues = {}, const std::string &config = "");
+
+    // The host's cl_mem (a buffer of the pool's context, as void *) as a clops buffer on device
+    // `device`, without a copy: operators read and write it. clops retains it while the buffer
+    // lives and never frees it; it is not counted against the pool's memory limit.
+    buffer wrap(void *cl_mem, int32_t device = 0) const
+    {
+        detail::need_interop(lib(), "wrap");
+        clops_buffer_wrap_args a{};
+        a.struct_size = sizeof a;
+        a.device = device;
+        a.pool = checked();
+        a.cl_mem = cl_mem;
+        lib().check(api().buffer_wrap_cl(&a));
+        try {
+            return buffer(state_, a.buffer);
+        } catch (...) {
+            api().buffer_release(a.buffer);
+            throw;
+        }
+    }
+
+    // The device memory clops holds on device `device` of the pool (every pool of the process
+    // on that device counted; wrapped buffers not).
+    device_memory memory_stats(int32_t device = 0) const
+    {
+        detail::need_interop(lib(), "memory_stats");
+        clops_memory_stats_args a{};
+        a.struct_size = sizeof a;
+        a.device = device;
+        a.pool = checked();
+        lib().check(api().memory_stats(&a));
+        device_memory m;
+        m.allocated_bytes = a.allocated_bytes;
+        m.peak_bytes = a.peak_bytes;
+        m.buffers = a.buffers;
+        m.limit_bytes = a.limit_bytes;
+        return m;
+    }
+
     // A stream on device `device` of the pool (ABI 1.4). Interop: `cl_queue`, an in-order
     // cl_command_queue of the host on that device and the pool's context, is used instead of a
     // queue of clops' own (retained while the stream lives, never freed by clops).
@@ -1207,6 +1300,31 @@ class library
         checked().check(api().pool_create_from_string(config.c_str(), &p));
         return wrap(p);
     }
+    // Interop (ABI 1.4): a pool on the host's cl_context and its devices (cl_device_id, as
+    // void *; device i of the pool is cl_devices[i]), with one in-order queue per device for the
+    // pool's synchronous calls, or none (clops opens its own on the context). All of them are
+    // retained while the pool lives and never freed by clops. `config`: the libconfig text
+    // create_pool_from_string takes, without a `devices` section ("": the defaults).
+    pool create_pool_from_cl(void *cl_context, const std::vector<void *> &cl_devices,
+                             const std::vector<void *> &cl_queues = {},
+                             const std::string &config = "") const
+    {
+        detail::need_interop(checked(), "create_pool_from_cl");
+        if (!cl_queues.empty() && cl_queues.size() != cl_devices.size())
+            detail::fail(CLOPS_ERR_INVALID_ARGUMENT,
+                         "create_pool_from_cl: " + std::to_string(cl_queues.size()) +
+                             " queues for " + std::to_string(cl_devices.size()) +
+                             " devices (one per device, or none)");
+        clops_pool_from_cl_args a{};
+        a.struct_size = sizeof a;
+        a.device_count = static_cast<int32_t>(cl_devices.size());
+        a.cl_context = cl_context;
+        a.cl_devices = cl_devices.data();
+        a.cl_queues = cl_queues.empty() ? nullptr : cl_queues.data();
+        a.config_text = config.empty() ? nullptr : config.c_str();
+        checked().check(api().pool_create_from_cl(&a));
+        return wrap(a.pool);
+    }
 
   private:
     static std::string default_path()
@@ -1238,6 +1356,12 @@ class library
 
     std::shared_ptr<detail::plugin> plugin_;
 };
+
+inline pool pool::from_cl(void *cl_context, const std::vector<void *> &cl_devices,
+                          const std::vector<void *> &cl_queues, const std::string &config)
+{
+    return library().create_pool_from_cl(cl_context, cl_devices, cl_queues, config);
+}
 
 } // namespace clops
 

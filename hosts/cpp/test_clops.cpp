@@ -1,7 +1,12 @@
 // test_clops.cpp — the C++ binding against libclops: gemm against a long-double loop reference
 // in every layout, lu + lu_solve and solve against LAPACK's residual bound, clops::error on bad
 // arguments (status and message), generic invoke, device buffers, move-only ownership, and
-// (ABI 1.4) gemms on two streams, futures, cancellation, timeouts and an event past its stream.
+// (ABI 1.4) gemms on two streams, futures, cancellation, timeouts and an event past its stream;
+// interop on an OpenCL context, queue and buffers this test makes itself (a pool on them, a gemm
+// on wrapped cl_mem objects, ownership), and the device memory statistics' byte counts.
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -534,6 +539,148 @@ void test_refused_submit_throws_at_once(const clops::pool &pool)
     std::printf("refused_submit_throws_at_once: PASS\n");
 }
 
+// ---- Interop (ABI 1.4): the test's own OpenCL objects --------------------------------------
+
+void expect_cl(cl_int err, const std::string &what)
+{
+    expect(err == CL_SUCCESS, what + ": OpenCL error " + std::to_string(err));
+}
+
+// An OpenCL context and in-order queue on the first GPU, else the first device of any type: made
+// here with the OpenCL API, as a host that owns them would, and released by it.
+struct host_opencl {
+    cl_device_id device = nullptr;
+    cl_context context = nullptr;
+    cl_command_queue queue = nullptr;
+
+    host_opencl()
+    {
+        cl_platform_id platforms[16];
+        cl_uint count = 0;
+        expect_cl(clGetPlatformIDs(16, platforms, &count), "clGetPlatformIDs");
+        for (cl_device_type type :
+             {cl_device_type(CL_DEVICE_TYPE_GPU), cl_device_type(CL_DEVICE_TYPE_ALL)})
+            for (cl_uint p = 0; p < count && device == nullptr; p++)
+                if (clGetDeviceIDs(platforms[p], type, 1, &device, nullptr) != CL_SUCCESS)
+                    device = nullptr;
+        expect(device != nullptr, "an OpenCL device");
+        cl_int err = CL_SUCCESS;
+        context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
+        expect_cl(err, "clCreateContext");
+        queue = clCreateCommandQueue(context, device, 0, &err);
+        expect_cl(err, "clCreateCommandQueue");
+    }
+    host_opencl(const host_opencl &) = delete;
+    host_opencl &operator=(const host_opencl &) = delete;
+    ~host_opencl()
+    {
+        clReleaseCommandQueue(queue);
+        clReleaseContext(context);
+    }
+
+    // A buffer of the context holding `v`.
+    template <class T> cl_mem buffer(const std::vector<T> &v) const
+    {
+        cl_int err = CL_SUCCESS;
+        cl_mem mem =
+            clCreateBuffer(context, CL_MEM_READ_WRITE, v.size() * sizeof(T), nullptr, &err);
+        expect_cl(err, "clCreateBuffer");
+        expect_cl(clEnqueueWriteBuffer(queue, mem, CL_TRUE, 0, v.size() * sizeof(T), v.data(), 0,
+                                       nullptr, nullptr),
+                  "clEnqueueWriteBuffer");
+        return mem;
+    }
+    template <class T> void read(cl_mem mem, std::vector<T> &v) const
+    {
+        expect_cl(clEnqueueReadBuffer(queue, mem, CL_TRUE, 0, v.size() * sizeof(T), v.data(), 0,
+                                      nullptr, nullptr),
+                  "clEnqueueReadBuffer");
+    }
+};
+
+cl_uint reference_count(cl_mem mem)
+{
+    cl_uint count = 0;
+    expect_cl(clGetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT, sizeof count, &count, nullptr),
+              "clGetMemObjectInfo");
+    return count;
+}
+
+// A pool on the host's context, device and queue; C = alpha A B + beta C on the host's cl_mem
+// objects, wrapped without a copy, read back with the host's queue. The wrapped buffers name
+// the host's cl_mem and context, hold a reference while they live and give it back after:
+// the memory stays the host's, still readable once clops let go of it.
+void test_gemm_on_wrapped_host_memory(const host_opencl &cl)
+{
+    const int64_t m = 23, n = 19, k = 37;
+    auto a = random_vector<double>(idx(m * k)), b = random_vector<double>(idx(k * n));
+    auto c = random_vector<double>(idx(m * n));
+    const auto c0 = c;
+    cl_mem a_mem = cl.buffer(a), b_mem = cl.buffer(b), c_mem = cl.buffer(c);
+    clops::pool pool = clops::pool::from_cl(cl.context, {cl.device}, {cl.queue});
+    expect(pool.device_count() == 1, "a pool on one host device has one device");
+    {
+        clops::buffer da = pool.wrap(a_mem), db = pool.wrap(b_mem), dc = pool.wrap(c_mem);
+        expect(dc.cl_mem() == static_cast<void *>(c_mem) &&
+                   dc.cl_context() == static_cast<void *>(cl.context) && dc.device() == 0,
+               "a wrapped buffer names the host's cl_mem, context and device");
+        expect(dc.size() == m * n * 8, "a wrapped buffer's size is its cl_mem's");
+        expect(reference_count(c_mem) > 1, "a wrapped cl_mem is retained while it is used");
+        pool.gemm(da.matrix<double>(m, k), db.matrix<double>(k, n), dc.matrix<double>(m, n), 0.5,
+                  -2.0);
+    }
+    expect(reference_count(c_mem) == 1, "a released wrapped buffer gives its reference back");
+    cl.read(c_mem, c); // never freed by clops: still the host's
+    double error = gemm_error(a, k, 1, b, n, 1, c0, c, n, 1, m, n, k, 0.5, -2.0);
+    expect(error < 2, "gemm on wrapped cl_mem matches the loop reference");
+    for (cl_mem mem : {a_mem, b_mem, c_mem})
+        clReleaseMemObject(mem);
+    expect_error(
+        [&] {
+            (void)clops::pool::from_cl(cl.context, {cl.device}, {cl.queue, cl.queue});
+        },
+        CLOPS_ERR_INVALID_ARGUMENT, "2 queues for 1 devices",
+        "from_cl with two queues for one device returns", "from_cl: INVALID_ARGUMENT");
+    pass("gemm_on_wrapped_host_memory", error);
+}
+
+// memory_stats: a clops buffer of an awkward size adds its bytes and one buffer, and its release
+// takes them back; a wrapped cl_mem counts nothing; peak and limit bound what is allocated.
+void test_memory_stats_count_buffer_bytes(const host_opencl &cl)
+{
+    clops::pool pool = clops::pool::from_cl(cl.context, {cl.device});
+    const clops::device_memory before = pool.memory_stats(0);
+    expect(before.limit_bytes > 0 && before.peak_bytes >= before.allocated_bytes,
+           "a limit, and a peak at least what is allocated");
+    const int64_t bytes = 8 * 12345 + 40;
+    std::vector<double> host(idx(bytes / 8), 1.0);
+    cl_mem mem = cl.buffer(host);
+    clops::buffer wrapped = pool.wrap(mem);
+    clops::device_memory now = pool.memory_stats(0);
+    expect(now.allocated_bytes == before.allocated_bytes && now.buffers == before.buffers,
+           "a wrapped cl_mem is not counted");
+    clops::buffer own = pool.create_buffer(bytes);
+    now = pool.memory_stats(0);
+    expect(
+        now.allocated_bytes - before.allocated_bytes == bytes,
+        "a buffer adds its bytes: " + std::to_string(now.allocated_bytes - before.allocated_bytes) +
+            " for " + std::to_string(bytes));
+    expect(now.buffers == before.buffers + 1, "a buffer adds one buffer");
+    expect(now.peak_bytes >= now.allocated_bytes && now.allocated_bytes <= now.limit_bytes,
+           "the peak bounds what is allocated, and the limit too");
+    own.reset();
+    wrapped.reset();
+    now = pool.memory_stats(0);
+    expect(now.allocated_bytes == before.allocated_bytes && now.buffers == before.buffers,
+           "a released buffer gives its bytes back");
+    expect_error([&] { (void)pool.memory_stats(1); }, CLOPS_ERR_NOT_FOUND, "'device' = 1",
+                 "memory_stats of a device the pool lacks returns",
+                 "memory_stats(1): NOT_FOUND naming device");
+    clReleaseMemObject(mem);
+    std::printf("memory_stats_count_buffer_bytes: PASS (%lld bytes, limit %lld)\n",
+                static_cast<long long>(bytes), static_cast<long long>(now.limit_bytes));
+}
+
 } // namespace
 
 int main()
@@ -558,6 +705,9 @@ int main()
         test_cancelled_call_throws(lib, pool);
         test_event_outlives_stream(pool);
         test_refused_submit_throws_at_once(pool);
+        host_opencl cl;
+        test_gemm_on_wrapped_host_memory(cl);
+        test_memory_stats_count_buffer_bytes(cl);
     } catch (const clops::error &e) {
         std::printf("FAIL: unexpected clops::error: %s\n", e.what());
         return 1;
