@@ -9,19 +9,15 @@ from ctypes import c_void_p
 
 import numpy
 
-from ._abi import (DTYPES, ERR_UNSUPPORTED, clops_buffer_cl_args, clops_buffer_wrap_args,
-                   clops_memory_stats_args, clops_pool_from_cl_args)
-from ._errors import Error
+from ._abi import (DTYPES, clops_buffer_cl_args, clops_buffer_wrap_args,
+                   clops_pool_from_cl_args)
 from ._library import library
 from ._pool import Buffer, Pool
 from ._tensor import DeviceView
 
 def _table(lib, member):
     """The plugin's table, which must serve `member` (ABI 1.4)."""
-    if not lib.has(member):
-        raise Error(ERR_UNSUPPORTED, "%s: this libclops (ABI 1.%d) does not serve it (ABI 1.4)"
-                    % (member, lib.api.abi_minor))
-    return lib.api
+    return lib.table(member)
 
 
 def _handle(x):
@@ -103,14 +99,8 @@ def buffer_cl(buffer):
 
 
 def memory_stats(pool, device=0):
-    """The device memory clops holds on one device of the pool, over the whole process (every
-    pool on that device): allocated_bytes, peak_bytes, buffers, limit_bytes. Wrapped buffers are
-    the host's and are not counted."""
-    with pool._use() as handle:
-        args = _sized(clops_memory_stats_args, pool=handle, device=device)
-        pool.lib.check(_table(pool.lib, "memory_stats").memory_stats(ctypes.byref(args)))
-    return {name: getattr(args, name)
-            for name in ("allocated_bytes", "peak_bytes", "buffers", "limit_bytes")}
+    """Pool.memory_stats(device) as a dict: allocated_bytes, peak_bytes, buffers, limit_bytes."""
+    return pool.memory_stats(device)._asdict()
 
 
 # ---- pyopencl arrays in and out ----------------------------------------------------------------

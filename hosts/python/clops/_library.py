@@ -13,7 +13,7 @@ import threading
 from collections import namedtuple
 from ctypes import POINTER, c_uint32, c_void_p
 
-from ._abi import (ABI_MAJOR, ARG_SIZE_1_1, DTYPES, ERR_NOT_FOUND, LOG_WARNING, OK,
+from ._abi import (ABI_MAJOR, ARG_SIZE_1_1, DTYPES, ERR_NOT_FOUND, ERR_UNSUPPORTED, LOG_WARNING, OK,
                    PARAM_SIZE_1_1, _end_of, clops_api, clops_arg, clops_log_fn, clops_op,
                    clops_param)
 from ._errors import LoadError, error_for
@@ -85,6 +85,14 @@ class Library:
     def has(self, member):
         """CLOPS_API_HAS: whether the plugin's table holds `member`."""
         return self.api.struct_size >= _end_of(member)
+
+    def table(self, member):
+        """The plugin's table, which must serve `member` (ABI 1.4): else UnsupportedError naming
+        the ABI the plugin serves."""
+        if not self.has(member):
+            raise error_for(ERR_UNSUPPORTED, "%s: this libclops (ABI 1.%d) does not serve it "
+                            "(ABI 1.4)" % (member, self.api.abi_minor))
+        return self.api
 
     def invoke(self, pool, op, args, nargs):
         """invoke_sized with this mirror's sizeof(clops_arg); invoke() on a plugin older than

@@ -7,16 +7,25 @@ import contextlib
 import os
 import threading
 import weakref
+from collections import namedtuple
 from ctypes import c_void_p
 
 import numpy
 
 from ._abi import (DOUBLE, DTYPES, ENUM, ERR_INVALID_ARGUMENT, I32, INT64, STRING, TENSOR_KINDS,
-                   clops_arg, clops_device_info, clops_stats)
+                   clops_arg, clops_device_info, clops_memory_stats_args, clops_stats)
 from . import _stream
 from ._errors import Error
 from ._library import library
 from ._tensor import DeviceView, View, as_tensor
+
+
+class MemoryStats(namedtuple("MemoryStats", "allocated_bytes peak_bytes buffers limit_bytes")):
+    """The device memory clops holds on one device (Pool.memory_stats), in bytes: allocated now,
+    the peak since the device was first opened, the number of cl_mem objects held, and the
+    limit (device_memory_percent of its global memory). Counted over every pool of the process
+    on that device; buffers wrapped over the host's cl_mem are not counted."""
+    __slots__ = ()
 
 
 class Call:
@@ -131,6 +140,17 @@ class Pool:
         with self._use() as handle:
             self.lib.check(self.lib.api.pool_stats(handle, ctypes.byref(out)))
         return out
+
+    def memory_stats(self, device=0):
+        """The device memory clops holds on device `device` of the pool (ABI 1.4): a
+        MemoryStats (allocated_bytes, peak_bytes, buffers, limit_bytes)."""
+        api = self.lib.table("memory_stats")
+        args = clops_memory_stats_args(struct_size=ctypes.sizeof(clops_memory_stats_args),
+                                       device=device)
+        with self._use() as handle:
+            args.pool = handle
+            self.lib.check(api.memory_stats(ctypes.byref(args)))
+        return MemoryStats(args.allocated_bytes, args.peak_bytes, args.buffers, args.limit_bytes)
 
     def buffer(self, nbytes):
         """Device memory on the pool's primary device."""

@@ -26,7 +26,8 @@ import threading
 from ctypes import POINTER, byref, c_void_p
 
 from ._abi import (EVENT_CANCELLED, EVENT_COMPLETE, ERR_INVALID_ARGUMENT, ERR_TIMEOUT, OK,
-                   TENSOR_IN, TENSOR_KINDS, clops_arg, clops_event_cancel_args,
+                   TENSOR_IN, TENSOR_KINDS, clops_arg, clops_buffer_copy_args,
+                   clops_event_callback_args, clops_event_cancel_args,
                    clops_event_cl_args, clops_event_fn, clops_event_query_args,
                    clops_event_release_args, clops_event_wait_args, clops_stream_create_args,
                    clops_stream_release_args, clops_stream_wait_args, clops_submit_args)
@@ -329,6 +330,42 @@ class Stream:
                 del _pending[key]
                 lib.check(status)
             future._event = args.event
+        return future
+
+    def copy(self, src, dst, src_offset=0, dst_offset=0, nbytes=None, wait=()):
+        """Copies `nbytes` (None: the rest of src from src_offset) from Buffer `src` to Buffer
+        `dst`, both of this pool (created or wrapped), as a call on the stream (buffer_copy):
+        after the calls submitted before it and the Futures in `wait`. Returns its Future at
+        once, whose result is `dst`. Overlapping ranges of one buffer are refused here."""
+        lib, pool = self.lib, self.pool
+        api = lib.table("buffer_copy")
+        if nbytes is None:
+            nbytes = src.size - src_offset
+        with pool._use():
+            waits, wait_count = _events(_event_handles(wait))
+            future = Future(self, lambda: dst, [src, dst, waits])
+            key = next(_keys)
+            args = _sized(clops_buffer_copy_args, stream=self._live(), src=src._live(),
+                          src_offset=src_offset, dst=dst._live(), dst_offset=dst_offset,
+                          bytes=nbytes, wait_count=wait_count)
+            if waits is not None:
+                args.wait_events = ctypes.cast(waits, POINTER(c_void_p))
+            _start_dispatcher()
+            _pending[key] = future  # before the callback is registered: it may run at once
+            status = api.buffer_copy(byref(args))
+            if status != OK:
+                del _pending[key]
+                lib.check(status)
+            future._event = args.event
+            # buffer_copy takes no callback: registered now (it still runs once, on a thread of
+            # the stream, when the copy has already ended).
+            callback = _sized(clops_event_callback_args, event=args.event, fn=_ON_COMPLETE,
+                              user=key)
+            status = api.event_on_complete(byref(callback))
+            if status != OK:
+                del _pending[key]
+                future.release()
+                lib.check(status)
         return future
 
     def wait_for(self, *futures):

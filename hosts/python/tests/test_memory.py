@@ -1,0 +1,152 @@
+"""test_memory.py — device memory from Python (ABI 1.4): Stream.copy (buffer_copy) as a stream
+call returning the package's Future: byte ranges at awkward offsets checked against NumPy, the
+rest of the destination untouched, ordering behind another stream's gemm through wait=, refused
+copies raising at once; Pool.memory_stats: a buffer's bytes counted exactly and given back, a
+wrapped pyopencl buffer not counted. unittest; the package is imported from the directory above,
+the library from $CLOPS_LIBRARY (set by ctest)."""
+
+import concurrent.futures
+import os
+import sys
+import time
+import unittest
+
+import numpy as np
+import pyopencl as cl
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, HERE)
+import clops  # noqa: E402
+from clops import _interop  # noqa: E402
+
+
+def first_device():
+    return next(d for p in cl.get_platforms() for d in p.get_devices())
+
+
+class StreamCopyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # On pyopencl's context: a user event of it holds a call back (cl_wait).
+        cls.ctx = cl.Context([first_device()])
+        cls.pool = _interop.pool_from_cl(cls.ctx, cls.ctx.devices)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.release()
+
+    def setUp(self):
+        self.rng = np.random.default_rng(int(time.time() * 1000) % 2**32)
+
+    def random_buffer(self, nbytes):
+        data = self.rng.integers(0, 256, nbytes, dtype=np.uint8)
+        buf = self.pool.buffer(nbytes)
+        buf.upload(data)
+        return buf, data
+
+    def test_copy_writes_the_range_and_nothing_else(self):
+        src, src_data = self.random_buffer(8 * 1001 + 24)
+        dst, dst_data = self.random_buffer(8 * 777 + 5)
+        with self.pool.stream() as s:
+            f = s.copy(src, dst, src_offset=17, dst_offset=41, nbytes=3001)
+            self.assertIsInstance(f, clops.Future)
+            self.assertIsInstance(f, concurrent.futures.Future)
+            self.assertIs(f.result(120), dst)
+        expected = dst_data.copy()
+        expected[41:41 + 3001] = src_data[17:17 + 3001]
+        np.testing.assert_array_equal(dst.download(np.empty_like(dst_data)), expected)
+        np.testing.assert_array_equal(src.download(np.empty_like(src_data)), src_data)
+        src.release()
+        dst.release()
+
+    def test_copy_without_nbytes_takes_the_rest_of_src(self):
+        src, src_data = self.random_buffer(1000)
+        dst, dst_data = self.random_buffer(2000)
+        with self.pool.stream() as s:
+            done, _ = concurrent.futures.wait([s.copy(src, dst, src_offset=333, dst_offset=999)],
+                                              timeout=120)
+            self.assertEqual(len(done), 1)
+        expected = dst_data.copy()
+        expected[999:999 + 667] = src_data[333:]
+        np.testing.assert_array_equal(dst.download(np.empty_like(dst_data)), expected)
+        src.release()
+        dst.release()
+
+    def test_copy_waits_for_a_gemm_on_another_stream(self):
+        m, n, k = 37, 29, 45
+        a, b = self.rng.standard_normal((m, k)), self.rng.standard_normal((k, n))
+        dtype = clops.F64
+        bufs = [self.pool.buffer(x) for x in (a.nbytes, b.nbytes, 8 * m * n, 8 * m * n)]
+        bufs[0].upload(a)
+        bufs[1].upload(b)
+        bufs[3].upload(np.full((m, n), np.nan))
+        gate = cl.UserEvent(self.ctx)
+        with self.pool.stream() as s1, self.pool.stream() as s2:
+            f1 = s1.submit("gemm", a=bufs[0].view(dtype, a.shape), b=bufs[1].view(dtype, b.shape),
+                           c=bufs[2].view(dtype, (m, n)), cl_wait=[gate])
+            f2 = s2.copy(bufs[2], bufs[3], wait=[f1])
+            time.sleep(0.05)
+            self.assertFalse(f2.done())  # held back by the gemm the gate holds back
+            gate.set_status(cl.command_execution_status.COMPLETE)
+            self.assertIs(f2.result(120), bufs[3])
+        c = bufs[3].download(np.empty((m, n)))
+        reference = (a.astype(np.longdouble) @ b.astype(np.longdouble)).astype(np.float64)
+        self.assertLess(np.max(np.abs(c - reference)), 1e-12 * k * np.max(np.abs(a)) *
+                        np.max(np.abs(b)))
+        for buf in bufs:
+            buf.release()
+
+    def test_refused_copy_raises_at_once_and_names_the_parameter(self):
+        buf, data = self.random_buffer(4096)
+        other, _ = self.random_buffer(100)
+        with self.pool.stream() as s:
+            with self.assertRaises(clops.InvalidArgumentError) as caught:
+                s.copy(buf, buf, src_offset=0, dst_offset=100, nbytes=1000)
+            self.assertIn("'dst'", caught.exception.message)
+            self.assertIn("overlaps", caught.exception.message)
+            with self.assertRaises(clops.Error) as caught:
+                s.copy(buf, other, nbytes=101)
+            self.assertIn("'dst", caught.exception.message)
+        np.testing.assert_array_equal(buf.download(np.empty_like(data)), data)
+        buf.release()
+        other.release()
+
+
+class MemoryStatsTest(unittest.TestCase):
+    def test_a_buffer_counts_its_bytes_and_gives_them_back(self):
+        with clops.Pool() as pool:
+            before = pool.memory_stats()
+            self.assertIsInstance(before, clops.MemoryStats)
+            self.assertGreater(before.limit_bytes, 0)
+            self.assertGreaterEqual(before.peak_bytes, before.allocated_bytes)
+            nbytes = 8 * 12345 + 24
+            buf = pool.buffer(nbytes)
+            now = pool.memory_stats(0)
+            self.assertEqual(now.allocated_bytes - before.allocated_bytes, nbytes)
+            self.assertEqual(now.buffers, before.buffers + 1)
+            self.assertGreaterEqual(now.peak_bytes, now.allocated_bytes)
+            self.assertLessEqual(now.allocated_bytes, now.limit_bytes)
+            buf.release()
+            after = pool.memory_stats()
+            self.assertEqual((after.allocated_bytes, after.buffers),
+                             (before.allocated_bytes, before.buffers))
+            self.assertEqual(after.limit_bytes, before.limit_bytes)
+            with self.assertRaises(clops.NotFoundError) as caught:
+                pool.memory_stats(device=pool.lib.api.pool_device_count(pool.handle))
+            self.assertIn("'device'", caught.exception.message)
+
+    def test_a_wrapped_pyopencl_buffer_is_not_counted(self):
+        device = first_device()
+        ctx = cl.Context([device])
+        host = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 1 << 20)
+        pool = _interop.pool_from_cl(ctx, [device])
+        before = pool.memory_stats()
+        wrapped = _interop.wrap_cl_buffer(pool, host)
+        self.assertEqual(pool.memory_stats(), before)
+        self.assertEqual(_interop.memory_stats(pool), before._asdict())
+        wrapped.release()
+        pool.release()
+
+
+if __name__ == "__main__":
+    unittest.main()
