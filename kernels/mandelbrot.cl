@@ -21,7 +21,8 @@
 
 /* The tile geometry shared by both kernels: the image is H x W pixels cut into T x T tiles,
  * tiles_x per row of tiles, numbered row-major; a launch covers rows row0 .. row0+rows-1 of
- * `count` tiles whose numbers are tile_ids[0 .. count-1] (a number < 0: skip that slot), with
+ * `count` tiles whose numbers are tile_ids[0 .. count-1] (a number < 0: skip that slot), or
+ * first .. first+count-1 when tile_ids is NULL (a device rendering every tile alone), with
  * rows*T work-items per tile (the partial tiles at the right and bottom edges leave some idle).
  * A launch of fewer than T rows is a band: the host renders a CPU's tile in bands so that it can
  * give the tile up between them once a GPU has rendered and delivered it. */
@@ -53,14 +54,14 @@ struct pixel {
 #define BLOCK_H 4
 #endif
 static int pixel_of(int gid, int count, int row0, int rows, int T, int tiles_x, int H, int W,
-                    const __global int *tile_ids, struct pixel *p)
+                    int first, const __global int *tile_ids, struct pixel *p)
 {
     const int per_launch = rows * T;
     p->k = gid / per_launch;
     if (p->k >= count)
         return 0;
     const int within = gid % per_launch;
-    const int tile = tile_ids[p->k];
+    const int tile = tile_ids != 0 ? tile_ids[p->k] : first + p->k;
     if (tile < 0)
         return 0;
     if (T % BLOCK_W == 0 && rows % BLOCK_H == 0) {
@@ -146,14 +147,16 @@ static void store_pixel(const struct pixel *p, int T, uint n, uint max_iteration
 __kernel void mandelbrot(const REAL center_x, const REAL center_y, const REAL px, const REAL half_w,
                          const REAL half_h, const uint max_iterations, const int H, const int W,
                          const int T, const int tiles_x, const int count, const int row0,
-                         const int rows, const __global int *tile_ids, __global uint *iters,
+                         const int rows, const int first, const __global int *tile_ids,
+                         __global uint *iters,
                          const int it_compact, const long it_off, const long it_s0,
                          const long it_s1, __global uchar *img, const int img_compact,
                          const long img_off, const long img_s0, const long img_s1,
                          const long img_s2)
 {
     struct pixel p;
-    if (!pixel_of((int)get_global_id(0), count, row0, rows, T, tiles_x, H, W, tile_ids, &p))
+    if (!pixel_of((int)get_global_id(0), count, row0, rows, T, tiles_x, H, W, first, tile_ids,
+                  &p))
         return;
     const REAL cx = center_x + (((REAL)p.j + (REAL)0.5) - half_w) * px;
     const REAL cy = center_y - (((REAL)p.i + (REAL)0.5) - half_h) * px;
@@ -209,7 +212,7 @@ __kernel void mandelbrot_place(const int H, const int W, const int T, const int 
                                const long img_s0, const long img_s1, const long img_s2)
 {
     struct pixel p;
-    if (!pixel_of((int)get_global_id(0), count, 0, T, T, tiles_x, H, W, tile_ids, &p))
+    if (!pixel_of((int)get_global_id(0), count, 0, T, T, tiles_x, H, W, 0, tile_ids, &p))
         return;
     const long from = target_index(&p, 1, T, 0, 0, 0);
     if (iters != 0)

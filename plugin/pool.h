@@ -92,13 +92,6 @@ int32_t pool_op_setting(const struct clops_pool *pool, const struct op_impl *imp
 void pool_op_describe_settings(const struct clops_pool *pool, const char *op_name, char *out,
                                size_t size);
 
-/* Launches `kernel` on `queue` and waits for it. When profiling is on, adds the kernel's
- * device time to *device_ns. `what` names the operator for messages. For work outside the
- * lifecycle's one wait (mandelbrot's split workers); a call's operators use pool_launch_kernel. */
-int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
-                        cl_uint dims, const size_t *global, const size_t *local, int64_t *device_ns,
-                        const char *what);
-
 /* ---- A call's device work: enqueued without a wait, waited for once at its end ---- */
 
 enum { POOL_WORK_EVENTS = 8, POOL_WORK_SCRATCH = 4, POOL_KERNEL_NAME_MAX = 48 };

@@ -119,17 +119,6 @@ static int32_t wait_launch(struct clops_pool *pool, cl_kernel kernel, cl_event e
     return CLOPS_OK;
 }
 
-int32_t pool_run_kernel(struct clops_pool *pool, cl_command_queue queue, cl_kernel kernel,
-                        cl_uint dims, const size_t *global, const size_t *local, int64_t *device_ns,
-                        const char *what)
-{
-    cl_event event;
-    cl_int rc = clEnqueueNDRangeKernel(queue, kernel, dims, NULL, global, local, 0, NULL, &event);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc, "%s: clEnqueueNDRangeKernel failed", what);
-    return wait_launch(pool, kernel, event, device_ns, what);
-}
-
 /* ---- A call's work -------------------------------------------------------------------------- */
 
 int32_t pool_launch_kernel(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,

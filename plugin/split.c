@@ -60,7 +60,7 @@ static int32_t clamp32(int64_t x, int32_t lo, int32_t hi)
     return x < lo ? lo : x > hi ? hi : (int32_t)x;
 }
 
-static int64_t now_ns(void)
+int64_t split_clock_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -114,6 +114,29 @@ static int32_t lists_build(struct split_call *c)
     for (int32_t s = 0; s < 2; s++)
         atomic_init(&c->list[s].ends, pack_ends(0, c->list[s].len));
     return CLOPS_OK;
+}
+
+struct pool_device *split_only_device(struct clops_pool *pool, const struct split_job *job)
+{
+    int present[2] = {0, 0};
+    for (int32_t d = 0; d < pool_device_count(pool); d++)
+        present[device_side(pool, d)] = 1;
+    /* lists_build's fixed share gives the GPU side floor(U f) units when both sides have
+     * devices (the unit u where floor((u+1) f) > floor(u f), the same products). */
+    int64_t side_units[2] = {job->unit_count, job->unit_count};
+    if (!job->dynamic && present[SPLIT_SIDE_GPU] && present[SPLIT_SIDE_CPU]) {
+        side_units[SPLIT_SIDE_GPU] = (int64_t)floor(job->unit_count * job->gpu_share);
+        side_units[SPLIT_SIDE_CPU] = job->unit_count - side_units[SPLIT_SIDE_GPU];
+    }
+    struct pool_device *only = NULL;
+    for (int32_t d = 0; d < pool_device_count(pool); d++) {
+        if (side_units[device_side(pool, d)] == 0)
+            continue;
+        if (only != NULL)
+            return NULL;
+        only = pool_device_at(pool, d);
+    }
+    return only;
 }
 
 /* ---- Workers --------------------------------------------------------------------------------- */
@@ -266,9 +289,9 @@ static void worker_main(struct worker *w)
         }
         if (n == 0)
             break;
-        int64_t start = now_ns();
+        int64_t start = split_clock_ns();
         int32_t status = run_chunk(w, n, stolen, &delivered);
-        w->busy_ns += now_ns() - start;
+        w->busy_ns += split_clock_ns() - start;
         w->units += delivered;
         atomic_fetch_add(&w->call->side_done[w->info.side], delivered);
         report_delivered(w->call, delivered);

@@ -145,6 +145,15 @@ struct split_result {
 int32_t split_run(struct clops_pool *pool, const struct split_job *job,
                   struct split_result *result);
 
+/* The one device of `pool` that would take part in a run of `job` (only its unit_count, dynamic
+ * and gpu_share are read), or NULL when several would: an operator can then run the units on
+ * that device itself, on its call's queue, without the splitter's threads. */
+struct pool_device *split_only_device(struct clops_pool *pool, const struct split_job *job);
+
+/* The splitter's clock (CLOCK_MONOTONIC, ns), for the busy time of a device that an operator
+ * ran alone (split_only_device), recorded with pool_record_device_work as a run's would be. */
+int64_t split_clock_ns(void);
+
 /* For a render with chunk->may_give_up, between its steps: whether other workers delivered every
  * unit of the chunk, so that it should stop (its work is dropped, counted as given up). Stolen is
  * not enough: a GPU side slower than the CPU must not make the CPU drop a unit it would finish

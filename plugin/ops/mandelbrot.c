@@ -9,6 +9,7 @@
 
 #include "call.h"
 #include "op.h"
+#include "pace.h"
 #include "registry.h"
 #include "split.h"
 #include "tensor.h"
@@ -40,6 +41,20 @@ struct mandel_plan {
     int32_t precision;
     int32_t dynamic;  /* 1: dynamic scheduling; 0: the static split below */
     double gpu_share; /* static: the share of tiles for the GPU side, 0 .. 1 */
+    int32_t alone;    /* 1: the call's device renders every tile, on the call's queue */
+};
+
+/* The parameters' positions in the descriptor (mandelbrot_params below). */
+enum {
+    P_ITERATIONS,
+    P_IMAGE,
+    P_CENTER_X,
+    P_CENTER_Y,
+    P_SCALE,
+    P_MAX_ITERATIONS,
+    P_PRECISION,
+    P_SPLIT,
+    P_TILE
 };
 
 /* The image follows the iterations' extents; the iterations' own are the call's choice. */
@@ -229,6 +244,7 @@ struct worker {
     cl_kernel place;
     int32_t place_group, place_ids_host[SPLIT_CHUNK_MAX];
     cl_mem place_ids, place_staged[2];
+    struct pool_work work, place_work; /* enqueued on queue, place_queue; waited for per chunk */
     int64_t device_ns;
 };
 
@@ -314,10 +330,10 @@ static int32_t create_buffer(struct pool_device *dev, size_t bytes, cl_mem *out)
     return pool_alloc_device_memory(dev, (int64_t)bytes, op_name, "tile buffers", out);
 }
 
-/* The render kernel's fixed arguments: the view and the geometry (0 .. 13). */
-static int32_t bind_render(struct worker *w)
+/* The render kernel's fixed arguments: the view, the geometry and the tile numbers (0 .. 14;
+ * ids NULL: a launch's tiles are first .. first + count - 1). */
+static int32_t bind_view(cl_kernel kernel, const struct mandel_plan *p, cl_mem ids)
 {
-    const struct mandel_plan *p = w->call->plan;
     const float f[5] = {(float)p->center_x, (float)p->center_y, (float)p->px, (float)p->half_w,
                         (float)p->half_h};
     const double d[5] = {p->center_x, p->center_y, p->px, p->half_w, p->half_h};
@@ -328,16 +344,16 @@ static int32_t bind_render(struct worker *w)
     const void *view[5]; /* center_x, center_y, px, half_w, half_h in the kernel's REAL */
     for (int k = 0; k < 5; k++)
         view[k] = f64 ? (const void *)&d[k] : (const void *)&f[k];
-    /* count, row0 and rows (10 .. 12) are set per launch. */
-    const size_t sizes[] = {real,         real,        real,      real,          real,
-                            sizeof maxit, sizeof h,    sizeof wd, sizeof t,      sizeof tx,
-                            sizeof zero,  sizeof zero, sizeof t,  sizeof(cl_mem)};
-    const void *const values[] = {view[0], view[1], view[2], view[3], view[4], &maxit, &h,
-                                  &wd,     &t,      &tx,     &zero,   &zero,   &t,     &w->ids};
-    return set_args(w->render, "mandelbrot", 0, 14, sizes, values);
+    /* count, row0, rows and first (10 .. 13) are set per launch. */
+    const size_t sizes[] = {real,         real,        real,      real,        real,
+                            sizeof maxit, sizeof h,    sizeof wd, sizeof t,    sizeof tx,
+                            sizeof zero,  sizeof zero, sizeof t,  sizeof zero, sizeof(cl_mem)};
+    const void *const values[] = {view[0], view[1], view[2], view[3], view[4], &maxit, &h,  &wd,
+                                  &t,      &tx,     &zero,   &zero,   &t,      &zero,  &ids};
+    return set_args(kernel, "mandelbrot", 0, 15, sizes, values);
 }
 
-/* The render kernel's outputs (14 .. 18 and 19 .. 24) for a direct or a compact chunk. */
+/* The render kernel's outputs (15 .. 19 and 20 .. 25) for a direct or a compact chunk. */
 static int32_t bind_outputs(struct worker *w, int compact)
 {
     if (w->bound_compact == compact)
@@ -349,7 +365,7 @@ static int32_t bind_outputs(struct worker *w, int compact)
         cl_mem mem = d == DELIVER_NONE     ? NULL
                      : d == DELIVER_DIRECT ? out->buffer->mem
                                            : w->staged[o];
-        status = set_output_args(w->render, "mandelbrot", o == 0 ? 14 : 19,
+        status = set_output_args(w->render, "mandelbrot", o == 0 ? 15 : 20,
                                  d == DELIVER_DIRECT ? out : NULL, mem, 1, o == 0 ? 2 : 3);
     }
     w->bound_compact = status == CLOPS_OK ? compact : -1;
@@ -448,7 +464,7 @@ static int32_t worker_setup(void *op, const struct split_worker *sw, void *state
         any_place |= delivery_for(w, o, 1) == DELIVER_PLACE;
     }
     if (status == CLOPS_OK)
-        status = bind_render(w);
+        status = bind_view(w->render, p, w->ids);
     if (status == CLOPS_OK && any_place)
         status = setup_place(w, c->primary);
     return status;
@@ -503,64 +519,71 @@ static void scatter_tile(const struct mandel_plan *p, int o, const unsigned char
 /* A launch's work-items: `rows` rows of n tiles, rounded up to whole work-groups. At most 2^24
  * plus a group (max_chunk keeps n tiles within the launch items, or n = 1 tile of at most
  * TILE_MAX^2), so the kernels index them in 32-bit ints. */
-static size_t global_size(const struct worker *w, int32_t n, int32_t rows, int32_t group)
+static size_t global_size(const struct mandel_plan *p, int32_t n, int32_t rows, int32_t group)
 {
-    size_t items = (size_t)n * (size_t)rows * (size_t)w->call->plan->tile;
+    size_t items = (size_t)n * (size_t)rows * (size_t)p->tile;
     return (items + (size_t)group - 1) / (size_t)group * (size_t)group;
 }
 
-static int32_t write_blocking(cl_command_queue queue, cl_mem mem, size_t bytes, const void *src,
-                              struct clops_pool *pool)
+/* Enqueues a write of `bytes` from `src` without waiting: `src` must stay as it is until the
+ * worker waits for its chunk. */
+static int32_t enqueue_write(cl_command_queue queue, cl_mem mem, size_t bytes, const void *src,
+                             struct clops_pool *pool)
 {
-    cl_int rc = clEnqueueWriteBuffer(queue, mem, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+    cl_int rc = clEnqueueWriteBuffer(queue, mem, CL_FALSE, 0, bytes, src, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: uploading %zu bytes failed", op_name, bytes);
     pool_record_upload(pool, (int64_t)bytes);
     return CLOPS_OK;
 }
 
+/* A worker's one wait for what it enqueued on `queue` since the last (its chunk's kernels and
+ * transfers), on every path: host memory they read or write is the worker's again after it.
+ * `status` is the chunk's so far. */
+static int32_t wait_chunk(struct worker *w, struct pool_work *work, cl_command_queue queue,
+                          int32_t status)
+{
+    int32_t marked = pool_work_end(work, queue, op_name);
+    if (status == CLOPS_OK)
+        status = marked;
+    return pool_work_finish(w->call->pool, work, queue, status, &w->device_ns, op_name);
+}
+
 /* Tiles downloaded from compact slots, going to buffers on the primary device: upload, then
- * place the claimed ones (the others' numbers become -1). */
+ * place the claimed ones (the others' numbers become -1), on the primary device's queue, waited
+ * for once (the uploads read the worker's host slots, which its next chunk fills again). */
 static int32_t deliver_place(struct worker *w, const struct split_chunk *chunk, const int *claimed)
 {
     struct clops_pool *pool = w->call->pool;
     const int32_t n = chunk->count;
     for (int32_t k = 0; k < n; k++)
         w->place_ids_host[k] = claimed[k] ? chunk->units[k] : -1;
-    int32_t status = write_blocking(w->place_queue, w->place_ids, (size_t)n * sizeof(cl_int),
-                                    w->place_ids_host, pool);
+    int32_t status = enqueue_write(w->place_queue, w->place_ids, (size_t)n * sizeof(cl_int),
+                                   w->place_ids_host, pool);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++)
         if (w->place_staged[o] != NULL)
-            status = write_blocking(w->place_queue, w->place_staged[o],
-                                    staged_bytes(w->call->plan, n), w->host[o], pool);
+            status = enqueue_write(w->place_queue, w->place_staged[o],
+                                   staged_bytes(w->call->plan, n), w->host[o], pool);
     if (status == CLOPS_OK)
         status = set_int_arg(w->place, "mandelbrot_place", 4, n);
-    if (status != CLOPS_OK)
-        return status;
-    size_t global = global_size(w, n, w->call->plan->tile, w->place_group);
+    size_t global = global_size(w->call->plan, n, w->call->plan->tile, w->place_group);
     size_t local = (size_t)w->place_group;
-    return pool_run_kernel(pool, w->place_queue, w->place, 1, &global, &local, &w->device_ns,
-                           op_name);
+    if (status == CLOPS_OK)
+        status = pool_launch_kernel(pool, &w->place_work, w->place_queue, w->place, 1, &global,
+                                    &local, op_name);
+    return wait_chunk(w, &w->place_work, w->place_queue, status);
 }
 
-/* Delivers the claimed tiles of a chunk (split_job.deliver): a contested chunk was rendered into
- * compact slots; direct outputs are already written. */
+/* Delivers the claimed tiles of a chunk (split_job.deliver): render downloaded the compact
+ * slots already; direct outputs are already written. Host outputs are the call's packed
+ * temporaries (mandel_state), which the commit step writes into host memory. */
 static int32_t deliver(void *state, const struct split_chunk *chunk, const int *claimed)
 {
     struct worker *w = state;
-    struct clops_pool *pool = w->call->pool;
     const struct mandel_plan *p = w->call->plan;
     int any_place = 0;
     for (int o = 0; o < 2; o++) {
         const enum delivery d = delivery_for(w, o, chunk->contested);
-        if (d != DELIVER_HOST && d != DELIVER_PLACE)
-            continue;
-        size_t bytes = staged_bytes(p, chunk->count);
-        cl_int rc = clEnqueueReadBuffer(w->queue, w->staged[o], CL_TRUE, 0, bytes, w->host[o], 0,
-                                        NULL, NULL);
-        if (rc != CL_SUCCESS)
-            return err_cl(rc, "%s: downloading %zu bytes of tiles failed", op_name, bytes);
-        pool_record_download(pool, (int64_t)bytes);
         any_place |= d == DELIVER_PLACE;
         for (int32_t k = 0; d == DELIVER_HOST && k < chunk->count; k++)
             if (claimed[k])
@@ -569,8 +592,27 @@ static int32_t deliver(void *state, const struct split_chunk *chunk, const int *
     return any_place ? deliver_place(w, chunk, claimed) : CLOPS_OK;
 }
 
-/* Renders the chunk's tiles (split_job.render): in bands where a GPU may take them over, giving
- * them up between bands once another worker delivered them all. */
+/* Enqueues the download of the chunk's compact slots (outputs delivered through the host). */
+static int32_t enqueue_downloads(struct worker *w, const struct split_chunk *chunk)
+{
+    for (int o = 0; o < 2; o++) {
+        const enum delivery d = delivery_for(w, o, chunk->contested);
+        if (d != DELIVER_HOST && d != DELIVER_PLACE)
+            continue;
+        size_t bytes = staged_bytes(w->call->plan, chunk->count);
+        cl_int rc = clEnqueueReadBuffer(w->queue, w->staged[o], CL_FALSE, 0, bytes, w->host[o], 0,
+                                        NULL, NULL);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: downloading %zu bytes of tiles failed", op_name, bytes);
+        pool_record_download(w->call->pool, (int64_t)bytes);
+    }
+    return CLOPS_OK;
+}
+
+/* Renders the chunk's tiles (split_job.render): its tile numbers, launches and the download of
+ * its compact slots enqueued, then one wait, so that the claims that follow are of tiles
+ * finished. Where a GPU may take the tiles over, in bands, each waited for, giving them up
+ * between bands once another worker delivered them all. */
 static int32_t render_chunk(void *state, const struct split_chunk *chunk)
 {
     struct worker *w = state;
@@ -578,37 +620,48 @@ static int32_t render_chunk(void *state, const struct split_chunk *chunk)
     const int32_t T = w->call->plan->tile, n = chunk->count;
     const int32_t band = chunk->may_give_up ? clamp32(BAND_ITEMS / ((int64_t)n * T), 1, T) : T;
     int32_t status = bind_outputs(w, chunk->contested);
-    if (status == CLOPS_OK)
-        status = write_blocking(w->queue, w->ids, (size_t)n * sizeof(cl_int), chunk->units, pool);
+    if (status == CLOPS_OK) /* chunk->units stays as it is until the chunk is delivered */
+        status = enqueue_write(w->queue, w->ids, (size_t)n * sizeof(cl_int), chunk->units, pool);
     if (status == CLOPS_OK)
         status = set_int_arg(w->render, "mandelbrot", 10, n);
     for (int32_t row0 = 0; row0 < T && status == CLOPS_OK; row0 += band) {
-        if (chunk->may_give_up && split_chunk_given_up(chunk))
-            return CLOPS_OK;
+        if (row0 > 0 && chunk->may_give_up) {
+            status = wait_chunk(w, &w->work, w->queue, status);
+            if (status != CLOPS_OK || split_chunk_given_up(chunk))
+                return status;
+        }
         const int32_t rows = T - row0 < band ? T - row0 : band;
         status = set_int_arg(w->render, "mandelbrot", 11, row0);
         if (status == CLOPS_OK)
             status = set_int_arg(w->render, "mandelbrot", 12, rows);
-        size_t global = global_size(w, n, rows, w->group_size), local = (size_t)w->group_size;
+        size_t global = global_size(w->call->plan, n, rows, w->group_size),
+               local = (size_t)w->group_size;
         if (status == CLOPS_OK)
-            status = pool_run_kernel(pool, w->queue, w->render, 1, &global, &local, &w->device_ns,
-                                     op_name);
+            status = pool_launch_kernel(pool, &w->work, w->queue, w->render, 1, &global, &local,
+                                        op_name);
     }
-    return status;
+    if (status == CLOPS_OK)
+        status = enqueue_downloads(w, chunk);
+    return wait_chunk(w, &w->work, w->queue, status);
 }
 
 /* ---- The whole call -------------------------------------------------------------------------- */
 
-/* split_job.check_device: f64 needs every device that takes part to have double precision. */
-static int32_t check_device(void *op, const struct pool_device *dev)
+/* f64 needs every device that takes part to have double precision. */
+static int32_t check_fp64(const struct mandel_plan *p, const struct pool_device *dev)
 {
-    const struct mandel_call *c = op;
-    if (c->plan->precision == PRECISION_F64 && !pool_device_info(dev)->fp64)
+    if (p->precision == PRECISION_F64 && !pool_device_info(dev)->fp64)
         return err_set(CLOPS_ERR_UNSUPPORTED,
                        "%s: parameter 'precision' is f64 but device '%s' of the pool has no "
                        "double precision (cl_khr_fp64)",
                        op_name, pool_device_info(dev)->name);
     return CLOPS_OK;
+}
+
+/* split_job.check_device. */
+static int32_t check_device(void *op, const struct pool_device *dev)
+{
+    return check_fp64(((const struct mandel_call *)op)->plan, dev);
 }
 
 /* split_job.stop_requested and .progress: the call's cancellation and progress, in tiles. */
@@ -687,32 +740,95 @@ static void warn_unsafe_options(const struct clops_pool *pool)
                     op_name, unsafe[i]);
 }
 
+/* ---- One device alone, on the call's queue --------------------------------------------------- */
+
+/* Whether the call's device is the one device of the pool that takes part (split_only_device)
+ * and can write every output itself: device outputs are buffers on the primary device. Then the
+ * core stages the outputs and the tiles run on the call's queue, without the splitter. */
+static int renders_alone(const struct op_call *call, const struct mandel_plan *p)
+{
+    const struct split_job job = {
+        .unit_count = p->tile_count, .dynamic = p->dynamic, .gpu_share = p->gpu_share};
+    if (call->dev == NULL || split_only_device(call->pool, &job) != call->dev)
+        return 0;
+    const int device_outputs =
+        p->iters->buffer != NULL || (p->image != NULL && p->image->buffer != NULL);
+    return !device_outputs || call->dev == pool_device_at(call->pool, 0);
+}
+
+/* The render kernel's outputs (15 .. 19 and 20 .. 25): those the core staged (a host output's
+ * temporary buffer, a device output in place), written directly. */
+static int32_t bind_staged_outputs(cl_kernel kernel, const struct op_call *call,
+                                   const struct mandel_plan *p)
+{
+    int32_t status = CLOPS_OK;
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
+        const struct clops_tensor *t = output_tensor(p, o);
+        const struct staged_tensor *staged = &call->staged[o == 0 ? P_ITERATIONS : P_IMAGE];
+        struct clops_tensor at = t != NULL ? *t : (struct clops_tensor){0};
+        at.offset = staged->offset;
+        status = set_output_args(kernel, "mandelbrot", o == 0 ? 15 : 20, t != NULL ? &at : NULL,
+                                 t != NULL ? staged->mem : NULL, 1, o == 0 ? 2 : 3);
+    }
+    return status;
+}
+
+/* Launches the tiles in order on the call's queue and waits for none of them (the lifecycle
+ * waits once, then downloads and commits the outputs). A submitted call is paced (pace.h), a
+ * launch a step: a cancel stops it within PACE_LAG launches, and its progress counts the tiles
+ * of the launches done. Launches are as large as on the splitter's workers (launch_items). */
+static int32_t render_alone(struct op_call *call, const struct mandel_plan *p)
+{
+    struct clops_pool *pool = call->pool;
+    const int gpu = pool_device_info(call->dev)->type == CLOPS_DEVICE_GPU;
+    const int64_t unit = (int64_t)p->tile * p->tile;
+    const int32_t per_launch =
+        clamp32(launch_items(call, p, gpu ? GPU_ALONE_LAUNCH_ITEMS : CPU_LAUNCH_ITEMS) / unit, 1,
+                p->tile_count);
+    cl_kernel kernel = NULL;
+    int32_t group = 1;
+    int32_t status = create_kernel(pool, call->dev, p, "mandelbrot", &kernel);
+    if (status == CLOPS_OK)
+        status = group_size_for(kernel, call->dev, &group);
+    if (status == CLOPS_OK)
+        status = bind_view(kernel, p, NULL);
+    if (status == CLOPS_OK)
+        status = bind_staged_outputs(kernel, call, p);
+    struct pace pace;
+    pace_begin(&pace, call, call->queue, p->tile_count, "tiles");
+    for (int32_t first = 0; first < p->tile_count && status == CLOPS_OK; first += per_launch) {
+        const int32_t n = p->tile_count - first < per_launch ? p->tile_count - first : per_launch;
+        size_t global = global_size(p, n, p->tile, group), local = (size_t)group;
+        status = set_int_arg(kernel, "mandelbrot", 10, n);
+        if (status == CLOPS_OK)
+            status = set_int_arg(kernel, "mandelbrot", 13, first);
+        if (status == CLOPS_OK)
+            status = pool_launch_kernel(pool, &call->work, call->queue, kernel, 1, &global, &local,
+                                        op_name);
+        if (status == CLOPS_OK)
+            status = pace_units_queued(&pace, n);
+    }
+    pace_release(&pace);
+    pool_release_kernel(pool, kernel);
+    return status;
+}
+
 /* ---- The operator's steps: check, enqueue, commit (call.h runs the rest) ------------------ */
 
-/* Host outputs are rendered into packed host temporaries and written into host memory (only the
- * outputs' elements) by the commit step, once every tile has been delivered: a failed call
- * leaves them untouched, where delivering tiles straight into them would leave those done
- * before the failure. The cost is a host copy of each host output and one pass over it, next to
- * the render. Device outputs are written in place as tiles are delivered; the core stages
- * neither (the tiles go to each device's own buffers). */
+/* A call its device renders alone (plan.alone) leaves its outputs to the core: staged, written
+ * by the kernels, downloaded and committed like any operator's. Otherwise the splitter's workers
+ * deliver host outputs into packed host temporaries, which the commit step writes into host
+ * memory (only the outputs' elements) once every tile has been delivered: a failed call leaves
+ * them untouched, where delivering tiles straight into them would leave those done before the
+ * failure. The cost is a host copy of each host output and one pass over it, next to the
+ * render. Device outputs are written in place as tiles are delivered; the core stages neither
+ * (the tiles go to each device's own buffers). */
 struct mandel_state {
     struct mandel_plan plan;
     struct clops_tensor packed[2];
     void *data[2];
     size_t capacity[2];
-};
-
-/* The parameters' positions in the descriptor (mandelbrot_params below). */
-enum {
-    P_ITERATIONS,
-    P_IMAGE,
-    P_CENTER_X,
-    P_CENTER_Y,
-    P_SCALE,
-    P_MAX_ITERATIONS,
-    P_PRECISION,
-    P_SPLIT,
-    P_TILE
+    int64_t started_ns; /* plan.alone: when enqueue began (the device's busy time ends at commit) */
 };
 
 static int32_t mandel_check(struct op_call *call)
@@ -727,7 +843,14 @@ static int32_t mandel_check(struct op_call *call)
                                        v[P_SPLIT].string, v[P_TILE].i64, &s->plan);
     if (status != CLOPS_OK)
         return status;
-    call->stage[P_ITERATIONS] = call->stage[P_IMAGE] = STAGE_NONE;
+    s->plan.alone = call->pool != NULL && renders_alone(call, &s->plan);
+    if (s->plan.alone) {
+        status = check_fp64(&s->plan, call->dev);
+        if (status != CLOPS_OK)
+            return status;
+    } else { /* the splitter's workers deliver the tiles: into mandel_state's temporaries */
+        call->stage[P_ITERATIONS] = call->stage[P_IMAGE] = STAGE_NONE;
+    }
     if (s->plan.tile_count == 0)
         call->nothing_to_do = 1;
     else if (!call->checking)
@@ -738,6 +861,10 @@ static int32_t mandel_check(struct op_call *call)
 static int32_t mandel_enqueue(struct op_call *call)
 {
     struct mandel_state *s = call->plan;
+    if (s->plan.alone) {
+        s->started_ns = split_clock_ns();
+        return render_alone(call, &s->plan);
+    }
     struct mandel_plan staged = s->plan;
     const struct clops_tensor *outputs[2] = {s->plan.iters, s->plan.image};
     for (int o = 0; o < 2; o++) {
@@ -759,6 +886,11 @@ static int32_t mandel_enqueue(struct op_call *call)
 static void mandel_commit(struct op_call *call)
 {
     struct mandel_state *s = call->plan;
+    if (s->plan.alone) { /* the core commits the outputs */
+        pool_record_device_work(call->dev, s->plan.tile_count, split_clock_ns() - s->started_ns);
+        call_progress(call, s->plan.tile_count, s->plan.tile_count);
+        return;
+    }
     const struct clops_tensor *outputs[2] = {s->plan.iters, s->plan.image};
     for (int o = 0; o < 2; o++)
         if (s->data[o] != NULL)
@@ -854,18 +986,23 @@ static const struct clops_op op_mandelbrot = {
         "dynamically, without taking over; a side with no device gives its tiles to the other. "
         "Per device, the tiles it delivered and its busy time (summed over its threads, "
         "abandoned work included) go to pool_device_stats; a call's tiles sum to the tile "
-        "count. The configuration's operators.mandelbrot.device is not used; its "
-        "build_options are.\n"
+        "count. When one device takes part (a pool of one device, or a split that leaves the other "
+        "side no tile) and it is the call's (operators.mandelbrot.device, or a stream's), it "
+        "renders every tile on the call's own queue, in order, without a thread of its own, in "
+        "launches of those sizes that nothing waits for between them. The configuration's "
+        "build_options apply.\n"
         "\n"
-        "Outputs: host tensors receive each tile downloaded from the device that rendered it. "
-        "Device tensors (buffers on the primary device) are written in place by the primary "
-        "device's tiles; tiles of other devices, and tiles two devices may both render, are "
-        "downloaded, uploaded to the primary device and copied into place there.\n"
+        "Outputs: host tensors are written once every tile is rendered, and not at all by a call "
+        "that fails or is cancelled. Device tensors (buffers on the primary device) are written "
+        "in place by the primary device's tiles; tiles of other devices, and tiles two devices "
+        "may both render, are downloaded, uploaded to the primary device and copied into place "
+        "there.\n"
         "\n"
-        "Submitted calls: the progress counts tiles delivered, and a cancel stops the call "
-        "between chunks (CLOPS_ERR_CANCELLED; host outputs untouched, device ones partly "
-        "written); their chunks hold at most 1/16 of the tiles, so that a cancel stops within "
-        "about a sixteenth of the image per device.\n"
+        "Submitted calls: the progress counts tiles rendered, and a cancel stops the call "
+        "between launches (CLOPS_ERR_CANCELLED; host outputs untouched, device ones partly "
+        "written); their launches hold at most 1/16 of the tiles, and a device rendering alone "
+        "runs at most two launches ahead of its device, so that a cancel stops within about "
+        "a sixteenth of the image per device (two on a device alone).\n"
         "\n"
         "Errors: CLOPS_ERR_INVALID_ARGUMENT, naming the parameter, for a NULL or malformed "
         "tensor, a rank other than 2 (iterations) or 3 (image), an image not H x W x 4, outputs "

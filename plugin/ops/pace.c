@@ -8,14 +8,17 @@ void pace_begin(struct pace *p, struct op_call *call, cl_command_queue queue, in
     call_progress(call, 0, total);
 }
 
-/* A submitted call: unit p->queued - 1 marked and flushed (the device works on while the host
- * waits), then the marker of the unit PACE_LAG before it waited for. */
+/* A submitted call: the step just queued marked and flushed (the device works on while the
+ * host waits), then the marker of the step PACE_LAG before it waited for. */
 static int32_t keep_lag(struct pace *p)
 {
     const char *op = p->call->impl->desc->name;
-    cl_event *mark = &p->marks[(p->queued - 1) % PACE_LAG];
-    cl_event older = *mark; /* unit queued - 1 - PACE_LAG's, or NULL */
+    const int slot = (int)(p->steps++ % PACE_LAG);
+    cl_event *mark = &p->marks[slot];
+    cl_event older = *mark; /* step steps - 1 - PACE_LAG's, or NULL */
+    const int64_t older_units = p->marked[slot];
     *mark = NULL;
+    p->marked[slot] = p->queued;
     cl_int rc = clEnqueueMarkerWithWaitList(p->queue, 0, NULL, mark);
     if (rc == CL_SUCCESS)
         rc = clFlush(p->queue);
@@ -26,15 +29,20 @@ static int32_t keep_lag(struct pace *p)
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: pacing its %s on the device failed", op, p->unit);
     if (older != NULL)
-        call_progress(p->call, p->queued - PACE_LAG, p->total);
+        call_progress(p->call, older_units, p->total);
     return CLOPS_OK;
 }
 
 int32_t pace_unit_queued(struct pace *p)
 {
+    return pace_units_queued(p, 1);
+}
+
+int32_t pace_units_queued(struct pace *p, int64_t units)
+{
     if (p->call == NULL)
         return CLOPS_OK;
-    p->queued++;
+    p->queued += units;
     if (p->call->control != NULL && p->call->control->submitted) {
         int32_t status = keep_lag(p);
         if (status != CLOPS_OK)

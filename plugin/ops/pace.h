@@ -23,7 +23,9 @@ struct pace {
     cl_command_queue queue;
     const char *unit; /* what a unit is, plural, in the cancel message ("panels") */
     int64_t total, queued;
-    cl_event marks[PACE_LAG]; /* unit u's marker at [u % PACE_LAG], until waited for */
+    int64_t steps;            /* markers enqueued (steps of work, a unit each or more) */
+    cl_event marks[PACE_LAG]; /* step s's marker at [s % PACE_LAG], until waited for */
+    int64_t marked[PACE_LAG]; /* the units queued when that marker was enqueued */
 };
 
 /* Starts pacing `total` units of `call` on its in-order `queue` (progress 0 of total). */
@@ -35,6 +37,9 @@ void pace_begin(struct pace *p, struct op_call *call, cl_command_queue queue, in
  * enqueues nothing more and returns it; what is queued still runs and is waited for by the
  * lifecycle. Fails on an OpenCL error of the marker or the wait. */
 int32_t pace_unit_queued(struct pace *p);
+/* The same for a step of `units` units at once (Mandelbrot's launches of several tiles): the
+ * lag is PACE_LAG steps, and the progress counts the units of the steps completed. */
+int32_t pace_units_queued(struct pace *p, int64_t units);
 /* Every unit completed (the call's work was waited for): progress total of total. */
 void pace_complete(struct pace *p);
 /* Releases the markers not waited for; on every path (a no-op without pace_begin). */
