@@ -11,7 +11,8 @@
  * on its stream's threads: call_prepare (the check: all that can refuse a call, before anything
  * is queued), call_start (stage, enqueue, download, the end marker; nothing waits), call_complete
  * (the one wait, the commit into host memory, the statistics). Enqueue only enqueues (an
- * operator that needs a result to go on may wait inside: LU's chain, Mandelbrot's workers).
+ * operator that needs a result to go on may wait inside: LU's chain, Mandelbrot's workers
+ * when its tiles are shared between devices).
  * - A call split across devices: the operator's check fills its plan for the pool's devices,
  *   its enqueue hands work units to the splitter (split.h), one worker per device queue, each
  *   staging what its units read; the core's staging and finish are the same.

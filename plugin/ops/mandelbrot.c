@@ -716,6 +716,13 @@ static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
         .progress = tiles_delivered,
     };
     call_progress(op, 0, p->tile_count);
+    /* The workers run on queues of their own: a submitted call's earlier work on its stream
+     * (which may still read or write the device outputs) ends first. */
+    if (op->control->submitted && op->queue != NULL) {
+        cl_int rc = clFinish(op->queue);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: waiting for the stream's earlier calls failed", op_name);
+    }
     struct split_result result;
     int32_t status = split_run(pool, &job, &result);
     op->device_ns += call.device_ns;
