@@ -81,6 +81,7 @@ static int32_t start_work(struct op_call *c)
     int32_t status = stage_operands(c);
     if (status == CLOPS_OK)
         status = c->impl->enqueue(c);
+    pool_chain_drop(); /* a chain the enqueue began ends within it, also when it failed */
     if (status == CLOPS_OK)
         status = download_outputs(c);
     /* A submitted call ends with a marker, also after a failure: its wait then waits for what

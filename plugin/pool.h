@@ -178,6 +178,10 @@ int32_t pool_enqueue_kernel(cl_command_queue queue, cl_kernel kernel, cl_uint di
  * operator in messages. */
 int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_event *start,
                          const char *what);
+/* Drops what this thread traced of a chain that was never ended (an operator that failed
+ * between pool_chain_begin and pool_chain_end): the lifecycle calls it after every enqueue, so
+ * that nothing traced outlives its call, nor a stream's thread. */
+void pool_chain_drop(void);
 /* Waits for everything enqueued on `queue`, adds the chain's device time (from the start
  * marker to the end) to *device_ns when profiling, and releases `start` (may be NULL). */
 int32_t pool_chain_end(struct clops_pool *pool, cl_command_queue queue, cl_event start,

@@ -92,6 +92,11 @@ static void log_kernel_times(const char *what, struct pool_launch_event *launche
     }
 }
 
+void pool_chain_drop(void)
+{
+    trace_reset();
+}
+
 /* Logs the traced chain's device time by kernel and releases its events. */
 static void trace_report(const char *what)
 {
