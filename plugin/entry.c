@@ -374,6 +374,12 @@ static int32_t api_submit(struct clops_submit_args *args)
                          &args->event);
 }
 
+/* Every event function's args hold the event at offset 8, which check_event_args reads. */
+_Static_assert(offsetof(struct clops_event_query_args, event) == 8, "event at offset 8");
+_Static_assert(offsetof(struct clops_event_callback_args, event) == 8, "event at offset 8");
+_Static_assert(offsetof(struct clops_event_cancel_args, event) == 8, "event at offset 8");
+_Static_assert(offsetof(struct clops_event_cl_args, event) == 8, "event at offset 8");
+
 /* The checks of the event functions' args: the struct, and its event. */
 static int32_t check_event_args(const void *args, size_t least, const char *entry)
 {
