@@ -279,9 +279,9 @@ struct clops_output_spec {
 /* ---- Non-blocking calls (ABI 1.4): streams, events, submit ---------------------------------
  * A stream is an in-order queue of calls on one device of a pool: the device work of a call
  * submitted to it runs after that of the calls submitted to it before, and the call sees their
- * results, in host memory as in device buffers. Two streams run side by side: one's transfers overlap the
- * other's kernels. Calls on different streams are ordered only through events (a wait list, or
- * stream_wait).
+ * results, in host memory as in device buffers. Two streams run side by side: one's transfers
+ * overlap the other's kernels. Calls on different streams are ordered only through events (a wait
+ * list, or stream_wait).
  *
  * submit() checks a call as invoke_sized() would and returns at once: with an event, or with the
  * error of a call refused by its checks (then nothing was queued, no event was made and no

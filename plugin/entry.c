@@ -321,8 +321,7 @@ static int32_t api_stream_create(struct clops_stream_create_args *args)
     args->stream = NULL;
     if (args->pool == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "stream_create: parameter 'pool' is NULL");
-    return stream_create(args->pool, args->device, (cl_command_queue)args->cl_queue,
-                         &args->stream);
+    return stream_create(args->pool, args->device, (cl_command_queue)args->cl_queue, &args->stream);
 }
 
 static int32_t api_stream_release(struct clops_stream_release_args *args)
@@ -368,8 +367,7 @@ static int32_t api_submit(struct clops_submit_args *args)
     if (status != CLOPS_OK)
         return status;
     const struct stream_waits waits = {args->wait_events, args->wait_count,
-                                       (const cl_event *)args->cl_wait_events,
-                                       args->cl_wait_count};
+                                       (const cl_event *)args->cl_wait_events, args->cl_wait_count};
     return stream_submit(args->stream, index, values, &waits, args->on_complete, args->user,
                          &args->event);
 }
@@ -404,8 +402,8 @@ static int32_t api_event_query(struct clops_event_query_args *args)
 static int32_t api_event_wait(struct clops_event_wait_args *args)
 {
     err_clear();
-    int32_t status = check_args_struct(
-        args, ARGS_SIZE_THROUGH(struct clops_event_wait_args, ready), "event_wait");
+    int32_t status = check_args_struct(args, ARGS_SIZE_THROUGH(struct clops_event_wait_args, ready),
+                                       "event_wait");
     if (status != CLOPS_OK)
         return status;
     if (args->count < 0 || (args->count > 0 && args->events == NULL))
@@ -450,8 +448,8 @@ static int32_t api_event_release(struct clops_event_release_args *args)
 static int32_t api_event_cl_event(struct clops_event_cl_args *args)
 {
     err_clear();
-    int32_t status = check_event_args(
-        args, ARGS_SIZE_THROUGH(struct clops_event_cl_args, cl_event), "event_cl_event");
+    int32_t status = check_event_args(args, ARGS_SIZE_THROUGH(struct clops_event_cl_args, cl_event),
+                                      "event_cl_event");
     return status != CLOPS_OK ? status : event_cl_event(args);
 }
 
