@@ -121,15 +121,12 @@ void tensor_commit(struct staged_tensor *s);
 /* Frees the temporary buffer and an uncommitted download. */
 void tensor_release(struct staged_tensor *s);
 
-/* Reads or writes the first n elements of a rank-1 i32 tensor (checked), host or device, and
- * nothing between them: what lies between strided elements may be another view's. A device
- * tensor's go through `queue` (blocking), counted in the pool's statistics; host memory is
- * accessed directly, and writing it cannot fail. `op` names the operator in messages. */
-int32_t tensor_read_i32(struct clops_pool *pool, cl_command_queue queue,
-                        const struct clops_tensor *t, int32_t *values, int64_t n, const char *op);
-int32_t tensor_write_i32(struct clops_pool *pool, cl_command_queue queue,
-                         const struct clops_tensor *t, const int32_t *values, int64_t n,
-                         const char *op);
+/* Reads or writes the first n elements of a rank-1 i32 host tensor (checked), and nothing
+ * between them: what lies between strided elements may be another view's. Device pivots and
+ * flags never come back to the host inside a call (LU's stay on the device, lu_solve checks its
+ * own there), so these are host memory only. */
+void tensor_read_i32(const struct clops_tensor *t, int32_t *values, int64_t n);
+void tensor_write_i32(const struct clops_tensor *t, const int32_t *values, int64_t n);
 
 /* A host tensor over `data` with t's dtype, shape and order of axes in memory but no gaps
  * (tensor_elements(t) elements): a temporary that tensor_unpack then writes into t's memory,

@@ -477,71 +477,24 @@ void tensor_release(struct staged_tensor *s)
 
 /* ---- i32 vectors ----------------------------------------------------------------------------- */
 
-/* The rectangle of clEnqueue{Read,Write}BufferRect that holds the first n elements of a rank-1
- * i32 device tensor and nothing between them: one row of n when they are contiguous, else n
- * rows of one, strides[0] apart. */
-static void i32_rect(const struct clops_tensor *t, int64_t n, size_t origin[3], size_t region[3],
-                     size_t *pitch)
+/* The host tensor's first n elements, strides[0] apart. */
+static int32_t *i32_elements(const struct clops_tensor *t)
+{
+    return (int32_t *)t->data + t->offset;
+}
+
+void tensor_read_i32(const struct clops_tensor *t, int32_t *values, int64_t n)
 {
     const int64_t stride = n > 1 ? t->strides[0] : 1;
-    origin[0] = (size_t)t->offset * sizeof(int32_t);
-    origin[1] = origin[2] = 0;
-    region[0] = stride == 1 ? (size_t)n * sizeof(int32_t) : sizeof(int32_t);
-    region[1] = stride == 1 ? 1 : (size_t)n;
-    region[2] = 1;
-    *pitch = stride == 1 ? 0 : (size_t)stride * sizeof(int32_t);
+    const int32_t *elements = i32_elements(t);
+    for (int64_t i = 0; i < n; i++)
+        values[i] = elements[i * stride];
 }
 
-/* The tensor's first n elements = from[0 .. n), or to[0 .. n) = them: one of the two is NULL. */
-static int32_t transfer_i32(struct clops_pool *pool, cl_command_queue queue,
-                            const struct clops_tensor *t, const int32_t *from, int32_t *to,
-                            int64_t n, const char *op)
+void tensor_write_i32(const struct clops_tensor *t, const int32_t *values, int64_t n)
 {
     const int64_t stride = n > 1 ? t->strides[0] : 1;
-    if (t->buffer == NULL) {
-        int32_t *elements = (int32_t *)t->data + t->offset;
-        for (int64_t i = 0; i < n; i++) {
-            if (from != NULL)
-                elements[i * stride] = from[i];
-            else
-                to[i] = elements[i * stride];
-        }
-        return CLOPS_OK;
-    }
-    if (n == 0)
-        return CLOPS_OK;
-    const size_t zero[3] = {0, 0, 0};
-    size_t origin[3], region[3], pitch;
-    i32_rect(t, n, origin, region, &pitch);
-    cl_int rc;
-    if (from != NULL)
-        rc = clEnqueueWriteBufferRect(queue, t->buffer->mem, CL_TRUE, origin, zero, region, pitch,
-                                      0, region[0], 0, from, 0, NULL, NULL);
-    else
-        rc = clEnqueueReadBufferRect(queue, t->buffer->mem, CL_TRUE, origin, zero, region, pitch, 0,
-                                     region[0], 0, to, 0, NULL, NULL);
-    if (rc != CL_SUCCESS)
-        return err_cl(rc,
-                      from != NULL ? "%s: writing an i32 vector to the device failed"
-                                   : "%s: reading an i32 vector from the device failed",
-                      op);
-    const int64_t bytes = n * (int64_t)sizeof(int32_t);
-    if (from != NULL)
-        pool_record_upload(pool, bytes);
-    else
-        pool_record_download(pool, bytes);
-    return CLOPS_OK;
-}
-
-int32_t tensor_read_i32(struct clops_pool *pool, cl_command_queue queue,
-                        const struct clops_tensor *t, int32_t *values, int64_t n, const char *op)
-{
-    return transfer_i32(pool, queue, t, NULL, values, n, op);
-}
-
-int32_t tensor_write_i32(struct clops_pool *pool, cl_command_queue queue,
-                         const struct clops_tensor *t, const int32_t *values, int64_t n,
-                         const char *op)
-{
-    return transfer_i32(pool, queue, t, values, NULL, n, op);
+    int32_t *elements = i32_elements(t);
+    for (int64_t i = 0; i < n; i++)
+        elements[i * stride] = values[i];
 }

@@ -168,8 +168,8 @@ int32_t lu_upload_pivots(struct lu_ctx *ctx, const int32_t *ipiv, int64_t n);
 int32_t lu_take_pivots(struct lu_ctx *ctx, const struct clops_tensor *ipiv, int64_t n);
 int32_t lu_pivots_out(struct lu_ctx *ctx, const struct clops_tensor *ipiv,
                       const struct clops_tensor *info, int64_t n, int32_t *host);
-void lu_pivots_commit(struct lu_ctx *ctx, const struct clops_tensor *ipiv,
-                      const struct clops_tensor *info, int64_t n, const int32_t *host);
+void lu_pivots_commit(const struct clops_tensor *ipiv, const struct clops_tensor *info, int64_t n,
+                      const int32_t *host);
 
 /* ---- getrf, getrs ---------------------------------------------------------------------------- */
 

@@ -48,7 +48,7 @@ void lu_call_commit(struct op_call *call, const struct clops_tensor *ipiv,
     lu_commit(&l->a);
     if (l->piv[npiv] == 0) /* info: b holds X only for a nonsingular A (gesv) */
         lu_commit(&l->b);
-    lu_pivots_commit(&l->ctx, ipiv, info, npiv, l->piv);
+    lu_pivots_commit(ipiv, info, npiv, l->piv);
 }
 
 void lu_call_release(struct op_call *call)

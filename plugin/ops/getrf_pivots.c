@@ -81,12 +81,12 @@ int32_t lu_pivots_out(struct lu_ctx *ctx, const struct clops_tensor *ipiv,
     return CLOPS_OK;
 }
 
-void lu_pivots_commit(struct lu_ctx *ctx, const struct clops_tensor *ipiv,
-                      const struct clops_tensor *info, int64_t n, const int32_t *host)
+void lu_pivots_commit(const struct clops_tensor *ipiv, const struct clops_tensor *info, int64_t n,
+                      const int32_t *host)
 {
-    /* Host tensors: tensor_write_i32 writes their memory directly and cannot fail. */
+    /* Host tensors are written directly (device ones got theirs on the device). */
     if (ipiv->buffer == NULL)
-        tensor_write_i32(ctx->pool, ctx->queue, ipiv, host, n, ctx->op);
+        tensor_write_i32(ipiv, host, n);
     if (info->buffer == NULL)
-        tensor_write_i32(ctx->pool, ctx->queue, info, host + n, 1, ctx->op);
+        tensor_write_i32(info, host + n, 1);
 }

@@ -81,17 +81,15 @@ static int32_t lu_solve_check(struct op_call *call)
  * already) are uploaded without a wait from l->piv, which lives until the call's release. Device
  * pivots are copied and checked on the device (kernels/lu.cl: lu_take_pivots), its verdict in
  * ipiv_mem[n]: no host round trip before the solves, which stay in bounds whatever the pivots. */
-static int32_t pivots_in(struct lu_call *l, struct op_call *call, const struct clops_tensor *ipiv,
-                         int64_t n)
+static int32_t pivots_in(struct lu_call *l, const struct clops_tensor *ipiv, int64_t n)
 {
     int32_t status = lu_clear_info(&l->ctx, n);
     if (status == CLOPS_OK && ipiv->buffer != NULL)
         return lu_take_pivots(&l->ctx, ipiv, n);
-    if (status == CLOPS_OK)
-        status = tensor_read_i32(call->pool, call->queue, ipiv, l->piv, n, op_name);
-    if (status == CLOPS_OK)
-        status = lu_upload_pivots(&l->ctx, l->piv, n);
-    return status;
+    if (status != CLOPS_OK)
+        return status;
+    tensor_read_i32(ipiv, l->piv, n);
+    return lu_upload_pivots(&l->ctx, l->piv, n);
 }
 
 /* Device pivots, read with the call's outputs (l->piv: the pivots, then the verdict): the
@@ -114,7 +112,7 @@ static int32_t lu_solve_enqueue(struct op_call *call)
     const int64_t n = lu->shape[0], guard_at = ipiv->buffer != NULL ? n : -1;
     int32_t status = lu_call_open(call, l, lu->dtype, n, n);
     if (status == CLOPS_OK)
-        status = pivots_in(l, call, ipiv, n);
+        status = pivots_in(l, ipiv, n);
     if (status == CLOPS_OK)
         status = lu_stage(&l->ctx, lu, "lu", -1, &l->a);
     if (status == CLOPS_OK)
