@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "buffer_copy.h"
+#include "host_register.h"
 #include "config.h"
 #include "error.h"
 #include "event.h"
@@ -453,6 +454,22 @@ static int32_t api_event_cl_event(struct clops_event_cl_args *args)
     return status != CLOPS_OK ? status : event_cl_event(args);
 }
 
+static int32_t api_host_register(struct clops_host_register_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_host_register_args, bytes), "host_register");
+    return status != CLOPS_OK ? status : host_register(args);
+}
+
+static int32_t api_host_unregister(struct clops_host_register_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_host_register_args, bytes), "host_unregister");
+    return status != CLOPS_OK ? status : host_unregister(args);
+}
+
 static int32_t api_buffer_copy(struct clops_buffer_copy_args *args)
 {
     err_clear();
@@ -506,6 +523,8 @@ static const struct clops_api api_v1 = {
     .buffer_cl = api_buffer_cl,
     .memory_stats = api_memory_stats,
     .buffer_copy = api_buffer_copy,
+    .host_register = api_host_register,
+    .host_unregister = api_host_unregister,
 };
 
 /* Descriptors state sizeof(struct clops_param) (param_size); ABI 1.1's hosts step by the old. */

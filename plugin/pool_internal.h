@@ -96,6 +96,8 @@ struct clops_pool {
     struct host_copier *copiers[POOL_COPIERS];
     struct scratch_slot scratch[POOL_SCRATCH_CACHE]; /* guarded by host_lock */
     int copiers_tried; /* copiers made (or that could not be), guarded by host_lock */
+    pthread_mutex_t registered_lock;      /* guards `registered` */
+    struct host_registration *registered; /* host_register's ranges (host_register.c) */
 };
 
 /* pool_devices.c: discovers the system's devices, opens those the configuration chooses as

@@ -2,6 +2,7 @@
  * releasing it with everything it holds. */
 #include <stdlib.h>
 
+#include "host_register.h"
 #include "pool_internal.h"
 #include "registry.h"
 
@@ -36,7 +37,14 @@ int32_t pool_create_with(const struct pool_config *cfg,
         free(pool);
         return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
     }
+    if (pthread_mutex_init(&pool->registered_lock, NULL) != 0) {
+        pthread_mutex_destroy(&pool->host_lock);
+        pthread_mutex_destroy(&pool->programs_lock);
+        free(pool);
+        return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
+    }
     if (pthread_mutex_init(&pool->kernels_lock, NULL) != 0) {
+        pthread_mutex_destroy(&pool->registered_lock);
         pthread_mutex_destroy(&pool->host_lock);
         pthread_mutex_destroy(&pool->programs_lock);
         free(pool);
@@ -66,10 +74,12 @@ int32_t pool_create_with(const struct pool_config *cfg,
 static void pool_free(struct clops_pool *pool)
 {
     pool_host_release_all(pool);
+    host_registration_release_all(pool);
     pool_release_programs(pool);
     pool_close_devices(pool);
     free(pool->op_counters);
     pthread_mutex_destroy(&pool->kernels_lock);
+    pthread_mutex_destroy(&pool->registered_lock);
     pthread_mutex_destroy(&pool->host_lock);
     pthread_mutex_destroy(&pool->programs_lock);
     free(pool);

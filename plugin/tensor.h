@@ -96,6 +96,9 @@ struct staged_tensor {
      * wait, so they go back to the pool only with tensor_release. */
     void *block[2];
     size_t block_capacity[2];
+    /* The host's registered range the upload read straight from (host_register.h): held, so
+     * that it stays page-locked until tensor_release, after the call's one wait. */
+    struct host_registration *registered;
 };
 
 /* Stages `t` for `dev`. upload = 1 copies the host tensor's elements in (inputs, and outputs

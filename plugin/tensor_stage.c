@@ -4,6 +4,8 @@
  * written for the LU engine. */
 #include "tensor.h"
 
+#include "host_register.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,7 +333,8 @@ static cl_int upload_gathered(struct upload *u, const struct view_runs *v, int64
 
 /* One write straight from the view's memory: a CPU device's buffers are host memory, and its
  * driver's write is one copy, which staging would make two (a 64 MiB upload on PoCL took 70 ms
- * instead of 57). Not waited for: the view stays as it is until the call's wait (an output is
+ * instead of 57); memory the host registered is page-locked, and a GPU's DMA reads it as it
+ * would a staging block. Not waited for: the view stays as it is until the call's wait (an output is
  * written only in its commit, after that wait). */
 static cl_int upload_direct(struct upload *u, const size_t region[3])
 {
@@ -369,7 +372,12 @@ static int32_t upload_view(struct clops_pool *pool, struct pool_device *dev, cl_
             u.chunk = (size_t)moved;
         u.pitch[0] = v.outer == 0 ? region[0] : pitch[0];
         u.pitch[1] = pitch[1];
-        if (pool_device_info(dev)->type == CLOPS_DEVICE_CPU && !tensor_stage_on_cpu)
+        /* From memory the host registered, one DMA from it (host_register.h); a view that
+         * only starts in a registered range is staged: a write crossing its end would go
+         * through the driver's pageable path. */
+        out->registered = host_registration_find(pool, u.first, (size_t)span_bytes);
+        if (out->registered != NULL ||
+            (pool_device_info(dev)->type == CLOPS_DEVICE_CPU && !tensor_stage_on_cpu))
             rc = upload_direct(&u, region);
         else
             rc = upload_rows(&u, region[0], region[1], region[2]);
@@ -473,6 +481,8 @@ void tensor_release(struct staged_tensor *s)
         pool_host_give(s->pool, s->block[i], s->block_capacity[i]);
         s->block[i] = NULL;
     }
+    host_registration_drop(s->registered);
+    s->registered = NULL;
 }
 
 /* ---- i32 vectors ----------------------------------------------------------------------------- */
