@@ -3,8 +3,9 @@
 // solve / lu_solve, a generic invoke by parameter name, and (ABI 1.4) streams whose calls return at
 // once with an event: RAII, waitable with a timeout, cancellable, and a std::future of the
 // outcome; interop with the host's OpenCL objects (a pool on its cl_context, buffers over its
-// cl_mem, a buffer's cl_mem) and the device memory clops holds. Needs only abi/clops.h and -ldl
-// (OpenCL handles cross as void *: no CL/cl.h).
+// cl_mem, a buffer's cl_mem), the device memory clops holds, and host memory registered with a
+// pool (page-locked, RAII). Needs only abi/clops.h and -ldl (OpenCL handles cross as void *: no
+// CL/cl.h).
 //
 //     clops::library lib;                     // $CLOPS_LIBRARY, else CLOPS_PLUGIN_PATH
 //     clops::pool pool = lib.create_pool();   // first GPU, else the CPU
@@ -18,12 +19,15 @@
 //     clops::pool mine = clops::pool::from_cl(context, {device}, {queue});  // the host's OpenCL
 //     clops::buffer a_dev = mine.wrap(a_mem);   // the host's cl_mem, no copy, never freed by clops
 //
+//     clops::host_registration r = pool.register_host(a);  // uploads from `a`: one DMA each
+//
 // CLOPS_PLUGIN_PATH, when the build defines it (find_package(clops)'s clops::headers does, and
 // pkg-config's `plugin` variable holds it), is the installed plugin's path; else libclops.so.1
 // is looked up on the system's library path.
 //
-// Lifetimes: a pool keeps its library loaded, and a buffer, a stream and an event keep their pool
-// alive (the ABI wants them released before it), so the objects may be destroyed in any order.
+// Lifetimes: a pool keeps its library loaded, and a buffer, a stream, an event and a host
+// registration keep their pool alive (the ABI wants them released before it), so the objects
+// may be destroyed in any order.
 #ifndef CLOPS_HPP
 #define CLOPS_HPP
 
@@ -37,6 +41,7 @@
 #include <functional>
 #include <future>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -451,6 +456,16 @@ inline void need_interop(const plugin &lib, const char *what)
         fail(CLOPS_ERR_ABI_MISMATCH, std::string(what) + ": the loaded libclops serves ABI 1." +
                                          std::to_string(lib.api->abi_minor) +
                                          "; OpenCL interop needs 1.4");
+}
+
+// Throws CLOPS_ERR_ABI_MISMATCH when the loaded plugin's table predates host memory
+// registration, appended to ABI 1.4 after buffer_copy.
+inline void need_host_register(const plugin &lib, const char *what)
+{
+    if (!CLOPS_API_HAS(lib.api, host_unregister))
+        fail(CLOPS_ERR_ABI_MISMATCH, std::string(what) + ": the loaded libclops (ABI 1." +
+                                         std::to_string(lib.api->abi_minor) +
+                                         ") has no host_register: its table predates it");
 }
 } // namespace detail
 
@@ -988,6 +1003,113 @@ class stream
     clops_stream *handle_ = nullptr;
 };
 
+// ---- Registered host memory (ABI 1.4) ------------------------------------------------------
+
+// Host memory registered with a pool (pool::register_host): the range is page-locked for the
+// pool's devices, so that the upload of a host operand lying wholly inside it is one DMA straight
+// from it instead of a copy into clops' pinned staging blocks and a DMA from there. Registering
+// costs about as much as copying the range two or three times: it pays for memory that many
+// calls read. Outputs still arrive through staging blocks. Move-only; the destructor unregisters
+// (never throws; unregister() reports a refusal). The memory must stay allocated while it is
+// registered and until every submitted call naming it has its outcome; unregistering while such a
+// call reads it is allowed (the range stays page-locked until that call completes). Keeps its
+// pool alive.
+class host_registration
+{
+  public:
+    host_registration() = default;
+    host_registration(host_registration &&other) noexcept
+        : pool_(std::move(other.pool_)), data_(std::exchange(other.data_, nullptr)),
+          bytes_(std::exchange(other.bytes_, 0))
+    {
+    }
+    host_registration &operator=(host_registration &&other) noexcept
+    {
+        if (this != &other) {
+            reset();
+            pool_ = std::move(other.pool_);
+            data_ = std::exchange(other.data_, nullptr);
+            bytes_ = std::exchange(other.bytes_, 0);
+        }
+        return *this;
+    }
+    host_registration(const host_registration &) = delete;
+    host_registration &operator=(const host_registration &) = delete;
+    ~host_registration()
+    {
+        reset();
+    }
+
+    explicit operator bool() const noexcept
+    {
+        return data_ != nullptr;
+    }
+    void *data() const noexcept
+    {
+        return data_;
+    }
+    std::size_t bytes() const noexcept
+    {
+        return bytes_;
+    }
+
+    // Unregisters now; the object is empty afterwards, also when the plugin refuses (it then
+    // holds no such range, and the clops::error says so).
+    void unregister()
+    {
+        if (data_ == nullptr)
+            detail::fail(CLOPS_ERR_INVALID_ARGUMENT,
+                         "host_registration: the registration is empty (moved from, released or "
+                         "unregistered)");
+        std::shared_ptr<detail::pool_state> p = std::move(pool_);
+        clops_host_register_args a = args(*p, std::exchange(data_, nullptr));
+        bytes_ = 0;
+        p->lib->check(p->lib->api->host_unregister(&a));
+    }
+
+    // Gives the range up without unregistering it: it stays registered until its pool is
+    // released (the memory stays allocated until then) or host_unregister is called with the
+    // returned pointer. The object is empty afterwards.
+    void *release() noexcept
+    {
+        pool_.reset();
+        bytes_ = 0;
+        return std::exchange(data_, nullptr);
+    }
+
+    // Unregisters now, ignoring a refusal (the plugin refuses only a range it no longer holds).
+    void reset() noexcept
+    {
+        if (data_ != nullptr) {
+            clops_host_register_args a = args(*pool_, data_);
+            pool_->lib->api->host_unregister(&a);
+        }
+        data_ = nullptr;
+        bytes_ = 0;
+        pool_.reset();
+    }
+
+  private:
+    friend class pool;
+    host_registration(std::shared_ptr<detail::pool_state> p, void *data, std::size_t bytes) noexcept
+        : pool_(std::move(p)), data_(data), bytes_(bytes)
+    {
+    }
+    // host_unregister's arguments: the range is named by its start alone.
+    static clops_host_register_args args(const detail::pool_state &p, void *data) noexcept
+    {
+        clops_host_register_args a{};
+        a.struct_size = sizeof a;
+        a.pool = p.handle;
+        a.data = data;
+        return a;
+    }
+
+    std::shared_ptr<detail::pool_state> pool_;
+    void *data_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
 // ---- Pools ----------------------------------------------------------------------------------
 
 // Devices, queues and compiled kernels; shared by threads (its own calls are synchronous; streams
@@ -1088,6 +1210,29 @@ class pool
         m.buffers = a.buffers;
         m.limit_bytes = a.limit_bytes;
         return m;
+    }
+
+    // Registers [data, data + bytes) with the pool (ABI 1.4): see host_registration. Ranges of
+    // one pool may not overlap (CLOPS_ERR_INVALID_ARGUMENT, "overlaps").
+    host_registration register_host(void *data, std::size_t bytes) const
+    {
+        detail::need_host_register(lib(), "register_host");
+        if (bytes > static_cast<std::size_t>(std::numeric_limits<int64_t>::max()))
+            detail::fail(CLOPS_ERR_INVALID_ARGUMENT,
+                         "register_host: parameter 'bytes' = " + std::to_string(bytes) +
+                             "; expected at most INT64_MAX");
+        clops_host_register_args a{};
+        a.struct_size = sizeof a;
+        a.pool = checked();
+        a.data = data;
+        a.bytes = static_cast<int64_t>(bytes);
+        lib().check(api().host_register(&a));
+        return host_registration(state_, data, bytes);
+    }
+    // A vector's elements; the vector must not reallocate while they are registered.
+    template <class T> host_registration register_host(std::vector<T> &v) const
+    {
+        return register_host(v.data(), v.size() * sizeof(T));
     }
 
     // A stream on device `device` of the pool (ABI 1.4). Interop: `cl_queue`, an in-order

@@ -2,6 +2,7 @@
 // in every layout, lu + lu_solve and solve against LAPACK's residual bound, clops::error on bad
 // arguments (status and message), generic invoke, device buffers, move-only ownership, and
 // (ABI 1.4) gemms on two streams, futures, cancellation, timeouts and an event past its stream;
+// gemm on registered host memory, a call outliving its registration, registrations' ownership;
 // interop on an OpenCL context, queue and buffers this test makes itself (a pool on them, a gemm
 // on wrapped cl_mem objects, ownership), and the device memory statistics' byte counts.
 #define CL_TARGET_OPENCL_VERSION 120
@@ -539,6 +540,127 @@ void test_refused_submit_throws_at_once(const clops::pool &pool)
     std::printf("refused_submit_throws_at_once: PASS\n");
 }
 
+// ---- Registered host memory (ABI 1.4) -----------------------------------------------------------
+
+// C = 1.5 A B - 0.25 C with A, B and C each in a registered vector (uploads straight from them
+// where the device stages host operands): within the loop reference's bound, and the same bits
+// as the call on unregistered copies.
+template <class T>
+double registered_gemm_error(const clops::pool &pool, int64_t m, int64_t n, int64_t k,
+                             clops::layout l)
+{
+    auto a = random_vector<T>(idx(m * k)), b = random_vector<T>(idx(k * n));
+    auto c = random_vector<T>(idx(m * n));
+    auto a_copy = a, b_copy = b, c_copy = c;
+    const auto c0 = c;
+    {
+        clops::host_registration ra = pool.register_host(a), rb = pool.register_host(b);
+        clops::host_registration rc = pool.register_host(c);
+        expect(ra && ra.data() == a.data() && ra.bytes() == a.size() * sizeof(T),
+               "a registration names the vector's elements");
+        pool.gemm(clops::view(a, m, k, l), clops::view(b, k, n, l), clops::view(c, m, n, l), 1.5,
+                  -0.25);
+    }
+    pool.gemm(clops::view(a_copy, m, k, l), clops::view(b_copy, k, n, l),
+              clops::view(c_copy, m, n, l), 1.5, -0.25);
+    expect(c == c_copy, "gemm on registered vectors gives the bits of the staged call");
+    const bool row = l == clops::layout::row_major;
+    return gemm_error(a, row ? k : 1, row ? 1 : m, b, row ? n : 1, row ? 1 : k, c0, c, row ? n : 1,
+                      row ? 1 : m, m, n, k, 1.5, -0.25);
+}
+
+void test_gemm_on_registered_vectors_matches_loop(const clops::pool &pool)
+{
+    double error = registered_gemm_error<double>(pool, 37, 23, 51, clops::layout::row_major);
+    expect(error < 2, "f64 gemm on registered vectors matches the loop reference");
+    pass("gemm_on_registered_vectors_f64", error);
+    error = registered_gemm_error<float>(pool, 29, 41, 17, clops::layout::column_major);
+    expect(error < 2, "f32 column-major gemm on registered vectors matches the loop reference");
+    pass("gemm_on_registered_vectors_f32", error);
+}
+
+// A submitted gemm reading registered vectors whose registrations are destroyed before its future
+// is waited: the call still gives the reference (the plugin keeps the ranges page-locked until it
+// completes), and the ranges, no longer registered, register anew.
+void test_submitted_call_outlives_its_registration(const clops::pool &pool)
+{
+    clops::stream s = pool.create_stream();
+    gemm_job job(161, 143, 197);
+    std::future<void> done;
+    bool running = false;
+    {
+        clops::host_registration ra = pool.register_host(job.a), rb = pool.register_host(job.b);
+        clops::event e = job.submit(s);
+        done = e.future();
+        running = !e.ready();
+    } // unregistered here, the event released: the call goes on
+    done.get();
+    double error = job.error();
+    expect(error < 2, "a call outliving its operands' registration matches the loop reference");
+    clops::host_registration again = pool.register_host(job.a);
+    again.unregister();
+    expect(!again, "an unregistered registration is empty");
+    std::printf("submitted_call_outlives_its_registration: PASS, scaled error %.3e (%s when "
+                "unregistered)\n",
+                error, running ? "running" : "already complete");
+}
+
+// Ownership: ranges of one pool may not overlap (the library's message); a moved-from
+// registration unregisters nothing (the range stays registered and its new owner unregisters it
+// once); move assignment unregisters what it replaces; release() leaves the range registered;
+// a registration keeps its pool alive.
+void test_host_registration_ownership(const clops::library &lib)
+{
+    clops::pool pool = lib.create_pool();
+    std::vector<double> range(1001, 0.0);
+    double *const middle = range.data() + 101;
+    const std::size_t middle_bytes = 399 * sizeof(double);
+    const auto overlapping = [&] { (void)pool.register_host(range.data() + 450, 60 * 8); };
+    clops::host_registration owner;
+    {
+        clops::host_registration moved_from = pool.register_host(middle, middle_bytes);
+        expect_error(overlapping, CLOPS_ERR_INVALID_ARGUMENT, "overlaps",
+                     "an overlapping registration returns", "overlap: INVALID_ARGUMENT");
+        expect_error([&] { (void)pool.register_host(range); }, CLOPS_ERR_INVALID_ARGUMENT,
+                     "overlaps", "a registration around another returns",
+                     "enclosing: INVALID_ARGUMENT");
+        owner = std::move(moved_from);
+        expect(!moved_from && moved_from.data() == nullptr && owner.data() == middle &&
+                   owner.bytes() == middle_bytes,
+               "a move takes the registration");
+    } // the moved-from destructor: nothing to unregister
+    expect_error(overlapping, CLOPS_ERR_INVALID_ARGUMENT, "overlaps",
+                 "a range is still registered after its moved-from object is gone",
+                 "moved-from destructor unregistered nothing");
+    clops::host_registration beside = pool.register_host(middle + 399, 8); // adjacent: no overlap
+    owner.unregister(); // throws CLOPS_ERR_NOT_FOUND had the moved-from object unregistered it
+    expect_error([&] { owner.unregister(); }, CLOPS_ERR_INVALID_ARGUMENT, "empty",
+                 "unregister() of an empty registration returns", "empty: INVALID_ARGUMENT");
+    beside = pool.register_host(range.data(), 8); // unregisters [middle + 399, +8)
+    // Overlaps what `beside` held: registers only because the move assignment unregistered it.
+    clops::host_registration tail = pool.register_host(middle + 300, 200 * 8);
+    expect_error([&] { (void)pool.register_host(range.data(), 0); }, CLOPS_ERR_INVALID_ARGUMENT,
+                 "'bytes' = 0", "an empty range registers", "bytes 0: INVALID_ARGUMENT");
+
+    tail.reset();
+    beside.reset();
+    clops::host_registration whole = pool.register_host(range);
+    void *kept = whole.release();
+    expect(!whole && kept == range.data(), "release() empties the object and returns the range");
+    expect_error(overlapping, CLOPS_ERR_INVALID_ARGUMENT, "overlaps",
+                 "a released range is still registered", "release() unregistered nothing");
+    clops_host_register_args u{};
+    u.struct_size = sizeof u;
+    u.pool = pool.get();
+    u.data = kept;
+    expect(lib.api().host_unregister(&u) == CLOPS_OK, "host_unregister of a released range");
+
+    clops::host_registration outlives = pool.register_host(range);
+    pool.reset(); // the registration holds the pool
+    outlives.unregister();
+    std::printf("host_registration_ownership: PASS\n");
+}
+
 // ---- Interop (ABI 1.4): the test's own OpenCL objects --------------------------------------
 
 void expect_cl(cl_int err, const std::string &what)
@@ -705,6 +827,9 @@ int main()
         test_cancelled_call_throws(lib, pool);
         test_event_outlives_stream(pool);
         test_refused_submit_throws_at_once(pool);
+        test_gemm_on_registered_vectors_matches_loop(pool);
+        test_submitted_call_outlives_its_registration(pool);
+        test_host_registration_ownership(lib);
         host_opencl cl;
         test_gemm_on_wrapped_host_memory(cl);
         test_memory_stats_count_buffer_bytes(cl);
