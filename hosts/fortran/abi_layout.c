@@ -119,6 +119,8 @@ static const int64_t layout[] = {
     AT(clops_api, buffer_cl),
     AT(clops_api, memory_stats),
     AT(clops_api, buffer_copy),
+    AT(clops_api, host_register),
+    AT(clops_api, host_unregister),
     SIZE(clops_output_spec),
     AT(clops_output_spec, param),
     AT(clops_output_spec, dtype),
@@ -212,6 +214,11 @@ static const int64_t layout[] = {
     AT(clops_buffer_copy_args, bytes),
     AT(clops_buffer_copy_args, wait_events),
     AT(clops_buffer_copy_args, event),
+    SIZE(clops_host_register_args),
+    AT(clops_host_register_args, flags),
+    AT(clops_host_register_args, pool),
+    AT(clops_host_register_args, data),
+    AT(clops_host_register_args, bytes),
 };
 
 /* Copies up to `capacity` entries into `out`; returns how many there are. */

@@ -1,7 +1,8 @@
 ! clops.f90 — the Fortran binding of libclops: bind(c) mirrors of abi/clops.h, loading the plugin
 ! with dlopen/dlsym, and typed gemm/lu/solve/lu_solve on Fortran arrays, passed without copies.
 ! ABI 1.4's streams, events and interop are reached through their args structs' mirrors and
-! clops_args_call (test_clops.f90's test_gemm_on_a_stream shows a submit and its wait).
+! clops_args_call (test_clops.f90's test_gemm_on_a_stream shows a submit and its wait);
+! clops_host_register / clops_host_unregister wrap its registration of host memory.
 !
 ! Arrays are described to clops where they lie: shape and strides (in elements) come from the
 ! addresses of their elements, so whole arrays (strides {1, size(a,1)}) and sections of a larger
@@ -195,6 +196,9 @@ module clops_core
         type(c_funptr) :: buffer_cl
         type(c_funptr) :: memory_stats
         type(c_funptr) :: buffer_copy
+        ! Appended after buffer_copy: present when clops_api_has_host_register()
+        type(c_funptr) :: host_register
+        type(c_funptr) :: host_unregister
     end type
 
     ! What an output tensor of a call must be (check_sized, ABI 1.2).
@@ -343,12 +347,23 @@ module clops_core
         type(c_ptr) :: event = c_null_ptr ! out
     end type
 
+    ! Both host_register and host_unregister take it (unregister does not read `bytes`).
+    type, bind(c), public :: clops_host_register_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: flags = 0 ! must be 0
+        type(c_ptr) :: pool = c_null_ptr
+        type(c_ptr) :: data = c_null_ptr
+        integer(c_int64_t) :: bytes = 0
+    end type
+
     ! Bytes of the table up to and including `invoke`, the last member this module calls:
     ! the three header fields (8 bytes), then 23 function pointers.
     integer(c_int32_t), parameter :: API_BYTES_NEEDED = 8 + 23 * 8
     ! The table of ABI 1.4, up to and including buffer_copy: 41 function pointers (23, then 1.1's
     ! one, 1.2's two and 1.4's fifteen).
     integer(c_int32_t), parameter :: API_BYTES_1_4 = 8 + 41 * 8
+    ! ... and up to and including host_unregister, appended to 1.4 after buffer_copy.
+    integer(c_int32_t), parameter :: API_BYTES_HOST_REGISTER = API_BYTES_1_4 + 2 * 8
     ! Bytes of struct clops_op up to and including param_size (offset 56): a descriptor of a
     ! plugin older than ABI 1.2 is shorter, and its parameters are CLOPS_PARAM_SIZE_1_1 apart.
     integer(c_int32_t), parameter :: OP_BYTES_WITH_PARAM_SIZE = 56 + 4
@@ -364,6 +379,7 @@ module clops_core
     public :: clops_error_message, clops_status_name
     public :: clops_op_find, clops_op_param, clops_param_name, clops_op_index
     public :: clops_api_has_streams, clops_args_call
+    public :: clops_api_has_host_register, clops_host_register, clops_host_unregister
     ! For clops_real.inc's modules only (module clops does not export them): the operators'
     ! calls on tensors, and the tensor over an array.
     public :: call_gemm, call_lu_or_solve, call_lu_solve, array_tensor
@@ -642,6 +658,15 @@ contains
         if (associated(table)) clops_api_has_streams = table%struct_size >= API_BYTES_1_4
     end function
 
+    ! Whether the loaded table has host_register and host_unregister (appended to ABI 1.4 after
+    ! buffer_copy, so a 1.4 table may lack them).
+    logical function clops_api_has_host_register()
+        clops_api_has_host_register = .false.
+        if (associated(table)) then
+            clops_api_has_host_register = table%struct_size >= API_BYTES_HOST_REGISTER
+        end if
+    end function
+
     ! Calls an ABI 1.4 member of the table (table%submit, table%event_wait, ...) with the address
     ! of its args struct (c_loc of a target variable of the matching clops_*_args type). Check
     ! clops_api_has_streams() first.
@@ -686,6 +711,61 @@ contains
         call release(pool%handle)
         pool%handle = c_null_ptr
     end subroutine
+
+    ! ---- Registered host memory -------------------------------------------------------------
+
+    ! Page-locks [data, data + bytes) for the pool's devices, so that an operand lying wholly
+    ! inside it (an array or a section of one) is uploaded by one DMA straight from it instead
+    ! of being copied into clops' pinned staging blocks first. Registering costs about as much
+    ! as copying the range two or three times: it pays for arrays that many calls read.
+    ! `data` = c_loc(a) of a contiguous target array, `bytes` = size(a, kind=c_int64_t) *
+    ! c_sizeof(a(1)) (c_sizeof(a) where a is not allocatable). The array must stay allocated
+    ! until clops_host_unregister(pool, data) or clops_pool_release; ranges of one pool may not
+    ! overlap. Outputs are still written through staging blocks.
+    subroutine clops_host_register(pool, data, bytes, status)
+        type(clops_pool), intent(in) :: pool
+        type(c_ptr), intent(in) :: data
+        integer(c_int64_t), intent(in) :: bytes
+        integer(c_int32_t), intent(out), optional :: status
+        call deliver(call_host_range(pool, .false., data, bytes), status)
+    end subroutine
+
+    ! Ends the registration that starts at `data` (the same c_loc given to clops_host_register).
+    ! A call still reading the range keeps it page-locked until it completes.
+    subroutine clops_host_unregister(pool, data, status)
+        type(clops_pool), intent(in) :: pool
+        type(c_ptr), intent(in) :: data
+        integer(c_int32_t), intent(out), optional :: status
+        call deliver(call_host_range(pool, .true., data, 0_c_int64_t), status)
+    end subroutine
+
+    ! host_register, or host_unregister when `unregister`, through their args struct.
+    integer(c_int32_t) function call_host_range(pool, unregister, data, bytes) result(status)
+        type(clops_pool), intent(in) :: pool
+        logical, intent(in) :: unregister
+        type(c_ptr), intent(in) :: data
+        integer(c_int64_t), intent(in) :: bytes
+        type(clops_host_register_args), target :: args
+        type(c_funptr) :: member
+        character(len=:), allocatable :: name
+        name = 'host_register'
+        if (unregister) name = 'host_unregister'
+        if (clops_is_loaded() .and. .not. clops_api_has_host_register()) then
+            status = fail(CLOPS_ERR_UNSUPPORTED, name//': the loaded libclops predates it '// &
+                          '(ABI 1.4 appended it after buffer_copy)')
+            return
+        end if
+        member = c_null_funptr
+        if (clops_is_loaded()) then
+            member = table%host_register
+            if (unregister) member = table%host_unregister
+        end if
+        status = ready(pool, member, name)
+        if (status /= CLOPS_OK) return
+        args = clops_host_register_args(int(c_sizeof(args), c_int32_t), 0, pool%handle, data, &
+                                        bytes)
+        status = clops_args_call(member, c_loc(args))
+    end function
 
     ! ---- Errors -----------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 ! test_clops.f90 — the Fortran binding against libclops: the bind(c) mirrors match the C layout,
 ! GEMM on column-major arrays and array sections matches matmul, LU reconstructs P·A, solve and
 ! lu_solve reach LAPACK's residual bound, singular matrices and bad arguments are reported, and
-! (ABI 1.4) a gemm submitted on a stream completes through its event with matmul's result.
+! (ABI 1.4) a gemm submitted on a stream completes through its event with matmul's result, and
+! a gemm on operands inside registered host memory matches matmul.
 program test_clops
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: real32, real64
@@ -48,6 +49,8 @@ program test_clops
     call test_singular_matrix_reports_info()
     call test_bad_argument_status_and_message()
     call test_gemm_on_a_stream(41, 29, 37)
+    call test_gemm_reads_registered_memory(43, 31, 53)
+    call test_host_register_refusals_name_the_range()
 
     call clops_pool_release(pool)
     call clops_pool_release(pool) ! a released pool is null: the second call does nothing
@@ -133,6 +136,7 @@ contains
         type(clops_buffer_cl_args), target :: bc
         type(clops_memory_stats_args), target :: ms
         type(clops_buffer_copy_args), target :: bp
+        type(clops_host_register_args), target :: hr
         count = 0
         call put_size(out, count, c_sizeof(t))
         call put_offsets(out, count, c_loc(t), [c_loc(t%buffer), c_loc(t%offset), c_loc(t%dtype), c_loc(t%rank), &
@@ -184,7 +188,8 @@ contains
                              c_loc(api%event_release), c_loc(api%event_cl_event), &
                              c_loc(api%pool_create_from_cl), c_loc(api%buffer_wrap_cl), &
                              c_loc(api%buffer_cl), c_loc(api%memory_stats), &
-                             c_loc(api%buffer_copy)])
+                             c_loc(api%buffer_copy), c_loc(api%host_register), &
+                             c_loc(api%host_unregister)])
         call put_size(out, count, c_sizeof(spec))
         call put_offsets(out, count, c_loc(spec), [c_loc(spec%param), c_loc(spec%dtype), &
                              c_loc(spec%rank), c_loc(spec%shape)])
@@ -238,6 +243,9 @@ contains
                          c_loc(bp%src), c_loc(bp%src_offset), c_loc(bp%dst), &
                          c_loc(bp%dst_offset), c_loc(bp%bytes), c_loc(bp%wait_events), &
                          c_loc(bp%event)])
+        call put_size(out, count, c_sizeof(hr))
+        call put_offsets(out, count, c_loc(hr), [c_loc(hr%flags), c_loc(hr%pool), &
+                         c_loc(hr%data), c_loc(hr%bytes)])
     end subroutine
 
     subroutine put_size(out, count, value)
@@ -280,7 +288,7 @@ contains
         api => clops_get_api()
         call expect(associated(api), 'clops_get_api after clops_load')
         call expect(api%abi_major == CLOPS_ABI_MAJOR, 'table serves ABI 1')
-        ! The plugin of this tree is ABI 1.2: its table is exactly our mirror.
+        ! The plugin of this tree has exactly the members of our mirror.
         call expect(int(api%struct_size, c_size_t) == c_sizeof(api), 'struct_size = sizeof mirror')
         call expect(len(clops_version()) > 0, 'version string')
         print *, 'table_size_covers_mirror: PASS (libclops '//clops_version()//', ABI '// &
@@ -674,6 +682,89 @@ contains
         call expect(clops_args_call(api%stream_release, c_loc(release_stream)) == CLOPS_OK, &
                     'stream_release')
         call pass('gemm_on_a_stream', error)
+    end subroutine
+
+    ! ---- Registered host memory (ABI 1.4, after buffer_copy) ------------------------------
+
+    ! A, B (a section with a padded leading dimension) and C carved out of one registered
+    ! array: C = alpha A B + beta C read from and written into it matches matmul, A and B are
+    ! left as they were, and the range is unregistered after (a second unregister finds none).
+    subroutine test_gemm_reads_registered_memory(m, n, k)
+        integer, intent(in) :: m, n, k
+        integer, parameter :: pad = 3
+        real(real64), parameter :: alpha = 1.25_real64, beta = -0.5_real64
+        real(real64), allocatable, target :: block(:)
+        real(real64), allocatable :: before(:), c0(:, :)
+        real(real64), pointer :: a(:, :), b_parent(:, :), c(:, :)
+        integer :: c_first
+        real(real64) :: error
+        character(len=:), allocatable :: message
+        c_first = m * k + (k + pad) * n + 1
+        allocate (block(c_first + m * n - 1))
+        call random_number(block)
+        block = 2 * block - 1
+        before = block
+        a(1:m, 1:k) => block(1:m * k)
+        b_parent(1:k + pad, 1:n) => block(m * k + 1:c_first - 1)
+        c(1:m, 1:n) => block(c_first:)
+        c0 = c
+        call expect(clops_api_has_host_register(), 'the table has host_register')
+        call clops_host_register(pool, c_loc(block), &
+                                 size(block, kind=c_int64_t) * c_sizeof(block(1)), status)
+        call expect(status == CLOPS_OK, 'host_register: '//clops_error_message())
+        call gemm(pool, a, b_parent(2:k + 1, :), c, alpha, beta, status=status)
+        call expect(status == CLOPS_OK, 'gemm on registered memory: '//clops_error_message())
+        error = gemm_error(c, alpha * matmul(a, b_parent(2:k + 1, :)) + beta * c0, &
+                           matmul(abs(a), abs(b_parent(2:k + 1, :))), c0, alpha, beta, k, &
+                           epsilon(1.0_real64))
+        call expect(error < 2, 'gemm on registered memory matches matmul')
+        call expect(maxval(abs(block(:c_first - 1) - before(:c_first - 1))) <= 0, &
+                    'gemm leaves A and B in the registered range as they were')
+        call clops_host_unregister(pool, c_loc(block), status)
+        call expect(status == CLOPS_OK, 'host_unregister: '//clops_error_message())
+        call clops_host_unregister(pool, c_loc(block), status)
+        message = clops_error_message()
+        call expect(status == CLOPS_ERR_NOT_FOUND .and. index(message, "'data'") > 0, &
+                    'a second host_unregister is NOT_FOUND, naming data')
+        call pass('gemm_reads_registered_memory', error)
+    end subroutine
+
+    ! A range overlapping a registered one, and flags other than 0, are refused with messages
+    ! that say so; the registration in place is unchanged (it unregisters once, then the whole
+    ! array registers again).
+    subroutine test_host_register_refusals_name_the_range()
+        real(real64), allocatable, target :: block(:)
+        type(clops_api), pointer :: api
+        type(clops_host_register_args), target :: args
+        character(len=:), allocatable :: message
+        allocate (block(1000))
+        block = 0
+        call clops_host_register(pool, c_loc(block(501)), 500 * c_sizeof(block(1)), status)
+        call expect(status == CLOPS_OK, 'host_register of the upper half: '//clops_error_message())
+        call clops_host_register(pool, c_loc(block), &
+                                 size(block, kind=c_int64_t) * c_sizeof(block(1)), status)
+        message = clops_error_message()
+        print *, '  host_register over a registered range -> '//clops_status_name(status)// &
+            ': '//message
+        call expect(status == CLOPS_ERR_INVALID_ARGUMENT .and. index(message, 'overlaps') > 0, &
+                    'an overlapping range is INVALID_ARGUMENT, saying it overlaps')
+
+        api => clops_get_api()
+        args = clops_host_register_args(int(c_sizeof(args), c_int32_t), 1, pool%handle, &
+                                        c_loc(block), 100 * c_sizeof(block(1)))
+        status = clops_args_call(api%host_register, c_loc(args))
+        message = clops_error_message()
+        call expect(status == CLOPS_ERR_INVALID_ARGUMENT .and. index(message, "'flags'") > 0, &
+                    'flags = 1 is INVALID_ARGUMENT, naming flags')
+
+        call clops_host_unregister(pool, c_loc(block(501)), status)
+        call expect(status == CLOPS_OK, 'the upper half is still registered after the refusals')
+        call clops_host_register(pool, c_loc(block), &
+                                 size(block, kind=c_int64_t) * c_sizeof(block(1)), status)
+        call expect(status == CLOPS_OK, 'the whole array registers once the half is not')
+        call clops_host_unregister(pool, c_loc(block), status)
+        call expect(status == CLOPS_OK, 'host_unregister of the whole array')
+        print *, 'host_register_refusals_name_the_range: PASS'
     end subroutine
 
     ! A whole column-major array as a tensor: strides {1, size(a, 1)}.

@@ -50,6 +50,11 @@ const API_BUFFER_CL = 38
 const API_MEMORY_STATS = 39
 const API_BUFFER_COPY = 40
 const API_BYTES_1_4 = 8 + 8 * (API_BUFFER_COPY + 1)
+# Appended to ABI 1.4 after buffer_copy, so a 1.4 table may lack them: usable when struct_size
+# reaches API_BYTES_HOST_REGISTER. Both take a Ref{HostRegisterArgs}.
+const API_HOST_REGISTER = 41
+const API_HOST_UNREGISTER = 42
+const API_BYTES_HOST_REGISTER = 8 + 8 * (API_HOST_UNREGISTER + 1)
 # struct clops_op: uint32 struct_size, int32 version, name, summary, doc, int32 param_count,
 # int32 reserved, params, then the typed entry; ABI 1.2 appends uint32 param_size at byte 56,
 # the distance between elements of params. This module reads no parameter descriptor and calls
@@ -210,8 +215,22 @@ struct BufferCopyArgs
     event::Ptr{Cvoid}
 end
 
+# host_register / host_unregister: [data, data + bytes) page-locked for the pool's devices, so
+# that an operand lying wholly inside it is uploaded by one DMA straight from it. flags must be
+# 0; unregister takes the same data and does not read bytes. The array must stay alive (a
+# reference held, not only GC.@preserve) until host_unregister or the pool's release.
+struct HostRegisterArgs
+    struct_size::UInt32
+    flags::Int32
+    pool::Ptr{Cvoid}
+    data::Ptr{Cvoid}
+    bytes::Int64
+end
+
 "Whether the loaded table has ABI 1.4's members (streams, events, interop)."
 has_streams() = (load(); unsafe_load(Ptr{UInt32}(API[])) >= API_BYTES_1_4)
+"Whether the loaded table has host_register and host_unregister (appended to ABI 1.4)."
+has_host_register() = (load(); unsafe_load(Ptr{UInt32}(API[])) >= API_BYTES_HOST_REGISTER)
 
 
 "A failed clops call: `status` is the enum clops_status, `message` the library's (it names the
