@@ -213,6 +213,16 @@ int32_t pool_scratch_take(struct clops_pool *pool, struct pool_device *dev, int6
 void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem mem,
                        int64_t zero_at, int64_t zero_bytes);
 
+/* A device buffer of at least `bytes` for a staged host operand (tensor_stage): one a call
+ * gave back (pool_staged_give) where one fits without wasting more than its size, else a new
+ * one (pool_alloc_device_memory, whose messages name `op` and `what`). Any allocation on a
+ * device whose limit is reached first releases the buffers its pool keeps there. */
+int32_t pool_staged_take(struct clops_pool *pool, struct pool_device *dev, int64_t bytes,
+                         const char *op, const char *what, cl_mem *out);
+/* Gives back a buffer of pool_staged_take once nothing queued uses it any more: kept for later
+ * calls (POOL_STAGED_CACHE, up to an eighth of the device's limit), else released. */
+void pool_staged_give(struct clops_pool *pool, struct pool_device *dev, cl_mem mem);
+
 /* Host memory for a call's temporaries (outputs downloaded before their commit, packed
  * outputs, the staging blocks of uploads), at least `bytes`, its size in *capacity; NULL when
  * there is none. Pinned memory of `dev` where its driver gives it (a CL_MEM_ALLOC_HOST_PTR

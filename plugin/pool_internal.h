@@ -26,6 +26,7 @@ struct pool_device {
     size_t max_work_group;         /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
     int32_t nv_compute_capability; /* NVIDIA's major * 10 + minor; 0: not NVIDIA, or unknown */
     int32_t index;                 /* in the pool */
+    struct clops_pool *owner;      /* the pool it is a device of (its staged-buffer cache) */
     atomic_llong tasks, busy_ns;   /* clops_device_stats */
     /* Device memory accounting (pool_alloc_device_memory): the bytes clops may hold on this
      * device, and what it holds (bytes, their peak, cl_mem objects), counted over every pool of
@@ -62,6 +63,18 @@ struct scratch_slot {
     int64_t bytes, zero_at, zero_bytes;
 };
 
+/* Device buffers of staged host operands calls gave back (pool_staged_give): on NVIDIA's OpenCL,
+ * clReleaseMemObject of a device buffer waits until the whole device is idle (8.9 ms while a
+ * 9 ms kernel ran on another queue, on an H200), so a call that released its operands' buffers
+ * stalled every other stream's calls behind it. Kept up to POOL_STAGED_CACHE buffers and an
+ * eighth of the device's memory limit; counted against that limit while kept. */
+enum { POOL_STAGED_CACHE = 32 };
+struct staged_slot {
+    struct pool_device *dev;
+    cl_mem mem; /* NULL: a free slot */
+    int64_t bytes;
+};
+
 /* Kernels calls gave back (pool_release_kernel), by program and name: enough for the kernels of
  * every operator on a device and a few threads' calls at once. */
 enum { POOL_IDLE_KERNELS = 64, POOL_KERNEL_NAME = 48 };
@@ -95,6 +108,7 @@ struct clops_pool {
      * of two streams (starters packing uploads, completers unpacking downloads) copy at once. */
     struct host_copier *copiers[POOL_COPIERS];
     struct scratch_slot scratch[POOL_SCRATCH_CACHE]; /* guarded by host_lock */
+    struct staged_slot staged[POOL_STAGED_CACHE];    /* guarded by host_lock */
     int copiers_tried; /* copiers made (or that could not be), guarded by host_lock */
     pthread_mutex_t registered_lock;      /* guards `registered` */
     struct host_registration *registered; /* host_register's ranges (host_register.c) */

@@ -58,6 +58,8 @@ int32_t pool_create_with(const struct pool_config *cfg,
         pool_release(pool);
         return status;
     }
+    for (int32_t i = 0; i < pool->device_count; i++)
+        pool->devices[i].owner = pool;
     /* Calls find their operator's settings by the descriptor's index from here on. */
     for (int32_t i = 0; i < registry_count(); i++)
         pool->op_counters[i].settings = config_find_op(&pool->cfg, registry_at(i)->name);

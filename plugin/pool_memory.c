@@ -79,6 +79,8 @@ static void count_device_buffer(struct memory_count *count, int64_t held)
         ;
 }
 
+static int staged_release(struct clops_pool *pool, const struct pool_device *dev);
+
 int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const char *op,
                                  const char *what, cl_mem *out)
 {
@@ -93,7 +95,10 @@ int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const c
                        "%s: %s: %lld bytes exceed the largest allocation '%s' allows (%lld bytes)",
                        op, what, (long long)bytes, dev->info.name, (long long)dev->max_alloc_bytes);
     int64_t held = 0;
-    if (!reserve_device_memory(dev, bytes, &held))
+    /* Staged operands' buffers the pool keeps for later calls give way to what is asked now. */
+    if (!reserve_device_memory(dev, bytes, &held) &&
+        (dev->owner == NULL || staged_release(dev->owner, dev) == 0 ||
+         !reserve_device_memory(dev, bytes, &held)))
         return err_set(CLOPS_ERR_OUT_OF_DEVICE_MEMORY,
                        "%s: %s: %lld bytes do not fit in the memory of '%s': %lld bytes in use, "
                        "limit %lld bytes (device_memory_percent of the %lld bytes it reports)",
@@ -170,6 +175,79 @@ void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem 
                     (struct scratch_slot){dev, mem, (int64_t)bytes, zero_at, zero_bytes};
                 mem = NULL;
             }
+        pthread_mutex_unlock(&pool->host_lock);
+    }
+    pool_free_device_memory(dev, mem);
+}
+
+/* Takes the smallest kept buffer of `dev` that holds `bytes` and is at most twice as large
+ * (a larger one would hold device memory a later, larger operand could use); NULL if none. */
+static cl_mem staged_cached(struct clops_pool *pool, struct pool_device *dev, int64_t bytes)
+{
+    pthread_mutex_lock(&pool->host_lock);
+    int best = -1;
+    for (int i = 0; i < POOL_STAGED_CACHE; i++) {
+        const struct staged_slot *s = &pool->staged[i];
+        if (s->mem != NULL && s->dev == dev && s->bytes >= bytes && s->bytes / 2 <= bytes &&
+            (best < 0 || s->bytes < pool->staged[best].bytes))
+            best = i;
+    }
+    cl_mem mem = NULL;
+    if (best >= 0) {
+        mem = pool->staged[best].mem;
+        pool->staged[best].mem = NULL;
+    }
+    pthread_mutex_unlock(&pool->host_lock);
+    return mem;
+}
+
+/* Releases every kept buffer of `dev` (NULL: of every device); returns how many. */
+static int staged_release(struct clops_pool *pool, const struct pool_device *dev)
+{
+    cl_mem drop[POOL_STAGED_CACHE];
+    struct pool_device *owner[POOL_STAGED_CACHE];
+    int n = 0;
+    pthread_mutex_lock(&pool->host_lock);
+    for (int i = 0; i < POOL_STAGED_CACHE; i++) {
+        struct staged_slot *s = &pool->staged[i];
+        if (s->mem != NULL && (dev == NULL || s->dev == dev)) {
+            owner[n] = s->dev;
+            drop[n++] = s->mem;
+            s->mem = NULL;
+        }
+    }
+    pthread_mutex_unlock(&pool->host_lock);
+    for (int i = 0; i < n; i++)
+        pool_free_device_memory(owner[i], drop[i]);
+    return n;
+}
+
+int32_t pool_staged_take(struct clops_pool *pool, struct pool_device *dev, int64_t bytes,
+                         const char *op, const char *what, cl_mem *out)
+{
+    *out = staged_cached(pool, dev, bytes);
+    return *out != NULL ? CLOPS_OK : pool_alloc_device_memory(dev, bytes, op, what, out);
+}
+
+void pool_staged_give(struct clops_pool *pool, struct pool_device *dev, cl_mem mem)
+{
+    if (mem == NULL)
+        return;
+    size_t bytes = 0;
+    if (clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS) {
+        pthread_mutex_lock(&pool->host_lock);
+        int64_t kept = 0;
+        int slot = -1;
+        for (int i = 0; i < POOL_STAGED_CACHE; i++) {
+            if (pool->staged[i].mem == NULL)
+                slot = slot < 0 ? i : slot;
+            else if (pool->staged[i].dev == dev)
+                kept += pool->staged[i].bytes;
+        }
+        if (slot >= 0 && kept + (int64_t)bytes <= dev->memory_limit_bytes / 8) {
+            pool->staged[slot] = (struct staged_slot){dev, mem, (int64_t)bytes};
+            mem = NULL;
+        }
         pthread_mutex_unlock(&pool->host_lock);
     }
     pool_free_device_memory(dev, mem);
@@ -385,6 +463,7 @@ void pool_host_release_all(struct clops_pool *pool)
         pool_free_device_memory(pool->scratch[i].dev, pool->scratch[i].mem);
         pool->scratch[i].mem = NULL;
     }
+    staged_release(pool, NULL);
     for (int i = 0; i < POOL_HOST_CACHE; i++) {
         free_block(pool->host_cache[i]);
         pool->host_cache[i] = NULL;

@@ -334,8 +334,8 @@ static cl_int upload_gathered(struct upload *u, const struct view_runs *v, int64
 /* One write straight from the view's memory: a CPU device's buffers are host memory, and its
  * driver's write is one copy, which staging would make two (a 64 MiB upload on PoCL took 70 ms
  * instead of 57); memory the host registered is page-locked, and a GPU's DMA reads it as it
- * would a staging block. Not waited for: the view stays as it is until the call's wait (an output is
- * written only in its commit, after that wait). */
+ * would a staging block. Not waited for: the view stays as it is until the call's wait (an output
+ * is written only in its commit, after that wait). */
 static cl_int upload_direct(struct upload *u, const size_t region[3])
 {
     if (region[1] == 1 && region[2] == 1)
@@ -410,7 +410,7 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
         return CLOPS_OK;
     char what[96];
     snprintf(what, sizeof what, "parameter '%s'", param);
-    int32_t status = pool_alloc_device_memory(dev, (int64_t)bytes, op, what, &out->mem);
+    int32_t status = pool_staged_take(pool, dev, (int64_t)bytes, op, what, &out->mem);
     if (status != CLOPS_OK)
         return status;
     out->temporary = 1;
@@ -472,7 +472,7 @@ void tensor_commit(struct staged_tensor *s)
 void tensor_release(struct staged_tensor *s)
 {
     if (s->temporary)
-        pool_free_device_memory(s->dev, s->mem);
+        pool_staged_give(s->pool, s->dev, s->mem);
     s->mem = NULL;
     s->temporary = 0;
     pool_host_give(s->pool, s->host, s->host_capacity);

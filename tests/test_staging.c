@@ -285,6 +285,41 @@ START_TEST(test_host_blocks_are_reused_and_never_shared)
 }
 END_TEST
 
+/* A staged operand's device buffer goes back to the pool and serves the next operand that fits
+ * it (not one less than half its size); two staged at once never share one; an allocation the
+ * device's limit refuses first releases what the pool keeps (test_memory covers the limit). */
+START_TEST(test_staged_buffers_are_reused_and_never_shared)
+{
+    struct pool_device *dev = pool_device_at(pool, 0);
+    cl_command_queue queue = pool_acquire_queue(dev);
+    float *host = tu_malloc(sizeof(float) * 4096);
+    for (int i = 0; i < 4096; i++)
+        host[i] = (float)i;
+    struct clops_tensor big = {
+        .data = host, .dtype = CLOPS_F32, .rank = 1, .shape = {4096}, .strides = {1}};
+    struct clops_tensor mid = big, small = big;
+    mid.shape[0] = 3000;
+    small.shape[0] = 1000;
+    struct staged_tensor s1, s2, s3;
+    ck_assert_int_eq(tensor_stage(pool, dev, queue, &big, 1, &s1, "test", "x"), CLOPS_OK);
+    ck_assert_int_eq(clFinish(queue), CL_SUCCESS);
+    const cl_mem first = s1.mem;
+    tensor_release(&s1);
+    ck_assert_int_eq(tensor_stage(pool, dev, queue, &small, 1, &s2, "test", "x"), CLOPS_OK);
+    ck_assert_ptr_ne(s2.mem, first); /* 4000 bytes in a 16 KiB buffer: too wasteful */
+    ck_assert_int_eq(tensor_stage(pool, dev, queue, &mid, 1, &s3, "test", "x"), CLOPS_OK);
+    ck_assert_ptr_eq(s3.mem, first);
+    float back[3000];
+    ck_assert_int_eq(
+        clEnqueueReadBuffer(queue, s3.mem, CL_TRUE, 0, sizeof back, back, 0, NULL, NULL),
+        CL_SUCCESS);
+    ck_assert(memcmp(back, host, sizeof back) == 0);
+    tensor_release(&s2);
+    tensor_release(&s3);
+    free(host);
+}
+END_TEST
+
 int main(void)
 {
     const struct tu_test tests[] = {
@@ -296,6 +331,7 @@ int main(void)
         TU_TEST(test_copier_runs_every_part_once),
         TU_TEST(test_copier_in_a_forked_child_copies_alone_and_returns),
         TU_TEST(test_host_blocks_are_reused_and_never_shared),
+        TU_TEST(test_staged_buffers_are_reused_and_never_shared),
     };
     return tu_run_tests("staging", 0, 1, tests, TU_COUNT(tests));
 }
