@@ -39,7 +39,10 @@ static const char help[] =
     "           rounds of the C calls; speedup = sequential / two streams. The first timed\n"
     "           round's results are checked: the sequential C against the host's product on\n"
     "           3 rows, and the two streams' C against the sequential C (max rel diff <= 1e-5);\n"
-    "           a size that fails is reported and its figures are not printed.\n"
+    "           a size that fails is reported and its figures are not printed. Each size\n"
+    "           runs twice: A and B in pageable memory (staged through clops' pinned blocks),\n"
+    "           then registered with host_register (ABI 1.4; uploaded by DMA straight from\n"
+    "           them) — `register ms` is the time of registering them.\n"
     "  submit   the time of the submit call alone (the clock read around it), M times: a gemm\n"
     "           refused by its checks (A is 16 x 16, B 17 x 16: K differs), and a 16 x 16 f32\n"
     "           gemm on host operands (its events waited for and released every 64 submits,\n"
@@ -47,7 +50,8 @@ static const char help[] =
     "           the whole synchronous call of the same gemm.\n"
     "Targets (issue 23, on the H200): speedup >= 1.5 at N = 4096; submit <= 10 us (median).\n"
     "--csv's rows are the overlap part's (op \"gemm host sequential\" and \"gemm host two\n"
-    "streams\"): time_ms is a batch's time over C, the rate C 2 N^3 / batch time.\n"
+    "streams\", \"registered\" added for the registered runs): time_ms is a batch's time over\n"
+    "C, the rate C 2 N^3 / batch time.\n"
     "\n"
     "Options:\n"
     "  -s, --sizes LIST       matrix orders, comma-separated (default 1024,4096 on a GPU,\n"
@@ -362,8 +366,29 @@ static void record(const struct overlap_bench *b, const char *op, const struct b
                                      .device = b->session.device.name});
 }
 
-/* Warm-up (the kernel built, the streams' threads started), then R rounds of both ways. */
-static void measure_size(struct overlap_bench *b, int64_t n, struct table *t)
+/* Registers (register = 1) or unregisters m's A and B, all calls' at once (host_register).
+ * Registering returns its time in ms, NAN when it failed. */
+static double batch_register(struct overlap_bench *b, const struct batch *m, int reg)
+{
+    const size_t bytes = (size_t)(m->calls * m->n * m->n) * sizeof(float);
+    float *const ranges[2] = {m->a, m->b};
+    double start = host_now_ms();
+    for (int i = 0; i < 2; i++) {
+        struct clops_host_register_args a = {.struct_size = sizeof a,
+                                             .pool = b->session.pool,
+                                             .data = ranges[i],
+                                             .bytes = (int64_t)bytes};
+        if ((reg ? b->api->host_register(&a) : b->api->host_unregister(&a)) != CLOPS_OK) {
+            bench_report_error(&b->session, reg ? "host_register" : "host_unregister");
+            return NAN;
+        }
+    }
+    return host_now_ms() - start;
+}
+
+/* Warm-up (the kernel built, the streams' threads started), then R rounds of both ways, with A
+ * and B registered or not. */
+static void measure_size(struct overlap_bench *b, int64_t n, int registered, struct table *t)
 {
     const int reps = b->session.opt.reps;
     struct batch m;
@@ -371,7 +396,15 @@ static void measure_size(struct overlap_bench *b, int64_t n, struct table *t)
     table_row(t);
     table_cell(t, "%lld", (long long)n);
     table_cell(t, "%lld", (long long)m.calls);
-    int ok = call_gemm(b, m.sequential[0]) == CLOPS_OK;
+    table_cell(t, "%s", registered ? "registered" : "pageable");
+    double register_ms = NAN;
+    int ok = 1;
+    if (registered) {
+        register_ms = batch_register(b, &m, 1);
+        ok = !isnan(register_ms);
+    }
+    table_cell(t, isnan(register_ms) ? "-" : "%.1f", register_ms);
+    ok = ok && call_gemm(b, m.sequential[0]) == CLOPS_OK;
     if (!ok)
         bench_report_error(&b->session, "gemm");
     for (int s = 0; s < STREAMS && ok; s++) { /* one at a time: both write the same C */
@@ -400,9 +433,13 @@ static void measure_size(struct overlap_bench *b, int64_t n, struct table *t)
         table_cell(t, "%.3f", two_ms);
         table_cell(t, "%.2f", seq_ms / two_ms);
         table_cell(t, "%.1e", diff);
-        record(b, "gemm host sequential", &m, seq_ms);
-        record(b, "gemm host two streams", &m, two_ms);
+        record(b, registered ? "gemm host registered sequential" : "gemm host sequential", &m,
+               seq_ms);
+        record(b, registered ? "gemm host registered two streams" : "gemm host two streams", &m,
+               two_ms);
     }
+    if (registered && !isnan(register_ms) && isnan(batch_register(b, &m, 0)))
+        b->failures++;
     free(seq);
     free(two);
     batch_free(&m);
@@ -413,6 +450,8 @@ static void run_overlap(struct overlap_bench *b)
     static const struct table_column columns[] = {
         {"N", TABLE_RIGHT},
         {"calls", TABLE_RIGHT},
+        {"A, B memory", TABLE_LEFT},
+        {"register ms", TABLE_RIGHT},
         {"sequential ms", TABLE_RIGHT},
         {"two streams ms", TABLE_RIGHT},
         {"speedup", TABLE_RIGHT},
@@ -420,13 +459,16 @@ static void run_overlap(struct overlap_bench *b)
     };
     struct table t;
     table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    const int can_register = CLOPS_API_HAS(b->api, host_unregister);
     for (int i = 0; i < b->opt.size_count; i++)
-        measure_size(b, b->opt.sizes[i], &t);
+        for (int registered = 0; registered <= can_register; registered++)
+            measure_size(b, b->opt.sizes[i], registered, &t);
     printf(
         "Overlap: %lld GEMM calls C = A B, f32, N x N, host operands (upload, compute, download),\n"
         "one after the other (sequential) and submitted alternately to two streams and waited\n"
         "for at the end (two streams); median of %d rounds; speedup = sequential / two streams;\n"
-        "max rel diff: the streams' C against the sequential C.\n"
+        "max rel diff: the streams' C against the sequential C. A, B memory: pageable, or\n"
+        "registered with host_register before the rounds (register ms: its time, not counted).\n"
         "Target (issue 23): speedup >= %.1f at N = 4096 on the H200.\n\n",
         (long long)b->opt.calls, b->session.opt.reps, TARGET_SPEEDUP);
     table_print(&t, stdout, 0);
