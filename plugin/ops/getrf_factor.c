@@ -12,7 +12,7 @@
  * its interchanges are applied to the range's other columns; the block row right of the panel
  * becomes U12 = L11^-1 A12 (one GEMM with L11's inverse); the rows below get A22 -= L21 U12
  * through gemm.cl. Between the outer steps, the call's pace (pace.h): a cancel stops it there,
- * and a submitted call runs at most PACE_LAG panels ahead of the device. */
+ * and a submitted call runs at most its pace's lag of panels ahead of the device (pace.h). */
 static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t count,
                                 int32_t pivoting, int64_t mn);
 

@@ -782,8 +782,9 @@ static int32_t bind_staged_outputs(cl_kernel kernel, const struct op_call *call,
 
 /* Launches the tiles in order on the call's queue and waits for none of them (the lifecycle
  * waits once, then downloads and commits the outputs). A submitted call is paced (pace.h), a
- * launch a step: a cancel stops it within PACE_LAG launches, and its progress counts the tiles
- * of the launches done. Launches are as large as on the splitter's workers (launch_items). */
+ * launch a step: a cancel stops it within its pace's lag of launches (pace.h), and its progress
+ * counts the tiles of the launches done. Launches are as large as on the splitter's workers
+ * (launch_items). */
 static int32_t render_alone(struct op_call *call, const struct mandel_plan *p)
 {
     struct clops_pool *pool = call->pool;

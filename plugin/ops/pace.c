@@ -4,32 +4,62 @@
 void pace_begin(struct pace *p, struct op_call *call, cl_command_queue queue, int64_t total,
                 const char *unit)
 {
-    *p = (struct pace){.call = call, .queue = queue, .unit = unit, .total = total};
+    *p = (struct pace){
+        .call = call, .queue = queue, .unit = unit, .total = total, .lag = PACE_LAG_MIN};
     call_progress(call, 0, total);
 }
 
+/* 1 when step s's marker (not retired) reports its work done, without waiting. */
+static int step_complete(const struct pace *p, int64_t s)
+{
+    cl_int state = CL_QUEUED;
+    return clGetEventInfo(p->marks[s % PACE_RING], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state,
+                          &state, NULL) == CL_SUCCESS &&
+           state == CL_COMPLETE;
+}
+
+/* Retires the steps before `end` (their markers released), the last of them waited for when
+ * `wait` (the in-order queue finished the others before it); the call's progress is then the
+ * units queued with it. */
+static cl_int retire_through(struct pace *p, int64_t end, int wait)
+{
+    if (end <= p->retired)
+        return CL_SUCCESS;
+    cl_event *last = &p->marks[(end - 1) % PACE_RING];
+    cl_int rc = wait ? clWaitForEvents(1, last) : CL_SUCCESS;
+    for (; p->retired < end; p->retired++) {
+        cl_event *mark = &p->marks[p->retired % PACE_RING];
+        clReleaseEvent(*mark);
+        *mark = NULL;
+    }
+    if (rc == CL_SUCCESS)
+        call_progress(p->call, p->marked[(end - 1) % PACE_RING], p->total);
+    return rc;
+}
+
 /* A submitted call: the step just queued marked and flushed (the device works on while the
- * host waits), then the marker of the step PACE_LAG before it waited for. */
+ * host waits); the lag doubled when the device had finished the step before it already; then
+ * the marker of the step `lag` before it waited for. */
 static int32_t keep_lag(struct pace *p)
 {
     const char *op = p->call->impl->desc->name;
-    const int slot = (int)(p->steps++ % PACE_LAG);
-    cl_event *mark = &p->marks[slot];
-    cl_event older = *mark; /* step steps - 1 - PACE_LAG's, or NULL */
-    const int64_t older_units = p->marked[slot];
-    *mark = NULL;
-    p->marked[slot] = p->queued;
-    cl_int rc = clEnqueueMarkerWithWaitList(p->queue, 0, NULL, mark);
+    const int64_t step = p->steps;
+    cl_int rc = clEnqueueMarkerWithWaitList(p->queue, 0, NULL, &p->marks[step % PACE_RING]);
+    if (rc != CL_SUCCESS) {
+        p->marks[step % PACE_RING] = NULL;
+        return err_cl(rc, "%s: pacing its %s on the device failed", op, p->unit);
+    }
+    p->marked[step % PACE_RING] = p->queued;
+    p->steps++;
+    rc = clFlush(p->queue);
+    if (rc == CL_SUCCESS && step > p->retired && step_complete(p, step - 1)) {
+        p->lag = p->lag * 2 < PACE_LAG_MAX ? p->lag * 2 : PACE_LAG_MAX;
+        rc = retire_through(p, step, 0);
+    }
     if (rc == CL_SUCCESS)
-        rc = clFlush(p->queue);
-    if (rc == CL_SUCCESS && older != NULL)
-        rc = clWaitForEvents(1, &older);
-    if (older != NULL)
-        clReleaseEvent(older);
+        rc = retire_through(p, step + 1 - p->lag, 1);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: pacing its %s on the device failed", op, p->unit);
-    if (older != NULL)
-        call_progress(p->call, older_units, p->total);
     return CLOPS_OK;
 }
 
@@ -61,9 +91,10 @@ void pace_complete(struct pace *p)
 
 void pace_release(struct pace *p)
 {
-    for (int i = 0; i < PACE_LAG; i++)
-        if (p->marks[i] != NULL) {
-            clReleaseEvent(p->marks[i]);
-            p->marks[i] = NULL;
-        }
+    for (; p->retired < p->steps; p->retired++) {
+        cl_event *mark = &p->marks[p->retired % PACE_RING];
+        if (*mark != NULL)
+            clReleaseEvent(*mark);
+        *mark = NULL;
+    }
 }
