@@ -19,8 +19,9 @@ raises clops.Error (a subclass per status) with .status, .status_name and .messa
 Non-blocking calls (ABI 1.4): clops.submit(clops.gemm, a, b) returns a Future at once
 (concurrent.futures and asyncio both take it); pool.stream() makes a Stream; Ctrl-C cancels a
 running synchronous call; stream.copy(src, dst) copies between device buffers as a stream
-call; pool.memory_stats() says how much device memory clops holds. clops._interop: pools on pyopencl's context, its arrays in, clops
-buffers out as pyopencl arrays.
+call; pool.memory_stats() says how much device memory clops holds; `with pool.register(a):`
+page-locks a host array that many calls read, so that their uploads from it are one DMA each.
+clops._interop: pools on pyopencl's context, its arrays in, clops buffers out as pyopencl arrays.
 """
 
 import numpy  # required: the package's functions take and return ndarrays
@@ -39,7 +40,7 @@ from ._errors import (AbiMismatchError, BuildError, ClopsCancelled, ClopsError, 
                       linalg_warning)
 from ._library import Library, Op, Param, candidates, library, ops  # noqa: F401
 from ._library import _op_info, _params  # noqa: F401  (descriptor walking; tested directly)
-from ._pool import Buffer, Call, MemoryStats, Pool  # noqa: F401
+from ._pool import Buffer, Call, MemoryStats, Pool, Registration  # noqa: F401
 from ._stream import Future, Stream  # noqa: F401
 from ._reduce import argmax, argmin, max, min, norm, sum  # noqa: F401
 from ._tensor import DeviceView, View, as_tensor  # noqa: F401
@@ -52,7 +53,8 @@ __all__ = [
     # non-blocking calls (ABI 1.4)
     "submit", "Stream", "Future",
     # the low-level API
-    "Pool", "Buffer", "Call", "MemoryStats", "View", "DeviceView", "as_tensor", "Library", "library", "ops", "candidates",
+    "Pool", "Buffer", "Call", "MemoryStats", "Registration", "View", "DeviceView", "as_tensor",
+    "Library", "library", "ops", "candidates",
     "Op", "Param", "__version__",
     # errors
     "Error", "ClopsError", "InvalidArgumentError", "UnsupportedError", "OutOfDeviceMemoryError",

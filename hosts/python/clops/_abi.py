@@ -22,7 +22,7 @@ __all__ = [
     "clops_event_wait_args", "clops_event_callback_args", "clops_event_cancel_args",
     "clops_event_release_args", "clops_event_cl_args", "clops_pool_from_cl_args",
     "clops_buffer_wrap_args", "clops_buffer_cl_args", "clops_memory_stats_args",
-    "clops_buffer_copy_args",
+    "clops_buffer_copy_args", "clops_host_register_args",
 ]
 
 ABI_MAJOR = 1
@@ -212,6 +212,13 @@ class clops_buffer_copy_args(Structure):
                 ("event", c_void_p)]
 
 
+class clops_host_register_args(Structure):
+    """host_register and host_unregister's (ABI 1.4, after buffer_copy): [data, data + bytes)
+    page-locked for the pool's devices; host_unregister reads data only."""
+    _fields_ = [("struct_size", c_uint32), ("flags", c_int32), ("pool", c_void_p),
+                ("data", c_void_p), ("bytes", c_int64)]
+
+
 def _args_fn(args_type):
     """int32_t (*)(struct args_type *): the shape of every function ABI 1.4 appends."""
     return CFUNCTYPE(c_int32, POINTER(args_type))
@@ -268,6 +275,9 @@ class clops_api(Structure):
         ("buffer_cl", _args_fn(clops_buffer_cl_args)),
         ("memory_stats", _args_fn(clops_memory_stats_args)),
         ("buffer_copy", _args_fn(clops_buffer_copy_args)),
+        # Appended after buffer_copy: check with has("host_unregister") before either.
+        ("host_register", _args_fn(clops_host_register_args)),
+        ("host_unregister", _args_fn(clops_host_register_args)),
     ]
 
 

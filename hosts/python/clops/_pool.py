@@ -1,5 +1,6 @@
 """_pool.py — pools (devices, queues, compiled kernels; shared by threads), their device
-buffers, and calling any operator by name with arguments typed by its descriptor."""
+buffers, host memory registered with them, and calling any operator by name with arguments typed
+by its descriptor."""
 
 import array
 import ctypes
@@ -13,9 +14,10 @@ from ctypes import c_void_p
 import numpy
 
 from ._abi import (DOUBLE, DTYPES, ENUM, ERR_INVALID_ARGUMENT, I32, INT64, STRING, TENSOR_KINDS,
-                   clops_arg, clops_device_info, clops_memory_stats_args, clops_stats)
+                   clops_arg, clops_device_info, clops_host_register_args,
+                   clops_memory_stats_args, clops_stats)
 from . import _stream
-from ._errors import Error
+from ._errors import Error, InvalidArgumentError
 from ._library import library
 from ._tensor import DeviceView, View, as_tensor
 
@@ -66,10 +68,15 @@ class Pool:
         # idle ones synchronous calls borrow.
         self._streams, self._default_stream, self._idle_streams = weakref.WeakSet(), None, []
         self._sync_queue = None  # the host's queue the synchronous calls run on (ClPool)
+        # Host memory registered with the pool: address -> the [object] a Registration holds.
+        # The pool holds the object too, so that its memory stays allocated until host_unregister
+        # or pool_release, whatever becomes of the Registration.
+        self._registered = {}
 
     def release(self):
         """Releases the pool's streams (each waits for the calls submitted to it), its buffers,
-        then the pool."""
+        then the pool, whose release unregisters the host memory still registered (the arrays
+        are let go of once it has)."""
         for s in list(self._streams):
             s.release()
         with self._lock:
@@ -78,17 +85,27 @@ class Pool:
             _stream.release_stream(self.lib, stream)
         for b in list(self._buffers):
             b.release()
-        self._retire(self, self.lib.api.pool_release)
+        api, registered = self.lib.api, self._registered
+
+        def free(handle):
+            api.pool_release(handle)
+            registered.clear()  # the plugin let go of the ranges: their memory may go
+        self._retire(self, free)
 
     @contextlib.contextmanager
-    def _use(self):
+    def _use(self, released_ok=False):
         """The pool's handle, for a call into the library that takes handles of the pool or its
-        buffers inside this block: what release() frees meanwhile waits for its end."""
+        buffers inside this block: what release() frees meanwhile waits for its end. A released
+        pool raises, or with `released_ok` gives None (and nothing waits for the block)."""
         with self._lock:
             handle = self.handle
-            if not handle:
+            if not handle and not released_ok:
                 raise Error(ERR_INVALID_ARGUMENT, "the pool was released")
-            self._calls += 1
+            if handle:
+                self._calls += 1
+        if not handle:
+            yield None
+            return
         try:
             yield handle
         finally:
@@ -157,6 +174,46 @@ class Pool:
         b = Buffer(self, nbytes)
         self._buffers.add(b)
         return b
+
+    def register(self, array):
+        """Registers the memory of `array` (an ndarray, or any object with the buffer protocol,
+        in one contiguous block) with the pool (ABI 1.4, host_register): it is page-locked for
+        the pool's devices, so that a call's upload of an operand lying wholly inside it is one
+        DMA from it instead of a copy into clops' staging blocks and a DMA from there. Returns a
+        Registration, which holds the array until unregister() (or the end of its `with`
+        block, or the pool's release). Registering costs milliseconds (about two copies of the
+        range): it pays for memory that many calls read. Ranges of one pool may not overlap
+        (InvalidArgumentError from the library)."""
+        api = self.lib.table("host_unregister")  # appended together: it has both, or neither
+        address, nbytes = _host_range(array)
+        reg = Registration(self, array, address, nbytes)
+        args = clops_host_register_args(struct_size=ctypes.sizeof(clops_host_register_args),
+                                        data=address, bytes=nbytes)
+        with self._use() as handle:
+            args.pool = handle
+            self.lib.check(api.host_register(ctypes.byref(args)))
+            with self._lock:
+                self._registered[address] = reg._holds
+        return reg
+
+    def _unregister(self, reg):
+        """host_unregister of `reg`'s range, once: nothing when it was unregistered before, or
+        by the pool's release."""
+        with self._use(released_ok=True) as handle:
+            if handle is None:
+                return
+            with self._lock:  # claimed here, so that two threads' unregister() call it once
+                if self._registered.get(reg.address) is not reg._holds:
+                    return
+                del self._registered[reg.address]
+            args = clops_host_register_args(struct_size=ctypes.sizeof(clops_host_register_args),
+                                            pool=handle, data=reg.address)
+            try:
+                self.lib.check(self.lib.api.host_unregister(ctypes.byref(args)))
+            except Error:
+                with self._lock:
+                    self._registered[reg.address] = reg._holds
+                raise
 
     def invoke(self, name, *args, **kwargs):
         """Calls operator `name` with arguments matched to its parameters by position, then by
@@ -309,6 +366,62 @@ def _tensor_bytes(cargs, nargs):
                 span += (t.shape[i] - 1) * abs(t.strides[i])
             total += span * DTYPES.get(t.dtype, (None, 8))[1]
     return total
+
+
+def _host_range(x):
+    """(address, bytes) of the memory of x, an ndarray or a buffer object, which must be one
+    contiguous block (C or Fortran order)."""
+    if isinstance(x, numpy.ndarray):
+        arr = x
+    else:
+        try:
+            arr = numpy.asarray(memoryview(x))  # a view of x's memory, never a copy
+        except TypeError:
+            raise TypeError("register: parameter 'array' is a %s; expected an ndarray or an "
+                            "object with the buffer protocol" % type(x).__name__) from None
+    if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
+        raise InvalidArgumentError(
+            ERR_INVALID_ARGUMENT, "register: parameter 'array' (shape %s, strides %s) is not "
+            "contiguous; expected one block of memory (register the array it views, or "
+            "numpy.ascontiguousarray's copy)" % (arr.shape, arr.strides))
+    return arr.ctypes.data, arr.nbytes
+
+
+class Registration:
+    """Host memory registered with a pool (Pool.register): `array`, its `address` and `nbytes`.
+    The memory stays registered, and the array held, until unregister() (at the end of a `with`
+    block; again, it does nothing) or the pool's release. Unregistering while a submitted call
+    reads the array is allowed: the call's Future holds the array, and the plugin keeps the
+    range page-locked until the call completes."""
+
+    def __init__(self, pool, array, address, nbytes):
+        self.pool, self.array, self.address, self.nbytes = pool, array, address, nbytes
+        # What the pool holds while registered: this list, not the Registration (no cycle).
+        self._holds = [array]
+
+    @property
+    def registered(self):
+        """Whether the range is still registered (neither unregister() nor the pool's release
+        came)."""
+        pool = self.pool
+        with pool._lock:
+            return bool(pool.handle) and pool._registered.get(self.address) is self._holds
+
+    def unregister(self):
+        """Unregisters the range (host_unregister), and the pool lets go of the array; once
+        only: later calls, and calls after the pool's release (which unregistered it), do
+        nothing."""
+        self.pool._unregister(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.unregister()
+
+    def __repr__(self):
+        state = "registered" if self.registered else "unregistered"
+        return "<clops.Registration of %d bytes at 0x%x, %s>" % (self.nbytes, self.address, state)
 
 
 def _int32s(like, n):

@@ -1,15 +1,21 @@
-"""test_memory.py — device memory from Python (ABI 1.4): Stream.copy (buffer_copy) as a stream
-call returning the package's Future: byte ranges at awkward offsets checked against NumPy, the
-rest of the destination untouched, ordering behind another stream's gemm through wait=, refused
-copies raising at once; Pool.memory_stats: a buffer's bytes counted exactly and given back, a
-wrapped pyopencl buffer not counted. unittest; the package is imported from the directory above,
-the library from $CLOPS_LIBRARY (set by ctest)."""
+"""test_memory.py — device and host memory from Python (ABI 1.4): Stream.copy (buffer_copy) as a
+stream call returning the package's Future: byte ranges at awkward offsets checked against NumPy,
+the rest of the destination untouched, ordering behind another stream's gemm through wait=,
+refused copies raising at once; Pool.memory_stats: a buffer's bytes counted exactly and given
+back, a wrapped pyopencl buffer not counted; Pool.register (host_register): gemm on operands
+inside a registered array against a long-double product and bit for bit against the same call
+unregistered, the with block unregistering, overlapping and non-contiguous registrations
+refused, a submitted call outliving its array's registration, the array held until unregister or
+the pool's release, a library without the members refused by name. unittest; the package is
+imported from the directory above, the library from $CLOPS_LIBRARY (set by ctest)."""
 
 import concurrent.futures
+import gc
 import os
 import sys
 import time
 import unittest
+import weakref
 
 import numpy as np
 import pyopencl as cl
@@ -146,6 +152,156 @@ class MemoryStatsTest(unittest.TestCase):
         self.assertEqual(_interop.memory_stats(pool), before._asdict())
         wrapped.release()
         pool.release()
+
+
+class HostRegisterTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # On pyopencl's context: a user event of it holds a submitted call back (cl_wait).
+        device = first_device()
+        cls.ctx = cl.Context([device])
+        cls.pool = _interop.pool_from_cl(cls.ctx, cls.ctx.devices)
+        cls.dtypes = (np.float32, np.float64) if device.double_fp_config else (np.float32,)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.release()
+
+    def setUp(self):
+        self.rng = np.random.default_rng(int(time.time() * 1000) % 2**32)
+
+    def region(self, dtype, m, n, k):
+        """One array holding a (m x k) and b (k x n) at odd offsets, and the two views."""
+        region = self.rng.uniform(-1, 1, 3 + m * k + 5 + k * n + 7).astype(dtype)
+        a = region[3:3 + m * k].reshape(m, k)
+        b = region[3 + m * k + 5:3 + m * k + 5 + k * n].reshape(k, n)
+        return region, a, b
+
+    def assert_product(self, c, a, b):
+        """c within 2(K+2)u |a||b| elementwise of a long-double product."""
+        exact = a.astype(np.longdouble) @ b.astype(np.longdouble)
+        bound = np.abs(a).astype(np.longdouble) @ np.abs(b).astype(np.longdouble)
+        u = np.finfo(c.dtype).eps / 2
+        excess = np.abs(c - exact) - 2 * (a.shape[1] + 2) * u * bound
+        self.assertLessEqual(np.max(excess), 0, (c.dtype, a.shape, b.shape))
+
+    def test_gemm_on_a_registered_array_matches_numpy(self):
+        # The larger shape spans over 1 MiB: a submitted call (run_interruptible), the smaller
+        # one goes through invoke_sized.
+        for dtype in self.dtypes:
+            for m, n, k in ((37, 29, 53), (1, 1, 1), (301, 263, 257)):
+                region, a, b = self.region(dtype, m, n, k)
+                c = np.full((m, n), np.nan, dtype)
+                with self.pool.register(region) as reg:
+                    self.assertTrue(reg.registered)
+                    self.pool.gemm(a, b, c)
+                    fortran = np.asfortranarray(c)
+                    self.pool.gemm(a, b, fortran)  # the output's layout is the caller's
+                self.assert_product(c, a, b)
+                staged = self.pool.gemm(a, b, np.full((m, n), np.nan, dtype))
+                np.testing.assert_array_equal(c, staged)
+                np.testing.assert_array_equal(fortran, staged)
+
+    def test_with_block_unregisters(self):
+        x = self.rng.standard_normal(1001)
+        with self.pool.register(x) as reg:
+            self.assertIsInstance(reg, clops.Registration)
+            self.assertEqual((reg.address, reg.nbytes), (x.ctypes.data, x.nbytes))
+            self.assertIs(reg.array, x)
+            self.assertIn("registered", repr(reg))
+        self.assertFalse(reg.registered)
+        reg.unregister()  # again: nothing
+        again = self.pool.register(x)  # would overlap if the with block had not unregistered
+        self.assertTrue(again.registered)
+        reg.unregister()  # the first one's must not unregister the second
+        self.assertTrue(again.registered)
+        again.unregister()
+        again.unregister()
+        self.assertFalse(again.registered)
+
+    def test_overlapping_and_non_contiguous_registrations_are_refused(self):
+        x = self.rng.standard_normal((40, 30))
+        with self.pool.register(x[10:20]):
+            for other in (x, x[15:16], x[19:25]):
+                with self.assertRaises(clops.InvalidArgumentError) as caught:
+                    self.pool.register(other)
+                self.assertIn("overlaps", caught.exception.message)
+            with self.pool.register(x[20:]):  # adjacent is not overlapping
+                pass
+        with self.assertRaises(clops.InvalidArgumentError) as caught:
+            self.pool.register(x[:, ::2])
+        self.assertIn("'array'", caught.exception.message)
+        self.assertIn("not contiguous", caught.exception.message)
+        with self.pool.register(x.T):  # Fortran order is one block too
+            pass
+        with self.assertRaises(clops.InvalidArgumentError) as caught:
+            self.pool.register(np.empty(0))
+        self.assertIn("'bytes'", caught.exception.message)
+        with self.assertRaises(TypeError):
+            self.pool.register([1.0, 2.0])
+        with self.pool.register(bytearray(4096)) as reg:  # the buffer protocol
+            self.assertEqual(reg.nbytes, 4096)
+
+    def test_submitted_call_outlives_its_registration(self):
+        m, n, k = 41, 23, 67
+        region, a, b = self.region(self.dtypes[-1], m, n, k)
+        a_copy, b_copy = a.copy(), b.copy()
+        held = weakref.ref(region)
+        reg = self.pool.register(region)
+        gate = cl.UserEvent(self.ctx)
+        with self.pool.stream() as s:
+            try:
+                f = s.submit(clops.gemm, a, b, cl_wait=[gate])
+                time.sleep(0.05)
+                self.assertFalse(f.done())  # held back by the gate
+                reg.unregister()
+                self.assertFalse(reg.registered)
+                del reg, region, a, b
+                gc.collect()
+                self.assertIsNotNone(held())  # the future holds the operands
+                self.assertFalse(f.done())
+            finally:
+                gate.set_status(cl.command_execution_status.COMPLETE)
+            c = f.result(120)
+        self.assert_product(c, a_copy, b_copy)
+        del f
+        gc.collect()
+        self.assertIsNone(held())
+
+    def test_the_pool_holds_the_array_until_unregister_or_its_release(self):
+        pool = clops.Pool()
+        x, y = self.rng.standard_normal(777), self.rng.standard_normal(333)
+        held_x, held_y = weakref.ref(x), weakref.ref(y)
+        kept = pool.register(y)
+        pool.register(x)  # the Registration dropped: the range stays registered
+        del x, y
+        gc.collect()
+        self.assertIsNotNone(held_x())
+        with self.assertRaises(clops.InvalidArgumentError) as caught:
+            pool.register(held_x())
+        self.assertIn("overlaps", caught.exception.message)
+        pool.release()  # frees both ranges: no crash, and the arrays are let go of
+        self.assertFalse(kept.registered)
+        kept.unregister()  # after the pool's release: nothing
+        del kept
+        gc.collect()
+        self.assertIsNone(held_x())
+        self.assertIsNone(held_y())
+        with self.assertRaises(clops.Error):
+            pool.register(np.ones(10))  # the pool was released
+
+    def test_a_library_without_the_members_refuses_by_name(self):
+        lib = self.pool.lib
+        lib.has = lambda member, has=lib.has: member not in ("host_register",
+                                                             "host_unregister") and has(member)
+        try:
+            with self.assertRaises(clops.UnsupportedError) as caught:
+                self.pool.register(np.ones(10))
+            self.assertIn("host_unregister", caught.exception.message)
+            self.assertIn("ABI 1.4", caught.exception.message)
+        finally:
+            lib.__dict__.pop("has", None)
+        self.assertTrue(lib.has("host_unregister"))
 
 
 if __name__ == "__main__":
