@@ -64,8 +64,8 @@ def submit(fn, *args, stream=None, wait=(), cl_wait=(), **kwargs):
     cl_wait: cl_events the call's device work waits for. The arrays named stay in use, and are
     held by the Future, until it is done; see Stream.submit."""
     if stream is None:
-        pool = kwargs.pop("pool", None) if isinstance(fn, str) else kwargs.get("pool")
-        stream = pool_or_default(pool).default_stream()
+        # Popped for a function too: Stream.submit gives it its stream's pool.
+        stream = pool_or_default(kwargs.pop("pool", None)).default_stream()
     elif not isinstance(fn, str):
         kwargs.pop("pool", None)
     return stream.submit(fn, *args, wait=wait, cl_wait=cl_wait, **kwargs)

@@ -95,6 +95,17 @@ class StreamTest(unittest.TestCase):
                 seen += 1
             self.assertEqual(seen, 10)
 
+    def test_submit_without_a_stream_takes_the_default_stream_of_pool(self):
+        a, b = self.operands(31, 17, 43)
+        f = clops.submit(clops.gemm, a, b, pool=self.pool)
+        self.assertIs(f.stream, self.pool.default_stream())
+        self.assert_product(f.result(120), a, b)
+        c = np.zeros((31, 17), self.dtype)
+        g = clops.submit("gemm", a=a, b=b, c=c, pool=self.pool)
+        self.assertIs(g.stream, self.pool.default_stream())
+        self.assertIs(g.result(120), c)
+        self.assert_product(c, a, b)
+
     def test_asyncio_gathers_calls_on_two_streams(self):
         n = 37
         a = self.rng.uniform(-1, 1, (n, n)) + n * np.eye(n)
