@@ -30,6 +30,10 @@ const struct clops_device_info *pool_device_info(const struct pool_device *dev);
 int32_t pool_device_index(const struct pool_device *dev);
 /* CL_DEVICE_MAX_WORK_GROUP_SIZE, read when the device was opened. */
 size_t pool_device_max_work_group(const struct pool_device *dev);
+/* A rough upper estimate of dev's arithmetic rate in flops per second (f64 = 1: double
+ * precision) from its compute units and clock: what sizes work meant to last some time on it
+ * (a paced GEMM's blocks), never a measurement. */
+double pool_device_peak_flops(const struct pool_device *dev, int f64);
 /* The compute capability of an NVIDIA device, major * 10 + minor (90 for an H100), read when the
  * device was opened through cl_nv_device_attribute_query; 0 for other devices, and for NVIDIA
  * drivers without that extension. Operators choose kernels that use inline PTX by it. */

@@ -374,6 +374,10 @@ static int32_t describe_device(struct clops_pool *pool, struct pool_device *dev)
                           &dev->max_work_group, "CL_DEVICE_MAX_WORK_GROUP_SIZE");
     if (status != CLOPS_OK)
         return status;
+    cl_uint clock = 0; /* optional: a driver that does not say leaves the estimate to a guess */
+    if (clGetDeviceInfo(dev->device, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof clock, &clock, NULL) ==
+        CL_SUCCESS)
+        dev->clock_mhz = (int32_t)clock;
     status = read_nv_compute_capability(dev->device, &dev->nv_compute_capability);
     if (status != CLOPS_OK)
         return status;
@@ -592,6 +596,19 @@ int32_t pool_device_index(const struct pool_device *dev)
 int32_t pool_device_nv_compute_capability(const struct pool_device *dev)
 {
     return dev->nv_compute_capability;
+}
+
+double pool_device_peak_flops(const struct pool_device *dev, int f64)
+{
+    /* Flops per compute unit and cycle: a GPU's unit (an NVIDIA SM, an AMD CU) does 64-128
+     * f32 fused multiply-adds a cycle, a CPU core 16-32 flops with FMA vectors; f64 at half
+     * of that on a CPU, and a 16th on most GPUs (equal to half on data-centre ones: a lower
+     * estimate only makes work look longer). */
+    const int gpu = dev->info.type == CLOPS_DEVICE_GPU;
+    const double per_cycle = gpu ? (f64 ? 128.0 : 256.0) : (f64 ? 16.0 : 32.0);
+    const double mhz = dev->clock_mhz > 0 ? dev->clock_mhz : 1000.0;
+    const double units = dev->info.compute_units > 0 ? dev->info.compute_units : 1.0;
+    return units * mhz * 1e6 * per_cycle;
 }
 
 size_t pool_device_max_work_group(const struct pool_device *dev)

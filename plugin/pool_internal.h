@@ -25,6 +25,7 @@ struct pool_device {
     int64_t max_alloc_bytes;       /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     size_t max_work_group;         /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
     int32_t nv_compute_capability; /* NVIDIA's major * 10 + minor; 0: not NVIDIA, or unknown */
+    int32_t clock_mhz;             /* CL_DEVICE_MAX_CLOCK_FREQUENCY; 0: not reported */
     int32_t index;                 /* in the pool */
     struct clops_pool *owner;      /* the pool it is a device of (its staged-buffer cache) */
     atomic_llong tasks, busy_ns;   /* clops_device_stats */

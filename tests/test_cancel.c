@@ -26,7 +26,7 @@ static struct clops_pool *pool;
 
 /* Sizes whose calls last long enough on the pool's device for the watcher to cancel them in
  * their middle: LU's panels are NB = 32 wide on a CPU, 256 on a GPU (at least 16 panels);
- * GEMM's blocks of C come at 2^28 multiply-adds from 2^30 on, 16 at most (gemm_launch.c);
+ * GEMM's blocks of C come from an expected 10 ms on, of 5 ms each, 16 at most (gemm_launch.c);
  * Mandelbrot's tiles at the edge of the set, 64 or 256 of them. */
 static int64_t lu_n, gemm_m, gemm_n, gemm_k, mandel_side, mandel_tile;
 
@@ -37,16 +37,20 @@ static void open_pool(void)
     ck_assert_msg(pool_create(&cfg, &pool) == CLOPS_OK, "pool_create: %s", err_last());
     const int gpu = pool_device_info(pool_device_at(pool, 0))->type == CLOPS_DEVICE_GPU;
     lu_n = gpu ? 4096 : 1024;
-    gemm_m = gpu ? 8192 : 2048;
-    gemm_n = gemm_k = gpu ? 8192 : 1024;
+    gemm_m = gpu ? 16384 : 2048;
+    gemm_n = gemm_k = gpu ? 16384 : 1024;
     mandel_side = gpu ? 4096 : 512;
     mandel_tile = gpu ? 256 : 64;
 }
 
-/* The blocks of C of a submitted GEMM of those sizes (gemm_launch.c's rule). */
+/* The blocks of C of a submitted f32 GEMM of those sizes (gemm_launch.c's rule: its expected
+ * time at the device's estimated peak, in blocks of 5 ms, 16 at most). */
 static int64_t gemm_blocks(void)
 {
-    const int64_t blocks = gemm_m * gemm_n * gemm_k / (INT64_C(1) << 28);
+    const double ns = 2.0 * (double)gemm_m * (double)gemm_n * (double)gemm_k /
+                      pool_device_peak_flops(pool_device_at(pool, 0), 0) * 1e9;
+    const int64_t blocks = (int64_t)(ns / 5e6);
+    ck_assert_msg(blocks >= 2, "the GEMM is expected to last %.1f ms: too short to pace", ns / 1e6);
     return blocks < 16 ? blocks : 16;
 }
 

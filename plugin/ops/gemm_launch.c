@@ -4,16 +4,19 @@
 
 #include "pace.h"
 
-/* A submitted call of at least gemm_paced_min multiply-adds (M N K: 2^31 flops, about 40 ms on
- * PoCL's 2 cores, 40 us on an H200) is enqueued in blocks of C, each a launch over the whole of
- * K, paced (pace.h): a cancel stops it between blocks and its progress counts blocks. Blocks are
- * whole tiles of at least gemm_paced_min / 4 multiply-adds, at most GEMM_PACED_BLOCKS of them:
- * enough for a progress bar, few enough that their launches and the pace's waits stay small next
- * to the blocks. Every element of C is computed by the same kernel with the same tiles, in the
- * same order over K, as without blocks: the result is the same, bit for bit. Smaller calls and
- * synchronous ones run in one launch. */
-static const int64_t gemm_paced_min = INT64_C(1) << 30;
+/* A submitted call expected to run at least GEMM_PACED_MIN_NS on its device (2 M N K flops at
+ * pool_device_peak_flops: an estimate above the real rate, so that the time is rather
+ * underestimated) is enqueued in blocks of C, each a launch over the whole of K, paced (pace.h):
+ * a cancel stops it between blocks and its progress counts blocks. Blocks are whole tiles,
+ * expected to take GEMM_PACED_MIN_NS / 2 at least, at most GEMM_PACED_BLOCKS of them: each
+ * outlasts a wait's wake-up (~0.3 ms on NVIDIA's driver) several times over, so the device is
+ * not starved by the pace's waits; a 4096^3 f32 GEMM on an H200 (~3 ms) runs in one launch,
+ * one of 2^30 multiply-adds on PoCL's 2 cores (~40 ms) in blocks. Every element of C is
+ * computed by the same kernel with the same tiles, in the same order over K, as without
+ * blocks: the result is the same, bit for bit. Smaller calls and synchronous ones run in one
+ * launch. */
 enum { GEMM_PACED_BLOCKS = 16 };
+static const double GEMM_PACED_MIN_NS = 10e6;
 
 /* The blocks of the kernel's C along its longer side (rows when m >= n), each a whole number of
  * `tile` rows or columns: their count, and their extent in *step. 1: the whole of C at once. */
@@ -23,10 +26,11 @@ static int64_t paced_blocks(const struct op_call *call, const struct gemm_plan *
     const int64_t side = p->m >= p->n ? p->m : p->n;
     const int64_t tile = p->m >= p->n ? launch->tile_m : launch->tile_n;
     *step = side;
-    const int64_t madds = p->m * p->n * p->k;
-    if (!call->control->submitted || madds < gemm_paced_min || tile <= 0)
+    const double ns = 2.0 * (double)p->m * (double)p->n * (double)p->k /
+                      pool_device_peak_flops(call->dev, p->dtype == CLOPS_F64) * 1e9;
+    if (!call->control->submitted || ns < GEMM_PACED_MIN_NS || tile <= 0)
         return 1;
-    int64_t blocks = madds / (gemm_paced_min / 4);
+    int64_t blocks = (int64_t)(ns / (GEMM_PACED_MIN_NS / 2));
     blocks = blocks < GEMM_PACED_BLOCKS ? blocks : GEMM_PACED_BLOCKS;
     const int64_t tiles = (side + tile - 1) / tile;
     *step = (tiles + blocks - 1) / blocks * tile;
@@ -56,7 +60,7 @@ static int32_t launch_block(struct op_call *call, const struct gemm_launch *laun
     return status;
 }
 
-/* The kernel over the whole of C: one launch, or paced blocks (gemm_paced_min). */
+/* The kernel over the whole of C: one launch, or paced blocks (GEMM_PACED_MIN_NS). */
 static int32_t launch_all(struct op_call *call, const struct gemm_launch *launch,
                           const struct staged_tensor *sa, const struct staged_tensor *sb)
 {
