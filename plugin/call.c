@@ -106,6 +106,8 @@ static int32_t finish_work(struct op_call *c, int32_t status)
     if (status == CLOPS_OK && call_cancel_requested(c))
         status = err_set(CLOPS_ERR_CANCELLED, "%s: cancelled before its outputs were written",
                          c->impl->desc->name);
+    if (status == CLOPS_OK && c->impl->verify != NULL)
+        status = c->impl->verify(c);
     if (status == CLOPS_OK)
         commit_outputs(c);
     release_operands(c);

@@ -86,6 +86,10 @@ struct op_impl {
     /* Optional: the settings it declares (config.h), read from operators.<name> and checked
      * when a pool is created; NULL: none. */
     const struct op_settings *settings;
+    /* Optional: after the call's one wait, before its commit: checks what the device produced
+     * and the host could not know at enqueue (lu_solve's device pivots) and may refuse the
+     * call, which then writes no host output. */
+    int32_t (*verify)(struct op_call *call);
 };
 
 /* The fields of an operator's descriptor (abi/clops.h) that every operator fills the same way:

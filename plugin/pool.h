@@ -123,6 +123,11 @@ struct pool_work {
     struct pool_work_scratch scratch[POOL_WORK_SCRATCH];
     int64_t device_ns; /* of launches waited for at once, the event list being full */
     cl_event done;     /* the end marker (pool_work_end), or NULL */
+    /* A chain closed into the work (pool_chain_close): its start and end markers, when
+     * profiling, and its traced launches (kernel_times), read after the call's wait. */
+    cl_event chain_start, chain_end;
+    struct pool_launch_event *chain_launches;
+    int32_t chain_count;
 };
 
 /* Enqueues `kernel` on `queue` without waiting: the call's finish waits once for all its work.
@@ -186,6 +191,12 @@ int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_eve
  * between pool_chain_begin and pool_chain_end): the lifecycle calls it after every enqueue, so
  * that nothing traced outlives its call, nor a stream's thread. */
 void pool_chain_drop(void);
+/* Ends a chain without waiting: its end marker, `start` (may be NULL) and the launches this
+ * thread traced go into `work`, whose finish (pool_work_finish, after the call's one wait)
+ * adds the chain's device time and logs its kernels' times. `queue` must be the queue the
+ * call's wait covers. */
+int32_t pool_chain_close(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
+                         cl_event start, const char *what);
 /* Waits for everything enqueued on `queue`, adds the chain's device time (from the start
  * marker to the end) to *device_ns when profiling, and releases `start` (may be NULL). */
 int32_t pool_chain_end(struct clops_pool *pool, cl_command_queue queue, cl_event start,

@@ -210,6 +210,9 @@ static cl_int wait_work(struct pool_work *work, cl_command_queue queue)
     return rc;
 }
 
+static void settle_chain(struct pool_work *work, int succeeded, int64_t *device_ns,
+                         const char *what);
+
 int32_t pool_work_finish(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
                          int32_t status, int64_t *device_ns, const char *what)
 {
@@ -226,6 +229,7 @@ int32_t pool_work_finish(struct clops_pool *pool, struct pool_work *work, cl_com
     release_events(work->event, work->events);
     work->events = 0;
     work->device_ns = 0;
+    settle_chain(work, succeeded, device_ns, what);
     settle_scratch(pool, work, succeeded);
     if (status == CLOPS_OK && rc != CL_SUCCESS)
         status = err_cl(rc, "%s: waiting for the device failed", what);
@@ -277,6 +281,53 @@ static cl_ulong event_time(cl_event event, cl_profiling_info what)
     if (clGetEventProfilingInfo(event, what, sizeof t, &t, NULL) != CL_SUCCESS)
         return 0;
     return t;
+}
+
+int32_t pool_chain_close(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
+                         cl_event start, const char *what)
+{
+    (void)pool;
+    cl_event end = NULL;
+    cl_int rc = start != NULL ? clEnqueueMarkerWithWaitList(queue, 0, NULL, &end) : CL_SUCCESS;
+    if (rc != CL_SUCCESS) {
+        if (start != NULL)
+            clReleaseEvent(start);
+        trace_reset();
+        return err_cl(rc, "%s: clEnqueueMarkerWithWaitList failed", what);
+    }
+    work->chain_start = start;
+    work->chain_end = end;
+    /* The traced launches change hands: trace_reset must not release them. */
+    work->chain_launches = trace.launches;
+    work->chain_count = trace.count;
+    trace.launches = NULL;
+    trace.count = trace.capacity = 0;
+    trace.on = 0;
+    return CLOPS_OK;
+}
+
+/* After the call's wait: the closed chain's device time into *device_ns, and its kernels'
+ * times logged, when it succeeded; its events released either way. */
+static void settle_chain(struct pool_work *work, int succeeded, int64_t *device_ns,
+                         const char *what)
+{
+    if (succeeded && work->chain_start != NULL && work->chain_end != NULL) {
+        cl_ulong t0 = event_time(work->chain_start, CL_PROFILING_COMMAND_START);
+        cl_ulong t1 = event_time(work->chain_end, CL_PROFILING_COMMAND_END);
+        if (t0 != 0 && t1 > t0)
+            *device_ns += (int64_t)(t1 - t0);
+    }
+    if (succeeded && work->chain_count > 0)
+        log_kernel_times(what, work->chain_launches, work->chain_count);
+    release_events(work->chain_launches, work->chain_count);
+    free(work->chain_launches);
+    if (work->chain_start != NULL)
+        clReleaseEvent(work->chain_start);
+    if (work->chain_end != NULL)
+        clReleaseEvent(work->chain_end);
+    work->chain_launches = NULL;
+    work->chain_count = 0;
+    work->chain_start = work->chain_end = NULL;
 }
 
 int32_t pool_chain_end(struct clops_pool *pool, cl_command_queue queue, cl_event start,

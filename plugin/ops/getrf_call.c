@@ -36,8 +36,6 @@ int32_t lu_call_write_factors(struct op_call *call, const struct clops_tensor *i
         status = lu_pivots_out(&l->ctx, ipiv, info, npiv, l->piv);
     if (status == CLOPS_OK)
         status = lu_ctx_finish(&l->ctx);
-    if (status == CLOPS_OK && l->ctx.pace.total > 0)
-        pace_complete(&l->ctx.pace); /* every panel is done */
     return status;
 }
 
@@ -45,6 +43,8 @@ void lu_call_commit(struct op_call *call, const struct clops_tensor *ipiv,
                     const struct clops_tensor *info, int64_t npiv)
 {
     struct lu_call *l = call->plan;
+    if (l->ctx.pace.total > 0)
+        pace_complete(&l->ctx.pace); /* after the call's wait: every panel is done */
     lu_commit(&l->a);
     if (l->piv[npiv] == 0) /* info: b holds X only for a nonsingular A (gesv) */
         lu_commit(&l->b);

@@ -69,7 +69,7 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     ctx->elem_size = dtype_size(dtype);
     lu_plan(ctx, rows, mn);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
-     * lu_ctx_finish waits once and takes the device time of the whole chain. */
+     * lu_ctx_finish closes the chain into the call's work, whose one wait covers it. */
     int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start, op);
     if (status == CLOPS_OK && lu_plan_lookahead(ctx))
         status = pool_open_queue(pool, dev, op, &ctx->side.queue);
@@ -117,8 +117,10 @@ int32_t lu_ctx_finish(struct lu_ctx *ctx)
 {
     ctx->finished = 1;
     const int32_t joined = join_side_lane(ctx);
+    /* Not waited for: the call's one wait, on ctx->queue, covers the chain and the joined side
+     * lane; the chain's device time is taken after it (pool_chain_close). */
     int32_t status =
-        pool_chain_end(ctx->pool, ctx->queue, ctx->chain_start, &ctx->device_ns, ctx->op);
+        pool_chain_close(ctx->pool, &ctx->call->work, ctx->queue, ctx->chain_start, ctx->op);
     ctx->chain_start = NULL;
     return status == CLOPS_OK ? joined : status;
 }
@@ -137,8 +139,13 @@ void lu_ctx_release(struct lu_ctx *ctx)
 {
     if (ctx->queue == NULL)
         return;
-    if (!ctx->finished)
-        lu_ctx_finish(ctx); /* the call failed already; this wait's status adds nothing */
+    /* After the call's wait on ctx->queue. A call that failed before lu_ctx_finish may have
+     * left work on the side lane, which that wait did not cover. */
+    if (!ctx->finished && ctx->side.queue != NULL)
+        clFinish(ctx->side.queue);
+    if (ctx->chain_start != NULL)
+        clReleaseEvent(ctx->chain_start);
+    ctx->chain_start = NULL;
     pace_release(&ctx->pace);
     release_kernels(ctx);
     lu_release_mem(ctx->dev, &ctx->ipiv_mem);

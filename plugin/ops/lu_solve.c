@@ -100,10 +100,10 @@ static int32_t device_pivots_verdict(const struct lu_call *l, int64_t n)
     return verdict == 0 ? CLOPS_OK : refuse_pivot(n - verdict, l->piv[n - verdict], n);
 }
 
-/* Every device step goes on the call's queue without a wait; the one wait is lu_ctx_finish.
- * With device pivots, b is guarded by their verdict (a device b is solved in a copy whose copy
- * back the device calls off), and a bad pivot fails the call after the wait, so that
- * lu_solve_commit never writes a host b: a refused call changes nothing. */
+/* Every device step goes on the call's queue without a wait; the one wait is the call's. With
+ * device pivots, b is guarded by their verdict (a device b is solved in a copy whose copy back
+ * the device calls off), and a bad pivot fails the call after the wait (lu_solve_verify), so
+ * that lu_solve_commit never writes a host b: a refused call changes nothing. */
 static int32_t lu_solve_enqueue(struct op_call *call)
 {
     struct lu_call *l = call->plan;
@@ -121,9 +121,15 @@ static int32_t lu_solve_enqueue(struct op_call *call)
         status = lu_pivots_out(&l->ctx, NULL, NULL, n, l->piv);
     if (status == CLOPS_OK)
         status = lu_ctx_finish(&l->ctx);
-    if (status == CLOPS_OK && guard_at >= 0)
-        status = device_pivots_verdict(l, n);
     return status;
+}
+
+/* After the call's wait: device pivots out of range refuse the call (nothing committed). */
+static int32_t lu_solve_verify(struct op_call *call)
+{
+    const struct lu_call *l = call->plan;
+    const struct clops_tensor *lu = call->values[P_LU].tensor, *ipiv = call->values[P_IPIV].tensor;
+    return ipiv->buffer != NULL ? device_pivots_verdict(l, lu->shape[0]) : CLOPS_OK;
 }
 
 static void lu_solve_commit(struct op_call *call)
@@ -174,6 +180,11 @@ static const struct clops_op op_lu_solve = {
     OP_DESCRIPTOR_COMMON(op_name, lu_solve_params, lu_solve_entry, clops_lu_solve_fn),
 };
 
-const struct op_impl impl_lu_solve =
-    OP_IMPL(&op_lu_solve, struct lu_call, lu_solve_check, lu_solve_enqueue, lu_solve_commit,
-            lu_call_release, &lu_settings);
+const struct op_impl impl_lu_solve = {.desc = &op_lu_solve,
+                                      .plan_size = sizeof(struct lu_call),
+                                      .check = lu_solve_check,
+                                      .enqueue = lu_solve_enqueue,
+                                      .commit = lu_solve_commit,
+                                      .release = lu_call_release,
+                                      .settings = &lu_settings,
+                                      .verify = lu_solve_verify};
