@@ -99,6 +99,7 @@ void pool_op_describe_settings(const struct clops_pool *pool, const char *op_nam
 /* ---- A call's device work: enqueued without a wait, waited for once at its end ---- */
 
 enum { POOL_WORK_EVENTS = 8, POOL_WORK_SCRATCH = 4, POOL_KERNEL_NAME_MAX = 48 };
+/* (the first capacities of a call's lists of launches and scratch; they grow from there) */
 
 /* A launch kept for its device time: its event, and its kernel's name for kernel_times. */
 struct pool_launch_event {
@@ -119,8 +120,9 @@ struct pool_work_scratch {
  * by the call; pool_work_finish waits for it and empties it, on every path. */
 struct pool_work {
     int32_t events, scratches;
-    struct pool_launch_event event[POOL_WORK_EVENTS];
-    struct pool_work_scratch scratch[POOL_WORK_SCRATCH];
+    int32_t event_capacity, scratch_capacity; /* of the arrays, grown as launches come */
+    struct pool_launch_event *event;          /* heap, freed by pool_work_finish */
+    struct pool_work_scratch *scratch;        /* heap, freed by pool_work_finish */
     int64_t device_ns; /* of launches waited for at once, the event list being full */
     cl_event done;     /* the end marker (pool_work_end), or NULL */
     /* A chain closed into the work (pool_chain_close): its start and end markers, when
@@ -132,14 +134,16 @@ struct pool_work {
 
 /* Enqueues `kernel` on `queue` without waiting: the call's finish waits once for all its work.
  * When profiling, the launch's event is kept in `work` for its device time (and its kernel's
- * name, for kernel_times); with the list full, this launch is waited for at once instead.
+ * name, for kernel_times); only where no host memory is left to grow the list is this launch
+ * waited for at once instead.
  * `what` names the operator in messages. */
 int32_t pool_launch_kernel(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
                            cl_kernel kernel, cl_uint dims, const size_t *global,
                            const size_t *local, const char *what);
 /* pool_scratch_give, once the work queued on `queue` before now has completed: at the call's
  * finish, or released there instead when the call failed (what its kernels left is unknown).
- * With the list full, waits for `queue` now. NULL is a no-op. */
+ * Only where no host memory is left to grow the list does it wait for `queue` now. NULL is a
+ * no-op. */
 void pool_work_give_scratch(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
                             struct pool_device *dev, cl_mem mem, int64_t zero_at,
                             int64_t zero_bytes);

@@ -138,8 +138,15 @@ int32_t pool_launch_kernel(struct clops_pool *pool, struct pool_work *work, cl_c
         return err_cl(rc, "%s: clEnqueueNDRangeKernel failed", what);
     if (event == NULL)
         return CLOPS_OK;
-    if (work->events == POOL_WORK_EVENTS)
-        return wait_launch(pool, kernel, event, &work->device_ns, what);
+    if (work->events == work->event_capacity) {
+        const int32_t capacity = work->event_capacity ? 2 * work->event_capacity : POOL_WORK_EVENTS;
+        struct pool_launch_event *grown =
+            realloc(work->event, (size_t)capacity * sizeof *work->event);
+        if (grown == NULL)
+            return wait_launch(pool, kernel, event, &work->device_ns, what);
+        work->event = grown;
+        work->event_capacity = capacity;
+    }
     struct pool_launch_event *kept = &work->event[work->events++];
     kept->event = event;
     kept->kernel[0] = '\0';
@@ -154,7 +161,17 @@ void pool_work_give_scratch(struct clops_pool *pool, struct pool_work *work, cl_
 {
     if (mem == NULL)
         return;
-    if (work->scratches < POOL_WORK_SCRATCH) {
+    if (work->scratches == work->scratch_capacity) {
+        const int32_t capacity =
+            work->scratch_capacity ? 2 * work->scratch_capacity : POOL_WORK_SCRATCH;
+        struct pool_work_scratch *grown =
+            realloc(work->scratch, (size_t)capacity * sizeof *work->scratch);
+        if (grown != NULL) {
+            work->scratch = grown;
+            work->scratch_capacity = capacity;
+        }
+    }
+    if (work->scratches < work->scratch_capacity) {
         work->scratch[work->scratches++] =
             (struct pool_work_scratch){dev, mem, zero_at, zero_bytes};
         return;
@@ -176,6 +193,9 @@ static void settle_scratch(struct clops_pool *pool, struct pool_work *work, int 
             pool_free_device_memory(work->scratch[i].dev, work->scratch[i].mem);
     }
     work->scratches = 0;
+    free(work->scratch);
+    work->scratch = NULL;
+    work->scratch_capacity = 0;
 }
 
 int32_t pool_work_end(struct pool_work *work, cl_command_queue queue, const char *what)
@@ -227,7 +247,9 @@ int32_t pool_work_finish(struct clops_pool *pool, struct pool_work *work, cl_com
             log_kernel_times(what, work->event, work->events);
     }
     release_events(work->event, work->events);
-    work->events = 0;
+    free(work->event);
+    work->event = NULL;
+    work->events = work->event_capacity = 0;
     work->device_ns = 0;
     settle_chain(work, succeeded, device_ns, what);
     settle_scratch(pool, work, succeeded);
