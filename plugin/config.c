@@ -331,8 +331,80 @@ static int32_t parse_op_device(const struct parser *p, const struct field *f,
     return status;
 }
 
+/* operators.<op>.devices = [0, 1, ...]: distinct indexes into the pool's devices. */
+static int32_t parse_op_devices(const struct parser *p, const struct field *f,
+                                const config_setting_t *s, const char *path, void *base)
+{
+    (void)f;
+    struct config_op *op = base;
+    const int type = config_setting_type(s);
+    if (type != CONFIG_TYPE_ARRAY && type != CONFIG_TYPE_LIST)
+        return fail_type(p, s, path, "an array of device indexes [ 0, 1, ... ]");
+    const int n = config_setting_length(s);
+    const int32_t devices = p->cfg->device_count > 0 ? p->cfg->device_count : 1;
+    if (n < 1 || n > CONFIG_MAX_DEVICES)
+        return fail(p, s, path, "expected 1 to %d device indexes, got %d", (int)CONFIG_MAX_DEVICES,
+                    n);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        char at[KEY_PATH_MAX];
+        snprintf(at, sizeof at, "%s[%d]", path, i);
+        if (config_setting_type(e) != CONFIG_TYPE_INT)
+            return fail_type(p, e, at, "a device index (integer)");
+        const int v = config_setting_get_int(e);
+        if (v < 0 || v >= devices)
+            return fail(p, e, at, "device %d: the pool has %d device(s), 0 .. %d%s", v,
+                        (int)devices, (int)devices - 1,
+                        p->cfg->device_count > 0 ? " (indexes into the devices list)"
+                                                 : " (without a devices list there is one)");
+        for (int j = 0; j < i; j++)
+            if (op->split_devices[j] == v)
+                return fail(p, e, at, "device %d is listed twice", v);
+        op->split_devices[i] = v;
+    }
+    op->split_count = n;
+    return CLOPS_OK;
+}
+
+/* operators.<op>.split = [f0, f1, ...]: each device's share of a call, >= 0, summing to 1;
+ * read after `devices`, whose length it must have. */
+static int32_t parse_op_split(const struct parser *p, const struct field *f,
+                              const config_setting_t *s, const char *path, void *base)
+{
+    (void)f;
+    struct config_op *op = base;
+    const int type = config_setting_type(s);
+    if (type != CONFIG_TYPE_ARRAY && type != CONFIG_TYPE_LIST)
+        return fail_type(p, s, path, "an array of shares [ 0.5, 0.5 ] (one per device)");
+    const int n = config_setting_length(s);
+    if (n != op->split_count)
+        return fail(p, s, path, "%d share(s) for %d device(s) in operators.%s.devices", n,
+                    (int)op->split_count, op->name);
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        char at[KEY_PATH_MAX];
+        snprintf(at, sizeof at, "%s[%d]", path, i);
+        const int et = config_setting_type(e);
+        if (et != CONFIG_TYPE_FLOAT && et != CONFIG_TYPE_INT)
+            return fail_type(p, e, at, "a share between 0 and 1");
+        const double v =
+            et == CONFIG_TYPE_FLOAT ? config_setting_get_float(e) : config_setting_get_int(e);
+        if (!(v >= 0 && v <= 1))
+            return fail(p, e, at, "share %g: expected 0 to 1", v);
+        op->split_share[i] = v;
+        sum += v;
+    }
+    if (sum < 0.999 || sum > 1.001)
+        return fail(p, s, path, "the shares sum to %g; expected 1", sum);
+    op->share_count = n;
+    return CLOPS_OK;
+}
+
 static const struct field op_fields[] = {
     {"device", parse_op_device, offsetof(struct config_op, device), 0, 0, 0},
+    {"devices", parse_op_devices, 0, 0, 0, 0},
+    {"split", parse_op_split, 0, 0, 0, 0},
     {"build_options", parse_string, offsetof(struct config_op, build_options),
      MEMBER_SIZE(struct config_op, build_options), 0, 0},
 };
@@ -383,11 +455,14 @@ static int32_t fail_unknown_op_key(const struct parser *p, const config_setting_
         used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i > 0 ? ", " : "",
                                  decl->list[i].name);
     if (decl->count == 0)
-        return fail(p, member, path,
-                    "unknown key '%s' (expected one of device, build_options); %s has no settings",
-                    config_setting_name(member), op_name);
+        return fail(
+            p, member, path,
+            "unknown key '%s' (expected one of device, devices, split, build_options); %s has no "
+            "settings",
+            config_setting_name(member), op_name);
     return fail(p, member, path,
-                "unknown key '%s' (expected one of device, build_options) or a setting of %s (%s)",
+                "unknown key '%s' (expected one of device, devices, split, build_options) or a "
+                "setting of %s (%s)",
                 config_setting_name(member), op_name, names);
 }
 

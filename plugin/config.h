@@ -55,6 +55,13 @@ enum setting_origin { SETTING_DEFAULT = 0, SETTING_KEY = 1, SETTING_BUILD_OPTION
 struct config_op {
     char name[64];           /* must name a registered operator */
     int32_t device;          /* index into the pool's opened devices; -1 = the primary (0) */
+    /* operators.<op>.devices: the devices one call is split over (GEMM), indexes into the pool's
+     * devices, distinct; split_count < 2: not split. operators.<op>.split: the share of each
+     * (fractions summing to 1), or none: by their measured speed. */
+    int32_t split_devices[CONFIG_MAX_DEVICES];
+    int32_t split_count;
+    double split_share[CONFIG_MAX_DEVICES];
+    int32_t share_count; /* 0: measured */
     char build_options[512]; /* appended to the kernel build options of this operator, less the
                                 old spellings of its settings */
     /* The operator's declared settings, in its declaration's order. */

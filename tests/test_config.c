@@ -337,7 +337,37 @@ START_TEST(test_unknown_key_inside_an_operator)
                         "  };\n};\n",
                         4,
                         "operators.gemm: unknown key 'options' (expected one of device, "
-                        "build_options)");
+                        "devices, split, build_options)");
+}
+END_TEST
+
+/* operators.<op>.devices and .split: indexes into the pool's devices, distinct; shares, one per
+ * device, between 0 and 1, summing to 1; each mistake named with its line and key path. */
+START_TEST(test_split_devices_and_shares_are_checked)
+{
+    static const char two[] =
+        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } );\n";
+    char text[512];
+    snprintf(text, sizeof text, "%soperators = {\n  gemm = { devices = [0, 2]; };\n};\n", two);
+    expect_config_error(text, 3,
+                        "operators.gemm.devices[1]: device 2: the pool has 2 device(s), 0 .. 1 "
+                        "(indexes into the devices list)");
+    snprintf(text, sizeof text, "%soperators = {\n  gemm = { devices = [1, 1]; };\n};\n", two);
+    expect_config_error(text, 3, "operators.gemm.devices[1]: device 1 is listed twice");
+    snprintf(text, sizeof text,
+             "%soperators = {\n  gemm = { devices = [0, 1];\n split = [0.7]; };\n};\n", two);
+    expect_config_error(
+        text, 4, "operators.gemm.split: 1 share(s) for 2 device(s) in operators.gemm.devices");
+    snprintf(text, sizeof text,
+             "%soperators = {\n  gemm = { devices = [0, 1];\n split = [0.7, 0.4]; };\n};\n", two);
+    expect_config_error(text, 4, "operators.gemm.split: the shares sum to 1.1; expected 1");
+    snprintf(text, sizeof text,
+             "%soperators = {\n  gemm = { devices = [0, 1];\n split = [1.5, -0.5]; };\n};\n", two);
+    expect_config_error(text, 4, "operators.gemm.split[0]: share 1.5: expected 0 to 1");
+    expect_config_error(
+        "operators = { gemm = { devices = \"all\"; }; };", 1,
+        "operators.gemm.devices: expected an array of device indexes [ 0, 1, ... ], "
+        "got string \"all\"");
 }
 END_TEST
 
@@ -594,17 +624,19 @@ END_TEST
 
 START_TEST(test_unknown_operator_setting_is_named_with_the_declared_ones)
 {
-    expect_config_error("operators = {\n  transpose = { tiles = 8; };\n};\n", 2,
-                        "operators.transpose: unknown key 'tiles' (expected one of device, "
-                        "build_options) or a setting of transpose (tile, rows, vec_bytes, "
-                        "vec_tile, vec_rows)");
-    expect_config_error("operators = { lu = { nb = 8; tile_m = 4; }; };", 1,
-                        "operators.lu: unknown key 'tile_m' (expected one of device, "
-                        "build_options) or a setting of lu (nb, panel_nb, panel_rows, "
-                        "panel_resident, panel_groups, lookahead)");
+    expect_config_error(
+        "operators = {\n  transpose = { tiles = 8; };\n};\n", 2,
+        "operators.transpose: unknown key 'tiles' (expected one of device, "
+        "devices, split, build_options) or a setting of transpose (tile, rows, vec_bytes, "
+        "vec_tile, vec_rows)");
+    expect_config_error(
+        "operators = { lu = { nb = 8; tile_m = 4; }; };", 1,
+        "operators.lu: unknown key 'tile_m' (expected one of device, "
+        "devices, split, build_options) or a setting of lu (nb, panel_nb, panel_rows, "
+        "panel_resident, panel_groups, lookahead)");
     expect_config_error("operators = { mandelbrot = { tile = 8; }; };", 1,
                         "operators.mandelbrot: unknown key 'tile' (expected one of device, "
-                        "build_options); mandelbrot has no settings");
+                        "devices, split, build_options); mandelbrot has no settings");
 }
 END_TEST
 
@@ -814,6 +846,7 @@ int main(void)
         TU_TEST(test_operator_device_must_be_a_listed_device),
         TU_TEST(test_unknown_operator_names_the_registered_ones),
         TU_TEST(test_unknown_key_inside_an_operator),
+        TU_TEST(test_split_devices_and_shares_are_checked),
         TU_TEST(test_more_than_eight_devices_are_rejected),
         TU_TEST(test_strings_too_long_for_their_buffers_are_rejected),
         TU_TEST(test_failed_parse_leaves_the_defaults),
