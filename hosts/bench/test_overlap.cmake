@@ -1,5 +1,5 @@
 # test_overlap.cmake — ctest's smoke run of `clops-bench overlap` at tiny sizes on the default
-# pool (PoCL in CI): it must exit 0 and print both tables, a row per size and per submit case,
+# pool (PoCL in CI): it must exit 0 and print both tables, a row per size (pageable and registered A, B) and per submit case,
 # none of them FAILED. The figures are not judged (a CPU device gains little from two streams).
 #
 #   cmake -DBENCH=<clops-bench> -P hosts/bench/test_overlap.cmake
@@ -16,9 +16,11 @@ endif()
 set(number "[0-9]+\\.[0-9]+")
 set(patterns
   "Target \\(issue 23\\): speedup >= 1\\.5 at N = 4096"
-  "\n *N +calls +sequential ms +two streams ms +speedup +max rel diff\n-+\n"
-  "\n *67 +3 +${number} +${number} +${number} +[0-9]\\.[0-9]e[-+][0-9]+\n"
-  "\n *130 +3 +${number} +${number} +${number} +[0-9]\\.[0-9]e[-+][0-9]+\n"
+  "\n *N +calls +A, B memory +register ms +sequential ms +two streams ms +speedup +max rel diff\n-+\n"
+  "\n *67 +3 +pageable +- +${number} +${number} +${number} +[0-9]\\.[0-9]e[-+][0-9]+\n"
+  "\n *67 +3 +registered +${number} +${number} +${number} +${number} +[0-9]\\.[0-9]e[-+][0-9]+\n"
+  "\n *130 +3 +pageable +- +${number} +${number} +${number} +[0-9]\\.[0-9]e[-+][0-9]+\n"
+  "\n *130 +3 +registered +${number} +${number} +${number} +${number} +[0-9]\\.[0-9]e[-+][0-9]+\n"
   "\ncall +submits +median us +p90 us +target us\n-+\n"
   "\ngemm refused by its checks \\(K 16 vs 17\\) +200 +${number} +${number} +<= 10\n"
   "\ngemm 16 x 16 f32, host operands: submit +200 +${number} +${number} +<= 10\n"
