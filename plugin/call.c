@@ -94,10 +94,10 @@ static int32_t start_work(struct op_call *c)
     return status != CLOPS_OK ? status : marked;
 }
 
-/* The call's one wait and its commit: host outputs are written only after every device step
- * and every download of the call succeeded (docs/reliability.md), and not at all when the host
- * asked the call to stop before then. */
-static int32_t finish_work(struct op_call *c, int32_t status)
+/* The call's one wait and what decides whether its outputs may be written: host outputs are
+ * written only after every device step and every download of the call succeeded
+ * (docs/reliability.md), and not at all when the host asked the call to stop before then. */
+static int32_t await_work(struct op_call *c, int32_t status)
 {
     /* On every path: nothing before waited for the device, and what goes back to the pool next
      * (host blocks, scratch, buffers) must be free of queued work. */
@@ -108,10 +108,15 @@ static int32_t finish_work(struct op_call *c, int32_t status)
                          c->impl->desc->name);
     if (status == CLOPS_OK && c->impl->verify != NULL)
         status = c->impl->verify(c);
+    return status;
+}
+
+/* The commit of a call that succeeded (cannot fail), and the release of its operands. */
+static void settle_work(struct op_call *c, int32_t status)
+{
     if (status == CLOPS_OK)
         commit_outputs(c);
     release_operands(c);
-    return status;
 }
 
 /* One call in one allocation: the operator's state and plan, and copies of everything the host
@@ -125,6 +130,8 @@ struct call {
     struct call_control control; /* a synchronous call's; a submitted one uses its event's */
     int32_t index;               /* the operator's, in the registry */
     int32_t started;             /* call_start enqueued work: call_complete waits for it */
+    int32_t part;                /* a part of a split call: its parent counts in the statistics */
+    int32_t awaited;             /* call_await ran: call_complete only commits and releases */
     union op_value values[CALL_MAX_PARAMS];
     struct clops_tensor tensors[CALL_MAX_PARAMS];
     /* The plan (op.plan, impl->plan_size bytes), then the copies of the strings. */
@@ -183,6 +190,10 @@ int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const unio
     c->control = &call->control;
     call->error.status = CLOPS_OK;
     call->error.message[0] = '\0';
+    call->index = registry_index(op);
+    call->started = 0;
+    call->part = 0;
+    call->awaited = 0;
     for (int32_t i = 0; i < op->param_count; i++) {
         c->stage[i] =
             is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind) : STAGE_NONE;
@@ -352,16 +363,27 @@ cl_event call_done_marker(const struct call *call)
     return call->op.work.done;
 }
 
+int32_t call_await(struct call *call)
+{
+    if (call->started && !call->awaited) {
+        call_step(call, await_work(&call->op, call->error.status));
+        call->awaited = 1;
+    }
+    return call->error.status;
+}
+
 int32_t call_complete(struct call *call)
 {
     struct op_call *c = &call->op;
     int32_t status = call->error.status;
-    if (call->started)
-        status = call_step(call, finish_work(c, status));
-    else if (status == CLOPS_OK && call_cancel_requested(c))
+    if (call->started) {
+        status = call_await(call);
+        settle_work(c, status);
+    } else if (status == CLOPS_OK && call_cancel_requested(c))
         status = call_step(call, err_set(CLOPS_ERR_CANCELLED, "%s: cancelled before it started",
                                          c->impl->desc->name));
-    pool_record_call(c->pool, call->index, status, c->device_ns);
+    if (!call->part)
+        pool_record_call(c->pool, call->index, status, c->device_ns);
     call_end(call);
     return status;
 }
@@ -406,6 +428,21 @@ int call_host_overlaps(const struct call *writer, const struct call *other)
     return 0;
 }
 
+struct op_call *call_op(struct call *call)
+{
+    return &call->op;
+}
+
+int32_t call_index(const struct call *call)
+{
+    return call->index;
+}
+
+void call_mark_part(struct call *call)
+{
+    call->part = 1;
+}
+
 int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_value *values)
 {
     err_clear();
@@ -413,8 +450,10 @@ int32_t call_run_index(struct clops_pool *pool, int32_t index, const union op_va
     int32_t status = call_prepare(pool, index, NULL, values, &call);
     if (status != CLOPS_OK)
         return status;
-    call_start(call, pool_acquire_queue(call->op.dev));
-    call_complete(call);
+    if (!call_split_run(call)) {
+        call_start(call, pool_acquire_queue(call->op.dev));
+        call_complete(call);
+    }
     status = call_report(call);
     call_free(call);
     return status;

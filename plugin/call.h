@@ -67,12 +67,29 @@ cl_event call_done_marker(const struct call *call);
  * status, also in its error. Run without call_start, it ends a call that never started (one
  * call_fail failed, or one cancelled). The call itself is left for call_free. */
 int32_t call_complete(struct call *call);
-/* Fails a call before it starts with `status` and `message` (a call it waited for failed). */
+/* call_complete's wait alone (with the cancel and verify checks after it): the call's status
+ * so far. A call awaited this way commits nothing until call_complete, which then does not
+ * wait again; call_fail before that keeps its outputs unwritten (a split call's other part
+ * failed). */
+int32_t call_await(struct call *call);
+/* Fails a call before it starts with `status` and `message` (a call it waited for failed), or
+ * an awaited one before its commit. */
 int32_t call_fail(struct call *call, int32_t status, const char *message);
 /* Whether the call writes host memory (an output tensor with data), and whether what `writer`
  * writes in host memory shares a byte with any host tensor of `other`. */
 int call_writes_host(const struct call *call);
 int call_host_overlaps(const struct call *writer, const struct call *other);
+
+/* The call's operator state, its operator's index in the registry; a part of a split call
+ * (call_split.c), which does not count in the statistics (its parent does). */
+struct op_call *call_op(struct call *call);
+int32_t call_index(const struct call *call);
+void call_mark_part(struct call *call);
+/* call_split.c: runs a checked synchronous call split across the devices its operator's
+ * configuration names (operators.<op>.devices), when the operator cuts it (op_impl's cut):
+ * 1 once the call has completed that way (its status in its error, as call_complete leaves it),
+ * 0 when it is not split (nothing was done). */
+int call_split_run(struct call *call);
 
 /* Runs one call of the operator at `index` in the registry with `values` (its parameters in
  * the descriptor's order), through the whole lifecycle: what invoke() calls. */

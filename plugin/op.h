@@ -68,6 +68,15 @@ struct op_call {
     struct call_control *control; /* never NULL once the call runs */
 };
 
+/* One part of a call split across devices (op_impl's cut): the parameter values of a call of
+ * the same operator on a piece of the work, its tensors pointing into `tensors`, and its share
+ * of the work in flops. */
+struct op_part {
+    union op_value values[CALL_MAX_PARAMS];
+    struct clops_tensor tensors[CALL_MAX_PARAMS];
+    double flops;
+};
+
 struct op_impl {
     const struct clops_op *desc;
     size_t plan_size; /* the call allocates it with the call's other state (call.c) */
@@ -90,6 +99,13 @@ struct op_impl {
      * and the host could not know at enqueue (lu_solve's device pivots) and may refuse the
      * call, which then writes no host output. */
     int32_t (*verify)(struct op_call *call);
+    /* Optional: cuts a checked call into `count` parts whose shares of the work are `shares`
+     * (summing to 1), each a call of the same operator on disjoint pieces of the outputs, which
+     * together compute what the call does; the parts made (fewer where the work does not cut
+     * so finely, 1 or less: run the call whole). Only calls the operator can cut this way are
+     * cut (a GEMM on host operands, say); the others return 0. */
+    int32_t (*cut)(const struct op_call *call, int32_t count, const double *shares,
+                   struct op_part *parts);
 };
 
 /* The fields of an operator's descriptor (abi/clops.h) that every operator fills the same way:

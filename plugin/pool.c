@@ -99,6 +99,32 @@ void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t bus
     atomic_fetch_add(&dev->busy_ns, busy_ns);
 }
 
+const struct config_op *pool_op_split(const struct clops_pool *pool, int32_t op_index)
+{
+    if (op_index < 0 || op_index >= registry_count())
+        return NULL;
+    const struct config_op *op = pool->op_counters[op_index].settings;
+    return op != NULL && op->split_count >= 2 ? op : NULL;
+}
+
+double pool_op_rate(const struct clops_pool *pool, int32_t op_index, int32_t device)
+{
+    if (op_index < 0 || op_index >= registry_count() || device < 0 || device >= CONFIG_MAX_DEVICES)
+        return 0;
+    return (double)atomic_load(&pool->op_counters[op_index].rate[device]) * 1e3;
+}
+
+void pool_op_rate_observe(struct clops_pool *pool, int32_t op_index, int32_t device,
+                          double flops_per_s)
+{
+    if (op_index < 0 || op_index >= registry_count() || device < 0 ||
+        device >= CONFIG_MAX_DEVICES || !(flops_per_s > 0))
+        return;
+    atomic_llong *rate = &pool->op_counters[op_index].rate[device];
+    const long long now = (long long)(flops_per_s / 1e3), last = atomic_load(rate);
+    atomic_store(rate, last > 0 ? (last + now) / 2 : now);
+}
+
 void pool_record_call(struct clops_pool *pool, int32_t i, int32_t status, int64_t device_ns)
 {
     atomic_fetch_add(&pool->calls, 1);

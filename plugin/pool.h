@@ -285,6 +285,15 @@ void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t bus
 
 /* Records one call of the operator at `op_index` (the registry's) in the statistics. */
 void pool_record_call(struct clops_pool *pool, int32_t op_index, int32_t status, int64_t device_ns);
+/* The configured split of the operator at `op_index` (operators.<op>.devices, .split), or NULL
+ * when it is not split over two devices or more. */
+const struct config_op *pool_op_split(const struct clops_pool *pool, int32_t op_index);
+/* The operator's measured rate on pool device `device` in flops per second (0: not measured
+ * yet), and a new measurement of it (the mean with the last, so that one slow call moves it
+ * only half-way). */
+double pool_op_rate(const struct clops_pool *pool, int32_t op_index, int32_t device);
+void pool_op_rate_observe(struct clops_pool *pool, int32_t op_index, int32_t device,
+                          double flops_per_s);
 
 /* ---- Lifetime ----------------------------------------------------------------------------- */
 

@@ -41,6 +41,9 @@ struct pool_op_counters {
     atomic_llong calls;
     atomic_llong failures;
     atomic_llong device_ns;
+    /* A split call's rate on each device of the pool, in flops per millisecond (its part's
+     * work over its time), 0 until one ran there: what shares the next split (call_split.c). */
+    atomic_llong rate[CONFIG_MAX_DEVICES];
 };
 
 /* How many host blocks a pool keeps for later calls (pool_host_give): room for the staging
@@ -110,8 +113,8 @@ struct clops_pool {
     struct host_copier *copiers[POOL_COPIERS];
     struct scratch_slot scratch[POOL_SCRATCH_CACHE]; /* guarded by host_lock */
     struct staged_slot staged[POOL_STAGED_CACHE];    /* guarded by host_lock */
-    int copiers_tried; /* copiers made (or that could not be), guarded by host_lock */
-    pthread_mutex_t registered_lock;      /* guards `registered` */
+    int copiers_tried;               /* copiers made (or that could not be), guarded by host_lock */
+    pthread_mutex_t registered_lock; /* guards `registered` */
     struct host_registration *registered; /* host_register's ranges (host_register.c) */
 };
 

@@ -82,6 +82,28 @@ static void expect_pool_settings(const struct pool_config *cfg, const char *want
 
 /* ---- Valid configurations ------------------------------------------------------------------ */
 
+/* configs/two_gpus.cfg: two GPUs, gemm split over both by measured rates. */
+START_TEST(test_two_gpu_example_splits_gemm_over_both)
+{
+    const char *source_dir = getenv("CLOPS_SOURCE_DIR");
+    ck_assert_msg(source_dir != NULL, "CLOPS_SOURCE_DIR is not set (run through ctest)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/configs/two_gpus.cfg", source_dir);
+    struct pool_config cfg;
+    int32_t status = config_parse_file(path, &cfg);
+    ck_assert_msg(status == CLOPS_OK, "%s: %s", err_status_name(status), err_last());
+    ck_assert_int_eq(cfg.device_count, 2);
+    expect_device(&cfg.devices[0], CLOPS_DEVICE_GPU, "", -1, 0, 2, 1);
+    expect_device(&cfg.devices[1], CLOPS_DEVICE_GPU, "", -1, 1, 2, 1);
+    const struct config_op *gemm = config_find_op(&cfg, "gemm");
+    ck_assert_ptr_nonnull(gemm);
+    ck_assert_int_eq(gemm->split_count, 2);
+    ck_assert_int_eq(gemm->split_devices[0], 0);
+    ck_assert_int_eq(gemm->split_devices[1], 1);
+    ck_assert_int_eq(gemm->share_count, 0);
+}
+END_TEST
+
 START_TEST(test_shipped_example_parses_to_documented_values)
 {
     const char *source_dir = getenv("CLOPS_SOURCE_DIR");
@@ -847,6 +869,7 @@ int main(void)
         TU_TEST(test_unknown_operator_names_the_registered_ones),
         TU_TEST(test_unknown_key_inside_an_operator),
         TU_TEST(test_split_devices_and_shares_are_checked),
+        TU_TEST(test_two_gpu_example_splits_gemm_over_both),
         TU_TEST(test_more_than_eight_devices_are_rejected),
         TU_TEST(test_strings_too_long_for_their_buffers_are_rejected),
         TU_TEST(test_failed_parse_leaves_the_defaults),

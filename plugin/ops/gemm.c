@@ -122,5 +122,10 @@ static const struct clops_op op_gemm = {
     OP_DESCRIPTOR_COMMON(gemm_op_name, gemm_params, gemm_entry, clops_gemm_fn),
 };
 
-const struct op_impl impl_gemm =
-    OP_IMPL(&op_gemm, struct gemm_plan, gemm_check, gemm_run, gemm_commit, NULL, &gemm_settings);
+const struct op_impl impl_gemm = {.desc = &op_gemm,
+                                  .plan_size = sizeof(struct gemm_plan),
+                                  .check = gemm_check,
+                                  .enqueue = gemm_run,
+                                  .commit = gemm_commit,
+                                  .settings = &gemm_settings,
+                                  .cut = gemm_cut};

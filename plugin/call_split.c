@@ -1,0 +1,211 @@
+/* call_split.c — a synchronous call split across the pool's devices (operators.<op>.devices,
+ * call.h's call_split_run). The operator cuts the checked call into parts (op_impl's cut), one
+ * per device, in shares by the devices' measured rates for it (or the configured shares); each
+ * part is a call of its own on its device, whose host operands are staged to that device. Every
+ * part's work is enqueued before any is waited for, so the devices run at once, and the parts'
+ * outputs are committed only once every part succeeded: a failed call leaves its host outputs
+ * untouched, as a whole call does. Data never moves between devices: each part reads host
+ * memory (NVIDIA's paths between two GPUs run at ~1 GB/s, a pinned host upload at ~55). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "call.h"
+#include "config.h"
+#include "error.h"
+#include "pool.h"
+
+/* A call is split only when it is expected to take this long on its fastest device (at
+ * pool_device_peak_flops): below it, one device finishes before a second one's staging pays. */
+static const double SPLIT_MIN_NS = 2e6;
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* The devices' shares: the configured ones, else their measured rates for the operator, else
+ * (a device not measured yet) their estimated peaks. */
+static void split_shares(struct clops_pool *pool, int32_t index, const struct config_op *cfg,
+                         struct pool_device **devs, int32_t f64, double *shares)
+{
+    const int32_t n = cfg->split_count;
+    double sum = 0;
+    int measured = 1;
+    for (int32_t i = 0; i < n; i++)
+        measured = measured && pool_op_rate(pool, index, cfg->split_devices[i]) > 0;
+    for (int32_t i = 0; i < n; i++) {
+        shares[i] = cfg->share_count == n ? cfg->split_share[i]
+                    : measured            ? pool_op_rate(pool, index, cfg->split_devices[i])
+                                          : pool_device_peak_flops(devs[i], f64);
+        sum += shares[i];
+    }
+    for (int32_t i = 0; i < n; i++)
+        shares[i] = sum > 0 ? shares[i] / sum : 1.0 / n;
+}
+
+/* A split under way: the parts made, each a call on its device, and when each one's device work
+ * was seen complete. */
+struct split_state {
+    int32_t count;
+    struct op_part *parts;
+    struct pool_device *devs[CONFIG_MAX_DEVICES];
+    int32_t device_index[CONFIG_MAX_DEVICES];
+    struct call *calls[CONFIG_MAX_DEVICES];
+    struct call_control controls[CONFIG_MAX_DEVICES];
+    double done_ns[CONFIG_MAX_DEVICES];
+};
+
+/* Waits until every started part's device work is complete or failed, noting when each was
+ * seen so: the parts' rates. Polls the parts' end markers, sleeping a hundredth of the time
+ * waited so far (at most 1 ms) between looks. */
+static void await_parts(struct split_state *s, double start_ns)
+{
+    int left = 1;
+    while (left) {
+        left = 0;
+        for (int32_t i = 0; i < s->count; i++) {
+            if (s->calls[i] == NULL || s->done_ns[i] > 0)
+                continue;
+            cl_event marker = call_done_marker(s->calls[i]);
+            cl_int state = CL_COMPLETE;
+            if (marker != NULL && clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                                 sizeof state, &state, NULL) != CL_SUCCESS)
+                state = CL_COMPLETE; /* the part's own wait reports the failure */
+            if (state == CL_COMPLETE || state < 0)
+                s->done_ns[i] = now_ns();
+            else
+                left = 1;
+        }
+        if (left) {
+            double pause = (now_ns() - start_ns) / 100;
+            pause = pause < 2e4 ? 2e4 : pause > 1e6 ? 1e6 : pause;
+            nanosleep(&(struct timespec){0, (long)pause}, NULL);
+        }
+    }
+}
+
+/* Prepares and starts part i on its device: 0, or the failure (the part's message in the
+ * thread's error). */
+static int32_t start_part(struct clops_pool *pool, int32_t index, struct split_state *s, int32_t i)
+{
+    struct call_control *control = &s->controls[i];
+    atomic_init(&control->cancel, 0);
+    atomic_init(&control->done, 0);
+    atomic_init(&control->total, 0);
+    control->submitted = 1; /* an end marker of its own, and the pace of a submitted call */
+    int32_t status = call_prepare(pool, index, s->devs[i], s->parts[i].values, &s->calls[i]);
+    if (status != CLOPS_OK)
+        return status;
+    call_mark_part(s->calls[i]);
+    call_set_control(s->calls[i], control);
+    return call_start(s->calls[i], pool_acquire_queue(s->devs[i]));
+}
+
+/* "<op>: part i of n, on device d ('name'): <message>" into the parent's error. */
+static void fail_parent(struct call *call, const struct split_state *s, int32_t i, int32_t status,
+                        const char *message)
+{
+    char text[ERR_MESSAGE_MAX];
+    snprintf(text, sizeof text, "%s: part %d of %d, on device %d ('%s'): %s",
+             call_op(call)->impl->desc->name, (int)i + 1, (int)s->count, (int)s->device_index[i],
+             pool_device_info(s->devs[i])->name, message);
+    call_fail(call, status, text);
+}
+
+/* Runs the parts made: all started, then awaited, then completed, committing only when every
+ * one succeeded. The parent's error holds the first failure. */
+static void run_parts(struct call *call, struct split_state *s)
+{
+    struct op_call *op = call_op(call);
+    const int32_t index = call_index(call);
+    const double start_ns = now_ns();
+    int32_t failed = -1;
+    for (int32_t i = 0; i < s->count && failed < 0; i++) {
+        const int32_t status = start_part(op->pool, index, s, i);
+        if (status != CLOPS_OK) {
+            failed = i;
+            fail_parent(call, s, i, status,
+                        s->calls[i] != NULL ? call_error_of(s->calls[i])->message : err_last());
+        }
+    }
+    await_parts(s, start_ns);
+    /* Every part's wait before any commit: a part whose wait fails leaves the others' outputs
+     * unwritten too. */
+    for (int32_t i = 0; i < s->count; i++)
+        if (s->calls[i] != NULL && call_await(s->calls[i]) != CLOPS_OK && failed < 0) {
+            failed = i;
+            fail_parent(call, s, i, call_error_of(s->calls[i])->status,
+                        call_error_of(s->calls[i])->message);
+        }
+    for (int32_t i = 0; i < s->count; i++) {
+        if (s->calls[i] == NULL)
+            continue;
+        /* Another part failed: this one's outputs are not to be written either. */
+        if (failed >= 0 && i != failed)
+            call_fail(s->calls[i], call_error_of(call)->status, "another part of the call failed");
+        const int32_t status = call_complete(s->calls[i]);
+        op->device_ns += call_op(s->calls[i])->device_ns;
+        const double busy = s->done_ns[i] - start_ns;
+        pool_record_device_work(s->devs[i], 1, (int64_t)busy);
+        if (status == CLOPS_OK && busy > 0)
+            pool_op_rate_observe(op->pool, index, s->device_index[i],
+                                 s->parts[i].flops / busy * 1e9);
+        call_free(s->calls[i]);
+        s->calls[i] = NULL;
+    }
+}
+
+int call_split_run(struct call *call)
+{
+    struct op_call *op = call_op(call);
+    const int32_t index = call_index(call);
+    const struct config_op *cfg = pool_op_split(op->pool, index);
+    if (cfg == NULL || op->impl->cut == NULL || op->nothing_to_do)
+        return 0;
+    struct split_state s = {.count = 0};
+    const int32_t f64 = op->values[0].tensor != NULL && op->values[0].tensor->dtype == CLOPS_F64;
+    struct pool_device *devs[CONFIG_MAX_DEVICES];
+    double fastest = 0;
+    for (int32_t i = 0; i < cfg->split_count; i++) {
+        if (cfg->split_devices[i] >= pool_device_count(op->pool))
+            return 0; /* a listed device the pool did not open (not required, absent) */
+        devs[i] = pool_device_at(op->pool, cfg->split_devices[i]);
+        const double peak = pool_device_peak_flops(devs[i], f64);
+        fastest = peak > fastest ? peak : fastest;
+    }
+    double shares[CONFIG_MAX_DEVICES];
+    split_shares(op->pool, index, cfg, devs, f64, shares);
+    struct op_part *parts = calloc((size_t)cfg->split_count, sizeof *parts);
+    if (parts == NULL)
+        return 0; /* run whole */
+    const int32_t made = op->impl->cut(op, cfg->split_count, shares, parts);
+    double flops = 0;
+    for (int32_t i = 0; i < cfg->split_count; i++)
+        flops += parts[i].flops;
+    if (made < 2 || flops / fastest * 1e9 < SPLIT_MIN_NS) {
+        free(parts);
+        return 0;
+    }
+    /* The parts with work, in the devices' order. */
+    s.parts = parts;
+    for (int32_t i = 0; i < cfg->split_count; i++) {
+        if (parts[i].flops <= 0)
+            continue;
+        if (s.count != i)
+            parts[s.count] = parts[i];
+        /* Values point into the part's own tensors: moved with it. */
+        for (int32_t p = 0; p < op->impl->desc->param_count; p++)
+            if (parts[s.count].values[p].tensor == &parts[i].tensors[p])
+                parts[s.count].values[p].tensor = &parts[s.count].tensors[p];
+        s.devs[s.count] = devs[i];
+        s.device_index[s.count] = cfg->split_devices[i];
+        s.count++;
+    }
+    run_parts(call, &s);
+    free(parts);
+    call_complete(call); /* never started: its statistics, and what call_prepare held */
+    return 1;
+}

@@ -1,0 +1,300 @@
+/* test_multi_device.c — one call split across a pool's devices (operators.gemm.devices, issue
+ * 24): a GEMM on host operands cut into blocks of C, one per device, each part staged to and
+ * computed on its own device. On a machine without GPUs the pool is two CPU devices (PoCL with
+ * POCL_DEVICES="pthread pthread", set by main()); with two GPUs, the GPUs. Checked: the result
+ * against a long double reference and bit for bit against the same call on one device (the
+ * same kernel computes every block), f32 and f64, awkward sizes, both layouts, transposes, a cut
+ * by columns and one by rows; both devices did work (their statistics); configured shares; the
+ * rates measured for the next split; a call too small to split runs whole; and the fault sweep:
+ * a call in which any OpenCL call or allocation fails reports it, naming the part, and leaves C
+ * untouched. Links the core with fault injection (fault_inject.h). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clops.h"
+#include "entry.h"
+#include "error.h"
+#include "fault_inject.h"
+#include "pool.h"
+#include "registry.h"
+#include "testutil.h"
+
+static const struct clops_api *api;
+
+/* The statically linked core's table: the one whose OpenCL calls fault_inject wraps. */
+static void setup(void)
+{
+    api = entry_table(CLOPS_ABI_MAJOR);
+}
+
+/* A pool of two devices with gemm split over both (`split`: extra keys of operators.gemm), or
+ * NULL where the machine has no two devices. */
+static struct clops_pool *split_pool(const char *split)
+{
+    static const char *const devices[] = {
+        "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } );",
+        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } );",
+    };
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "%s cpu_fallback = false; operators = { gemm = { devices = [0, 1]; %s }; };",
+                 devices[i], split);
+        struct clops_pool *pool = NULL;
+        if (api->pool_create_from_string(text, &pool) == CLOPS_OK)
+            return pool;
+    }
+    return NULL;
+}
+
+/* The same devices, gemm on device 0 alone. */
+static struct clops_pool *whole_pool(void)
+{
+    static const char *const devices[] = {
+        "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } ); cpu_fallback = false;",
+        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } ); cpu_fallback = false;",
+    };
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        struct clops_pool *pool = NULL;
+        if (api->pool_create_from_string(devices[i], &pool) == CLOPS_OK)
+            return pool;
+    }
+    return NULL;
+}
+
+static int64_t tasks(struct clops_pool *pool, int32_t d)
+{
+    struct clops_device_stats s = {.struct_size = sizeof s};
+    ck_assert_int_eq(api->pool_device_stats(pool, d, &s), CLOPS_OK);
+    return s.tasks;
+}
+
+/* One GEMM case: C = alpha op(A) op(B) + beta C, every matrix row- or column-major. */
+struct gemm_case {
+    int32_t dtype;
+    int64_t m, n, k;
+    int trans_a, trans_b, column_major;
+};
+
+struct gemm_data {
+    void *a, *b, *c0, *c;
+    struct clops_tensor ta, tb, tc;
+};
+
+static double at(const void *x, int32_t dtype, int64_t i)
+{
+    return dtype == CLOPS_F32 ? ((const float *)x)[i] : ((const double *)x)[i];
+}
+
+/* A matrix of `rows` x `cols` in the case's layout (ld = its leading extent). */
+static struct clops_tensor matrix(void *data, const struct gemm_case *g, int64_t rows, int64_t cols)
+{
+    return clops_matrix(data, g->dtype, rows, cols, g->column_major ? rows : cols, g->column_major);
+}
+
+static int64_t index_of(const struct gemm_case *g, int64_t rows, int64_t cols, int64_t i, int64_t j)
+{
+    return g->column_major ? j * rows + i : i * cols + j;
+}
+
+static void data_make(const struct gemm_case *g, struct gemm_data *d, uint64_t seed)
+{
+    tu_seed(seed);
+    const int64_t ar = g->trans_a ? g->k : g->m, ac = g->trans_a ? g->m : g->k;
+    const int64_t br = g->trans_b ? g->n : g->k, bc = g->trans_b ? g->k : g->n;
+    d->a = tu_random_elements(g->dtype, ar * ac);
+    d->b = tu_random_elements(g->dtype, br * bc);
+    d->c0 = tu_random_elements(g->dtype, g->m * g->n);
+    d->c = tu_memdup(d->c0, (size_t)(g->m * g->n * tu_dtype_size(g->dtype)));
+    d->ta = matrix(d->a, g, ar, ac);
+    d->tb = matrix(d->b, g, br, bc);
+    d->tc = matrix(d->c, g, g->m, g->n);
+}
+
+static void data_free(struct gemm_data *d)
+{
+    free(d->a), free(d->b), free(d->c0), free(d->c);
+}
+
+static int32_t run_gemm(struct clops_pool *pool, const struct gemm_case *g, struct gemm_data *d)
+{
+    clops_gemm_fn gemm = (clops_gemm_fn)api->op_find("gemm")->entry;
+    return gemm(pool, &d->ta, &d->tb, &d->tc, g->trans_a ? CLOPS_TRANS : CLOPS_NO_TRANS,
+                g->trans_b ? CLOPS_TRANS : CLOPS_NO_TRANS, 1.25, -0.5);
+}
+
+/* C against the long double reference, from A, B and C0. */
+static void check_reference(const struct gemm_case *g, const struct gemm_data *d, const char *what)
+{
+    const int64_t ar = g->trans_a ? g->k : g->m, ac = g->trans_a ? g->m : g->k;
+    const int64_t br = g->trans_b ? g->n : g->k, bc = g->trans_b ? g->k : g->n;
+    const double eps = g->dtype == CLOPS_F32 ? 1.2e-7 : 2.3e-16;
+    for (int64_t i = 0; i < g->m; i++)
+        for (int64_t j = 0; j < g->n; j++) {
+            long double s = 0, mag = 0;
+            for (int64_t p = 0; p < g->k; p++) {
+                const long double x =
+                    at(d->a, g->dtype,
+                       g->trans_a ? index_of(g, ar, ac, p, i) : index_of(g, ar, ac, i, p));
+                const long double y =
+                    at(d->b, g->dtype,
+                       g->trans_b ? index_of(g, br, bc, j, p) : index_of(g, br, bc, p, j));
+                s += x * y;
+                mag += fabsl(x * y);
+            }
+            const int64_t ci = index_of(g, g->m, g->n, i, j);
+            const long double want = 1.25L * s - 0.5L * at(d->c0, g->dtype, ci);
+            const double got = at(d->c, g->dtype, ci);
+            ck_assert_msg(fabsl(got - want) <= 4 * eps * (double)(g->k + 2) * (1.25 * mag + 1),
+                          "%s: %s %lldx%lldx%lld: c(%lld, %lld) = %.17g, expected %.17Lg", what,
+                          g->dtype == CLOPS_F32 ? "f32" : "f64", (long long)g->m, (long long)g->n,
+                          (long long)g->k, (long long)i, (long long)j, got, want);
+        }
+}
+
+static const struct gemm_case cases[] = {
+    /* n >= m: cut by columns; m > n: by rows. Sizes primes and non-multiples of the tile. */
+    {CLOPS_F32, 389, 1031, 601, 0, 0, 0},
+    {CLOPS_F32, 1031, 389, 601, 1, 0, 1},
+    {CLOPS_F64, 521, 769, 433, 0, 1, 1},
+    {CLOPS_F64, 769, 521, 433, 1, 1, 0},
+};
+
+/* The split call: right, the same bits as on one device, and both devices worked. */
+START_TEST(test_split_gemm_matches_one_device_bit_for_bit)
+{
+    const struct gemm_case *g = &cases[_i];
+    if (g->dtype == CLOPS_F64 && !tu_has_fp64())
+        return;
+    struct clops_pool *split = split_pool(""), *whole = whole_pool();
+    if (split == NULL || whole == NULL) {
+        fprintf(stderr, "test_multi_device: no two devices here\n");
+        ck_abort_msg("no pool of two devices: POCL_DEVICES should have made one");
+    }
+    struct gemm_data one, two;
+    data_make(g, &one, 9100 + (uint64_t)_i);
+    data_make(g, &two, 9100 + (uint64_t)_i);
+    const int64_t before[2] = {tasks(split, 0), tasks(split, 1)};
+    ck_assert_msg(run_gemm(whole, g, &one) == CLOPS_OK, "%s", api->last_error());
+    ck_assert_msg(run_gemm(split, g, &two) == CLOPS_OK, "%s", api->last_error());
+    ck_assert_msg(tasks(split, 0) > before[0] && tasks(split, 1) > before[1],
+                  "both devices should have had a part: tasks %lld -> %lld, %lld -> %lld",
+                  (long long)before[0], (long long)tasks(split, 0), (long long)before[1],
+                  (long long)tasks(split, 1));
+    check_reference(g, &two, "split");
+    ck_assert_msg(memcmp(one.c, two.c, (size_t)(g->m * g->n * tu_dtype_size(g->dtype))) == 0,
+                  "the split C differs from the one device's");
+    data_free(&one);
+    data_free(&two);
+    api->pool_release(split);
+    api->pool_release(whole);
+}
+END_TEST
+
+/* Configured shares: [1, 0] leaves device 1 idle (one part: not split); [0.3, 0.7] gives both
+ * a part. After split calls with measured shares, each device has a rate for gemm. */
+START_TEST(test_shares_configured_and_measured)
+{
+    const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0};
+    struct clops_pool *all0 = split_pool("split = [1.0, 0.0];");
+    struct clops_pool *some = split_pool("split = [0.3, 0.7];");
+    struct clops_pool *measured = split_pool("");
+    ck_assert(all0 != NULL && some != NULL && measured != NULL);
+    struct gemm_data d;
+    data_make(&g, &d, 9200);
+    ck_assert_int_eq(run_gemm(all0, &g, &d), CLOPS_OK);
+    ck_assert_int_eq(tasks(all0, 1), 0);
+    ck_assert_int_eq(run_gemm(some, &g, &d), CLOPS_OK);
+    ck_assert_int_gt(tasks(some, 0), 0);
+    ck_assert_int_gt(tasks(some, 1), 0);
+    const int32_t gemm = registry_index_by_name("gemm");
+    ck_assert(pool_op_rate(measured, gemm, 0) == 0 && pool_op_rate(measured, gemm, 1) == 0);
+    for (int r = 0; r < 2; r++) {
+        memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
+        ck_assert_int_eq(run_gemm(measured, &g, &d), CLOPS_OK);
+    }
+    check_reference(&g, &d, "measured shares");
+    ck_assert(pool_op_rate(measured, gemm, 0) > 0 && pool_op_rate(measured, gemm, 1) > 0);
+    data_free(&d);
+    api->pool_release(all0);
+    api->pool_release(some);
+    api->pool_release(measured);
+}
+END_TEST
+
+/* A GEMM expected to take less than the split's threshold runs whole, on device 0. */
+START_TEST(test_a_small_gemm_is_not_split)
+{
+    const struct gemm_case g = {CLOPS_F32, 100, 300, 50, 0, 0, 0};
+    struct clops_pool *pool = split_pool("");
+    ck_assert(pool != NULL);
+    struct gemm_data d;
+    data_make(&g, &d, 9300);
+    ck_assert_int_eq(run_gemm(pool, &g, &d), CLOPS_OK);
+    check_reference(&g, &d, "small");
+    ck_assert_int_eq(tasks(pool, 1), 0);
+    data_free(&d);
+    api->pool_release(pool);
+}
+END_TEST
+
+/* Every OpenCL call (then every allocation) of a split call made to fail in turn: the call
+ * fails with a message, a failure inside a part names it, and C is left as it was; the pool
+ * works afterwards. */
+START_TEST(test_a_failure_anywhere_leaves_c_untouched)
+{
+    const enum fault_kind kind = _i == 0 ? FAULT_OPENCL : FAULT_ALLOC;
+    const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0};
+    struct clops_pool *pool = split_pool("split = [0.5, 0.5];");
+    ck_assert(pool != NULL);
+    struct gemm_data d;
+    data_make(&g, &d, 9400);
+    ck_assert_int_eq(run_gemm(pool, &g, &d), CLOPS_OK); /* kernels built, blocks cached */
+    memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
+    fault_arm(kind, 0);
+    ck_assert_int_eq(run_gemm(pool, &g, &d), CLOPS_OK);
+    const int64_t calls = fault_count(kind);
+    fault_disarm();
+    ck_assert_int_gt(calls, 0);
+    int failures = 0, named = 0;
+    for (int64_t n = 1; n <= calls; n++) {
+        memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
+        fault_arm(kind, n);
+        const int32_t status = run_gemm(pool, &g, &d);
+        const char *failed = fault_failed_function();
+        fault_disarm();
+        if (status == CLOPS_OK)
+            continue; /* a failure the call could live with (a release's status) */
+        failures++;
+        named += strstr(api->last_error(), "part ") != NULL;
+        ck_assert_msg(memcmp(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float)) == 0,
+                      "failing call %lld (%s): %s; C was written", (long long)n,
+                      failed ? failed : "?", api->last_error());
+    }
+    ck_assert_int_gt(failures, 0);
+    ck_assert_int_gt(named, 0);
+    memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
+    ck_assert_int_eq(run_gemm(pool, &g, &d), CLOPS_OK);
+    check_reference(&g, &d, "after the sweep");
+    data_free(&d);
+    api->pool_release(pool);
+}
+END_TEST
+
+int main(void)
+{
+    /* PoCL then shows two CPU devices (a value the user set is kept). */
+    setenv("POCL_DEVICES", "pthread pthread", 0);
+    const struct tu_test tests[] = {
+        TU_CASE_FIXTURE("multi_device", setup, NULL),
+        TU_LOOP(test_split_gemm_matches_one_device_bit_for_bit,
+                (int)(sizeof cases / sizeof cases[0])),
+        TU_TEST(test_shares_configured_and_measured),
+        TU_TEST(test_a_small_gemm_is_not_split),
+        TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 2),
+    };
+    return tu_run_tests("multi_device", 1200, 1, tests, TU_COUNT(tests));
+}
