@@ -15,10 +15,6 @@
 #include "error.h"
 #include "pool.h"
 
-/* A call is split only when it is expected to take this long on its fastest device (at
- * pool_device_peak_flops): below it, one device finishes before a second one's staging pays. */
-static const double SPLIT_MIN_NS = 2e6;
-
 static double now_ns(void)
 {
     struct timespec t;
@@ -185,7 +181,10 @@ int call_split_run(struct call *call)
     double flops = 0;
     for (int32_t i = 0; i < cfg->split_count; i++)
         flops += parts[i].flops;
-    if (made < 2 || flops / fastest * 1e9 < SPLIT_MIN_NS) {
+    /* Split only a call expected to take operators.<op>.split_min_ms on its fastest device
+     * (at pool_device_peak_flops): below it, one device finishes before a second one's staging
+     * pays. */
+    if (made < 2 || flops / fastest * 1e3 < cfg->split_min_ms) {
         free(parts);
         return 0;
     }

@@ -401,10 +401,27 @@ static int32_t parse_op_split(const struct parser *p, const struct field *f,
     return CLOPS_OK;
 }
 
+/* operators.<op>.split_min_ms: a number of milliseconds, 0 or more. */
+static int32_t parse_op_split_min(const struct parser *p, const struct field *f,
+                                  const config_setting_t *s, const char *path, void *base)
+{
+    (void)f;
+    const int type = config_setting_type(s);
+    if (type != CONFIG_TYPE_FLOAT && type != CONFIG_TYPE_INT)
+        return fail_type(p, s, path, "a number of milliseconds, 0 or more");
+    const double v =
+        type == CONFIG_TYPE_FLOAT ? config_setting_get_float(s) : (double)config_setting_get_int(s);
+    if (!(v >= 0 && v <= 1e9))
+        return fail(p, s, path, "%g ms: expected 0 or more", v);
+    ((struct config_op *)base)->split_min_ms = v;
+    return CLOPS_OK;
+}
+
 static const struct field op_fields[] = {
     {"device", parse_op_device, offsetof(struct config_op, device), 0, 0, 0},
     {"devices", parse_op_devices, 0, 0, 0, 0},
     {"split", parse_op_split, 0, 0, 0, 0},
+    {"split_min_ms", parse_op_split_min, 0, 0, 0, 0},
     {"build_options", parse_string, offsetof(struct config_op, build_options),
      MEMBER_SIZE(struct config_op, build_options), 0, 0},
 };
@@ -413,6 +430,7 @@ static void op_defaults(struct config_op *op)
 {
     memset(op, 0, sizeof *op);
     op->device = -1;
+    op->split_min_ms = CONFIG_SPLIT_MIN_MS;
 }
 
 /* ---- Operator settings ----------------------------------------------------------------------- */
@@ -455,13 +473,14 @@ static int32_t fail_unknown_op_key(const struct parser *p, const config_setting_
         used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i > 0 ? ", " : "",
                                  decl->list[i].name);
     if (decl->count == 0)
-        return fail(
-            p, member, path,
-            "unknown key '%s' (expected one of device, devices, split, build_options); %s has no "
-            "settings",
-            config_setting_name(member), op_name);
+        return fail(p, member, path,
+                    "unknown key '%s' (expected one of device, devices, split, split_min_ms, "
+                    "build_options); %s has no "
+                    "settings",
+                    config_setting_name(member), op_name);
     return fail(p, member, path,
-                "unknown key '%s' (expected one of device, devices, split, build_options) or a "
+                "unknown key '%s' (expected one of device, devices, split, split_min_ms, "
+                "build_options) or a "
                 "setting of %s (%s)",
                 config_setting_name(member), op_name, names);
 }

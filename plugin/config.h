@@ -10,6 +10,8 @@ enum { CONFIG_MAX_DEVICES = 8, CONFIG_MAX_OPS = 32, CONFIG_PATH_MAX = 1024 };
 /* The default device_memory_percent: the rest of a device's reported memory is left to the
  * driver (contexts, programs, PoCL's per-kernel scratch) and to other users of the device. */
 enum { CONFIG_DEVICE_MEMORY_PERCENT = 90 };
+/* The default operators.<op>.split_min_ms. */
+#define CONFIG_SPLIT_MIN_MS 2.0
 
 /* One entry of `devices`: which OpenCL device to open. */
 struct config_device {
@@ -53,15 +55,17 @@ enum setting_origin { SETTING_DEFAULT = 0, SETTING_KEY = 1, SETTING_BUILD_OPTION
 
 /* One entry of `operators`: settings the core applies to one operator. */
 struct config_op {
-    char name[64];           /* must name a registered operator */
-    int32_t device;          /* index into the pool's opened devices; -1 = the primary (0) */
+    char name[64];  /* must name a registered operator */
+    int32_t device; /* index into the pool's opened devices; -1 = the primary (0) */
     /* operators.<op>.devices: the devices one call is split over (GEMM), indexes into the pool's
      * devices, distinct; split_count < 2: not split. operators.<op>.split: the share of each
      * (fractions summing to 1), or none: by their measured speed. */
     int32_t split_devices[CONFIG_MAX_DEVICES];
     int32_t split_count;
     double split_share[CONFIG_MAX_DEVICES];
-    int32_t share_count; /* 0: measured */
+    int32_t share_count;     /* 0: measured */
+    double split_min_ms;     /* operators.<op>.split_min_ms: calls expected to take less on the
+                                fastest device run whole; default CONFIG_SPLIT_MIN_MS */
     char build_options[512]; /* appended to the kernel build options of this operator, less the
                                 old spellings of its settings */
     /* The operator's declared settings, in its declaration's order. */

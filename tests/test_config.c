@@ -359,7 +359,7 @@ START_TEST(test_unknown_key_inside_an_operator)
                         "  };\n};\n",
                         4,
                         "operators.gemm: unknown key 'options' (expected one of device, "
-                        "devices, split, build_options)");
+                        "devices, split, split_min_ms, build_options)");
 }
 END_TEST
 
@@ -386,6 +386,8 @@ START_TEST(test_split_devices_and_shares_are_checked)
     snprintf(text, sizeof text,
              "%soperators = {\n  gemm = { devices = [0, 1];\n split = [1.5, -0.5]; };\n};\n", two);
     expect_config_error(text, 4, "operators.gemm.split[0]: share 1.5: expected 0 to 1");
+    expect_config_error("operators = { gemm = { split_min_ms = -1; }; };", 1,
+                        "operators.gemm.split_min_ms: -1 ms: expected 0 or more");
     expect_config_error(
         "operators = { gemm = { devices = \"all\"; }; };", 1,
         "operators.gemm.devices: expected an array of device indexes [ 0, 1, ... ], "
@@ -646,19 +648,19 @@ END_TEST
 
 START_TEST(test_unknown_operator_setting_is_named_with_the_declared_ones)
 {
-    expect_config_error(
-        "operators = {\n  transpose = { tiles = 8; };\n};\n", 2,
-        "operators.transpose: unknown key 'tiles' (expected one of device, "
-        "devices, split, build_options) or a setting of transpose (tile, rows, vec_bytes, "
-        "vec_tile, vec_rows)");
-    expect_config_error(
-        "operators = { lu = { nb = 8; tile_m = 4; }; };", 1,
-        "operators.lu: unknown key 'tile_m' (expected one of device, "
-        "devices, split, build_options) or a setting of lu (nb, panel_nb, panel_rows, "
-        "panel_resident, panel_groups, lookahead)");
+    expect_config_error("operators = {\n  transpose = { tiles = 8; };\n};\n", 2,
+                        "operators.transpose: unknown key 'tiles' (expected one of device, "
+                        "devices, split, split_min_ms, build_options) or a setting of transpose "
+                        "(tile, rows, vec_bytes, "
+                        "vec_tile, vec_rows)");
+    expect_config_error("operators = { lu = { nb = 8; tile_m = 4; }; };", 1,
+                        "operators.lu: unknown key 'tile_m' (expected one of device, "
+                        "devices, split, split_min_ms, build_options) or a setting of lu (nb, "
+                        "panel_nb, panel_rows, "
+                        "panel_resident, panel_groups, lookahead)");
     expect_config_error("operators = { mandelbrot = { tile = 8; }; };", 1,
                         "operators.mandelbrot: unknown key 'tile' (expected one of device, "
-                        "devices, split, build_options); mandelbrot has no settings");
+                        "devices, split, split_min_ms, build_options); mandelbrot has no settings");
 }
 END_TEST
 

@@ -30,9 +30,10 @@ static void setup(void)
     api = entry_table(CLOPS_ABI_MAJOR);
 }
 
-/* A pool of two devices with gemm split over both (`split`: extra keys of operators.gemm), or
- * NULL where the machine has no two devices. */
-static struct clops_pool *split_pool(const char *split)
+/* A pool of two devices with gemm split over both (`split`: extra keys of operators.gemm) and
+ * split_min_ms = 0 (2, the default, with small_threshold), or NULL where the machine has no
+ * two devices. */
+static struct clops_pool *split_pool(const char *split, int small_threshold)
 {
     static const char *const devices[] = {
         "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } );",
@@ -41,8 +42,9 @@ static struct clops_pool *split_pool(const char *split)
     for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
         char text[512];
         snprintf(text, sizeof text,
-                 "%s cpu_fallback = false; operators = { gemm = { devices = [0, 1]; %s }; };",
-                 devices[i], split);
+                 "%s cpu_fallback = false; operators = { gemm = { devices = [0, 1]; "
+                 "split_min_ms = %s; %s }; };",
+                 devices[i], small_threshold ? "2" : "0", split);
         struct clops_pool *pool = NULL;
         if (api->pool_create_from_string(text, &pool) == CLOPS_OK)
             return pool;
@@ -169,7 +171,7 @@ START_TEST(test_split_gemm_matches_one_device_bit_for_bit)
     const struct gemm_case *g = &cases[_i];
     if (g->dtype == CLOPS_F64 && !tu_has_fp64())
         return;
-    struct clops_pool *split = split_pool(""), *whole = whole_pool();
+    struct clops_pool *split = split_pool("", 0), *whole = whole_pool();
     if (split == NULL || whole == NULL) {
         fprintf(stderr, "test_multi_device: no two devices here\n");
         ck_abort_msg("no pool of two devices: POCL_DEVICES should have made one");
@@ -199,9 +201,9 @@ END_TEST
 START_TEST(test_shares_configured_and_measured)
 {
     const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0};
-    struct clops_pool *all0 = split_pool("split = [1.0, 0.0];");
-    struct clops_pool *some = split_pool("split = [0.3, 0.7];");
-    struct clops_pool *measured = split_pool("");
+    struct clops_pool *all0 = split_pool("split = [1.0, 0.0];", 0);
+    struct clops_pool *some = split_pool("split = [0.3, 0.7];", 0);
+    struct clops_pool *measured = split_pool("", 0);
     ck_assert(all0 != NULL && some != NULL && measured != NULL);
     struct gemm_data d;
     data_make(&g, &d, 9200);
@@ -225,11 +227,13 @@ START_TEST(test_shares_configured_and_measured)
 }
 END_TEST
 
-/* A GEMM expected to take less than the split's threshold runs whole, on device 0. */
+/* A GEMM expected to take less than the split's threshold (the default split_min_ms, 2 ms at
+ * the devices' estimated peak) runs whole, on device 0. The other cases set it to 0, so that
+ * sizes whose reference the host checks quickly are split on a GPU too. */
 START_TEST(test_a_small_gemm_is_not_split)
 {
     const struct gemm_case g = {CLOPS_F32, 100, 300, 50, 0, 0, 0};
-    struct clops_pool *pool = split_pool("");
+    struct clops_pool *pool = split_pool("", 1);
     ck_assert(pool != NULL);
     struct gemm_data d;
     data_make(&g, &d, 9300);
@@ -248,7 +252,7 @@ START_TEST(test_a_failure_anywhere_leaves_c_untouched)
 {
     const enum fault_kind kind = _i == 0 ? FAULT_OPENCL : FAULT_ALLOC;
     const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0};
-    struct clops_pool *pool = split_pool("split = [0.5, 0.5];");
+    struct clops_pool *pool = split_pool("split = [0.5, 0.5];", 0);
     ck_assert(pool != NULL);
     struct gemm_data d;
     data_make(&g, &d, 9400);
