@@ -7,6 +7,7 @@
 #include "op.h"
 #include "pool_internal.h"
 #include "registry.h"
+#include "split_crew.h"
 
 const struct config_op *pool_op_settings(const struct clops_pool *pool, const char *op_name)
 {
@@ -97,6 +98,16 @@ void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t bus
 {
     atomic_fetch_add(&dev->tasks, tasks);
     atomic_fetch_add(&dev->busy_ns, busy_ns);
+}
+
+struct split_crew *pool_split_crew(struct clops_pool *pool)
+{
+    pthread_mutex_lock(&pool->host_lock);
+    if (pool->crew == NULL)
+        pool->crew = split_crew_new();
+    struct split_crew *crew = pool->crew;
+    pthread_mutex_unlock(&pool->host_lock);
+    return crew;
 }
 
 const struct config_op *pool_op_split(const struct clops_pool *pool, int32_t op_index)

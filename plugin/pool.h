@@ -285,6 +285,9 @@ void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t bus
 
 /* Records one call of the operator at `op_index` (the registry's) in the statistics. */
 void pool_record_call(struct clops_pool *pool, int32_t op_index, int32_t status, int64_t device_ns);
+/* The pool's crew of threads for split workers (split_crew.h), made at the first call; NULL
+ * without host memory (the workers then run on the calling thread). */
+struct split_crew *pool_split_crew(struct clops_pool *pool);
 /* The configured split of the operator at `op_index` (operators.<op>.devices, .split), or NULL
  * when it is not split over two devices or more. */
 const struct config_op *pool_op_split(const struct clops_pool *pool, int32_t op_index);

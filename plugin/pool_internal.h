@@ -113,8 +113,11 @@ struct clops_pool {
     struct host_copier *copiers[POOL_COPIERS];
     struct scratch_slot scratch[POOL_SCRATCH_CACHE]; /* guarded by host_lock */
     struct staged_slot staged[POOL_STAGED_CACHE];    /* guarded by host_lock */
-    int copiers_tried;               /* copiers made (or that could not be), guarded by host_lock */
-    pthread_mutex_t registered_lock; /* guards `registered` */
+    int copiers_tried; /* copiers made (or that could not be), guarded by host_lock */
+    /* The splitter's threads (split_crew.h), made at the first split call; guarded by host_lock
+     * until then. */
+    struct split_crew *crew;
+    pthread_mutex_t registered_lock;      /* guards `registered` */
     struct host_registration *registered; /* host_register's ranges (host_register.c) */
 };
 

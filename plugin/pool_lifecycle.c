@@ -5,6 +5,7 @@
 #include "host_register.h"
 #include "pool_internal.h"
 #include "registry.h"
+#include "split_crew.h"
 
 static int32_t open_configured_devices(struct clops_pool *pool, const void *ctx)
 {
@@ -75,6 +76,8 @@ int32_t pool_create_with(const struct pool_config *cfg,
  * buffer holding it let go. */
 static void pool_free(struct clops_pool *pool)
 {
+    split_crew_free(pool->crew); /* no split runs: the pool is no longer held */
+    pool->crew = NULL;
     pool_host_release_all(pool);
     host_registration_release_all(pool);
     pool_release_programs(pool);

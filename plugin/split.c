@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "split.h"
+#include "split_crew.h"
 
 /* What became of a unit a worker took: its own (TAKEN), rendered again by a GPU-side worker
  * (STOLEN), or delivered by whoever finished it first (DONE). */
@@ -304,12 +305,6 @@ static void worker_main(struct worker *w)
     }
 }
 
-static void *worker_thread(void *arg)
-{
-    worker_main(arg);
-    return NULL;
-}
-
 /* ---- The whole run --------------------------------------------------------------------------- */
 
 /* The devices whose list has units, and on which sides; the job checks each. */
@@ -358,22 +353,20 @@ static int32_t plan_workers(struct split_call *c, struct pool_device **devs, int
     return CLOPS_OK;
 }
 
-/* Runs workers 1.. on threads of their own and worker 0 on the calling one; joins them. */
-static int32_t run_workers(struct worker *workers, int32_t count)
+static void worker_task(void *arg)
 {
-    pthread_t threads[SPLIT_WORKERS_MAX];
-    int32_t started = 1, status = CLOPS_OK;
-    for (; started < count; started++)
-        if (pthread_create(&threads[started], NULL, worker_thread, &workers[started]) != 0) {
-            status = err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: cannot start a worker thread",
-                             workers[0].call->job->name);
-            atomic_store(&workers[0].call->failed, 1);
-            break;
-        }
-    if (status == CLOPS_OK)
-        worker_main(&workers[0]);
-    for (int32_t i = 1; i < started; i++)
-        pthread_join(threads[i], NULL);
+    worker_main(arg);
+}
+
+/* Runs worker 0 on the calling thread and the others on the pool's crew (split_crew.h: threads
+ * kept across calls), returning once all are done: the first failure, with its message. */
+static int32_t run_workers(struct clops_pool *pool, struct worker *workers, int32_t count)
+{
+    void *args[SPLIT_WORKERS_MAX];
+    for (int32_t i = 0; i < count; i++)
+        args[i] = &workers[i];
+    split_crew_run(pool_split_crew(pool), worker_task, args, count);
+    int32_t status = CLOPS_OK;
     for (int32_t i = 0; i < count && status == CLOPS_OK; i++)
         if (workers[i].status != CLOPS_OK)
             status = err_set(workers[i].status, "%s", workers[i].message);
@@ -437,7 +430,7 @@ int32_t split_run(struct clops_pool *pool, const struct split_job *job, struct s
         status = worker_setup(&call, &workers[i], devs[i], job->dynamic ? 0 : sides[i], sides[i],
                               states != NULL ? states + (size_t)i * job->worker_size : NULL);
     if (status == CLOPS_OK)
-        status = run_workers(workers, call.worker_count);
+        status = run_workers(pool, workers, call.worker_count);
     finish_workers(&call, workers, &r);
     if (call.stealing)
         log_msg(CLOPS_LOG_DEBUG, "%s: %d %s, %d workers, %d %s stolen, %d given up", job->name,

@@ -43,21 +43,18 @@
  * hear of the units delivered (job->progress): each worker asks before it takes a chunk, so a
  * run stops within one chunk per worker; units no worker took are not rendered.
  *
- * Threads. Worker 0 runs on the calling thread, the others on threads split_run starts and joins.
+ * Threads. Worker 0 runs on the calling thread, the others on the pool's crew (split_crew.h):
+ * threads made at the first split call and kept until the pool is released, so that no call
+ * starts a thread; a worker no crew thread takes in time runs on the calling thread after its
+ * own.
  * setup, check_device and teardown run on the calling thread, before and after the workers run;
  * render and deliver on the worker's thread. After a failure (a callback's, or a thread that
  * would not start) the other workers stop after their chunk, and split_run returns the first
  * worker's failure with its message.
  *
- * Using it for a multi-device GEMM: units are the tiles of C (tile_m x tile_n, row-major),
- * unit_items = tile_m * tile_n work-items; check_device refuses f64 on a device without fp64;
- * setup creates the kernel and uploads A and B (or, per chunk, the row and column panels its
- * tiles need) to the worker's device and sizes a staging buffer of max_chunk tiles; render
- * computes the chunk's tiles, straight into C when C is a buffer on the worker's device and the
- * chunk is not contested, else into staging; deliver downloads the staged tiles and writes the
- * claimed ones into C (host memory, or uploaded to C's device and placed by a kernel there).
- * A GEMM with beta != 0 reads C: a staged tile starts from C's tile, so rendering a tile twice
- * still gives the same bits.
+ * A GEMM split across devices does not use the splitter: call_split.c cuts it into one part
+ * per device by the devices' measured rates (op_impl's cut, gemm_cut.c), each part a whole call
+ * on its device, since a GEMM's units cost the same and need no stealing.
  *
  * Using it for a multi-device LU: the panel of each step is factored on one device, then the
  * trailing update A22 -= L21 U12 is split: units are the trailing matrix's column blocks, one
