@@ -522,6 +522,18 @@ struct clops_host_register_args {
     int64_t bytes;
 };
 
+/* A buffer of `bytes` on device `device` of the pool (buffer_create's is on device 0, the
+ * primary). A call whose device buffers all live on one device of its pool runs on that
+ * device, whatever device its operator is configured to run on; buffers of two devices in one
+ * call are refused, naming both. */
+struct clops_buffer_create_args {
+    uint32_t struct_size;
+    int32_t device; /* the pool's device index */
+    struct clops_pool *pool;
+    int64_t bytes;
+    struct clops_buffer *buffer; /* out: the host's until buffer_release */
+};
+
 /* ---- Devices and statistics --------------------------------------------------------------- */
 
 enum clops_device_type { CLOPS_DEVICE_GPU = 1, CLOPS_DEVICE_CPU = 2, CLOPS_DEVICE_OTHER = 4 };
@@ -726,6 +738,9 @@ struct clops_api {
      * CLOPS_API_HAS(api, host_unregister) before calling either. */
     int32_t (*host_register)(struct clops_host_register_args *args);
     int32_t (*host_unregister)(struct clops_host_register_args *args);
+    /* A buffer on any device of the pool (above): appended after host_unregister, so check
+     * CLOPS_API_HAS(api, buffer_create_on). */
+    int32_t (*buffer_create_on)(struct clops_buffer_create_args *args);
 };
 
 /* The only entry symbol. Returns NULL when the plugin does not serve `abi_major` (it serves 1). */

@@ -8,33 +8,46 @@
 
 int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out)
 {
+    return buffer_create_on(pool, 0, bytes, out, "buffer_create");
+}
+
+int32_t buffer_create_on(struct clops_pool *pool, int32_t device, int64_t bytes,
+                         struct clops_buffer **out, const char *entry)
+{
     if (out == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "buffer_create: parameter 'out' is NULL");
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'out' is NULL", entry);
     *out = NULL;
     if (pool == NULL)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "buffer_create: parameter 'pool' is NULL");
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'pool' is NULL", entry);
     if (bytes <= 0)
-        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                       "buffer_create: parameter 'bytes' = %lld; expected > 0", (long long)bytes);
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: parameter 'bytes' = %lld; expected > 0",
+                       entry, (long long)bytes);
 #if SIZE_MAX < INT64_MAX
     if (bytes > (int64_t)SIZE_MAX)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
-                       "buffer_create: parameter 'bytes' = %lld; expected at most %zu on this host",
+                       "%s: parameter 'bytes' = %lld; expected at most %zu on this host", entry,
                        (long long)bytes, (size_t)SIZE_MAX);
 #endif
     struct clops_buffer *b = calloc(1, sizeof *b);
     if (b == NULL)
-        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "buffer_create: out of host memory");
-    /* The buffer holds its pool: its memory is counted on the pool's device. */
-    int32_t status = pool_hold(pool, "buffer_create");
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", entry);
+    /* The buffer holds its pool: its memory is counted on its device. */
+    int32_t status = pool_hold(pool, entry);
+    if (status == CLOPS_OK && (device < 0 || device >= pool_device_count(pool))) {
+        status =
+            err_set(CLOPS_ERR_NOT_FOUND, "%s: parameter 'device' = %d; the pool has %d device(s)",
+                    entry, (int)device, (int)pool_device_count(pool));
+        pool_unhold(pool);
+        free(b);
+        return status;
+    }
     if (status == CLOPS_OK) {
         b->pool = pool;
-        b->dev = pool_device_at(pool, 0);
+        b->dev = pool_device_at(pool, device);
         b->bytes = bytes;
         atomic_init(&b->holds, 1); /* the host's, until buffer_release */
         atomic_init(&b->released, 0);
-        status =
-            pool_alloc_device_memory(b->dev, bytes, "buffer_create", "parameter 'bytes'", &b->mem);
+        status = pool_alloc_device_memory(b->dev, bytes, entry, "parameter 'bytes'", &b->mem);
         if (status != CLOPS_OK)
             pool_unhold(pool);
     }

@@ -259,6 +259,22 @@ static int32_t call_impl(int32_t index, const struct op_impl **out)
     return CLOPS_OK;
 }
 
+/* Where a call runs: on the device its device buffers live on (the first such operand's, when
+ * it is a device of `pool`; the tensors' check refuses operands on other devices), else on the
+ * operator's configured device. */
+static struct pool_device *device_of_operands(struct clops_pool *pool, const struct clops_op *op,
+                                              const union op_value *values, int32_t index)
+{
+    for (int32_t i = 0; i < op->param_count; i++) {
+        if (!is_tensor(op->params[i].kind) || values[i].tensor == NULL)
+            continue;
+        const struct clops_buffer *b = values[i].tensor->buffer;
+        if (b != NULL && b->pool == pool)
+            return b->dev;
+    }
+    return pool_device_for_op(pool, index);
+}
+
 /* A new call of the operator at `index` on `pool` (NULL: a check without a pool), holding the
  * pool and the device buffers it names until call_end. */
 static int32_t call_begin(struct clops_pool *pool, int32_t index, const struct op_impl *impl,
@@ -273,7 +289,7 @@ static int32_t call_begin(struct clops_pool *pool, int32_t index, const struct o
         call_free(call);
         return status;
     }
-    call->op.dev = pool != NULL ? pool_device_for_op(pool, index) : NULL;
+    call->op.dev = pool != NULL ? device_of_operands(pool, impl->desc, values, index) : NULL;
     hold_buffers(&call->op, 1);
     *out = call;
     return CLOPS_OK;

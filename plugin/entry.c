@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "buffer_copy.h"
-#include "host_register.h"
 #include "config.h"
 #include "error.h"
 #include "event.h"
+#include "host_register.h"
 #include "invoke.h"
 #include "pool.h"
 #include "registry.h"
@@ -470,6 +470,18 @@ static int32_t api_host_unregister(struct clops_host_register_args *args)
     return status != CLOPS_OK ? status : host_unregister(args);
 }
 
+static int32_t api_buffer_create_on(struct clops_buffer_create_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_buffer_create_args, buffer), "buffer_create_on");
+    if (status != CLOPS_OK)
+        return status;
+    args->buffer = NULL;
+    return buffer_create_on(args->pool, args->device, args->bytes, &args->buffer,
+                            "buffer_create_on");
+}
+
 static int32_t api_buffer_copy(struct clops_buffer_copy_args *args)
 {
     err_clear();
@@ -525,6 +537,7 @@ static const struct clops_api api_v1 = {
     .buffer_copy = api_buffer_copy,
     .host_register = api_host_register,
     .host_unregister = api_host_unregister,
+    .buffer_create_on = api_buffer_create_on,
 };
 
 /* Descriptors state sizeof(struct clops_param) (param_size); ABI 1.1's hosts step by the old. */

@@ -159,6 +159,10 @@ int32_t tensor_check_disjoint(const char *op, const struct tensor_use *uses, int
 
 /* Device buffers (buffer.c), behind the table's buffer_* members. */
 int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffer **out);
+/* The same on the pool's device `device` (ABI 1.4's buffer_create_on), `entry` naming the
+ * entry point in messages. */
+int32_t buffer_create_on(struct clops_pool *pool, int32_t device, int64_t bytes,
+                         struct clops_buffer **out, const char *entry);
 int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, int64_t bytes);
 int32_t buffer_download(struct clops_buffer *b, int64_t offset, void *dst, int64_t bytes);
 /* Drops the host's reference (a second release does nothing): the buffer is freed now, or when

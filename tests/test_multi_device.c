@@ -288,6 +288,67 @@ START_TEST(test_a_failure_anywhere_leaves_c_untouched)
 }
 END_TEST
 
+/* A buffer of `bytes` on pool device `device` (buffer_create_on), checked. */
+static struct clops_buffer *buffer_on(struct clops_pool *pool, int32_t device, int64_t bytes)
+{
+    struct clops_buffer_create_args a = {
+        .struct_size = sizeof a, .pool = pool, .device = device, .bytes = bytes};
+    ck_assert_msg(api->buffer_create_on(&a) == CLOPS_OK, "%s", api->last_error());
+    ck_assert_ptr_nonnull(a.buffer);
+    struct clops_buffer_cl_args q = {.struct_size = sizeof q, .buffer = a.buffer};
+    ck_assert_int_eq(api->buffer_cl(&q), CLOPS_OK);
+    ck_assert_int_eq(q.device, device); /* the ABI says where it lives */
+    return a.buffer;
+}
+
+/* Buffers on device 1 (buffer_create_on): a gemm on them runs there and matches the reference,
+ * whatever device gemm is configured on; a buffer of device 0 beside them is
+ * refused naming both devices; buffer_create_on's refusals name their parameter. */
+START_TEST(test_a_call_runs_where_its_buffers_live)
+{
+    struct clops_pool *pool = whole_pool();
+    ck_assert(pool != NULL);
+    const struct gemm_case g = {CLOPS_F32, 67, 45, 29, 0, 0, 0};
+    struct gemm_data d;
+    data_make(&g, &d, 9500);
+    const int64_t ab = g.m * g.k * 4, bb = g.k * g.n * 4, cb = g.m * g.n * 4;
+    struct clops_buffer *a = buffer_on(pool, 1, ab), *b = buffer_on(pool, 1, bb);
+    struct clops_buffer *c = buffer_on(pool, 1, cb), *c0 = buffer_on(pool, 0, cb);
+    ck_assert_int_eq(api->buffer_upload(a, 0, d.a, ab), CLOPS_OK);
+    ck_assert_int_eq(api->buffer_upload(b, 0, d.b, bb), CLOPS_OK);
+    ck_assert_int_eq(api->buffer_upload(c, 0, d.c0, cb), CLOPS_OK);
+    struct gemm_data on = d;
+    on.ta = clops_matrix_on_device(a, CLOPS_F32, g.m, g.k, g.k, 0);
+    on.tb = clops_matrix_on_device(b, CLOPS_F32, g.k, g.n, g.n, 0);
+    on.tc = clops_matrix_on_device(c, CLOPS_F32, g.m, g.n, g.n, 0);
+    /* gemm is configured on device 0 (the default): on device 0 the call would be refused for
+     * its operands' device, as the mixed call below is. */
+    ck_assert_msg(run_gemm(pool, &g, &on) == CLOPS_OK, "%s", api->last_error());
+    ck_assert_int_eq(api->buffer_download(c, 0, d.c, cb), CLOPS_OK);
+    check_reference(&g, &d, "buffers on device 1");
+    on.tc = clops_matrix_on_device(c0, CLOPS_F32, g.m, g.n, g.n, 0);
+    ck_assert_int_eq(run_gemm(pool, &g, &on), CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "parameter 'c' is a buffer on device"));
+    struct clops_buffer_create_args bad = {
+        .struct_size = sizeof bad, .pool = pool, .device = 2, .bytes = 64};
+    ck_assert_int_eq(api->buffer_create_on(&bad), CLOPS_ERR_NOT_FOUND);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "buffer_create_on: parameter 'device' = 2"));
+    ck_assert_ptr_null(bad.buffer);
+    bad.device = 1;
+    bad.bytes = 0;
+    ck_assert_int_eq(api->buffer_create_on(&bad), CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(api->last_error(), "parameter 'bytes' = 0"));
+    bad.struct_size = 8;
+    ck_assert_int_eq(api->buffer_create_on(&bad), CLOPS_ERR_ABI_MISMATCH);
+    api->buffer_release(a);
+    api->buffer_release(b);
+    api->buffer_release(c);
+    api->buffer_release(c0);
+    data_free(&d);
+    api->pool_release(pool);
+}
+END_TEST
+
 int main(void)
 {
     /* PoCL then shows two CPU devices (a value the user set is kept). */
@@ -298,6 +359,7 @@ int main(void)
                 (int)(sizeof cases / sizeof cases[0])),
         TU_TEST(test_shares_configured_and_measured),
         TU_TEST(test_a_small_gemm_is_not_split),
+        TU_TEST(test_a_call_runs_where_its_buffers_live),
         TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 2),
     };
     return tu_run_tests("multi_device", 1200, 1, tests, TU_COUNT(tests));
