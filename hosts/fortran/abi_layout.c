@@ -121,6 +121,7 @@ static const int64_t layout[] = {
     AT(clops_api, buffer_copy),
     AT(clops_api, host_register),
     AT(clops_api, host_unregister),
+    AT(clops_api, buffer_create_on),
     SIZE(clops_output_spec),
     AT(clops_output_spec, param),
     AT(clops_output_spec, dtype),
@@ -219,6 +220,11 @@ static const int64_t layout[] = {
     AT(clops_host_register_args, pool),
     AT(clops_host_register_args, data),
     AT(clops_host_register_args, bytes),
+    SIZE(clops_buffer_create_args),
+    AT(clops_buffer_create_args, device),
+    AT(clops_buffer_create_args, pool),
+    AT(clops_buffer_create_args, bytes),
+    AT(clops_buffer_create_args, buffer),
 };
 
 /* Copies up to `capacity` entries into `out`; returns how many there are. */

@@ -2,7 +2,8 @@
 ! with dlopen/dlsym, and typed gemm/lu/solve/lu_solve on Fortran arrays, passed without copies.
 ! ABI 1.4's streams, events and interop are reached through their args structs' mirrors and
 ! clops_args_call (test_clops.f90's test_gemm_on_a_stream shows a submit and its wait);
-! clops_host_register / clops_host_unregister wrap its registration of host memory.
+! clops_host_register / clops_host_unregister wrap its registration of host memory, and
+! clops_buffer_create_on / clops_buffer_release a device buffer on a chosen device of a pool.
 !
 ! Arrays are described to clops where they lie: shape and strides (in elements) come from the
 ! addresses of their elements, so whole arrays (strides {1, size(a,1)}) and sections of a larger
@@ -199,6 +200,8 @@ module clops_core
         ! Appended after buffer_copy: present when clops_api_has_host_register()
         type(c_funptr) :: host_register
         type(c_funptr) :: host_unregister
+        ! Appended after host_unregister: present when clops_api_has_buffer_create_on()
+        type(c_funptr) :: buffer_create_on
     end type
 
     ! What an output tensor of a call must be (check_sized, ABI 1.2).
@@ -356,6 +359,16 @@ module clops_core
         integer(c_int64_t) :: bytes = 0
     end type
 
+    ! buffer_create_on: a buffer on device `device` of the pool (buffer_create's is on device 0).
+    ! A call whose device buffers all live on one device of its pool runs on that device.
+    type, bind(c), public :: clops_buffer_create_args
+        integer(c_int32_t) :: struct_size = 0
+        integer(c_int32_t) :: device = 0 ! the pool's device index, 0-based
+        type(c_ptr) :: pool = c_null_ptr
+        integer(c_int64_t) :: bytes = 0
+        type(c_ptr) :: buffer = c_null_ptr ! out: the host's until buffer_release
+    end type
+
     ! Bytes of the table up to and including `invoke`, the last member this module calls:
     ! the three header fields (8 bytes), then 23 function pointers.
     integer(c_int32_t), parameter :: API_BYTES_NEEDED = 8 + 23 * 8
@@ -364,6 +377,8 @@ module clops_core
     integer(c_int32_t), parameter :: API_BYTES_1_4 = 8 + 41 * 8
     ! ... and up to and including host_unregister, appended to 1.4 after buffer_copy.
     integer(c_int32_t), parameter :: API_BYTES_HOST_REGISTER = API_BYTES_1_4 + 2 * 8
+    ! ... and up to and including buffer_create_on, appended after host_unregister.
+    integer(c_int32_t), parameter :: API_BYTES_BUFFER_CREATE_ON = API_BYTES_HOST_REGISTER + 8
     ! Bytes of struct clops_op up to and including param_size (offset 56): a descriptor of a
     ! plugin older than ABI 1.2 is shorter, and its parameters are CLOPS_PARAM_SIZE_1_1 apart.
     integer(c_int32_t), parameter :: OP_BYTES_WITH_PARAM_SIZE = 56 + 4
@@ -380,6 +395,7 @@ module clops_core
     public :: clops_op_find, clops_op_param, clops_param_name, clops_op_index
     public :: clops_api_has_streams, clops_args_call
     public :: clops_api_has_host_register, clops_host_register, clops_host_unregister
+    public :: clops_api_has_buffer_create_on, clops_buffer_create_on, clops_buffer_release
     ! For clops_real.inc's modules only (module clops does not export them): the operators'
     ! calls on tensors, and the tensor over an array.
     public :: call_gemm, call_lu_or_solve, call_lu_solve, array_tensor
@@ -447,6 +463,10 @@ module clops_core
         subroutine pool_release_fn(pool) bind(c)
             import :: c_ptr
             type(c_ptr), value :: pool
+        end subroutine
+        subroutine buffer_release_fn(buffer) bind(c)
+            import :: c_ptr
+            type(c_ptr), value :: buffer
         end subroutine
         ! Every member appended in ABI 1.4: one args struct, passed as c_loc(args).
         function args_fn(args) bind(c) result(status)
@@ -667,6 +687,14 @@ contains
         end if
     end function
 
+    ! Whether the loaded table has buffer_create_on (appended to ABI 1.4 after host_unregister).
+    logical function clops_api_has_buffer_create_on()
+        clops_api_has_buffer_create_on = .false.
+        if (associated(table)) then
+            clops_api_has_buffer_create_on = table%struct_size >= API_BYTES_BUFFER_CREATE_ON
+        end if
+    end function
+
     ! Calls an ABI 1.4 member of the table (table%submit, table%event_wait, ...) with the address
     ! of its args struct (c_loc of a target variable of the matching clops_*_args type). Check
     ! clops_api_has_streams() first.
@@ -750,22 +778,57 @@ contains
         character(len=:), allocatable :: name
         name = 'host_register'
         if (unregister) name = 'host_unregister'
-        if (clops_is_loaded() .and. .not. clops_api_has_host_register()) then
-            status = fail(CLOPS_ERR_UNSUPPORTED, name//': the loaded libclops predates it '// &
-                          '(ABI 1.4 appended it after buffer_copy)')
-            return
-        end if
         member = c_null_funptr
-        if (clops_is_loaded()) then
+        if (clops_api_has_host_register()) then
             member = table%host_register
             if (unregister) member = table%host_unregister
         end if
-        status = ready(pool, member, name)
+        status = ready_appended(pool, member, name, 'buffer_copy')
         if (status /= CLOPS_OK) return
         args = clops_host_register_args(int(c_sizeof(args), c_int32_t), 0, pool%handle, data, &
                                         bytes)
         status = clops_args_call(member, c_loc(args))
     end function
+
+    ! ---- Buffers on a chosen device ---------------------------------------------------------
+
+    ! A device buffer of `bytes` on device `device` (0-based; 0 is the primary, where
+    ! buffer_create allocates) of the pool, for the `buffer` member of a clops_tensor; c_null_ptr
+    ! when refused (a device the pool does not have is CLOPS_ERR_NOT_FOUND). A call whose device
+    ! buffers all live on one device of its pool runs on that device, whatever device its
+    ! operator is configured on. The buffer is the caller's until clops_buffer_release.
+    function clops_buffer_create_on(pool, device, bytes, status) result(buffer)
+        type(clops_pool), intent(in) :: pool
+        integer(c_int32_t), intent(in) :: device
+        integer(c_int64_t), intent(in) :: bytes
+        integer(c_int32_t), intent(out), optional :: status
+        type(c_ptr) :: buffer
+        type(clops_buffer_create_args), target :: args
+        type(c_funptr) :: member
+        integer(c_int32_t) :: result_status
+        buffer = c_null_ptr
+        member = c_null_funptr
+        if (clops_api_has_buffer_create_on()) member = table%buffer_create_on
+        result_status = ready_appended(pool, member, 'buffer_create_on', 'host_unregister')
+        if (result_status == CLOPS_OK) then
+            args = clops_buffer_create_args(int(c_sizeof(args), c_int32_t), device, &
+                                            pool%handle, bytes)
+            result_status = clops_args_call(member, c_loc(args))
+            buffer = args%buffer
+        end if
+        call deliver(result_status, status)
+    end function
+
+    ! Releases a buffer of clops_buffer_create_on (or of the table's buffer_create) and nulls
+    ! the handle, so a second call does nothing. A call still using it frees it when it ends.
+    subroutine clops_buffer_release(buffer)
+        type(c_ptr), intent(inout) :: buffer
+        procedure(buffer_release_fn), pointer :: release
+        if (.not. c_associated(buffer) .or. .not. associated(table)) return
+        call c_f_procpointer(table%buffer_release, release)
+        call release(buffer)
+        buffer = c_null_ptr
+    end subroutine
 
     ! ---- Errors -----------------------------------------------------------------------------
 
@@ -838,6 +901,20 @@ contains
         else if (.not. c_associated(entry)) then
             ready = fail(CLOPS_ERR_NOT_FOUND, name//': the loaded libclops has no such operator')
         end if
+    end function
+
+    ! ready() for a member appended to ABI 1.4 after `after`: `member` is null when the loaded
+    ! table stops before it, which is CLOPS_ERR_UNSUPPORTED rather than a missing operator.
+    integer(c_int32_t) function ready_appended(pool, member, name, after) result(status)
+        type(clops_pool), intent(in) :: pool
+        type(c_funptr), intent(in) :: member
+        character(len=*), intent(in) :: name, after
+        if (clops_is_loaded() .and. .not. c_associated(member)) then
+            status = fail(CLOPS_ERR_UNSUPPORTED, name//': the loaded libclops predates it '// &
+                          '(ABI 1.4 appended it after '//after//')')
+            return
+        end if
+        status = ready(pool, member, name)
     end function
 
     ! ---- Tensors of Fortran arrays ----------------------------------------------------------

@@ -1,8 +1,9 @@
 ! test_clops.f90 — the Fortran binding against libclops: the bind(c) mirrors match the C layout,
 ! GEMM on column-major arrays and array sections matches matmul, LU reconstructs P·A, solve and
 ! lu_solve reach LAPACK's residual bound, singular matrices and bad arguments are reported, and
-! (ABI 1.4) a gemm submitted on a stream completes through its event with matmul's result, and
-! a gemm on operands inside registered host memory matches matmul.
+! (ABI 1.4) a gemm submitted on a stream completes through its event with matmul's result, a
+! gemm on operands inside registered host memory matches matmul, and a buffer made on a chosen
+! device lives there and gives back what was written into it.
 program test_clops
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: real32, real64
@@ -16,6 +17,24 @@ program test_clops
             integer(c_int64_t), intent(out) :: out(*)
             integer(c_int32_t), value :: capacity
             integer(c_int32_t) :: count
+        end function
+    end interface
+
+    ! The table's buffer_upload and buffer_download (one prototype: the host pointer is const
+    ! in upload) and buffer_size, which module clops does not wrap.
+    abstract interface
+        function buffer_transfer_fn(buffer, offset, host, bytes) bind(c) result(status)
+            import :: c_int32_t, c_int64_t, c_ptr
+            type(c_ptr), value :: buffer
+            integer(c_int64_t), value :: offset
+            type(c_ptr), value :: host
+            integer(c_int64_t), value :: bytes
+            integer(c_int32_t) :: status
+        end function
+        function buffer_size_fn(buffer) bind(c) result(bytes)
+            import :: c_int64_t, c_ptr
+            type(c_ptr), value :: buffer
+            integer(c_int64_t) :: bytes
         end function
     end interface
 
@@ -51,6 +70,7 @@ program test_clops
     call test_gemm_on_a_stream(41, 29, 37)
     call test_gemm_reads_registered_memory(43, 31, 53)
     call test_host_register_refusals_name_the_range()
+    call test_buffer_created_on_device_0_round_trips(1237)
 
     call clops_pool_release(pool)
     call clops_pool_release(pool) ! a released pool is null: the second call does nothing
@@ -137,6 +157,7 @@ contains
         type(clops_memory_stats_args), target :: ms
         type(clops_buffer_copy_args), target :: bp
         type(clops_host_register_args), target :: hr
+        type(clops_buffer_create_args), target :: bo
         count = 0
         call put_size(out, count, c_sizeof(t))
         call put_offsets(out, count, c_loc(t), [c_loc(t%buffer), c_loc(t%offset), c_loc(t%dtype), c_loc(t%rank), &
@@ -189,7 +210,7 @@ contains
                              c_loc(api%pool_create_from_cl), c_loc(api%buffer_wrap_cl), &
                              c_loc(api%buffer_cl), c_loc(api%memory_stats), &
                              c_loc(api%buffer_copy), c_loc(api%host_register), &
-                             c_loc(api%host_unregister)])
+                             c_loc(api%host_unregister), c_loc(api%buffer_create_on)])
         call put_size(out, count, c_sizeof(spec))
         call put_offsets(out, count, c_loc(spec), [c_loc(spec%param), c_loc(spec%dtype), &
                              c_loc(spec%rank), c_loc(spec%shape)])
@@ -246,6 +267,9 @@ contains
         call put_size(out, count, c_sizeof(hr))
         call put_offsets(out, count, c_loc(hr), [c_loc(hr%flags), c_loc(hr%pool), &
                          c_loc(hr%data), c_loc(hr%bytes)])
+        call put_size(out, count, c_sizeof(bo))
+        call put_offsets(out, count, c_loc(bo), [c_loc(bo%device), c_loc(bo%pool), &
+                         c_loc(bo%bytes), c_loc(bo%buffer)])
     end subroutine
 
     subroutine put_size(out, count, value)
@@ -765,6 +789,69 @@ contains
         call clops_host_unregister(pool, c_loc(block), status)
         call expect(status == CLOPS_OK, 'host_unregister of the whole array')
         print *, 'host_register_refusals_name_the_range: PASS'
+    end subroutine
+
+    ! ---- Buffers on a chosen device (ABI 1.4, after host_unregister) -----------------------
+
+    ! A buffer of n doubles made by buffer_create_on on device 0 lives there (buffer_cl says so,
+    ! and device 0 holds one more cl_mem), has the bytes asked for, and gives back exactly what
+    ! was uploaded into it; device 99 is NOT_FOUND naming 'device' and returns no buffer.
+    subroutine test_buffer_created_on_device_0_round_trips(n)
+        integer, intent(in) :: n
+        real(real64), allocatable, target :: sent(:), received(:)
+        type(clops_api), pointer :: api
+        type(clops_buffer_cl_args), target :: located
+        type(clops_memory_stats_args), target :: before, after
+        procedure(buffer_transfer_fn), pointer :: upload, download
+        procedure(buffer_size_fn), pointer :: buffer_bytes
+        type(c_ptr) :: buffer, refused
+        integer(c_int64_t) :: bytes
+        character(len=:), allocatable :: message
+        allocate (sent(n), received(n))
+        call random_number(sent)
+        sent = 2 * sent - 1
+        received = 7 ! outside sent's [-1, 1)
+        bytes = size(sent, kind=c_int64_t) * c_sizeof(sent(1))
+        api => clops_get_api()
+        call c_f_procpointer(api%buffer_upload, upload)
+        call c_f_procpointer(api%buffer_download, download)
+        call c_f_procpointer(api%buffer_size, buffer_bytes)
+        call expect(clops_api_has_buffer_create_on(), 'the table has buffer_create_on')
+
+        before = clops_memory_stats_args(int(c_sizeof(before), c_int32_t), 0, pool%handle)
+        call expect(clops_args_call(api%memory_stats, c_loc(before)) == CLOPS_OK, &
+                    'memory_stats of device 0: '//clops_error_message())
+        buffer = clops_buffer_create_on(pool, 0, bytes, status)
+        call expect(status == CLOPS_OK .and. c_associated(buffer), &
+                    'buffer_create_on device 0: '//clops_error_message())
+        after = clops_memory_stats_args(int(c_sizeof(after), c_int32_t), 0, pool%handle)
+        call expect(clops_args_call(api%memory_stats, c_loc(after)) == CLOPS_OK, &
+                    'memory_stats of device 0 after: '//clops_error_message())
+        call expect(after%buffers == before%buffers + 1, 'device 0 holds one more cl_mem')
+        located = clops_buffer_cl_args(int(c_sizeof(located), c_int32_t), -1, buffer)
+        status = clops_args_call(api%buffer_cl, c_loc(located))
+        call expect(status == CLOPS_OK .and. located%device == 0 .and. &
+                    c_associated(located%cl_mem), 'buffer_cl: the buffer lives on device 0')
+        call expect(buffer_bytes(buffer) == bytes, 'buffer_size is the bytes asked for')
+
+        status = upload(buffer, 0_c_int64_t, c_loc(sent), bytes)
+        call expect(status == CLOPS_OK, 'buffer_upload: '//clops_error_message())
+        status = download(buffer, 0_c_int64_t, c_loc(received), bytes)
+        call expect(status == CLOPS_OK, 'buffer_download: '//clops_error_message())
+        call expect(maxval(abs(received - sent)) <= 0, &
+                    'the buffer gives back exactly what was uploaded')
+
+        refused = clops_buffer_create_on(pool, 99, bytes, status)
+        message = clops_error_message()
+        print *, '  buffer_create_on device 99 -> '//clops_status_name(status)//': '//message
+        call expect(status == CLOPS_ERR_NOT_FOUND .and. index(message, "'device'") > 0, &
+                    'device 99 is NOT_FOUND, naming device')
+        call expect(.not. c_associated(refused), 'a refused buffer_create_on returns no buffer')
+
+        call clops_buffer_release(buffer)
+        call expect(.not. c_associated(buffer), 'a released buffer is null')
+        call clops_buffer_release(buffer) ! null: does nothing
+        print *, 'buffer_created_on_device_0_round_trips: PASS ('//text(bytes)//' bytes)'
     end subroutine
 
     ! A whole column-major array as a tensor: strides {1, size(a, 1)}.

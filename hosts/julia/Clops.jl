@@ -55,6 +55,10 @@ const API_BYTES_1_4 = 8 + 8 * (API_BUFFER_COPY + 1)
 const API_HOST_REGISTER = 41
 const API_HOST_UNREGISTER = 42
 const API_BYTES_HOST_REGISTER = 8 + 8 * (API_HOST_UNREGISTER + 1)
+# Appended after host_unregister: usable when struct_size reaches API_BYTES_BUFFER_CREATE_ON.
+# Takes a Ref{BufferCreateArgs}.
+const API_BUFFER_CREATE_ON = 43
+const API_BYTES_BUFFER_CREATE_ON = 8 + 8 * (API_BUFFER_CREATE_ON + 1)
 # struct clops_op: uint32 struct_size, int32 version, name, summary, doc, int32 param_count,
 # int32 reserved, params, then the typed entry; ABI 1.2 appends uint32 param_size at byte 56,
 # the distance between elements of params. This module reads no parameter descriptor and calls
@@ -227,10 +231,24 @@ struct HostRegisterArgs
     bytes::Int64
 end
 
+# buffer_create_on: a buffer of `bytes` on device `device` (0-based; buffer_create's is on 0) of
+# the pool, written to `buffer` (the host's until buffer_release). A call whose device buffers
+# all live on one device of its pool runs on that device; a device the pool does not have is
+# ERR_NOT_FOUND.
+struct BufferCreateArgs
+    struct_size::UInt32
+    device::Int32
+    pool::Ptr{Cvoid}
+    bytes::Int64
+    buffer::Ptr{Cvoid}
+end
+
 "Whether the loaded table has ABI 1.4's members (streams, events, interop)."
 has_streams() = (load(); unsafe_load(Ptr{UInt32}(API[])) >= API_BYTES_1_4)
 "Whether the loaded table has host_register and host_unregister (appended to ABI 1.4)."
 has_host_register() = (load(); unsafe_load(Ptr{UInt32}(API[])) >= API_BYTES_HOST_REGISTER)
+"Whether the loaded table has buffer_create_on (appended to ABI 1.4 after host_unregister)."
+has_buffer_create_on() = (load(); unsafe_load(Ptr{UInt32}(API[])) >= API_BYTES_BUFFER_CREATE_ON)
 
 
 "A failed clops call: `status` is the enum clops_status, `message` the library's (it names the
