@@ -458,14 +458,26 @@ inline void need_interop(const plugin &lib, const char *what)
                                          "; OpenCL interop needs 1.4");
 }
 
-// Throws CLOPS_ERR_ABI_MISMATCH when the loaded plugin's table predates host memory
-// registration, appended to ABI 1.4 after buffer_copy.
+// Throws CLOPS_ERR_ABI_MISMATCH naming `member` when the loaded plugin's table ends before it
+// (`has`: CLOPS_API_HAS of it), for members appended to ABI 1.4 after its first release.
+inline void need_appended(const plugin &lib, bool has, const char *member, const char *what)
+{
+    if (!has)
+        fail(CLOPS_ERR_ABI_MISMATCH, std::string(what) + ": the loaded libclops (ABI 1." +
+                                         std::to_string(lib.api->abi_minor) + ") has no " + member +
+                                         ": its table predates it");
+}
+
+// Host memory registration, appended to ABI 1.4 after buffer_copy.
 inline void need_host_register(const plugin &lib, const char *what)
 {
-    if (!CLOPS_API_HAS(lib.api, host_unregister))
-        fail(CLOPS_ERR_ABI_MISMATCH, std::string(what) + ": the loaded libclops (ABI 1." +
-                                         std::to_string(lib.api->abi_minor) +
-                                         ") has no host_register: its table predates it");
+    need_appended(lib, CLOPS_API_HAS(lib.api, host_unregister), "host_register", what);
+}
+
+// Buffers on any device of a pool, appended to ABI 1.4 after host_unregister.
+inline void need_buffer_create_on(const plugin &lib, const char *what)
+{
+    need_appended(lib, CLOPS_API_HAS(lib.api, buffer_create_on), "buffer_create_on", what);
 }
 } // namespace detail
 
@@ -482,9 +494,9 @@ class pool;
 
 // ---- Device buffers -------------------------------------------------------------------------
 
-// Device memory of a pool, on its primary device (create_buffer), or the host's cl_mem wrapped
-// without a copy (pool::wrap: retained while the buffer lives, never freed by clops, not counted
-// against the pool's memory limit). Keeps the pool alive. Move-only.
+// Device memory of a pool, on its primary device or another (create_buffer), or the host's cl_mem
+// wrapped without a copy (pool::wrap: retained while the buffer lives, never freed by clops, not
+// counted against the pool's memory limit). Keeps the pool alive. Move-only.
 class buffer
 {
   public:
@@ -1162,11 +1174,28 @@ class pool
         return s;
     }
 
+    // Device memory on the pool's primary device (device 0), through buffer_create, which every
+    // library serves.
     buffer create_buffer(int64_t bytes) const
     {
         clops_buffer *b = nullptr;
         lib().check(api().buffer_create(checked(), bytes, &b));
         return buffer(state_, b);
+    }
+    // Device memory on device `device` of the pool (ABI 1.4, buffer_create_on; a library
+    // without it throws CLOPS_ERR_ABI_MISMATCH naming it, a device the pool lacks
+    // CLOPS_ERR_NOT_FOUND naming 'device'). A call whose device buffers all live on one device
+    // runs on that device, whatever device its operator is configured on.
+    buffer create_buffer(int64_t bytes, int32_t device) const
+    {
+        detail::need_buffer_create_on(lib(), "create_buffer");
+        clops_buffer_create_args a{};
+        a.struct_size = sizeof a;
+        a.device = device;
+        a.pool = checked();
+        a.bytes = bytes;
+        lib().check(api().buffer_create_on(&a));
+        return buffer(state_, a.buffer);
     }
 
     // Interop (ABI 1.4): a pool on the host's OpenCL objects, through the default library (see

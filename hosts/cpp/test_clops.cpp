@@ -1,6 +1,7 @@
 // test_clops.cpp — the C++ binding against libclops: gemm against a long-double loop reference
 // in every layout, lu + lu_solve and solve against LAPACK's residual bound, clops::error on bad
-// arguments (status and message), generic invoke, device buffers, move-only ownership, and
+// arguments (status and message), generic invoke, device buffers (on device 0 and on device 1 of
+// a pool of two: PoCL's, POCL_DEVICES naming two pthread devices), move-only ownership, and
 // (ABI 1.4) gemms on two streams, futures, cancellation, timeouts and an event past its stream;
 // gemm on registered host memory, a call outliving its registration, registrations' ownership;
 // interop on an OpenCL context, queue and buffers this test makes itself (a pool on them, a gemm
@@ -319,6 +320,59 @@ void test_device_buffers(clops::library &lib)
     clops::buffer moved = std::move(dc);
     expect(!dc && moved, "a moved-from buffer is empty");
     pass("device_buffers", error);
+}
+
+// Two GPUs, or PoCL's two CPU devices (POCL_DEVICES, set by main()); else the default pool.
+clops::pool pool_of_two_devices_or_one(const clops::library &lib)
+{
+    for (const char *kind : {"gpu", "cpu"})
+        try {
+            return lib.create_pool_from_string(std::string("devices = ( { type = \"") + kind +
+                                               "\"; }, { type = \"" + kind +
+                                               "\"; index = 1; } ); cpu_fallback = false;");
+        } catch (const clops::error &) {
+        }
+    return lib.create_pool();
+}
+
+// create_buffer(bytes, device) (buffer_create_on): random doubles round-trip on device 0 and on
+// the pool's last device (device 1 where it has two), the buffer reporting where it lives; a
+// gemm on three buffers of that device matches the long-double reference (it runs there,
+// whatever device gemm is configured on); device 99 throws NOT_FOUND naming 'device'.
+void test_buffers_on_a_device(const clops::library &lib)
+{
+    clops::pool pool = pool_of_two_devices_or_one(lib);
+    double worst = 0;
+    for (int32_t device : {0, pool.device_count() - 1}) {
+        const int64_t m = 37, n = 23, k = 41;
+        auto a = random_vector<double>(idx(m * k)), b = random_vector<double>(idx(k * n));
+        auto c0 = random_vector<double>(idx(m * n));
+        std::vector<double> c(c0.size()), back(a.size());
+        clops::buffer da = pool.create_buffer(m * k * 8, device);
+        clops::buffer db = pool.create_buffer(k * n * 8, device);
+        clops::buffer dc = pool.create_buffer(m * n * 8, device);
+        expect(da.device() == device && dc.device() == device && da.size() == m * k * 8,
+               "a buffer of device " + std::to_string(device) + " lives there");
+        da.upload(a);
+        da.download(back);
+        expect(back == a, "random doubles round-trip on device " + std::to_string(device));
+        if (!pool.device_info(device).fp64)
+            continue;
+        db.upload(b);
+        dc.upload(c0);
+        pool.gemm(da.matrix<double>(m, k), db.matrix<double>(k, n), dc.matrix<double>(m, n), -0.75,
+                  1.5);
+        dc.download(c);
+        const double error = gemm_error(a, k, 1, b, n, 1, c0, c, n, 1, m, n, k, -0.75, 1.5);
+        expect(error < 2, "gemm on buffers of device " + std::to_string(device) +
+                              " matches the loop reference");
+        worst = std::fmax(worst, error);
+    }
+    expect_error([&] { (void)pool.create_buffer(64, 99); }, CLOPS_ERR_NOT_FOUND, "'device' = 99",
+                 "create_buffer on device 99 returns",
+                 "create_buffer(64, 99): NOT_FOUND naming 'device'");
+    std::printf("buffers_on_a_device: PASS on %d device(s), scaled error %.3e\n",
+                pool.device_count(), worst);
 }
 
 // Move-only ownership: the moved-from pool is empty and its calls throw; the handle moved
@@ -807,6 +861,8 @@ void test_memory_stats_count_buffer_bytes(const host_opencl &cl)
 
 int main()
 {
+    // PoCL then shows two CPU devices, for buffers on device 1 (a value the user set is kept).
+    setenv("POCL_DEVICES", "pthread pthread", 0);
     try {
         clops::library lib;
         std::printf("libclops %s, ABI %d.%d\n", lib.version().c_str(),
@@ -821,6 +877,7 @@ int main()
         test_sized_arrays(lib);
         test_invoke_by_name(pool);
         test_device_buffers(lib);
+        test_buffers_on_a_device(lib);
         test_move_semantics();
         test_gemms_on_two_streams_match_loop(pool);
         test_streams_ordered_by_events(pool);

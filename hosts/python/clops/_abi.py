@@ -22,7 +22,7 @@ __all__ = [
     "clops_event_wait_args", "clops_event_callback_args", "clops_event_cancel_args",
     "clops_event_release_args", "clops_event_cl_args", "clops_pool_from_cl_args",
     "clops_buffer_wrap_args", "clops_buffer_cl_args", "clops_memory_stats_args",
-    "clops_buffer_copy_args", "clops_host_register_args",
+    "clops_buffer_copy_args", "clops_host_register_args", "clops_buffer_create_args",
 ]
 
 ABI_MAJOR = 1
@@ -219,6 +219,13 @@ class clops_host_register_args(Structure):
                 ("data", c_void_p), ("bytes", c_int64)]
 
 
+class clops_buffer_create_args(Structure):
+    """buffer_create_on's (ABI 1.4, after host_unregister): a buffer of `bytes` on the pool's
+    device `device`; buffer is the host's until buffer_release."""
+    _fields_ = [("struct_size", c_uint32), ("device", c_int32), ("pool", c_void_p),
+                ("bytes", c_int64), ("buffer", c_void_p)]
+
+
 def _args_fn(args_type):
     """int32_t (*)(struct args_type *): the shape of every function ABI 1.4 appends."""
     return CFUNCTYPE(c_int32, POINTER(args_type))
@@ -278,6 +285,8 @@ class clops_api(Structure):
         # Appended after buffer_copy: check with has("host_unregister") before either.
         ("host_register", _args_fn(clops_host_register_args)),
         ("host_unregister", _args_fn(clops_host_register_args)),
+        # Appended after host_unregister: check with has("buffer_create_on").
+        ("buffer_create_on", _args_fn(clops_buffer_create_args)),
     ]
 
 

@@ -14,8 +14,8 @@ from ctypes import c_void_p
 import numpy
 
 from ._abi import (DOUBLE, DTYPES, ENUM, ERR_INVALID_ARGUMENT, I32, INT64, STRING, TENSOR_KINDS,
-                   clops_arg, clops_device_info, clops_host_register_args,
-                   clops_memory_stats_args, clops_stats)
+                   clops_arg, clops_buffer_create_args, clops_device_info,
+                   clops_host_register_args, clops_memory_stats_args, clops_stats)
 from . import _stream
 from ._errors import Error, InvalidArgumentError
 from ._library import library
@@ -169,9 +169,13 @@ class Pool:
             self.lib.check(api.memory_stats(ctypes.byref(args)))
         return MemoryStats(args.allocated_bytes, args.peak_bytes, args.buffers, args.limit_bytes)
 
-    def buffer(self, nbytes):
-        """Device memory on the pool's primary device."""
-        b = Buffer(self, nbytes)
+    def buffer(self, nbytes, device=None):
+        """Device memory on the pool's device `device`; None: its primary device (device 0),
+        through buffer_create, which every library serves. A device given, 0 included, is
+        buffer_create_on's (ABI 1.4, UnsupportedError from a library without it; NotFoundError
+        naming 'device' for an index the pool does not have). A call whose device buffers all
+        live on one device runs on that device."""
+        b = Buffer(self, nbytes, device)
         self._buffers.add(b)
         return b
 
@@ -438,10 +442,20 @@ def _first(x):
 class Buffer:
     """Device memory of a pool, released with release() (or `with`) before the pool."""
 
-    def __init__(self, pool, nbytes):
+    def __init__(self, pool, nbytes, device=None):
         self.pool, handle = pool, c_void_p()
-        with pool._use() as pool_handle:
-            pool.lib.check(pool.lib.api.buffer_create(pool_handle, nbytes, ctypes.byref(handle)))
+        if device is None:
+            with pool._use() as pool_handle:
+                pool.lib.check(pool.lib.api.buffer_create(pool_handle, nbytes,
+                                                          ctypes.byref(handle)))
+        else:
+            api = pool.lib.table("buffer_create_on")
+            args = clops_buffer_create_args(struct_size=ctypes.sizeof(clops_buffer_create_args),
+                                            device=device, bytes=nbytes)
+            with pool._use() as pool_handle:
+                args.pool = pool_handle
+                pool.lib.check(api.buffer_create_on(ctypes.byref(args)))
+            handle = c_void_p(args.buffer)
         self.handle, self.size = handle, nbytes
 
     def _live(self):

@@ -6,8 +6,13 @@ back, a wrapped pyopencl buffer not counted; Pool.register (host_register): gemm
 inside a registered array against a long-double product and bit for bit against the same call
 unregistered, the with block unregistering, overlapping and non-contiguous registrations
 refused, a submitted call outliving its array's registration, the array held until unregister or
-the pool's release, a library without the members refused by name. unittest; the package is
-imported from the directory above, the library from $CLOPS_LIBRARY (set by ctest)."""
+the pool's release, a library without the members refused by name; Pool.buffer(device=...)
+(buffer_create_on), on a pool of two devices where there is one (two GPUs, or PoCL's two CPU
+devices): random bytes round-tripping on each device, the buffer living and counted there, a
+gemm on buffers of device 0 and of the last device against a long-double product, device 99
+refused (NotFoundError naming 'device', nothing allocated), a library without the member
+refused by name while buffer(nbytes) still works. unittest; the package is imported from the
+directory above, the library from $CLOPS_LIBRARY (set by ctest)."""
 
 import concurrent.futures
 import gc
@@ -17,8 +22,12 @@ import time
 import unittest
 import weakref
 
-import numpy as np
-import pyopencl as cl
+# PoCL then shows two CPU devices, for buffers on device 1 (a value the user set is kept); set
+# before OpenCL is first asked for its platforms.
+os.environ.setdefault("POCL_DEVICES", "pthread pthread")
+
+import numpy as np  # noqa: E402
+import pyopencl as cl  # noqa: E402
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
@@ -302,6 +311,96 @@ class HostRegisterTest(unittest.TestCase):
         finally:
             lib.__dict__.pop("has", None)
         self.assertTrue(lib.has("host_unregister"))
+
+
+def pool_of_two_devices_or_one():
+    """Two GPUs, or PoCL's two CPU devices (POCL_DEVICES, set above); else the default pool."""
+    for kind in ("gpu", "cpu"):
+        try:
+            return clops.Pool(config_text='devices = ( { type = "%s"; }, { type = "%s"; '
+                              'index = 1; } ); cpu_fallback = false;' % (kind, kind))
+        except clops.Error:
+            pass
+    return clops.Pool()
+
+
+class BufferOnDeviceTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pool = pool_of_two_devices_or_one()
+        cls.devices = cls.pool.devices()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pool.release()
+
+    def setUp(self):
+        self.rng = np.random.default_rng(int(time.time() * 1000) % 2**32)
+
+    def test_random_bytes_round_trip_on_each_device_and_live_there(self):
+        for device in range(len(self.devices)):
+            nbytes = 8 * int(self.rng.integers(1000, 5000)) + 13
+            data = self.rng.integers(0, 256, nbytes, dtype=np.uint8)
+            before = self.pool.memory_stats(device)
+            buf = self.pool.buffer(nbytes, device=device)
+            self.assertEqual(buf.size, nbytes)
+            self.assertEqual(self.pool.memory_stats(device).allocated_bytes,
+                             before.allocated_bytes + nbytes)
+            self.assertEqual(_interop.buffer_cl(buf)[2], device)
+            buf.upload(data)
+            np.testing.assert_array_equal(buf.download(np.empty_like(data)), data)
+            buf.release()
+            self.assertEqual(self.pool.memory_stats(device).allocated_bytes,
+                             before.allocated_bytes)
+
+    def test_gemm_on_buffers_of_one_device_matches_a_long_double_product(self):
+        # Device 0, and the last device (another one where the pool has several): the call runs
+        # where its buffers live, whatever device gemm is configured on.
+        for device in sorted({0, len(self.devices) - 1}):
+            dtype = np.float64 if self.devices[device].fp64 else np.float32
+            m, k, n = (int(x) for x in self.rng.integers(17, 90, 3))
+            a = self.rng.uniform(-1, 1, (m, k)).astype(dtype)
+            b = self.rng.uniform(-1, 1, (k, n)).astype(dtype)
+            c0 = self.rng.uniform(-1, 1, (m, n)).astype(dtype)
+            bufs = [self.pool.buffer(x.nbytes, device=device) for x in (a, b, c0)]
+            for buf, x in zip(bufs, (a, b, c0)):
+                buf.upload(x)
+            cdt = clops.F64 if dtype == np.float64 else clops.F32
+            self.pool.gemm(bufs[0].view(cdt, a.shape), bufs[1].view(cdt, b.shape),
+                           bufs[2].view(cdt, c0.shape), alpha=-0.75, beta=1.5)
+            c = bufs[2].download(np.empty_like(c0))
+            la, lb, lc = (x.astype(np.longdouble) for x in (a, b, c0))
+            exact = -0.75 * (la @ lb) + 1.5 * lc
+            bound = 0.75 * (np.abs(la) @ np.abs(lb)) + 1.5 * np.abs(lc)
+            u = np.finfo(dtype).eps / 2
+            excess = np.abs(c - exact) - 2 * (k + 2) * u * bound
+            self.assertLessEqual(np.max(excess), 0, (device, dtype, m, k, n))
+            for buf in bufs:
+                buf.release()
+
+    def test_a_device_the_pool_lacks_is_not_found_and_allocates_nothing(self):
+        before = self.pool.memory_stats(0)
+        with self.assertRaises(clops.NotFoundError) as caught:
+            self.pool.buffer(4096, device=99)
+        self.assertIn("'device'", caught.exception.message)
+        self.assertIn("99", caught.exception.message)
+        self.assertEqual(self.pool.memory_stats(0), before)
+
+    def test_a_library_without_the_member_refuses_by_name(self):
+        lib = self.pool.lib
+        lib.has = lambda member, has=lib.has: member != "buffer_create_on" and has(member)
+        try:
+            with self.assertRaises(clops.UnsupportedError) as caught:
+                self.pool.buffer(64, device=0)
+            self.assertIn("buffer_create_on", caught.exception.message)
+            self.assertIn("ABI 1.4", caught.exception.message)
+            buf = self.pool.buffer(64)  # buffer_create: every library serves it
+            buf.upload(bytes(range(64)))
+            self.assertEqual(bytes(buf.download(bytearray(64))), bytes(range(64)))
+            buf.release()
+        finally:
+            lib.__dict__.pop("has", None)
+        self.assertTrue(lib.has("buffer_create_on"))
 
 
 if __name__ == "__main__":
