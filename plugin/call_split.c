@@ -203,6 +203,8 @@ int call_split_run(struct call *call)
         s.device_index[s.count] = cfg->split_devices[i];
         s.count++;
     }
+    log_msg(CLOPS_LOG_DEBUG, "%s: split into %d parts over %d devices", op->impl->desc->name,
+            (int)s.count, (int)cfg->split_count);
     run_parts(call, &s);
     free(parts);
     call_complete(call); /* never started: its statistics, and what call_prepare held */

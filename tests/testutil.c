@@ -58,8 +58,16 @@ struct clops_pool *tu_pool(void)
 struct clops_pool *tu_new_pool(void)
 {
     struct clops_pool *made = NULL;
-    int32_t status = tu_api()->pool_create_default(&made);
-    ck_assert_msg(status == CLOPS_OK, "pool_create_default: %s", tu_api()->last_error());
+    /* CLOPS_TEST_POOL_CONFIG: every suite on a pool of that configuration instead of the
+     * default one (hosts/bench/device-multi.sh runs them on a pool of two GPUs with gemm split
+     * over both; tests/CMakeLists.txt on two PoCL devices). */
+    const char *config = getenv("CLOPS_TEST_POOL_CONFIG");
+    int32_t status = config != NULL && config[0] != '\0'
+                         ? tu_api()->pool_create_from_file(config, &made)
+                         : tu_api()->pool_create_default(&made);
+    ck_assert_msg(status == CLOPS_OK, "%s: %s",
+                  config != NULL && config[0] != '\0' ? config : "pool_create_default",
+                  tu_api()->last_error());
     return made;
 }
 
