@@ -88,7 +88,7 @@ static int32_t start_work(struct op_call *c)
      * it enqueued, not for the calls queued behind it on its stream. A synchronous call's queue
      * has no work of its after it: its wait is clFinish, cheaper on NVIDIA's driver than a
      * marker's enqueue, wait and release (about 1 us of a 15 us reduce on an H200). */
-    if (!c->control->submitted)
+    if (!c->control->submitted && !c->control->part)
         return status;
     int32_t marked = pool_work_end(&c->work, c->queue, c->impl->desc->name);
     return status != CLOPS_OK ? status : marked;
@@ -187,6 +187,7 @@ int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const unio
     atomic_init(&call->control.done, 0);
     atomic_init(&call->control.total, 0);
     call->control.submitted = 0;
+    call->control.part = 0;
     c->control = &call->control;
     call->error.status = CLOPS_OK;
     call->error.message[0] = '\0';

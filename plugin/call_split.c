@@ -91,13 +91,19 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, struct split_s
     atomic_init(&control->cancel, 0);
     atomic_init(&control->done, 0);
     atomic_init(&control->total, 0);
-    control->submitted = 1; /* an end marker of its own, and the pace of a submitted call */
+    control->submitted = 0;
+    control->part = 1; /* an end marker of its own, never paced */
     int32_t status = call_prepare(pool, index, s->devs[i], s->parts[i].values, &s->calls[i]);
     if (status != CLOPS_OK)
         return status;
     call_mark_part(s->calls[i]);
     call_set_control(s->calls[i], control);
-    return call_start(s->calls[i], pool_acquire_queue(s->devs[i]));
+    cl_command_queue queue = pool_acquire_queue(s->devs[i]);
+    status = call_start(s->calls[i], queue);
+    /* Submitted to the device now: its end marker is only polled (await_parts), and a driver
+     * may hold unflushed commands back until a wait (NVIDIA's does). */
+    clFlush(queue);
+    return status;
 }
 
 /* "<op>: part i of n, on device d ('name'): <message>" into the parent's error. */

@@ -67,6 +67,7 @@ int32_t event_new(struct clops_stream *stream, const char *what, struct clops_ev
     atomic_init(&e->control.done, 0);
     atomic_init(&e->control.total, 0);
     e->control.submitted = 1;
+    e->control.part = 0;
     e->state = CLOPS_EVENT_QUEUED;
     e->stream = stream;
     stream_hold(stream);

@@ -45,6 +45,9 @@ struct call_control {
     atomic_llong done; /* units of work done, of `total` (0: not known) */
     atomic_llong total;
     int32_t submitted; /* 1: a submitted call, which may be cancelled; 0: synchronous */
+    int32_t part;      /* 1: a part of a split call (call_split.c): an end marker of its own, as a
+                          submitted call's, but never paced: its caller starts the other parts
+                          after it returns */
 };
 
 struct op_call {

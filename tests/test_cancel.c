@@ -111,6 +111,7 @@ static struct outcome run_submitted(const char *op, const union op_value *values
     atomic_init(&control.done, 0);
     atomic_init(&control.total, 0);
     control.submitted = 1;
+    control.part = 0;
     struct watcher w = {.control = &control, .cancel_at = cancel_at};
     atomic_init(&w.stop, 0);
     pthread_t thread;
