@@ -168,7 +168,15 @@ int call_split_run(struct call *call)
     if (cfg == NULL || op->impl->cut == NULL || op->nothing_to_do)
         return 0;
     struct split_state s = {.count = 0};
-    const int32_t f64 = op->values[0].tensor != NULL && op->values[0].tensor->dtype == CLOPS_F64;
+    /* Double precision when any tensor of the call is f64: the peak estimates use it. */
+    int32_t f64 = 0;
+    for (int32_t i = 0; i < op->impl->desc->param_count; i++) {
+        const int32_t kind = op->impl->desc->params[i].kind;
+        const int tensor = kind == CLOPS_PARAM_TENSOR_IN || kind == CLOPS_PARAM_TENSOR_OUT ||
+                           kind == CLOPS_PARAM_TENSOR_INOUT;
+        f64 = f64 ||
+              (tensor && op->values[i].tensor != NULL && op->values[i].tensor->dtype == CLOPS_F64);
+    }
     struct pool_device *devs[CONFIG_MAX_DEVICES];
     double fastest = 0;
     for (int32_t i = 0; i < cfg->split_count; i++) {
