@@ -30,10 +30,10 @@ static void setup(void)
     api = entry_table(CLOPS_ABI_MAJOR);
 }
 
-/* A pool of two devices with gemm split over both (`split`: extra keys of operators.gemm) and
- * split_min_ms = 0 (2, the default, with small_threshold), or NULL where the machine has no
- * two devices. */
-static struct clops_pool *split_pool(const char *split, int small_threshold)
+/* A pool of two devices, two GPUs where the machine has them, else two CPU devices, with
+ * `operators` (the configuration's operators group's contents, "" for none); NULL where the
+ * machine has no two devices. */
+static struct clops_pool *two_devices(const char *operators)
 {
     static const char *const devices[] = {
         "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } );",
@@ -41,10 +41,8 @@ static struct clops_pool *split_pool(const char *split, int small_threshold)
     };
     for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
         char text[512];
-        snprintf(text, sizeof text,
-                 "%s cpu_fallback = false; operators = { gemm = { devices = [0, 1]; "
-                 "split_min_ms = %s; %s }; };",
-                 devices[i], small_threshold ? "2" : "0", split);
+        snprintf(text, sizeof text, "%s cpu_fallback = false; operators = { %s };", devices[i],
+                 operators);
         struct clops_pool *pool = NULL;
         if (api->pool_create_from_string(text, &pool) == CLOPS_OK)
             return pool;
@@ -52,19 +50,20 @@ static struct clops_pool *split_pool(const char *split, int small_threshold)
     return NULL;
 }
 
+/* gemm split over both devices (`split`: more keys of operators.gemm) with split_min_ms = 0
+ * (2, the default, with small_threshold). */
+static struct clops_pool *split_pool(const char *split, int small_threshold)
+{
+    char operators[256];
+    snprintf(operators, sizeof operators, "gemm = { devices = [0, 1]; split_min_ms = %s; %s };",
+             small_threshold ? "2" : "0", split);
+    return two_devices(operators);
+}
+
 /* The same devices, gemm on device 0 alone. */
 static struct clops_pool *whole_pool(void)
 {
-    static const char *const devices[] = {
-        "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } ); cpu_fallback = false;",
-        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } ); cpu_fallback = false;",
-    };
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
-        struct clops_pool *pool = NULL;
-        if (api->pool_create_from_string(devices[i], &pool) == CLOPS_OK)
-            return pool;
-    }
-    return NULL;
+    return two_devices("");
 }
 
 static int64_t tasks(struct clops_pool *pool, int32_t d)
