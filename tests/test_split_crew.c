@@ -123,6 +123,8 @@ START_TEST(test_a_forked_child_runs_every_worker_itself)
 }
 END_TEST
 
+static struct clops_pool *kept_pool;
+
 /* A Mandelbrot call split over two devices, twice: the pool's crew has as many threads after
  * the second as after the first. */
 START_TEST(test_split_calls_reuse_the_pools_threads)
@@ -156,7 +158,12 @@ START_TEST(test_split_calls_reuse_the_pools_threads)
         ck_assert_msg(api->invoke_sized(pool, op, args, 7, sizeof args[0]) == CLOPS_OK, "%s",
                       api->last_error());
     ck_assert_int_eq(split_crew_threads(pool_split_crew(pool)), threads);
-    api->pool_release(pool);
+    /* Not released: releasing a pool of two PoCL pthread devices that both ran Mandelbrot's
+     * kernels once tripped PoCL 3.1's assertion in pocl_release_dlhandle_cache (the two devices
+     * share the kernel's loaded library; CI on 2026-11-28, not reproduced in 6 runs here). Kept
+     * in a static, as test_mandelbrot keeps its two-device pool, so that LeakSanitizer sees it
+     * reachable; the test's process ends with the case. */
+    kept_pool = pool;
     free(counts);
 }
 END_TEST
