@@ -8,12 +8,6 @@
 
 #include "registry.h"
 
-static int is_tensor(int32_t kind)
-{
-    return kind == CLOPS_PARAM_TENSOR_IN || kind == CLOPS_PARAM_TENSOR_OUT ||
-           kind == CLOPS_PARAM_TENSOR_INOUT;
-}
-
 /* The staging a tensor parameter gets unless the operator's check says otherwise. */
 static int8_t default_stage(int32_t kind)
 {
@@ -155,7 +149,7 @@ static void copy_values(struct call *call, const union op_value *values, char *s
     const struct clops_op *op = call->op.impl->desc;
     for (int32_t i = 0; i < op->param_count; i++) {
         call->values[i] = values[i];
-        if (is_tensor(op->params[i].kind) && values[i].tensor != NULL) {
+        if (op_kind_is_tensor(op->params[i].kind) && values[i].tensor != NULL) {
             call->tensors[i] = *values[i].tensor;
             call->values[i].tensor = &call->tensors[i];
         } else if (op->params[i].kind == CLOPS_PARAM_STRING && values[i].string != NULL) {
@@ -197,7 +191,7 @@ int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const unio
     call->awaited = 0;
     for (int32_t i = 0; i < op->param_count; i++) {
         c->stage[i] =
-            is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind) : STAGE_NONE;
+            op_kind_is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind) : STAGE_NONE;
         c->expect[i].rank = -1;
     }
     copy_values(call, values, (char *)call->tail + impl->plan_size);
@@ -241,7 +235,7 @@ static void hold_buffers(const struct op_call *c, int hold)
 {
     for (int32_t i = 0; i < c->impl->desc->param_count; i++) {
         const struct clops_tensor *t =
-            is_tensor(c->impl->desc->params[i].kind) ? c->values[i].tensor : NULL;
+            op_kind_is_tensor(c->impl->desc->params[i].kind) ? c->values[i].tensor : NULL;
         if (t != NULL && t->buffer != NULL)
             (hold ? buffer_hold : buffer_unhold)(t->buffer);
     }
@@ -267,7 +261,7 @@ static struct pool_device *device_of_operands(struct clops_pool *pool, const str
                                               const union op_value *values, int32_t index)
 {
     for (int32_t i = 0; i < op->param_count; i++) {
-        if (!is_tensor(op->params[i].kind) || values[i].tensor == NULL)
+        if (!op_kind_is_tensor(op->params[i].kind) || values[i].tensor == NULL)
             continue;
         const struct clops_buffer *b = values[i].tensor->buffer;
         if (b != NULL && b->pool == pool)
@@ -418,7 +412,7 @@ int32_t call_fail(struct call *call, int32_t status, const char *message)
 static const struct clops_tensor *host_output(const struct op_call *c, int32_t i)
 {
     const int32_t kind = c->impl->desc->params[i].kind;
-    const struct clops_tensor *t = is_tensor(kind) ? c->values[i].tensor : NULL;
+    const struct clops_tensor *t = op_kind_is_tensor(kind) ? c->values[i].tensor : NULL;
     return kind != CLOPS_PARAM_TENSOR_IN && t != NULL && t->data != NULL ? t : NULL;
 }
 
@@ -437,7 +431,7 @@ int call_host_overlaps(const struct call *writer, const struct call *other)
         const struct clops_tensor *x = host_output(w, i);
         for (int32_t j = 0; x != NULL && j < o->impl->desc->param_count; j++) {
             const struct clops_tensor *y =
-                is_tensor(o->impl->desc->params[j].kind) ? o->values[j].tensor : NULL;
+                op_kind_is_tensor(o->impl->desc->params[j].kind) ? o->values[j].tensor : NULL;
             if (y != NULL && y->data != NULL && tensor_views_overlap(x, y))
                 return 1;
         }

@@ -171,11 +171,8 @@ int call_split_run(struct call *call)
     /* Double precision when any tensor of the call is f64: the peak estimates use it. */
     int32_t f64 = 0;
     for (int32_t i = 0; i < op->impl->desc->param_count; i++) {
-        const int32_t kind = op->impl->desc->params[i].kind;
-        const int tensor = kind == CLOPS_PARAM_TENSOR_IN || kind == CLOPS_PARAM_TENSOR_OUT ||
-                           kind == CLOPS_PARAM_TENSOR_INOUT;
-        f64 = f64 ||
-              (tensor && op->values[i].tensor != NULL && op->values[i].tensor->dtype == CLOPS_F64);
+        f64 = f64 || (op_kind_is_tensor(op->impl->desc->params[i].kind) &&
+                      op->values[i].tensor != NULL && op->values[i].tensor->dtype == CLOPS_F64);
     }
     struct pool_device *devs[CONFIG_MAX_DEVICES];
     double fastest = 0;

@@ -31,12 +31,6 @@ const char *invoke_kind_name(int32_t kind)
     }
 }
 
-static int is_tensor_kind(int32_t kind)
-{
-    return kind == CLOPS_PARAM_TENSOR_IN || kind == CLOPS_PARAM_TENSOR_OUT ||
-           kind == CLOPS_PARAM_TENSOR_INOUT;
-}
-
 static int32_t enum_index(const struct clops_param *p, const char *text)
 {
     for (int32_t i = 0; p->enum_values != NULL && p->enum_values[i] != NULL; i++)
@@ -72,7 +66,7 @@ static int param_is_optional_tensor(const struct clops_param *p)
 static int32_t convert_arg(const struct clops_op *op, const struct clops_param *p,
                            const struct clops_arg *a, union op_value *out)
 {
-    int kinds_match = is_tensor_kind(p->kind) ? is_tensor_kind(a->kind) : a->kind == p->kind;
+    int kinds_match = op_kind_is_tensor(p->kind) ? op_kind_is_tensor(a->kind) : a->kind == p->kind;
     if (!kinds_match)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                        "%s: parameter '%s' expects a %s argument, got a %s argument", op->name,

@@ -14,6 +14,13 @@
 
 enum { CALL_MAX_PARAMS = 32 };
 
+/* Whether a parameter of `kind` is a tensor (in, out or inout). */
+static inline int op_kind_is_tensor(int32_t kind)
+{
+    return kind == CLOPS_PARAM_TENSOR_IN || kind == CLOPS_PARAM_TENSOR_OUT ||
+           kind == CLOPS_PARAM_TENSOR_INOUT;
+}
+
 /* One parameter's value, as the typed entry receives it (enums by index). */
 union op_value {
     const struct clops_tensor *tensor; /* NULL: an optional tensor left out */
