@@ -82,16 +82,23 @@ static void expect_pool_settings(const struct pool_config *cfg, const char *want
 
 /* ---- Valid configurations ------------------------------------------------------------------ */
 
-/* configs/two_gpus.cfg: two GPUs, gemm split over both by measured rates. */
-START_TEST(test_two_gpu_example_splits_gemm_over_both)
+/* Parses configs/<name> of the source tree (CLOPS_SOURCE_DIR, set by ctest) into `cfg`,
+ * its path in `path`. */
+static void parse_shipped(const char *name, struct pool_config *cfg, char *path, size_t size)
 {
     const char *source_dir = getenv("CLOPS_SOURCE_DIR");
     ck_assert_msg(source_dir != NULL, "CLOPS_SOURCE_DIR is not set (run through ctest)");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/configs/two_gpus.cfg", source_dir);
-    struct pool_config cfg;
-    int32_t status = config_parse_file(path, &cfg);
+    snprintf(path, size, "%s/configs/%s", source_dir, name);
+    int32_t status = config_parse_file(path, cfg);
     ck_assert_msg(status == CLOPS_OK, "%s: %s", err_status_name(status), err_last());
+}
+
+/* configs/two_gpus.cfg: two GPUs, gemm split over both by measured rates. */
+START_TEST(test_two_gpu_example_splits_gemm_over_both)
+{
+    char path[1024];
+    struct pool_config cfg;
+    parse_shipped("two_gpus.cfg", &cfg, path, sizeof path);
     ck_assert_int_eq(cfg.device_count, 2);
     expect_device(&cfg.devices[0], CLOPS_DEVICE_GPU, "", -1, 0, 2, 1);
     expect_device(&cfg.devices[1], CLOPS_DEVICE_GPU, "", -1, 1, 2, 1);
@@ -106,13 +113,9 @@ END_TEST
 
 START_TEST(test_shipped_example_parses_to_documented_values)
 {
-    const char *source_dir = getenv("CLOPS_SOURCE_DIR");
-    ck_assert_msg(source_dir != NULL, "CLOPS_SOURCE_DIR is not set (run through ctest)");
     char path[1024];
-    snprintf(path, sizeof path, "%s/configs/clops.cfg", source_dir);
     struct pool_config cfg;
-    int32_t status = config_parse_file(path, &cfg);
-    ck_assert_msg(status == CLOPS_OK, "%s: %s", err_status_name(status), err_last());
+    parse_shipped("clops.cfg", &cfg, path, sizeof path);
     ck_assert_str_eq(cfg.source, path);
 
     ck_assert_int_eq(cfg.device_count, 2);
