@@ -125,6 +125,14 @@ static void store_tile(__local REAL *dst, const REAL *regs, long sk, const int t
     }
 }
 
+/* reqd_work_group_size, left out when the plugin passes -DCLOPS_NO_REQD_WG: on PoCL before 7,
+ * whose kernel-library cache then aborts the process (see pool_programs.c). */
+#ifdef CLOPS_NO_REQD_WG
+#define REQD_WG(x, y, z)
+#else
+#define REQD_WG(x, y, z) __attribute__((reqd_work_group_size(x, y, z)))
+#endif
+
 /* Work decomposition: a 1-D range of work-groups of WG_SIZE work-items; group g computes the
  * TILE_M x TILE_N block (g / groups_n, g % groups_n) of C (1-D so that no grid dimension limit,
  * such as 65535 blocks along y on CUDA devices, bounds M or N). Work-item lid = tm*RTS_N + tn
@@ -141,7 +149,7 @@ static void store_tile(__local REAL *dst, const REAL *regs, long sk, const int t
  * op(A)(i,k) = A[offA + i*sAi + k*sAk] and op(B)(k,j) = B[offB + k*sBk + j*sBj]: strides express
  * transposes and both storage orders. K == 0 (the host passes it also for alpha == 0) reads
  * neither A nor B, which may then be NULL. */
-__kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
+__kernel REQD_WG(WG_SIZE, 1, 1) void
 gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
      const __global REAL *restrict A, const long offA, const long sAi, const long sAk,
      const __global REAL *restrict B, const long offB, const long sBk, const long sBj,

@@ -357,6 +357,14 @@ static bool is_last_group(__global volatile int *count, int of, __local int *fla
     return *flag;
 }
 
+/* reqd_work_group_size, left out when the plugin passes -DCLOPS_NO_REQD_WG: on PoCL before 7,
+ * whose kernel-library cache then aborts the process (see pool_programs.c). */
+#ifdef CLOPS_NO_REQD_WG
+#define REQD_WG(x, y, z)
+#else
+#define REQD_WG(x, y, z) __attribute__((reqd_work_group_size(x, y, z)))
+#endif
+
 /* A whole-tensor reduction in one launch. Work decomposition: get_num_groups(0) groups of WG
  * work-items walk the n elements with a grid stride, each folding its elements into a private
  * state (VEC contiguous elements per load when `contiguous`, UNROLL loads issued before the first
@@ -365,7 +373,7 @@ static bool is_last_group(__global volatile int *count, int of, __local int *fla
  * partials[group]; the last group to finish merges those and writes out[out_offset] (n = 0: one
  * group, the identity: 0 for an empty sum or norm). Traffic: each element read once, one state
  * (STATE_BYTES) written per group and read once, one result written. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+__kernel REQD_WG(WG, 1, 1) void
 reduce_whole(__global const T *x, long offset, long n, long4 shape, long4 strides, int contiguous,
              __global state *partials, __global result *out, long out_offset)
 {
@@ -468,7 +476,7 @@ static void fold_row(state *st, __global const T *row, long elem_stride, long l,
  * partial states to partials[part * rows + r] and the last group of the rows (counted per group
  * of rows) merges them. Traffic: each element read once, each result written once; with parts,
  * one state per row and part written and read once. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+__kernel REQD_WG(WG, 1, 1) void
 reduce_axis(__global const T *x, long offset, long rows, long len, long row_stride,
             long elem_stride, int ny, int lanes_fast, long part, __global state *partials,
             __global result *out, long out_offset, long out_stride)

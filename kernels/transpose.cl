@@ -62,11 +62,19 @@ static void store_tile(__local const tile_t *tile, __global T *y, struct view v,
     }
 }
 
+/* reqd_work_group_size, left out when the plugin passes -DCLOPS_NO_REQD_WG: on PoCL before 7,
+ * whose kernel-library cache then aborts the process (see pool_programs.c). */
+#ifdef CLOPS_NO_REQD_WG
+#define REQD_WG(x, y, z)
+#else
+#define REQD_WG(x, y, z) __attribute__((reqd_work_group_size(x, y, z)))
+#endif
+
 /* Out of place. Work decomposition: a TILE x ROWS work-group per TILE x TILE tile of one matrix
  * (dimension 0: tiles along x's columns, 1: along its rows, 2: the batch); each work-item moves
  * TILE/ROWS elements in and out. Traffic: every element read once and written once, both
  * coalesced whatever the two layouts; local memory turns the tile around. */
-__kernel __attribute__((reqd_work_group_size(TILE, ROWS, 1))) void
+__kernel REQD_WG(TILE, ROWS, 1) void
 transpose(__global const T *x, long x_off, long xb, long xm, long xn, __global T *y, long y_off,
           long yb, long yn, long ym, long m, long n, int x_i_fast, int y_i_fast)
 {
@@ -85,7 +93,7 @@ transpose(__global const T *x, long x_off, long xb, long xm, long xn, __global T
  * until both are in local memory, then writes each transposed into the other's place (a
  * diagonal tile into its own). Groups touch disjoint pairs, so no tile is overwritten before it
  * is read. Traffic: every element read once and written once. */
-__kernel __attribute__((reqd_work_group_size(TILE, ROWS, 1))) void
+__kernel REQD_WG(TILE, ROWS, 1) void
 transpose_square_in_place(__global T *x, long x_off, long xb, long xm, long xn, long n, int i_fast)
 {
     __local tile_t upper, lower;
@@ -123,7 +131,7 @@ typedef T vec_tile_t[VEC_TILE][VEC_TILE + 1];
  * tile in local memory. Fewer, wider memory instructions than `transpose` (16-byte accesses for
  * VEC elements of 16 bytes), every one coalesced: a warp reads and writes whole lines. Traffic:
  * every element read once and written once. */
-__kernel __attribute__((reqd_work_group_size(VEC_TILE / VEC, VEC_ROWS, 1))) void
+__kernel REQD_WG(VEC_TILE / VEC, VEC_ROWS, 1) void
 transpose_vec(__global const T *x, long x_off, long xb, long xm, __global T *y, long y_off,
               long yb, long yn, long m, long n)
 {

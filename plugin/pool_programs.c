@@ -274,6 +274,21 @@ static int32_t timed_build(struct clops_pool *pool, const struct pool_device *de
     return status;
 }
 
+/* PoCL before 7 keeps the libraries of compiled kernels in a process-wide cache whose release,
+ * at the end of each kernel run, finds its entry by program hash and work-group size alone. A
+ * query of a program's binaries (store_binary) adds an entry for every kernel, at the work-group
+ * size the kernel requires, with no reference held; when another program of the same source
+ * (another pool, or another device of this one) has a run of that kernel in flight, its release
+ * can land on that entry and PoCL aborts the process (common.c, "found->ref_count > 0"; fixed
+ * in PoCL 7 by c9ac4c0c). Without reqd_work_group_size the added entries have work-group size
+ * 0 and no run matches them, so on those versions the kernels are built without it
+ * (-DCLOPS_NO_REQD_WG, see kernels/transpose.cl); every launch passes that size all the same. */
+static int pocl_before_7(const struct pool_device *dev)
+{
+    return strcmp(dev->info.platform, POCL_PLATFORM_NAME) == 0 &&
+           strtol(dev->info.driver_version, NULL, 10) < 7;
+}
+
 /* The pool's program of `source_name` with `options` (before the configured ones) on `dev`,
  * built on first use. `stale`: a program built from a cached binary that then lacked a kernel;
  * if the pool still holds it, it is retired and the program rebuilt from source with its cache
@@ -284,8 +299,9 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
 {
     const struct config_op *settings = config_find_op(&pool->cfg, op_name);
     char full[2048];
-    int n = snprintf(full, sizeof full, "%s %s %s", pool->cfg.build_options,
-                     settings != NULL ? settings->build_options : "", options);
+    int n =
+        snprintf(full, sizeof full, "%s%s %s %s", pocl_before_7(dev) ? "-DCLOPS_NO_REQD_WG " : "",
+                 pool->cfg.build_options, settings != NULL ? settings->build_options : "", options);
     if (n < 0 || (size_t)n >= sizeof full)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: build options are too long (%d bytes)",
                        op_name, n);

@@ -167,22 +167,9 @@ static int mount_tmpfs(char *pattern, const char *size, int64_t leave)
 
 /* Whether a pool on a PoCL device can be made, asked in a child: this process's first OpenCL
  * calls stay for the tests' children, after they set where PoCL's cache is. */
-static int has_pocl(void)
-{
-    pid_t child = fork();
-    if (child == 0) {
-        const struct clops_api *a = tu_api_or_null();
-        struct clops_pool *pool = NULL;
-        _exit(a != NULL && a->pool_create_from_string(POCL_POOL, &pool) == CLOPS_OK ? 0 : 1);
-    }
-    int status;
-    return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
-           WEXITSTATUS(status) == 0;
-}
-
 int main(void)
 {
-    if (!has_pocl()) {
+    if (!tu_child_creates_pool(POCL_POOL)) {
         printf("test_pocl_cache: SKIP: no PoCL device\n");
         return SKIP;
     }

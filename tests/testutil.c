@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void *library;
@@ -46,6 +47,19 @@ const struct clops_api *tu_api_or_null(void)
     clops_plugin_entry_fn entry =
         lib != NULL ? (clops_plugin_entry_fn)(uintptr_t)dlsym(lib, "clops_plugin_entry") : NULL;
     return entry != NULL ? entry(CLOPS_ABI_MAJOR) : NULL;
+}
+
+int tu_child_creates_pool(const char *config)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        const struct clops_api *a = tu_api_or_null();
+        struct clops_pool *pool = NULL;
+        _exit(a != NULL && a->pool_create_from_string(config, &pool) == CLOPS_OK ? 0 : 1);
+    }
+    int status;
+    return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
 }
 
 struct clops_pool *tu_pool(void)

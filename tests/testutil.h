@@ -15,6 +15,10 @@ void *tu_library(void);
 /* The same table without Check, for helper processes (Check's assertions only work inside a test
  * runner): NULL when $CLOPS_LIBRARY is unset or fails to load. */
 const struct clops_api *tu_api_or_null(void);
+/* Whether a pool of `config` can be made, asked in a child process: this one then has loaded no
+ * OpenCL driver, so the children a suite forks later find theirs whole. For suites to decide
+ * before they run whether to skip. */
+int tu_child_creates_pool(const char *config);
 /* A default pool, created once per process and shared by the tests of a suite. */
 struct clops_pool *tu_pool(void);
 /* A new default pool of its own, which the caller releases. */
