@@ -164,6 +164,12 @@ int32_t host_unregister(struct clops_host_register_args *a)
     return status;
 }
 
+int32_t host_registration_pin(struct clops_pool *pool, void *data, size_t bytes,
+                              struct host_registration **out)
+{
+    return registration_make(pool, data, bytes, out);
+}
+
 struct host_registration *host_registration_find(struct clops_pool *pool, const void *first,
                                                  size_t bytes)
 {

@@ -21,6 +21,10 @@ int32_t host_unregister(struct clops_host_register_args *args);
 struct host_registration *host_registration_find(struct clops_pool *pool, const void *first,
                                                  size_t bytes);
 void host_registration_drop(struct host_registration *r);
+/* [data, data + bytes) page-locked in every context of `pool`, in no list of the pool: clops's
+ * own memory (bridge.c), held until host_registration_drop. */
+int32_t host_registration_pin(struct clops_pool *pool, void *data, size_t bytes,
+                              struct host_registration **out);
 
 /* pool_free: lets go of the registrations the host left (the calls holding them are over). */
 void host_registration_release_all(struct clops_pool *pool);

@@ -59,6 +59,11 @@ enum { POOL_HOST_CACHE = 32, POOL_HOST_MIN_BLOCK = 64 << 10 };
 #define POOL_HOST_CACHE_BYTES ((size_t)1 << 30)
 struct host_block; /* pool_memory.c: a block and where its memory comes from */
 
+/* How many bridges (bridge.h) a pool keeps for later calls: two per device of a pool of two
+ * working on one call (double buffering), and a call of another thread. */
+enum { POOL_BRIDGES = 6 };
+struct bridge_block;
+
 /* Device scratch calls gave back (pool_scratch_give): a few small buffers per pool. */
 enum { POOL_SCRATCH_CACHE = 8, POOL_SCRATCH_MAX = 16 << 20 };
 struct scratch_slot {
@@ -117,8 +122,10 @@ struct clops_pool {
     /* The splitter's threads (split_crew.h), made at the first split call; guarded by host_lock
      * until then. */
     struct split_crew *crew;
-    pthread_mutex_t registered_lock;      /* guards `registered` */
-    struct host_registration *registered; /* host_register's ranges (host_register.c) */
+    pthread_mutex_t registered_lock;            /* guards `registered` and `bridges` */
+    struct host_registration *registered;       /* host_register's ranges (host_register.c) */
+    struct bridge_block *bridges[POOL_BRIDGES]; /* bridges calls gave back (bridge.h) */
+    atomic_llong bridges_made;
 };
 
 /* pool_devices.c: discovers the system's devices, opens those the configuration chooses as

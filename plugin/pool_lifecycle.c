@@ -2,6 +2,7 @@
  * releasing it with everything it holds. */
 #include <stdlib.h>
 
+#include "bridge.h"
 #include "host_register.h"
 #include "pool_internal.h"
 #include "registry.h"
@@ -80,6 +81,7 @@ static void pool_free(struct clops_pool *pool)
     pool->crew = NULL;
     pool_host_release_all(pool);
     host_registration_release_all(pool);
+    bridge_release_all(pool);
     pool_release_programs(pool);
     pool_close_devices(pool);
     free(pool->op_counters);

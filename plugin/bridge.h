@@ -1,0 +1,35 @@
+/* bridge.h — host memory between the devices of a pool, page-locked in every context of the
+ * pool (host_register's way: a CL_MEM_USE_HOST_PTR buffer over it in each context), so that
+ * a download from one device into it and an upload from it to another both run as DMA. On
+ * NVIDIA's OpenCL every path between two GPUs inside OpenCL (migration, a copy between their
+ * buffers, a kernel reading a buffer last written on the other) runs at about 1 GB/s, and a
+ * pinned transfer at about 55 GB/s each way: data that crosses devices goes through a bridge.
+ * Page-locking costs milliseconds, so the pool keeps the bridges calls give back (POOL_BRIDGES,
+ * the largest ones) until it is freed. */
+#ifndef CLOPS_BRIDGE_H
+#define CLOPS_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct clops_pool;
+struct bridge_block; /* bridge.c */
+
+struct bridge {
+    void *data;   /* page-aligned */
+    size_t bytes; /* at least those asked for */
+    struct bridge_block *block;
+};
+
+/* A bridge of at least `bytes` (a kept one where one is large enough, else a new one); `op`
+ * names the caller in a failure's message. */
+int32_t bridge_take(struct clops_pool *pool, size_t bytes, const char *op, struct bridge *out);
+/* Gives a bridge back (nothing queued may read or write it any more); one never taken (data
+ * NULL) is a no-op. */
+void bridge_give(struct clops_pool *pool, struct bridge *b);
+/* pool_free: frees the kept bridges. */
+void bridge_release_all(struct clops_pool *pool);
+/* Bridges made since the pool was created (for tests: calls reuse them). */
+int64_t bridge_made(const struct clops_pool *pool);
+
+#endif
