@@ -128,6 +128,7 @@ REAL(malloc);
 REAL(calloc);
 REAL(realloc);
 REAL(strdup);
+REAL(posix_memalign);
 REAL(pthread_create);
 
 void *__wrap_malloc(size_t size)
@@ -148,6 +149,14 @@ void *__wrap_realloc(void *p, size_t size)
 char *__wrap_strdup(const char *s)
 {
     return should_fail(FAULT_ALLOC, "strdup", NULL) ? NULL : __real_strdup(s);
+}
+
+/* Page-aligned blocks (bridge.c's host memory between devices): ENOMEM, as glibc answers. */
+int __wrap_posix_memalign(void **out, size_t alignment, size_t size)
+{
+    return should_fail(FAULT_ALLOC, "posix_memalign", NULL)
+               ? ENOMEM
+               : __real_posix_memalign(out, alignment, size);
 }
 
 /* A thread is an allocation too (its stack): pthread_create fails with EAGAIN when the process

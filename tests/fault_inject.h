@@ -10,7 +10,8 @@
 
 enum fault_kind {
     FAULT_OPENCL = 0, /* cl* calls: return an error code (and NULL with *errcode_ret set) */
-    FAULT_ALLOC = 1   /* malloc, calloc, realloc, strdup: NULL; pthread_create: EAGAIN */
+    /* malloc, calloc, realloc, strdup: NULL; posix_memalign: ENOMEM; pthread_create: EAGAIN */
+    FAULT_ALLOC = 1
 };
 
 /* Starts counting calls of `kind` (from every thread) and makes the nth fail; n = 0 only counts.
