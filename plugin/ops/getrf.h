@@ -42,6 +42,7 @@ struct lu_ctx {
     int32_t dtype;
     int64_t elem_size;
     int64_t nb;              /* outer panel width, and the triangular solves' block */
+    int64_t nb_forced;       /* set before lu_ctx_init: nb (getrf_multi.c's devices share it) */
     int64_t panel_nb;        /* inner panel width: the panel kernel's */
     int32_t panel_wg;        /* work-items of a work-group of the panel and inversion kernels */
     int64_t panel_rows;      /* rows of the panel per work-group of a panel step (about) */
@@ -117,6 +118,7 @@ struct lu_call {
     struct lu_ctx ctx;
     struct lu_staged a, b; /* the matrix (a or lu) and the right-hand sides */
     int32_t *piv;          /* npiv + 1: the pivots, then getrf's info, as downloaded or to upload */
+    struct lu_multi *multi; /* getrf across devices (getrf_multi.c); NULL: on ctx's device */
 };
 
 /* The first step of an enqueue: the context for `dtype` and a matrix of `rows` rows, and room
@@ -225,6 +227,22 @@ int32_t lu_invert_diagonal_blocks(struct lu_ctx *ctx, struct lu_lane *lane,
                                   int64_t inv_at, int32_t trans, int lower, int unit);
 int32_t lu_apply_inverse(struct lu_ctx *ctx, struct lu_lane *lane, int64_t n, int64_t inv_at,
                          const struct lu_matrix *b, int64_t r0, int64_t c0, int64_t cols);
+
+/* getrf_factor.c: the outer panel at (j, j), jb <= NB wide, factored: through the inner blocked
+ * level when wider than PANEL_NB, else by the panel kernels; its interchanges applied within
+ * it, its pivots into ctx->ipiv_mem[j ..] and a zero pivot into ctx->ipiv_mem[mn]. */
+int32_t lu_factor_block(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j, int64_t jb,
+                        int32_t pivoting, int64_t mn);
+
+/* getrf_multi.c: getrf of the staged matrix l->a across the devices of operators.<op>.devices,
+ * for a synchronous call large enough to gain (*taken = 0: not taken, nothing done): each
+ * device holds the matrix and updates the block columns it owns (1-D block-column cyclic), the
+ * panels are broadcast through pinned host memory, and at the end the factors and pivots are
+ * in l->a and l->ctx.ipiv_mem as lu_factor leaves them. lu_multi_release: after the call's
+ * wait, frees what it holds (NULL is a no-op). */
+struct lu_multi;
+int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivoting, int *taken);
+void lu_multi_release(struct lu_multi *m);
 
 /* getrf_panel.c: the rows x jb panel at (j, j) factored on the device, its pivots into
  * ctx->ipiv_mem[j ..] and a zero pivot into ctx->ipiv_mem[mn] (info). */

@@ -22,7 +22,10 @@ int32_t lu_call_factor(struct op_call *call, const struct clops_tensor *a, int32
     int32_t status = lu_call_open(call, l, a->dtype, a->shape[0], npiv);
     if (status == CLOPS_OK)
         status = lu_stage(&l->ctx, a, "a", -1, &l->a);
+    int across = 0;
     if (status == CLOPS_OK)
+        status = lu_multi_factor(call, l, pivoting, &across);
+    if (status == CLOPS_OK && !across)
         status = lu_factor(&l->ctx, &l->a.m, pivoting);
     return status;
 }
@@ -56,6 +59,8 @@ void lu_call_release(struct op_call *call)
     struct lu_call *l = call->plan;
     lu_staged_release(&l->b);
     lu_staged_release(&l->a);
+    lu_multi_release(l->multi); /* its secondary devices waited for, its bridges given back */
+    l->multi = NULL;
     lu_ctx_release(&l->ctx);
     call->device_ns += l->ctx.device_ns;
     free(l->piv);

@@ -31,8 +31,8 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
             break;
         const int64_t jb = c0 + count - j < nb ? c0 + count - j : nb;
         const int64_t rows = a->rows - j, right = c1 - j - jb;
-        if (!inner && jb > ctx->panel_nb)
-            status = factor_range(ctx, a, j, j + jb, jb, 1, pivoting, mn);
+        if (!inner)
+            status = lu_factor_block(ctx, a, j, jb, pivoting, mn);
         else
             status = lu_factor_panel(ctx, a, j, jb, pivoting, mn);
         if (status == CLOPS_OK && pivoting == LU_PIVOTING_PARTIAL)
@@ -77,10 +77,7 @@ static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, i
             break;
         const int64_t jb = count - j < nb ? count - j : nb;
         const int64_t right = c1 - j - jb, next = right < nb ? right : nb;
-        if (jb > ctx->panel_nb)
-            status = factor_range(ctx, a, j, j + jb, jb, 1, pivoting, mn);
-        else
-            status = lu_factor_panel(ctx, a, j, jb, pivoting, mn);
+        status = lu_factor_block(ctx, a, j, jb, pivoting, mn);
         if (status != CLOPS_OK || right == 0)
             continue;
         if (right > next) {
@@ -114,6 +111,14 @@ static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, i
     if (panel_done != NULL)
         clReleaseEvent(panel_done);
     return status;
+}
+
+int32_t lu_factor_block(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j, int64_t jb,
+                        int32_t pivoting, int64_t mn)
+{
+    if (jb > ctx->panel_nb)
+        return factor_range(ctx, a, j, j + jb, jb, 1, pivoting, mn);
+    return lu_factor_panel(ctx, a, j, jb, pivoting, mn);
 }
 
 int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivoting)

@@ -150,6 +150,10 @@ void lu_plan(struct lu_ctx *ctx, int64_t rows, int64_t mn)
     int panel_nb_configured = 0;
     block_sizes_for(ctx->pool, ctx->dev, ctx->impl, mn, &ctx->nb, &ctx->panel_nb,
                     &panel_nb_configured);
+    if (ctx->nb_forced > 0) {
+        ctx->nb = ctx->nb_forced;
+        ctx->panel_nb = ctx->panel_nb < ctx->nb ? ctx->panel_nb : ctx->nb;
+    }
     ctx->panel_wg = panel_group_size(ctx->dev);
     ctx->panel_rows = pool_op_setting(ctx->pool, ctx->impl, SET_PANEL_ROWS, 64);
     resident_setup(ctx, rows, panel_nb_configured);

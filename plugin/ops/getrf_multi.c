@@ -1,0 +1,516 @@
+/* getrf_multi.c — getrf across the devices of operators.<op>.devices (getrf.h): the matrix's
+ * block columns of NB are dealt to the devices in turn (1-D block-column cyclic, as MAGMA's
+ * getrf_mgpu and cuSOLVERMg lay it out), so that row interchanges stay on each device and only
+ * the panels and their pivots cross between them.
+ *
+ * Every device holds a working matrix of the whole extent, in which it keeps the block columns
+ * it owns (the others' places are scratch): the device that owns a panel's block column factors
+ * it and the host sends it, with its pivots, to the others through pinned host memory (a
+ * bridge: NVIDIA's OpenCL moves data between two GPUs at ~1 GB/s on any of its own paths, and
+ * pinned transfers run at ~55 GB/s); then every device applies the panel's interchanges to its
+ * block columns right of it, U12 = L11^-1 A12 and A22 -= L21 U12 there (the engine's kernels, one
+ * GEMM a block column). With a look-ahead of one panel, the owner of the next block column
+ * updates that one first and factors it at once, while the devices update the rest. At the end
+ * each device applies every panel's interchanges to the columns left of it (the look-ahead's
+ * order, factor_lookahead's), and its block columns come home to the call's device, where the
+ * factors and pivots then stand as lu_factor leaves them. The same kernels run on the same
+ * elements as on one device, so the pivots and info are those of the one-device path.
+ *
+ * Only synchronous calls go across devices: the host waits for each panel before sending it.
+ * Every device's share of the memory is the whole matrix, not its block columns alone: the
+ * engine's kernels index one matrix by global rows and columns (a compact layout needs them to
+ * take a column map). */
+#include "getrf.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bridge.h"
+#include "call.h"
+#include "config.h"
+#include "registry.h"
+
+/* Bridges the panels and block columns cross through, in turn: a bridge is reused once the
+ * uploads that read it, three transfers back, are done. */
+enum { LU_MULTI_SLOTS = 3 };
+
+struct lu_multi {
+    int32_t count; /* devices; [0] is the call's: its context and matrix are the call's own */
+    struct lu_ctx *ctx[CONFIG_MAX_DEVICES];
+    struct lu_matrix m[CONFIG_MAX_DEVICES];
+    struct lu_ctx own[CONFIG_MAX_DEVICES];      /* the other devices' contexts ([0] unused) */
+    cl_command_queue queue[CONFIG_MAX_DEVICES]; /* the other devices' queues ([0] unused) */
+    struct bridge slot[LU_MULTI_SLOTS];
+    cl_event slot_readers[LU_MULTI_SLOTS][CONFIG_MAX_DEVICES]; /* uploads from each slot */
+    int32_t next_slot;
+    int32_t *piv;  /* the pivots (mn) then info: what the call's device gets at the end */
+    int32_t *info; /* info of each panel's device, as downloaded with the panel */
+    int64_t rows, cols, mn, nb, es;
+    int32_t pivoting;
+    const char *op;
+    int64_t start_ns; /* when the call went across: each device's busy time runs from it */
+};
+
+static int32_t owner(const struct lu_multi *m, int64_t block)
+{
+    return (int32_t)(block % m->count);
+}
+
+static int64_t block_width(const struct lu_multi *m, int64_t block)
+{
+    const int64_t c0 = block * m->nb;
+    return m->cols - c0 < m->nb ? m->cols - c0 : m->nb;
+}
+
+/* ---- Which calls go across devices ----------------------------------------------------------- */
+
+/* The devices of operators.<op>.devices, the call's own first, when the call is synchronous,
+ * its device is one of them, all are open and take its dtype, and its work would last
+ * operators.<op>.split_min_ms on the fastest of them; else 0. */
+static int32_t devices_for(const struct op_call *call, const struct lu_ctx *ctx, int64_t rows,
+                           int64_t cols, struct pool_device **devs)
+{
+    const struct config_op *cfg = pool_op_split(call->pool, registry_index(call->impl->desc));
+    if (cfg == NULL || call->control == NULL || call->control->submitted)
+        return 0;
+    int32_t count = 1, mine = 0;
+    devs[0] = call->dev;
+    double fastest = 0;
+    const int f64 = ctx->dtype == CLOPS_F64;
+    for (int32_t i = 0; i < cfg->split_count; i++) {
+        if (cfg->split_devices[i] >= pool_device_count(call->pool))
+            return 0; /* a listed device the pool did not open */
+        struct pool_device *dev = pool_device_at(call->pool, cfg->split_devices[i]);
+        if (f64 && !pool_device_info(dev)->fp64)
+            return 0;
+        const double peak = pool_device_peak_flops(dev, f64);
+        fastest = peak > fastest ? peak : fastest;
+        if (dev == call->dev)
+            mine = 1;
+        else
+            devs[count++] = dev;
+    }
+    const double mn = (double)(rows < cols ? rows : cols),
+                 big = (double)(rows > cols ? rows : cols);
+    const double flops = mn * mn * (big - mn / 3); /* LAPACK's count: 2/3 n^3 when square */
+    /* Every device owns two block columns at least: below that one device finishes first. */
+    const int64_t blocks = (cols + ctx->nb - 1) / ctx->nb;
+    if (!mine || count < 2 || blocks < 2 * count || flops / fastest * 1e3 < cfg->split_min_ms)
+        return 0;
+    return count;
+}
+
+/* ---- Moving blocks between devices ----------------------------------------------------------- */
+
+/* The rectangle rows [r0, r0 + rows) x columns [c0, c0 + cols) of a row-major matrix, in the
+ * terms of clEnqueue{Read,Write}BufferRect, its host side packed (row pitch cols). */
+struct rect {
+    size_t buffer_origin[3], region[3];
+    size_t buffer_pitch, host_pitch;
+};
+
+static struct rect rect_of(const struct lu_matrix *a, int64_t es, int64_t r0, int64_t rows,
+                           int64_t c0, int64_t cols)
+{
+    /* The first element as (row, column) of a matrix of width ld starting at element 0: the
+     * origin's x stays within a row, as some drivers check. */
+    const int64_t first = a->offset + r0 * a->ld + c0;
+    struct rect r = {.buffer_pitch = (size_t)(a->ld * es), .host_pitch = (size_t)(cols * es)};
+    r.buffer_origin[0] = (size_t)((first % a->ld) * es);
+    r.buffer_origin[1] = (size_t)(first / a->ld);
+    r.region[0] = (size_t)(cols * es);
+    r.region[1] = (size_t)rows;
+    r.region[2] = 1;
+    return r;
+}
+
+/* A bridge for the next transfer: the one used three transfers back, once the uploads that
+ * read it are done (host waits: they run on other contexts, whose events no queue here may
+ * wait for). Each holds the largest transfer, a whole block column. */
+static int32_t take_slot(struct lu_multi *m, struct bridge **out)
+{
+    const size_t bytes = (size_t)(m->rows * m->nb * m->es);
+    const int32_t s = m->next_slot;
+    m->next_slot = (s + 1) % LU_MULTI_SLOTS;
+    int32_t status = CLOPS_OK;
+    for (int32_t d = 0; d < m->count; d++) {
+        cl_event *e = &m->slot_readers[s][d];
+        if (*e == NULL)
+            continue;
+        cl_int rc = clWaitForEvents(1, e);
+        clReleaseEvent(*e);
+        *e = NULL;
+        if (rc != CL_SUCCESS && status == CLOPS_OK)
+            status = err_cl(rc, "%s: waiting for an upload between devices failed", m->op);
+    }
+    if (status == CLOPS_OK && m->slot[s].data == NULL)
+        status = bridge_take(m->ctx[0]->pool, bytes, m->op, &m->slot[s]);
+    *out = &m->slot[s];
+    return status;
+}
+
+/* The slot `b` came from (take_slot), for recording its readers. */
+static int32_t slot_index(const struct lu_multi *m, const struct bridge *b)
+{
+    return (int32_t)(b - m->slot);
+}
+
+/* Enqueues a download of a rectangle of device d's matrix into `b` and flushes; *done marks it
+ * (and all before it on d's queue). */
+static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, int64_t r0, int64_t rows,
+                        int64_t c0, int64_t cols, cl_event *done)
+{
+    const struct rect r = rect_of(&m->m[d], m->es, r0, rows, c0, cols);
+    const size_t host_origin[3] = {0, 0, 0};
+    cl_int rc = clEnqueueReadBufferRect(m->ctx[d]->queue, m->m[d].mem, CL_FALSE, r.buffer_origin,
+                                        host_origin, r.region, r.buffer_pitch, 0, r.host_pitch, 0,
+                                        b->data, 0, NULL, done);
+    if (rc == CL_SUCCESS)
+        rc = clFlush(m->ctx[d]->queue);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: downloading %lld x %lld elements from device '%s' failed", m->op,
+                      (long long)rows, (long long)cols, pool_device_info(m->ctx[d]->dev)->name);
+    pool_record_download(m->ctx[0]->pool, rows * cols * m->es);
+    return CLOPS_OK;
+}
+
+/* Enqueues an upload of `b` into the same rectangle of device d's matrix, recorded as a reader
+ * of its slot. */
+static int32_t upload(struct lu_multi *m, int32_t d, struct bridge *b, int64_t r0, int64_t rows,
+                      int64_t c0, int64_t cols)
+{
+    const struct rect r = rect_of(&m->m[d], m->es, r0, rows, c0, cols);
+    const size_t host_origin[3] = {0, 0, 0};
+    cl_event *reader = &m->slot_readers[slot_index(m, b)][d];
+    cl_int rc = clEnqueueWriteBufferRect(m->ctx[d]->queue, m->m[d].mem, CL_FALSE, r.buffer_origin,
+                                         host_origin, r.region, r.buffer_pitch, 0, r.host_pitch, 0,
+                                         b->data, 0, NULL, reader);
+    if (rc == CL_SUCCESS)
+        rc = clFlush(m->ctx[d]->queue);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: uploading %lld x %lld elements to device '%s' failed", m->op,
+                      (long long)rows, (long long)cols, pool_device_info(m->ctx[d]->dev)->name);
+    pool_record_upload(m->ctx[0]->pool, rows * cols * m->es);
+    return CLOPS_OK;
+}
+
+static int32_t wait_event(struct lu_multi *m, cl_event *e)
+{
+    cl_int rc = clWaitForEvents(1, e);
+    clReleaseEvent(*e);
+    *e = NULL;
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: waiting for a download between devices failed", m->op);
+    return CLOPS_OK;
+}
+
+/* Block column b (all rows) from device `from` into device `to`'s matrix. */
+static int32_t move_block(struct lu_multi *m, int32_t from, int32_t to, int64_t b)
+{
+    const int64_t c0 = b * m->nb, w = block_width(m, b);
+    struct bridge *slot = NULL;
+    cl_event done = NULL;
+    int32_t status = take_slot(m, &slot);
+    if (status == CLOPS_OK)
+        status = download(m, from, slot, 0, m->rows, c0, w, &done);
+    if (status == CLOPS_OK)
+        status = wait_event(m, &done);
+    if (status == CLOPS_OK)
+        status = upload(m, to, slot, 0, m->rows, c0, w);
+    if (done != NULL)
+        clReleaseEvent(done);
+    return status;
+}
+
+/* ---- The factorization ----------------------------------------------------------------------- */
+
+/* The panel of block column k factored on its owner, and it (rows j.., jb columns), its pivots
+ * and the owner's info downloaded into a slot and the host arrays; *done marks them. */
+static int32_t factor_panel(struct lu_multi *m, int64_t k, struct bridge **slot, cl_event *done)
+{
+    const int32_t o = owner(m, k);
+    struct lu_ctx *ctx = m->ctx[o];
+    const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
+    int32_t status = lu_factor_block(ctx, &m->m[o], j, jb, m->pivoting, m->mn);
+    if (status == CLOPS_OK)
+        status = take_slot(m, slot);
+    cl_int rc = CL_SUCCESS;
+    if (status == CLOPS_OK)
+        rc = clEnqueueReadBuffer(ctx->queue, ctx->ipiv_mem, CL_FALSE, (size_t)j * sizeof(int32_t),
+                                 (size_t)jb * sizeof(int32_t), m->piv + j, 0, NULL, NULL);
+    if (status == CLOPS_OK && rc == CL_SUCCESS)
+        rc = clEnqueueReadBuffer(ctx->queue, ctx->ipiv_mem, CL_FALSE,
+                                 (size_t)m->mn * sizeof(int32_t), sizeof(int32_t), m->info + k, 0,
+                                 NULL, NULL);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: downloading a panel's pivots failed", m->op);
+    if (status == CLOPS_OK)
+        status = download(m, o, *slot, j, m->rows - j, j, jb, done);
+    return status;
+}
+
+/* Panel k, downloaded (*done), sent to every other device with its pivots. */
+static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct bridge *slot, cl_event *done)
+{
+    int32_t status = wait_event(m, done);
+    const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
+        if (d == owner(m, k))
+            continue;
+        status = upload(m, d, slot, j, m->rows - j, j, jb);
+        /* m->piv stays as it is until the call's release: the write may read it any time. */
+        cl_int rc = status == CLOPS_OK ? clEnqueueWriteBuffer(m->ctx[d]->queue, m->ctx[d]->ipiv_mem,
+                                                              CL_FALSE, (size_t)j * sizeof(int32_t),
+                                                              (size_t)jb * sizeof(int32_t),
+                                                              m->piv + j, 0, NULL, NULL)
+                                       : CL_SUCCESS;
+        if (rc != CL_SUCCESS)
+            status = err_cl(rc, "%s: uploading a panel's pivots failed", m->op);
+    }
+    return status;
+}
+
+/* On device d, the update right of panel (j, jb) of block columns [b0, b1) it owns (step
+ * `from` columns into block b0 when the panel ends inside it): the panel's interchanges, U12
+ * with L11's inverse (inverted once for them all) and A22 -= L21 U12, a block column at a time. */
+static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t jb, int64_t b0,
+                             int64_t b1, int64_t from)
+{
+    struct lu_ctx *ctx = m->ctx[d];
+    const struct lu_matrix *a = &m->m[d];
+    int32_t status = CLOPS_OK;
+    int inverted = 0;
+    for (int64_t b = b0; b < b1 && status == CLOPS_OK; b++) {
+        if (owner(m, b) != d)
+            continue;
+        const int64_t c0 = b * m->nb > from ? b * m->nb : from, c1 = b * m->nb + block_width(m, b);
+        if (c1 <= c0)
+            continue;
+        const struct lu_matrix block = lu_column_range(a, c0, c1);
+        if (m->pivoting == LU_PIVOTING_PARTIAL)
+            status = lu_laswp(ctx, &ctx->main, &block, 0, 0, j, j + jb, 0);
+        if (status == CLOPS_OK && !inverted)
+            status = lu_invert_diagonal_blocks(ctx, &ctx->main, a, j, jb, 1, 0, 0, 1, 1);
+        inverted = 1;
+        if (status == CLOPS_OK)
+            status = lu_apply_inverse(ctx, &ctx->main, jb, 0, a, j, c0, c1 - c0);
+        if (status != CLOPS_OK || a->rows == j + jb)
+            continue;
+        const struct gemm_operand l21 = lu_operand(a, j + jb, j), u12 = lu_operand(a, j, c0);
+        const struct gemm_operand a22 = lu_operand(a, j + jb, c0);
+        status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, a->rows - j - jb,
+                              c1 - c0, jb, -1.0, &l21, &u12, 1.0, &a22, &ctx->device_ns, ctx->op);
+    }
+    const cl_int rc = status == CLOPS_OK ? clFlush(ctx->queue) : CL_SUCCESS;
+    if (rc != CL_SUCCESS)
+        status = err_cl(rc, "%s: submitting an update failed", m->op);
+    return status;
+}
+
+/* The steps, panel after panel, with a look-ahead of one: after panel k reached every device,
+ * the next block column is updated and factored on its owner before the devices update the
+ * rest (its download then waits behind nothing but that). */
+static int32_t factor_steps(struct lu_multi *m)
+{
+    const int64_t panels = (m->mn + m->nb - 1) / m->nb, blocks = (m->cols + m->nb - 1) / m->nb;
+    struct bridge *slot = NULL;
+    cl_event done = NULL;
+    int32_t status = factor_panel(m, 0, &slot, &done);
+    for (int64_t k = 0; k < panels && status == CLOPS_OK; k++) {
+        const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
+        status = broadcast_panel(m, k, slot, &done);
+        if (status == CLOPS_OK && k + 1 < blocks)
+            status = update_blocks(m, owner(m, k + 1), j, jb, k + 1, k + 2, 0);
+        if (status == CLOPS_OK && k + 1 < panels)
+            status = factor_panel(m, k + 1, &slot, &done);
+        /* Block k's own columns right of the panel (a last panel narrower than its block),
+         * then the block columns after the next one, updated already. */
+        if (status == CLOPS_OK)
+            status = update_blocks(m, owner(m, k), j, jb, k, k + 1, j + jb);
+        for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
+            status = update_blocks(m, d, j, jb, k + 2, blocks, 0);
+    }
+    if (done != NULL)
+        clReleaseEvent(done);
+    return status;
+}
+
+/* The panels' interchanges on the columns left of each, in order, on every device (its own
+ * block columns there are final once no later step reads them). */
+static int32_t swap_left(struct lu_multi *m)
+{
+    int32_t status = CLOPS_OK;
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
+        for (int64_t j = m->nb; j < m->mn && status == CLOPS_OK; j += m->nb) {
+            const int64_t jb = m->mn - j < m->nb ? m->mn - j : m->nb;
+            const struct lu_matrix left = lu_column_range(&m->m[d], 0, j);
+            status = lu_laswp(m->ctx[d], &m->ctx[d]->main, &left, 0, 0, j, j + jb, 0);
+        }
+    return status;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The other devices' block columns into the call's matrix, and the pivots and the first info
+ * (in panel order) into the call's device's ipiv_mem. */
+static int32_t gather(struct lu_multi *m)
+{
+    const int64_t blocks = (m->cols + m->nb - 1) / m->nb;
+    int32_t status = CLOPS_OK;
+    for (int64_t b = 0; b < blocks && status == CLOPS_OK; b++)
+        if (owner(m, b) != 0)
+            status = move_block(m, owner(m, b), 0, b);
+    /* Each device's statistics: its block columns, and the time until its last one left. */
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
+        pool_record_device_work(m->ctx[d]->dev, (blocks - d + m->count - 1) / m->count,
+                                now_ns() - m->start_ns);
+    const int64_t panels = (m->mn + m->nb - 1) / m->nb;
+    m->piv[m->mn] = 0;
+    for (int64_t k = 0; k < panels && m->piv[m->mn] == 0; k++)
+        m->piv[m->mn] = m->info[k];
+    cl_int rc =
+        status == CLOPS_OK
+            ? clEnqueueWriteBuffer(m->ctx[0]->queue, m->ctx[0]->ipiv_mem, CL_FALSE, 0,
+                                   (size_t)(m->mn + 1) * sizeof(int32_t), m->piv, 0, NULL, NULL)
+            : CL_SUCCESS;
+    if (rc != CL_SUCCESS)
+        status = err_cl(rc, "%s: uploading the pivots failed", m->op);
+    return status;
+}
+
+/* A context and a working matrix on each other device, their pivots cleared, and the blocks
+ * each owns copied from the call's matrix. */
+static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct pool_device **devs)
+{
+    int32_t status = CLOPS_OK;
+    for (int32_t d = 1; d < m->count && status == CLOPS_OK; d++) {
+        status = pool_open_queue(call->pool, devs[d], m->op, &m->queue[d]);
+        if (status != CLOPS_OK)
+            break;
+        struct lu_ctx *ctx = &m->own[d];
+        ctx->call = NULL;
+        ctx->nb_forced = m->nb;
+        m->ctx[d] = ctx;
+        status = lu_ctx_init(ctx, call->pool, devs[d], m->queue[d], call->impl, m->ctx[0]->dtype,
+                             m->rows, m->mn);
+        if (status == CLOPS_OK)
+            status = pool_alloc_device_memory(devs[d], m->rows * m->cols * m->es, m->op,
+                                              "the matrix on another device", &m->m[d].mem);
+        m->m[d].ld = m->cols;
+        m->m[d].rows = m->rows;
+        m->m[d].cols = m->cols;
+        if (status == CLOPS_OK)
+            status = lu_clear_info(ctx, m->mn);
+    }
+    const int64_t blocks = (m->cols + m->nb - 1) / m->nb;
+    for (int64_t b = 0; b < blocks && status == CLOPS_OK; b++)
+        if (owner(m, b) != 0)
+            status = move_block(m, 0, owner(m, b), b);
+    return status;
+}
+
+/* The other devices' work done (on any path: what they still run may read what is freed), and
+ * their device time counted from their chains' start markers. */
+static void finish_devices(struct lu_multi *m)
+{
+    for (int32_t d = 1; d < m->count; d++) {
+        struct lu_ctx *ctx = m->ctx[d];
+        if (ctx == NULL || m->queue[d] == NULL)
+            continue;
+        cl_event end = NULL;
+        if (ctx->chain_start != NULL &&
+            clEnqueueMarkerWithWaitList(m->queue[d], 0, NULL, &end) != CL_SUCCESS)
+            end = NULL;
+        const cl_int rc = clFinish(m->queue[d]);
+        cl_ulong t0 = 0, t1 = 0;
+        if (rc == CL_SUCCESS && end != NULL &&
+            clGetEventProfilingInfo(ctx->chain_start, CL_PROFILING_COMMAND_START, sizeof t0, &t0,
+                                    NULL) == CL_SUCCESS &&
+            clGetEventProfilingInfo(end, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
+                CL_SUCCESS &&
+            t1 > t0)
+            m->ctx[0]->device_ns += (int64_t)(t1 - t0);
+        if (end != NULL)
+            clReleaseEvent(end);
+        ctx->finished = 1; /* lu_ctx_release waits for nothing more */
+    }
+}
+
+int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivoting, int *taken)
+{
+    *taken = 0;
+    const struct lu_matrix *a = &l->a.m;
+    struct pool_device *devs[CONFIG_MAX_DEVICES];
+    const int32_t count = devices_for(call, &l->ctx, a->rows, a->cols, devs);
+    if (count < 2)
+        return CLOPS_OK;
+    const int64_t mn = a->rows < a->cols ? a->rows : a->cols;
+    struct lu_multi *m = malloc(sizeof *m);
+    int32_t *piv = malloc((size_t)(mn + 1) * sizeof *piv);
+    int32_t *info = calloc((size_t)((mn + l->ctx.nb - 1) / l->ctx.nb), sizeof *info);
+    if (m == NULL || piv == NULL || info == NULL) {
+        free(m);
+        free(piv);
+        free(info);
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                       call->impl->desc->name);
+    }
+    *taken = 1;
+    l->multi = m;
+    *m = (struct lu_multi){.count = count,
+                           .piv = piv,
+                           .info = info,
+                           .rows = a->rows,
+                           .cols = a->cols,
+                           .mn = mn,
+                           .nb = l->ctx.nb,
+                           .es = l->ctx.elem_size,
+                           .pivoting = pivoting,
+                           .op = call->impl->desc->name,
+                           .start_ns = now_ns()};
+    m->ctx[0] = &l->ctx;
+    m->m[0] = *a;
+    log_msg(CLOPS_LOG_DEBUG, "%s: %lld x %lld across %d devices, block columns of %lld", m->op,
+            (long long)m->rows, (long long)m->cols, (int)count, (long long)m->nb);
+    int32_t status = lu_clear_info(&l->ctx, mn);
+    if (status == CLOPS_OK)
+        status = open_devices(m, call, devs);
+    if (status == CLOPS_OK)
+        status = factor_steps(m);
+    if (status == CLOPS_OK && pivoting == LU_PIVOTING_PARTIAL)
+        status = swap_left(m);
+    if (status == CLOPS_OK)
+        status = gather(m);
+    return status;
+}
+
+void lu_multi_release(struct lu_multi *m)
+{
+    if (m == NULL)
+        return;
+    finish_devices(m);
+    for (int32_t s = 0; s < LU_MULTI_SLOTS; s++)
+        for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++)
+            if (m->slot_readers[s][d] != NULL)
+                clReleaseEvent(m->slot_readers[s][d]);
+    for (int32_t d = 1; d < m->count; d++) {
+        if (m->ctx[d] != NULL) {
+            pool_free_device_memory(m->ctx[d]->dev, m->m[d].mem);
+            lu_ctx_release(m->ctx[d]);
+        }
+        if (m->queue[d] != NULL)
+            clReleaseCommandQueue(m->queue[d]);
+    }
+    /* The call's device waited for (its release follows the call's wait): the slots are free. */
+    for (int32_t s = 0; s < LU_MULTI_SLOTS && m->ctx[0] != NULL; s++)
+        bridge_give(m->ctx[0]->pool, &m->slot[s]);
+    free(m->piv);
+    free(m->info);
+    free(m);
+}

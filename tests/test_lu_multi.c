@@ -1,0 +1,278 @@
+/* test_lu_multi.c — lu and solve across a pool's devices (operators.lu.devices, issue 24 item
+ * 4): block columns dealt to the devices in turn, each panel factored on its owner and sent to
+ * the others through pinned host memory. On a machine without GPUs the pool is two CPU devices
+ * (PoCL with POCL_DEVICES="pthread pthread", set by main()). Checked against the same call on one
+ * device: pivots and info identical, the factors bit for bit (the same kernels compute every
+ * element), LAPACK's residual ratio under 30; awkward, tall and wide shapes, both layouts, f32
+ * and f64, an exactly singular matrix (info), no pivoting; both devices worked (their
+ * statistics); a matrix of too few block columns stays on one device; solve's X; and the fault
+ * sweep: a call in which any OpenCL call or allocation fails reports it and leaves a, ipiv and
+ * info untouched. Links the core with fault injection (fault_inject.h). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entry.h"
+#include "fault_inject.h"
+#include "lu_testutil.h"
+
+static const struct clops_api *api;
+
+/* The statically linked core's table: the one whose OpenCL calls fault_inject wraps. */
+static void setup(void)
+{
+    api = entry_table(CLOPS_ABI_MAJOR);
+}
+
+/* Two devices (two GPUs where the machine has them, else two CPU devices) with `operators`. */
+static struct clops_pool *two_devices(const char *operators)
+{
+    static const char *const devices[] = {
+        "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } );",
+        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } );",
+    };
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s cpu_fallback = false; operators = { %s };", devices[i],
+                 operators);
+        struct clops_pool *pool = NULL;
+        if (api->pool_create_from_string(text, &pool) == CLOPS_OK)
+            return pool;
+    }
+    ck_abort_msg("no pool of two devices: %s", api->last_error());
+    return NULL;
+}
+
+static struct clops_pool *across(void)
+{
+    return two_devices("lu = { devices = [0, 1]; split_min_ms = 0; }; "
+                       "solve = { devices = [0, 1]; split_min_ms = 0; };");
+}
+
+static int64_t tasks(struct clops_pool *pool, int32_t d)
+{
+    struct clops_device_stats s = {.struct_size = sizeof s};
+    ck_assert_int_eq(api->pool_device_stats(pool, d, &s), CLOPS_OK);
+    return s.tasks;
+}
+
+struct lu_case {
+    int32_t dtype;
+    int64_t rows, cols;
+    int32_t col_major, kind, pivoting;
+    int64_t zero_column; /* >= 0: that column made zero, so U is exactly singular there */
+};
+
+static const struct lu_case cases[] = {
+    {CLOPS_F64, 131, 131, 0, KIND_RANDOM, 0, -1},
+    {CLOPS_F32, 257, 257, 1, KIND_RANDOM, 0, -1},
+    {CLOPS_F64, 300, 170, 1, KIND_GRADED, 0, -1},
+    {CLOPS_F32, 170, 300, 0, KIND_RANDOM, 0, -1},
+    {CLOPS_F64, 200, 200, 0, KIND_RANK_DEFICIENT, 0, -1},
+    {CLOPS_F64, 163, 163, 1, KIND_RANDOM, 0, 70},
+    {CLOPS_F32, 193, 193, 1, KIND_DIAG_DOMINANT, 1, -1},
+};
+
+struct factored {
+    struct tmat f;
+    int32_t *ipiv, info;
+    int32_t status;
+};
+
+/* A copy of a to factor, zero pivots and info -7 (allocated before any fault is armed: the
+ * test's own allocations are wrapped too). */
+static struct factored outputs_for(const struct tmat *a)
+{
+    const int64_t mn = a->rows < a->cols ? a->rows : a->cols;
+    struct factored r = {
+        .f = tmat_copy(a), .ipiv = calloc((size_t)mn, sizeof(int32_t)), .info = -7};
+    ck_assert_ptr_nonnull(r.ipiv);
+    return r;
+}
+
+static void factor_into(struct clops_pool *pool, struct factored *r, int32_t pivoting)
+{
+    const int64_t mn = r->f.rows < r->f.cols ? r->f.rows : r->f.cols;
+    struct clops_tensor ta = tmat_tensor(&r->f), tp = i32_vector(r->ipiv, mn),
+                        ti = i32_vector(&r->info, 1);
+    r->status = ((clops_lu_fn)api->op_find("lu")->entry)(pool, &ta, &tp, &ti, pivoting);
+}
+
+static struct factored factor_on(struct clops_pool *pool, const struct tmat *a, int32_t pivoting)
+{
+    struct factored r = outputs_for(a);
+    factor_into(pool, &r, pivoting);
+    return r;
+}
+
+static struct tmat case_matrix(const struct lu_case *c, uint64_t seed)
+{
+    tu_seed(seed);
+    struct tmat a = tmat_new(c->dtype, c->rows, c->cols, c->col_major, 3, 5);
+    tmat_fill_kind(&a, c->kind);
+    for (int64_t i = 0; c->zero_column >= 0 && i < a.rows; i++)
+        tmat_set(&a, i, c->zero_column, 0);
+    return a;
+}
+
+START_TEST(test_lu_across_devices_matches_one_device)
+{
+    const struct lu_case *c = &cases[_i];
+    struct clops_pool *one = two_devices(""), *both = across();
+    const struct tmat a = case_matrix(c, 2400 + (uint64_t)_i);
+    const int64_t mn = c->rows < c->cols ? c->rows : c->cols;
+    const int64_t before = tasks(both, 1);
+    struct factored x = factor_on(one, &a, c->pivoting), y = factor_on(both, &a, c->pivoting);
+    ck_assert_msg(x.status == CLOPS_OK && y.status == CLOPS_OK, "case %d: %s", _i,
+                  api->last_error());
+    ck_assert_int_gt(tasks(both, 1), before); /* device 1 factored its block columns */
+    ck_assert_int_eq(y.info, x.info);
+    if (c->zero_column >= 0)
+        ck_assert_int_gt(y.info, 0);
+    ck_assert_msg(memcmp(x.ipiv, y.ipiv, (size_t)mn * sizeof(int32_t)) == 0,
+                  "case %d: pivots differ from one device's", _i);
+    ck_assert_msg(tmat_equal(&x.f, &y.f), "case %d: factors differ from one device's", _i);
+    if (c->pivoting == 0 && y.info == 0) {
+        const double ratio = lu_ratio(&a, &y.f, y.ipiv);
+        ck_assert_msg(ratio < LU_RATIO_MAX, "case %d: ratio %g", _i, ratio);
+    }
+    free(x.f.data);
+    free(y.f.data);
+    free(x.ipiv);
+    free(y.ipiv);
+    free(a.data);
+    api->pool_release(one);
+    api->pool_release(both);
+}
+END_TEST
+
+/* Below two block columns a device, a call runs whole on its device. */
+START_TEST(test_a_small_lu_stays_on_one_device)
+{
+    struct clops_pool *both = across();
+    const struct lu_case c = {CLOPS_F64, 40, 40, 0, KIND_RANDOM, 0, -1};
+    const struct tmat a = case_matrix(&c, 2500);
+    struct factored y = factor_on(both, &a, 0);
+    ck_assert_int_eq(y.status, CLOPS_OK);
+    ck_assert_int_eq(tasks(both, 1), 0);
+    ck_assert(lu_ratio(&a, &y.f, y.ipiv) < LU_RATIO_MAX);
+    free(y.f.data);
+    free(y.ipiv);
+    free(a.data);
+    api->pool_release(both);
+}
+END_TEST
+
+/* solve (gesv): X across devices equals X on one device, and A X = B to LAPACK's standard. */
+START_TEST(test_solve_across_devices_matches_one_device)
+{
+    struct clops_pool *one = two_devices(""), *both = across();
+    const int64_t n = 157, nrhs = 3;
+    const struct lu_case c = {CLOPS_F64, n, n, 1, KIND_RANDOM, 0, -1};
+    const struct tmat a = case_matrix(&c, 2600);
+    struct tmat b = tmat_new(CLOPS_F64, n, nrhs, 1, 0, 0);
+    struct tmat fa[2], x[2];
+    int32_t ipiv[2][157], info[2] = {-1, -1};
+    struct clops_pool *pools[2] = {one, both};
+    for (int p = 0; p < 2; p++) {
+        fa[p] = tmat_copy(&a);
+        x[p] = tmat_copy(&b);
+        struct clops_tensor ta = tmat_tensor(&fa[p]), tb = tmat_tensor(&x[p]),
+                            tp = i32_vector(ipiv[p], n), ti = i32_vector(&info[p], 1);
+        ck_assert_msg(((clops_solve_fn)api->op_find("solve")->entry)(pools[p], &ta, &tb, &tp,
+                                                                     &ti) == CLOPS_OK,
+                      "%s", api->last_error());
+        ck_assert_int_eq(info[p], 0);
+    }
+    ck_assert_int_gt(tasks(both, 1), 0);
+    ck_assert(tmat_equal(&x[0], &x[1]));
+    ck_assert(memcmp(ipiv[0], ipiv[1], sizeof ipiv[0]) == 0);
+    /* ||A X - B||_1 / (||A||_1 ||X||_1 n eps), LAPACK's dget02. */
+    long double worst = 0, xnorm = norm1(&x[1]);
+    for (int64_t j = 0; j < nrhs; j++) {
+        long double col = 0;
+        for (int64_t i = 0; i < n; i++) {
+            long double s = -tmat_get(&b, i, j);
+            for (int64_t k = 0; k < n; k++)
+                s += tmat_get(&a, i, k) * tmat_get(&x[1], k, j);
+            col += fabsl(s);
+        }
+        worst = col > worst ? col : worst;
+    }
+    const double ratio = (double)(worst / (norm1(&a) * xnorm * n * tmat_eps(CLOPS_F64)));
+    ck_assert_msg(ratio < LU_RATIO_MAX, "solve ratio %g", ratio);
+    for (int p = 0; p < 2; p++) {
+        free(fa[p].data);
+        free(x[p].data);
+    }
+    free(a.data);
+    free(b.data);
+    api->pool_release(one);
+    api->pool_release(both);
+}
+END_TEST
+
+/* Any OpenCL call or allocation of the call failing: an error, and a, ipiv and info as they
+ * were; the next call right. */
+START_TEST(test_a_failure_anywhere_leaves_the_outputs_untouched)
+{
+    const enum fault_kind kind = _i == 0 ? FAULT_OPENCL : FAULT_ALLOC;
+    struct clops_pool *both = across();
+    const struct lu_case c = {CLOPS_F32, 131, 131, 1, KIND_RANDOM, 0, -1};
+    const struct tmat a = case_matrix(&c, 2700);
+    struct factored first = factor_on(both, &a, 0); /* kernels built, bridges kept */
+    ck_assert_int_eq(first.status, CLOPS_OK);
+    struct factored counted = outputs_for(&a);
+    fault_arm(kind, 0);
+    factor_into(both, &counted, 0);
+    const int64_t calls = fault_count(kind);
+    fault_disarm();
+    ck_assert_int_eq(counted.status, CLOPS_OK);
+    ck_assert_int_gt(calls, 0);
+    int failures = 0;
+    for (int64_t n = 1; n <= calls; n++) {
+        struct factored r = outputs_for(&a);
+        fault_arm(kind, n);
+        factor_into(both, &r, 0);
+        const char *failed = fault_failed_function();
+        fault_disarm();
+        if (r.status != CLOPS_OK) {
+            failures++;
+            ck_assert_msg(tmat_equal(&r.f, &a), "failing call %lld (%s): %s; a was written",
+                          (long long)n, failed ? failed : "?", api->last_error());
+            ck_assert_int_eq(r.info, -7);
+            for (int64_t k = 0; k < 131; k++)
+                ck_assert_int_eq(r.ipiv[k], 0);
+        }
+        free(r.f.data);
+        free(r.ipiv);
+    }
+    ck_assert_int_gt(failures, 0);
+    struct factored after = factor_on(both, &a, 0);
+    ck_assert_int_eq(after.status, CLOPS_OK);
+    ck_assert(tmat_equal(&after.f, &first.f));
+    free(first.f.data);
+    free(first.ipiv);
+    free(counted.f.data);
+    free(counted.ipiv);
+    free(after.f.data);
+    free(after.ipiv);
+    free(a.data);
+    api->pool_release(both);
+}
+END_TEST
+
+int main(void)
+{
+    /* PoCL then shows two CPU devices (a value the user set is kept). */
+    setenv("POCL_DEVICES", "pthread pthread", 0);
+    const struct tu_test tests[] = {
+        TU_CASE_FIXTURE("lu_multi", setup, NULL),
+        TU_LOOP(test_lu_across_devices_matches_one_device, (int)(sizeof cases / sizeof cases[0])),
+        TU_TEST(test_a_small_lu_stays_on_one_device),
+        TU_TEST(test_solve_across_devices_matches_one_device),
+        TU_LOOP(test_a_failure_anywhere_leaves_the_outputs_untouched, 2),
+    };
+    return tu_run_tests("lu_multi", 1200, 1, tests, TU_COUNT(tests));
+}
