@@ -56,13 +56,9 @@
  * per device by the devices' measured rates (op_impl's cut, gemm_cut.c), each part a whole call
  * on its device, since a GEMM's units cost the same and need no stealing.
  *
- * Using it for a multi-device LU: the panel of each step is factored on one device, then the
- * trailing update A22 -= L21 U12 is split: units are the trailing matrix's column blocks, one
- * split_run per step (or per group of steps). setup uploads the step's L21 (and the pivots) to
- * the worker's device; render updates the chunk's column blocks (applying the row swaps, solving
- * for U12 and the GEMM) on copies of the worker's own; deliver writes the claimed blocks back.
- * The next panel's block is a unit like the others; a run starts its threads afresh, so steps
- * must be large enough to pay for that. */
+ * An LU across devices does not use it either (ops/getrf_multi.c): its block columns are dealt
+ * to the devices in turn for the whole call, so that interchanges stay on each device and only
+ * the panels cross, and one thread orders every device's queue panel by panel. */
 #ifndef CLOPS_SPLIT_H
 #define CLOPS_SPLIT_H
 
