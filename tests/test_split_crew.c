@@ -2,15 +2,19 @@
  * worker of a run runs once, also when the crew is busy with another thread's run or absent;
  * the threads are made once and serve later runs (none started per call); a fork()ed child,
  * which has none of them, still runs everything; and a split Mandelbrot call on a pool of two
- * devices leaves the pool's crew as large after its second call as after its first. Under
- * ThreadSanitizer in CI (.ci/tsan). */
+ * devices leaves the pool's crew as large after its second call as after its first. Split
+ * Mandelbrot calls, into host memory and into buffers on the primary device, give the bits a
+ * render on one device gives, and later calls reuse what the first one made (the bridges
+ * between the devices). Under ThreadSanitizer in CI (.ci/tsan). */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bridge.h"
 #include "clops.h"
 #include "entry.h"
 #include "pool.h"
@@ -168,6 +172,144 @@ START_TEST(test_split_calls_reuse_the_pools_threads)
 }
 END_TEST
 
+/* ---- Mandelbrot split over two devices ---------------------------------------------------- */
+
+enum { MANDEL_H = 211, MANDEL_W = 300, MANDEL_TILE = 32 };
+
+/* What a render wrote, in host memory: counts and RGBA colours, compact row-major. */
+struct picture {
+    uint32_t *iters;
+    uint8_t *image;
+};
+
+static struct picture picture_new(void)
+{
+    struct picture p = {malloc(sizeof(uint32_t) * MANDEL_H * MANDEL_W),
+                        malloc((size_t)4 * MANDEL_H * MANDEL_W)};
+    ck_assert(p.iters != NULL && p.image != NULL);
+    memset(p.iters, 0xA5, sizeof(uint32_t) * MANDEL_H * MANDEL_W);
+    memset(p.image, 0xA5, (size_t)4 * MANDEL_H * MANDEL_W);
+    return p;
+}
+
+static void picture_free(struct picture *p)
+{
+    free(p->iters);
+    free(p->image);
+}
+
+static void expect_same_picture(const struct picture *got, const struct picture *want,
+                                const char *what)
+{
+    ck_assert_msg(memcmp(got->iters, want->iters, sizeof(uint32_t) * MANDEL_H * MANDEL_W) == 0,
+                  "%s: the counts differ from one device's", what);
+    ck_assert_msg(memcmp(got->image, want->image, (size_t)4 * MANDEL_H * MANDEL_W) == 0,
+                  "%s: the image differs from one device's", what);
+}
+
+/* The two-device pool of the Mandelbrot cases, two queues per device (a dynamic split has a
+ * worker per queue); kept, as kept_pool below says why. */
+static struct clops_pool *mandel_pool(void)
+{
+    static struct clops_pool *pool;
+    if (pool == NULL)
+        ck_assert_int_eq(entry_table(CLOPS_ABI_MAJOR)
+                             ->pool_create_from_string(
+                                 "devices = ( { type = \"cpu\"; queues = 2; }, { type = \"cpu\"; "
+                                 "index = 1; queues = 2; } ); cpu_fallback = false;",
+                                 &pool),
+                         CLOPS_OK);
+    ck_assert_int_eq(pool_device_count(pool), 2);
+    return pool;
+}
+
+/* A render of the case's view into `out` with `split` ("1": device 0 alone, the GPU side of a
+ * pool without GPUs); on_device: into buffers on the primary device, downloaded into `out`. */
+static int32_t render(struct clops_pool *pool, const char *split, int on_device,
+                      struct picture *out)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    const clops_mandelbrot_fn mandelbrot = (clops_mandelbrot_fn)api->op_find("mandelbrot")->entry;
+    const int64_t counts_bytes = sizeof(uint32_t) * MANDEL_H * MANDEL_W;
+    const int64_t image_bytes = (int64_t)4 * MANDEL_H * MANDEL_W;
+    struct clops_tensor ti = {.data = out->iters,
+                              .dtype = CLOPS_U32,
+                              .rank = 2,
+                              .shape = {MANDEL_H, MANDEL_W},
+                              .strides = {MANDEL_W, 1}};
+    struct clops_tensor tm = {.data = out->image,
+                              .dtype = CLOPS_U8,
+                              .rank = 3,
+                              .shape = {MANDEL_H, MANDEL_W, 4},
+                              .strides = {4 * MANDEL_W, 4, 1}};
+    struct clops_buffer *bi = NULL, *bm = NULL;
+    if (on_device) {
+        ck_assert_int_eq(api->buffer_create(pool, counts_bytes, &bi), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_create(pool, image_bytes, &bm), CLOPS_OK);
+        ti.data = tm.data = NULL;
+        ti.buffer = bi;
+        tm.buffer = bm;
+    }
+    const int32_t status = mandelbrot(pool, &ti, &tm, -0.75, 0.1, 2.7, 300, 0, split, MANDEL_TILE);
+    if (on_device && status == CLOPS_OK) {
+        ck_assert_int_eq(api->buffer_download(bi, 0, out->iters, counts_bytes), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_download(bm, 0, out->image, image_bytes), CLOPS_OK);
+    }
+    api->buffer_release(bi);
+    api->buffer_release(bm);
+    return status;
+}
+
+/* A render that must succeed. */
+static void render_ok(struct clops_pool *pool, const char *split, int on_device,
+                      struct picture *out)
+{
+    ck_assert_msg(render(pool, split, on_device, out) == CLOPS_OK, "split %s: %s", split,
+                  entry_table(CLOPS_ABI_MAJOR)->last_error());
+}
+
+/* What the pool has made for split calls so far: the first call makes them, later ones of the
+ * same shape reuse them. */
+struct made {
+    int64_t bridges;
+};
+
+static struct made made_by(struct clops_pool *pool)
+{
+    return (struct made){.bridges = bridge_made(pool)};
+}
+
+static const char *const reuse_splits[] = {"dynamic", "0.5"};
+
+/* _i bit 0: outputs in buffers on the primary device (device 1's tiles placed there through
+ * the host), else in host memory; bit 1: split 0.5 (a worker per device), else dynamic (a
+ * worker per queue, tiles taken over between the devices). Every split call gives the bits
+ * device 0 alone gives; the calls after the first make no new bridge. */
+START_TEST(test_split_calls_match_one_device_and_reuse_what_they_made)
+{
+    const int on_device = _i & 1;
+    const char *split = reuse_splits[(_i >> 1) & 1];
+    struct clops_pool *pool = mandel_pool();
+    struct picture want = picture_new(), got = picture_new();
+    render_ok(pool, "1", on_device, &want);
+    render_ok(pool, split, on_device, &got);
+    expect_same_picture(&got, &want, "the first split call");
+    const struct made first = made_by(pool);
+    ck_assert_int_gt(first.bridges, 0); /* device 1's tiles cross through host memory */
+    for (int r = 0; r < 3; r++) {
+        struct picture again = picture_new();
+        render_ok(pool, split, on_device, &again);
+        expect_same_picture(&again, &want, "a later split call");
+        picture_free(&again);
+    }
+    const struct made later = made_by(pool);
+    ck_assert_msg(later.bridges == first.bridges, "later calls made %lld bridges",
+                  (long long)(later.bridges - first.bridges));
+    picture_free(&want);
+    picture_free(&got);
+}
+END_TEST
+
 int main(void)
 {
     setenv("POCL_DEVICES", "pthread pthread", 0);
@@ -176,6 +318,7 @@ int main(void)
         TU_TEST(test_runs_from_several_threads_share_the_crew),
         TU_TEST(test_a_forked_child_runs_every_worker_itself),
         TU_TEST(test_split_calls_reuse_the_pools_threads),
+        TU_LOOP(test_split_calls_match_one_device_and_reuse_what_they_made, 4),
     };
     return tu_run_tests("split_crew", 300, 1, tests, TU_COUNT(tests));
 }
