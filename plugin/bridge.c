@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "host_register.h"
+#include "pool.h"
 #include "pool_internal.h"
 
 struct bridge_block {
@@ -118,4 +119,83 @@ void bridge_release_all(struct clops_pool *pool)
 int64_t bridge_made(const struct clops_pool *pool)
 {
     return atomic_load(&pool->bridges_made);
+}
+
+/* Bytes a chunk of bridge_copy moves at most: large enough that a transfer's fixed cost is
+ * small beside it, small enough that two bridges of it stay cheap to keep pinned. */
+enum { BRIDGE_CHUNK = 32 << 20 };
+
+/* A rectangle's rows [r0, r0 + rows) in clEnqueue*BufferRect's terms: the origin's x stays
+ * within a row (as some drivers check), the host side packed. */
+static void rect_terms(const struct bridge_rect *r, size_t r0, size_t rows, size_t width,
+                       size_t origin[3], size_t region[3])
+{
+    const size_t first = r->offset + r0 * r->pitch;
+    origin[0] = first % r->pitch;
+    origin[1] = first / r->pitch;
+    origin[2] = 0;
+    region[0] = width;
+    region[1] = rows;
+    region[2] = 1;
+}
+
+static int32_t copy_failed(cl_int rc, const char *op, const char *what, size_t bytes)
+{
+    return err_cl(rc, "%s: %s %zu bytes between devices failed", op, what, bytes);
+}
+
+int32_t bridge_copy(struct clops_pool *pool, const struct bridge_rect *from,
+                    const struct bridge_rect *to, size_t rows, size_t width, const char *op)
+{
+    if (rows == 0 || width == 0)
+        return CLOPS_OK;
+    const size_t chunk_rows = width >= BRIDGE_CHUNK ? 1 : BRIDGE_CHUNK / width;
+    const size_t chunk = (chunk_rows < rows ? chunk_rows : rows) * width;
+    struct bridge b[2] = {{0}};
+    cl_event uploaded[2] = {NULL, NULL};
+    int32_t status = bridge_take(pool, chunk, op, &b[0]);
+    if (status == CLOPS_OK && rows > chunk_rows)
+        status = bridge_take(pool, chunk, op, &b[1]);
+    const size_t zero[3] = {0, 0, 0};
+    for (size_t r0 = 0, k = 0; r0 < rows && status == CLOPS_OK; r0 += chunk_rows, k ^= 1) {
+        const size_t n = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
+        cl_int rc = CL_SUCCESS;
+        if (uploaded[k] != NULL) { /* the bridge's chunk before has reached the destination */
+            rc = clWaitForEvents(1, &uploaded[k]);
+            clReleaseEvent(uploaded[k]);
+            uploaded[k] = NULL;
+        }
+        size_t origin[3], region[3];
+        rect_terms(from, r0, n, width, origin, region);
+        if (rc == CL_SUCCESS)
+            rc = clEnqueueReadBufferRect(from->queue, from->mem, CL_TRUE, origin, zero, region,
+                                         from->pitch, 0, width, 0, b[k].data, 0, NULL, NULL);
+        if (rc != CL_SUCCESS) {
+            status = copy_failed(rc, op, "downloading", n * width);
+            break;
+        }
+        pool_record_download(pool, (int64_t)(n * width));
+        rect_terms(to, r0, n, width, origin, region);
+        rc = clEnqueueWriteBufferRect(to->queue, to->mem, CL_FALSE, origin, zero, region, to->pitch,
+                                      0, width, 0, b[k].data, 0, NULL, &uploaded[k]);
+        if (rc == CL_SUCCESS)
+            rc = clFlush(to->queue);
+        if (rc != CL_SUCCESS)
+            status = copy_failed(rc, op, "uploading", n * width);
+        else
+            pool_record_upload(pool, (int64_t)(n * width));
+    }
+    /* On every path: no upload may still read a bridge given back. */
+    for (int k = 0; k < 2; k++)
+        if (uploaded[k] != NULL) {
+            const cl_int rc = clWaitForEvents(1, &uploaded[k]);
+            if (rc != CL_SUCCESS && status == CLOPS_OK)
+                status = copy_failed(rc, op, "uploading", width);
+            clReleaseEvent(uploaded[k]);
+        }
+    if (status != CLOPS_OK)
+        clFinish(to->queue); /* an upload enqueued without an event (its enqueue failed late) */
+    bridge_give(pool, &b[0]);
+    bridge_give(pool, &b[1]);
+    return status;
 }

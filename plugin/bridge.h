@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
+
 struct clops_pool;
 struct bridge_block; /* bridge.c */
 
@@ -27,6 +29,20 @@ int32_t bridge_take(struct clops_pool *pool, size_t bytes, const char *op, struc
 /* Gives a bridge back (nothing queued may read or write it any more); one never taken (data
  * NULL) is a no-op. */
 void bridge_give(struct clops_pool *pool, struct bridge *b);
+/* A rows x width bytes rectangle of a device buffer: row r at byte offset + r * pitch of mem,
+ * on `queue` (a queue of the buffer's device). */
+struct bridge_rect {
+    cl_command_queue queue;
+    cl_mem mem;
+    size_t offset, pitch;
+};
+/* Copies a rows x width bytes rectangle between buffers of two devices through bridges, in
+ * chunks of rows double-buffered (a chunk's download from one while the other's upload runs),
+ * and returns once the last upload is done; `op` names the caller in a failure's message.
+ * Whatever the source's queue holds before runs first, and so on the destination's. */
+int32_t bridge_copy(struct clops_pool *pool, const struct bridge_rect *from,
+                    const struct bridge_rect *to, size_t rows, size_t width, const char *op);
+
 /* pool_free: frees the kept bridges. */
 void bridge_release_all(struct clops_pool *pool);
 /* Bridges made since the pool was created (for tests: calls reuse them). */

@@ -4,16 +4,22 @@
  * part is a call of its own on its device, whose host operands are staged to that device. Every
  * part's work is enqueued before any is waited for, so the devices run at once, and the parts'
  * outputs are committed only once every part succeeded: a failed call leaves its host outputs
- * untouched, as a whole call does. Data never moves between devices: each part reads host
- * memory (NVIDIA's paths between two GPUs run at ~1 GB/s, a pinned host upload at ~55). */
+ * untouched, as a whole call does. Host operands are staged to each part's device from host
+ * memory; device operands of another device than a part's move to buffers of its own through
+ * bridges (pinned host memory, bridge.h), and its device outputs move back once every part
+ * succeeded: never through OpenCL's own paths between devices (NVIDIA's run at ~1 GB/s, a
+ * pinned transfer at ~55). A device output's blocks computed where it lives are written in
+ * place, so a failed call may leave some of them written (a host output is never). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "bridge.h"
 #include "call.h"
 #include "config.h"
 #include "error.h"
 #include "pool.h"
+#include "tensor.h"
 
 static double now_ns(void)
 {
@@ -42,8 +48,16 @@ static void split_shares(struct clops_pool *pool, int32_t index, const struct co
         shares[i] = sum > 0 ? shares[i] / sum : 1.0 / n;
 }
 
+/* A part's device operands that live on another device than the part's: moved to buffers of
+ * its own device for the part (`moved`), the original views kept to write outputs back. */
+struct part_moves {
+    struct clops_buffer *moved[CALL_MAX_PARAMS];
+    struct clops_tensor origin[CALL_MAX_PARAMS];
+};
+
 /* A split under way: the parts made, each a call on its device, and when each one's device work
- * was seen complete. */
+ * was seen complete; the queues operands between devices move on (one per device, opened
+ * for the split: a part's copy must not queue behind another part's kernels). */
 struct split_state {
     int32_t count;
     struct op_part *parts;
@@ -52,7 +66,146 @@ struct split_state {
     struct call *calls[CONFIG_MAX_DEVICES];
     struct call_control controls[CONFIG_MAX_DEVICES];
     double done_ns[CONFIG_MAX_DEVICES];
+    struct part_moves moves[CONFIG_MAX_DEVICES];
+    cl_command_queue transfer[CONFIG_MAX_DEVICES]; /* by pool device index */
 };
+
+/* ---- Device operands of another device ------------------------------------------------------- */
+
+/* A rank-2 view with one axis of unit stride as a rectangle of `outer` rows of `inner` elements,
+ * `pitch` elements apart; 0 for any other view (not moved, so the call is not split). */
+static int view_rect(const struct clops_tensor *t, int64_t *outer, int64_t *inner, int64_t *pitch)
+{
+    if (t->rank != 2)
+        return 0;
+    const int unit = t->strides[1] == 1 || t->shape[1] == 1 ? 1 : t->strides[0] == 1 ? 0 : -1;
+    if (unit < 0)
+        return 0;
+    *inner = t->shape[unit];
+    *outer = t->shape[1 - unit];
+    *pitch = *outer > 1 ? t->strides[1 - unit] : *inner;
+    return *pitch >= *inner;
+}
+
+/* Whether every device operand of the call can move to another device (view_rect). */
+static int operands_movable(const struct op_call *op)
+{
+    for (int32_t p = 0; p < op->impl->desc->param_count; p++) {
+        const struct clops_tensor *t = op->values[p].tensor;
+        int64_t outer = 0, inner = 0, pitch = 0;
+        if (op_kind_is_tensor(op->impl->desc->params[p].kind) && t != NULL && t->buffer != NULL &&
+            !view_rect(t, &outer, &inner, &pitch))
+            return 0;
+    }
+    return 1;
+}
+
+/* The split's queue for moving data on pool device `d`, opened at its first use. */
+static int32_t transfer_queue(struct clops_pool *pool, struct split_state *s,
+                              struct pool_device *dev, const char *op, cl_command_queue *out)
+{
+    int32_t d = 0;
+    while (pool_device_at(pool, d) != dev)
+        d++;
+    int32_t status = CLOPS_OK;
+    if (s->transfer[d] == NULL)
+        status = pool_open_queue(pool, dev, op, &s->transfer[d]);
+    *out = s->transfer[d];
+    return status;
+}
+
+/* Tensor t's rectangle as bridge_copy takes it, on `queue`. */
+static struct bridge_rect rect_of(const struct clops_tensor *t, cl_command_queue queue)
+{
+    int64_t outer = 0, inner = 0, pitch = 0;
+    view_rect(t, &outer, &inner, &pitch);
+    const int64_t es = dtype_size(t->dtype);
+    return (struct bridge_rect){.queue = queue,
+                                .mem = t->buffer->mem,
+                                .offset = (size_t)(t->offset * es),
+                                .pitch = (size_t)(pitch * es)};
+}
+
+/* Moves part i's device operands of other devices to new buffers on its device (their contents
+ * through bridges, outputs-only ones left unwritten): the part's views then name those. */
+static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i,
+                       const struct clops_op *desc)
+{
+    struct op_part *part = &s->parts[i];
+    struct part_moves *mv = &s->moves[i];
+    int32_t status = CLOPS_OK;
+    for (int32_t p = 0; p < desc->param_count && status == CLOPS_OK; p++) {
+        const struct clops_tensor *view = part->values[p].tensor;
+        if (!op_kind_is_tensor(desc->params[p].kind) || view == NULL || view->buffer == NULL ||
+            view->buffer->dev == s->devs[i])
+            continue;
+        /* The part's own copy of the view, which it is made to name. */
+        struct clops_tensor *t = &part->tensors[p];
+        *t = *view;
+        part->values[p].tensor = t;
+        int64_t outer = 0, inner = 0, pitch = 0;
+        view_rect(t, &outer, &inner, &pitch);
+        const int64_t es = dtype_size(t->dtype);
+        status = buffer_create_on(pool, s->device_index[i], outer * inner * es, &mv->moved[p],
+                                  desc->name);
+        if (status != CLOPS_OK)
+            break;
+        mv->origin[p] = *t;
+        struct clops_tensor here = *t;
+        here.buffer = mv->moved[p];
+        here.offset = 0;
+        const int unit = t->strides[1] == 1 || t->shape[1] == 1 ? 1 : 0;
+        here.strides[unit] = 1;
+        here.strides[1 - unit] = inner;
+        cl_command_queue from = NULL, to = NULL;
+        status = transfer_queue(pool, s, t->buffer->dev, desc->name, &from);
+        if (status == CLOPS_OK)
+            status = transfer_queue(pool, s, s->devs[i], desc->name, &to);
+        if (status == CLOPS_OK && desc->params[p].kind != CLOPS_PARAM_TENSOR_OUT) {
+            const struct bridge_rect src = rect_of(t, from), dst = rect_of(&here, to);
+            status = bridge_copy(pool, &src, &dst, (size_t)outer, (size_t)(inner * es), desc->name);
+        }
+        *t = here;
+    }
+    return status;
+}
+
+/* Writes part i's moved outputs back into the device buffers they came from. */
+static int32_t move_out(struct clops_pool *pool, struct split_state *s, int32_t i,
+                        const struct clops_op *desc)
+{
+    struct part_moves *mv = &s->moves[i];
+    int32_t status = CLOPS_OK;
+    for (int32_t p = 0; p < desc->param_count && status == CLOPS_OK; p++) {
+        if (mv->moved[p] == NULL || desc->params[p].kind == CLOPS_PARAM_TENSOR_IN)
+            continue;
+        const struct clops_tensor *origin = &mv->origin[p], *here = s->parts[i].values[p].tensor;
+        int64_t outer = 0, inner = 0, pitch = 0;
+        view_rect(origin, &outer, &inner, &pitch);
+        cl_command_queue from = NULL, to = NULL;
+        status = transfer_queue(pool, s, s->devs[i], desc->name, &from);
+        if (status == CLOPS_OK)
+            status = transfer_queue(pool, s, origin->buffer->dev, desc->name, &to);
+        if (status == CLOPS_OK) {
+            const struct bridge_rect src = rect_of(here, from), dst = rect_of(origin, to);
+            status = bridge_copy(pool, &src, &dst, (size_t)outer,
+                                 (size_t)(inner * dtype_size(origin->dtype)), desc->name);
+        }
+    }
+    return status;
+}
+
+/* The moved buffers and the transfer queues let go (the parts are over). */
+static void moves_release(struct split_state *s)
+{
+    for (int32_t i = 0; i < CONFIG_MAX_DEVICES; i++) {
+        for (int32_t p = 0; p < CALL_MAX_PARAMS; p++)
+            if (s->moves[i].moved[p] != NULL)
+                buffer_release(s->moves[i].moved[p]);
+        if (s->transfer[i] != NULL)
+            clReleaseCommandQueue(s->transfer[i]);
+    }
+}
 
 /* Waits until every started part's device work is complete or failed, noting when each was
  * seen so: the parts' rates. Polls the parts' end markers, sleeping a hundredth of the time
@@ -85,7 +238,8 @@ static void await_parts(struct split_state *s, double start_ns)
 
 /* Prepares and starts part i on its device: 0, or the failure (the part's message in the
  * thread's error). */
-static int32_t start_part(struct clops_pool *pool, int32_t index, struct split_state *s, int32_t i)
+static int32_t start_part(struct clops_pool *pool, int32_t index, const struct clops_op *desc,
+                          struct split_state *s, int32_t i)
 {
     struct call_control *control = &s->controls[i];
     atomic_init(&control->cancel, 0);
@@ -93,7 +247,9 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, struct split_s
     atomic_init(&control->total, 0);
     control->submitted = 0;
     control->part = 1; /* an end marker of its own, never paced */
-    int32_t status = call_prepare(pool, index, s->devs[i], s->parts[i].values, &s->calls[i]);
+    int32_t status = move_in(pool, s, i, desc);
+    if (status == CLOPS_OK)
+        status = call_prepare(pool, index, s->devs[i], s->parts[i].values, &s->calls[i]);
     if (status != CLOPS_OK)
         return status;
     call_mark_part(s->calls[i]);
@@ -126,7 +282,7 @@ static void run_parts(struct call *call, struct split_state *s)
     const double start_ns = now_ns();
     int32_t failed = -1;
     for (int32_t i = 0; i < s->count && failed < 0; i++) {
-        const int32_t status = start_part(op->pool, index, s, i);
+        const int32_t status = start_part(op->pool, index, op->impl->desc, s, i);
         if (status != CLOPS_OK) {
             failed = i;
             fail_parent(call, s, i, status,
@@ -142,6 +298,14 @@ static void run_parts(struct call *call, struct split_state *s)
             fail_parent(call, s, i, call_error_of(s->calls[i])->status,
                         call_error_of(s->calls[i])->message);
         }
+    /* Device outputs computed on another device go home once every part succeeded. */
+    for (int32_t i = 0; i < s->count && failed < 0; i++) {
+        const int32_t status = move_out(op->pool, s, i, op->impl->desc);
+        if (status != CLOPS_OK) {
+            failed = i;
+            fail_parent(call, s, i, status, err_last());
+        }
+    }
     for (int32_t i = 0; i < s->count; i++) {
         if (s->calls[i] == NULL)
             continue;
@@ -158,6 +322,7 @@ static void run_parts(struct call *call, struct split_state *s)
         call_free(s->calls[i]);
         s->calls[i] = NULL;
     }
+    moves_release(s);
 }
 
 int call_split_run(struct call *call)
@@ -165,7 +330,7 @@ int call_split_run(struct call *call)
     struct op_call *op = call_op(call);
     const int32_t index = call_index(call);
     const struct config_op *cfg = pool_op_split(op->pool, index);
-    if (cfg == NULL || op->impl->cut == NULL || op->nothing_to_do)
+    if (cfg == NULL || op->impl->cut == NULL || op->nothing_to_do || !operands_movable(op))
         return 0;
     struct split_state s = {.count = 0};
     /* Double precision when any tensor of the call is f64: the peak estimates use it. */

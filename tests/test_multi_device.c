@@ -348,6 +348,104 @@ START_TEST(test_a_call_runs_where_its_buffers_live)
 }
 END_TEST
 
+/* The case's operands uploaded into buffers on pool device `home` (C at an offset of 3
+ * elements, to move a view that does not start its buffer), as device tensors in `on`. */
+static void data_on_device(struct clops_pool *pool, int32_t home, const struct gemm_case *g,
+                           const struct gemm_data *d, struct gemm_data *on,
+                           struct clops_buffer *bufs[3])
+{
+    const int64_t es = tu_dtype_size(g->dtype);
+    const int64_t sizes[3] = {g->m * g->k * es, g->k * g->n * es, (g->m * g->n + 3) * es};
+    const void *src[3] = {d->a, d->b, d->c0};
+    for (int i = 0; i < 3; i++) {
+        bufs[i] = buffer_on(pool, home, sizes[i]);
+        ck_assert_int_eq(api->buffer_upload(bufs[i], i == 2 ? 3 * es : 0, src[i],
+                                            i == 2 ? sizes[i] - 3 * es : sizes[i]),
+                         CLOPS_OK);
+    }
+    *on = *d;
+    on->ta = d->ta;
+    on->tb = d->tb;
+    on->tc = d->tc;
+    on->ta.data = on->tb.data = on->tc.data = NULL;
+    on->ta.buffer = bufs[0];
+    on->tb.buffer = bufs[1];
+    on->tc.buffer = bufs[2];
+    on->tc.offset = 3;
+}
+
+/* A split call on device buffers, all on device 0 (f32, cut by columns) or all on device 1
+ * (f64, column-major, transposed, cut by rows): the parts on the other
+ * device get their operands through bridges and C's blocks come back; the same bits as the
+ * call on host operands on one device, and both devices worked. */
+START_TEST(test_split_gemm_on_device_buffers)
+{
+    const struct gemm_case *g = &cases[_i == 0 ? 0 : 3]; /* by columns, f32; by rows, f64 */
+    const int32_t home = _i;
+    if (g->dtype == CLOPS_F64 && !tu_has_fp64())
+        return;
+    struct clops_pool *split = split_pool("", 0), *whole = whole_pool();
+    ck_assert(split != NULL && whole != NULL);
+    struct gemm_data one, two, on;
+    data_make(g, &one, 9600 + (uint64_t)_i);
+    data_make(g, &two, 9600 + (uint64_t)_i);
+    struct clops_buffer *bufs[3];
+    data_on_device(split, home, g, &two, &on, bufs);
+    const int64_t before[2] = {tasks(split, 0), tasks(split, 1)};
+    ck_assert_msg(run_gemm(whole, g, &one) == CLOPS_OK, "%s", api->last_error());
+    ck_assert_msg(run_gemm(split, g, &on) == CLOPS_OK, "%s", api->last_error());
+    ck_assert_msg(tasks(split, 0) > before[0] && tasks(split, 1) > before[1],
+                  "both devices should have had a part");
+    const int64_t es = tu_dtype_size(g->dtype);
+    ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, two.c, g->m * g->n * es), CLOPS_OK);
+    check_reference(g, &two, "split, device buffers");
+    ck_assert_msg(memcmp(one.c, two.c, (size_t)(g->m * g->n * es)) == 0,
+                  "the split C on device buffers differs from the one device's");
+    for (int i = 0; i < 3; i++)
+        api->buffer_release(bufs[i]);
+    data_free(&one);
+    data_free(&two);
+    api->pool_release(split);
+    api->pool_release(whole);
+}
+END_TEST
+
+/* Any OpenCL call or allocation failing in a split call on device buffers of device 0: an
+ * error, never a crash, and the next call right. */
+START_TEST(test_a_failure_moving_device_operands_is_reported)
+{
+    const enum fault_kind kind = _i == 0 ? FAULT_OPENCL : FAULT_ALLOC;
+    const struct gemm_case g = {CLOPS_F32, 131, 389, 97, 0, 0, 0};
+    struct clops_pool *pool = split_pool("split = [0.5, 0.5];", 0);
+    ck_assert(pool != NULL);
+    struct gemm_data d, on;
+    data_make(&g, &d, 9700);
+    struct clops_buffer *bufs[3];
+    data_on_device(pool, 0, &g, &d, &on, bufs);
+    ck_assert_int_eq(run_gemm(pool, &g, &on), CLOPS_OK); /* kernels built, bridges kept */
+    fault_arm(kind, 0);
+    ck_assert_int_eq(run_gemm(pool, &g, &on), CLOPS_OK);
+    const int64_t calls = fault_count(kind);
+    fault_disarm();
+    int failures = 0;
+    for (int64_t n = 1; n <= calls; n++) {
+        fault_arm(kind, n);
+        failures += run_gemm(pool, &g, &on) != CLOPS_OK;
+        fault_disarm();
+    }
+    ck_assert_int_gt(failures, 0);
+    const int64_t es = 4;
+    ck_assert_int_eq(api->buffer_upload(bufs[2], 3 * es, d.c0, g.m * g.n * es), CLOPS_OK);
+    ck_assert_int_eq(run_gemm(pool, &g, &on), CLOPS_OK);
+    ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, d.c, g.m * g.n * es), CLOPS_OK);
+    check_reference(&g, &d, "after the sweep");
+    for (int i = 0; i < 3; i++)
+        api->buffer_release(bufs[i]);
+    data_free(&d);
+    api->pool_release(pool);
+}
+END_TEST
+
 int main(void)
 {
     /* PoCL then shows two CPU devices (a value the user set is kept). */
@@ -360,6 +458,8 @@ int main(void)
         TU_TEST(test_a_small_gemm_is_not_split),
         TU_TEST(test_a_call_runs_where_its_buffers_live),
         TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 2),
+        TU_LOOP(test_split_gemm_on_device_buffers, 2),
+        TU_LOOP(test_a_failure_moving_device_operands_is_reported, 2),
     };
     return tu_run_tests("multi_device", 1200, 1, tests, TU_COUNT(tests));
 }

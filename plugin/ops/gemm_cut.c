@@ -22,9 +22,9 @@ int32_t gemm_cut(const struct op_call *call, int32_t count, const double *shares
                  struct op_part *parts)
 {
     const union op_value *v = call->values;
-    const struct clops_tensor *a = v[P_A].tensor, *b = v[P_B].tensor, *c = v[P_C].tensor;
-    if (a->buffer != NULL || b->buffer != NULL || c->buffer != NULL || count < 2)
-        return 0; /* device operands live on one device: not cut */
+    const struct clops_tensor *a = v[P_A].tensor, *c = v[P_C].tensor;
+    if (count < 2)
+        return 0;
     const int trans_a = v[P_TRANS_A].i32 != CLOPS_NO_TRANS;
     const int trans_b = v[P_TRANS_B].i32 != CLOPS_NO_TRANS;
     const int64_t m = c->shape[0], n = c->shape[1];
