@@ -78,6 +78,9 @@ int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, con
  * POOL_IDLE_KERNELS for later calls, which spares a call creating and releasing kernel objects
  * (microseconds each, a share of a small call's time on a GPU), and releases the rest. */
 void pool_release_kernel(struct clops_pool *pool, cl_kernel kernel);
+/* Kernel objects pool_create_kernel created for `pool` (those handed out again not counted):
+ * for tests that later calls reuse them. */
+int64_t pool_kernels_created(const struct clops_pool *pool);
 
 /* Whether a row of an operator's tuning table applies to `dev`: `vendor` a case-insensitive
  * substring of the device's vendor ("" = any), `type` an enum clops_device_type (0 = any). */
@@ -214,6 +217,9 @@ int32_t pool_chain_end(struct clops_pool *pool, cl_command_queue queue, cl_event
  * is atomic: threads allocating at once cannot pass the limit together. */
 int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const char *op,
                                  const char *what, cl_mem *out);
+/* Buffers pool_alloc_device_memory created on `dev` since its pool opened it, released or not:
+ * for tests that later calls reuse the buffers the pool keeps. */
+int64_t pool_device_buffers_created(const struct pool_device *dev);
 /* Releases `mem` (NULL is a no-op) and gives its bytes back to `dev`'s count. */
 void pool_free_device_memory(struct pool_device *dev, cl_mem mem);
 /* Device scratch for one call: at least `bytes` on `dev`, the caller's until it gives it back
@@ -232,7 +238,8 @@ int32_t pool_scratch_take(struct clops_pool *pool, struct pool_device *dev, int6
 void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem mem,
                        int64_t zero_at, int64_t zero_bytes);
 
-/* A device buffer of at least `bytes` for a staged host operand (tensor_stage): one a call
+/* A device buffer of at least `bytes` for a staged host operand (tensor_stage), or any buffer a
+ * call uses whose contents it does not keep (a split Mandelbrot's tile buffers): one a call
  * gave back (pool_staged_give) where one fits without wasting more than its size, else a new
  * one (pool_alloc_device_memory, whose messages name `op` and `what`). Any allocation on a
  * device whose limit is reached first releases the buffers its pool keeps there. */

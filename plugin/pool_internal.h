@@ -29,6 +29,7 @@ struct pool_device {
     int32_t index;                 /* in the pool */
     struct clops_pool *owner;      /* the pool it is a device of (its staged-buffer cache) */
     atomic_llong tasks, busy_ns;   /* clops_device_stats */
+    atomic_llong buffers_created;  /* pool_device_buffers_created */
     /* Device memory accounting (pool_alloc_device_memory): the bytes clops may hold on this
      * device, and what it holds (bytes, their peak, cl_mem objects), counted over every pool of
      * the process that opened the same cl_device_id (shared, never freed). */
@@ -107,7 +108,8 @@ struct clops_pool {
     pthread_mutex_t kernels_lock; /* guards idle_kernels (not held while building) */
     struct idle_kernel idle_kernels[POOL_IDLE_KERNELS];
     atomic_llong programs_built, programs_loaded, cache_rejected;
-    atomic_llong build_ns; /* time in timed_build (pool_programs.c) */
+    atomic_llong kernels_created; /* pool_kernels_created */
+    atomic_llong build_ns;        /* time in timed_build (pool_programs.c) */
     atomic_llong calls, bytes_uploaded, bytes_downloaded;
     struct pool_op_counters *op_counters;           /* registry_count() entries */
     pthread_mutex_t host_lock;                      /* guards host_cache and copiers */

@@ -113,7 +113,13 @@ int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const c
                       (long long)bytes, dev->info.name);
     }
     count_device_buffer(dev->memory, held);
+    atomic_fetch_add(&dev->buffers_created, 1);
     return CLOPS_OK;
+}
+
+int64_t pool_device_buffers_created(const struct pool_device *dev)
+{
+    return atomic_load(&dev->buffers_created);
 }
 
 void pool_free_device_memory(struct pool_device *dev, cl_mem mem)

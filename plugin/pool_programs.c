@@ -429,7 +429,13 @@ int32_t pool_create_kernel(struct clops_pool *pool, struct pool_device *dev, con
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: clCreateKernel(%s) on '%s' failed", op_name, kernel_name,
                       dev->info.name);
+    atomic_fetch_add(&pool->kernels_created, 1);
     return CLOPS_OK;
+}
+
+int64_t pool_kernels_created(const struct clops_pool *pool)
+{
+    return atomic_load(&pool->kernels_created);
 }
 
 void pool_release_programs(struct clops_pool *pool)

@@ -4,11 +4,12 @@
  * which has none of them, still runs everything; and a split Mandelbrot call on a pool of two
  * devices leaves the pool's crew as large after its second call as after its first. Split
  * Mandelbrot calls, into host memory and into buffers on the primary device, give the bits a
- * render on one device gives, and later calls reuse what the first one made (the bridges
- * between the devices). Under ThreadSanitizer in CI (.ci/tsan). */
+ * render on one device gives, also from two threads at once, and later calls reuse what the
+ * first one made (bridges, kernels, device buffers). Under ThreadSanitizer in CI (.ci/tsan). */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -176,24 +177,47 @@ END_TEST
 
 enum { MANDEL_H = 211, MANDEL_W = 300, MANDEL_TILE = 32 };
 
-/* What a render wrote, in host memory: counts and RGBA colours, compact row-major. */
+/* Where a render writes: counts and RGBA colours, compact row-major, in host memory, or in
+ * buffers on the primary device (bi, bm) downloaded into the host arrays after the call. */
 struct picture {
     uint32_t *iters;
     uint8_t *image;
+    struct clops_buffer *bi, *bm; /* NULL: host outputs */
 };
 
-static struct picture picture_new(void)
+static const int64_t counts_bytes = sizeof(uint32_t) * MANDEL_H * MANDEL_W;
+static const int64_t image_bytes = (int64_t)4 * MANDEL_H * MANDEL_W;
+
+/* Every byte of the outputs SENTINEL again, so that a tile not written shows. */
+static void picture_reset(struct picture *p)
 {
-    struct picture p = {malloc(sizeof(uint32_t) * MANDEL_H * MANDEL_W),
-                        malloc((size_t)4 * MANDEL_H * MANDEL_W)};
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    memset(p->iters, 0xA5, (size_t)counts_bytes);
+    memset(p->image, 0xA5, (size_t)image_bytes);
+    if (p->bi != NULL) {
+        ck_assert_int_eq(api->buffer_upload(p->bi, 0, p->iters, counts_bytes), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_upload(p->bm, 0, p->image, image_bytes), CLOPS_OK);
+    }
+}
+
+static struct picture picture_new(struct clops_pool *pool, int on_device)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    struct picture p = {malloc((size_t)counts_bytes), malloc((size_t)image_bytes), NULL, NULL};
     ck_assert(p.iters != NULL && p.image != NULL);
-    memset(p.iters, 0xA5, sizeof(uint32_t) * MANDEL_H * MANDEL_W);
-    memset(p.image, 0xA5, (size_t)4 * MANDEL_H * MANDEL_W);
+    if (on_device) {
+        ck_assert_int_eq(api->buffer_create(pool, counts_bytes, &p.bi), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_create(pool, image_bytes, &p.bm), CLOPS_OK);
+    }
+    picture_reset(&p);
     return p;
 }
 
 static void picture_free(struct picture *p)
 {
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    api->buffer_release(p->bi);
+    api->buffer_release(p->bm);
     free(p->iters);
     free(p->image);
 }
@@ -201,9 +225,9 @@ static void picture_free(struct picture *p)
 static void expect_same_picture(const struct picture *got, const struct picture *want,
                                 const char *what)
 {
-    ck_assert_msg(memcmp(got->iters, want->iters, sizeof(uint32_t) * MANDEL_H * MANDEL_W) == 0,
+    ck_assert_msg(memcmp(got->iters, want->iters, (size_t)counts_bytes) == 0,
                   "%s: the counts differ from one device's", what);
-    ck_assert_msg(memcmp(got->image, want->image, (size_t)4 * MANDEL_H * MANDEL_W) == 0,
+    ck_assert_msg(memcmp(got->image, want->image, (size_t)image_bytes) == 0,
                   "%s: the image differs from one device's", what);
 }
 
@@ -223,60 +247,53 @@ static struct clops_pool *mandel_pool(void)
     return pool;
 }
 
-/* A render of the case's view into `out` with `split` ("1": device 0 alone, the GPU side of a
- * pool without GPUs); on_device: into buffers on the primary device, downloaded into `out`. */
-static int32_t render(struct clops_pool *pool, const char *split, int on_device,
-                      struct picture *out)
+/* A render of the cases' view into `out` with `split` ("1": device 0 alone, the GPU side of a
+ * pool without GPUs). */
+static int32_t render(struct clops_pool *pool, const char *split, struct picture *out)
 {
     const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
     const clops_mandelbrot_fn mandelbrot = (clops_mandelbrot_fn)api->op_find("mandelbrot")->entry;
-    const int64_t counts_bytes = sizeof(uint32_t) * MANDEL_H * MANDEL_W;
-    const int64_t image_bytes = (int64_t)4 * MANDEL_H * MANDEL_W;
     struct clops_tensor ti = {.data = out->iters,
+                              .buffer = out->bi,
                               .dtype = CLOPS_U32,
                               .rank = 2,
                               .shape = {MANDEL_H, MANDEL_W},
                               .strides = {MANDEL_W, 1}};
     struct clops_tensor tm = {.data = out->image,
+                              .buffer = out->bm,
                               .dtype = CLOPS_U8,
                               .rank = 3,
                               .shape = {MANDEL_H, MANDEL_W, 4},
                               .strides = {4 * MANDEL_W, 4, 1}};
-    struct clops_buffer *bi = NULL, *bm = NULL;
-    if (on_device) {
-        ck_assert_int_eq(api->buffer_create(pool, counts_bytes, &bi), CLOPS_OK);
-        ck_assert_int_eq(api->buffer_create(pool, image_bytes, &bm), CLOPS_OK);
+    if (out->bi != NULL)
         ti.data = tm.data = NULL;
-        ti.buffer = bi;
-        tm.buffer = bm;
-    }
     const int32_t status = mandelbrot(pool, &ti, &tm, -0.75, 0.1, 2.7, 300, 0, split, MANDEL_TILE);
-    if (on_device && status == CLOPS_OK) {
-        ck_assert_int_eq(api->buffer_download(bi, 0, out->iters, counts_bytes), CLOPS_OK);
-        ck_assert_int_eq(api->buffer_download(bm, 0, out->image, image_bytes), CLOPS_OK);
+    if (out->bi != NULL && status == CLOPS_OK) {
+        ck_assert_int_eq(api->buffer_download(out->bi, 0, out->iters, counts_bytes), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_download(out->bm, 0, out->image, image_bytes), CLOPS_OK);
     }
-    api->buffer_release(bi);
-    api->buffer_release(bm);
     return status;
 }
 
 /* A render that must succeed. */
-static void render_ok(struct clops_pool *pool, const char *split, int on_device,
-                      struct picture *out)
+static void render_ok(struct clops_pool *pool, const char *split, struct picture *out)
 {
-    ck_assert_msg(render(pool, split, on_device, out) == CLOPS_OK, "split %s: %s", split,
+    ck_assert_msg(render(pool, split, out) == CLOPS_OK, "split %s: %s", split,
                   entry_table(CLOPS_ABI_MAJOR)->last_error());
 }
 
 /* What the pool has made for split calls so far: the first call makes them, later ones of the
  * same shape reuse them. */
 struct made {
-    int64_t bridges;
+    int64_t bridges, kernels, buffers[2];
 };
 
 static struct made made_by(struct clops_pool *pool)
 {
-    return (struct made){.bridges = bridge_made(pool)};
+    return (struct made){.bridges = bridge_made(pool),
+                         .kernels = pool_kernels_created(pool),
+                         .buffers = {pool_device_buffers_created(pool_device_at(pool, 0)),
+                                     pool_device_buffers_created(pool_device_at(pool, 1))}};
 }
 
 static const char *const reuse_splits[] = {"dynamic", "0.5"};
@@ -284,29 +301,84 @@ static const char *const reuse_splits[] = {"dynamic", "0.5"};
 /* _i bit 0: outputs in buffers on the primary device (device 1's tiles placed there through
  * the host), else in host memory; bit 1: split 0.5 (a worker per device), else dynamic (a
  * worker per queue, tiles taken over between the devices). Every split call gives the bits
- * device 0 alone gives; the calls after the first make no new bridge. */
+ * device 0 alone gives; the calls after the first make no new bridge, kernel or buffer. */
 START_TEST(test_split_calls_match_one_device_and_reuse_what_they_made)
 {
     const int on_device = _i & 1;
     const char *split = reuse_splits[(_i >> 1) & 1];
     struct clops_pool *pool = mandel_pool();
-    struct picture want = picture_new(), got = picture_new();
-    render_ok(pool, "1", on_device, &want);
-    render_ok(pool, split, on_device, &got);
+    struct picture want = picture_new(pool, on_device), got = picture_new(pool, on_device);
+    render_ok(pool, "1", &want);
+    render_ok(pool, split, &got);
     expect_same_picture(&got, &want, "the first split call");
     const struct made first = made_by(pool);
     ck_assert_int_gt(first.bridges, 0); /* device 1's tiles cross through host memory */
+    ck_assert_int_gt(first.buffers[1], 0);
     for (int r = 0; r < 3; r++) {
-        struct picture again = picture_new();
-        render_ok(pool, split, on_device, &again);
-        expect_same_picture(&again, &want, "a later split call");
-        picture_free(&again);
+        picture_reset(&got);
+        render_ok(pool, split, &got);
+        expect_same_picture(&got, &want, "a later split call");
     }
     const struct made later = made_by(pool);
-    ck_assert_msg(later.bridges == first.bridges, "later calls made %lld bridges",
-                  (long long)(later.bridges - first.bridges));
+    ck_assert_msg(later.bridges == first.bridges && later.kernels == first.kernels &&
+                      later.buffers[0] == first.buffers[0] && later.buffers[1] == first.buffers[1],
+                  "later calls made %lld bridges, %lld kernels, %lld + %lld buffers",
+                  (long long)(later.bridges - first.bridges),
+                  (long long)(later.kernels - first.kernels),
+                  (long long)(later.buffers[0] - first.buffers[0]),
+                  (long long)(later.buffers[1] - first.buffers[1]));
     picture_free(&want);
     picture_free(&got);
+}
+END_TEST
+
+/* One thread's split calls beside another's on the same pool: its outputs (host memory, or
+ * buffers on the primary device) and the bits they must hold. */
+struct beside {
+    struct clops_pool *pool;
+    const struct picture *want;
+    struct picture got;
+    int32_t status;
+    char message[256];
+};
+
+static void *render_beside(void *arg)
+{
+    struct beside *b = arg;
+    for (int r = 0; r < 3 && b->status == CLOPS_OK; r++) {
+        picture_reset(&b->got);
+        b->status = render(b->pool, "dynamic", &b->got);
+        const char *what = entry_table(CLOPS_ABI_MAJOR)->last_error();
+        if (b->status == CLOPS_OK && (memcmp(b->got.iters, b->want->iters, (size_t)counts_bytes) ||
+                                      memcmp(b->got.image, b->want->image, (size_t)image_bytes))) {
+            b->status = CLOPS_ERR_INTERNAL;
+            what = "the bits differ from one device's";
+        }
+        snprintf(b->message, sizeof b->message, "call %d: %s", r, what);
+    }
+    return NULL;
+}
+
+/* Two threads' split calls on one pool at once, one into host memory, one into buffers on the
+ * primary device: both right (the caches they share hand a buffer, a kernel or a bridge to one
+ * call at a time; ThreadSanitizer in CI). */
+START_TEST(test_split_calls_from_two_threads_at_once)
+{
+    struct clops_pool *pool = mandel_pool();
+    struct picture want = picture_new(pool, 0);
+    render_ok(pool, "1", &want);
+    struct beside b[2] = {{.pool = pool, .want = &want, .got = picture_new(pool, 0)},
+                          {.pool = pool, .want = &want, .got = picture_new(pool, 1)}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, render_beside, &b[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(b[i].status == CLOPS_OK, "thread %d: %s", i, b[i].message);
+        picture_free(&b[i].got);
+    }
+    picture_free(&want);
 }
 END_TEST
 
@@ -319,6 +391,7 @@ int main(void)
         TU_TEST(test_a_forked_child_runs_every_worker_itself),
         TU_TEST(test_split_calls_reuse_the_pools_threads),
         TU_LOOP(test_split_calls_match_one_device_and_reuse_what_they_made, 4),
+        TU_TEST(test_split_calls_from_two_threads_at_once),
     };
     return tu_run_tests("split_crew", 300, 1, tests, TU_COUNT(tests));
 }

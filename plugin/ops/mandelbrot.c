@@ -230,7 +230,11 @@ enum { BAND_ITEMS = 1 << 12 };
  * output. */
 enum delivery { DELIVER_NONE = 0, DELIVER_DIRECT, DELIVER_HOST, DELIVER_PLACE };
 
-/* A split worker's state (one per device, or per queue of a device): its kernels and buffers. */
+/* A split worker's state (one per device, or per queue of a device): its kernels and buffers,
+ * taken for the call from what the pool keeps (idle kernels, staged buffers, bridges) and given
+ * back at its end: calls of one shape after the first create none. They are taken per call,
+ * not kept per worker, so that calls on one pool from several threads at once need nothing
+ * more than the pool's own caches, which the pool frees with itself. */
 struct worker {
     struct mandel_call *call;
     struct pool_device *dev;
@@ -327,9 +331,13 @@ static int32_t create_kernel(struct clops_pool *pool, struct pool_device *dev,
     return pool_create_kernel(pool, dev, op_name, op_name, options, name, out);
 }
 
-static int32_t create_buffer(struct pool_device *dev, size_t bytes, cl_mem *out)
+/* A worker's buffers come from the pool's cache of staged buffers and go back to it, so that a
+ * call of the shape of one before it creates none: on NVIDIA's OpenCL a clReleaseMemObject waits
+ * until the whole device is idle (pool_internal.h), and a fresh buffer is allocated at its
+ * first use. Their contents need not survive: every chunk writes what it reads. */
+static int32_t take_buffer(struct worker *w, struct pool_device *dev, size_t bytes, cl_mem *out)
 {
-    return pool_alloc_device_memory(dev, (int64_t)bytes, op_name, "tile buffers", out);
+    return pool_staged_take(w->call->pool, dev, (int64_t)bytes, op_name, "tile buffers", out);
 }
 
 /* The render kernel's fixed arguments: the view, the geometry and the tile numbers (0 .. 14;
@@ -421,10 +429,10 @@ static int32_t setup_place(struct worker *w, struct pool_device *primary)
     if (status == CLOPS_OK)
         status = group_size_for(w->place, primary, &w->place_group);
     if (status == CLOPS_OK)
-        status = create_buffer(primary, (size_t)w->max_chunk * sizeof(cl_int), &w->place_ids);
+        status = take_buffer(w, primary, (size_t)w->max_chunk * sizeof(cl_int), &w->place_ids);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++)
         if (delivery_for(w, o, 1) == DELIVER_PLACE)
-            status = create_buffer(primary, staged_bytes(p, w->max_chunk), &w->place_staged[o]);
+            status = take_buffer(w, primary, staged_bytes(p, w->max_chunk), &w->place_staged[o]);
     if (status == CLOPS_OK)
         status = bind_place(w);
     return status;
@@ -467,13 +475,13 @@ static int32_t worker_setup(void *op, const struct split_worker *sw, void *state
     if (status == CLOPS_OK)
         status = group_size_for(w->render, w->dev, &w->group_size);
     if (status == CLOPS_OK)
-        status = create_buffer(w->dev, (size_t)w->max_chunk * sizeof(cl_int), &w->ids);
+        status = take_buffer(w, w->dev, (size_t)w->max_chunk * sizeof(cl_int), &w->ids);
     int any_place = 0;
     for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
         const enum delivery usual = delivery_for(w, o, 0);
         if (usual == DELIVER_NONE || (usual == DELIVER_DIRECT && !sw->contested))
             continue;
-        status = create_buffer(w->dev, staged_bytes(p, w->max_chunk), &w->staged[o]);
+        status = take_buffer(w, w->dev, staged_bytes(p, w->max_chunk), &w->staged[o]);
         any_place |= delivery_for(w, o, 1) == DELIVER_PLACE;
     }
     if (status == CLOPS_OK)
@@ -485,21 +493,23 @@ static int32_t worker_setup(void *op, const struct split_worker *sw, void *state
     return status;
 }
 
-/* split_job.teardown: adds the worker's device time to the call's and releases its objects. */
+/* split_job.teardown: adds the worker's device time to the call's and gives its objects back
+ * to the pool (every chunk's work was waited for, on every path: nothing queued uses them). */
 static void worker_release(void *state)
 {
     struct worker *w = state;
+    struct clops_pool *pool = w->call->pool;
     struct pool_device *primary = w->call->primary;
     w->call->device_ns += w->device_ns;
-    pool_free_device_memory(w->dev, w->ids);
-    pool_free_device_memory(w->dev, w->staged[0]);
-    pool_free_device_memory(w->dev, w->staged[1]);
-    pool_free_device_memory(primary, w->place_ids);
-    pool_free_device_memory(primary, w->place_staged[0]);
-    pool_free_device_memory(primary, w->place_staged[1]);
-    pool_release_kernel(w->call->pool, w->render);
-    pool_release_kernel(w->call->pool, w->place);
-    bridge_give(w->call->pool, &w->bridge); /* its transfers were waited for with their chunks */
+    pool_staged_give(pool, w->dev, w->ids);
+    pool_staged_give(pool, w->dev, w->staged[0]);
+    pool_staged_give(pool, w->dev, w->staged[1]);
+    pool_staged_give(pool, primary, w->place_ids);
+    pool_staged_give(pool, primary, w->place_staged[0]);
+    pool_staged_give(pool, primary, w->place_staged[1]);
+    pool_release_kernel(pool, w->render);
+    pool_release_kernel(pool, w->place);
+    bridge_give(pool, &w->bridge);
 }
 
 /* ---- Rendering and delivering a chunk -------------------------------------------------------- */
