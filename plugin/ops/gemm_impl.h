@@ -129,12 +129,15 @@ struct gemm_launch {
     cl_kernel kernel;
     size_t local, global;
     int32_t tile_m, tile_n; /* the block of C a work-group computes */
+    int borrowed;           /* the engine keeps the kernel (gemm_launch_release) */
 };
 
-/* The kernel for the plan on `dev`: the tensor-core one where it applies, else gemm_simt where
- * it applies, else the portable one. All take the same arguments (gemm_bind_plan). */
-int32_t gemm_get_launch(struct clops_pool *pool, struct pool_device *dev, const struct gemm_plan *p,
-                        struct gemm_launch *out);
+/* The kernel for the plan on the engine's device: the first variant of the table that applies
+ * and fits (the tensor-core one, gemm_simt, the portable one). All take the same arguments
+ * (gemm_bind_plan). gemm_launch_release: lets go of it once enqueued. */
+int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
+                           struct gemm_launch *out);
+void gemm_launch_release(struct gemm_engine *e, struct gemm_launch *l);
 /* Binds the plan and the staged operands to the kernel's parameters, in its order. */
 int32_t gemm_bind_plan(cl_kernel kernel, const struct gemm_plan *p, const struct staged_tensor *sa,
                        const struct staged_tensor *sb, const struct staged_tensor *sc);

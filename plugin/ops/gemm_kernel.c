@@ -63,24 +63,122 @@ int32_t gemm_create_kernel(struct clops_pool *pool, struct pool_device *dev, con
     return CLOPS_OK;
 }
 
-static int32_t create_portable_kernel(struct clops_pool *pool, struct pool_device *dev,
-                                      int32_t dtype, const struct gemm_tiles *tiles, cl_kernel *out,
-                                      int *fits)
-{
+/* One way to run a plan: kernel `name` of kernels/<source>.cl built with `options`, `group`
+ * work-items a group, each covering tile_m x tile_n of C with local_bytes of local memory.
+ * `last_resort`: taken even beyond the device's limits (its launch then reports them). */
+struct gemm_choice {
+    const char *source, *name;
     char options[256];
-    int32_t status = build_options(tiles, dtype, options, sizeof options);
-    if (status == CLOPS_OK)
-        status = gemm_create_kernel(pool, dev, "gemm", "gemm", options,
-                                    gemm_tiles_group_size(tiles), out, fits);
-    return status;
+    size_t group;
+    int64_t local_bytes;
+    int32_t tile_m, tile_n;
+    int last_resort;
+};
+
+/* The kernels, in order of preference: each gives its choices for a plan on a device, best
+ * first (*count = 0: it does not apply). */
+typedef int32_t (*gemm_choices_fn)(const struct clops_pool *pool, const struct pool_device *dev,
+                                   const struct gemm_plan *p, struct gemm_choice out[2],
+                                   int *count);
+
+/* The large tiles first when they give every compute unit a work-group, else the small ones
+ * alone (a kernel's two tile sets of its tuning table). */
+static int first_choice(const struct pool_device *dev, const struct gemm_plan *p,
+                        const struct gemm_choice *large)
+{
+    const int64_t blocks = gemm_blocks_covering(p->m, p->n, large->tile_m, large->tile_n);
+    return blocks >= pool_device_info(dev)->compute_units ? 0 : 1;
 }
 
-/* The portable kernel for the plan on `dev`, with the tiles of the tuning table, or the fallback
- * ones when those do not fit the device's local memory or the kernel's work-group limit (should
- * even these not fit, the launch reports CL_INVALID_WORK_GROUP_SIZE). */
-static int32_t get_portable_kernel(struct clops_pool *pool, struct pool_device *dev,
-                                   const struct gemm_plan *p, struct gemm_launch *out)
+/* Keeps choices[first..1] as out[0..]. */
+static int keep_from(struct gemm_choice choice[2], int first, struct gemm_choice out[2])
 {
+    for (int c = first; c < 2; c++)
+        out[c - first] = choice[c];
+    return 2 - first;
+}
+
+/* The tensor-core kernel: f64 with the tiles not configured (they are the portable kernel's),
+ * or f32 in a TF32 precision, on an NVIDIA device of a compute capability in the tables. */
+static int32_t mma_choices(const struct clops_pool *pool, const struct pool_device *dev,
+                           const struct gemm_plan *p, struct gemm_choice out[2], int *count)
+{
+    *count = 0;
+    const struct gemm_mma_tuning *tuning = gemm_mma_tuning_for(dev, p->dtype, p->precision);
+    if (tuning == NULL || (p->dtype == CLOPS_F64 && gemm_tiles_configured(pool)))
+        return CLOPS_OK;
+    const int32_t passes = p->dtype == CLOPS_F64 ? 0 : (p->precision == GEMM_3XTF32 ? 3 : 1);
+    const struct gemm_mma_tiles *tiles[2] = {&tuning->large, &tuning->small};
+    struct gemm_choice choice[2];
+    for (int c = 0; c < 2; c++) {
+        const struct gemm_mma_tiles *t = tiles[c];
+        choice[c] =
+            (struct gemm_choice){.source = "gemm_mma",
+                                 .name = "gemm_mma",
+                                 .group = gemm_mma_group_size(t),
+                                 .local_bytes = gemm_mma_local_bytes(t, dtype_size(p->dtype)),
+                                 .tile_m = t->tile_m,
+                                 .tile_n = t->tile_n};
+        int32_t status =
+            gemm_mma_build_options(t, passes, 0, choice[c].options, sizeof choice[c].options);
+        if (status != CLOPS_OK)
+            return status;
+    }
+    *count = keep_from(choice, first_choice(dev, p, &choice[0]), out);
+    return CLOPS_OK;
+}
+
+/* gemm_simt: f32 in fp32 with the tiles not configured, on an NVIDIA device of a compute
+ * capability in simt_tunings (cp.async). */
+static int32_t simt_choices(const struct clops_pool *pool, const struct pool_device *dev,
+                            const struct gemm_plan *p, struct gemm_choice out[2], int *count)
+{
+    *count = 0;
+    const struct gemm_simt_tuning *tuning = gemm_simt_tuning_for(dev);
+    if (tuning == NULL || p->dtype != CLOPS_F32 || p->precision != GEMM_FP32 ||
+        gemm_tiles_configured(pool))
+        return CLOPS_OK;
+    const struct gemm_simt_tiles *tiles[2] = {&tuning->large, &tuning->small};
+    struct gemm_choice choice[2];
+    for (int c = 0; c < 2; c++) {
+        const struct gemm_simt_tiles *t = tiles[c];
+        choice[c] = (struct gemm_choice){.source = "gemm_mma",
+                                         .name = "gemm_simt",
+                                         .group = gemm_simt_group_size(t),
+                                         .local_bytes = gemm_simt_local_bytes(t),
+                                         .tile_m = t->tile_m,
+                                         .tile_n = t->tile_n};
+        int n = snprintf(choice[c].options, sizeof choice[c].options,
+                         "-DSIMT -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREAD_M=%d -DTHREAD_N=%d "
+                         "-DWARP_TM=%d -DSTAGES=%d",
+                         (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->thread_m,
+                         (int)t->thread_n, (int)t->warp_tm, (int)t->stages);
+        int32_t status = options_fit(n, sizeof choice[c].options);
+        if (status != CLOPS_OK)
+            return status;
+    }
+    *count = keep_from(choice, first_choice(dev, p, &choice[0]), out);
+    return CLOPS_OK;
+}
+
+static int32_t portable_choice(const struct gemm_tiles *t, int32_t dtype, struct gemm_choice *out)
+{
+    *out = (struct gemm_choice){.source = "gemm",
+                                .name = "gemm",
+                                .group = gemm_tiles_group_size(t),
+                                .local_bytes = gemm_tiles_local_bytes(t, dtype_size(dtype)),
+                                .tile_m = t->tile_m,
+                                .tile_n = t->tile_n};
+    return build_options(t, dtype, out->options, sizeof out->options);
+}
+
+/* The portable kernel, everywhere: the tuning table's tiles (or the configured ones), then the
+ * fallback tiles, the last resort, for a device whose local memory or work-group limit the
+ * first do not fit. */
+static int32_t portable_choices(const struct clops_pool *pool, const struct pool_device *dev,
+                                const struct gemm_plan *p, struct gemm_choice out[2], int *count)
+{
+    *count = 0;
     struct gemm_tiles tiles = gemm_tiles_with_settings(pool, gemm_tiles_for_call(dev, p->m, p->n));
     if (!gemm_tiles_are_valid(&tiles)) {
         /* The table's tiles are valid: only configured ones can fail here. */
@@ -91,138 +189,108 @@ static int32_t get_portable_kernel(struct clops_pool *pool, struct pool_device *
                                     (int)tiles.tile_m, (int)tiles.tile_n, (int)tiles.tile_k,
                                     (int)tiles.wpt_m, (int)tiles.wpt_n, (int)tiles.vw);
     }
-    if (gemm_tiles_local_bytes(&tiles, dtype_size(p->dtype)) >
-        pool_device_info(dev)->local_mem_bytes)
-        tiles = gemm_fallback_tiles;
-    int fits = 0;
-    int32_t status = create_portable_kernel(pool, dev, p->dtype, &tiles, &out->kernel, &fits);
-    if (status == CLOPS_OK && !fits && memcmp(&tiles, &gemm_fallback_tiles, sizeof tiles) != 0) {
-        log_msg(CLOPS_LOG_INFO, "%s: '%s' cannot run %zu work-items per group; using smaller tiles",
-                gemm_op_name, pool_device_info(dev)->name, gemm_tiles_group_size(&tiles));
-        clReleaseKernel(out->kernel);
-        out->kernel = NULL;
-        tiles = gemm_fallback_tiles;
-        status = create_portable_kernel(pool, dev, p->dtype, &tiles, &out->kernel, &fits);
-    }
-    out->local = gemm_tiles_group_size(&tiles);
-    out->global = out->local * (size_t)gemm_tiles_group_count(&tiles, p->m, p->n);
-    out->tile_m = tiles.tile_m;
-    out->tile_n = tiles.tile_n;
+    int32_t status = CLOPS_OK;
+    if (memcmp(&tiles, &gemm_fallback_tiles, sizeof tiles) != 0)
+        status = portable_choice(&tiles, p->dtype, &out[(*count)++]);
+    if (status == CLOPS_OK)
+        status = portable_choice(&gemm_fallback_tiles, p->dtype, &out[(*count)++]);
+    out[*count - 1].last_resort = 1;
     return status;
 }
 
-/* One of a kernel's two tile sets (large, small), in the terms launching it takes. */
-struct tiles_choice {
-    char options[256];
-    size_t group;        /* work-items a group */
-    int64_t local_bytes; /* its local memory */
-    int32_t tile_m, tile_n;
-};
+static const gemm_choices_fn gemm_variants[] = {mma_choices, simt_choices, portable_choices};
 
-/* Takes kernel `name` of kernels/gemm_mma.cl with the first of choice[0] (the large tiles, when
- * they give every compute unit a group) and choice[1] that fits `dev`'s local memory and
- * work-group limits. *taken = 0: neither fits. */
-static int32_t take_first_fitting(struct clops_pool *pool, struct pool_device *dev,
-                                  const struct gemm_plan *p, const char *name,
-                                  const struct tiles_choice choice[2], struct gemm_launch *out,
-                                  int *taken)
+/* The engine's kernel for `c`, or a new one it keeps (*fits: within the work-group limit). */
+static int32_t engine_kernel(struct gemm_engine *e, const struct gemm_choice *c, cl_kernel *out,
+                             int *fits, int *kept)
 {
-    const int64_t blocks = gemm_blocks_covering(p->m, p->n, choice[0].tile_m, choice[0].tile_n);
-    for (int c = blocks >= pool_device_info(dev)->compute_units ? 0 : 1; c < 2; c++) {
-        const struct tiles_choice *t = &choice[c];
-        if (t->local_bytes > pool_device_info(dev)->local_mem_bytes)
-            continue;
-        int fits = 0;
-        int32_t status = gemm_create_kernel(pool, dev, "gemm_mma", name, t->options, t->group,
-                                            &out->kernel, &fits);
-        if (status != CLOPS_OK)
-            return status;
-        if (!fits) {
-            clReleaseKernel(out->kernel);
-            out->kernel = NULL;
-            continue;
+    for (int i = 0; i < e->count; i++)
+        if (e->kept[i].name == c->name && strcmp(e->kept[i].options, c->options) == 0) {
+            *out = e->kept[i].kernel;
+            *fits = e->kept[i].fits;
+            *kept = 1;
+            return CLOPS_OK;
         }
-        out->local = t->group;
-        out->global = out->local * (size_t)gemm_blocks_covering(p->m, p->n, t->tile_m, t->tile_n);
-        out->tile_m = t->tile_m;
-        out->tile_n = t->tile_n;
-        *taken = 1;
-        return CLOPS_OK;
-    }
+    *kept = 0;
+    int32_t status =
+        gemm_create_kernel(e->pool, e->dev, c->source, c->name, c->options, c->group, out, fits);
+    if (status != CLOPS_OK || e->count == GEMM_ENGINE_KERNELS)
+        return status;
+    e->kept[e->count].name = c->name;
+    snprintf(e->kept[e->count].options, sizeof e->kept[e->count].options, "%s", c->options);
+    e->kept[e->count].kernel = *out;
+    e->kept[e->count].fits = *fits;
+    e->count++;
+    *kept = 1;
     return CLOPS_OK;
 }
 
-/* The tensor-core kernel for the plan, when `dev` has one that applies: f64 with the tiles not
- * configured (they are the portable kernel's), or f32 in a TF32 precision, on an NVIDIA device
- * of a compute capability in the tables, and the kernel's tiles within the device's local memory
- * and work-group limits. *taken = 0 leaves the call to the next kernel. */
-static int32_t get_mma_kernel(struct clops_pool *pool, struct pool_device *dev,
-                              const struct gemm_plan *p, struct gemm_launch *out, int *taken)
+/* Takes the first of the variants' choices that fits `dev` (local memory, then the kernel's
+ * work-group limit), or a last resort; the kernel from the engine where it has one. */
+static int32_t take_choice(struct gemm_engine *e, const struct gemm_choice *c, int *taken,
+                           struct gemm_launch *out)
 {
     *taken = 0;
-    const struct gemm_mma_tuning *tuning = gemm_mma_tuning_for(dev, p->dtype, p->precision);
-    if (tuning == NULL || (p->dtype == CLOPS_F64 && gemm_tiles_configured(pool)))
+    if (c->local_bytes > pool_device_info(e->dev)->local_mem_bytes && !c->last_resort)
         return CLOPS_OK;
-    const int32_t passes = p->dtype == CLOPS_F64 ? 0 : (p->precision == GEMM_3XTF32 ? 3 : 1);
-    const struct gemm_mma_tiles *tiles[2] = {&tuning->large, &tuning->small};
-    struct tiles_choice choice[2];
-    for (int c = 0; c < 2; c++) {
-        const struct gemm_mma_tiles *t = tiles[c];
-        int32_t status =
-            gemm_mma_build_options(t, passes, 0, choice[c].options, sizeof choice[c].options);
-        if (status != CLOPS_OK)
-            return status;
-        choice[c].group = gemm_mma_group_size(t);
-        choice[c].local_bytes = gemm_mma_local_bytes(t, dtype_size(p->dtype));
-        choice[c].tile_m = t->tile_m;
-        choice[c].tile_n = t->tile_n;
+    int fits = 0, kept = 0;
+    cl_kernel kernel = NULL;
+    int32_t status = engine_kernel(e, c, &kernel, &fits, &kept);
+    if (status != CLOPS_OK)
+        return status;
+    if (!fits && !c->last_resort) {
+        log_msg(CLOPS_LOG_INFO,
+                "%s: '%s' cannot run %zu work-items per group of %s; trying the next", gemm_op_name,
+                pool_device_info(e->dev)->name, c->group, c->name);
+        if (!kept)
+            pool_release_kernel(e->pool, kernel);
+        return CLOPS_OK;
     }
-    return take_first_fitting(pool, dev, p, "gemm_mma", choice, out, taken);
+    *out = (struct gemm_launch){.kernel = kernel,
+                                .local = c->group,
+                                .tile_m = c->tile_m,
+                                .tile_n = c->tile_n,
+                                .borrowed = kept};
+    *taken = 1;
+    return CLOPS_OK;
 }
 
-/* gemm_simt for the plan, when it applies: f32 in fp32 with the tiles not configured, on an
- * NVIDIA device of a compute capability in simt_tunings (cp.async), within its limits. */
-static int32_t get_simt_kernel(struct clops_pool *pool, struct pool_device *dev,
-                               const struct gemm_plan *p, struct gemm_launch *out, int *taken)
-{
-    *taken = 0;
-    const struct gemm_simt_tuning *tuning = gemm_simt_tuning_for(dev);
-    if (tuning == NULL || p->dtype != CLOPS_F32 || p->precision != GEMM_FP32 ||
-        gemm_tiles_configured(pool))
-        return CLOPS_OK;
-    const struct gemm_simt_tiles *tiles[2] = {&tuning->large, &tuning->small};
-    struct tiles_choice choice[2];
-    for (int c = 0; c < 2; c++) {
-        const struct gemm_simt_tiles *t = tiles[c];
-        int n = snprintf(choice[c].options, sizeof choice[c].options,
-                         "-DSIMT -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREAD_M=%d -DTHREAD_N=%d "
-                         "-DWARP_TM=%d -DSTAGES=%d",
-                         (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->thread_m,
-                         (int)t->thread_n, (int)t->warp_tm, (int)t->stages);
-        int32_t status = options_fit(n, sizeof choice[c].options);
-        if (status != CLOPS_OK)
-            return status;
-        choice[c].group = gemm_simt_group_size(t);
-        choice[c].local_bytes = gemm_simt_local_bytes(t);
-        choice[c].tile_m = t->tile_m;
-        choice[c].tile_n = t->tile_n;
-    }
-    return take_first_fitting(pool, dev, p, "gemm_simt", choice, out, taken);
-}
-
-/* The kernel for the plan on `dev`: the tensor-core one where it applies, else gemm_simt where
- * it applies, else the portable one. All take the same arguments (gemm_bind_plan). */
-int32_t gemm_get_launch(struct clops_pool *pool, struct pool_device *dev, const struct gemm_plan *p,
-                        struct gemm_launch *out)
+int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
+                           struct gemm_launch *out)
 {
     *out = (struct gemm_launch){0};
-    int taken = 0;
-    int32_t status = get_mma_kernel(pool, dev, p, out, &taken);
-    if (status == CLOPS_OK && !taken)
-        status = get_simt_kernel(pool, dev, p, out, &taken);
-    if (status != CLOPS_OK || taken)
-        return status;
-    return get_portable_kernel(pool, dev, p, out);
+    for (size_t v = 0; v < sizeof gemm_variants / sizeof gemm_variants[0]; v++) {
+        struct gemm_choice choice[2];
+        int count = 0, taken = 0;
+        int32_t status = gemm_variants[v](e->pool, e->dev, p, choice, &count);
+        for (int c = 0; c < count && status == CLOPS_OK && !taken; c++)
+            status = take_choice(e, &choice[c], &taken, out);
+        if (status != CLOPS_OK || taken) {
+            out->global =
+                out->local * (size_t)gemm_blocks_covering(p->m, p->n, out->tile_m, out->tile_n);
+            return status;
+        }
+    }
+    return err_set(CLOPS_ERR_INTERNAL, "%s: no kernel for the call", gemm_op_name);
+}
+
+void gemm_engine_init(struct gemm_engine *e, struct clops_pool *pool, struct pool_device *dev)
+{
+    *e = (struct gemm_engine){.pool = pool, .dev = dev};
+}
+
+void gemm_engine_release(struct gemm_engine *e)
+{
+    for (int i = 0; i < e->count; i++)
+        pool_release_kernel(e->pool, e->kept[i].kernel);
+    e->count = 0;
+}
+
+void gemm_launch_release(struct gemm_engine *e, struct gemm_launch *l)
+{
+    if (!l->borrowed)
+        pool_release_kernel(e->pool, l->kernel);
+    l->kernel = NULL;
 }
 
 /* Binds the plan and the staged operands to the kernel's parameters, in its order. */

@@ -105,11 +105,14 @@ int32_t gemm_run(struct op_call *call)
         if (status != CLOPS_OK || taken)
             return status;
     }
+    struct gemm_engine engine;
+    gemm_engine_init(&engine, call->pool, call->dev);
     struct gemm_launch launch;
-    int32_t status = gemm_get_launch(call->pool, call->dev, p, &launch);
+    int32_t status = gemm_engine_launch(&engine, p, &launch);
     if (status == CLOPS_OK)
         status = launch_all(call, &launch, sa, sb);
-    pool_release_kernel(call->pool, launch.kernel);
+    gemm_launch_release(&engine, &launch);
+    gemm_engine_release(&engine);
     return status;
 }
 
@@ -121,10 +124,10 @@ void gemm_commit(struct op_call *call)
         call_progress(call, p->blocks, p->blocks);
 }
 
-int32_t gemm_enqueue(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
-                     int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
-                     const struct gemm_operand *a, const struct gemm_operand *b, double beta,
-                     const struct gemm_operand *c, int64_t *device_ns, const char *caller)
+int32_t gemm_enqueue(struct gemm_engine *e, cl_command_queue queue, int32_t dtype, int64_t m,
+                     int64_t n, int64_t k, double alpha, const struct gemm_operand *a,
+                     const struct gemm_operand *b, double beta, const struct gemm_operand *c,
+                     const char *caller)
 {
     if (m == 0 || n == 0)
         return CLOPS_OK;
@@ -152,16 +155,15 @@ int32_t gemm_enqueue(struct clops_pool *pool, struct pool_device *dev, cl_comman
     const struct staged_tensor sb = {.mem = right->mem, .offset = right->offset};
     const struct staged_tensor sc = {.mem = c->mem, .offset = c->offset};
     struct gemm_launch launch;
-    int32_t status = gemm_get_launch(pool, dev, &p, &launch);
+    int32_t status = gemm_engine_launch(e, &p, &launch);
     if (status == CLOPS_OK)
         status = gemm_bind_plan(launch.kernel, &p, &sa, &sb, &sc);
     /* Not waited for: callers chain it with their own kernels, and pool_chain_end waits and
-     * counts the chain's device time (so device_ns is theirs to fill). */
-    (void)device_ns;
+     * counts the chain's device time. */
     if (status == CLOPS_OK)
         status = pool_enqueue_kernel(queue, launch.kernel, 1, &launch.global, &launch.local,
                                      gemm_op_name);
-    pool_release_kernel(pool, launch.kernel);
+    gemm_launch_release(e, &launch);
     if (status != CLOPS_OK)
         err_prefix(caller);
     return status;

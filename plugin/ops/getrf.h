@@ -58,10 +58,11 @@ struct lu_ctx {
     cl_mem xrow_mem, arrived_mem;             /* the resident kernel's rows and counter */
     int64_t ipiv_bytes;
     int64_t device_ns;
-    cl_event chain_start; /* pool_chain_begin's marker; NULL when profiling is off */
-    int32_t finished;     /* lu_ctx_finish waited for the chain */
-    struct op_call *call; /* the operator's call: cancellation and progress; NULL: none */
-    struct pace pace;     /* getrf's outer panels, the call's units of work */
+    struct gemm_engine gemm; /* the call's GEMMs' kernels, kept across them */
+    cl_event chain_start;    /* pool_chain_begin's marker; NULL when profiling is off */
+    int32_t finished;        /* lu_ctx_finish waited for the chain */
+    struct op_call *call;    /* the operator's call: cancellation and progress; NULL: none */
+    struct pace pace;        /* getrf's outer panels, the call's units of work */
 };
 
 /* A row-major matrix in device memory: element (i, j) at offset + i*ld + j of `mem`. */

@@ -67,6 +67,7 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     ctx->main.queue = queue;
     ctx->dtype = dtype;
     ctx->elem_size = dtype_size(dtype);
+    gemm_engine_init(&ctx->gemm, pool, dev);
     lu_plan(ctx, rows, mn);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_finish closes the chain into the call's work, whose one wait covers it. */
@@ -148,6 +149,7 @@ void lu_ctx_release(struct lu_ctx *ctx)
     ctx->chain_start = NULL;
     pace_release(&ctx->pace);
     release_kernels(ctx);
+    gemm_engine_release(&ctx->gemm);
     lu_release_mem(ctx->dev, &ctx->ipiv_mem);
     release_lane(ctx->dev, &ctx->main, 0);
     release_lane(ctx->dev, &ctx->side, 1);

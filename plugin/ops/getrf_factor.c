@@ -46,8 +46,8 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
             continue;
         const struct gemm_operand l21 = lu_operand(a, j + jb, j), u12 = lu_operand(a, j, j + jb);
         const struct gemm_operand a22 = lu_operand(a, j + jb, j + jb);
-        status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, rows - jb, right, jb,
-                              -1.0, &l21, &u12, 1.0, &a22, &ctx->device_ns, ctx->op);
+        status = gemm_enqueue(&ctx->gemm, ctx->queue, ctx->dtype, rows - jb, right, jb, -1.0, &l21,
+                              &u12, 1.0, &a22, ctx->op);
     }
     return status;
 }

@@ -47,6 +47,6 @@ int32_t lu_update_columns(struct lu_ctx *ctx, struct lu_lane *lane, const struct
         return status;
     const struct gemm_operand l21 = lu_operand(a, j + jb, j), u12 = lu_operand(a, j, c0);
     const struct gemm_operand a22 = lu_operand(a, j + jb, c0);
-    return gemm_enqueue(ctx->pool, ctx->dev, lane->queue, ctx->dtype, rows - jb, cols, jb, -1.0,
-                        &l21, &u12, 1.0, &a22, &ctx->device_ns, ctx->op);
+    return gemm_enqueue(&ctx->gemm, lane->queue, ctx->dtype, rows - jb, cols, jb, -1.0, &l21, &u12,
+                        1.0, &a22, ctx->op);
 }

@@ -299,8 +299,8 @@ static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t j
             continue;
         const struct gemm_operand l21 = lu_operand(a, j + jb, j), u12 = lu_operand(a, j, c0);
         const struct gemm_operand a22 = lu_operand(a, j + jb, c0);
-        status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, a->rows - j - jb,
-                              c1 - c0, jb, -1.0, &l21, &u12, 1.0, &a22, &ctx->device_ns, ctx->op);
+        status = gemm_enqueue(&ctx->gemm, ctx->queue, ctx->dtype, a->rows - j - jb, c1 - c0, jb,
+                              -1.0, &l21, &u12, 1.0, &a22, ctx->op);
     }
     const cl_int rc = status == CLOPS_OK ? clFlush(ctx->queue) : CL_SUCCESS;
     if (rc != CL_SUCCESS)

@@ -35,8 +35,8 @@ static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, i
             continue;
         const struct gemm_operand t_op = {lu->mem, lu->offset + r0 * si + b0 * sk, si, sk};
         const struct gemm_operand x_op = lu_operand(b, b0, 0), c_op = lu_operand(b, r0, 0);
-        status = gemm_enqueue(ctx->pool, ctx->dev, ctx->queue, ctx->dtype, rows, nrhs, bs, -1.0,
-                              &t_op, &x_op, 1.0, &c_op, &ctx->device_ns, ctx->op);
+        status = gemm_enqueue(&ctx->gemm, ctx->queue, ctx->dtype, rows, nrhs, bs, -1.0, &t_op,
+                              &x_op, 1.0, &c_op, ctx->op);
     }
     return status;
 }

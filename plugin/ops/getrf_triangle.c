@@ -55,6 +55,6 @@ int32_t lu_apply_inverse(struct lu_ctx *ctx, struct lu_lane *lane, int64_t n, in
         return status;
     const struct gemm_operand a_op = {lane->inv_mem, inv_at, n, 1};
     const struct gemm_operand b_op = {lane->tmp_mem, 0, cols, 1}, c_op = lu_operand(b, r0, c0);
-    return gemm_enqueue(ctx->pool, ctx->dev, lane->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op,
-                        0.0, &c_op, &ctx->device_ns, ctx->op);
+    return gemm_enqueue(&ctx->gemm, lane->queue, ctx->dtype, n, cols, n, 1.0, &a_op, &b_op, 0.0,
+                        &c_op, ctx->op);
 }
