@@ -382,6 +382,76 @@ START_TEST(test_split_calls_from_two_threads_at_once)
 }
 END_TEST
 
+/* Submits a Mandelbrot render of the cases' view with `max_iterations` into `out` on `stream`. */
+static struct clops_event *submit_render(struct clops_stream *stream, const char *split,
+                                         int64_t max_iterations, struct picture *out)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    struct clops_tensor ti = {.buffer = out->bi,
+                              .dtype = CLOPS_U32,
+                              .rank = 2,
+                              .shape = {MANDEL_H, MANDEL_W},
+                              .strides = {MANDEL_W, 1}};
+    struct clops_tensor tm = {.buffer = out->bm,
+                              .dtype = CLOPS_U8,
+                              .rank = 3,
+                              .shape = {MANDEL_H, MANDEL_W, 4},
+                              .strides = {4 * MANDEL_W, 4, 1}};
+    const struct clops_arg args[] = {
+        {.name = "iterations", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &ti},
+        {.name = "image", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &tm},
+        {.name = "center_x", .kind = CLOPS_PARAM_DOUBLE, .d = -0.75},
+        {.name = "center_y", .kind = CLOPS_PARAM_DOUBLE, .d = 0.1},
+        {.name = "scale", .kind = CLOPS_PARAM_DOUBLE, .d = 2.7},
+        {.name = "max_iterations", .kind = CLOPS_PARAM_INT64, .i = max_iterations},
+        {.name = "split", .kind = CLOPS_PARAM_STRING, .s = split},
+        {.name = "tile", .kind = CLOPS_PARAM_INT64, .i = MANDEL_TILE},
+    };
+    struct clops_submit_args a = {.struct_size = sizeof a,
+                                  .op_index = api->op_index(api->op_find("mandelbrot")),
+                                  .stream = stream,
+                                  .args = args,
+                                  .nargs = 8,
+                                  .arg_size = sizeof args[0]};
+    ck_assert_msg(api->submit(&a) == CLOPS_OK, "submit: %s", api->last_error());
+    return a.event;
+}
+
+/* A submitted split call into buffers on the primary device, after a slower call of the same
+ * stream into the same buffers (device 0 alone, on the stream's queue, up to 20000 iterations
+ * a pixel against 300): the split's tiles land after the earlier call's, so the buffers hold
+ * the split's bits, though its workers write them on queues of their own. Without an order
+ * between them the earlier call's tiles landed last in 5 runs of 5. */
+START_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    struct clops_pool *pool = mandel_pool();
+    struct picture want = picture_new(pool, 0), got = picture_new(pool, 1);
+    render_ok(pool, "1", &want);
+    struct clops_stream_create_args sa = {.struct_size = sizeof sa, .pool = pool};
+    ck_assert_msg(api->stream_create(&sa) == CLOPS_OK, "%s", api->last_error());
+    struct clops_event *events[2] = {submit_render(sa.stream, "1", 20000, &got),
+                                     submit_render(sa.stream, "dynamic", 300, &got)};
+    struct clops_event_wait_args w = {
+        .struct_size = sizeof w, .count = 2, .events = events, .timeout_ns = -1, .wait_all = 1};
+    ck_assert_int_eq(api->event_wait(&w), CLOPS_OK);
+    for (int i = 0; i < 2; i++) {
+        struct clops_event_query_args q = {.struct_size = sizeof q, .event = events[i]};
+        ck_assert_int_eq(api->event_query(&q), CLOPS_OK);
+        ck_assert_msg(q.status == CLOPS_OK, "call %d: %s", i, q.message);
+        struct clops_event_release_args r = {.struct_size = sizeof r, .event = events[i]};
+        ck_assert_int_eq(api->event_release(&r), CLOPS_OK);
+    }
+    struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sa.stream};
+    ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
+    ck_assert_int_eq(api->buffer_download(got.bi, 0, got.iters, counts_bytes), CLOPS_OK);
+    ck_assert_int_eq(api->buffer_download(got.bm, 0, got.image, image_bytes), CLOPS_OK);
+    expect_same_picture(&got, &want, "the submitted split call");
+    picture_free(&want);
+    picture_free(&got);
+}
+END_TEST
+
 int main(void)
 {
     setenv("POCL_DEVICES", "pthread pthread", 0);
@@ -392,6 +462,7 @@ int main(void)
         TU_TEST(test_split_calls_reuse_the_pools_threads),
         TU_LOOP(test_split_calls_match_one_device_and_reuse_what_they_made, 4),
         TU_TEST(test_split_calls_from_two_threads_at_once),
+        TU_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls),
     };
     return tu_run_tests("split_crew", 300, 1, tests, TU_COUNT(tests));
 }

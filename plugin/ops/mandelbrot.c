@@ -252,6 +252,7 @@ struct worker {
     cl_mem place_ids, place_staged[2];
     struct pool_work work, place_work; /* enqueued on queue, place_queue; waited for per chunk */
     int64_t device_ns;
+    cl_event after; /* the call's `after` where `queue` is in its context, else NULL */
 };
 
 struct mandel_call {
@@ -260,6 +261,9 @@ struct mandel_call {
     const struct mandel_plan *plan;
     struct op_call *op; /* the operator's call: its cancellation and progress */
     int64_t device_ns;  /* the workers', summed as they are released */
+    /* A submitted call's: completes once its stream's earlier calls have (order_after_stream);
+     * an event of the primary device's context, or NULL. */
+    cl_event after;
 };
 
 static size_t staged_bytes(const struct mandel_plan *p, int32_t chunk)
@@ -471,6 +475,10 @@ static int32_t worker_setup(void *op, const struct split_worker *sw, void *state
                          .queue = sw->queue,
                          .max_chunk = sw->max_chunk,
                          .bound_compact = -1};
+    /* A wait list takes only events of the queue's context: a worker of another context never
+     * writes the device outputs (its tiles are placed by the primary device). */
+    if (pool_device_context(w->dev) == pool_device_context(c->primary))
+        w->after = c->after;
     int32_t status = create_kernel(c->pool, w->dev, p, "mandelbrot", &w->render);
     if (status == CLOPS_OK)
         status = group_size_for(w->render, w->dev, &w->group_size);
@@ -549,12 +557,13 @@ static size_t global_size(const struct mandel_plan *p, int32_t n, int32_t rows, 
     return (items + (size_t)group - 1) / (size_t)group * (size_t)group;
 }
 
-/* Enqueues a write of `bytes` from `src` without waiting: `src` must stay as it is until the
- * worker waits for its chunk. */
+/* Enqueues a write of `bytes` from `src` without waiting, after `after` (NULL: nothing): `src`
+ * must stay as it is until the worker waits for its chunk. */
 static int32_t enqueue_write(cl_command_queue queue, cl_mem mem, size_t bytes, const void *src,
-                             struct clops_pool *pool)
+                             cl_event after, struct clops_pool *pool)
 {
-    cl_int rc = clEnqueueWriteBuffer(queue, mem, CL_FALSE, 0, bytes, src, 0, NULL, NULL);
+    cl_int rc = clEnqueueWriteBuffer(queue, mem, CL_FALSE, 0, bytes, src, after != NULL ? 1 : 0,
+                                     after != NULL ? &after : NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: uploading %zu bytes failed", op_name, bytes);
     pool_record_upload(pool, (int64_t)bytes);
@@ -582,12 +591,14 @@ static int32_t deliver_place(struct worker *w, const struct split_chunk *chunk, 
     const int32_t n = chunk->count;
     for (int32_t k = 0; k < n; k++)
         w->place_ids_host[k] = claimed[k] ? chunk->units[k] : -1;
+    /* The first command of the chunk on the primary device's queue: the placing after it
+     * writes the device outputs, once the stream's earlier calls are done with them. */
     int32_t status = enqueue_write(w->place_queue, w->place_ids, (size_t)n * sizeof(cl_int),
-                                   w->place_ids_host, pool);
+                                   w->place_ids_host, w->call->after, pool);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++)
         if (w->place_staged[o] != NULL)
             status = enqueue_write(w->place_queue, w->place_staged[o],
-                                   staged_bytes(w->call->plan, n), w->host[o], pool);
+                                   staged_bytes(w->call->plan, n), w->host[o], NULL, pool);
     if (status == CLOPS_OK)
         status = set_int_arg(w->place, "mandelbrot_place", 4, n);
     size_t global = global_size(w->call->plan, n, w->call->plan->tile, w->place_group);
@@ -645,7 +656,8 @@ static int32_t render_chunk(void *state, const struct split_chunk *chunk)
     const int32_t band = chunk->may_give_up ? clamp32(BAND_ITEMS / ((int64_t)n * T), 1, T) : T;
     int32_t status = bind_outputs(w, chunk->contested);
     if (status == CLOPS_OK) /* chunk->units stays as it is until the chunk is delivered */
-        status = enqueue_write(w->queue, w->ids, (size_t)n * sizeof(cl_int), chunk->units, pool);
+        status = enqueue_write(w->queue, w->ids, (size_t)n * sizeof(cl_int), chunk->units, w->after,
+                               pool); /* before launches that may write outputs */
     if (status == CLOPS_OK)
         status = set_int_arg(w->render, "mandelbrot", 10, n);
     for (int32_t row0 = 0; row0 < T && status == CLOPS_OK; row0 += band) {
@@ -712,6 +724,39 @@ static int64_t launch_items(const struct op_call *op, const struct mandel_plan *
     return paced > unit ? paced : unit;
 }
 
+/* A submitted call's stream may still run its earlier calls, which may read or write this
+ * call's device outputs (buffers on the primary device), while the workers write them on queues
+ * of their own. A marker on the stream's queue orders them: where that queue is in the primary
+ * device's context, the commands writing the outputs wait for it on the device (*after, for
+ * their wait lists) and no thread blocks; else this thread waits for it. Host outputs need no
+ * order: the workers write the call's own temporaries, and the commit comes after the call's
+ * end marker, which the stream's queue runs after its earlier calls. */
+static int32_t order_after_stream(struct op_call *op, const struct mandel_plan *p, cl_event *after)
+{
+    *after = NULL;
+    const int device_outputs =
+        p->iters->buffer != NULL || (p->image != NULL && p->image->buffer != NULL);
+    if (!op->control->submitted || op->queue == NULL || !device_outputs)
+        return CLOPS_OK;
+    cl_event marker = NULL;
+    cl_int rc = clEnqueueMarkerWithWaitList(op->queue, 0, NULL, &marker);
+    if (rc == CL_SUCCESS) /* commands of other queues will wait for it: it must be submitted */
+        rc = clFlush(op->queue);
+    const int same_context =
+        pool_device_context(op->dev) == pool_device_context(pool_device_at(op->pool, 0));
+    if (rc == CL_SUCCESS && same_context) {
+        *after = marker;
+        return CLOPS_OK;
+    }
+    if (rc == CL_SUCCESS)
+        rc = clWaitForEvents(1, &marker);
+    if (marker != NULL)
+        clReleaseEvent(marker);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: ordering after the stream's earlier calls failed", op_name);
+    return CLOPS_OK;
+}
+
 /* The tiles, shared by the pool's devices through the splitter; a cancel stops them between
  * chunks (CLOPS_ERR_CANCELLED). */
 static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
@@ -740,15 +785,13 @@ static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
         .progress = tiles_delivered,
     };
     call_progress(op, 0, p->tile_count);
-    /* The workers run on queues of their own: a submitted call's earlier work on its stream
-     * (which may still read or write the device outputs) ends first. */
-    if (op->control->submitted && op->queue != NULL) {
-        cl_int rc = clFinish(op->queue);
-        if (rc != CL_SUCCESS)
-            return err_cl(rc, "%s: waiting for the stream's earlier calls failed", op_name);
-    }
+    int32_t status = order_after_stream(op, p, &call.after);
+    if (status != CLOPS_OK)
+        return status;
     struct split_result result;
-    int32_t status = split_run(pool, &job, &result);
+    status = split_run(pool, &job, &result);
+    if (call.after != NULL)
+        clReleaseEvent(call.after); /* the workers' commands waiting for it hold it */
     op->device_ns += call.device_ns;
     if (status == CLOPS_OK && result.stopped)
         status = call_refuse_cancelled(op, result.delivered, p->tile_count, "tiles");
