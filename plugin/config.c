@@ -554,6 +554,40 @@ static int32_t take_old_spellings(const struct parser *p, const config_setting_t
     return CLOPS_OK;
 }
 
+/* Whether the operator's calls can go across devices (op_impl's cut or across_devices). */
+static int op_splits(int32_t index)
+{
+    const struct op_impl *impl = registry_impl(index);
+    return impl != NULL && (impl->cut != NULL || impl->across_devices);
+}
+
+/* operators.<name>.devices, split and split_min_ms only for an operator that splits its calls
+ * across devices: elsewhere they would be silently ignored. */
+static int32_t check_splits(const struct parser *p, const config_setting_t *group, const char *path,
+                            const char *op_name)
+{
+    static const char *const keys[] = {"devices", "split", "split_min_ms"};
+    if (op_splits(registry_index_by_name(op_name)))
+        return CLOPS_OK;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const config_setting_t *member = config_setting_get_member(group, keys[k]);
+        if (member == NULL)
+            continue;
+        char names[256] = "";
+        size_t used = 0;
+        for (int32_t i = 0; i < registry_count() && used < sizeof names; i++)
+            if (op_splits(i))
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                         used > 0 ? ", " : "", registry_at(i)->name);
+        char member_path[KEY_PATH_MAX];
+        child_path(member_path, path, keys[k]);
+        return fail(p, member, member_path,
+                    "%s does not split its calls across devices (operators that do: %s)", op_name,
+                    names);
+    }
+    return CLOPS_OK;
+}
+
 /* Reads operators.<name> = { ... } into `op`: the core's keys (device, build_options), then the
  * settings the operator declares, then the old spellings of those in build_options. */
 static int32_t parse_operator(const struct parser *p, const config_setting_t *group,
@@ -573,8 +607,9 @@ static int32_t parse_operator(const struct parser *p, const config_setting_t *gr
             find_setting(&decl, key) < 0)
             return fail_unknown_op_key(p, member, path, op->name, &decl);
     }
-    int32_t status =
-        read_fields(p, group, path, op_fields, sizeof op_fields / sizeof op_fields[0], op);
+    int32_t status = check_splits(p, group, path, op->name);
+    if (status == CLOPS_OK)
+        status = read_fields(p, group, path, op_fields, sizeof op_fields / sizeof op_fields[0], op);
     for (int32_t i = 0; status == CLOPS_OK && i < decl.count; i++) {
         const config_setting_t *member = config_setting_get_member(group, decl.list[i].name);
         if (member == NULL)

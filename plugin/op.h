@@ -116,6 +116,9 @@ struct op_impl {
      * cut (a GEMM on host operands, say); the others return 0. */
     int32_t (*cut)(const struct op_call *call, int32_t count, const double *shares,
                    struct op_part *parts);
+    /* 1: its calls go across devices some other way than cut (lu and solve: getrf_multi.c).
+     * An operator with neither refuses operators.<name>.devices (config.c). */
+    int32_t across_devices;
 };
 
 /* The fields of an operator's descriptor (abi/clops.h) that every operator fills the same way:

@@ -395,6 +395,21 @@ START_TEST(test_split_devices_and_shares_are_checked)
         "operators = { gemm = { devices = \"all\"; }; };", 1,
         "operators.gemm.devices: expected an array of device indexes [ 0, 1, ... ], "
         "got string \"all\"");
+    /* Only operators whose calls go across devices take the keys: elsewhere they did nothing. */
+    snprintf(text, sizeof text, "%soperators = {\n  transpose = {\n devices = [0, 1]; };\n};\n",
+             two);
+    expect_config_error(text, 4,
+                        "operators.transpose.devices: transpose does not split its calls across "
+                        "devices (operators that do: gemm, lu, solve)");
+    expect_config_error("operators = { reduce = { split_min_ms = 5; }; };", 1,
+                        "operators.reduce.split_min_ms: reduce does not split its calls across "
+                        "devices (operators that do: gemm, lu, solve)");
+    snprintf(text, sizeof text,
+             "%soperators = {\n  lu = { devices = [0, 1]; };\n  solve = { devices = [1, 0]; "
+             "split_min_ms = 0; };\n};\n",
+             two);
+    struct pool_config cfg;
+    ck_assert_msg(config_parse_string(text, &cfg) == CLOPS_OK, "%s", err_last());
 }
 END_TEST
 

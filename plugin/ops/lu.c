@@ -164,5 +164,11 @@ static const struct clops_op op_lu = {
     OP_DESCRIPTOR_COMMON(op_name, lu_params, lu_entry, clops_lu_fn),
 };
 
-const struct op_impl impl_lu = OP_IMPL(&op_lu, struct lu_call, lu_check, lu_enqueue, lu_commit_step,
-                                       lu_call_release, &lu_settings);
+const struct op_impl impl_lu = {.desc = &op_lu,
+                                .plan_size = sizeof(struct lu_call),
+                                .check = lu_check,
+                                .enqueue = lu_enqueue,
+                                .commit = lu_commit_step,
+                                .release = lu_call_release,
+                                .settings = &lu_settings,
+                                .across_devices = 1};

@@ -112,5 +112,11 @@ static const struct clops_op op_solve = {
     OP_DESCRIPTOR_COMMON(op_name, solve_params, solve_entry, clops_solve_fn),
 };
 
-const struct op_impl impl_solve = OP_IMPL(&op_solve, struct lu_call, solve_check, solve_enqueue,
-                                          solve_commit, lu_call_release, &lu_settings);
+const struct op_impl impl_solve = {.desc = &op_solve,
+                                   .plan_size = sizeof(struct lu_call),
+                                   .check = solve_check,
+                                   .enqueue = solve_enqueue,
+                                   .commit = solve_commit,
+                                   .release = lu_call_release,
+                                   .settings = &lu_settings,
+                                   .across_devices = 1};
