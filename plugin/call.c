@@ -126,6 +126,7 @@ struct call {
     int32_t started;             /* call_start enqueued work: call_complete waits for it */
     int32_t part;                /* a part of a split call: its parent counts in the statistics */
     int32_t awaited;             /* call_await ran: call_complete only commits and releases */
+    struct split_state *split;   /* its parts across devices, until call_complete (call_split.c) */
     union op_value values[CALL_MAX_PARAMS];
     struct clops_tensor tensors[CALL_MAX_PARAMS];
     /* The plan (op.plan, impl->plan_size bytes), then the copies of the strings. */
@@ -189,6 +190,7 @@ int32_t call_new(struct clops_pool *pool, const struct op_impl *impl, const unio
     call->started = 0;
     call->part = 0;
     call->awaited = 0;
+    call->split = NULL;
     for (int32_t i = 0; i < op->param_count; i++) {
         c->stage[i] =
             op_kind_is_tensor(op->params[i].kind) ? default_stage(op->params[i].kind) : STAGE_NONE;
@@ -383,14 +385,27 @@ int32_t call_await(struct call *call)
     return call->error.status;
 }
 
+struct split_state *call_split_state(const struct call *call)
+{
+    return call->split;
+}
+
+void call_set_split_state(struct call *call, struct split_state *s)
+{
+    call->split = s;
+}
+
 int32_t call_complete(struct call *call)
 {
     struct op_call *c = &call->op;
+    const int split = call->split != NULL;
+    if (split)
+        call_split_finish(call); /* its parts awaited and committed, or failed, here */
     int32_t status = call->error.status;
     if (call->started) {
         status = call_await(call);
         settle_work(c, status);
-    } else if (status == CLOPS_OK && call_cancel_requested(c))
+    } else if (!split && status == CLOPS_OK && call_cancel_requested(c))
         status = call_step(call, err_set(CLOPS_ERR_CANCELLED, "%s: cancelled before it started",
                                          c->impl->desc->name));
     if (!call->part)

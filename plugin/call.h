@@ -90,6 +90,21 @@ void call_mark_part(struct call *call);
  * 1 once the call has completed that way (its status in its error, as call_complete leaves it),
  * 0 when it is not split (nothing was done). */
 int call_split_run(struct call *call);
+/* call_split.c: the same for a checked submitted call on host operands, on the stream's thread
+ * that starts calls: once the stream's earlier work on `queue` has ended (waited for there),
+ * its parts are started and not waited for, the one on the stream's device on `queue`, the
+ * others on their devices' queues. The call then has no end marker of its
+ * own (its event's waiters wait on the host; its outputs are host memory, which the stream's
+ * later calls reading it wait for anyway). 1 when split, 0 when not (nothing done);
+ * call_complete finishes it. */
+int call_split_submit(struct call *call, cl_command_queue queue);
+/* call_split.c: a split call's end, from call_complete: its parts awaited, and committed only
+ * when all succeeded. */
+void call_split_finish(struct call *call);
+/* The split under way of a call (call_split.c's state), or NULL. */
+struct split_state;
+struct split_state *call_split_state(const struct call *call);
+void call_set_split_state(struct call *call, struct split_state *s);
 
 /* Runs one call of the operator at `index` in the registry with `values` (its parameters in
  * the descriptor's order), through the whole lifecycle: what invoke() calls. */

@@ -1,4 +1,4 @@
-/* call_split.c — a synchronous call split across the pool's devices (operators.<op>.devices,
+/* call_split.c — a call split across the pool's devices (operators.<op>.devices,
  * call.h's call_split_run). The operator cuts the checked call into parts (op_impl's cut), one
  * per device, in shares by the devices' measured rates for it (or the configured shares); each
  * part is a call of its own on its device, whose host operands are staged to that device. Every
@@ -9,7 +9,12 @@
  * bridges (pinned host memory, bridge.h), and its device outputs move back once every part
  * succeeded: never through OpenCL's own paths between devices (NVIDIA's run at ~1 GB/s, a
  * pinned transfer at ~55). A device output's blocks computed where it lives are written in
- * place, so a failed call may leave some of them written (a host output is never). */
+ * place, so a failed call may leave some of them written (a host output is never).
+ *
+ * A synchronous call runs it all on the caller's thread (call_split_run). A submitted call on
+ * host operands (call_split_submit) is started by its stream's starter thread, once the
+ * stream's earlier work has ended, its part on the stream's device on the stream's queue; its
+ * completer thread finishes it (call_complete, call_split_finish), in the stream's order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -68,6 +73,11 @@ struct split_state {
     double done_ns[CONFIG_MAX_DEVICES];
     struct part_moves moves[CONFIG_MAX_DEVICES];
     cl_command_queue transfer[CONFIG_MAX_DEVICES]; /* by pool device index */
+    double start_ns;
+    int32_t failed; /* the first part that failed, or -1 */
+    /* A submitted call's: its stream's queue, which runs the part on the stream's device. */
+    cl_command_queue stream_queue;
+    struct pool_device *stream_dev;
 };
 
 /* ---- Device operands of another device ------------------------------------------------------- */
@@ -254,7 +264,8 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, const struct c
         return status;
     call_mark_part(s->calls[i]);
     call_set_control(s->calls[i], control);
-    cl_command_queue queue = pool_acquire_queue(s->devs[i]);
+    cl_command_queue queue =
+        s->devs[i] == s->stream_dev ? s->stream_queue : pool_acquire_queue(s->devs[i]);
     status = call_start(s->calls[i], queue);
     /* Submitted to the device now: its end marker is only polled (await_parts), and a driver
      * may hold unflushed commands back until a wait (NVIDIA's does). */
@@ -273,23 +284,30 @@ static void fail_parent(struct call *call, const struct split_state *s, int32_t 
     call_fail(call, status, text);
 }
 
-/* Runs the parts made: all started, then awaited, then completed, committing only when every
- * one succeeded. The parent's error holds the first failure. */
-static void run_parts(struct call *call, struct split_state *s)
+/* Starts the parts made, each on its device; the parent's error holds the first failure. */
+static void start_parts(struct call *call, struct split_state *s)
 {
     struct op_call *op = call_op(call);
-    const int32_t index = call_index(call);
-    const double start_ns = now_ns();
-    int32_t failed = -1;
-    for (int32_t i = 0; i < s->count && failed < 0; i++) {
-        const int32_t status = start_part(op->pool, index, op->impl->desc, s, i);
+    s->start_ns = now_ns();
+    s->failed = -1;
+    for (int32_t i = 0; i < s->count && s->failed < 0; i++) {
+        const int32_t status = start_part(op->pool, call_index(call), op->impl->desc, s, i);
         if (status != CLOPS_OK) {
-            failed = i;
+            s->failed = i;
             fail_parent(call, s, i, status,
                         s->calls[i] != NULL ? call_error_of(s->calls[i])->message : err_last());
         }
     }
-    await_parts(s, start_ns);
+}
+
+/* The parts awaited, then completed, committing only when every one succeeded (and, for a
+ * submitted call, the host did not cancel it meanwhile). */
+static void finish_parts(struct call *call, struct split_state *s)
+{
+    struct op_call *op = call_op(call);
+    const int32_t index = call_index(call);
+    int32_t failed = s->failed;
+    await_parts(s, s->start_ns);
     /* Every part's wait before any commit: a part whose wait fails leaves the others' outputs
      * unwritten too. */
     for (int32_t i = 0; i < s->count; i++)
@@ -298,6 +316,11 @@ static void run_parts(struct call *call, struct split_state *s)
             fail_parent(call, s, i, call_error_of(s->calls[i])->status,
                         call_error_of(s->calls[i])->message);
         }
+    if (failed < 0 && call_cancel_requested(op)) {
+        call_fail(call, CLOPS_ERR_CANCELLED,
+                  "cancelled before its outputs were written (its parts ran on every device)");
+        failed = s->count; /* no part's */
+    }
     /* Device outputs computed on another device go home once every part succeeded. */
     for (int32_t i = 0; i < s->count && failed < 0; i++) {
         const int32_t status = move_out(op->pool, s, i, op->impl->desc);
@@ -314,7 +337,7 @@ static void run_parts(struct call *call, struct split_state *s)
             call_fail(s->calls[i], call_error_of(call)->status, "another part of the call failed");
         const int32_t status = call_complete(s->calls[i]);
         op->device_ns += call_op(s->calls[i])->device_ns;
-        const double busy = s->done_ns[i] - start_ns;
+        const double busy = s->done_ns[i] - s->start_ns;
         pool_record_device_work(s->devs[i], 1, (int64_t)busy);
         if (status == CLOPS_OK && busy > 0)
             pool_op_rate_observe(op->pool, index, s->device_index[i],
@@ -325,14 +348,21 @@ static void run_parts(struct call *call, struct split_state *s)
     moves_release(s);
 }
 
-int call_split_run(struct call *call)
+/* The split of a checked call across the devices of operators.<op>.devices, its parts made
+ * (NULL: not split). `submitted`: only host operands split (a device buffer's earlier writers
+ * on the stream would not be ordered before another device's copy of it). */
+static struct split_state *split_plan(struct call *call, int submitted)
 {
     struct op_call *op = call_op(call);
     const int32_t index = call_index(call);
     const struct config_op *cfg = pool_op_split(op->pool, index);
-    if (cfg == NULL || op->impl->cut == NULL || op->nothing_to_do || !operands_movable(op))
-        return 0;
-    struct split_state s = {.count = 0};
+    if (cfg == NULL || op->impl->cut == NULL || op->nothing_to_do || !operands_movable(op) ||
+        call_cancel_requested(op))
+        return NULL;
+    for (int32_t i = 0; submitted && i < op->impl->desc->param_count; i++)
+        if (op_kind_is_tensor(op->impl->desc->params[i].kind) && op->values[i].tensor != NULL &&
+            op->values[i].tensor->buffer != NULL)
+            return NULL;
     /* Double precision when any tensor of the call is f64: the peak estimates use it. */
     int32_t f64 = 0;
     for (int32_t i = 0; i < op->impl->desc->param_count; i++) {
@@ -343,16 +373,20 @@ int call_split_run(struct call *call)
     double fastest = 0;
     for (int32_t i = 0; i < cfg->split_count; i++) {
         if (cfg->split_devices[i] >= pool_device_count(op->pool))
-            return 0; /* a listed device the pool did not open (not required, absent) */
+            return NULL; /* a listed device the pool did not open (not required, absent) */
         devs[i] = pool_device_at(op->pool, cfg->split_devices[i]);
         const double peak = pool_device_peak_flops(devs[i], f64);
         fastest = peak > fastest ? peak : fastest;
     }
     double shares[CONFIG_MAX_DEVICES];
     split_shares(op->pool, index, cfg, devs, f64, shares);
+    struct split_state *s = calloc(1, sizeof *s);
     struct op_part *parts = calloc((size_t)cfg->split_count, sizeof *parts);
-    if (parts == NULL)
-        return 0; /* run whole */
+    if (s == NULL || parts == NULL) {
+        free(s);
+        free(parts);
+        return NULL; /* run whole */
+    }
     const int32_t made = op->impl->cut(op, cfg->split_count, shares, parts);
     double flops = 0;
     for (int32_t i = 0; i < cfg->split_count; i++)
@@ -361,28 +395,79 @@ int call_split_run(struct call *call)
      * (at pool_device_peak_flops): below it, one device finishes before a second one's staging
      * pays. */
     if (made < 2 || flops / fastest * 1e3 < cfg->split_min_ms) {
+        free(s);
         free(parts);
-        return 0;
+        return NULL;
     }
     /* The parts with work, in the devices' order. */
-    s.parts = parts;
+    s->parts = parts;
     for (int32_t i = 0; i < cfg->split_count; i++) {
         if (parts[i].flops <= 0)
             continue;
-        if (s.count != i)
-            parts[s.count] = parts[i];
+        if (s->count != i)
+            parts[s->count] = parts[i];
         /* Values point into the part's own tensors: moved with it. */
         for (int32_t p = 0; p < op->impl->desc->param_count; p++)
-            if (parts[s.count].values[p].tensor == &parts[i].tensors[p])
-                parts[s.count].values[p].tensor = &parts[s.count].tensors[p];
-        s.devs[s.count] = devs[i];
-        s.device_index[s.count] = cfg->split_devices[i];
-        s.count++;
+            if (parts[s->count].values[p].tensor == &parts[i].tensors[p])
+                parts[s->count].values[p].tensor = &parts[s->count].tensors[p];
+        s->devs[s->count] = devs[i];
+        s->device_index[s->count] = cfg->split_devices[i];
+        s->count++;
     }
     log_msg(CLOPS_LOG_DEBUG, "%s: split into %d parts over %d devices", op->impl->desc->name,
-            (int)s.count, (int)cfg->split_count);
-    run_parts(call, &s);
-    free(parts);
-    call_complete(call); /* never started: its statistics, and what call_prepare held */
+            (int)s->count, (int)cfg->split_count);
+    return s;
+}
+
+void call_split_finish(struct call *call)
+{
+    struct split_state *s = call_split_state(call);
+    if (s == NULL)
+        return;
+    call_set_split_state(call, NULL);
+    finish_parts(call, s);
+    free(s->parts);
+    free(s);
+}
+
+int call_split_run(struct call *call)
+{
+    struct split_state *s = split_plan(call, 0);
+    if (s == NULL)
+        return 0;
+    call_set_split_state(call, s);
+    start_parts(call, s);
+    call_complete(call); /* the parts' end (call_split_finish), the statistics, the release */
+    return 1;
+}
+
+int call_split_submit(struct call *call, cl_command_queue queue)
+{
+    struct split_state *s = split_plan(call, 1);
+    if (s == NULL)
+        return 0;
+    /* The parts on other devices are ordered after nothing on the stream's queue: the stream's
+     * earlier work (its calls, and the barriers of what this call and the stream wait for) ends
+     * first, waited for here, on the stream's thread that starts calls (never the host's).
+     * Where that fails, the call runs whole and meets the failure itself. */
+    cl_event earlier = NULL;
+    cl_int rc = clEnqueueMarkerWithWaitList(queue, 0, NULL, &earlier);
+    if (rc == CL_SUCCESS)
+        rc = clWaitForEvents(1, &earlier);
+    if (earlier != NULL)
+        clReleaseEvent(earlier);
+    if (rc != CL_SUCCESS) {
+        free(s->parts);
+        free(s);
+        return 0;
+    }
+    cl_device_id device = NULL;
+    if (clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof device, &device, NULL) == CL_SUCCESS)
+        for (int32_t i = 0; i < pool_device_count(call_op(call)->pool); i++)
+            if (pool_device_id(pool_device_at(call_op(call)->pool, i)) == device)
+                s->stream_dev = pool_device_at(call_op(call)->pool, i);
+    s->stream_queue = queue;
+    call_set_split_state(call, s);
+    start_parts(call, s);
     return 1;
 }

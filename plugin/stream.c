@@ -226,6 +226,10 @@ static void start_job(struct clops_stream *s, struct stream_job *job)
             return;
         }
         wait_for_host_writers(s, job);
+        if (call_split_submit(job->call, s->queue)) {
+            event_started(job->event, NULL, 1); /* waited for on the host (call.h says why) */
+            return;
+        }
         call_start(job->call, s->queue);
         /* Submitted to the device now, not when the completer first waits for it. */
         clFlush(s->queue);
