@@ -265,10 +265,12 @@ int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
         int32_t status = gemm_variants[v](e->pool, e->dev, p, choice, &count);
         for (int c = 0; c < count && status == CLOPS_OK && !taken; c++)
             status = take_choice(e, &choice[c], &taken, out);
-        if (status != CLOPS_OK || taken) {
+        if (status != CLOPS_OK)
+            return status;
+        if (taken) {
             out->global =
                 out->local * (size_t)gemm_blocks_covering(p->m, p->n, out->tile_m, out->tile_n);
-            return status;
+            return CLOPS_OK;
         }
     }
     return err_set(CLOPS_ERR_INTERNAL, "%s: no kernel for the call", gemm_op_name);
