@@ -7,7 +7,10 @@
  * by columns and one by rows; both devices did work (their statistics); configured shares; the
  * rates measured for the next split; a call too small to split runs whole; and the fault sweep:
  * a call in which any OpenCL call or allocation fails reports it, naming the part, and leaves C
- * untouched. Links the core with fault injection (fault_inject.h). */
+ * untouched. The same sweep over Mandelbrot's tiles split across the devices (split.h), into
+ * host memory (left untouched by a failed call) and into buffers on the primary device, called
+ * and submitted: every failure an error, a call that survives one right, and the next call
+ * right. Links the core with fault injection (fault_inject.h). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -446,6 +449,257 @@ START_TEST(test_a_failure_moving_device_operands_is_reported)
 }
 END_TEST
 
+/* ---- Mandelbrot's tiles split across the devices (split.h) ------------------------------- */
+
+enum { MANDEL_H = 45, MANDEL_W = 71, MANDEL_TILE = 16, MANDEL_SENTINEL = 0xA5 };
+static const int64_t mandel_counts_bytes = (int64_t)sizeof(uint32_t) * MANDEL_H * MANDEL_W;
+static const int64_t mandel_image_bytes = (int64_t)4 * MANDEL_H * MANDEL_W;
+
+/* Counts and RGBA colours, compact row-major, in host memory; where bi, bm are set, the call
+ * writes those buffers on the primary device instead. */
+struct mandel_out {
+    uint32_t *iters;
+    uint8_t *image;
+    struct clops_buffer *bi, *bm;
+};
+
+/* Host outputs (and the buffers, where there are) SENTINEL again. */
+static void mandel_reset(struct mandel_out *o)
+{
+    memset(o->iters, MANDEL_SENTINEL, (size_t)mandel_counts_bytes);
+    memset(o->image, MANDEL_SENTINEL, (size_t)mandel_image_bytes);
+    if (o->bi != NULL) {
+        ck_assert_int_eq(api->buffer_upload(o->bi, 0, o->iters, mandel_counts_bytes), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_upload(o->bm, 0, o->image, mandel_image_bytes), CLOPS_OK);
+    }
+}
+
+static struct mandel_out mandel_out_new(struct clops_pool *pool, int on_device)
+{
+    struct mandel_out o = {tu_malloc((size_t)mandel_counts_bytes),
+                           tu_malloc((size_t)mandel_image_bytes), NULL, NULL};
+    if (on_device) {
+        ck_assert_int_eq(api->buffer_create(pool, mandel_counts_bytes, &o.bi), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_create(pool, mandel_image_bytes, &o.bm), CLOPS_OK);
+    }
+    mandel_reset(&o);
+    return o;
+}
+
+static void mandel_out_free(struct mandel_out *o)
+{
+    api->buffer_release(o->bi);
+    api->buffer_release(o->bm);
+    free(o->iters);
+    free(o->image);
+}
+
+/* The call's outputs into the host arrays (from the buffers, where there are). */
+static void mandel_fetch(struct mandel_out *o)
+{
+    if (o->bi == NULL)
+        return;
+    ck_assert_int_eq(api->buffer_download(o->bi, 0, o->iters, mandel_counts_bytes), CLOPS_OK);
+    ck_assert_int_eq(api->buffer_download(o->bm, 0, o->image, mandel_image_bytes), CLOPS_OK);
+}
+
+static int mandel_equal(const struct mandel_out *a, const struct mandel_out *b)
+{
+    return memcmp(a->iters, b->iters, (size_t)mandel_counts_bytes) == 0 &&
+           memcmp(a->image, b->image, (size_t)mandel_image_bytes) == 0;
+}
+
+static int mandel_untouched(const struct mandel_out *o)
+{
+    for (int64_t i = 0; i < mandel_image_bytes; i++)
+        if (((const uint8_t *)o->iters)[i] != MANDEL_SENTINEL || o->image[i] != MANDEL_SENTINEL)
+            return 0;
+    return 1;
+}
+
+/* A view with inside points, fast and slow escapes, 300 iterations at most, f32. */
+static int32_t mandel_call(struct clops_pool *pool, const char *split, struct mandel_out *o)
+{
+    const clops_mandelbrot_fn mandelbrot = (clops_mandelbrot_fn)api->op_find("mandelbrot")->entry;
+    struct clops_tensor ti = {.data = o->bi != NULL ? NULL : o->iters,
+                              .buffer = o->bi,
+                              .dtype = CLOPS_U32,
+                              .rank = 2,
+                              .shape = {MANDEL_H, MANDEL_W},
+                              .strides = {MANDEL_W, 1}};
+    struct clops_tensor tm = {.data = o->bm != NULL ? NULL : o->image,
+                              .buffer = o->bm,
+                              .dtype = CLOPS_U8,
+                              .rank = 3,
+                              .shape = {MANDEL_H, MANDEL_W, 4},
+                              .strides = {4 * MANDEL_W, 4, 1}};
+    return mandelbrot(pool, &ti, &tm, -0.75, 0.1, 2.7, 300, 0, split, MANDEL_TILE);
+}
+
+/* The same call submitted to `stream`, waited for: its outcome's status (a refused submit's). */
+static int32_t mandel_submitted(struct clops_stream *stream, const char *split,
+                                struct mandel_out *o)
+{
+    struct clops_tensor ti = {.buffer = o->bi,
+                              .dtype = CLOPS_U32,
+                              .rank = 2,
+                              .shape = {MANDEL_H, MANDEL_W},
+                              .strides = {MANDEL_W, 1}};
+    struct clops_tensor tm = {.buffer = o->bm,
+                              .dtype = CLOPS_U8,
+                              .rank = 3,
+                              .shape = {MANDEL_H, MANDEL_W, 4},
+                              .strides = {4 * MANDEL_W, 4, 1}};
+    const struct clops_arg args[] = {
+        {.name = "iterations", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &ti},
+        {.name = "image", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &tm},
+        {.name = "center_x", .kind = CLOPS_PARAM_DOUBLE, .d = -0.75},
+        {.name = "center_y", .kind = CLOPS_PARAM_DOUBLE, .d = 0.1},
+        {.name = "scale", .kind = CLOPS_PARAM_DOUBLE, .d = 2.7},
+        {.name = "max_iterations", .kind = CLOPS_PARAM_INT64, .i = 300},
+        {.name = "split", .kind = CLOPS_PARAM_STRING, .s = split},
+        {.name = "tile", .kind = CLOPS_PARAM_INT64, .i = MANDEL_TILE},
+    };
+    struct clops_submit_args a = {.struct_size = sizeof a,
+                                  .op_index = registry_index_by_name("mandelbrot"),
+                                  .stream = stream,
+                                  .args = args,
+                                  .nargs = 8,
+                                  .arg_size = sizeof args[0]};
+    int32_t status = api->submit(&a);
+    if (status != CLOPS_OK)
+        return status;
+    struct clops_event_wait_args w = {
+        .struct_size = sizeof w, .count = 1, .events = &a.event, .timeout_ns = -1, .wait_all = 1};
+    while (api->event_wait(&w) != CLOPS_OK) /* a wait that failed itself: the outcome comes */
+        ;
+    /* No ck_assert while a fault is armed: Check's own bookkeeping allocates. */
+    struct clops_event_query_args q = {.struct_size = sizeof q, .event = a.event};
+    status = api->event_query(&q);
+    if (status == CLOPS_OK)
+        status = q.status;
+    struct clops_event_release_args r = {.struct_size = sizeof r, .event = a.event};
+    api->event_release(&r);
+    return status;
+}
+
+/* The sweep's cases: _i bit 0 the kind of failure (OpenCL, allocation), bits 1-2 the call: into
+ * host memory split 0.5 (a worker per device), the same dynamic (a worker per queue, tiles
+ * taken over), into buffers on the primary device split 0.5 (device 1's tiles placed by the
+ * primary device), the same submitted to a stream (ordered after the stream's earlier calls). */
+enum { MANDEL_HOST, MANDEL_HOST_DYNAMIC, MANDEL_DEVICE, MANDEL_SUBMITTED, MANDEL_SWEEPS };
+
+static int32_t mandel_sweep_call(struct clops_pool *pool, struct clops_stream *stream, int which,
+                                 struct mandel_out *o)
+{
+    const char *split = which == MANDEL_HOST_DYNAMIC ? "dynamic" : "0.5";
+    return which == MANDEL_SUBMITTED ? mandel_submitted(stream, split, o)
+                                     : mandel_call(pool, split, o);
+}
+
+/* Any OpenCL call or allocation failing in a split Mandelbrot call: an error with a message,
+ * never a crash or a leak (AddressSanitizer in CI), host outputs untouched; a call that lives
+ * with a failure (a release's status) is right, and so is the next call after the sweep. */
+START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
+{
+    const enum fault_kind kind = _i & 1 ? FAULT_ALLOC : FAULT_OPENCL;
+    const int which = _i >> 1;
+    static struct clops_pool *pool; /* kept, as test_split_crew keeps its Mandelbrot pool */
+    pool = two_devices("");
+    ck_assert(pool != NULL);
+    struct clops_stream_create_args sa = {.struct_size = sizeof sa, .pool = pool};
+    if (which == MANDEL_SUBMITTED)
+        ck_assert_msg(api->stream_create(&sa) == CLOPS_OK, "%s", api->last_error());
+    const int on_device = which >= MANDEL_DEVICE;
+    struct mandel_out want = mandel_out_new(pool, 0), got = mandel_out_new(pool, on_device);
+    ck_assert_int_eq(mandel_call(pool, "1", &want), CLOPS_OK); /* device 0 alone */
+    /* Kernels built; bridges, buffers and kernels kept for the calls that follow. */
+    ck_assert_msg(mandel_sweep_call(pool, sa.stream, which, &got) == CLOPS_OK, "%s",
+                  api->last_error());
+    fault_arm(kind, 0);
+    ck_assert_int_eq(mandel_sweep_call(pool, sa.stream, which, &got), CLOPS_OK);
+    const int64_t calls = fault_count(kind);
+    fault_disarm();
+    ck_assert_int_gt(calls, 0);
+    int failures = 0;
+    for (int64_t n = 1; n <= calls; n++) {
+        mandel_reset(&got);
+        fault_arm(kind, n);
+        const int32_t status = mandel_sweep_call(pool, sa.stream, which, &got);
+        const char *failed = fault_failed_function();
+        fault_disarm();
+        if (status == CLOPS_OK) { /* lived with it, or the call took another path */
+            mandel_fetch(&got);
+            ck_assert_msg(mandel_equal(&got, &want), "failing call %lld (%s): wrong bits",
+                          (long long)n, failed ? failed : "none");
+            continue;
+        }
+        failures++;
+        ck_assert_msg(strlen(api->last_error()) > 0 || which == MANDEL_SUBMITTED,
+                      "failing call %lld (%s): no message", (long long)n, failed);
+        ck_assert_msg(on_device || mandel_untouched(&got),
+                      "failing call %lld (%s): %s; the host outputs were written", (long long)n,
+                      failed ? failed : "?", api->last_error());
+    }
+    ck_assert_int_gt(failures, 0);
+    mandel_reset(&got);
+    ck_assert_msg(mandel_sweep_call(pool, sa.stream, which, &got) == CLOPS_OK, "%s",
+                  api->last_error());
+    mandel_fetch(&got);
+    ck_assert_msg(mandel_equal(&got, &want), "after the sweep: wrong bits");
+    if (sa.stream != NULL) {
+        struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sa.stream};
+        ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
+    }
+    mandel_out_free(&want);
+    mandel_out_free(&got);
+}
+END_TEST
+
+/* Every OpenCL call (_i bit 0: every allocation) failing in turn in the first split call of a
+ * pool, which makes what later calls reuse (kernels, device buffers, bridges), into host memory
+ * (_i bit 1: into buffers on the primary device): an error, no leak once the pool is released
+ * (LeakSanitizer in CI), host outputs untouched. A fresh pool per failure. */
+START_TEST(test_a_failure_in_a_pools_first_split_call_is_reported)
+{
+    const enum fault_kind kind = _i & 1 ? FAULT_ALLOC : FAULT_OPENCL;
+    const int on_device = (_i >> 1) & 1;
+    struct mandel_out want = mandel_out_new(NULL, 0);
+    struct clops_pool *pool = two_devices("");
+    ck_assert(pool != NULL);
+    ck_assert_int_eq(mandel_call(pool, "1", &want), CLOPS_OK); /* device 0 alone */
+    api->pool_release(pool);
+    int64_t calls = 1;
+    int failures = 0;
+    for (int64_t n = 0; n <= calls; n++) { /* n = 0: counts them */
+        pool = two_devices("");
+        ck_assert(pool != NULL);
+        struct mandel_out got = mandel_out_new(pool, on_device);
+        fault_arm(kind, n);
+        const int32_t status = mandel_call(pool, "0.5", &got);
+        const char *failed = fault_failed_function();
+        fault_disarm();
+        if (n == 0)
+            calls = fault_count(kind);
+        failures += status != CLOPS_OK;
+        if (status == CLOPS_OK) {
+            mandel_fetch(&got);
+            ck_assert_msg(mandel_equal(&got, &want), "failing call %lld (%s): wrong bits",
+                          (long long)n, failed ? failed : "none");
+        } else {
+            ck_assert_msg(on_device || mandel_untouched(&got),
+                          "failing call %lld (%s): %s; the host outputs were written", (long long)n,
+                          failed ? failed : "?", api->last_error());
+        }
+        mandel_out_free(&got);
+        api->pool_release(pool);
+    }
+    ck_assert_int_gt(calls, 0);
+    ck_assert_int_gt(failures, 0);
+    mandel_out_free(&want);
+}
+END_TEST
+
 int main(void)
 {
     /* PoCL then shows two CPU devices (a value the user set is kept). */
@@ -460,6 +714,8 @@ int main(void)
         TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 2),
         TU_LOOP(test_split_gemm_on_device_buffers, 2),
         TU_LOOP(test_a_failure_moving_device_operands_is_reported, 2),
+        TU_LOOP(test_a_failure_in_a_split_mandelbrot_call_is_reported, 2 * MANDEL_SWEEPS),
+        TU_LOOP(test_a_failure_in_a_pools_first_split_call_is_reported, 4),
     };
     return tu_run_tests("multi_device", 1200, 1, tests, TU_COUNT(tests));
 }
