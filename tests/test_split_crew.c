@@ -11,7 +11,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,7 +80,11 @@ START_TEST(test_every_worker_runs_once_and_threads_are_kept)
     ck_assert_int_le(threads, WORKERS - 1);
     for (int r = 0; r < 20; r++)
         run_counted(crew);
-    ck_assert_int_eq(split_crew_threads(crew), threads); /* none started per call */
+    /* None started per call: 21 runs of WORKERS workers hold at most WORKERS - 1 threads. A
+     * later run may still start some the first did not (its caller ran the workers no thread
+     * took in time, as under load), never more than that. */
+    ck_assert_int_ge(split_crew_threads(crew), threads);
+    ck_assert_int_le(split_crew_threads(crew), WORKERS - 1);
     split_crew_free(crew);
     ck_assert_int_eq(run_counted(NULL), 1); /* no crew: one after the other, on the caller */
 }
@@ -145,22 +148,15 @@ START_TEST(test_split_calls_reuse_the_pools_threads)
     uint32_t *counts = malloc(sizeof(uint32_t) * SIDE * SIDE);
     struct clops_tensor out = {
         .data = counts, .dtype = CLOPS_U32, .rank = 2, .shape = {SIDE, SIDE}, .strides = {SIDE, 1}};
-    const struct clops_arg args[] = {
-        {.name = "iterations", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &out},
-        {.name = "center_x", .kind = CLOPS_PARAM_DOUBLE, .d = -0.75},
-        {.name = "center_y", .kind = CLOPS_PARAM_DOUBLE, .d = 0.1},
-        {.name = "scale", .kind = CLOPS_PARAM_DOUBLE, .d = 2.7},
-        {.name = "max_iterations", .kind = CLOPS_PARAM_INT64, .i = 300},
-        {.name = "split", .kind = CLOPS_PARAM_STRING, .s = "dynamic"},
-        {.name = "tile", .kind = CLOPS_PARAM_INT64, .i = 32},
-    };
+    struct clops_arg args[TU_MANDELBROT_ARGS];
+    const int32_t nargs = tu_mandelbrot_args(&out, NULL, 300, "dynamic", 32, args);
     const struct clops_op *op = api->op_find("mandelbrot");
-    ck_assert_msg(api->invoke_sized(pool, op, args, 7, sizeof args[0]) == CLOPS_OK, "%s",
+    ck_assert_msg(api->invoke_sized(pool, op, args, nargs, sizeof args[0]) == CLOPS_OK, "%s",
                   api->last_error());
     const int32_t threads = split_crew_threads(pool_split_crew(pool));
     ck_assert_int_ge(threads, 1);
     for (int r = 0; r < 3; r++)
-        ck_assert_msg(api->invoke_sized(pool, op, args, 7, sizeof args[0]) == CLOPS_OK, "%s",
+        ck_assert_msg(api->invoke_sized(pool, op, args, nargs, sizeof args[0]) == CLOPS_OK, "%s",
                       api->last_error());
     ck_assert_int_eq(split_crew_threads(pool_split_crew(pool)), threads);
     /* Not released: releasing a pool of two PoCL pthread devices that both ran Mandelbrot's
@@ -177,58 +173,16 @@ END_TEST
 
 enum { MANDEL_H = 211, MANDEL_W = 300, MANDEL_TILE = 32 };
 
-/* Where a render writes: counts and RGBA colours, compact row-major, in host memory, or in
- * buffers on the primary device (bi, bm) downloaded into the host arrays after the call. */
-struct picture {
-    uint32_t *iters;
-    uint8_t *image;
-    struct clops_buffer *bi, *bm; /* NULL: host outputs */
-};
-
-static const int64_t counts_bytes = sizeof(uint32_t) * MANDEL_H * MANDEL_W;
-static const int64_t image_bytes = (int64_t)4 * MANDEL_H * MANDEL_W;
-
-/* Every byte of the outputs SENTINEL again, so that a tile not written shows. */
-static void picture_reset(struct picture *p)
+/* Outputs of the cases' size, in host memory or in buffers on the primary device. */
+static struct tu_mandel_out mandel_out_new(struct clops_pool *pool, int on_device)
 {
-    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
-    memset(p->iters, 0xA5, (size_t)counts_bytes);
-    memset(p->image, 0xA5, (size_t)image_bytes);
-    if (p->bi != NULL) {
-        ck_assert_int_eq(api->buffer_upload(p->bi, 0, p->iters, counts_bytes), CLOPS_OK);
-        ck_assert_int_eq(api->buffer_upload(p->bm, 0, p->image, image_bytes), CLOPS_OK);
-    }
+    return tu_mandel_out_new(entry_table(CLOPS_ABI_MAJOR), pool, MANDEL_H, MANDEL_W, on_device);
 }
 
-static struct picture picture_new(struct clops_pool *pool, int on_device)
+static void expect_same_bits(const struct tu_mandel_out *got, const struct tu_mandel_out *want,
+                             const char *what)
 {
-    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
-    struct picture p = {malloc((size_t)counts_bytes), malloc((size_t)image_bytes), NULL, NULL};
-    ck_assert(p.iters != NULL && p.image != NULL);
-    if (on_device) {
-        ck_assert_int_eq(api->buffer_create(pool, counts_bytes, &p.bi), CLOPS_OK);
-        ck_assert_int_eq(api->buffer_create(pool, image_bytes, &p.bm), CLOPS_OK);
-    }
-    picture_reset(&p);
-    return p;
-}
-
-static void picture_free(struct picture *p)
-{
-    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
-    api->buffer_release(p->bi);
-    api->buffer_release(p->bm);
-    free(p->iters);
-    free(p->image);
-}
-
-static void expect_same_picture(const struct picture *got, const struct picture *want,
-                                const char *what)
-{
-    ck_assert_msg(memcmp(got->iters, want->iters, (size_t)counts_bytes) == 0,
-                  "%s: the counts differ from one device's", what);
-    ck_assert_msg(memcmp(got->image, want->image, (size_t)image_bytes) == 0,
-                  "%s: the image differs from one device's", what);
+    ck_assert_msg(tu_mandel_out_equal(got, want), "%s: the bits differ from one device's", what);
 }
 
 /* The two-device pool of the Mandelbrot cases, two queues per device (a dynamic split has a
@@ -247,36 +201,22 @@ static struct clops_pool *mandel_pool(void)
     return pool;
 }
 
-/* A render of the cases' view into `out` with `split` ("1": device 0 alone, the GPU side of a
- * pool without GPUs). */
-static int32_t render(struct clops_pool *pool, const char *split, struct picture *out)
+/* A render of the tests' view (tu_mandelbrot_args) into `out` with `split` ("1": device 0
+ * alone, the GPU side of a pool without GPUs), fetched into the host arrays. */
+static int32_t render(struct clops_pool *pool, const char *split, struct tu_mandel_out *out)
 {
     const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
-    const clops_mandelbrot_fn mandelbrot = (clops_mandelbrot_fn)api->op_find("mandelbrot")->entry;
-    struct clops_tensor ti = {.data = out->iters,
-                              .buffer = out->bi,
-                              .dtype = CLOPS_U32,
-                              .rank = 2,
-                              .shape = {MANDEL_H, MANDEL_W},
-                              .strides = {MANDEL_W, 1}};
-    struct clops_tensor tm = {.data = out->image,
-                              .buffer = out->bm,
-                              .dtype = CLOPS_U8,
-                              .rank = 3,
-                              .shape = {MANDEL_H, MANDEL_W, 4},
-                              .strides = {4 * MANDEL_W, 4, 1}};
-    if (out->bi != NULL)
-        ti.data = tm.data = NULL;
-    const int32_t status = mandelbrot(pool, &ti, &tm, -0.75, 0.1, 2.7, 300, 0, split, MANDEL_TILE);
-    if (out->bi != NULL && status == CLOPS_OK) {
-        ck_assert_int_eq(api->buffer_download(out->bi, 0, out->iters, counts_bytes), CLOPS_OK);
-        ck_assert_int_eq(api->buffer_download(out->bm, 0, out->image, image_bytes), CLOPS_OK);
-    }
+    struct clops_arg args[TU_MANDELBROT_ARGS];
+    const int32_t nargs = tu_mandelbrot_args(&out->ti, &out->tm, 300, split, MANDEL_TILE, args);
+    const int32_t status =
+        api->invoke_sized(pool, api->op_find("mandelbrot"), args, nargs, sizeof args[0]);
+    if (status == CLOPS_OK)
+        tu_mandel_out_fetch(out);
     return status;
 }
 
 /* A render that must succeed. */
-static void render_ok(struct clops_pool *pool, const char *split, struct picture *out)
+static void render_ok(struct clops_pool *pool, const char *split, struct tu_mandel_out *out)
 {
     ck_assert_msg(render(pool, split, out) == CLOPS_OK, "split %s: %s", split,
                   entry_table(CLOPS_ABI_MAJOR)->last_error());
@@ -307,17 +247,18 @@ START_TEST(test_split_calls_match_one_device_and_reuse_what_they_made)
     const int on_device = _i & 1;
     const char *split = reuse_splits[(_i >> 1) & 1];
     struct clops_pool *pool = mandel_pool();
-    struct picture want = picture_new(pool, on_device), got = picture_new(pool, on_device);
+    struct tu_mandel_out want = mandel_out_new(pool, on_device),
+                         got = mandel_out_new(pool, on_device);
     render_ok(pool, "1", &want);
     render_ok(pool, split, &got);
-    expect_same_picture(&got, &want, "the first split call");
+    expect_same_bits(&got, &want, "the first split call");
     const struct made first = made_by(pool);
     ck_assert_int_gt(first.bridges, 0); /* device 1's tiles cross through host memory */
     ck_assert_int_gt(first.buffers[1], 0);
     for (int r = 0; r < 3; r++) {
-        picture_reset(&got);
+        tu_mandel_out_reset(&got);
         render_ok(pool, split, &got);
-        expect_same_picture(&got, &want, "a later split call");
+        expect_same_bits(&got, &want, "a later split call");
     }
     const struct made later = made_by(pool);
     ck_assert_msg(later.bridges == first.bridges && later.kernels == first.kernels &&
@@ -327,8 +268,8 @@ START_TEST(test_split_calls_match_one_device_and_reuse_what_they_made)
                   (long long)(later.kernels - first.kernels),
                   (long long)(later.buffers[0] - first.buffers[0]),
                   (long long)(later.buffers[1] - first.buffers[1]));
-    picture_free(&want);
-    picture_free(&got);
+    tu_mandel_out_free(&want);
+    tu_mandel_out_free(&got);
 }
 END_TEST
 
@@ -336,8 +277,8 @@ END_TEST
  * buffers on the primary device) and the bits they must hold. */
 struct beside {
     struct clops_pool *pool;
-    const struct picture *want;
-    struct picture got;
+    const struct tu_mandel_out *want;
+    struct tu_mandel_out got;
     int32_t status;
     char message[256];
 };
@@ -346,11 +287,10 @@ static void *render_beside(void *arg)
 {
     struct beside *b = arg;
     for (int r = 0; r < 3 && b->status == CLOPS_OK; r++) {
-        picture_reset(&b->got);
+        tu_mandel_out_reset(&b->got);
         b->status = render(b->pool, "dynamic", &b->got);
         const char *what = entry_table(CLOPS_ABI_MAJOR)->last_error();
-        if (b->status == CLOPS_OK && (memcmp(b->got.iters, b->want->iters, (size_t)counts_bytes) ||
-                                      memcmp(b->got.image, b->want->image, (size_t)image_bytes))) {
+        if (b->status == CLOPS_OK && !tu_mandel_out_equal(&b->got, b->want)) {
             b->status = CLOPS_ERR_INTERNAL;
             what = "the bits differ from one device's";
         }
@@ -365,10 +305,10 @@ static void *render_beside(void *arg)
 START_TEST(test_split_calls_from_two_threads_at_once)
 {
     struct clops_pool *pool = mandel_pool();
-    struct picture want = picture_new(pool, 0);
+    struct tu_mandel_out want = mandel_out_new(pool, 0);
     render_ok(pool, "1", &want);
-    struct beside b[2] = {{.pool = pool, .want = &want, .got = picture_new(pool, 0)},
-                          {.pool = pool, .want = &want, .got = picture_new(pool, 1)}};
+    struct beside b[2] = {{.pool = pool, .want = &want, .got = mandel_out_new(pool, 0)},
+                          {.pool = pool, .want = &want, .got = mandel_out_new(pool, 1)}};
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(pthread_create(&t[i], NULL, render_beside, &b[i]), 0);
@@ -376,43 +316,24 @@ START_TEST(test_split_calls_from_two_threads_at_once)
         pthread_join(t[i], NULL);
     for (int i = 0; i < 2; i++) {
         ck_assert_msg(b[i].status == CLOPS_OK, "thread %d: %s", i, b[i].message);
-        picture_free(&b[i].got);
+        tu_mandel_out_free(&b[i].got);
     }
-    picture_free(&want);
+    tu_mandel_out_free(&want);
 }
 END_TEST
 
-/* Submits a Mandelbrot render of the cases' view with `max_iterations` into `out` on `stream`. */
+/* Submits a render of the cases' view with `max_iterations` into `out` on `stream`. */
 static struct clops_event *submit_render(struct clops_stream *stream, const char *split,
-                                         int64_t max_iterations, struct picture *out)
+                                         int64_t max_iterations, struct tu_mandel_out *out)
 {
     const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
-    struct clops_tensor ti = {.buffer = out->bi,
-                              .dtype = CLOPS_U32,
-                              .rank = 2,
-                              .shape = {MANDEL_H, MANDEL_W},
-                              .strides = {MANDEL_W, 1}};
-    struct clops_tensor tm = {.buffer = out->bm,
-                              .dtype = CLOPS_U8,
-                              .rank = 3,
-                              .shape = {MANDEL_H, MANDEL_W, 4},
-                              .strides = {4 * MANDEL_W, 4, 1}};
-    const struct clops_arg args[] = {
-        {.name = "iterations", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &ti},
-        {.name = "image", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &tm},
-        {.name = "center_x", .kind = CLOPS_PARAM_DOUBLE, .d = -0.75},
-        {.name = "center_y", .kind = CLOPS_PARAM_DOUBLE, .d = 0.1},
-        {.name = "scale", .kind = CLOPS_PARAM_DOUBLE, .d = 2.7},
-        {.name = "max_iterations", .kind = CLOPS_PARAM_INT64, .i = max_iterations},
-        {.name = "split", .kind = CLOPS_PARAM_STRING, .s = split},
-        {.name = "tile", .kind = CLOPS_PARAM_INT64, .i = MANDEL_TILE},
-    };
+    struct clops_arg args[TU_MANDELBROT_ARGS];
     struct clops_submit_args a = {.struct_size = sizeof a,
                                   .op_index = api->op_index(api->op_find("mandelbrot")),
                                   .stream = stream,
                                   .args = args,
-                                  .nargs = 8,
                                   .arg_size = sizeof args[0]};
+    a.nargs = tu_mandelbrot_args(&out->ti, &out->tm, max_iterations, split, MANDEL_TILE, args);
     ck_assert_msg(api->submit(&a) == CLOPS_OK, "submit: %s", api->last_error());
     return a.event;
 }
@@ -426,7 +347,7 @@ START_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls)
 {
     const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
     struct clops_pool *pool = mandel_pool();
-    struct picture want = picture_new(pool, 0), got = picture_new(pool, 1);
+    struct tu_mandel_out want = mandel_out_new(pool, 0), got = mandel_out_new(pool, 1);
     render_ok(pool, "1", &want);
     struct clops_stream_create_args sa = {.struct_size = sizeof sa, .pool = pool};
     ck_assert_msg(api->stream_create(&sa) == CLOPS_OK, "%s", api->last_error());
@@ -444,11 +365,10 @@ START_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls)
     }
     struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sa.stream};
     ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
-    ck_assert_int_eq(api->buffer_download(got.bi, 0, got.iters, counts_bytes), CLOPS_OK);
-    ck_assert_int_eq(api->buffer_download(got.bm, 0, got.image, image_bytes), CLOPS_OK);
-    expect_same_picture(&got, &want, "the submitted split call");
-    picture_free(&want);
-    picture_free(&got);
+    tu_mandel_out_fetch(&got);
+    expect_same_bits(&got, &want, "the submitted split call");
+    tu_mandel_out_free(&want);
+    tu_mandel_out_free(&got);
 }
 END_TEST
 
