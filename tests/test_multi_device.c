@@ -451,121 +451,33 @@ END_TEST
 
 /* ---- Mandelbrot's tiles split across the devices (split.h) ------------------------------- */
 
-enum { MANDEL_H = 45, MANDEL_W = 71, MANDEL_TILE = 16, MANDEL_SENTINEL = 0xA5 };
-static const int64_t mandel_counts_bytes = (int64_t)sizeof(uint32_t) * MANDEL_H * MANDEL_W;
-static const int64_t mandel_image_bytes = (int64_t)4 * MANDEL_H * MANDEL_W;
+enum { MANDEL_H = 45, MANDEL_W = 71, MANDEL_TILE = 16 };
 
-/* Counts and RGBA colours, compact row-major, in host memory; where bi, bm are set, the call
- * writes those buffers on the primary device instead. */
-struct mandel_out {
-    uint32_t *iters;
-    uint8_t *image;
-    struct clops_buffer *bi, *bm;
-};
-
-/* Host outputs (and the buffers, where there are) SENTINEL again. */
-static void mandel_reset(struct mandel_out *o)
+/* Outputs of the sweeps' size, in host memory or in buffers on the primary device. */
+static struct tu_mandel_out mandel_out_new(struct clops_pool *pool, int on_device)
 {
-    memset(o->iters, MANDEL_SENTINEL, (size_t)mandel_counts_bytes);
-    memset(o->image, MANDEL_SENTINEL, (size_t)mandel_image_bytes);
-    if (o->bi != NULL) {
-        ck_assert_int_eq(api->buffer_upload(o->bi, 0, o->iters, mandel_counts_bytes), CLOPS_OK);
-        ck_assert_int_eq(api->buffer_upload(o->bm, 0, o->image, mandel_image_bytes), CLOPS_OK);
-    }
+    return tu_mandel_out_new(api, pool, MANDEL_H, MANDEL_W, on_device);
 }
 
-static struct mandel_out mandel_out_new(struct clops_pool *pool, int on_device)
+/* The split tests' view (tu_mandelbrot_args) into `o`. */
+static int32_t mandel_call(struct clops_pool *pool, const char *split, struct tu_mandel_out *o)
 {
-    struct mandel_out o = {tu_malloc((size_t)mandel_counts_bytes),
-                           tu_malloc((size_t)mandel_image_bytes), NULL, NULL};
-    if (on_device) {
-        ck_assert_int_eq(api->buffer_create(pool, mandel_counts_bytes, &o.bi), CLOPS_OK);
-        ck_assert_int_eq(api->buffer_create(pool, mandel_image_bytes, &o.bm), CLOPS_OK);
-    }
-    mandel_reset(&o);
-    return o;
-}
-
-static void mandel_out_free(struct mandel_out *o)
-{
-    api->buffer_release(o->bi);
-    api->buffer_release(o->bm);
-    free(o->iters);
-    free(o->image);
-}
-
-/* The call's outputs into the host arrays (from the buffers, where there are). */
-static void mandel_fetch(struct mandel_out *o)
-{
-    if (o->bi == NULL)
-        return;
-    ck_assert_int_eq(api->buffer_download(o->bi, 0, o->iters, mandel_counts_bytes), CLOPS_OK);
-    ck_assert_int_eq(api->buffer_download(o->bm, 0, o->image, mandel_image_bytes), CLOPS_OK);
-}
-
-static int mandel_equal(const struct mandel_out *a, const struct mandel_out *b)
-{
-    return memcmp(a->iters, b->iters, (size_t)mandel_counts_bytes) == 0 &&
-           memcmp(a->image, b->image, (size_t)mandel_image_bytes) == 0;
-}
-
-static int mandel_untouched(const struct mandel_out *o)
-{
-    for (int64_t i = 0; i < mandel_image_bytes; i++)
-        if (((const uint8_t *)o->iters)[i] != MANDEL_SENTINEL || o->image[i] != MANDEL_SENTINEL)
-            return 0;
-    return 1;
-}
-
-/* A view with inside points, fast and slow escapes, 300 iterations at most, f32. */
-static int32_t mandel_call(struct clops_pool *pool, const char *split, struct mandel_out *o)
-{
-    const clops_mandelbrot_fn mandelbrot = (clops_mandelbrot_fn)api->op_find("mandelbrot")->entry;
-    struct clops_tensor ti = {.data = o->bi != NULL ? NULL : o->iters,
-                              .buffer = o->bi,
-                              .dtype = CLOPS_U32,
-                              .rank = 2,
-                              .shape = {MANDEL_H, MANDEL_W},
-                              .strides = {MANDEL_W, 1}};
-    struct clops_tensor tm = {.data = o->bm != NULL ? NULL : o->image,
-                              .buffer = o->bm,
-                              .dtype = CLOPS_U8,
-                              .rank = 3,
-                              .shape = {MANDEL_H, MANDEL_W, 4},
-                              .strides = {4 * MANDEL_W, 4, 1}};
-    return mandelbrot(pool, &ti, &tm, -0.75, 0.1, 2.7, 300, 0, split, MANDEL_TILE);
+    struct clops_arg args[TU_MANDELBROT_ARGS];
+    const int32_t nargs = tu_mandelbrot_args(&o->ti, &o->tm, 300, split, MANDEL_TILE, args);
+    return api->invoke_sized(pool, api->op_find("mandelbrot"), args, nargs, sizeof args[0]);
 }
 
 /* The same call submitted to `stream`, waited for: its outcome's status (a refused submit's). */
 static int32_t mandel_submitted(struct clops_stream *stream, const char *split,
-                                struct mandel_out *o)
+                                struct tu_mandel_out *o)
 {
-    struct clops_tensor ti = {.buffer = o->bi,
-                              .dtype = CLOPS_U32,
-                              .rank = 2,
-                              .shape = {MANDEL_H, MANDEL_W},
-                              .strides = {MANDEL_W, 1}};
-    struct clops_tensor tm = {.buffer = o->bm,
-                              .dtype = CLOPS_U8,
-                              .rank = 3,
-                              .shape = {MANDEL_H, MANDEL_W, 4},
-                              .strides = {4 * MANDEL_W, 4, 1}};
-    const struct clops_arg args[] = {
-        {.name = "iterations", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &ti},
-        {.name = "image", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &tm},
-        {.name = "center_x", .kind = CLOPS_PARAM_DOUBLE, .d = -0.75},
-        {.name = "center_y", .kind = CLOPS_PARAM_DOUBLE, .d = 0.1},
-        {.name = "scale", .kind = CLOPS_PARAM_DOUBLE, .d = 2.7},
-        {.name = "max_iterations", .kind = CLOPS_PARAM_INT64, .i = 300},
-        {.name = "split", .kind = CLOPS_PARAM_STRING, .s = split},
-        {.name = "tile", .kind = CLOPS_PARAM_INT64, .i = MANDEL_TILE},
-    };
+    struct clops_arg args[TU_MANDELBROT_ARGS];
     struct clops_submit_args a = {.struct_size = sizeof a,
                                   .op_index = registry_index_by_name("mandelbrot"),
                                   .stream = stream,
                                   .args = args,
-                                  .nargs = 8,
                                   .arg_size = sizeof args[0]};
+    a.nargs = tu_mandelbrot_args(&o->ti, &o->tm, 300, split, MANDEL_TILE, args);
     int32_t status = api->submit(&a);
     if (status != CLOPS_OK)
         return status;
@@ -590,7 +502,7 @@ static int32_t mandel_submitted(struct clops_stream *stream, const char *split,
 enum { MANDEL_HOST, MANDEL_HOST_DYNAMIC, MANDEL_DEVICE, MANDEL_SUBMITTED, MANDEL_SWEEPS };
 
 static int32_t mandel_sweep_call(struct clops_pool *pool, struct clops_stream *stream, int which,
-                                 struct mandel_out *o)
+                                 struct tu_mandel_out *o)
 {
     const char *split = which == MANDEL_HOST_DYNAMIC ? "dynamic" : "0.5";
     return which == MANDEL_SUBMITTED ? mandel_submitted(stream, split, o)
@@ -611,7 +523,7 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
     if (which == MANDEL_SUBMITTED)
         ck_assert_msg(api->stream_create(&sa) == CLOPS_OK, "%s", api->last_error());
     const int on_device = which >= MANDEL_DEVICE;
-    struct mandel_out want = mandel_out_new(pool, 0), got = mandel_out_new(pool, on_device);
+    struct tu_mandel_out want = mandel_out_new(pool, 0), got = mandel_out_new(pool, on_device);
     ck_assert_int_eq(mandel_call(pool, "1", &want), CLOPS_OK); /* device 0 alone */
     /* Kernels built; bridges, buffers and kernels kept for the calls that follow. */
     ck_assert_msg(mandel_sweep_call(pool, sa.stream, which, &got) == CLOPS_OK, "%s",
@@ -623,36 +535,36 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
     ck_assert_int_gt(calls, 0);
     int failures = 0;
     for (int64_t n = 1; n <= calls; n++) {
-        mandel_reset(&got);
+        tu_mandel_out_reset(&got);
         fault_arm(kind, n);
         const int32_t status = mandel_sweep_call(pool, sa.stream, which, &got);
         const char *failed = fault_failed_function();
         fault_disarm();
         if (status == CLOPS_OK) { /* lived with it, or the call took another path */
-            mandel_fetch(&got);
-            ck_assert_msg(mandel_equal(&got, &want), "failing call %lld (%s): wrong bits",
+            tu_mandel_out_fetch(&got);
+            ck_assert_msg(tu_mandel_out_equal(&got, &want), "failing call %lld (%s): wrong bits",
                           (long long)n, failed ? failed : "none");
             continue;
         }
         failures++;
         ck_assert_msg(strlen(api->last_error()) > 0 || which == MANDEL_SUBMITTED,
                       "failing call %lld (%s): no message", (long long)n, failed);
-        ck_assert_msg(on_device || mandel_untouched(&got),
+        ck_assert_msg(on_device || tu_mandel_out_untouched(&got),
                       "failing call %lld (%s): %s; the host outputs were written", (long long)n,
                       failed ? failed : "?", api->last_error());
     }
     ck_assert_int_gt(failures, 0);
-    mandel_reset(&got);
+    tu_mandel_out_reset(&got);
     ck_assert_msg(mandel_sweep_call(pool, sa.stream, which, &got) == CLOPS_OK, "%s",
                   api->last_error());
-    mandel_fetch(&got);
-    ck_assert_msg(mandel_equal(&got, &want), "after the sweep: wrong bits");
+    tu_mandel_out_fetch(&got);
+    ck_assert_msg(tu_mandel_out_equal(&got, &want), "after the sweep: wrong bits");
     if (sa.stream != NULL) {
         struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sa.stream};
         ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
     }
-    mandel_out_free(&want);
-    mandel_out_free(&got);
+    tu_mandel_out_free(&want);
+    tu_mandel_out_free(&got);
 }
 END_TEST
 
@@ -664,7 +576,7 @@ START_TEST(test_a_failure_in_a_pools_first_split_call_is_reported)
 {
     const enum fault_kind kind = _i & 1 ? FAULT_ALLOC : FAULT_OPENCL;
     const int on_device = (_i >> 1) & 1;
-    struct mandel_out want = mandel_out_new(NULL, 0);
+    struct tu_mandel_out want = mandel_out_new(NULL, 0);
     struct clops_pool *pool = two_devices("");
     ck_assert(pool != NULL);
     ck_assert_int_eq(mandel_call(pool, "1", &want), CLOPS_OK); /* device 0 alone */
@@ -674,7 +586,7 @@ START_TEST(test_a_failure_in_a_pools_first_split_call_is_reported)
     for (int64_t n = 0; n <= calls; n++) { /* n = 0: counts them */
         pool = two_devices("");
         ck_assert(pool != NULL);
-        struct mandel_out got = mandel_out_new(pool, on_device);
+        struct tu_mandel_out got = mandel_out_new(pool, on_device);
         fault_arm(kind, n);
         const int32_t status = mandel_call(pool, "0.5", &got);
         const char *failed = fault_failed_function();
@@ -683,20 +595,20 @@ START_TEST(test_a_failure_in_a_pools_first_split_call_is_reported)
             calls = fault_count(kind);
         failures += status != CLOPS_OK;
         if (status == CLOPS_OK) {
-            mandel_fetch(&got);
-            ck_assert_msg(mandel_equal(&got, &want), "failing call %lld (%s): wrong bits",
+            tu_mandel_out_fetch(&got);
+            ck_assert_msg(tu_mandel_out_equal(&got, &want), "failing call %lld (%s): wrong bits",
                           (long long)n, failed ? failed : "none");
         } else {
-            ck_assert_msg(on_device || mandel_untouched(&got),
+            ck_assert_msg(on_device || tu_mandel_out_untouched(&got),
                           "failing call %lld (%s): %s; the host outputs were written", (long long)n,
                           failed ? failed : "?", api->last_error());
         }
-        mandel_out_free(&got);
+        tu_mandel_out_free(&got);
         api->pool_release(pool);
     }
     ck_assert_int_gt(calls, 0);
     ck_assert_int_gt(failures, 0);
-    mandel_out_free(&want);
+    tu_mandel_out_free(&want);
 }
 END_TEST
 

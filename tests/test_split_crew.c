@@ -322,9 +322,10 @@ START_TEST(test_split_calls_from_two_threads_at_once)
 }
 END_TEST
 
-/* Submits a render of the cases' view with `max_iterations` into `out` on `stream`. */
+/* Submits a render of the cases' view with `max_iterations` and `tile` into `out` on `stream`. */
 static struct clops_event *submit_render(struct clops_stream *stream, const char *split,
-                                         int64_t max_iterations, struct tu_mandel_out *out)
+                                         int64_t max_iterations, int64_t tile,
+                                         struct tu_mandel_out *out)
 {
     const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
     struct clops_arg args[TU_MANDELBROT_ARGS];
@@ -333,16 +334,17 @@ static struct clops_event *submit_render(struct clops_stream *stream, const char
                                   .stream = stream,
                                   .args = args,
                                   .arg_size = sizeof args[0]};
-    a.nargs = tu_mandelbrot_args(&out->ti, &out->tm, max_iterations, split, MANDEL_TILE, args);
+    a.nargs = tu_mandelbrot_args(&out->ti, &out->tm, max_iterations, split, tile, args);
     ck_assert_msg(api->submit(&a) == CLOPS_OK, "submit: %s", api->last_error());
     return a.event;
 }
 
 /* A submitted split call into buffers on the primary device, after a slower call of the same
  * stream into the same buffers (device 0 alone, on the stream's queue, up to 20000 iterations
- * a pixel against 300): the split's tiles land after the earlier call's, so the buffers hold
- * the split's bits, though its workers write them on queues of their own. Without an order
- * between them the earlier call's tiles landed last in 5 runs of 5. */
+ * a pixel against 300, in one tile: one launch, which its pace cannot hold back, so that it is
+ * all still queued when the split starts): the split's tiles land after the earlier call's, so
+ * the buffers hold the split's bits, though its workers write them on queues of their own.
+ * Without an order between them the earlier call's tiles landed last in 9 runs of 10. */
 START_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls)
 {
     const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
@@ -351,8 +353,8 @@ START_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls)
     render_ok(pool, "1", &want);
     struct clops_stream_create_args sa = {.struct_size = sizeof sa, .pool = pool};
     ck_assert_msg(api->stream_create(&sa) == CLOPS_OK, "%s", api->last_error());
-    struct clops_event *events[2] = {submit_render(sa.stream, "1", 20000, &got),
-                                     submit_render(sa.stream, "dynamic", 300, &got)};
+    struct clops_event *events[2] = {submit_render(sa.stream, "1", 20000, 512, &got),
+                                     submit_render(sa.stream, "dynamic", 300, MANDEL_TILE, &got)};
     struct clops_event_wait_args w = {
         .struct_size = sizeof w, .count = 2, .events = events, .timeout_ns = -1, .wait_all = 1};
     ck_assert_int_eq(api->event_wait(&w), CLOPS_OK);

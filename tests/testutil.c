@@ -100,6 +100,96 @@ const struct clops_op *tu_op(const char *name)
     return op;
 }
 
+int32_t tu_mandelbrot_args(const struct clops_tensor *iterations, const struct clops_tensor *image,
+                           int64_t max_iterations, const char *split, int64_t tile,
+                           struct clops_arg *args)
+{
+    const struct clops_arg view[] = {
+        {.name = "iterations", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = iterations},
+        {.name = "center_x", .kind = CLOPS_PARAM_DOUBLE, .d = -0.75},
+        {.name = "center_y", .kind = CLOPS_PARAM_DOUBLE, .d = 0.1},
+        {.name = "scale", .kind = CLOPS_PARAM_DOUBLE, .d = 2.7},
+        {.name = "max_iterations", .kind = CLOPS_PARAM_INT64, .i = max_iterations},
+        {.name = "split", .kind = CLOPS_PARAM_STRING, .s = split},
+        {.name = "tile", .kind = CLOPS_PARAM_INT64, .i = tile},
+        {.name = "image", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = image},
+    };
+    const int32_t count = image != NULL ? TU_MANDELBROT_ARGS : TU_MANDELBROT_ARGS - 1;
+    memcpy(args, view, (size_t)count * sizeof view[0]);
+    return count;
+}
+
+struct tu_mandel_out tu_mandel_out_new(const struct clops_api *api, struct clops_pool *pool,
+                                       int64_t h, int64_t w, int on_device)
+{
+    struct tu_mandel_out o = {.api = api,
+                              .h = h,
+                              .w = w,
+                              .iters = tu_malloc((size_t)(h * w) * sizeof(uint32_t)),
+                              .image = tu_malloc((size_t)(h * w) * 4)};
+    if (on_device) {
+        ck_assert_int_eq(api->buffer_create(pool, h * w * 4, &o.bi), CLOPS_OK);
+        ck_assert_int_eq(api->buffer_create(pool, h * w * 4, &o.bm), CLOPS_OK);
+    }
+    o.ti = (struct clops_tensor){.data = on_device ? NULL : o.iters,
+                                 .buffer = o.bi,
+                                 .dtype = CLOPS_U32,
+                                 .rank = 2,
+                                 .shape = {h, w},
+                                 .strides = {w, 1}};
+    o.tm = (struct clops_tensor){.data = on_device ? NULL : o.image,
+                                 .buffer = o.bm,
+                                 .dtype = CLOPS_U8,
+                                 .rank = 3,
+                                 .shape = {h, w, 4},
+                                 .strides = {4 * w, 4, 1}};
+    tu_mandel_out_reset(&o);
+    return o;
+}
+
+void tu_mandel_out_reset(struct tu_mandel_out *o)
+{
+    const int64_t bytes = o->h * o->w * 4; /* of either output */
+    memset(o->iters, TU_MANDEL_SENTINEL, (size_t)bytes);
+    memset(o->image, TU_MANDEL_SENTINEL, (size_t)bytes);
+    if (o->bi != NULL) {
+        ck_assert_int_eq(o->api->buffer_upload(o->bi, 0, o->iters, bytes), CLOPS_OK);
+        ck_assert_int_eq(o->api->buffer_upload(o->bm, 0, o->image, bytes), CLOPS_OK);
+    }
+}
+
+void tu_mandel_out_fetch(struct tu_mandel_out *o)
+{
+    if (o->bi == NULL)
+        return;
+    const int64_t bytes = o->h * o->w * 4;
+    ck_assert_int_eq(o->api->buffer_download(o->bi, 0, o->iters, bytes), CLOPS_OK);
+    ck_assert_int_eq(o->api->buffer_download(o->bm, 0, o->image, bytes), CLOPS_OK);
+}
+
+int tu_mandel_out_equal(const struct tu_mandel_out *a, const struct tu_mandel_out *b)
+{
+    const size_t bytes = (size_t)(a->h * a->w * 4);
+    return memcmp(a->iters, b->iters, bytes) == 0 && memcmp(a->image, b->image, bytes) == 0;
+}
+
+int tu_mandel_out_untouched(const struct tu_mandel_out *o)
+{
+    const uint8_t *counts = (const uint8_t *)o->iters;
+    for (int64_t i = 0; i < o->h * o->w * 4; i++)
+        if (counts[i] != TU_MANDEL_SENTINEL || o->image[i] != TU_MANDEL_SENTINEL)
+            return 0;
+    return 1;
+}
+
+void tu_mandel_out_free(struct tu_mandel_out *o)
+{
+    o->api->buffer_release(o->bi);
+    o->api->buffer_release(o->bm);
+    free(o->iters);
+    free(o->image);
+}
+
 int tu_has_fp64(void)
 {
     struct clops_device_info info = {.struct_size = sizeof info};

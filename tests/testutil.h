@@ -41,6 +41,38 @@ void tu_release_case_pool(void);
 
 /* The operator called name, which must exist. */
 const struct clops_op *tu_op(const char *name);
+/* The arguments (invoke_sized's, submit's) of a Mandelbrot call of the view the split tests
+ * render: centre (-0.75, 0.1), 2.7 wide (inside points, fast and slow escapes), f32, into
+ * `iterations` and `image` (NULL: none), which must outlive the call (submit: the submit).
+ * Fills args[0 .. TU_MANDELBROT_ARGS) and returns how many it used. */
+enum { TU_MANDELBROT_ARGS = 8 };
+/* The outputs of an h x w Mandelbrot call, compact row-major: counts (u32) and RGBA colours
+ * (u8) in the host arrays, or, made with on_device, in buffers on the pool's primary device
+ * (bi, bm; the host arrays then hold what tu_mandel_out_fetch downloads). `api` is the table
+ * the test calls: tu_api(), or a test of the static core's entry_table(). */
+struct tu_mandel_out {
+    const struct clops_api *api;
+    int64_t h, w;
+    uint32_t *iters;
+    uint8_t *image;
+    struct clops_buffer *bi, *bm; /* NULL: host outputs */
+    struct clops_tensor ti, tm;   /* the call's tensors */
+};
+struct tu_mandel_out tu_mandel_out_new(const struct clops_api *api, struct clops_pool *pool,
+                                       int64_t h, int64_t w, int on_device);
+/* Every byte of the outputs (host arrays and buffers) TU_MANDEL_SENTINEL again. */
+enum { TU_MANDEL_SENTINEL = 0xA5 };
+void tu_mandel_out_reset(struct tu_mandel_out *o);
+/* The buffers' contents into the host arrays (nothing for host outputs). */
+void tu_mandel_out_fetch(struct tu_mandel_out *o);
+/* Whether the host arrays of two outputs of the same shape hold the same bits. */
+int tu_mandel_out_equal(const struct tu_mandel_out *a, const struct tu_mandel_out *b);
+/* Whether every byte of the host arrays is still TU_MANDEL_SENTINEL. */
+int tu_mandel_out_untouched(const struct tu_mandel_out *o);
+void tu_mandel_out_free(struct tu_mandel_out *o);
+int32_t tu_mandelbrot_args(const struct clops_tensor *iterations, const struct clops_tensor *image,
+                           int64_t max_iterations, const char *split, int64_t tile,
+                           struct clops_arg *args);
 /* Whether device 0 of tu_pool() has double precision. */
 int tu_has_fp64(void);
 /* The dtype of a test iteration over both floating-point types: CLOPS_F64 where f64 is not 0,
@@ -118,8 +150,8 @@ int tu_kernel_launches(const struct tu_kernel_log *log, const char *name);
 /* A kernel directory in which gemm's sources do not build: gemm.cl and gemm_mma.cl (the gemm
  * operator builds one or the other, by device: gemm_mma.cl on NVIDIA GPUs of compute capability
  * 8.0 and later), both naming an undeclared identifier ("undeclared_name"). dir is made from
- * `dir_template` (mkdtemp's XXXXXX), paths are the two files, config a pool configuration that reads
- * kernels from dir with the binary cache off. tu_remove_broken_gemm_kernels deletes them. */
+ * `dir_template` (mkdtemp's XXXXXX), paths are the two files, config a pool configuration that
+ * reads kernels from dir with the binary cache off. tu_remove_broken_gemm_kernels deletes them. */
 enum { TU_GEMM_SOURCES = 2 };
 struct tu_broken_kernels {
     char dir[128];
