@@ -11,6 +11,9 @@
 # 3. clops-bench lu (lu and solve, f32 and f64) on one GPU and on both, N = 16384 (and 32768,
 #    49152 with BIG=1). Target: lu f64 on two GPUs >= 1.6x one at 32768 (cuSOLVERMg: 51.7
 #    TFLOP/s there).
+# 4. clops-bench mandelbrot on one GPU and on both: the whole set split "1" (4096^2; two GPUs
+#    took 17.2 ms against 0.94 on one before the bridges), the deep zoom dynamic. Target: a
+#    dynamic split never slower than the fastest device alone, >= 0.95 of the sum of the two.
 # Output goes line by line (stdbuf) to $OUT/multi-*.txt, so that a run cut by its time limit
 # keeps what it printed. Carry BUILD_DIR (libclops.so*, hosts/bench/clops-bench, tests/) and
 # .device/ (runtime .debs and prelude.sh, as device-overlap.sh says). About 9 minutes (BIG=1:
@@ -53,4 +56,11 @@ for config in "" configs/two_gpus.cfg; do
     timeout 300 stdbuf -oL "$build/hosts/bench/clops-bench" lu --sizes "$lu_sizes" --reps 3 \
         ${config:+--config $config} 2>&1 | tee "$out/multi-lu-$(basename "$label").txt" |
         grep -E "^ *(lu|solve)|f(32|64)"
+done
+for config in "" configs/two_gpus.cfg; do
+    label=${config:-one-gpu}
+    echo "== clops-bench mandelbrot --size 4096 ${config:+--config $config}"
+    # shellcheck disable=SC2086 # the config option is two words or none
+    timeout 180 stdbuf -oL "$build/hosts/bench/clops-bench" mandelbrot --size 4096 --reps 5 \
+        ${config:+--config $config} 2>&1 | tee "$out/multi-mandelbrot-$(basename "$label").txt"
 done
