@@ -25,23 +25,12 @@ static void setup(void)
     api = entry_table(CLOPS_ABI_MAJOR);
 }
 
-/* Two devices (two GPUs where the machine has them, else two CPU devices) with `operators`. */
+/* tu_two_devices on the static core's table, which must have them. */
 static struct clops_pool *two_devices(const char *operators)
 {
-    static const char *const devices[] = {
-        "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } );",
-        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } );",
-    };
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
-        char text[512];
-        snprintf(text, sizeof text, "%s cpu_fallback = false; operators = { %s };", devices[i],
-                 operators);
-        struct clops_pool *pool = NULL;
-        if (api->pool_create_from_string(text, &pool) == CLOPS_OK)
-            return pool;
-    }
-    ck_abort_msg("no pool of two devices: %s", api->last_error());
-    return NULL;
+    struct clops_pool *pool = tu_two_devices(api, operators);
+    ck_assert_msg(pool != NULL, "no pool of two devices: %s", api->last_error());
+    return pool;
 }
 
 static struct clops_pool *across(void)

@@ -33,24 +33,10 @@ static void setup(void)
     api = entry_table(CLOPS_ABI_MAJOR);
 }
 
-/* A pool of two devices, two GPUs where the machine has them, else two CPU devices, with
- * `operators` (the configuration's operators group's contents, "" for none); NULL where the
- * machine has no two devices. */
+/* tu_two_devices on the static core's table; NULL where the machine has no two devices. */
 static struct clops_pool *two_devices(const char *operators)
 {
-    static const char *const devices[] = {
-        "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } );",
-        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } );",
-    };
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
-        char text[512];
-        snprintf(text, sizeof text, "%s cpu_fallback = false; operators = { %s };", devices[i],
-                 operators);
-        struct clops_pool *pool = NULL;
-        if (api->pool_create_from_string(text, &pool) == CLOPS_OK)
-            return pool;
-    }
-    return NULL;
+    return tu_two_devices(api, operators);
 }
 
 /* gemm split over both devices (`split`: more keys of operators.gemm) with split_min_ms = 0

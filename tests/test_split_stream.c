@@ -24,18 +24,19 @@ static void setup(void)
     api = tu_api();
 }
 
-#define TWO_CPUS                                                                                   \
-    "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } ); cpu_fallback = false; "
-
 static struct clops_pool *split_pool(void)
 {
-    return tu_pool_from_string(TWO_CPUS
-                               "operators = { gemm = { devices = [0, 1]; split_min_ms = 0; }; };");
+    struct clops_pool *pool =
+        tu_two_devices(api, "gemm = { devices = [0, 1]; split_min_ms = 0; };");
+    ck_assert_msg(pool != NULL, "no pool of two devices: %s", api->last_error());
+    return pool;
 }
 
 static struct clops_pool *whole_pool(void)
 {
-    return tu_pool_from_string(TWO_CPUS);
+    struct clops_pool *pool = tu_two_devices(api, "");
+    ck_assert_msg(pool != NULL, "no pool of two devices: %s", api->last_error());
+    return pool;
 }
 
 static int64_t tasks(struct clops_pool *pool, int32_t d)
@@ -143,17 +144,6 @@ static void release_event(struct clops_event *e)
     ck_assert_int_eq(api->event_release(&a), CLOPS_OK);
 }
 
-/* The pool's cl_context, through a buffer of it (for the gate). */
-static cl_context pool_context(struct clops_pool *pool)
-{
-    struct clops_buffer *b = NULL;
-    ck_assert_int_eq(api->buffer_create(pool, 64, &b), CLOPS_OK);
-    struct clops_buffer_cl_args a = {.struct_size = sizeof a, .buffer = b};
-    ck_assert_int_eq(api->buffer_cl(&a), CLOPS_OK);
-    api->buffer_release(b);
-    return (cl_context)a.cl_context;
-}
-
 /* A submitted split call behind a gate: nothing written, on either device, until the gate
  * opens; then the one device's bits, both devices having worked; a second call of the stream
  * reading its C as A sees all of it. */
@@ -172,7 +162,7 @@ START_TEST(test_a_submitted_split_call_matches_one_device)
     gemm_now(whole, &(struct product){.ta = c_view, .tb = next_one.tb, .tc = next_one.tc});
     struct clops_stream *s = new_stream(split);
     cl_int rc;
-    cl_event gate = clCreateUserEvent(pool_context(split), &rc);
+    cl_event gate = clCreateUserEvent((cl_context)tu_pool_context(split), &rc);
     ck_assert_int_eq(rc, CL_SUCCESS);
     const int64_t before[2] = {tasks(split, 0), tasks(split, 1)};
     const int64_t uploaded = uploaded_bytes(split);
@@ -216,7 +206,7 @@ START_TEST(test_a_cancelled_split_call_writes_nothing)
     product_make(&p, 33);
     struct clops_stream *s = new_stream(split);
     cl_int rc;
-    cl_event gate = clCreateUserEvent(pool_context(split), &rc);
+    cl_event gate = clCreateUserEvent((cl_context)tu_pool_context(split), &rc);
     ck_assert_int_eq(rc, CL_SUCCESS);
     struct clops_event *e = submit_product(s, &p, NULL, gate);
     struct clops_event_cancel_args c = {.struct_size = sizeof c, .event = e};

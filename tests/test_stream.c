@@ -181,15 +181,9 @@ static void assert_untouched(const struct gemm_case *g)
                       (long long)i, g->c[i]);
 }
 
-/* The pool's cl_context, through a buffer of it. */
 static cl_context pool_context(struct clops_pool *pool)
 {
-    struct clops_buffer *b = NULL;
-    ck_assert_int_eq(api->buffer_create(pool, 64, &b), CLOPS_OK);
-    struct clops_buffer_cl_args a = {.struct_size = sizeof a, .buffer = b};
-    ck_assert_int_eq(api->buffer_cl(&a), CLOPS_OK);
-    api->buffer_release(b);
-    return (cl_context)a.cl_context;
+    return (cl_context)tu_pool_context(pool);
 }
 
 /* A user event of the pool's context: what holds a stream's work back until the test lets go. */

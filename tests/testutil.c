@@ -62,6 +62,33 @@ int tu_child_creates_pool(const char *config)
            WEXITSTATUS(status) == 0;
 }
 
+struct clops_pool *tu_two_devices(const struct clops_api *api, const char *operators)
+{
+    static const char *const devices[] = {
+        "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } );",
+        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } );",
+    };
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s cpu_fallback = false; operators = { %s };", devices[i],
+                 operators);
+        struct clops_pool *pool = NULL;
+        if (api->pool_create_from_string(text, &pool) == CLOPS_OK)
+            return pool;
+    }
+    return NULL;
+}
+
+void *tu_pool_context(struct clops_pool *pool)
+{
+    struct clops_buffer *b = NULL;
+    ck_assert_int_eq(tu_api()->buffer_create(pool, 64, &b), CLOPS_OK);
+    struct clops_buffer_cl_args a = {.struct_size = sizeof a, .buffer = b};
+    ck_assert_int_eq(tu_api()->buffer_cl(&a), CLOPS_OK);
+    tu_api()->buffer_release(b);
+    return a.cl_context;
+}
+
 struct clops_pool *tu_pool(void)
 {
     if (pool == NULL)

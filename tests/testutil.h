@@ -19,6 +19,13 @@ const struct clops_api *tu_api_or_null(void);
  * OpenCL driver, so the children a suite forks later find theirs whole. For suites to decide
  * before they run whether to skip. */
 int tu_child_creates_pool(const char *config);
+/* A pool of `api`'s of two devices, two GPUs where the machine has them, else two CPU devices
+ * (PoCL with POCL_DEVICES="pthread pthread"), with `operators` (the configuration's operators
+ * group's contents, "" for none); NULL where the machine has no two devices. Without Check:
+ * helper processes may call it. */
+struct clops_pool *tu_two_devices(const struct clops_api *api, const char *operators);
+/* The pool's cl_context (void *: cl_context), through a buffer of its primary device. */
+void *tu_pool_context(struct clops_pool *pool);
 /* A default pool, created once per process and shared by the tests of a suite. */
 struct clops_pool *tu_pool(void);
 /* A new default pool of its own, which the caller releases. */
