@@ -125,9 +125,7 @@ int64_t bridge_made(const struct clops_pool *pool)
  * small beside it, small enough that two bridges of it stay cheap to keep pinned. */
 enum { BRIDGE_CHUNK = 32 << 20 };
 
-/* A rectangle's rows [r0, r0 + rows) in clEnqueue*BufferRect's terms: the origin's x stays
- * within a row (as some drivers check), the host side packed. */
-static void rect_terms(const struct bridge_rect *r, size_t r0, size_t rows, size_t width,
+void bridge_rect_terms(const struct bridge_rect *r, size_t r0, size_t rows, size_t width,
                        size_t origin[3], size_t region[3])
 {
     const size_t first = r->offset + r0 * r->pitch;
@@ -166,7 +164,7 @@ int32_t bridge_copy(struct clops_pool *pool, const struct bridge_rect *from,
             uploaded[k] = NULL;
         }
         size_t origin[3], region[3];
-        rect_terms(from, r0, n, width, origin, region);
+        bridge_rect_terms(from, r0, n, width, origin, region);
         if (rc == CL_SUCCESS)
             rc = clEnqueueReadBufferRect(from->queue, from->mem, CL_TRUE, origin, zero, region,
                                          from->pitch, 0, width, 0, b[k].data, 0, NULL, NULL);
@@ -175,7 +173,7 @@ int32_t bridge_copy(struct clops_pool *pool, const struct bridge_rect *from,
             break;
         }
         pool_record_download(pool, (int64_t)(n * width));
-        rect_terms(to, r0, n, width, origin, region);
+        bridge_rect_terms(to, r0, n, width, origin, region);
         rc = clEnqueueWriteBufferRect(to->queue, to->mem, CL_FALSE, origin, zero, region, to->pitch,
                                       0, width, 0, b[k].data, 0, NULL, &uploaded[k]);
         if (rc == CL_SUCCESS)

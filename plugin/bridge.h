@@ -36,6 +36,11 @@ struct bridge_rect {
     cl_mem mem;
     size_t offset, pitch;
 };
+/* Rows [r0, r0 + rows) of rectangle r, `width` bytes wide, in clEnqueue{Read,Write}BufferRect's
+ * terms: `origin` (its x within a row, as some drivers check) and `region`; the host side is
+ * packed (row pitch `width`). */
+void bridge_rect_terms(const struct bridge_rect *r, size_t r0, size_t rows, size_t width,
+                       size_t origin[3], size_t region[3]);
 /* Copies a rows x width bytes rectangle between buffers of two devices through bridges, in
  * chunks of rows double-buffered (a chunk's download from one while the other's upload runs),
  * and returns once the last upload is done; `op` names the caller in a failure's message.

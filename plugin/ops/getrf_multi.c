@@ -103,26 +103,14 @@ static int32_t devices_for(const struct op_call *call, const struct lu_ctx *ctx,
 
 /* ---- Moving blocks between devices ----------------------------------------------------------- */
 
-/* The rectangle rows [r0, r0 + rows) x columns [c0, c0 + cols) of a row-major matrix, in the
- * terms of clEnqueue{Read,Write}BufferRect, its host side packed (row pitch cols). */
-struct rect {
-    size_t buffer_origin[3], region[3];
-    size_t buffer_pitch, host_pitch;
-};
-
-static struct rect rect_of(const struct lu_matrix *a, int64_t es, int64_t r0, int64_t rows,
-                           int64_t c0, int64_t cols)
+/* Device d's matrix from element (r0, c0) on, as bridge_rect_terms takes it, on d's queue. */
+static struct bridge_rect rect_of(const struct lu_multi *m, int32_t d, int64_t r0, int64_t c0)
 {
-    /* The first element as (row, column) of a matrix of width ld starting at element 0: the
-     * origin's x stays within a row, as some drivers check. */
-    const int64_t first = a->offset + r0 * a->ld + c0;
-    struct rect r = {.buffer_pitch = (size_t)(a->ld * es), .host_pitch = (size_t)(cols * es)};
-    r.buffer_origin[0] = (size_t)((first % a->ld) * es);
-    r.buffer_origin[1] = (size_t)(first / a->ld);
-    r.region[0] = (size_t)(cols * es);
-    r.region[1] = (size_t)rows;
-    r.region[2] = 1;
-    return r;
+    const struct lu_matrix *a = &m->m[d];
+    return (struct bridge_rect){.queue = m->ctx[d]->queue,
+                                .mem = a->mem,
+                                .offset = (size_t)((a->offset + r0 * a->ld + c0) * m->es),
+                                .pitch = (size_t)(a->ld * m->es)};
 }
 
 /* A bridge for the next transfer: the one used three transfers back, once the uploads that
@@ -161,11 +149,12 @@ static int32_t slot_index(const struct lu_multi *m, const struct bridge *b)
 static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, int64_t r0, int64_t rows,
                         int64_t c0, int64_t cols, cl_event *done)
 {
-    const struct rect r = rect_of(&m->m[d], m->es, r0, rows, c0, cols);
-    const size_t host_origin[3] = {0, 0, 0};
-    cl_int rc = clEnqueueReadBufferRect(m->ctx[d]->queue, m->m[d].mem, CL_FALSE, r.buffer_origin,
-                                        host_origin, r.region, r.buffer_pitch, 0, r.host_pitch, 0,
-                                        b->data, 0, NULL, done);
+    const struct bridge_rect r = rect_of(m, d, r0, c0);
+    const size_t width = (size_t)(cols * m->es), host_origin[3] = {0, 0, 0};
+    size_t origin[3], region[3];
+    bridge_rect_terms(&r, 0, (size_t)rows, width, origin, region);
+    cl_int rc = clEnqueueReadBufferRect(r.queue, r.mem, CL_FALSE, origin, host_origin, region,
+                                        r.pitch, 0, width, 0, b->data, 0, NULL, done);
     if (rc == CL_SUCCESS)
         rc = clFlush(m->ctx[d]->queue);
     if (rc != CL_SUCCESS)
@@ -180,12 +169,13 @@ static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, int64_t
 static int32_t upload(struct lu_multi *m, int32_t d, struct bridge *b, int64_t r0, int64_t rows,
                       int64_t c0, int64_t cols)
 {
-    const struct rect r = rect_of(&m->m[d], m->es, r0, rows, c0, cols);
-    const size_t host_origin[3] = {0, 0, 0};
+    const struct bridge_rect r = rect_of(m, d, r0, c0);
+    const size_t width = (size_t)(cols * m->es), host_origin[3] = {0, 0, 0};
+    size_t origin[3], region[3];
+    bridge_rect_terms(&r, 0, (size_t)rows, width, origin, region);
     cl_event *reader = &m->slot_readers[slot_index(m, b)][d];
-    cl_int rc = clEnqueueWriteBufferRect(m->ctx[d]->queue, m->m[d].mem, CL_FALSE, r.buffer_origin,
-                                         host_origin, r.region, r.buffer_pitch, 0, r.host_pitch, 0,
-                                         b->data, 0, NULL, reader);
+    cl_int rc = clEnqueueWriteBufferRect(r.queue, r.mem, CL_FALSE, origin, host_origin, region,
+                                         r.pitch, 0, width, 0, b->data, 0, NULL, reader);
     if (rc == CL_SUCCESS)
         rc = clFlush(m->ctx[d]->queue);
     if (rc != CL_SUCCESS)
