@@ -1,66 +1,103 @@
 #!/bin/sh
-# hosts/bench/device-multi.sh BUILD_DIR — issue 24 on two GPUs (nvidia-h200-x2), in one call of
-# the `device` tool, as device-overlap.sh runs issue 23's:
-# 1. every suite of BUILD_DIR/tests on a pool of both GPUs with gemm, lu and solve split over
-#    both (CLOPS_TEST_POOL_CONFIG=configs/two_gpus.cfg); test_multi_device and test_lu_multi
+# hosts/bench/device-multi.sh BUILD_DIR — issue 24 on two GPUs (nvidia-h200-x2), in calls of the
+# `device` tool, as device-overlap.sh runs issue 23's. STEPS (default "suites gemm lu mandel")
+# picks what runs, in that order:
+# suites: every suite of BUILD_DIR/tests on a pool of both GPUs with gemm, lu and solve split
+#    over both (CLOPS_TEST_POOL_CONFIG=configs/two_gpus.cfg); test_multi_device and test_lu_multi
 #    make their own pools of the two GPUs;
-# 2. clops-bench gemm on one GPU and on both (configs/two_gpus.cfg), N = 8192, 16384 (and 32768
-#    with BIG=1), device operands (on GPU 0; the other GPU's part moves through pinned host
-#    memory) and host operands. Targets (issue 24): two GPUs >= 1.9x one at N >= 16384 with
-#    device operands, >= 1.8x at 32768 with host operands;
-# 3. clops-bench lu (lu and solve, f32 and f64) on one GPU and on both, N = 16384 (and 32768,
-#    49152 with BIG=1). Target: lu f64 on two GPUs >= 1.6x one at 32768 (cuSOLVERMg: 51.7
-#    TFLOP/s there).
-# 4. clops-bench mandelbrot on one GPU and on both: the whole set split "1" (4096^2; two GPUs
-#    took 17.2 ms against 0.94 on one before the bridges), the deep zoom dynamic. Target: a
-#    dynamic split never slower than the fastest device alone, >= 0.95 of the sum of the two.
-# Output goes line by line (stdbuf) to $OUT/multi-*.txt, so that a run cut by its time limit
-# keeps what it printed. Carry BUILD_DIR (libclops.so*, hosts/bench/clops-bench, tests/) and
-# .device/ (runtime .debs and prelude.sh, as device-overlap.sh says). About 9 minutes (BIG=1:
-# split it, SKIP_SUITES=1 leaves step 1 out).
+# gemm: clops-bench gemm on one GPU (with --peers: cuBLAS) and on both (configs/two_gpus.cfg),
+#    N = GEMM_SIZES (default 8192,16384,32768), device operands (on GPU 0; the other GPU's
+#    part moves through pinned host memory) and host operands. Targets (issue 24): two GPUs
+#    >= 1.9x one at N >= 16384 with device operands, >= 1.8x at 32768 with host operands;
+# lu: clops-bench lu (lu and solve, f32 and f64) on one GPU (with --peers: cuSOLVER) and on
+#    both, N = LU_SIZES (default 16384,32768). Target: lu f64 on two GPUs >= 1.6x one at 32768
+#    (cuSOLVERMg: 51.7 TFLOP/s there);
+# mandel: clops-bench mandelbrot on one GPU, on both (the whole set split "1" at 4096^2 and
+#    16384^2: two GPUs took 17.2 ms against 0.94 on one before the bridges) and on GPU 0 + the
+#    CPU (configs/gpu_cpu.cfg: the deep zoom, dynamic). Target: a dynamic split never slower
+#    than the fastest device alone, >= 0.95 of the sum of the two.
+# Output goes line by line (stdbuf) to /tmp/multi/*, packed into $OUT/multi.tgz after each step
+# (a call brings 8 files back at most), so that a run cut by its time limit keeps what it
+# printed. BUILD_DIR holds libclops.so*, hosts/bench/clops-bench and tests/ (a
+# build's, stripped to fit the 64 MiB a call carries:
+#   mkdir -p .device/b/tests .device/b/hosts/bench && cp -a build/libclops.so* .device/b &&
+#   cp build/hosts/bench/clops-bench .device/b/hosts/bench && cp build/tests/test_*
+#   build/tests/*_child .device/b/tests && strip .device/b/tests/* .device/b/hosts/bench/*),
+# carried with .device/debs, .device/lib (libsubunit) and .device/prelude.sh
+# (../shared/device/prelude.sh). Each step takes 2-4 minutes: one call runs two or three.
 set -u
 build=$1
 set -- .device/debs
 . .device/prelude.sh
+export LD_LIBRARY_PATH="$PWD/.device/lib:$LD_LIBRARY_PATH"
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on this machine
 export XDG_CACHE_HOME=/tmp/clops-test-cache CK_DEFAULT_TIMEOUT=600
 export CLOPS_LIBRARY="$PWD/$build/libclops.so" CLOPS_SOURCE_DIR="$PWD" CLOPS_BINARY_DIR="$PWD/$build"
-out=${OUT:-/tmp}
+out=/tmp/multi
+mkdir -p $out
+bench="$build/hosts/bench/clops-bench"
+began=$(date +%s)
+# No new measurement starts after DEADLINE seconds (default 430), none runs over LIMIT (150):
+# a call has 600 at most.
+late() { [ $(($(date +%s) - began)) -ge "${DEADLINE:-430}" ] && echo "(deadline: the rest left out)"; }
 nvidia-smi -L
-if [ "${SKIP_SUITES:-0}" != 1 ]; then
-    for t in "$build"/tests/test_*; do
-        [ -x "$t" ] || continue
-        name=$(basename "$t")
-        start=$(date +%s)
-        CLOPS_TEST_POOL_CONFIG="$PWD/configs/two_gpus.cfg" timeout 150 stdbuf -oL "$t" \
-            >"$out/multi-$name.log" 2>&1
-        echo "$name: exit $?, $(($(date +%s) - start)) s — $(grep -E '^[0-9]+%' "$out/multi-$name.log")"
-    done
-fi
-sizes=8192,16384
-[ "${BIG:-0}" = 1 ] && sizes=$sizes,32768
-for config in "" configs/two_gpus.cfg; do
-    label=${config:-one-gpu}
-    echo "== clops-bench gemm --host --sizes $sizes ${config:+--config $config}"
-    # shellcheck disable=SC2086 # the config option is two words or none
-    timeout 300 stdbuf -oL "$build/hosts/bench/clops-bench" gemm --sizes "$sizes" --reps 3 \
-        --no-cold --host ${config:+--config $config} 2>&1 | tee "$out/multi-gemm-$(basename "$label").txt" |
-        grep -E "operands|^ *f(32|64) +[0-9]"
-done
-lu_sizes=16384
-[ "${BIG:-0}" = 1 ] && lu_sizes=16384,32768,49152
-for config in "" configs/two_gpus.cfg; do
-    label=${config:-one-gpu}
-    echo "== clops-bench lu --sizes $lu_sizes ${config:+--config $config}"
-    # shellcheck disable=SC2086 # the config option is two words or none
-    timeout 300 stdbuf -oL "$build/hosts/bench/clops-bench" lu --sizes "$lu_sizes" --reps 3 \
-        ${config:+--config $config} 2>&1 | tee "$out/multi-lu-$(basename "$label").txt" |
-        grep -E "^ *(lu|solve)|f(32|64)"
-done
-for config in "" configs/two_gpus.cfg; do
-    label=${config:-one-gpu}
-    echo "== clops-bench mandelbrot --size 4096 ${config:+--config $config}"
-    # shellcheck disable=SC2086 # the config option is two words or none
-    timeout 180 stdbuf -oL "$build/hosts/bench/clops-bench" mandelbrot --size 4096 --reps 5 \
-        ${config:+--config $config} 2>&1 | tee "$out/multi-mandelbrot-$(basename "$label").txt"
+for step in ${STEPS:-suites gemm lu mandel}; do
+    case $step in
+    suites)
+        for t in "$build"/tests/test_*; do
+            [ -x "$t" ] || continue
+            late && break 2
+            name=$(basename "$t")
+            start=$(date +%s)
+            CLOPS_TEST_POOL_CONFIG="$PWD/configs/two_gpus.cfg" timeout 150 stdbuf -oL "$t" \
+                >"$out/multi-$name.log" 2>&1
+            echo "$name: exit $?, $(($(date +%s) - start)) s — $(grep -E '^[0-9]+%' "$out/multi-$name.log")"
+            grep -E ":[FE]:" "$out/multi-$name.log" | head -3
+        done
+        ;;
+    gemm)
+        for n in $(echo "${GEMM_SIZES:-8192,16384,32768}" | tr , ' '); do
+            for config in "" configs/two_gpus.cfg; do
+                late && break 3
+                label=$(basename "${config:-one-gpu}" .cfg)
+                echo "== clops-bench gemm --host --sizes $n ${config:+--config $config}"
+                # shellcheck disable=SC2046 # the options are words or none
+                timeout "${LIMIT:-150}" stdbuf -oL "$bench" gemm --sizes "$n" --reps 3 --no-cold --host \
+                    $([ -z "$config" ] && echo --peers) ${config:+--config $config} \
+                    >"$out/multi-gemm-$label-$n.txt" 2>&1
+                echo "exit $?, $(($(date +%s) - began)) s"
+                grep -E "operands +[0-9]|^ *f(32|64) +[0-9]|^gemm " "$out/multi-gemm-$label-$n.txt"
+            done
+        done
+        ;;
+    lu)
+        for n in $(echo "${LU_SIZES:-16384,32768}" | tr , ' '); do
+            for config in "" configs/two_gpus.cfg; do
+                late && break 3
+                label=$(basename "${config:-one-gpu}" .cfg)
+                echo "== clops-bench lu --sizes $n ${config:+--config $config}"
+                # shellcheck disable=SC2046 # the options are words or none
+                timeout "${LIMIT:-150}" stdbuf -oL "$bench" lu --sizes "$n" --reps 3 \
+                    $([ -z "$config" ] && echo --peers) ${config:+--config $config} \
+                    >"$out/multi-lu-$label-$n.txt" 2>&1
+                echo "exit $?, $(($(date +%s) - began)) s"
+                grep -E "^ *f(32|64) +[0-9]|^(lu|solve)" "$out/multi-lu-$label-$n.txt"
+            done
+        done
+        ;;
+    mandel)
+        for config in "" configs/two_gpus.cfg configs/gpu_cpu.cfg; do
+            label=$(basename "${config:-one-gpu}" .cfg)
+            for size in 4096 16384; do
+                late && break 3
+                echo "== clops-bench mandelbrot --size $size ${config:+--config $config}"
+                timeout 100 stdbuf -oL "$bench" mandelbrot --size $size --reps 5 \
+                    ${config:+--config $config} >"$out/multi-mandel-$label-$size.txt" 2>&1
+                echo "exit $?"
+                grep -vE "^$|^clops-bench|^device" "$out/multi-mandel-$label-$size.txt" | head -40
+            done
+        done
+        ;;
+    esac
+    tar czf "${OUT:-/tmp}/multi.tgz" -C /tmp multi
 done
