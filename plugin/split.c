@@ -86,6 +86,55 @@ static int device_side(const struct clops_pool *pool, int32_t d)
     return is_gpu(pool, d) ? SPLIT_SIDE_GPU : SPLIT_SIDE_CPU;
 }
 
+/* Whether device d sits the run out (split.h, Sitting out): a CPU-side device of a dynamic run
+ * with GPU-side devices, one unit on it slower than half of every unit on the GPU side,
+ * 2 R_gpu > U R_d, where every rate is known. */
+static int sits_out(const struct clops_pool *pool, const struct split_job *job, int32_t d)
+{
+    if (!job->dynamic || job->rate_index < 0 || device_side(pool, d) != SPLIT_SIDE_CPU)
+        return 0;
+    double gpu_rate = 0;
+    for (int32_t i = 0; i < pool_device_count(pool); i++) {
+        if (device_side(pool, i) != SPLIT_SIDE_GPU)
+            continue;
+        const double rate = pool_op_rate(pool, job->rate_index, i);
+        if (!(rate > 0))
+            return 0;
+        gpu_rate += rate;
+    }
+    const double own = pool_op_rate(pool, job->rate_index, d);
+    return gpu_rate > 0 && own > 0 && 2 * gpu_rate > (double)job->unit_count * own;
+}
+
+/* Which sides have devices that take part in a run of `job`. */
+static void sides_present(const struct clops_pool *pool, const struct split_job *job,
+                          int present[2])
+{
+    present[0] = present[1] = 0;
+    for (int32_t d = 0; d < pool_device_count(pool); d++)
+        if (!sits_out(pool, job, d))
+            present[device_side(pool, d)] = 1;
+}
+
+/* Device d's rate for the job: `units` in busy_ns (none delivered: at most one). */
+static void observe_rate(struct clops_pool *pool, const struct split_job *job, int32_t d,
+                         int64_t units, int64_t busy_ns)
+{
+    if (job->rate_index >= 0 && busy_ns > 0)
+        pool_op_rate_observe(pool, job->rate_index, d,
+                             (double)(units > 0 ? units : 1) * (double)job->unit_items /
+                                 ((double)busy_ns * 1e-9));
+}
+
+void split_record_work(struct clops_pool *pool, const struct split_job *job,
+                       struct pool_device *dev, int64_t units, int64_t busy_ns)
+{
+    if (units + busy_ns <= 0)
+        return;
+    pool_record_device_work(dev, units, busy_ns);
+    observe_rate(pool, job, pool_device_index(dev), units, busy_ns);
+}
+
 static long long pack_ends(int32_t front, int32_t back)
 {
     return (long long)((uint64_t)(uint32_t)front << 32 | (uint32_t)back);
@@ -94,9 +143,8 @@ static long long pack_ends(int32_t front, int32_t back)
 static int32_t lists_build(struct split_call *c)
 {
     const struct split_job *job = c->job;
-    int present[2] = {0, 0};
-    for (int32_t d = 0; d < pool_device_count(c->pool); d++)
-        present[device_side(c->pool, d)] = 1;
+    int present[2];
+    sides_present(c->pool, job, present);
     c->list_count = job->dynamic ? 1 : 2;
     for (int32_t s = 0; s < c->list_count; s++) {
         c->list[s].ids = malloc((size_t)job->unit_count * sizeof(int32_t));
@@ -119,9 +167,8 @@ static int32_t lists_build(struct split_call *c)
 
 struct pool_device *split_only_device(struct clops_pool *pool, const struct split_job *job)
 {
-    int present[2] = {0, 0};
-    for (int32_t d = 0; d < pool_device_count(pool); d++)
-        present[device_side(pool, d)] = 1;
+    int present[2];
+    sides_present(pool, job, present);
     /* lists_build's fixed share gives the GPU side floor(U f) units when both sides have
      * devices (the unit u where floor((u+1) f) > floor(u f), the same products). */
     int64_t side_units[2] = {job->unit_count, job->unit_count};
@@ -131,7 +178,7 @@ struct pool_device *split_only_device(struct clops_pool *pool, const struct spli
     }
     struct pool_device *only = NULL;
     for (int32_t d = 0; d < pool_device_count(pool); d++) {
-        if (side_units[device_side(pool, d)] == 0)
+        if (side_units[device_side(pool, d)] == 0 || sits_out(pool, job, d))
             continue;
         if (only != NULL)
             return NULL;
@@ -313,7 +360,7 @@ static int32_t plan_devices(struct split_call *c, int *taking_part, int has_side
     const struct split_job *job = c->job;
     for (int32_t d = 0; d < pool_device_count(c->pool); d++) {
         const int32_t side = device_side(c->pool, d);
-        taking_part[d] = c->list[job->dynamic ? 0 : side].len > 0;
+        taking_part[d] = c->list[job->dynamic ? 0 : side].len > 0 && !sits_out(c->pool, job, d);
         if (!taking_part[d])
             continue;
         if (job->check_device != NULL) {
@@ -376,16 +423,23 @@ static int32_t run_workers(struct clops_pool *pool, struct worker *workers, int3
 /* Workers' statistics into the pool and `r`, and the job's teardown. */
 static void finish_workers(struct split_call *c, struct worker *workers, struct split_result *r)
 {
+    int64_t longest[CONFIG_MAX_DEVICES] = {0}; /* by device: its workers' longest busy time */
     for (int32_t i = 0; workers != NULL && i < c->worker_count; i++) {
         struct worker *w = &workers[i];
         if (!w->set_up)
             continue;
-        if (w->units + w->busy_ns > 0)
-            pool_record_device_work(w->info.dev, w->units, w->busy_ns);
-        r->units[pool_device_index(w->info.dev)] += w->units;
-        r->busy_ns[pool_device_index(w->info.dev)] += w->busy_ns;
+        const int32_t d = pool_device_index(w->info.dev);
+        r->units[d] += w->units;
+        r->busy_ns[d] += w->busy_ns;
+        longest[d] = w->busy_ns > longest[d] ? w->busy_ns : longest[d];
         r->delivered += w->units;
         c->job->teardown(w->state);
+    }
+    for (int32_t d = 0; d < pool_device_count(c->pool); d++) {
+        if (r->units[d] + r->busy_ns[d] <= 0)
+            continue;
+        pool_record_device_work(pool_device_at(c->pool, d), r->units[d], r->busy_ns[d]);
+        observe_rate(c->pool, c->job, d, r->units[d], longest[d]);
     }
     r->workers = c->worker_count;
     r->stolen = atomic_load(&c->stolen);

@@ -36,8 +36,18 @@
  * and calls split_chunk_given_up between them, stopping once another worker delivered every
  * unit of the chunk; so a slow CPU holds the call up by at most one step.
  *
+ * Sitting out. In a dynamic run with devices on both sides, a CPU-side device sits out when, at
+ * the rates the pool's earlier runs of the job saw (rate_index: work-items per second, by
+ * device), one unit on it would take longer than half the time the GPU side needs for every
+ * unit: its first chunk could only be stolen and hold the call up by a step (a PoCL CPU beside
+ * an H200 on a 2048^2 f64 deep zoom: 240 times slower, the split took 6.2 ms against 3.1 for
+ * the GPU alone, hosts/bench/RESULTS.md). A device without a rate yet takes part, so that the
+ * first run measures it; a larger call (more units) brings it back.
+ *
  * Results. Per worker, the units it delivered and its busy time (render and delivery, abandoned
- * work included) go to pool_record_device_work; a call's delivered units sum to unit_count.
+ * work included) go to pool_record_device_work, and each device's rate (units delivered by its
+ * workers over their longest busy time; a device that delivered none counts one unit in that
+ * time, an upper bound) to the job's rates; a call's delivered units sum to unit_count.
  *
  * Stopping. A job may be stopped between chunks (job->stop_requested: a cancelled call) and
  * hear of the units delivered (job->progress): each worker asks before it takes a chunk, so a
@@ -101,6 +111,9 @@ struct split_job {
     int32_t dynamic;    /* 1: dynamic lists; 0: a fixed share */
     double gpu_share;   /* fixed share: the GPU side's share of the units, 0 .. 1 */
     int64_t unit_items; /* work-items a unit takes, >= 1 */
+    /* The registry index under which the devices' rates for the job are kept (pool_op_rate, in
+     * work-items per second), or -1: none kept, no device sits out. */
+    int32_t rate_index;
     int64_t launch_items[SPLIT_LAUNCH_KINDS]; /* work-items a launch should have, by kind */
     void *op;           /* the operator's call, given to check_device and setup */
     size_t worker_size; /* bytes of each worker's state (zeroed) given to the callbacks */
@@ -138,14 +151,19 @@ struct split_result {
 int32_t split_run(struct clops_pool *pool, const struct split_job *job,
                   struct split_result *result);
 
-/* The one device of `pool` that would take part in a run of `job` (only its unit_count, dynamic
- * and gpu_share are read), or NULL when several would: an operator can then run the units on
+/* The one device of `pool` that would take part in a run of `job` (only its unit_count, dynamic,
+ * gpu_share, unit_items and rate_index are read), or NULL when several would: an operator can then run the units on
  * that device itself, on its call's queue, without the splitter's threads. */
 struct pool_device *split_only_device(struct clops_pool *pool, const struct split_job *job);
 
 /* The splitter's clock (CLOCK_MONOTONIC, ns), for the busy time of a device that an operator
- * ran alone (split_only_device), recorded with pool_record_device_work as a run's would be. */
+ * ran alone (split_only_device), recorded with split_record_work as a run's would be. */
 int64_t split_clock_ns(void);
+
+/* Records `units` of `job` (its unit_items and rate_index are read) that `dev` delivered in
+ * busy_ns: the device's statistics (pool_record_device_work) and its rate for the job. */
+void split_record_work(struct clops_pool *pool, const struct split_job *job,
+                       struct pool_device *dev, int64_t units, int64_t busy_ns);
 
 /* For a render with chunk->may_give_up, between its steps: whether other workers delivered every
  * unit of the chunk, so that it should stop (its work is dropped, counted as given up). Stolen is

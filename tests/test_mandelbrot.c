@@ -191,20 +191,29 @@ static void render_and_check(struct clops_pool *pool, struct outputs *o, const s
     picture_free(&r);
 }
 
-/* A pool of two devices where the machine has them: a GPU and a CPU device (a GPU machine with
- * PoCL), else two CPU devices (PoCL with POCL_DEVICES="pthread pthread", set by main()). NULL when
- * neither exists; the split tests then run on the default pool only. */
-static struct clops_pool *two_device_pool(void)
+/* A new pool of two devices where the machine has them: a GPU and a CPU device (a GPU machine
+ * with PoCL), else two CPU devices (PoCL with POCL_DEVICES="pthread pthread", set by main()).
+ * NULL when neither exists; the split tests then run on the default pool only. */
+static struct clops_pool *new_two_device_pool(void)
 {
-    static struct clops_pool *pool;
-    static int tried;
     static const char *const configs[] = {
         "devices = ( { type = \"gpu\"; }, { type = \"cpu\"; } ); cpu_fallback = false;",
         "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } ); cpu_fallback = false;",
     };
-    for (size_t c = 0; !tried && c < sizeof configs / sizeof configs[0]; c++)
+    struct clops_pool *pool = NULL;
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
         if (tu_api()->pool_create_from_string(configs[c], &pool) == CLOPS_OK)
-            break;
+            return pool;
+    return NULL;
+}
+
+/* new_two_device_pool's, made once, kept for the process; else the default pool. */
+static struct clops_pool *two_device_pool(void)
+{
+    static struct clops_pool *pool;
+    static int tried;
+    if (!tried)
+        pool = new_two_device_pool();
     if (!tried && pool == NULL)
         fprintf(stderr, "test_mandelbrot: no two-device pool on this machine; split tests run "
                         "on the default pool\n");
@@ -342,6 +351,44 @@ START_TEST(test_stolen_tiles_are_bit_identical)
     }
     tu_api()->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
     ck_assert_msg(stolen > 0, "no tile was stolen in 20 calls");
+}
+END_TEST
+
+/* Counts the splitter's "mandelbrot: N tiles, W workers, ..." debug lines: runs that shared
+ * tiles between both sides (a device that sits out leaves the other to run alone, without
+ * one). */
+static void count_shared_runs(int32_t level, const char *message, void *user)
+{
+    (void)level;
+    if (strncmp(message, "mandelbrot: ", 12) == 0 && strstr(message, " workers, ") != NULL)
+        ++*(int64_t *)user;
+}
+
+static int64_t shared_runs(struct clops_pool *pool, int64_t h, int64_t w, int64_t tile)
+{
+    int64_t runs = 0;
+    struct outputs o = outputs_new(h, w, 0, 0, 0, 0, 1);
+    tu_api()->set_log_callback(count_shared_runs, &runs, CLOPS_LOG_DEBUG);
+    render_and_check(pool, &o, &classic, "dynamic", tile, "sitting out");
+    tu_api()->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
+    outputs_free(&o);
+    return runs;
+}
+
+START_TEST(test_a_device_that_cannot_help_sits_out)
+{
+    /* split.h, Sitting out: once the pool has seen both devices' rates, a call of one tile
+     * leaves the CPU side out (one tile there takes longer than half of every tile on the
+     * other side, whatever the two speeds within a factor 2), and a call of many tiles brings
+     * it back. A fresh pool knows no rates: its first call shares, even of one tile. */
+    struct clops_pool *pool = new_two_device_pool(); /* the shared one has rates already */
+    if (pool == NULL)
+        return;
+    ck_assert_int_eq(shared_runs(pool, 40, 40, 64), 1);  /* no rates yet: both take part */
+    ck_assert_int_eq(shared_runs(pool, 200, 260, 16), 1); /* 221 tiles: both measured */
+    ck_assert_int_eq(shared_runs(pool, 40, 40, 64), 0);  /* one tile: the CPU side sits out */
+    ck_assert_int_eq(shared_runs(pool, 200, 260, 16), 1); /* and is back for 221 */
+    tu_api()->pool_release(pool);
 }
 END_TEST
 
@@ -553,6 +600,7 @@ int main(void)
         TU_LOOP(test_every_split_is_bit_identical_and_counted_per_device,
                 2 * SIZE_COUNT * SPLIT_COUNT),
         TU_TEST(test_stolen_tiles_are_bit_identical),
+        TU_TEST(test_a_device_that_cannot_help_sits_out),
         TU_LOOP(test_host_outputs_in_any_layout, 8),
         TU_TEST(test_image_is_optional),
         TU_LOOP(test_device_outputs_in_any_layout, 8),

@@ -756,6 +756,17 @@ static int32_t order_after_stream(struct op_call *op, const struct mandel_plan *
     return CLOPS_OK;
 }
 
+/* The call's split_job as split_only_device and split_record_work read it; mandel_run adds
+ * the rest. */
+static struct split_job rates_job(const struct mandel_plan *p)
+{
+    return (struct split_job){.unit_count = p->tile_count,
+                              .dynamic = p->dynamic,
+                              .gpu_share = p->gpu_share,
+                              .unit_items = (int64_t)p->tile * p->tile,
+                              .rate_index = registry_index_by_name(op_name)};
+}
+
 /* The tiles, shared by the pool's devices through the splitter; a cancel stops them between
  * chunks (CLOPS_ERR_CANCELLED). */
 static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
@@ -763,26 +774,21 @@ static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
     struct clops_pool *pool = op->pool;
     struct mandel_call call = {
         .pool = pool, .primary = pool_device_at(pool, 0), .plan = p, .op = op};
-    const struct split_job job = {
-        .name = op_name,
-        .unit_name = "tiles",
-        .unit_count = p->tile_count,
-        .dynamic = p->dynamic,
-        .gpu_share = p->gpu_share,
-        .unit_items = (int64_t)p->tile * p->tile,
-        .launch_items = {[SPLIT_LAUNCH_GPU_SHARED] = launch_items(op, p, GPU_LAUNCH_ITEMS),
-                         [SPLIT_LAUNCH_GPU_ALONE] = launch_items(op, p, GPU_ALONE_LAUNCH_ITEMS),
-                         [SPLIT_LAUNCH_CPU] = launch_items(op, p, CPU_LAUNCH_ITEMS)},
-        .op = &call,
-        .worker_size = sizeof(struct worker),
-        .check_device = check_device,
-        .setup = worker_setup,
-        .render = render_chunk,
-        .deliver = deliver,
-        .teardown = worker_release,
-        .stop_requested = stop_requested,
-        .progress = tiles_delivered,
-    };
+    struct split_job job = rates_job(p);
+    job.name = op_name;
+    job.unit_name = "tiles";
+    job.launch_items[SPLIT_LAUNCH_GPU_SHARED] = launch_items(op, p, GPU_LAUNCH_ITEMS);
+    job.launch_items[SPLIT_LAUNCH_GPU_ALONE] = launch_items(op, p, GPU_ALONE_LAUNCH_ITEMS);
+    job.launch_items[SPLIT_LAUNCH_CPU] = launch_items(op, p, CPU_LAUNCH_ITEMS);
+    job.op = &call;
+    job.worker_size = sizeof(struct worker);
+    job.check_device = check_device;
+    job.setup = worker_setup;
+    job.render = render_chunk;
+    job.deliver = deliver;
+    job.teardown = worker_release;
+    job.stop_requested = stop_requested;
+    job.progress = tiles_delivered;
     call_progress(op, 0, p->tile_count);
     int32_t status = order_after_stream(op, p, &call.after);
     if (status != CLOPS_OK)
@@ -820,8 +826,7 @@ static void warn_unsafe_options(const struct clops_pool *pool)
  * core stages the outputs and the tiles run on the call's queue, without the splitter. */
 static int renders_alone(const struct op_call *call, const struct mandel_plan *p)
 {
-    const struct split_job job = {
-        .unit_count = p->tile_count, .dynamic = p->dynamic, .gpu_share = p->gpu_share};
+    const struct split_job job = rates_job(p);
     if (call->dev == NULL || split_only_device(call->pool, &job) != call->dev)
         return 0;
     const int device_outputs =
@@ -961,7 +966,9 @@ static void mandel_commit(struct op_call *call)
 {
     struct mandel_state *s = call->plan;
     if (s->plan.alone) { /* the core commits the outputs */
-        pool_record_device_work(call->dev, s->plan.tile_count, split_clock_ns() - s->started_ns);
+        const struct split_job job = rates_job(&s->plan);
+        split_record_work(call->pool, &job, call->dev, s->plan.tile_count,
+                          split_clock_ns() - s->started_ns);
         call_progress(call, s->plan.tile_count, s->plan.tile_count);
         return;
     }
