@@ -1,16 +1,15 @@
 /* pipeline_run.c — running a pipeline file: each run of its sweep (one run when it has none)
  * validated before the first starts, then run by run (pipeline_run_one.c) on a pool kept while
  * the runs name the same pool file (pipeline_pool.c); in a sweep, a table of the runs at the end;
- * with --shard, the runs of one shard and its manifest. With --json the tables give way to one
- * JSON document (run_json.c). */
+ * with --shard, the runs of one shard (skipped when done: pipeline_resume.c) and its manifest.
+ * --dry-run plans them instead (pipeline_dry_run.c). With --json the tables give way to one JSON
+ * document (run_json.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "interrupt.h"
-#include "names.h"
 #include "pipeline_run.h"
 
 /* ---- the runs ----------------------------------------------------------------------------- */
@@ -28,16 +27,9 @@ static void append_index(char *out, size_t size, int64_t listed, int64_t index)
     host_append(out, size, ", ", item);
 }
 
-/* A run and its pipeline, loaded. */
-struct loaded_run {
-    struct pl_run run;
-    struct pipeline pl; /* refers to `run` */
-    int held;           /* loaded, to be freed */
-};
-
 /* Loads run `index` into `lr` unless it holds it already; returns the number of problems. */
-static int load_run(const struct cli *cli, const struct pl_source *src, int64_t index,
-                    struct loaded_run *lr, int silent)
+int load_run(const struct cli *cli, const struct pl_source *src, int64_t index,
+             struct loaded_run *lr, int silent)
 {
     if (lr->held)
         return 0;
@@ -46,7 +38,7 @@ static int load_run(const struct cli *cli, const struct pl_source *src, int64_t 
     return pipeline_load(&lr->pl, src, &lr->run, cli->lib.api, silent);
 }
 
-static void free_run(struct loaded_run *lr)
+void free_run(struct loaded_run *lr)
 {
     if (lr->held) {
         pipeline_free(&lr->pl);
@@ -112,101 +104,6 @@ static int validate_runs(const struct cli *cli, const struct pl_source *src,
                  (long long)count, indices);
     fprintf(stderr, "clops: %s\n", error);
     return CLI_CONFIG;
-}
-/* Calls `each` on every run of a dry run that this shard owns, whether it loads (valid) or not:
- * in `only` (loaded by validate_runs) when the source has one run. */
-static void each_dry_run(const struct cli *cli, const struct pl_source *src,
-                         struct loaded_run *only, const struct shard *shard,
-                         void (*each)(void *ctx, struct loaded_run *lr, int valid), void *ctx)
-{
-    int64_t count = sweep_run_count(&src->sweep);
-    for (int64_t i = 0; i < count; i++) {
-        if (!shard_owns(shard, i))
-            continue;
-        struct loaded_run fresh = {0};
-        struct loaded_run *lr = count == 1 ? only : &fresh;
-        /* Valid when validate_runs looked, unless an input file has changed since. */
-        int valid = load_run(cli, src, i, lr, i > 0) == 0;
-        each(ctx, lr, valid);
-        free_run(lr);
-    }
-}
-
-struct json_dry_run {
-    const struct pl_source *src;
-    const char *output_dir;
-    struct run_json *json;
-};
-
-static void json_dry_run_one(void *ctx, struct loaded_run *lr, int valid)
-{
-    const struct json_dry_run *d = ctx;
-    struct run_result result = {0};
-    if (valid)
-        run_result_init(&result, &lr->pl, d->output_dir);
-    run_json_run(d->json, &(struct run_json_entry){.src = d->src,
-                                                   .run = &lr->run,
-                                                   .pl = valid ? &lr->pl : NULL,
-                                                   .result = valid ? &result : NULL,
-                                                   .status = valid ? "planned" : "invalid",
-                                                   .code = valid ? -1 : CLI_CONFIG,
-                                                   .ms = NAN,
-                                                   .pool = -1});
-    if (valid)
-        run_result_free(&result);
-}
-
-/* --dry-run --json: every run with its plan. */
-static void json_dry_run(const struct cli *cli, const struct pl_source *src,
-                         struct loaded_run *only, const struct run_options *options,
-                         struct run_json *json)
-{
-    struct json_dry_run d = {src, options->output_dir, json};
-    each_dry_run(cli, src, only, options->shard, json_dry_run_one, &d);
-}
-
-struct print_dry_run {
-    const struct pl_source *src;
-    const char *output_dir;
-    struct table *t;
-    int64_t planned;
-};
-
-static void print_dry_run_one(void *ctx, struct loaded_run *lr, int valid)
-{
-    struct print_dry_run *d = ctx;
-    if (d->planned++ == 0 && valid)
-        print_plan(&lr->pl, d->output_dir);
-    run_cells(d->t, d->src, &lr->run);
-    char names[2048] = "";
-    for (int o = 0; valid && o < lr->pl.output_count; o++)
-        host_append(names, sizeof names, ", ", lr->pl.outputs[o].name);
-    table_cell(d->t, "%s", names);
-}
-
-/* --dry-run: the plan of the first run, then, in a sweep, every run with its output files. */
-static int print_dry_run(const struct cli *cli, const struct pl_source *src,
-                         struct loaded_run *only, const struct run_options *options)
-{
-    int64_t count = sweep_run_count(&src->sweep);
-    static const struct table_column outputs = {"outputs", TABLE_LEFT};
-    int column_count = 0;
-    struct table_column *columns = run_columns(src, 1, &outputs, &column_count);
-    struct table t;
-    table_init(&t, columns, column_count);
-    struct print_dry_run d = {src, options->output_dir, &t, 0};
-    each_dry_run(cli, src, only, options->shard, print_dry_run_one, &d);
-    if (src->sweep.axis_count > 0) {
-        print_order(src, options->shard, count);
-        table_print(&t, stdout, 2);
-    }
-    if (d.planned == 0)
-        printf("Shard %lld/%lld has none of the %lld runs.\n", (long long)options->shard->index,
-               (long long)options->shard->count, (long long)count);
-    table_free(&t);
-    free(columns);
-    printf("\nValid; nothing was run (--dry-run).\n");
-    return CLI_OK;
 }
 
 /* What became of one run of a sweep. */
@@ -418,71 +315,6 @@ static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_r
         code = print_sweep_outcome(src, options->shard, outcomes, json == NULL, error, size);
     free(outcomes);
     return code;
-}
-
-/* First problem only: why a shard is run again. */
-static void first_problem(void *ctx, const char *message)
-{
-    char *why = ctx;
-    if (why[0] == '\0')
-        snprintf(why, 1024, "%s", message);
-}
-
-/* Whether the shard's manifest says it succeeded for this very pipeline and set, and every file
- * it lists is intact (size and SHA-256). 1: skip it; 0, with `why` ("" when there is no
- * manifest). */
-static int shard_is_done(const struct manifest *m, const char *manifest_path, char *why,
-                         int64_t *files)
-{
-    struct manifest_doc d;
-    char err[1024];
-    int done = 0;
-    why[0] = '\0';
-    if (access(manifest_path, F_OK) != 0)
-        return 0;
-    const struct shard *s = m->shard;
-    int64_t runs = sweep_run_count(&m->src->sweep);
-    struct manifest_file_counts counts = {0};
-    if (manifest_read(manifest_path, &d, err, sizeof err) != 0)
-        snprintf(why, 1024, "%s", err);
-    else if (strcmp(d.status, "ok") != 0)
-        snprintf(why, 1024, "its manifest says it %s", d.status);
-    else if (!manifest_same_set(&d, m->pipeline_sha256, NULL, m->options->sets,
-                                m->options->set_count, runs, s->count, why, 1024))
-        ;
-    else if (d.runs->count != shard_run_count(s, runs))
-        snprintf(why, 1024, "its manifest lists %d runs, not %lld", d.runs->count,
-                 (long long)shard_run_count(s, runs));
-    else
-        done = manifest_check_files(&d, m->options->output_dir, first_problem, why, &counts) == 0;
-    *files = counts.files;
-    manifest_doc_free(&d);
-    return done;
-}
-
-/* A shard whose manifest says it is done is skipped (unless --force); one whose manifest says
- * otherwise runs again, and says why. Returns 1 to skip. */
-static int shard_skip(const struct manifest *m, const char *manifest_path)
-{
-    const struct shard *s = m->shard;
-    char why[1024];
-    int64_t files = 0, runs = shard_run_count(s, sweep_run_count(&m->src->sweep));
-    if (shard_is_done(m, manifest_path, why, &files)) {
-        fprintf(m->options->json ? stderr : stdout,
-                "Shard %lld/%lld of %s is done (%s: %lld run%s, %lld file%s intact); skipped. "
-                "--force runs it again.\n",
-                (long long)s->index, (long long)s->count, m->pipeline, manifest_path,
-                (long long)runs, runs == 1 ? "" : "s", (long long)files, files == 1 ? "" : "s");
-        return 1;
-    }
-    if (why[0] != '\0') {
-        /* `why` quotes the manifest, which may name anything: escaped for the terminal. */
-        char *shown = name_escaped(why);
-        fprintf(stderr, "clops: shard %lld/%lld runs again: %s\n", (long long)s->index,
-                (long long)s->count, shown);
-        free(shown);
-    }
-    return 0;
 }
 
 int pipeline_run_file(struct cli *cli, const char *path, const struct run_options *options)

@@ -1,7 +1,8 @@
 /* pipeline_run.h — what the files that run a pipeline share (internal to `clops run`): the
  * state of one run and of the pool kept between runs, and the functions that cross files:
- * pipeline_run_one.c runs one run (tensors, steps, checks, outputs), pipeline_pool.c makes its
- * pool, pipeline_report.c prints its tables and plans, pipeline_run.c runs the sweep. */
+ * pipeline_run.c runs the sweep, pipeline_run_one.c runs one run (tensors, steps, checks,
+ * outputs), pipeline_pool.c makes its pool, pipeline_report.c prints its tables and plans,
+ * pipeline_dry_run.c plans the runs of --dry-run, pipeline_resume.c skips a shard that is done. */
 #ifndef CLOPS_CLI_PIPELINE_RUN_H
 #define CLOPS_CLI_PIPELINE_RUN_H
 
@@ -40,6 +41,20 @@ struct run {
     char call_error[2048];       /* the library's message on the failed call of a step */
     struct clops_stream *stream; /* the steps' calls go there; NULL: through invoke */
 };
+
+/* ---- the runs of a sweep (pipeline_run.c) ------------------------------------------------- */
+
+/* A run and its pipeline, loaded. */
+struct loaded_run {
+    struct pl_run run;
+    struct pipeline pl; /* refers to `run` */
+    int held;           /* loaded, to be freed */
+};
+
+/* Loads run `index` into `lr` unless it holds it already; returns the number of problems. */
+int load_run(const struct cli *cli, const struct pl_source *src, int64_t index,
+             struct loaded_run *lr, int silent);
+void free_run(struct loaded_run *lr);
 
 /* ---- one run (pipeline_run_one.c) ------------------------------------------------------------ */
 
@@ -89,5 +104,20 @@ struct table_column *run_columns(const struct pl_source *src, int extra,
 void run_cells(struct table *t, const struct pl_source *src, const struct pl_run *run);
 /* "Sweep: 6 runs over every combination of n and m (the first varies slowest):". */
 void print_order(const struct pl_source *src, const struct shard *shard, int64_t count);
+
+/* ---- --dry-run (pipeline_dry_run.c) --------------------------------------------------------- */
+
+/* --dry-run --json: every run with its plan. `only` holds the pipeline of a source of one run. */
+void json_dry_run(const struct cli *cli, const struct pl_source *src, struct loaded_run *only,
+                  const struct run_options *options, struct run_json *json);
+/* --dry-run: the plan of the first run, then, in a sweep, every run with its output files. */
+int print_dry_run(const struct cli *cli, const struct pl_source *src, struct loaded_run *only,
+                  const struct run_options *options);
+
+/* ---- a shard run again (pipeline_resume.c) -------------------------------------------------- */
+
+/* A shard whose manifest says it is done is skipped (unless --force); one whose manifest says
+ * otherwise runs again, and says why. Returns 1 to skip. */
+int shard_skip(const struct manifest *m, const char *manifest_path);
 
 #endif
