@@ -54,14 +54,15 @@
 #define CAT(a, b) CAT_(a, b)
 #if VW > 1
 typedef CAT(REAL, VW) realv;
-#define VLOAD CAT(vload, VW)
-#define VSTORE CAT(vstore, VW)
 #endif
 
-/* Reads `count` = VW elements of a local row into the private array `dst` (one vector load:
- * the run's start is a multiple of VW and the array is declared as vectors, so aligned). */
+/* Reads VW elements of a local row into the private array `dst` (one vector load: the run's
+ * start is a multiple of VW and both arrays are declared as vectors, so aligned). A plain
+ * vector assignment, not vstoreN: a call that takes a vector of 16 by value makes clang warn
+ * (-Wpsabi) on a CPU without AVX-512, and PoCL prints "2 warnings generated." on the host's
+ * stderr. */
 #if VW > 1
-#define LOAD_RUN(dst, base, at) VSTORE(*(const __local realv *)((base) + (at)), 0, (dst))
+#define LOAD_RUN(dst, base, at) (*(realv *)(dst) = *(const __local realv *)((base) + (at)))
 #else
 #define LOAD_RUN(dst, base, at) (*(dst) = (base)[at])
 #endif
@@ -198,7 +199,12 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
          * multiply-adds of step k run. */
 #pragma unroll
         for (int k = 0; k < TILE_K; k++) {
+#if VW > 1
+            realv a_v[WPT_M / VW], b_v[WPT_N / VW]; /* vectors: aligned for LOAD_RUN */
+            REAL *a = (REAL *)a_v, *b = (REAL *)b_v;
+#else
             REAL a[WPT_M], b[WPT_N];
+#endif
             for (int r = 0; r < WPT_M; r += VW)
                 LOAD_RUN(a + r, As, k * LDA + BLOCK_ROW(tm, r));
             for (int c = 0; c < WPT_N; c += VW)

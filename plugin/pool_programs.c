@@ -133,6 +133,22 @@ static int32_t check_pocl_cache_space(const struct pool_device *dev, const char 
                    op_name, dir, (long long)free_bytes, (long long)(POCL_CACHE_MIN_FREE >> 20));
 }
 
+/* The program's build log for dev (the caller frees it), or NULL: none, or only blanks. */
+static char *build_log(cl_program program, const struct pool_device *dev)
+{
+    size_t log_size = 0;
+    clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
+    char *log = malloc(log_size + 1);
+    if (log != NULL && clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, log_size,
+                                             log, NULL) == CL_SUCCESS) {
+        log[log_size] = '\0';
+        if (log[strspn(log, " \t\r\n")] != '\0')
+            return log;
+    }
+    free(log);
+    return NULL;
+}
+
 static int32_t fail_build(cl_program program, const struct pool_device *dev, cl_int rc,
                           const char *op_name, const char *source_name, const char *options)
 {
@@ -140,17 +156,27 @@ static int32_t fail_build(cl_program program, const struct pool_device *dev, cl_
                             op_name, source_name, dev->info.name, options);
     if (rc != CL_BUILD_PROGRAM_FAILURE)
         return status;
-    size_t log_size = 0;
-    clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
-    char *log = malloc(log_size + 1);
-    if (log != NULL && clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, log_size,
-                                             log, NULL) == CL_SUCCESS) {
-        log[log_size] = '\0';
+    char *log = build_log(program, dev);
+    if (log != NULL) {
         err_append("\nbuild log:\n");
         err_append(log);
     }
     free(log);
     return CLOPS_ERR_BUILD;
+}
+
+/* A build that succeeded with something to say (warnings, a driver's notes): to the host's log
+ * callback, never its stderr; a warning at CLOPS_LOG_WARNING, anything else at DEBUG. */
+static void report_build_log(cl_program program, const struct pool_device *dev,
+                             const char *op_name, const char *source_name, const char *options)
+{
+    char *log = build_log(program, dev);
+    if (log == NULL)
+        return;
+    log_msg(strstr(log, "warning") != NULL ? CLOPS_LOG_WARNING : CLOPS_LOG_DEBUG,
+            "%s: building kernels/%s.cl for '%s' with options \"%s\": %s", op_name, source_name,
+            dev->info.name, options, log);
+    free(log);
 }
 
 static cl_program build_from_binary(const struct pool_device *dev, const unsigned char *binary,
@@ -247,6 +273,7 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
         clReleaseProgram(program);
         return status;
     }
+    report_build_log(program, dev, op_name, source_name, options);
     atomic_fetch_add(&pool->programs_built, 1);
     if (pool->cache.enabled)
         store_binary(pool, dev, program, key);

@@ -315,6 +315,40 @@ END_TEST
 
 /* ---- Kernel override directory and build errors ------------------------------------------- */
 
+/* Keeps the first WARNING-level message that names a kernel build. */
+static void keep_build_warning(int32_t level, const char *message, void *user)
+{
+    char *kept = user;
+    if (level == CLOPS_LOG_WARNING && kept[0] == '\0' && strstr(message, "building kernels/"))
+        snprintf(kept, 1024, "%s", message);
+}
+
+START_TEST(test_build_warnings_reach_the_log_callback)
+{
+    /* A build that succeeds with warnings (a macro defined twice by the configured build
+     * options) tells the host through its log callback, naming the source, device and options
+     * and carrying the compiler's log (issue 25, item 4: never on stderr by clops). */
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pool =
+        tu_pool_from_string("cache = { enabled = false; }; operators = { transpose = { build_options = "
+                            "\"-DCLOPS_TWICE=1 -DCLOPS_TWICE=2\"; }; };");
+    static char kept[1024];
+    kept[0] = '\0';
+    api->set_log_callback(keep_build_warning, kept, CLOPS_LOG_WARNING);
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {0};
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F32, 2, 3, 3, 0);
+    struct clops_tensor tb = clops_matrix(b, CLOPS_F32, 3, 2, 2, 0);
+    clops_transpose_fn transpose = (clops_transpose_fn)api->op_find("transpose")->entry;
+    ck_assert_int_eq(transpose(pool, &ta, &tb), CLOPS_OK);
+    api->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
+    ck_assert_float_eq(b[1], 4.0f); /* b[0][1] = a[1][0] */
+    ck_assert_msg(strstr(kept, "kernels/transpose.cl") && strstr(kept, "CLOPS_TWICE") &&
+                      strstr(kept, "warning"),
+                  "no build warning reached the callback: '%s'", kept);
+    api->pool_release(pool);
+}
+END_TEST
+
 START_TEST(test_build_failure_reports_the_log)
 {
     const struct clops_api *api = tu_api();
@@ -378,6 +412,7 @@ int main(void)
         TU_TEST(test_disabled_cache_always_builds),
         TU_TEST(test_build_time_is_counted_apart),
         TU_TEST(test_build_failure_reports_the_log),
+        TU_TEST(test_build_warnings_reach_the_log_callback),
         TU_TEST(test_kernel_dir_override_is_used),
     };
     return tu_run_tests("pool", 900, 1, tests, TU_COUNT(tests));

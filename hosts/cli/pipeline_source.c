@@ -301,18 +301,66 @@ static void read_range(struct pl_source *src, const config_setting_t *group, con
     axis->step = bounds[2];
 }
 
-static void read_sweep(struct pl_source *src, config_t *config)
+/* The names of the file's own `sweep` entries in its order, taken before any --set: libconfig
+ * adds a replaced member at the end of its group, and the sweep's order must not follow it.
+ * NULL-terminated; free_names. */
+static char **file_sweep_names(config_t *config)
+{
+    const config_setting_t *group = config_setting_get_member(config_root_setting(config), "sweep");
+    int count = group != NULL && config_setting_is_group(group) ? config_setting_length(group) : 0;
+    char **names = host_xcalloc((size_t)count + 1, sizeof *names);
+    for (int i = 0; i < count; i++)
+        names[i] = host_xstrdup(config_setting_name(config_setting_get_elem(group, (unsigned)i)));
+    return names;
+}
+
+static int names_have(char *const *names, const char *name)
+{
+    for (int i = 0; names[i] != NULL; i++)
+        if (strcmp(names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static void free_names(char **names)
+{
+    for (int i = 0; names[i] != NULL; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* The order `group`'s entries are read in (their indices into `order`): the file's own entries
+ * in the file's order, then those --set added, as it added them. A run's index, its label and
+ * its outputs' names follow this order: an override of a swept param's values leaves them all
+ * where they were (`c-n=32-dt=f32.npy`, not `c-dt=f32-n=32.npy`). */
+static void sweep_entry_order(config_setting_t *group, char *const *file_names, int *order)
+{
+    int n = 0;
+    for (int f = 0; file_names[f] != NULL; f++) {
+        const config_setting_t *s = config_setting_get_member(group, file_names[f]);
+        if (s != NULL)
+            order[n++] = config_setting_index(s);
+    }
+    for (int i = 0; i < config_setting_length(group); i++)
+        if (!names_have(file_names,
+                        config_setting_name(config_setting_get_elem(group, (unsigned)i))))
+            order[n++] = i;
+}
+
+static void read_sweep(struct pl_source *src, config_t *config, char *const *file_names)
 {
     config_setting_t *group = top_group(
         src, config, "sweep", "sweep = { n = [64, 128]; zoom = { from = 1; to = 8; }; };");
     if (group == NULL)
         return;
     int count = config_setting_length(group);
+    int *order = host_xcalloc((size_t)count + 1, sizeof *order);
+    sweep_entry_order(group, file_names, order);
     struct sweep *sweep = &src->sweep;
     sweep->axes = host_xcalloc((size_t)count + 1, sizeof *sweep->axes);
     int64_t runs = 1;
     for (int i = 0; i < count; i++) {
-        config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
+        config_setting_t *s = config_setting_get_elem(group, (unsigned)order[i]);
         char key[160], names[512];
         snprintf(key, sizeof key, "sweep.%s", config_setting_name(s));
         int param = params_find(&src->params, config_setting_name(s));
@@ -344,6 +392,7 @@ static void read_sweep(struct pl_source *src, config_t *config)
         report(src, config_setting_source_line(group), "sweep",
                "more than %lld runs in all: a sweep is validated run by run before it starts",
                (long long)SWEEP_MAX_RUNS);
+    free(order);
 }
 
 /* ---- --set -------------------------------------------------------------------------------- */
@@ -486,9 +535,11 @@ static void read_sections(struct pl_source *src, char *const *sets, int set_coun
         report(src, config_error_line(&config), NULL, "%s", config_error_text(&config));
     } else if (readable) {
         read_params(src, &config);
+        char **file_names = file_sweep_names(&config);
         sort_sets(src, &config, sets, set_count, 0);
         if (!src->bad_set)
-            read_sweep(src, &config);
+            read_sweep(src, &config, file_names);
+        free_names(file_names);
         if (!src->bad_set)
             sort_sets(src, &config, sets, set_count, 1);
     }

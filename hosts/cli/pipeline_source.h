@@ -43,8 +43,9 @@ struct pl_run {
 
 /* Reads the file at `path`, finds its `${...}`, reads its `params` and `sweep`, and applies the
  * --set overrides of params (params.NAME=VALUE, checked against the declared type; a swept
- * param set this way is swept no more) and of the sweep (sweep.NAME=VALUE); the others are
- * kept for pipeline_load. Problems are printed on stderr. Returns the number of problems; the
+ * param set this way is swept no more) and of the sweep (sweep.NAME=VALUE; the sweep keeps the
+ * file's order, a param the file does not sweep going after); the others are kept for
+ * pipeline_load. Problems are printed on stderr. Returns the number of problems; the
  * source must be freed with pipeline_source_free() either way. */
 int pipeline_source_load(struct pl_source *src, const char *path, char *const *sets, int set_count);
 void pipeline_source_free(struct pl_source *src);

@@ -26,7 +26,7 @@ struct sweep_axis {
 };
 
 struct sweep {
-    struct sweep_axis *axes; /* in the order of the file */
+    struct sweep_axis *axes; /* in the file's order, then those --set added */
     int axis_count;          /* 0: not a sweep, one run */
 };
 
