@@ -2,13 +2,24 @@
 
 `import clops` loads $CLOPS_LIBRARY when it is set, and only that (as every clops host does: a
 library the user named that does not load is an error, not a reason to pick another one); else
-the first of: the library recorded when the package was installed (clops/_install.py, written by
-CMake's install step; absent in a source tree or a pip install); libclops.so.1 through the
-dynamic linker's search path. A candidate that does not load, or does not serve ABI 1, is passed
-over; when none loads, LoadError lists each and why."""
+the first that loads and serves ABI 1 of:
+1. the library recorded when the package was installed, in clops/_install.py: by
+   `cmake --install` (and so the .deb) the library installed with it; by pip
+   (build_backend.py) $CLOPS_LIBRARY as it was while pip ran, else the installed clops that
+   `pkg-config --variable=plugin clops` named; absent in a source tree;
+2. libclops.so.1 in the library directories of the prefix the package is installed under, when
+   it lies in PREFIX/lib*/python*/{site,dist}-packages (a venv, pip's --prefix or --user,
+   `cmake --install --prefix`): PREFIX/lib/<multiarch>, PREFIX/lib64 or PREFIX/lib, those that
+   exist; and PREFIX/.. the same way when PREFIX is Debian's `local` (Debian's pip installs
+   `--prefix P` into P/local/lib/python3.X/dist-packages);
+3. libclops.so.1 through the dynamic linker's search path.
+A candidate that does not load, or does not serve ABI 1, is passed over; when none loads,
+LoadError lists each and why."""
 
 import ctypes
 import os
+import sys
+import sysconfig
 import threading
 from collections import namedtuple
 from ctypes import POINTER, c_uint32, c_void_p
@@ -19,30 +30,58 @@ from ._abi import (ABI_MAJOR, ARG_SIZE_1_1, DTYPES, ERR_NOT_FOUND, ERR_UNSUPPORT
 from ._errors import LoadError, error_for
 
 SONAME = "libclops.so.1"
+PACKAGE = os.path.dirname(os.path.abspath(__file__))  # this clops directory
 
 
 class _Refused(Exception):
     """A library that loaded but cannot serve this binding (the reason is the message)."""
 
 
-def installed_library():
-    """The path clops/_install.py recorded at installation, or None without that file."""
+def installed_record():
+    """clops/_install.py's (library, how it was found), or None without that file."""
     try:
         from . import _install
     except ImportError:
         return None
-    return _install.LIBRARY
+    return _install.LIBRARY, getattr(_install, "FOUND_BY", "cmake --install")
+
+
+def prefix_libraries(package=PACKAGE):
+    """libclops.so.1 in the existing library directories of the prefix `package` (a clops
+    directory) is installed under, in the order tried; [] when it lies in no such prefix."""
+    site = os.path.dirname(package)
+    version_dir = os.path.dirname(site)
+    libdir = os.path.dirname(version_dir)
+    if os.path.basename(site) not in ("site-packages", "dist-packages") or \
+            not os.path.basename(version_dir).startswith("python") or \
+            not os.path.basename(libdir).startswith("lib"):
+        return []
+    prefixes = [os.path.dirname(libdir)]
+    if os.path.basename(site) == "dist-packages" and os.path.basename(prefixes[0]) == "local":
+        prefixes.append(os.path.dirname(prefixes[0]))
+    multiarch = sysconfig.get_config_var("MULTIARCH") or \
+        getattr(sys.implementation, "_multiarch", None)
+    out = []
+    for prefix in prefixes:
+        dirs = [os.path.join(prefix, "lib", multiarch)] if multiarch else []
+        dirs += [os.path.join(prefix, os.path.basename(libdir)), os.path.join(prefix, "lib")]
+        for d in dirs:
+            path = os.path.join(d, SONAME)
+            if os.path.isdir(d) and path not in out:
+                out.append(path)
+    return out
 
 
 def candidates():
     """(path, where it comes from) in the order `import clops` tries them."""
-    out = []
     env = os.environ.get("CLOPS_LIBRARY")
     if env:
         return [(env, "$CLOPS_LIBRARY")]
-    installed = installed_library()
-    if installed:
-        out.append((installed, "recorded at installation in clops/_install.py"))
+    out = []
+    record = installed_record()
+    if record:
+        out.append((record[0], "recorded at installation in clops/_install.py: %s" % record[1]))
+    out += [(path, "the prefix the package is installed under") for path in prefix_libraries()]
     out.append((SONAME, "the dynamic linker's search path"))
     return out
 
