@@ -42,9 +42,10 @@ from ._errors import (AbiMismatchError, BuildError, ClopsCancelled, ClopsError, 
                       linalg_warning)
 from ._library import Library, Op, Param, candidates, library, ops  # noqa: F401
 from ._library import _op_info, _params  # noqa: F401  (descriptor walking; tested directly)
-from ._pool import Buffer, Call, MemoryStats, Pool, Registration  # noqa: F401
+from ._pool import Buffer, Call, Device, MemoryStats, Pool, Registration, Stats  # noqa: F401
 from ._stream import Future, Stream  # noqa: F401
-from ._reduce import argmax, argmin, max, min, norm, sum  # noqa: F401
+from ._norm import norm  # noqa: F401
+from ._reduce import argmax, argmin, max, min, sum  # noqa: F401
 from ._tensor import DeviceView, View, as_tensor  # noqa: F401
 from ._version import __version__  # noqa: F401
 
@@ -55,7 +56,8 @@ __all__ = [
     # non-blocking calls (ABI 1.4)
     "submit", "Stream", "Future",
     # the low-level API
-    "Pool", "Buffer", "Call", "MemoryStats", "Registration", "View", "DeviceView", "as_tensor",
+    "Pool", "Buffer", "Call", "Device", "Stats", "MemoryStats", "Registration", "View",
+    "DeviceView", "as_tensor",
     "Library", "library", "ops", "candidates",
     "Op", "Param", "__version__",
     # errors

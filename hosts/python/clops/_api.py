@@ -1,13 +1,18 @@
 """_api.py — the NumPy functions, shaped like scipy.linalg's and NumPy's: gemm, lu_factor,
-lu_solve, solve, transpose and mandelbrot (the reductions are in _reduce.py), and the default pool
-they run on when given no pool=.
+lu_solve, solve, transpose and mandelbrot, and the default pool they run on when given no
+pool=.
 
 Arrays of any layout go in (C or Fortran order, slices, transposed views) and are viewed in place
 where the operator can take them; what it cannot (negative or zero strides, a non-native byte
 order, a matrix with no unit stride for the LU family) is copied first. Inputs are never written:
 results are new arrays, unless out= (gemm) or overwrite_a/overwrite_b (as SciPy's) allow it.
-dtypes are the ones the operator's descriptor lists; any other raises TypeError naming the
-parameter."""
+
+dtypes as SciPy's: the linear algebra functions compute in float64 when any operand is float64,
+long double or an integer of more than 16 bits, else in float32 (scipy.linalg.get_blas_funcs'
+choice; among floats, NumPy's result_type); operands of another dtype are converted (a copy).
+What is no array of numbers (complex, objects, strings; a pyopencl array, which lives in device
+memory) raises TypeError naming the parameter. The reductions are in _reduce.py, norm in
+_norm.py."""
 
 import functools
 import numbers
@@ -95,6 +100,61 @@ def check_dtype(arr, name, fn, dtypes):
                         % (fn, name, arr.dtype, dtype_names(dtypes)))
 
 
+# The operator each NumPy function calls: what a pyopencl array can be given to instead.
+_OPERATOR = {"gemm": "gemm", "lu_factor": "lu", "lu_solve": "lu_solve", "solve": "solve",
+             "transpose": "transpose"}
+
+
+def host_array(x, name, fn):
+    """x as an ndarray of numbers (bool, integers or floats): else TypeError naming the
+    parameter, for a pyopencl array (device memory, which np.asarray would wrap as an object)
+    with what to do instead, or for what NumPy makes no numbers of."""
+    kind = type(x)
+    if kind.__module__.startswith("pyopencl"):
+        raise TypeError(
+            "clops.%s: parameter '%s' is a %s.%s, in device memory; the NumPy functions take "
+            "host arrays. Pass %s.get() (a host copy), or call the operator on the pyopencl "
+            "arrays themselves, without a copy, through a pool made on their context: "
+            "pool = clops._interop.pool_from_cl(ctx, ctx.devices, [queue]); "
+            "pool.invoke(%r, ...)"
+            % (fn, name, kind.__module__, kind.__name__, name, _OPERATOR.get(fn, "reduce")))
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        what = "has dtype %s" % arr.dtype if isinstance(x, np.ndarray) else \
+            "(a %s) makes an array of dtype %s" % (kind.__name__, arr.dtype)
+        why = ", and clops' operators are real" if arr.dtype.kind == "c" else ", not numbers"
+        raise TypeError("clops.%s: parameter '%s' %s%s; expected bool, integers or floats"
+                        % (fn, name, what, why))
+    return arr
+
+
+def compute_dtype(fn, named, accepted):
+    """The float dtype a linear algebra function computes in for its operands `named`
+    ((name, ndarray) pairs), SciPy's (scipy.linalg.get_blas_funcs): float64 when any operand is
+    float64, long double, or an integer of more than 16 bits; else float32 (float32, float16,
+    bool, integers of up to 16 bits). Among floats that is NumPy's result_type. TypeError
+    naming the first operand when `accepted` (the operator's dtypes) lacks it."""
+    wide = any(arr.dtype.itemsize > (4 if arr.dtype.kind == "f" else 2) for _, arr in named)
+    dtype = np.dtype(np.float64 if wide else np.float32)
+    if dtype not in accepted:
+        name, arr = named[0]
+        raise TypeError("clops.%s: parameter '%s' has dtype %s, computed in %s; expected %s"
+                        % (fn, name, arr.dtype, dtype, dtype_names(accepted)))
+    return dtype
+
+
+def linalg_operands(fn, op, named, also=()):
+    """(dtype, arrays): the operands `named` ((name, value, ndims) triples; the first named as
+    operator `op`'s parameter whose dtypes are listed) as arrays the operator views, in the
+    dtype compute_dtype gives them and the ndarrays `also` ((name, ndarray) pairs: gemm's out):
+    the arrays themselves when that is theirs, else converted copies."""
+    arrays = [(name, host_array(x, name, fn)) for name, x, _ in named]
+    dtype = compute_dtype(fn, arrays + list(also), accepted_dtypes(op, named[0][0]))
+    return dtype, [operand(arr if arr.dtype == dtype else arr.astype(dtype), name, fn,
+                           (dtype,), ndims)
+                   for (name, arr), (_, _, ndims) in zip(arrays, named)]
+
+
 def viewable(arr):
     """Whether the plugin takes arr's layout in place: native byte order, every axis with
     extent stepping forward by whole elements."""
@@ -116,7 +176,7 @@ def operand(x, name, fn, dtypes, ndims):
     """x as an ndarray the plugin can view: one of `dtypes` (TypeError naming the parameter
     otherwise), a number of dimensions in `ndims` (ValueError otherwise); copied, in C order,
     when its layout cannot be viewed."""
-    arr = np.asarray(x)
+    arr = host_array(x, name, fn)
     check_dtype(arr, name, fn, dtypes)
     if arr.ndim not in ndims:
         raise ValueError("clops.%s: parameter '%s' has %d dimensions (shape %s); expected %s"
@@ -151,61 +211,70 @@ def require_finite(arr, name, fn):
         raise ValueError("clops.%s: parameter '%s' must not contain infs or NaNs" % (fn, name))
 
 
-def check_same_dtype(fn, first, other):
-    (name, arr), (other_name, other_arr) = first, other
-    if other_arr.dtype.newbyteorder("=") != arr.dtype.newbyteorder("="):
-        raise TypeError("clops.%s: parameter '%s' has dtype %s but '%s' has %s; they must be "
-                        "the same" % (fn, other_name, other_arr.dtype, name, arr.dtype))
-
-
 # ---- GEMM -----------------------------------------------------------------------------------
 
 @numpy_function
 def gemm(a, b, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, out=None, pool=None):
     """alpha * op(a) @ op(b), op(x) being x or x.T as trans_a / trans_b say: a new array, or,
-    with out= (an ndarray of op(a) @ op(b)'s shape and a's dtype), alpha * op(a) @ op(b) +
-    beta * out written into out, which is returned. Without out, beta has nothing to scale.
-    a and b: 2-D, float32 or float64, one dtype, any layout."""
-    dtypes = accepted_dtypes("gemm", "a")
-    a = operand(a, "a", "gemm", dtypes, (2,))
-    b = operand(b, "b", "gemm", dtypes, (2,))
-    check_same_dtype("gemm", ("a", a), ("b", b))
+    with out= (an ndarray of the product's shape), alpha * op(a) @ op(b) + beta * out written
+    into out, which is returned. Without out, beta has nothing to scale.
+
+    a and b: 2-D or 1-D, any layout. A 1-D operand is a vector as numpy.matmul takes it: a row
+    on the left, a column on the right, and its axis is not in the result (a matrix times a
+    vector is a vector, a vector times a vector a scalar); trans_a/trans_b leave a vector as it
+    is, as v.T does. The dtype is compute_dtype's of a, b and out (integers: float64, as
+    SciPy's); out receives the result cast as NumPy's out= does (casting='same_kind')."""
+    if out is not None and not isinstance(out, np.ndarray):
+        raise TypeError("clops.gemm: parameter 'out' is a %s; expected a numpy.ndarray"
+                        % type(out).__name__)
+    dtype, (a, b) = linalg_operands("gemm", "gemm", [("a", a, (1, 2)), ("b", b, (1, 2))],
+                                    [("out", out)] if out is not None else [])
+    # A vector as the 1 x k row or k x 1 column matrix it is (a view).
+    row, column = a.ndim == 1, b.ndim == 1
+    if row:
+        a, trans_a = a.reshape(1, -1), False
+    if column:
+        b, trans_b = b.reshape(-1, 1), False
     m, k = a.shape[::-1] if trans_a else a.shape
     kb, n = b.shape[::-1] if trans_b else b.shape
     if kb != k:
         raise ValueError("clops.gemm: parameter 'b' has shape %s, so op(b) has %d rows; "
-                         "expected %d, the columns of op(a) (%d x %d)" % (b.shape, kb, k, m, k))
+                         "expected %d, the columns of op(a) (%d x %d)"
+                         % ((kb,) if column else b.shape, kb, k, m, k))
+    shape = (() if row else (m,)) + (() if column else (n,))
     if out is None:
-        c, beta = np.empty((m, n), dtype=a.dtype), 0.0
+        c, beta = np.empty((m, n), dtype=dtype), 0.0
     else:
-        c = gemm_target(out, a, b, (m, n))
+        c = gemm_target(out, dtype, a, b, shape, (m, n))
     def finish():
         if out is None:
-            return c
-        if c is not out:
-            out[...] = c
+            return c.reshape(shape)[()]  # [()]: a NumPy scalar for vector @ vector
+        if not np.may_share_memory(c, out):
+            np.copyto(out, c.reshape(shape), casting="same_kind")
         return out
     return Call(pool_or_default(pool), "gemm", dict(a=a, b=b, c=c, trans_a=bool(trans_a),
                                                     trans_b=bool(trans_b), alpha=alpha,
                                                     beta=beta), finish)
 
 
-def gemm_target(out, a, b, shape):
-    """The array gemm writes for out=: out itself, or a copy of it when the operator cannot
-    write it in place (no unit stride, foreign byte order, or sharing memory with a or b)."""
-    if not isinstance(out, np.ndarray):
-        raise TypeError("clops.gemm: parameter 'out' is a %s; expected a numpy.ndarray"
-                        % type(out).__name__)
-    check_same_dtype("gemm", ("a", a), ("out", out))
+def gemm_target(out, dtype, a, b, shape, matrix_shape):
+    """The m x n matrix gemm writes for out= (of the product's `shape`): a view of out itself,
+    or a copy of it in `dtype` when the operator cannot write it in place (another dtype, no
+    unit stride, foreign byte order, or memory shared with a or b)."""
     if out.shape != shape:
         raise ValueError("clops.gemm: parameter 'out' has shape %s; expected %s (op(a) @ op(b))"
                          % (out.shape, shape))
     if not out.flags.writeable:
         raise ValueError("clops.gemm: parameter 'out' is read-only")
-    if matrix_layout(out) and not np.may_share_memory(out, a) and \
-            not np.may_share_memory(out, b):
-        return out
-    return native_copy(out)
+    if not np.can_cast(dtype, out.dtype, "same_kind"):
+        raise TypeError("clops.gemm: parameter 'out' has dtype %s; the product is %s, which "
+                        "NumPy's out= does not cast to it (casting='same_kind')"
+                        % (out.dtype, dtype))
+    c = out.reshape(matrix_shape)  # a view: the same elements, a vector's axis restored
+    if out.dtype == dtype and matrix_layout(c) and not np.may_share_memory(c, a) and \
+            not np.may_share_memory(c, b):
+        return c
+    return np.array(c, dtype=dtype, order="C")
 
 
 # ---- LU -------------------------------------------------------------------------------------
@@ -217,10 +286,11 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, pool=None):
     interchanges: row i was interchanged with row piv[i], for i = 0, 1, ... in order.
 
     piv is 0-based, as SciPy's: the lu operator writes LAPACK's 1-based ipiv (getrf's), and
-    piv = ipiv - 1. a: M x N, float32 or float64. A singular U (some U[k, k] exactly 0) gives a
+    piv = ipiv - 1. a: M x N; its dtype as compute_dtype says (integers: float64, as SciPy's).
+    A singular U (some U[k, k] exactly 0) gives a
     LinAlgWarning (SciPy's when SciPy is installed, else RuntimeWarning), and the factors."""
     original = a
-    a = operand(a, "a", "lu_factor", accepted_dtypes("lu", "a"), (2,))
+    _, (a,) = linalg_operands("lu_factor", "lu", [("a", a, (2,))])
     if check_finite:
         require_finite(a, "a", "lu_factor")
     lu = a if overwrite_a and overwritable(a, original, True) else private_copy(a)
@@ -240,10 +310,11 @@ _TRANS = {0: "none", 1: "transpose", 2: "transpose"}
 @numpy_function
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, pool=None):
     """Solves A x = b (trans=0) or A^T x = b (trans=1, or 2: A^H = A^T for real A) with the
-    (lu, piv) of lu_factor, as scipy.linalg.lu_solve; b is N or N x K, x has b's shape."""
+    (lu, piv) of lu_factor, as scipy.linalg.lu_solve; b is N or N x K, x has b's shape and the
+    dtype compute_dtype gives lu and b (a float32 lu and a float64 b: float64)."""
     lu, piv = lu_and_piv
-    dtypes = accepted_dtypes("lu_solve", "lu")
-    lu = operand(lu, "lu", "lu_solve", dtypes, (2,))
+    original = b
+    _, (lu, b) = linalg_operands("lu_solve", "lu_solve", [("lu", lu, (2,)), ("b", b, (1, 2))])
     if lu.shape[0] != lu.shape[1]:
         raise ValueError("clops.lu_solve: parameter 'lu' has shape %s; expected a square "
                          "matrix" % (lu.shape,))
@@ -252,9 +323,6 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, po
     n = lu.shape[0]
     ipiv = lapack_pivots(piv, n)
     op_trans = lu_solve_trans(trans)
-    original = b
-    b = operand(b, "b", "lu_solve", dtypes, (1, 2))
-    check_same_dtype("lu_solve", ("lu", lu), ("b", b))
     check_rows("lu_solve", "b", b, n, "lu")
     if check_finite:
         require_finite(lu, "lu", "lu_solve")
@@ -308,16 +376,13 @@ def as_matrix(x):
 @numpy_function
 def solve(a, b, overwrite_a=False, overwrite_b=False, check_finite=True, *, pool=None):
     """x with a x = b, as scipy.linalg.solve for a general square a: b is N or N x K, x has b's
-    shape. A singular a raises clops.LinAlgError (a numpy.linalg.LinAlgError) with `.info`, the
-    1-based k with U[k, k] exactly 0."""
-    dtypes = accepted_dtypes("solve", "a")
+    shape and the dtype compute_dtype gives a and b. A singular a raises clops.LinAlgError (a
+    numpy.linalg.LinAlgError) with `.info`, the 1-based k with U[k, k] exactly 0."""
     original_a, original_b = a, b
-    a = operand(a, "a", "solve", dtypes, (2,))
+    _, (a, b) = linalg_operands("solve", "solve", [("a", a, (2,)), ("b", b, (1, 2))])
     if a.shape[0] != a.shape[1]:
         raise ValueError("clops.solve: parameter 'a' has shape %s; expected a square matrix"
                          % (a.shape,))
-    b = operand(b, "b", "solve", dtypes, (1, 2))
-    check_same_dtype("solve", ("a", a), ("b", b))
     check_rows("solve", "b", b, a.shape[0], "a")
     if check_finite:
         require_finite(a, "a", "solve")
@@ -341,10 +406,38 @@ def solve(a, b, overwrite_a=False, overwrite_b=False, check_finite=True, *, pool
 
 @numpy_function
 def transpose(a, *, pool=None):
-    """a.T of a 2-D array as a new C-contiguous array, copied by the transpose operator."""
-    a = operand(a, "a", "transpose", accepted_dtypes("transpose", "x"), (2,))
-    y = np.empty(a.shape[::-1], dtype=a.dtype)
-    return Call(pool_or_default(pool), "transpose", dict(x=a, y=y), lambda: y)
+    """a.T of a 2-D array as a new C-contiguous array, copied by the transpose operator, which
+    copies elements as raw bits of their size: any bool, integer or float dtype of 1, 4 or 8
+    bytes is viewed as the operator's dtype of that size (int64 as float64, bool as uint8),
+    bit for bit; 2-byte ones (int16, uint16, float16) go through uint32 and back. The result
+    has a's dtype."""
+    a = host_array(a, "a", "transpose")
+    dtype = a.dtype
+    carrier = transpose_carrier(dtype, accepted_dtypes("transpose", "x"))
+    if dtype.itemsize == 2:
+        x = a.view(np.dtype(np.uint16).newbyteorder(dtype.byteorder)).astype(carrier)
+    else:
+        x = a.view(carrier.newbyteorder(dtype.byteorder))
+    x = operand(x, "a", "transpose", (carrier,), (2,))
+    y = np.empty(x.shape[::-1], dtype=carrier)
+    def finish():
+        if dtype.itemsize == 2:
+            return y.astype(np.uint16).view(dtype.newbyteorder("="))
+        return y.view(dtype.newbyteorder("="))
+    return Call(pool_or_default(pool), "transpose", dict(x=x, y=y), finish)
+
+
+def transpose_carrier(dtype, accepted):
+    """The operator's dtype that carries `dtype`'s bits: the one of its size (uint32 for 2
+    bytes), preferring an integer one; TypeError naming 'a' for a size it has none of."""
+    size = 4 if dtype.itemsize == 2 else dtype.itemsize
+    fits = sorted((d for d in accepted if d.itemsize == size), key=lambda d: d.kind == "f")
+    if not fits:
+        raise TypeError("clops.transpose: parameter 'a' has dtype %s, of %d bytes; the "
+                        "transpose operator copies elements of %s bytes"
+                        % (dtype, dtype.itemsize, ", ".join(sorted({str(d.itemsize)
+                                                                      for d in accepted}))))
+    return fits[0]
 
 
 @numpy_function

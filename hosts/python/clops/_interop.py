@@ -73,7 +73,7 @@ class WrappedBuffer(Buffer):
         with pool._use() as pool_handle:
             args.pool = pool_handle
             pool.lib.check(_table(pool.lib, "buffer_wrap_cl").buffer_wrap_cl(ctypes.byref(args)))
-        self.handle, self.size = c_void_p(args.buffer), args.bytes
+        self.handle, self.size, self.device = c_void_p(args.buffer), args.bytes, device
 
 
 def pool_from_cl(context, devices, queues=None, config_text=None):

@@ -30,6 +30,36 @@ class MemoryStats(namedtuple("MemoryStats", "allocated_bytes peak_bytes buffers 
     __slots__ = ()
 
 
+class Device(namedtuple("Device", "index name type vendor platform driver_version "
+                               "opencl_version global_mem_bytes local_mem_bytes compute_units "
+                               "queues fp64 platform_index device_index")):
+    """One device of a pool (Pool.devices()): abi/clops.h's clops_device_info read into Python,
+    its texts as str, `type` as "gpu", "cpu" or "other", `fp64` a bool; `index` is its place in
+    the pool (the `device` of Pool.buffer, Pool.stream and memory_stats)."""
+    __slots__ = ()
+
+    @classmethod
+    def from_info(cls, index, info):
+        def text(field):
+            return getattr(info, field).decode(errors="replace")
+        return cls(index, text("name"), _DEVICE_TYPES.get(info.type, str(info.type)),
+                   text("vendor"), text("platform"), text("driver_version"),
+                   text("opencl_version"), info.global_mem_bytes, info.local_mem_bytes,
+                   info.compute_units, info.queues, bool(info.fp64), info.platform_index,
+                   info.device_index)
+
+
+# enum clops_device_type
+_DEVICE_TYPES = {1: "gpu", 2: "cpu", 4: "other"}
+
+
+class Stats(namedtuple("Stats", "programs_built programs_loaded cache_rejected calls "
+                                "bytes_uploaded bytes_downloaded build_ns")):
+    """A pool's counters (Pool.stats()): abi/clops.h's clops_stats read into Python. build_ns
+    (ABI 1.3) is 0 from an older library."""
+    __slots__ = ()
+
+
 class Call:
     """An operator call ready to run on `pool`: the operator's name, its arguments by parameter
     name, and finish(), which makes the caller's result once the call completed (on the thread
@@ -140,23 +170,30 @@ class Pool:
         if getattr(self, "handle", None):
             self.release()
 
+    def __repr__(self):
+        if not self.handle:
+            return "<clops.Pool, released>"
+        devices = ["%d: %s %r" % (d.index, d.type, d.name) for d in self.devices()]
+        return "<clops.Pool of %d device%s (%s)>" % (len(devices), "s"[:len(devices) != 1],
+                                                     ", ".join(devices))
+
     def devices(self):
-        """The pool's devices: clops_device_info structs (name, type, queues, fp64, ...)."""
+        """The pool's devices, as Device tuples (name, type, vendor, queues, fp64, ...)."""
         out = []
         with self._use() as handle:
             for i in range(self.lib.api.pool_device_count(handle)):
                 info = clops_device_info(struct_size=ctypes.sizeof(clops_device_info))
                 self.lib.check(self.lib.api.pool_device_info(handle, i, ctypes.byref(info)))
-                out.append(info)
+                out.append(Device.from_info(i, info))
         return out
 
     def stats(self):
-        """The pool's counters (clops_stats): programs_built, programs_loaded, cache_rejected,
+        """The pool's counters, a Stats tuple: programs_built, programs_loaded, cache_rejected,
         calls, bytes_uploaded, bytes_downloaded, and (ABI 1.3) build_ns."""
         out = clops_stats(struct_size=ctypes.sizeof(clops_stats))
         with self._use() as handle:
             self.lib.check(self.lib.api.pool_stats(handle, ctypes.byref(out)))
-        return out
+        return Stats(*(getattr(out, name) for name in Stats._fields))
 
     def memory_stats(self, device=0):
         """The device memory clops holds on device `device` of the pool (ABI 1.4): a
@@ -456,7 +493,11 @@ class Buffer:
                 args.pool = pool_handle
                 pool.lib.check(api.buffer_create_on(ctypes.byref(args)))
             handle = c_void_p(args.buffer)
-        self.handle, self.size = handle, nbytes
+        self.handle, self.size, self.device = handle, nbytes, device or 0
+
+    def __repr__(self):
+        return "<clops.%s of %d bytes on device %d%s>" % (
+            type(self).__name__, self.size, self.device, "" if self.handle else ", released")
 
     def _live(self):
         if not self.handle:

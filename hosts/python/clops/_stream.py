@@ -282,6 +282,10 @@ class Stream:
             self.handle = create_stream(self.lib, handle, device, queue)
         pool._streams.add(self)
 
+    def __repr__(self):
+        return "<clops.Stream on device %d%s>" % (self.device,
+                                                   "" if self.handle else ", released")
+
     def _live(self):
         if not self.handle:
             raise Error(ERR_INVALID_ARGUMENT, "the stream was released")

@@ -65,6 +65,11 @@ class View:
             raise ValueError("view shape %s strides %s offset %d reaches past the buffer's %d "
                              "elements" % (self.shape, self.strides, offset, capacity))
 
+    def __repr__(self):
+        return "<clops.View %s %s, strides %s, offset %d, over a %s>" % (
+            DTYPES[self.dtype][0], self.shape, self.strides, self.offset,
+            type(self.buffer).__name__)
+
     def tensor(self, keep):
         mv = memoryview(self.buffer).cast("B")
         if mv.readonly:
@@ -152,6 +157,10 @@ class DeviceView:
         self.strides = tuple(strides) if strides is not None else tuple(_row_major(shape))
         if _extent(self.shape, self.strides, offset) * DTYPES[dtype][1] > buffer.size:
             raise ValueError("device view reaches past the buffer's %d bytes" % buffer.size)
+
+    def __repr__(self):
+        return "<clops.DeviceView %s %s, strides %s, offset %d, of %r>" % (
+            DTYPES[self.dtype][0], self.shape, self.strides, self.offset, self.buffer)
 
     def tensor(self, keep):
         t = _fill(clops_tensor(), self.dtype, self.shape, self.strides, self.offset)

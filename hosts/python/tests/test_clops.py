@@ -288,7 +288,7 @@ def main():
     failed = 0
     with clops.Pool() as pool:
         print("libclops %s from %s, device: %s" % (clops.library().version(),
-              clops.library().path, pool.devices()[0].name.decode()))
+              clops.library().path, pool.devices()[0].name))
         for name, fn in tests:
             try:
                 fn(pool) if fn.__code__.co_argcount else fn()

@@ -182,19 +182,20 @@ class GemmTest(Case):
 
     def test_gemm_refusals_name_the_parameter(self):
         f64 = np.ones((3, 3))
-        self.assertRefused(TypeError, ("'a'", "int64", "float32 or float64"),
-                           clops.gemm, np.ones((3, 3), dtype=np.int64), f64)
-        self.assertRefused(TypeError, ("'b'", "complex128"),
+        self.assertRefused(TypeError, ("'b'", "complex128", "real"),
                            clops.gemm, f64, np.ones((3, 3), dtype=np.complex128))
-        self.assertRefused(TypeError, ("'b'", "float32", "'a'"),
-                           clops.gemm, f64, np.ones((3, 3), dtype=np.float32))
+        self.assertRefused(TypeError, ("'a'", "list", "<U1", "not numbers"),
+                           clops.gemm, [["a"]], f64)
         self.assertRefused(ValueError, ("'b'", "(4, 2)", "expected 3"),
                            clops.gemm, np.ones((2, 3)), np.ones((4, 2)))
-        self.assertRefused(ValueError, ("'a'", "1 dimensions"), clops.gemm, np.ones(3), f64)
+        self.assertRefused(ValueError, ("'b'", "(4,)", "expected 3"),
+                           clops.gemm, np.ones((2, 3)), np.ones(4))
+        self.assertRefused(ValueError, ("'a'", "3 dimensions", "1 or 2"),
+                           clops.gemm, np.ones((3, 3, 3)), f64)
         self.assertRefused(ValueError, ("'out'", "(3, 4)", "(3, 3)"),
                            clops.gemm, f64, f64, out=np.zeros((3, 4)))
-        self.assertRefused(TypeError, ("'out'", "float32"),
-                           clops.gemm, f64, f64, out=np.zeros((3, 3), dtype=np.float32))
+        self.assertRefused(TypeError, ("'out'", "int64", "float64", "same_kind"),
+                           clops.gemm, f64, f64, out=np.zeros((3, 3), dtype=np.int64))
         self.assertRefused(TypeError, ("'out'", "list"), clops.gemm, f64, f64, out=[[0.0] * 3] * 3)
 
 
@@ -241,8 +242,8 @@ class LuTest(Case):
         self.assertLess(lu_residual(a, lu, piv), 30)
 
     def test_lu_factor_refusals(self):
-        self.assertRefused(TypeError, ("'a'", "int32", "float32 or float64"),
-                           clops.lu_factor, np.eye(3, dtype=np.int32))
+        self.assertRefused(TypeError, ("'a'", "complex64"),
+                           clops.lu_factor, np.eye(3, dtype=np.complex64))
         self.assertRefused(ValueError, ("'a'", "3 dimensions"), clops.lu_factor, np.ones((2, 2, 2)))
         self.assertRefused(ValueError, ("'a'", "infs or NaNs"),
                            clops.lu_factor, np.array([[1.0, np.nan], [0.0, 1.0]]))
@@ -281,8 +282,8 @@ class LuTest(Case):
                            clops.lu_solve, (lu, piv + 4), np.ones(4))
         self.assertRefused(ValueError, ("'trans'", "3"),
                            clops.lu_solve, (lu, piv), np.ones(4), trans=3)
-        self.assertRefused(TypeError, ("'b'", "float32", "'lu'"),
-                           clops.lu_solve, (lu, piv), np.ones(4, dtype=np.float32))
+        self.assertRefused(TypeError, ("'b'", "object"),
+                           clops.lu_solve, (lu, piv), np.array([None] * 4))
         self.assertRefused(ValueError, ("'lu'", "square"),
                            clops.lu_solve, (lu[:, :3], piv), np.ones(4))
 
@@ -325,8 +326,8 @@ class SolveTest(Case):
                            clops.solve, np.eye(3), np.ones(4))
         self.assertRefused(ValueError, ("'b'", "3 dimensions"),
                            clops.solve, np.eye(3), np.ones((3, 1, 1)))
-        self.assertRefused(TypeError, ("'a'", "float16"),
-                           clops.solve, np.eye(3, dtype=np.float16), np.ones(3))
+        self.assertRefused(TypeError, ("'a'", "complex128"),
+                           clops.solve, np.eye(3, dtype=np.complex128), np.ones(3))
 
 
 REDUCE_SHAPES = ((1,), (13,), (1, 1), (7, 5), (5, 7), (1, 37), (37, 1), (3, 4, 5),
@@ -431,14 +432,16 @@ class ReduceTest(Case):
     def test_reduce_refusals(self):
         m = np.ones((3, 4))
         self.assertRefused(ValueError, ("'axis'", "2", "out of bounds"), clops.sum, m, axis=2)
-        self.assertRefused(ValueError, ("'axis'", "3 dimensions"),
-                           clops.max, np.ones((2, 3, 4)), axis=0)
+        self.assertRefused(ValueError, ("'axis'", "(0, -3)", "repeats"),
+                           clops.max, np.ones((2, 3, 4)), axis=(0, -3))
         self.assertRefused(TypeError, ("'axis'",), clops.sum, m, axis=1.5)
-        self.assertRefused(TypeError, ("'x'", "int64", "float32", "float64", "int32", "uint32"),
-                           clops.sum, np.ones(4, dtype=np.int64))
-        self.assertRefused(TypeError, ("'x'", "int32", "float32 or float64"),
-                           clops.norm, np.ones(4, dtype=np.int32))
-        self.assertRefused(TypeError, ("'x'", "bool"), clops.argmax, np.ones(4, dtype=bool))
+        self.assertRefused(TypeError, ("'axis'", "(0, 1)", "an int"), clops.argmin, m, axis=(0, 1))
+        self.assertRefused(ValueError, ("'x'", "int64", "int32", "float64"),
+                           clops.min, np.array([2 ** 40, 1]))
+        self.assertRefused(TypeError, ("'x'", "float128", "float32 and float64"),
+                           clops.sum, np.ones(4, dtype=np.longdouble))
+        self.assertRefused(TypeError, ("'x'", "complex128"),
+                           clops.norm, np.ones(4, dtype=np.complex128))
 
 
 class TransposeTest(Case):
@@ -455,8 +458,8 @@ class TransposeTest(Case):
 
     def test_transpose_refusals(self):
         self.assertRefused(ValueError, ("'a'", "1 dimensions"), clops.transpose, np.ones(3))
-        self.assertRefused(TypeError, ("'a'", "int64", "uint8"),
-                           clops.transpose, np.ones((2, 2), dtype=np.int64))
+        self.assertRefused(TypeError, ("'a'", "float128", "16 bytes"),
+                           clops.transpose, np.ones((2, 2), dtype=np.longdouble))
 
 
 def fma64(a, b, c):
