@@ -52,7 +52,7 @@ extern "C" {
 #endif
 
 #define CLOPS_ABI_MAJOR 1
-#define CLOPS_ABI_MINOR 4
+#define CLOPS_ABI_MINOR 5
 #define CLOPS_MAX_RANK 4
 
 /* True when the table `api` is large enough to hold `member`. */
@@ -534,6 +534,38 @@ struct clops_buffer_create_args {
     struct clops_buffer *buffer; /* out: the host's until buffer_release */
 };
 
+/* ---- Kernels ahead of time (ABI 1.5) ------------------------------------------------------- */
+
+/* Builds ahead of time, on every device of the pool, the kernels that the first calls of the
+ * named operators in the named dtypes would otherwise build (on PoCL, seconds a program): into
+ * the pool, and into the on-disk cache, from which the next process loads them in
+ * milliseconds. It runs each operator once per dtype on each device on small operands of its
+ * own, in every variant that chooses a kernel of its own (each reduction and axis; gemm once
+ * more at a size that takes its large tiles, 2048 x 2048 by 1), counted in no statistics but
+ * these. Calls of other shapes may still build a program of their own on first use (an LU on
+ * a GPU whose panels are narrowed for a tall matrix; gemm's TF32 precisions, which are opt-in).
+ * Mandelbrot runs once per precision on each side of the pool's split (its GPUs, its CPU
+ * devices), every device of the side taking part. Refused, with nothing built: an unknown
+ * operator name, a dtype none of the named operators takes, flags other than 0. */
+struct clops_prebuild_args {
+    uint32_t struct_size;
+    int32_t flags; /* 0 */
+    struct clops_pool *pool;
+    const char *const *ops; /* op_count operator names (clops ops); NULL: every operator */
+    int32_t op_count;
+    /* dtype_count dtypes (enum clops_dtype; mandelbrot: f32 and f64 are its precisions); NULL:
+     * every dtype each operator takes. An operator is built for those of them it takes. */
+    int32_t dtype_count;
+    const int32_t *dtypes;
+    /* out: programs this call compiled from source and loaded from the on-disk cache, and the
+     * time that took (what pool_stats counts, over the call: another thread's builds meanwhile
+     * are in it too) */
+    int64_t programs_built;
+    int64_t programs_loaded;
+    int64_t build_ns;
+    int64_t wall_ns; /* out: the whole call */
+};
+
 /* ---- Devices and statistics --------------------------------------------------------------- */
 
 enum clops_device_type { CLOPS_DEVICE_GPU = 1, CLOPS_DEVICE_CPU = 2, CLOPS_DEVICE_OTHER = 4 };
@@ -741,6 +773,10 @@ struct clops_api {
     /* A buffer on any device of the pool (above): appended after host_unregister, so check
      * CLOPS_API_HAS(api, buffer_create_on). */
     int32_t (*buffer_create_on)(struct clops_buffer_create_args *args);
+
+    /* ---- Appended in ABI 1.5 (check with CLOPS_API_HAS) ---- */
+    /* Kernels built ahead of time (above). */
+    int32_t (*pool_prebuild)(struct clops_prebuild_args *args);
 };
 
 /* The only entry symbol. Returns NULL when the plugin does not serve `abi_major` (it serves 1). */

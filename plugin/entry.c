@@ -13,6 +13,7 @@
 #include "host_register.h"
 #include "invoke.h"
 #include "pool.h"
+#include "prebuild.h"
 #include "registry.h"
 #include "stream.h"
 #include "tensor.h"
@@ -310,6 +311,38 @@ static int32_t api_memory_stats(struct clops_memory_stats_args *args)
     return status;
 }
 
+/* ---- ABI 1.5: kernels ahead of time ---- */
+
+static int32_t api_pool_prebuild(struct clops_prebuild_args *args)
+{
+    err_clear();
+    int32_t status = check_args_struct(
+        args, ARGS_SIZE_THROUGH(struct clops_prebuild_args, wall_ns), "pool_prebuild");
+    if (status != CLOPS_OK)
+        return status;
+    args->programs_built = args->programs_loaded = args->build_ns = args->wall_ns = 0;
+    if (args->flags != 0)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "pool_prebuild: flags = %d; expected 0",
+                       (int)args->flags);
+    if ((args->ops != NULL && args->op_count < 0) || (args->ops == NULL && args->op_count != 0))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "pool_prebuild: op_count = %d with ops %s; expected ops NULL (every "
+                       "operator) with op_count 0, or op_count >= 0 names",
+                       (int)args->op_count, args->ops == NULL ? "NULL" : "given");
+    if ((args->dtypes != NULL && args->dtype_count < 0) ||
+        (args->dtypes == NULL && args->dtype_count != 0))
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT,
+                       "pool_prebuild: dtype_count = %d with dtypes %s; expected dtypes NULL "
+                       "(every dtype) with dtype_count 0, or dtype_count >= 0 dtypes",
+                       (int)args->dtype_count, args->dtypes == NULL ? "NULL" : "given");
+    status = hold_pool_and_out("pool_prebuild", args->pool, args);
+    if (status != CLOPS_OK)
+        return status;
+    status = prebuild_run(args);
+    pool_unhold(args->pool);
+    return status;
+}
+
 /* ---- ABI 1.4: streams, events, submit ---- */
 
 static int32_t api_stream_create(struct clops_stream_create_args *args)
@@ -538,6 +571,7 @@ static const struct clops_api api_v1 = {
     .host_register = api_host_register,
     .host_unregister = api_host_unregister,
     .buffer_create_on = api_buffer_create_on,
+    .pool_prebuild = api_pool_prebuild,
 };
 
 /* Descriptors state sizeof(struct clops_param) (param_size); ABI 1.1's hosts step by the old. */

@@ -23,7 +23,8 @@ import sys
 TOOLS = ["ss", "slurmctld", "slurmd", "sbatch", "munged", "mungekey", "mpirun", "snakemake",
          "gfortran", "clinfo", "groff", "pkg-config", "cmake", "make", "flock", "hostname",
          "timeout", "python3"]
-MODULES = ["numpy", "scipy", "matplotlib", "jsonschema", "pyopencl"]
+# ensurepip: what `python3 -m venv` needs, for the Python install commands and their tests.
+MODULES = ["numpy", "scipy", "matplotlib", "jsonschema", "pyopencl", "ensurepip"]
 
 
 def readme_lists(path):

@@ -41,10 +41,19 @@ struct run_options {
     const char *shard_spec;    /* --shard as given: "K/N" or "auto"; NULL: none */
     const struct shard *shard; /* --shard: only its runs, and a manifest; NULL: every run */
     int force;                 /* --force: run a shard whose manifest says it is done */
+    int no_prebuild;           /* --no-prebuild: the steps' first calls build their kernels */
 };
 
 /* `clops run FILE`: validates the pipeline file, then runs it. Returns an enum cli_exit. */
 int pipeline_run_file(struct cli *cli, const char *path, const struct run_options *options);
+
+/* `clops build` (build.c): an operator's kernels built ahead of time on a pool's devices. */
+struct build_options {
+    const char *config; /* the pool file; NULL: the built-in defaults */
+    const char *ops;    /* comma-separated operator names; NULL: every one */
+    const char *dtypes; /* comma-separated dtype names; NULL: every one each takes */
+};
+int build_command(struct cli *cli, const struct build_options *o);
 
 /* `clops gather DIR [--json]` (gather.c): the shard manifests in DIR/.clops checked as one set;
  * CLI_OK only when it is complete. */

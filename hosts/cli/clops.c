@@ -26,6 +26,7 @@ static const char global_help[] =
     "  devices [--config FILE] [--json]\n"
     "                            OpenCL devices, and those a pool opens\n"
     "  ops [NAME] [--json]       the operators, or one operator's parameters\n"
+    "  build [--ops LIST]        build kernels ahead of time into the cache\n"
     "  run FILE.cfg              validate a pipeline file, then run it (or one shard of\n"
     "                            its sweep: --shard K/N, --shard auto)\n"
     "  gather DIR [--json]       check the shards' manifests in DIR as one complete set\n"
@@ -123,8 +124,30 @@ static const char run_help[] =
     "                         shard takes GPU local rank % GPUs (SLURM_LOCALID,\n"
     "                         OMPI_COMM_WORLD_LOCAL_RANK) unless the pool file names devices\n"
     "  -f, --force            run the shard even when its manifest says it is done\n"
+    "  -B, --no-prebuild      leave building kernels to the steps' first calls; by\n"
+    "                         default the kernels of the steps' operators and dtypes are\n"
+    "                         built (or loaded from the cache) before the first step, as\n"
+    "                         'clops build' does, and the time is printed apart\n"
     "  -v, --verbose          also print the library's info and debug messages\n"
     "  -h, --help             print this help\n";
+
+static const char build_help[] =
+    "Usage: clops build [--config FILE] [--ops LIST] [--dtypes LIST]\n"
+    "\n"
+    "Builds the operators' kernels ahead of time on every device of a pool (the built-in\n"
+    "defaults, or FILE) into the on-disk cache, so that the first calls of later processes\n"
+    "load them instead of compiling them (on PoCL, seconds a program). Each operator runs\n"
+    "once per dtype on each device on small operands of its own (the ABI's pool_prebuild).\n"
+    "Prints the programs compiled and loaded and the time, per operator and dtype.\n"
+    "\n"
+    "Options:\n"
+    "  -c, --config FILE  create the pool from FILE instead of the defaults\n"
+    "  -O, --ops LIST     operators, comma-separated (default: every one; clops ops)\n"
+    "  -d, --dtypes LIST  dtypes, comma-separated: f32, f64, i32, u32, u8 (default:\n"
+    "                     every dtype each operator takes; Mandelbrot's are its\n"
+    "                     precisions f32 and f64)\n"
+    "  -v, --verbose      also print the library's info and debug messages\n"
+    "  -h, --help         print this help\n";
 
 static const char gather_help[] =
     "Usage: clops gather DIR [--json]\n"
@@ -185,7 +208,7 @@ static int usage_error(const char *command, const char *fmt, const char *arg)
 
 /* ---- Option parsing shared by the commands ------------------------------------------------ */
 
-enum { OPTIONS_MAX = 8 };
+enum { OPTIONS_MAX = 12 };
 
 /* One command's options. getopt_long() does the parsing; --help and --verbose are every
  * command's, the others (`own`, up to OPTIONS_MAX, each with a one-letter `val`) go to `take`
@@ -758,6 +781,7 @@ static void take_run_option(void *ctx, int c, char *arg)
     case 'j': o->json = 1; break;
     case 'S': o->shard_spec = arg; break;
     case 'f': o->force = 1; break;
+    case 'B': o->no_prebuild = 1; break;
     default: break;
     }
 }
@@ -773,6 +797,7 @@ static int cmd_run(struct cli *cli, int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"shard", required_argument, NULL, 'S'},
         {"force", no_argument, NULL, 'f'},
+        {"no-prebuild", no_argument, NULL, 'B'},
         {0},
     };
     /* Every --set fits: there are fewer of them than arguments. */
@@ -873,6 +898,39 @@ static int cmd_slurm(struct cli *cli, int argc, char **argv)
     return code;
 }
 
+/* ---- clops build ---------------------------------------------------------------------------- */
+
+static void take_build_option(void *ctx, int c, char *arg)
+{
+    struct build_options *o = ctx;
+    if (c == 'c')
+        o->config = arg;
+    else if (c == 'O')
+        o->ops = arg;
+    else if (c == 'd')
+        o->dtypes = arg;
+}
+
+static int cmd_build(struct cli *cli, int argc, char **argv)
+{
+    struct build_options options = {0};
+    static const struct option own[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"ops", required_argument, NULL, 'O'},
+        {"dtypes", required_argument, NULL, 'd'},
+        {0},
+    };
+    struct command_options spec = {"build", build_help, own, take_build_option, &options};
+    int first, code = parse_options(cli, &spec, argc, argv, &first);
+    if (code >= 0)
+        return code;
+    if (first < argc)
+        return usage_error("build", "unexpected argument '%s'", argv[first]);
+    if ((code = cli_load(cli)) != CLI_OK)
+        return code;
+    return build_command(cli, &options);
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static int print_version(struct cli *cli)
@@ -893,7 +951,7 @@ static const struct {
     int (*run)(struct cli *cli, int argc, char **argv);
 } commands[] = {
     {"devices", cmd_devices}, {"ops", cmd_ops},     {"run", cmd_run},
-    {"gather", cmd_gather},   {"slurm", cmd_slurm},
+    {"gather", cmd_gather},   {"slurm", cmd_slurm}, {"build", cmd_build},
 };
 
 int main(int argc, char **argv)

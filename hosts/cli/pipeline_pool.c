@@ -98,6 +98,61 @@ static int32_t create_pool(struct run *r, const char *pool_path, struct clops_po
     return status;
 }
 
+/* The dtype a step's kernels are built for: Mandelbrot's precision, else its operator's first
+ * tensor parameter's dtype; CLOPS_DTYPE_INVALID when the step gives neither. */
+static int32_t step_dtype(const struct pipeline *pl, const struct pl_step *step)
+{
+    for (int32_t p = 0; p < step->op->param_count; p++) {
+        const struct clops_param *param = &step->op->params[p];
+        const struct pl_value *v = &step->values[p];
+        if (strcmp(step->op->name, "mandelbrot") == 0 && strcmp(param->name, "precision") == 0)
+            return v->has_value && v->s != NULL && strcmp(v->s, "f64") == 0 ? CLOPS_F64
+                                                                             : CLOPS_F32;
+        if (strcmp(step->op->name, "mandelbrot") != 0 && v->tensor >= 0)
+            return pl->tensors[v->tensor].dtype;
+    }
+    return CLOPS_DTYPE_INVALID;
+}
+
+/* The kernels of the steps' operators in their dtypes, built (or loaded from the cache) on the
+ * new pool before the first step (pool_prebuild, ABI 1.5), so that the steps' times are the
+ * operators' own; each operator and dtype once. A failure is no error of the run: the step
+ * that needs the kernel builds it, or reports why it cannot. */
+static void prebuild_steps(struct run *r)
+{
+    const struct clops_api *api = r->cli->lib.api;
+    if (r->options->no_prebuild || !CLOPS_API_HAS(api, pool_prebuild))
+        return;
+    const int show = !r->options->quiet && r->json == NULL;
+    if (show)
+        fprintf(stderr, "%sbuilding the steps' kernels ...", r->prefix);
+    const double start = host_now_ms();
+    for (int i = 0; i < r->pl->step_count; i++) {
+        const struct pl_step *step = &r->pl->steps[i];
+        const int32_t dtype = step_dtype(r->pl, step);
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = r->pl->steps[j].op == step->op && step_dtype(r->pl, &r->pl->steps[j]) == dtype;
+        if (seen || dtype == CLOPS_DTYPE_INVALID)
+            continue;
+        const char *const ops[1] = {step->op->name};
+        struct clops_prebuild_args a = {.struct_size = sizeof a,
+                                        .pool = r->pool->pool,
+                                        .ops = ops,
+                                        .op_count = 1,
+                                        .dtypes = &dtype,
+                                        .dtype_count = 1};
+        if (api->pool_prebuild(&a) == CLOPS_OK) {
+            r->pool->programs_built += a.programs_built;
+            r->pool->programs_loaded += a.programs_loaded;
+        }
+    }
+    r->pool->prebuilt = 1;
+    r->pool->prebuild_ms = host_now_ms() - start;
+    if (show)
+        fprintf(stderr, " done in %.1f ms\n", r->pool->prebuild_ms);
+}
+
 int take_pool(struct run *r)
 {
     const struct clops_api *api = r->cli->lib.api;
@@ -124,6 +179,7 @@ int take_pool(struct run *r)
         return run_error(r, CLI_FAILED, "%s", api->last_error());
     snprintf(r->pool->device, sizeof r->pool->device, "%s", info.name);
     r->pool->device_count = api->pool_device_count(r->pool->pool);
+    prebuild_steps(r);
     if (r->pool->shard_device != NULL) {
         snprintf(r->pool->shard_device->name, sizeof r->pool->shard_device->name, "%s", info.name);
         r->pool->shard_device->device_count = r->pool->device_count;

@@ -26,6 +26,11 @@ struct run_pool {
     int32_t device_count;
     int json_index;                       /* among the JSON document's pools */
     struct manifest_device *shard_device; /* with --shard: the device chosen, for the manifest */
+    /* What building the steps' kernels ahead of them did when the pool was made (prebuilt 0:
+     * nothing, --no-prebuild or an older libclops) */
+    int prebuilt;
+    int64_t programs_built, programs_loaded;
+    double prebuild_ms;
 };
 
 struct run {

@@ -428,6 +428,14 @@ int run_one(struct run *r, int *fatal)
         if (r->json == NULL)
             printf("Pipeline %s on %s (pool: %s)\n\n", pl->path, r->pool->device,
                    pl->pool_path != NULL ? pl->pool_path : "built-in defaults");
+        if (r->json == NULL && r->pool->prebuilt == 1) {
+            printf("Kernels built before the steps: %lld programs compiled, %lld loaded from the "
+                   "cache, in %.1f ms\n(not in the steps' times; --no-prebuild leaves it to "
+                   "their first calls)\n\n",
+                   (long long)r->pool->programs_built, (long long)r->pool->programs_loaded,
+                   r->pool->prebuild_ms);
+            r->pool->prebuilt = 2; /* said once, for the run that made the pool */
+        }
         fflush(stdout);
         code = run_stream_open(r);
     }

@@ -39,7 +39,7 @@ def sha256_of(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def check_real_run(doc, out):
+def check_real_run(doc, out, prebuilt=False):
     check(doc["status"] == "ok" and doc["exit_code"] == 0 and doc["error"] is None,
           f"run: ok, exit 0, no error: {doc['status']}, {doc['exit_code']}, {doc['error']}")
     check(doc["dry_run"] is False, "run: not a dry run")
@@ -71,11 +71,16 @@ def check_real_run(doc, out):
               <= 1e-9 * gemm["rate"]["value"],
               f"{what}: gemm's rate is 2n^3 flops over the best call: {gemm['rate']}")
         check(gemm["info"] is None, f"{what}: gemm has no info")
-        # The pool is new in run 0: its first gemm builds (or loads from the cache) its kernels,
-        # which takes time, kept apart from the calls'. Run 1 reuses the pool.
-        if index == 0:
+        # The pool is new in run 0: with --no-prebuild its first gemm builds (or loads from the
+        # cache) its kernels, which takes time, kept apart from the calls'; by default they were
+        # built before the first step, and no call builds any. Run 1 reuses the pool.
+        if index == 0 and not prebuilt:
             check(gemm["compile_ms"] is not None and gemm["compile_ms"] > 0,
                   f"{what}: gemm's first call built its kernels: compile_ms {gemm['compile_ms']}")
+        if prebuilt:
+            check(all(s["compile_ms"] == 0 for s in run["steps"]),
+                  f"{what}: kernels built before the steps, none in them: "
+                  f"{[s['compile_ms'] for s in run['steps']]}")
         check(gemm["compile_ms"] is not None and gemm["compile_ms"] >= 0,
               f"{what}: a compile time: {gemm['compile_ms']}")
         check(lu["info"] == {"value": 2, "meaning": "U(2,2) is exactly zero (singular)"},
@@ -167,10 +172,15 @@ def main():
         check_json.validate(dry, schema, "clops run --json --dry-run run_json.cfg")
         check_dry_run(dry, out)
 
-    real, _ = run_json(clops, "--output-dir", out, pipeline)
+    real, _ = run_json(clops, "--no-prebuild", "--output-dir", out, pipeline)
     if real is not None:
-        check_json.validate(real, schema, "clops run --json run_json.cfg")
+        check_json.validate(real, schema, "clops run --json --no-prebuild run_json.cfg")
         check_real_run(real, out)
+
+    prebuilt, _ = run_json(clops, "--output-dir", out, pipeline)
+    if prebuilt is not None:
+        check_json.validate(prebuilt, schema, "clops run --json run_json.cfg")
+        check_real_run(prebuilt, out, prebuilt=True)
 
     failing, stderr = run_json(clops, "--output-dir", os.path.join(work, "failing"),
                                os.path.join(tests, "sweep_failing.cfg"), rc=1)

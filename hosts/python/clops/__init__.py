@@ -42,7 +42,8 @@ from ._errors import (AbiMismatchError, BuildError, ClopsCancelled, ClopsError, 
                       linalg_warning)
 from ._library import Library, Op, Param, candidates, library, ops  # noqa: F401
 from ._library import _op_info, _params  # noqa: F401  (descriptor walking; tested directly)
-from ._pool import Buffer, Call, Device, MemoryStats, Pool, Registration, Stats  # noqa: F401
+from ._pool import (Buffer, Call, Device, MemoryStats, Pool, Prebuilt,  # noqa: F401
+                    Registration, Stats)
 from ._stream import Future, Stream  # noqa: F401
 from ._norm import norm  # noqa: F401
 from ._reduce import argmax, argmin, max, min, sum  # noqa: F401
@@ -56,7 +57,7 @@ __all__ = [
     # non-blocking calls (ABI 1.4)
     "submit", "Stream", "Future",
     # the low-level API
-    "Pool", "Buffer", "Call", "Device", "Stats", "MemoryStats", "Registration", "View",
+    "Pool", "Buffer", "Call", "Device", "Stats", "MemoryStats", "Prebuilt", "Registration", "View",
     "DeviceView", "as_tensor",
     "Library", "library", "ops", "candidates",
     "Op", "Param", "__version__",

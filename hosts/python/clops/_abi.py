@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 ABI_MAJOR = 1
-ABI_MINOR = 4
+ABI_MINOR = 5
 # Element sizes of ABI 1.0 and 1.1, which did not state them (CLOPS_PARAM_SIZE_1_1, ..._ARG_...).
 PARAM_SIZE_1_1, ARG_SIZE_1_1 = 40, 48
 MAX_RANK = 4
@@ -226,6 +226,15 @@ class clops_buffer_create_args(Structure):
                 ("bytes", c_int64), ("buffer", c_void_p)]
 
 
+class clops_prebuild_args(Structure):
+    """pool_prebuild's (ABI 1.5): the kernels of `ops` (NULL: every operator) in `dtypes` (NULL:
+    every dtype each takes) built ahead of time on every device of the pool; the counts out."""
+    _fields_ = [("struct_size", c_uint32), ("flags", c_int32), ("pool", c_void_p),
+                ("ops", POINTER(c_char_p)), ("op_count", c_int32), ("dtype_count", c_int32),
+                ("dtypes", POINTER(c_int32)), ("programs_built", c_int64),
+                ("programs_loaded", c_int64), ("build_ns", c_int64), ("wall_ns", c_int64)]
+
+
 def _args_fn(args_type):
     """int32_t (*)(struct args_type *): the shape of every function ABI 1.4 appends."""
     return CFUNCTYPE(c_int32, POINTER(args_type))
@@ -287,6 +296,8 @@ class clops_api(Structure):
         ("host_unregister", _args_fn(clops_host_register_args)),
         # Appended after host_unregister: check with has("buffer_create_on").
         ("buffer_create_on", _args_fn(clops_buffer_create_args)),
+        # Appended in ABI 1.5: check with has("pool_prebuild").
+        ("pool_prebuild", _args_fn(clops_prebuild_args)),
     ]
 
 

@@ -15,7 +15,8 @@ import numpy
 
 from ._abi import (DOUBLE, DTYPES, ENUM, ERR_INVALID_ARGUMENT, I32, INT64, STRING, TENSOR_KINDS,
                    clops_arg, clops_buffer_create_args, clops_device_info,
-                   clops_host_register_args, clops_memory_stats_args, clops_stats)
+                   clops_host_register_args, clops_memory_stats_args, clops_prebuild_args,
+                   clops_stats)
 from . import _stream
 from ._errors import Error, InvalidArgumentError
 from ._library import library
@@ -60,6 +61,30 @@ class Stats(namedtuple("Stats", "programs_built programs_loaded cache_rejected c
     __slots__ = ()
 
 
+def _dtype_code(dtype):
+    """enum clops_dtype of a name ("f32") or anything numpy.dtype() takes (numpy.float64)."""
+    for code, (name, _size, _fmt, numpy_name) in DTYPES.items():
+        if dtype == name or dtype == code:
+            return code
+    try:
+        import numpy
+        numpy_name = numpy.dtype(dtype).name
+    except (ImportError, TypeError):
+        numpy_name = None
+    for code, entry in DTYPES.items():
+        if entry[3] == numpy_name:
+            return code
+    raise InvalidArgumentError(ERR_INVALID_ARGUMENT,
+                               f"prebuild: parameter 'dtypes': {dtype!r} is none of "
+                               f"{', '.join(e[0] for e in DTYPES.values())}")
+
+
+class Prebuilt(namedtuple("Prebuilt", "programs_built programs_loaded build_ns wall_ns")):
+    """What Pool.prebuild did: programs compiled from source and loaded from the on-disk cache,
+    the time that took and the whole call's, in ns."""
+    __slots__ = ()
+
+
 class Call:
     """An operator call ready to run on `pool`: the operator's name, its arguments by parameter
     name, and finish(), which makes the caller's result once the call completed (on the thread
@@ -76,7 +101,9 @@ class Pool:
     its buffers are released first. A release never frees what a call running on another thread
     uses: the pool and buffers released meanwhile are freed when the last such call ends."""
 
-    def __init__(self, config=None, config_text=None, lib=None):
+    def __init__(self, config=None, config_text=None, lib=None, prebuild=None):
+        """`prebuild`: True, or operator names, builds those kernels ahead of time as soon as the
+        pool is made (Pool.prebuild), so that no first call pays for compiling them."""
         self.lib = lib or library()
         api, handle = self.lib.api, c_void_p()
         if config is not None:
@@ -87,6 +114,35 @@ class Pool:
             status = api.pool_create_default(ctypes.byref(handle))
         self.lib.check(status)
         self._adopt(handle)
+        if prebuild:
+            try:
+                self.prebuild(None if prebuild is True else prebuild)
+            except BaseException:
+                self.release()
+                raise
+
+    def prebuild(self, ops=None, dtypes=None):
+        """Builds the kernels of `ops` (operator names; None: every operator) in `dtypes` (names
+        such as "f32" or NumPy dtypes; None: every dtype each operator takes) on every device of
+        the pool, into the pool and the on-disk cache, from which later processes load them
+        (ABI 1.5's pool_prebuild; UnsupportedError from an older library). Returns a Prebuilt:
+        programs compiled and loaded, and the times."""
+        api = self.lib.table("pool_prebuild")
+        args = clops_prebuild_args(struct_size=ctypes.sizeof(clops_prebuild_args))
+        names = [ops] if isinstance(ops, str) else ops
+        codes = None if dtypes is None else [_dtype_code(d) for d in
+                                             ([dtypes] if isinstance(dtypes, str) else dtypes)]
+        if names is not None:
+            arr = (ctypes.c_char_p * max(len(names), 1))(*[n.encode() for n in names])
+            args.ops, args.op_count = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p)), len(names)
+        if codes is not None:
+            darr = (ctypes.c_int32 * max(len(codes), 1))(*codes)
+            args.dtypes = ctypes.cast(darr, ctypes.POINTER(ctypes.c_int32))
+            args.dtype_count = len(codes)
+        with self._use() as handle:
+            args.pool = handle
+            self.lib.check(api.pool_prebuild(ctypes.byref(args)))
+        return Prebuilt(args.programs_built, args.programs_loaded, args.build_ns, args.wall_ns)
 
     def _adopt(self, handle):
         """The Python side of a pool the library made: its handle and bookkeeping."""

@@ -283,6 +283,42 @@ def test_numpy_views_any_layout(pool):
     assert info == 0 and np.max(np.abs(m @ rhs - x)) <= 1e-12 * np.abs(m).max() * 5
 
 
+def test_prebuild_builds_ahead_and_a_first_call_compiles_nothing():
+    """Pool.prebuild (ABI 1.5): the named kernels built into a cache of the pool's own, a first
+    call of them then builds nothing, an operator not named still does; Pool(prebuild=...)
+    does it at creation, a second pool on the same cache loads instead of compiling; an unknown
+    operator or dtype is refused naming it."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as cache:
+        config = 'cache = { enabled = true; dir = "%s"; };' % cache
+        with clops.Pool(config_text=config) as pool:
+            done = pool.prebuild(["transpose"], ["u8", "float32"])
+            assert done.programs_built >= 1 and done.programs_loaded == 0, done
+            assert done.wall_ns >= done.build_ns > 0, done
+            before = pool.stats()
+            assert before.calls == 0, before  # the prebuild's own calls are not counted
+            x, y = array.array("B", range(6)), array.array("B", bytes(6))
+            pool.invoke("transpose", x=clops.View(x, (2, 3)), y=clops.View(y, (3, 2)))
+            assert list(y) == [0, 3, 1, 4, 2, 5], list(y)
+            assert pool.stats().programs_built == before.programs_built
+            xd, yd = array.array("d", range(6)), array.array("d", bytes(48))
+            pool.invoke("transpose", x=clops.View(xd, (2, 3)), y=clops.View(yd, (3, 2)))
+            assert pool.stats().programs_built > before.programs_built  # f64: not prebuilt
+        with clops.Pool(config_text=config, prebuild=["transpose"]) as again:
+            stats = again.stats()
+            # transpose moves bits: its programs are by element size (1, 4, 8 bytes), all three
+            # in the cache now (u8 and f32 prebuilt, f64 by the call): loaded, none compiled.
+            assert stats.programs_built == 0 and stats.programs_loaded == 3, stats
+        with clops.Pool(config_text=config) as pool:
+            for bad, error in ((lambda: pool.prebuild(["qr"])), "qr"), \
+                              ((lambda: pool.prebuild(["gemm"], ["f16"])), "f16"):
+                try:
+                    bad()
+                    raise AssertionError("not refused: " + error)
+                except clops.Error as e:
+                    assert error in str(e), str(e)
+
+
 def main():
     tests = [(k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)]
     failed = 0
