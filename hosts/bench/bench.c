@@ -29,9 +29,11 @@ static const char help[] =
     "Times C = A B (square, row-major, no transposes) in f32 and f64 with clops and with\n"
     "CLBlast on the pool's primary device, operands already in device memory: one warm-up\n"
     "call each, the results compared with each other and 3 rows with a host computation (a\n"
-    "size whose results are wrong is not timed), then the median of R calls; TFLOP/s =\n"
-    "2 N^3 / time. Then the time of the first call of a new pool with an empty kernel cache\n"
-    "(a fresh XDG_CACHE_HOME) and with the cache filled.\n"
+    "size whose results are wrong is not timed), then the median of R calls; the rate is\n"
+    "2 N^3 / time, in TFLOP/s, GFLOP/s or MFLOP/s: the largest unit in which the table's\n"
+    "fastest reads 1 or more (--csv's rows keep TFLOP/s). Before those, the time of the first\n"
+    "call of a new pool with an empty kernel cache (a fresh XDG_CACHE_HOME) and with the cache\n"
+    "filled.\n"
     "\n"
     "--precision adds f32 products in gemm's TF32 precisions (3xtf32: fp32's accuracy from\n"
     "three TF32 products; tf32: one), called through invoke_sized with the \"precision\"\n"
@@ -40,10 +42,10 @@ static const char help[] =
     "product (max rel diff 1e-4 for fp32 and 3xtf32, 1e-2 for tf32, 1e-12 for f64).\n"
     "\n"
     "Options:\n"
-    "  -s, --sizes LIST   matrix orders, comma-separated (default 1024,2048,4096, and\n"
-    "                     8192 on a GPU or with --big)\n"
+    "  -s, --sizes LIST   matrix orders, comma-separated (default 1024,2048,4096,8192 on a\n"
+    "                     GPU; 512,1024,2048 on a CPU device, 1 to 2 minutes on 2 cores)\n"
     "  -r, --reps R       timed calls per measurement (default 5)\n"
-    "  -b, --big          add N = 8192 to the default sizes on a CPU device too\n"
+    "  -b, --big          add N = 4096 to the default sizes on a CPU device\n"
     "  -c, --config FILE  create the pools from FILE instead of the built-in defaults\n"
     "  -n, --no-cold      skip the cold/warm cache measurement\n"
     "  -p, --precision LIST\n"
@@ -53,7 +55,7 @@ static const char help[] =
     "  -H, --host         also time f32 and f64 with host operands (clops_tensor.data):\n"
     "                     results op \"gemm host\"\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
-    "  -h, --help         print this help\n" BENCH_HELP_RESULTS_OPTIONS "\n"
+    "  -h, --help         print this help\n" BENCH_HELP_PROGRESS BENCH_HELP_RESULTS_OPTIONS "\n"
     "Environment: CLOPS_LIBRARY, the libclops.so to load (as for clops); CLOPS_PYTHON, the\n"
     "python3 that draws --chart.\n"
     "Exit status: 0 ok; 1 a call failed or clops and CLBlast disagree; 2 usage error;\n"
@@ -139,7 +141,7 @@ static int open_clblast(struct bench *b)
 {
     cl_device_id device = bench_find_cl_device(&b->session.device);
     if (device == NULL) {
-        fprintf(stderr, "clops-bench: no OpenCL device named '%s' for CLBlast\n",
+        fprintf(bench_stderr(), "clops-bench: no OpenCL device named '%s' for CLBlast\n",
                 b->session.device.name);
         return BENCH_EXIT_FAILED;
     }
@@ -148,7 +150,7 @@ static int open_clblast(struct bench *b)
     if (err == CL_SUCCESS)
         b->queue = clCreateCommandQueue(b->context, device, 0, &err);
     if (err != CL_SUCCESS) {
-        fprintf(stderr, "clops-bench: cannot open a context for CLBlast: %s (%d)\n",
+        fprintf(bench_stderr(), "clops-bench: cannot open a context for CLBlast: %s (%d)\n",
                 cl_error_name(err), (int)err);
         return BENCH_EXIT_FAILED;
     }
@@ -213,7 +215,7 @@ static int upload_operands(struct bench *b, struct operands *o)
         o->mems[i] = clCreateBuffer(b->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, o->bytes,
                                     o->host[i], &err);
         if (err != CL_SUCCESS) {
-            fprintf(stderr, "clops-bench: clCreateBuffer for CLBlast: %s (%d)\n",
+            fprintf(bench_stderr(), "clops-bench: clCreateBuffer for CLBlast: %s (%d)\n",
                     cl_error_name(err), (int)err);
             return -1;
         }
@@ -305,17 +307,22 @@ static void add_row_start(struct table *t, int32_t dtype, int64_t n)
         table_cell(t, "-");
 }
 
-/* The timings' cells, and their rows in the results file. */
-static void add_timings(const struct bench *b, struct table *t, int32_t dtype, int64_t n,
+/* The timings' cells, their progress line, and their rows in the results file. */
+static void add_timings(const struct bench *b, struct bench_table *t, int32_t dtype, int64_t n,
                         double ours, double theirs, double diff)
 {
     double flops = 2.0 * (double)n * (double)n * (double)n;
-    table_cell(t, "%.3f", ours);
-    table_cell(t, "%.3g", flops / (ours * 1e9));
-    table_cell(t, "%.3f", theirs);
-    table_cell(t, "%.3g", flops / (theirs * 1e9));
-    table_cell(t, "%.2f", theirs / ours);
-    table_cell(t, "%.1e", diff);
+    table_cell(&t->table, "%.3f", ours);
+    bench_table_rate(t, flops / (ours * 1e-3));
+    table_cell(&t->table, "%.3f", theirs);
+    bench_table_rate(t, flops / (theirs * 1e-3));
+    table_cell(&t->table, "%.2f", theirs / ours);
+    table_cell(&t->table, "%.1e", diff);
+    char ours_rate[32], theirs_rate[32];
+    bench_progress_done(
+        "clops %.3f ms, %s; CLBlast %.3f ms, %s", ours,
+        bench_rate_text(BENCH_FLOPS, flops / (ours * 1e-3), ours_rate, sizeof ours_rate), theirs,
+        bench_rate_text(BENCH_FLOPS, flops / (theirs * 1e-3), theirs_rate, sizeof theirs_rate));
     const char *impls[2] = {"clops", "clblast"};
     const double ms[2] = {ours, theirs};
     for (int i = 0; i < 2; i++)
@@ -389,8 +396,10 @@ static double time_calls(struct bench *b, const struct operands *o, const struct
  * one call checked against the host's product, then timed. `device_ms` is clops' fp32 time on
  * device operands (NAN: not measured), the rate the table relates it to. */
 static void measure_variant(struct bench *b, const struct operands *o, const struct variant *v,
-                            double device_ms, struct table *t)
+                            double device_ms, struct bench_table *more)
 {
+    struct table *t = &more->table;
+    bench_progress_start("%s N=%lld %s", host_dtype_name(o->dtype), (long long)o->n, v->run);
     struct clops_tensor host_tensors[3];
     void *c = host_xcalloc(1, o->bytes);
     for (int i = 0; i < 3; i++)
@@ -410,12 +419,16 @@ static void measure_variant(struct bench *b, const struct operands *o, const str
         b->failures++;
         table_cell(t, "FAILED: %s (max rel diff %.1e vs host, tolerance %.0e)",
                    isnan(host) ? "a call failed" : "wrong results", host, tolerance);
+        bench_progress_done("FAILED: %s", isnan(host) ? "a call failed" : "wrong results");
     } else {
         ms = time_calls(b, o, v, tensors);
         b->failures += isnan(ms);
         const double flops = 2.0 * (double)o->n * (double)o->n * (double)o->n;
+        char rate[32];
+        bench_progress_done("%.3f ms, %s", ms,
+                            bench_rate_text(BENCH_FLOPS, flops / (ms * 1e-3), rate, sizeof rate));
         table_cell(t, "%.3f", ms);
-        table_cell(t, "%.3g", flops / (ms * 1e9));
+        bench_table_rate(more, flops / (ms * 1e-3));
         if (isnan(device_ms))
             table_cell(t, "-");
         else
@@ -436,7 +449,7 @@ static void measure_variant(struct bench *b, const struct operands *o, const str
 
 /* The variants --precision and --host ask for, for one size. */
 static void measure_variants(struct bench *b, const struct operands *o, double device_ms,
-                             struct table *t)
+                             struct bench_table *t)
 {
     for (int m = 0; m < 2 && o->dtype == CLOPS_F32; m++)
         if (b->opt.precisions & (PRECISION_3XTF32 << m))
@@ -452,11 +465,12 @@ static int fits_on_device(const struct bench *b, const struct operands *o)
 }
 
 /* clops against CLBlast on the operands `o`; returns clops' time, or NAN. */
-static double measure_against_clblast(struct bench *b, struct operands *o, struct table *t)
+static double measure_against_clblast(struct bench *b, struct operands *o, struct bench_table *t)
 {
     const int32_t dtype = o->dtype;
     const int64_t n = o->n;
     double ours_ms = NAN;
+    bench_progress_start("%s N=%lld", host_dtype_name(dtype), (long long)n);
     /* Warm-up: kernel builds and first-touch costs stay out of the timings. */
     int32_t ours = clops_gemm(b, b->session.pool, o->tensors);
     CLBlastStatusCode theirs = clblast_gemm(b, dtype, (size_t)n, o->mems);
@@ -465,11 +479,12 @@ static double measure_against_clblast(struct bench *b, struct operands *o, struc
     if (ours != CLOPS_OK)
         bench_report_error(&b->session, "gemm");
     if (theirs != CLBlastSuccess)
-        fprintf(stderr, "clops-bench: CLBlast gemm failed: status %d\n", (int)theirs);
+        fprintf(bench_stderr(), "clops-bench: CLBlast gemm failed: status %d\n", (int)theirs);
     if (!(diff <= tolerance_for(dtype)) || !(host <= tolerance_for(dtype))) {
         b->failures++;
-        table_cell(t, "FAILED: %s (max rel diff %.1e vs CLBlast, %.1e vs host)",
+        table_cell(&t->table, "FAILED: %s (max rel diff %.1e vs CLBlast, %.1e vs host)",
                    isnan(diff) ? "a call failed" : "wrong results", diff, host);
+        bench_progress_done("FAILED: %s", isnan(diff) ? "a call failed" : "wrong results");
     } else {
         ours_ms = time_calls(b, o, &fp32_variant, o->tensors);
         double theirs_ms = time_calls(b, o, NULL, NULL);
@@ -479,29 +494,49 @@ static double measure_against_clblast(struct bench *b, struct operands *o, struc
     return ours_ms;
 }
 
+/* The measurements of one size of `dtype`: the row against CLBlast (f32 unless --precision
+ * leaves fp32 out), and those of --precision (f32) and --host. */
+static int measurements_per_size(const struct bench *b, int32_t dtype)
+{
+    int count = dtype != CLOPS_F32 || (b->opt.precisions & PRECISION_FP32);
+    for (int m = 0; m < 2 && dtype == CLOPS_F32; m++)
+        count += (b->opt.precisions & (PRECISION_3XTF32 << m)) != 0;
+    return count + b->opt.host;
+}
+
+/* A size none of whose measurements can be made: one row in `t`, and one progress line for
+ * them all. */
+static void skip_size(struct bench *b, int32_t dtype, int64_t n, struct table *t, int row_started,
+                      const char *why)
+{
+    if (!row_started)
+        add_row_start(t, dtype, n);
+    table_cell(t, "%s", why);
+    bench_progress_plan(1 - measurements_per_size(b, dtype));
+    bench_progress_start("%s N=%lld", host_dtype_name(dtype), (long long)n);
+    bench_progress_done("%s", why);
+}
+
 /* One size: its row against CLBlast in `t` (f32 unless --precision leaves fp32 out), and the
  * rows of --precision and --host in `more`. */
-static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *t,
-                       struct table *more)
+static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct bench_table *t,
+                       struct bench_table *more)
 {
     struct operands o = {.dtype = dtype, .n = n};
     o.bytes = (size_t)(n * n * host_dtype_size(dtype));
     const int fp32 = dtype != CLOPS_F32 || (b->opt.precisions & PRECISION_FP32);
     if (fp32)
-        add_row_start(t, dtype, n);
+        add_row_start(&t->table, dtype, n);
     if (!fits_on_device(b, &o)) {
-        char need[32];
+        char need[32], why[64];
         host_format_bytes((int64_t)(6 * o.bytes), need, sizeof need);
-        if (!fp32)
-            add_row_start(t, dtype, n);
-        table_cell(t, "skipped: needs %s of device memory", need);
+        snprintf(why, sizeof why, "skipped: needs %s of device memory", need);
+        skip_size(b, dtype, n, &t->table, fp32, why);
         return;
     }
     if (upload_operands(b, &o) != 0) {
         b->failures++;
-        if (!fp32)
-            add_row_start(t, dtype, n);
-        table_cell(t, "FAILED: could not set up operands");
+        skip_size(b, dtype, n, &t->table, fp32, "FAILED: could not set up operands");
         release_operands(b, &o);
         return;
     }
@@ -510,59 +545,67 @@ static void bench_size(struct bench *b, int32_t dtype, int64_t n, struct table *
     release_operands(b, &o);
 }
 
+/* A GPU's, or a CPU device's: about a minute on 2 cores with PoCL (2 with an empty kernel
+ * cache), where N = 4096, the old default's largest, took most of 19.5 minutes. */
 static void default_sizes(struct bench *b)
 {
-    static const int64_t sizes[] = {1024, 2048, 4096, 8192};
-    int big = b->opt.big || b->session.device.type == CLOPS_DEVICE_GPU;
-    b->opt.size_count = big ? 4 : 3;
-    memcpy(b->opt.sizes, sizes, sizeof sizes);
+    static const int64_t gpu_sizes[] = {1024, 2048, 4096, 8192},
+                         cpu_sizes[] = {512, 1024, 2048, 4096};
+    const int gpu = b->session.device.type == CLOPS_DEVICE_GPU;
+    b->opt.size_count = gpu ? 4 : b->opt.big ? 4 : 3;
+    memcpy(b->opt.sizes, gpu ? gpu_sizes : cpu_sizes, sizeof gpu_sizes);
 }
 
 static void run_gemm_table(struct bench *b)
 {
     static const struct table_column columns[] = {
         {"dtype", TABLE_LEFT},          {"N", TABLE_RIGHT},
-        {"clops ms", TABLE_RIGHT},      {"clops TFLOP/s", TABLE_RIGHT},
-        {"CLBlast ms", TABLE_RIGHT},    {"CLBlast TFLOP/s", TABLE_RIGHT},
+        {"clops ms", TABLE_RIGHT},      {"clops %s", TABLE_RIGHT},
+        {"CLBlast ms", TABLE_RIGHT},    {"CLBlast %s", TABLE_RIGHT},
         {"clops/CLBlast", TABLE_RIGHT}, {"max rel diff", TABLE_RIGHT},
     };
     static const struct table_column more_columns[] = {
         {"run", TABLE_LEFT},
         {"N", TABLE_RIGHT},
         {"clops ms", TABLE_RIGHT},
-        {"clops TFLOP/s", TABLE_RIGHT},
+        {"clops %s", TABLE_RIGHT},
         {"/ fp32 device", TABLE_RIGHT},
         {"max rel diff vs host", TABLE_RIGHT},
     };
     static const int32_t dtypes[] = {CLOPS_F32, CLOPS_F64};
-    struct table t, more;
-    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
-    table_init(&more, more_columns, (int)(sizeof more_columns / sizeof more_columns[0]));
+    struct bench_table t, more;
+    bench_table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]), BENCH_FLOPS);
+    bench_table_init(&more, more_columns, (int)(sizeof more_columns / sizeof more_columns[0]),
+                     BENCH_FLOPS);
+    for (int d = 0; d < 2; d++)
+        if (dtypes[d] == CLOPS_F32 || b->session.device.fp64)
+            bench_progress_plan(b->opt.size_count * measurements_per_size(b, dtypes[d]));
     for (int d = 0; d < 2; d++) {
         if (dtypes[d] == CLOPS_F64 && !b->session.device.fp64) {
-            add_row_start(&t, dtypes[d], 0);
-            table_cell(&t, "skipped: the device has no fp64");
+            add_row_start(&t.table, dtypes[d], 0);
+            table_cell(&t.table, "skipped: the device has no fp64");
             continue;
         }
         for (int i = 0; i < b->opt.size_count; i++)
             bench_size(b, dtypes[d], b->opt.sizes[i], &t, &more);
     }
+    bench_progress_end();
     printf("GEMM C = A B, row-major, operands on the device; median of %d calls after a warm-up\n"
            "whose result was checked against CLBlast's and, for 3 rows, against the host's.\n"
            "clops/CLBlast > 1 means clops is faster.\n\n",
            b->session.opt.reps);
-    table_print(&t, stdout, 0);
-    if (more.row_count > 0) {
+    bench_table_print(&t, stdout, 0);
+    if (more.table.row_count > 0) {
         printf(
             "\nclops alone: f32 in the TF32 precisions (invoke_sized, \"precision\"), operands on "
             "the\ndevice; host operands (clops_tensor.data: the transfers are in the time). "
             "Median of %d\ncalls after a warm-up checked on 3 rows against the host's; "
             "/ fp32 device = the rate over\nclops' fp32 rate on device operands above.\n\n",
             b->session.opt.reps);
-        table_print(&more, stdout, 0);
+        bench_table_print(&more, stdout, 0);
     }
-    table_free(&more);
-    table_free(&t);
+    bench_table_free(&more);
+    bench_table_free(&t);
 }
 
 /* ---- cold vs warm first call -------------------------------------------------------------- */
@@ -652,11 +695,26 @@ static void add_first_call_row(struct table *t, int32_t dtype, const char *cache
     table_cell(t, "%lld", (long long)f->loaded);
 }
 
+/* time_first_call() with its progress line; `cache` says which: "empty", "filled". */
+static int measure_first_call(struct bench *b, int32_t dtype, const char *cache,
+                              struct first_call *f)
+{
+    bench_progress_start("%s first call of a new pool, kernel cache %s", host_dtype_name(dtype),
+                         cache);
+    if (time_first_call(b, dtype, f) != 0) {
+        bench_progress_done("failed");
+        return -1;
+    }
+    bench_progress_done("pool create %.1f ms, first gemm %.1f ms, %lld programs built",
+                        f->create_ms, f->call_ms, (long long)f->built);
+    return 0;
+}
+
 static void run_cold_warm(struct bench *b, struct table *t)
 {
     snprintf(b->cache_dir, sizeof b->cache_dir, "/tmp/clops-bench-cache-XXXXXX");
     if (mkdtemp(b->cache_dir) == NULL) {
-        fprintf(stderr, "clops-bench: mkdtemp: %s\n", strerror(errno));
+        fprintf(bench_stderr(), "clops-bench: mkdtemp: %s\n", strerror(errno));
         b->cache_dir[0] = '\0';
         b->failures++;
         return;
@@ -664,10 +722,13 @@ static void run_cold_warm(struct bench *b, struct table *t)
     char *saved[CACHE_VARIABLES];
     redirect_caches(b->cache_dir, saved);
     static const int32_t dtypes[] = {CLOPS_F32, CLOPS_F64};
+    bench_progress_plan(4);
     for (int d = 0; d < 2; d++) {
         struct first_call cold, warm;
-        if (time_first_call(b, dtypes[d], &cold) != 0 ||
-            time_first_call(b, dtypes[d], &warm) != 0) {
+        const int cold_failed = measure_first_call(b, dtypes[d], "empty", &cold) != 0;
+        if (cold_failed)
+            bench_progress_plan(-1); /* no warm call after it */
+        if (cold_failed || measure_first_call(b, dtypes[d], "filled", &warm) != 0) {
             b->failures += dtypes[d] == CLOPS_F32; /* f64 may be unsupported: not a failure */
             continue;
         }
@@ -732,7 +793,7 @@ int bench_gemm_main(int argc, char **argv)
     }
     if ((b.opt.precisions & ~(unsigned)PRECISION_FP32) &&
         !CLOPS_API_HAS(b.session.lib.api, invoke_sized)) {
-        fprintf(stderr, "clops-bench: --precision: this libclops has no invoke_sized\n");
+        fprintf(bench_stderr(), "clops-bench: --precision: this libclops has no invoke_sized\n");
         return BENCH_EXIT_LOAD;
     }
     /* Before anything else touches OpenCL: see redirect_caches(). */

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <math.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,15 +174,27 @@ int bench_start(int argc, char **argv, const struct bench_command_line *command_
         return code;
     if ((code = results_open(command_line->program, command_line->name, &s->opt)) != BENCH_EXIT_OK)
         return code;
-    if ((code = bench_load_library(s)) != BENCH_EXIT_OK)
-        return code;
-    host_library_log_to_stderr(&s->lib, s->opt.verbose);
-    return -1;
+    return (code = bench_load_library(s, s->opt.verbose)) != BENCH_EXIT_OK ? code : -1;
 }
 
 /* ---- library and pool --------------------------------------------------------------------- */
 
-int bench_load_library(struct bench_session *s)
+static void progress_open(const char *program);
+
+/* The library's messages, as hosts/common's log_to_stderr prints them, each on a line of its
+ * own: a terminal's progress line is ended first. It may run on a thread of the library's:
+ * stderr's lock keeps the progress line and the message whole. */
+static void log_message(int32_t level, const char *message, void *user)
+{
+    static const char *const level_names[] = {"error", "warning", "info", "debug"};
+    (void)user;
+    flockfile(stderr);
+    fprintf(bench_stderr(), "%s: %s: %s\n", host_program_name,
+            level_names[level >= CLOPS_LOG_ERROR && level < CLOPS_LOG_DEBUG ? level : 3], message);
+    funlockfile(stderr);
+}
+
+int bench_load_library(struct bench_session *s, int verbose)
 {
     /* libclops is never dlclose()d: OpenCL drivers are not safe to unload. */
     char why[8192];
@@ -189,6 +202,8 @@ int bench_load_library(struct bench_session *s)
         fprintf(stderr, "%s: cannot load libclops: %s\n", s->program, why);
         return BENCH_EXIT_LOAD;
     }
+    s->lib.api->set_log_callback(log_message, NULL, verbose ? CLOPS_LOG_DEBUG : CLOPS_LOG_WARNING);
+    progress_open(s->program);
     return BENCH_EXIT_OK;
 }
 
@@ -225,13 +240,14 @@ int bench_open_pool(struct bench_session *s)
 
 void bench_report_error(const struct bench_session *s, const char *what)
 {
-    fprintf(stderr, "%s: %s: %s\n", s->program, what, s->lib.api->last_error());
+    fprintf(bench_stderr(), "%s: %s: %s\n", s->program, what, s->lib.api->last_error());
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
 
 void bench_print_library(const struct bench_session *s, const char *title)
 {
+    bench_progress_end();
     printf("%s, libclops %s from %s\n", title, s->lib.api->version(), s->lib.path);
 }
 
@@ -242,6 +258,242 @@ void bench_print_device(const struct clops_device_info *device, const char *pool
     printf("device: %s (%s, driver %s, %d CUs, %s)%s%s\n\n", device->name, device->platform,
            device->driver_version, device->compute_units, memory,
            pool_from != NULL ? ", pool from " : "", pool_from != NULL ? pool_from : "");
+}
+
+/* ---- progress ------------------------------------------------------------------------------ */
+
+enum { PROGRESS_BAR = 20 };
+
+/* The process's one area's progress (bench_common.h). Where the library's thread may print
+ * (log_message), stderr's lock guards it. */
+static struct {
+    const char *program;
+    int planned, done;
+    double start_ms; /* when the area loaded libclops */
+    int terminal;    /* stderr is a terminal: one line, rewritten in place */
+    int shown;       /* a terminal's line is drawn and not ended */
+    char what[256];  /* the measurement under way */
+} progress;
+
+static void progress_open(const char *program)
+{
+    progress.program = program;
+    progress.start_ms = host_now_ms();
+    progress.terminal = isatty(STDERR_FILENO);
+}
+
+void bench_progress_plan(int measurements)
+{
+    progress.planned += measurements;
+}
+
+/* "[4/18 0:12]": the measurement's place and the time since the area started. */
+static void progress_where(int number, char *out, size_t size)
+{
+    const int seconds = (int)((host_now_ms() - progress.start_ms) / 1000.0);
+    if (progress.planned >= number)
+        snprintf(out, size, "[%d/%d %d:%02d]", number, progress.planned, seconds / 60,
+                 seconds % 60);
+    else
+        snprintf(out, size, "[%d %d:%02d]", number, seconds / 60, seconds % 60);
+}
+
+/* The terminal's line: "[#####...] [4/18 0:12] <text>", the bar filled for the measurements
+ * done, cut to the terminal's width so that it never wraps (a wrapped line cannot be
+ * rewritten). */
+static void progress_draw(int number, const char *text)
+{
+    char bar[PROGRESS_BAR + 3] = "", where[64], line[512];
+    if (progress.planned > 0) {
+        const int done = progress.done < progress.planned ? progress.done : progress.planned;
+        const int filled = PROGRESS_BAR * done / progress.planned;
+        bar[0] = '[';
+        for (int i = 0; i < PROGRESS_BAR; i++)
+            bar[1 + i] = i < filled ? '#' : '.';
+        bar[PROGRESS_BAR + 1] = ']';
+        bar[PROGRESS_BAR + 2] = '\0';
+    }
+    progress_where(number, where, sizeof where);
+    snprintf(line, sizeof line, "%s%s%s %s", bar, bar[0] != '\0' ? " " : "", where, text);
+    int width = host_output_width(stderr, 80) - 1;
+    width = width < (int)sizeof line - 1 ? width : (int)sizeof line - 1;
+    if (width > 0 && (int)strlen(line) > width)
+        line[width] = '\0';
+    fprintf(stderr, "\r\033[K%s", line);
+    fflush(stderr);
+    progress.shown = 1;
+}
+
+void bench_progress_start(const char *fmt, ...)
+{
+    fflush(stdout);
+    flockfile(stderr);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(progress.what, sizeof progress.what, fmt, ap);
+    va_end(ap);
+    if (progress.terminal) {
+        char text[sizeof progress.what + 8];
+        snprintf(text, sizeof text, "%s ...", progress.what);
+        progress_draw(progress.done + 1, text);
+    }
+    funlockfile(stderr);
+}
+
+void bench_progress_done(const char *fmt, ...)
+{
+    char figures[256], text[sizeof progress.what + sizeof figures + 4], where[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(figures, sizeof figures, fmt, ap);
+    va_end(ap);
+    flockfile(stderr);
+    snprintf(text, sizeof text, "%s: %s", progress.what, figures);
+    if (progress.terminal) {
+        progress_draw(++progress.done, text);
+    } else {
+        progress_where(++progress.done, where, sizeof where);
+        fprintf(stderr, "%s: %s %s\n", progress.program, where, text);
+    }
+    funlockfile(stderr);
+}
+
+void bench_progress_end(void)
+{
+    flockfile(stderr);
+    if (progress.shown) {
+        fputc('\n', stderr);
+        progress.shown = 0;
+    }
+    funlockfile(stderr);
+}
+
+FILE *bench_stderr(void)
+{
+    bench_progress_end();
+    return stderr;
+}
+
+/* ---- rates in the unit that suits them ------------------------------------------------------ */
+
+/* Each quantity's units, the largest first. */
+static const struct {
+    enum bench_quantity quantity;
+    struct bench_unit unit;
+} units[] = {
+    {BENCH_FLOPS, {"TFLOP/s", 1e12}}, {BENCH_FLOPS, {"GFLOP/s", 1e9}},
+    {BENCH_FLOPS, {"MFLOP/s", 1e6}},  {BENCH_BYTES, {"GB/s", 1e9}},
+    {BENCH_BYTES, {"MB/s", 1e6}},
+};
+enum { UNIT_COUNT = (int)(sizeof units / sizeof units[0]) };
+
+struct bench_unit bench_unit_for(enum bench_quantity quantity, double rate)
+{
+    struct bench_unit chosen = {0};
+    for (int i = 0; i < UNIT_COUNT; i++) {
+        if (units[i].quantity != quantity)
+            continue;
+        chosen = units[i].unit;
+        if (rate >= chosen.size)
+            break;
+    }
+    return chosen;
+}
+
+void bench_format_rate(double rate, struct bench_unit unit, char *out, size_t size)
+{
+    const double value = rate / unit.size;
+    snprintf(out, size, value >= 1000.0 ? "%.0f" : "%.3g", value);
+}
+
+const char *bench_rate_text(enum bench_quantity quantity, double rate, char *out, size_t size)
+{
+    const struct bench_unit unit = bench_unit_for(quantity, rate);
+    char value[32];
+    bench_format_rate(rate, unit, value, sizeof value);
+    snprintf(out, size, "%s %s", value, unit.name);
+    return out;
+}
+
+/* A rate cell of a bench_table: where it is, and its rate. */
+struct bench_rate_cell {
+    int row, column;
+    double rate;
+};
+
+void bench_table_init(struct bench_table *t, const struct table_column *columns, int column_count,
+                      enum bench_quantity quantity)
+{
+    *t = (struct bench_table){.quantity = quantity};
+    table_init(&t->table, columns, column_count);
+}
+
+void bench_table_rate(struct bench_table *t, double rate)
+{
+    if (t->table.row_count == 0 || t->table.filled == t->table.column_count)
+        return; /* as table_cell() drops it */
+    if (t->rate_count == t->rate_capacity) {
+        t->rate_capacity = t->rate_capacity > 0 ? 2 * t->rate_capacity : 16;
+        struct bench_rate_cell *rates = host_xcalloc((size_t)t->rate_capacity, sizeof *rates);
+        if (t->rate_count > 0)
+            memcpy(rates, t->rates, (size_t)t->rate_count * sizeof *rates);
+        free(t->rates);
+        t->rates = rates;
+    }
+    t->rates[t->rate_count++] = (struct bench_rate_cell){
+        .row = t->table.row_count - 1, .column = t->table.filled, .rate = rate};
+    table_cell(&t->table, "-"); /* written when printed */
+}
+
+/* `title` with the unit's name in place of its "%s", into `out`. */
+static void unit_title(const char *title, const char *unit, char *out, size_t size)
+{
+    const char *at = strstr(title, "%s");
+    if (at == NULL)
+        snprintf(out, size, "%s", title);
+    else
+        snprintf(out, size, "%.*s%s%s", (int)(at - title), title, unit, at + 2);
+}
+
+void bench_table_print(struct bench_table *t, FILE *out, int indent)
+{
+    bench_progress_end();
+    double largest = 0.0;
+    for (int i = 0; i < t->rate_count; i++)
+        largest = t->rates[i].rate > largest ? t->rates[i].rate : largest;
+    const struct bench_unit unit = bench_unit_for(t->quantity, largest);
+    /* The rate cells (the table owns its cells as malloc'd strings, table.h) ... */
+    for (int i = 0; i < t->rate_count; i++) {
+        const struct bench_rate_cell *r = &t->rates[i];
+        char text[32] = "-";
+        if (r->rate > 0.0 && isfinite(r->rate))
+            bench_format_rate(r->rate, unit, text, sizeof text);
+        char **cell =
+            &t->table.cells[(size_t)r->row * (size_t)t->table.column_count + (size_t)r->column];
+        free(*cell);
+        *cell = host_xstrdup(text);
+    }
+    /* ... and the titles, which name the unit, in a copy of the columns. */
+    const int count = t->table.column_count;
+    const struct table_column *columns = t->table.columns;
+    struct table_column *named = host_xcalloc((size_t)count, sizeof *named);
+    char(*titles)[96] = host_xcalloc((size_t)count, sizeof *titles);
+    for (int c = 0; c < count; c++) {
+        unit_title(columns[c].title, unit.name, titles[c], sizeof titles[c]);
+        named[c] = (struct table_column){titles[c], columns[c].align};
+    }
+    t->table.columns = named;
+    table_print(&t->table, out, indent);
+    t->table.columns = columns;
+    free(titles);
+    free(named);
+}
+
+void bench_table_free(struct bench_table *t)
+{
+    table_free(&t->table);
+    free(t->rates);
+    *t = (struct bench_table){0};
 }
 
 /* ---- results: --csv, --chart and --peers ---------------------------------------------------- */
@@ -674,26 +926,52 @@ static double rate_of(char *const *row)
     return end != row[COL_RATE] && rate > 0.0 && isfinite(rate) ? rate : NAN;
 }
 
-static void add_peer_row(struct table *t, char *const *ours, const char *name, char *const *peer)
+/* The unit the Peers table gives rates of a results file's `unit` in. */
+struct shown_unit {
+    const char *name;
+    double scale; /* the file's rate times this is the table's */
+};
+
+/* For a unit of units[] (the files' "TFLOP/s", "GB/s"), the one that suits the largest rate in
+ * `unit` of `rows`; any other ("iterations/s") as it is. */
+static struct shown_unit shown_unit(const struct result_rows *rows, const char *unit)
+{
+    for (int u = 0; u < UNIT_COUNT; u++) {
+        if (strcmp(units[u].unit.name, unit) != 0)
+            continue;
+        double largest = 0.0;
+        for (int r = 0; r < rows->count; r++)
+            if (strcmp(rows->cells[r][COL_UNIT], unit) == 0 && rate_of(rows->cells[r]) > largest)
+                largest = rate_of(rows->cells[r]);
+        const struct bench_unit shown =
+            bench_unit_for(units[u].quantity, largest * units[u].unit.size);
+        return (struct shown_unit){shown.name, units[u].unit.size / shown.size};
+    }
+    return (struct shown_unit){unit, 1.0};
+}
+
+static void add_peer_row(struct table *t, char *const *ours, const char *name, char *const *peer,
+                         struct shown_unit unit)
 {
     table_row(t);
     table_cell(t, "%s", op_of(ours));
     table_cell(t, "%s", ours[COL_DTYPE]);
     table_cell(t, "%s", ours[COL_N]);
-    table_cell(t, "%s", ours[COL_UNIT]);
-    table_cell(t, "%.4g", rate_of(ours));
+    table_cell(t, "%s", unit.name);
+    table_cell(t, "%.4g", rate_of(ours) * unit.scale);
     table_cell(t, "%s", name != NULL ? name : "-");
     if (peer == NULL) {
         table_cell(t, "-");
         table_cell(t, "-");
         return;
     }
-    table_cell(t, "%.4g", rate_of(peer));
+    table_cell(t, "%.4g", rate_of(peer) * unit.scale);
     table_cell(t, "%.3g", rate_of(ours) / rate_of(peer));
 }
 
 /* For each clops row, every row that measured the same work: peers.py's, CLBlast's, the seed's,
- * and clops' own on device operands for a row on host operands; a row with none has "-". */
+ * and clops' own on device operands for a row on host operands; a row with none has "-". The
+ * rates of each unit of the file are shown in the one that suits the largest (shown_unit). */
 static void print_peers_table(const struct result_rows *rows)
 {
     static const struct table_column columns[] = {
@@ -707,16 +985,17 @@ static void print_peers_table(const struct result_rows *rows)
         char *const *ours = rows->cells[r];
         if (strcmp(ours[COL_IMPL], "clops") != 0)
             continue;
+        const struct shown_unit unit = shown_unit(rows, ours[COL_UNIT]);
         int peers = 0;
         for (int p = 0; p < rows->count; p++) {
             char name[256];
             if (p != r && peer_name(ours, rows->cells[p], name, sizeof name)) {
-                add_peer_row(&t, ours, name, rows->cells[p]);
+                add_peer_row(&t, ours, name, rows->cells[p], unit);
                 peers++;
             }
         }
         if (peers == 0)
-            add_peer_row(&t, ours, NULL, NULL);
+            add_peer_row(&t, ours, NULL, NULL, unit);
     }
     printf("\nPeers: clops' rate beside each other implementation's on the same work and size\n"
            "(clops/peer > 1: clops is faster; for a transpose, \"device copy\" copies the same\n"
@@ -842,6 +1121,7 @@ static int draw_chart(void)
 
 int bench_results_finish(int code)
 {
+    bench_progress_end();
     if (results.csv == NULL)
         return code;
     const int measured = code == BENCH_EXIT_OK || code == BENCH_EXIT_FAILED;

@@ -10,6 +10,8 @@
 
 #include "clops.h"
 #include "loader.h"
+#include "table.h"
+#include "util.h"
 
 /* Every area's exit status (bench.h). */
 enum bench_exit {
@@ -37,6 +39,13 @@ enum bench_exit {
     "                on the same work and size (these, CLBlast's and the seed's rows), and\n"      \
     "                clops/peer (> 1: clops is faster). The peers' rows join --csv and\n"          \
     "                --chart. No peer library, or no python3: a line says so, exit 0.\n"
+
+/* The paragraph of --help on the progress lines, after an area's own options. */
+#define BENCH_HELP_PROGRESS                                                                        \
+    "\nProgress: as each measurement ends, a line on stderr says what was measured and its\n"      \
+    "figures (\"clops-bench lu: [4/18 0:12] f32 N=512 lu: 23.4 ms, 3.83 GFLOP/s\": the 4th of\n"   \
+    "18, 12 s after the start); on a terminal, one line rewritten in place, with a bar. The\n"     \
+    "tables follow on stdout.\n"
 
 /* The exit statuses of --csv, --chart and --peers: the last lines of every area's --help. */
 #define BENCH_HELP_EXIT_RESULTS                                                                    \
@@ -104,13 +113,16 @@ const char *bench_parse_sizes(const char *text, int64_t *sizes, int max, int *co
 /* Reads the command line; with --chart checks that a chart can be drawn (python3, matplotlib and
  * chart.py are there) before anything is measured; with --csv, --chart or --peers creates the
  * results file (--csv's, or a temporary one) with its header row; loads libclops
- * (bench_load_library) and sends its warnings and errors, and with --verbose its info and debug
- * messages, to stderr. Returns -1 to go on, or the exit status (BENCH_EXIT_OK after --help). */
+ * (bench_load_library, verbose with --verbose). Returns -1 to go on, or the exit status
+ * (BENCH_EXIT_OK after --help). */
 int bench_start(int argc, char **argv, const struct bench_command_line *command_line,
                 struct bench_session *s);
 
-/* Loads libclops into s->lib. Returns BENCH_EXIT_OK, or BENCH_EXIT_LOAD after printing why. */
-int bench_load_library(struct bench_session *s);
+/* Loads libclops into s->lib, and sends its warnings and errors (with `verbose` its info and
+ * debug messages too) to stderr, each on a line of its own; from now on s->program names the
+ * progress lines, whose times start here. Returns BENCH_EXIT_OK, or BENCH_EXIT_LOAD after
+ * printing why. */
+int bench_load_library(struct bench_session *s, int verbose);
 
 /* A new pool from s->opt.config, or from the built-in defaults: a clops status. */
 int32_t bench_pool_create(const struct bench_session *s, struct clops_pool **pool);
@@ -131,6 +143,82 @@ void bench_print_library(const struct bench_session *s, const char *title);
 /* "device: <name> (<platform>, driver <version>, <n> CUs, <memory>)", then ", pool from
  * <pool_from>" unless that is NULL, then an empty line. */
 void bench_print_device(const struct clops_device_info *device, const char *pool_from);
+
+/* ---- progress: each measurement on stderr as it is made -------------------------------------
+ *
+ * The tables come on stdout once an area has measured them; meanwhile each measurement is
+ * reported on stderr as it ends, so that a long run, or its log, shows how far it is:
+ *
+ *   clops-bench lu: [4/18 0:12] f32 N=512 lu: 23.4 ms, 3.83 GFLOP/s
+ *
+ * (its place among the measurements the area has planned, and the time since the area
+ * started). When stderr is a terminal the same is one line rewritten in place, with a bar,
+ * which also shows the measurement under way as it starts; bench_progress_end() ends it. */
+
+/* The area will make `measurements` more measurements (the N of "[k/N]"); fewer where it is
+ * negative (measurements left out together, after a failure). */
+void bench_progress_plan(int measurements);
+
+/* What is measured next ("f32 N=512 lu"); flushes stdout, so that a file or a pipe holds what
+ * the area printed before. */
+void bench_progress_start(const char *fmt, ...) HOST_PRINTF(1, 2);
+
+/* The measurement started last is over: its figures ("23.4 ms, 3.83 GFLOP/s", or "FAILED"). */
+void bench_progress_done(const char *fmt, ...) HOST_PRINTF(1, 2);
+
+/* Ends the line a terminal shows (a newline), so that what an area prints next, its tables,
+ * starts on a line of its own; nothing when stderr is not a terminal. */
+void bench_progress_end(void);
+
+/* stderr, once bench_progress_end() has ended a terminal's line: where the areas' messages go,
+ * each on a line of its own. */
+FILE *bench_stderr(void);
+
+/* ---- rates in the unit that suits them ------------------------------------------------------
+ *
+ * A CPU device's GEMM runs at some GFLOP/s, where TFLOP/s would print 0.0061: each figure (and
+ * each table, from its largest rate) takes the largest unit in which it reads 1 or more. The
+ * results file (--csv) keeps TFLOP/s and GB/s, the units chart.py and peers.py read. */
+
+/* What a rate counts per second. */
+enum bench_quantity { BENCH_FLOPS = 0, BENCH_BYTES = 1 };
+
+struct bench_unit {
+    const char *name; /* "GFLOP/s" */
+    double size;      /* in the quantity per second: 1e9 */
+};
+
+/* The largest unit of `quantity` in which `rate` (per second) reads 1 or more: TFLOP/s,
+ * GFLOP/s, MFLOP/s; GB/s, MB/s. The smallest for a rate below them all, or not a number. */
+struct bench_unit bench_unit_for(enum bench_quantity quantity, double rate);
+
+/* `rate` (per second) in `unit`: 3 significant digits, and no exponent from 1000 up ("3457"). */
+void bench_format_rate(double rate, struct bench_unit unit, char *out, size_t size);
+
+/* "3.83 GFLOP/s": `rate` (per second) in the unit that suits it, for a progress line. */
+const char *bench_rate_text(enum bench_quantity quantity, double rate, char *out, size_t size);
+
+/* A table with rate columns: rates are kept as numbers while it fills and are written when it
+ * is printed, all in the unit that suits the largest of them; the title of a rate column says
+ * "%s" where that unit's name goes ("clops %s": "clops GFLOP/s"). The other cells are given
+ * with table_row() and table_cell() on `table`. */
+struct bench_table {
+    struct table table;
+    enum bench_quantity quantity;
+    struct bench_rate_cell *rates; /* the rate cells given so far */
+    int rate_count, rate_capacity;
+};
+
+void bench_table_init(struct bench_table *t, const struct table_column *columns, int column_count,
+                      enum bench_quantity quantity);
+
+/* The next cell of the row `t` is filling: `rate` per second; "-" when it is not > 0. */
+void bench_table_rate(struct bench_table *t, double rate);
+
+/* Ends the progress line (bench_progress_end), then prints `t` as table_print() does. */
+void bench_table_print(struct bench_table *t, FILE *out, int indent);
+
+void bench_table_free(struct bench_table *t);
 
 /* ---- results: --csv, --chart and --peers ----------------------------------------------------
  *

@@ -13,6 +13,20 @@
 
 enum { LU_MAX_SIZES = 16, CHECK_ROWS = 4, WIDE_NRHS = 64 };
 
+/* The three measurements of a size, and their ops in the results, with operands on the device
+ * and (--host) in host memory. */
+enum { MEASUREMENTS = 3 };
+static const int64_t measurement_rhs[MEASUREMENTS] = {0, 1, WIDE_NRHS};
+static const char *const measurement_ops[2][MEASUREMENTS] = {
+    {"lu", "solve 1 RHS", "solve 64 RHS"}, {"lu host", "solve 1 RHS host", "solve 64 RHS host"}};
+
+/* The flops a measurement's rate counts: getrf's (2/3) N^3, and a solve's getrs 2 N^2 RHS. */
+static double flops_of(int64_t n, int64_t nrhs)
+{
+    return 2.0 / 3.0 * (double)n * (double)n * (double)n +
+           2.0 * (double)n * (double)n * (double)nrhs;
+}
+
 static const char help[] =
     "Usage: clops-bench lu [--sizes N,N,...] [--reps R] [--big] [--host] [--config FILE]\n"
     "                      [--verbose] [--peers]\n"
@@ -23,12 +37,14 @@ static const char help[] =
     "warm-up call whose result is verified on the host (rows of P A - L U and of B - A X, as\n"
     "LAPACK's ratios ||r|| / (N ||A|| eps); a wrong result is reported and not timed), then\n"
     "the median of R calls on fresh copies of A (the upload is not timed).\n"
-    "TFLOP/s = (2/3) N^3 / time of lu; in --csv's results, a solve's rate counts\n"
-    "(2/3) N^3 + 2 N^2 RHS flops (getrf + getrs).\n"
+    "The table's rate is (2/3) N^3 / time of lu, in TFLOP/s, GFLOP/s or MFLOP/s: the largest\n"
+    "unit in which its fastest reads 1 or more. A solve's rate (progress lines, --csv's rows,\n"
+    "which keep TFLOP/s) counts (2/3) N^3 + 2 N^2 RHS flops (getrf + getrs).\n"
     "\n"
     "Options:\n"
     "  -s, --sizes LIST   matrix orders, comma-separated (default 4096,8192 on a GPU, and\n"
-    "                     16384 with --big; 256,512,1024 on a CPU device)\n"
+    "                     16384 with --big; 256,512,1024 on a CPU device, under a minute\n"
+    "                     on 2 cores)\n"
     "  -r, --reps R       timed calls per measurement (default 3)\n"
     "  -b, --big          add 16384 (GPU) or 2048 (CPU) to the default sizes\n"
     "  -H, --host         then the same with A, B, ipiv and info in host memory\n"
@@ -37,7 +53,8 @@ static const char help[] =
     "                     \"solve 1 RHS host\", \"solve 64 RHS host\"\n"
     "  -c, --config FILE  create the pool from FILE (e.g. operators.lu.nb = <n>; for lu, solve)\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
-    "  -h, --help         print this help\n" BENCH_HELP_RESULTS_OPTIONS "\n" BENCH_HELP_EXIT_STATUS;
+    "  -h, --help         print this help\n" BENCH_HELP_PROGRESS BENCH_HELP_RESULTS_OPTIONS
+    "\n" BENCH_HELP_EXIT_STATUS;
 
 /* lu's own options; the shared ones are in session.opt. */
 struct lu_options {
@@ -278,7 +295,7 @@ static double timed_call(struct lu_bench *bb, struct lu_operands *o)
                          : bb->solve(bb->session.pool, &o->ta, &o->tb, &o->tpiv, &o->tinfo);
     double ms = host_now_ms() - start;
     if (status != CLOPS_OK) {
-        fprintf(stderr, "clops-bench lu: %s failed: %s\n", o->nrhs == 0 ? "lu" : "solve",
+        fprintf(bench_stderr(), "clops-bench lu: %s failed: %s\n", o->nrhs == 0 ? "lu" : "solve",
                 bb->api->last_error());
         return -1;
     }
@@ -294,7 +311,7 @@ static double verify(struct lu_bench *bb, struct lu_operands *o)
     if (out != NULL && piv != NULL && timed_call(bb, o) >= 0 &&
         operands_read(bb, o, o->dpiv, o->work_piv, piv, (o->n + 1) * 4) == 0) {
         if (piv[o->n] != 0)
-            fprintf(stderr, "clops-bench lu: info = %d for a random matrix\n", piv[o->n]);
+            fprintf(bench_stderr(), "clops-bench lu: info = %d for a random matrix\n", piv[o->n]);
         else if (o->nrhs == 0 && operands_read(bb, o, o->da, o->work_a, out, o->a_bytes) == 0)
             ratio = lu_check(o->a, out, piv, o->dtype, o->n);
         else if (o->nrhs > 0 && operands_read(bb, o, o->db, o->work_b, out, o->b_bytes) == 0)
@@ -305,15 +322,18 @@ static double verify(struct lu_bench *bb, struct lu_operands *o)
     return ratio;
 }
 
-/* Verifies, then the median of the reps; -1 when a call failed or the result is wrong. */
-static double measure(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t nrhs, int host,
-                      double *ratio)
+/* Measurement `k` (lu, solve 1 RHS, solve 64 RHS) of a size: verifies, then the median of the
+ * reps; -1 when a call failed or the result is wrong. */
+static double measure(struct lu_bench *bb, int32_t dtype, int64_t n, int k, int host, double *ratio)
 {
+    const int64_t nrhs = measurement_rhs[k];
     struct lu_operands o;
     double result = -1, ms[1000];
     *ratio = -1;
+    bench_progress_start("%s N=%lld %s", host_dtype_name(dtype), (long long)n,
+                         measurement_ops[host][k]);
     if (operands_new(bb, dtype, n, nrhs, host, &o) != 0) {
-        fprintf(stderr, "clops-bench lu: cannot allocate N = %lld: %s\n", (long long)n,
+        fprintf(bench_stderr(), "clops-bench lu: cannot allocate N = %lld: %s\n", (long long)n,
                 bb->api->last_error());
     } else {
         *ratio = verify(bb, &o);
@@ -327,8 +347,15 @@ static double measure(struct lu_bench *bb, int32_t dtype, int64_t n, int64_t nrh
         }
     }
     operands_free(bb, &o);
-    if (result < 0)
+    char rate[32];
+    if (result < 0) {
         bb->failures++;
+        bench_progress_done("FAILED (check ratio %.2g)", *ratio);
+    } else {
+        bench_progress_done(
+            "%.1f ms, %s", result,
+            bench_rate_text(BENCH_FLOPS, flops_of(n, nrhs) / (result * 1e-3), rate, sizeof rate));
+    }
     return result;
 }
 
@@ -345,13 +372,9 @@ static void cell_ms(struct table *t, double ms)
 static void record_size(const struct lu_bench *bb, int32_t dtype, int64_t n, int host,
                         const double *ms)
 {
-    static const char *const ops[2][3] = {{"lu", "solve 1 RHS", "solve 64 RHS"},
-                                          {"lu host", "solve 1 RHS host", "solve 64 RHS host"}};
-    static const int64_t rhs[3] = {0, 1, WIDE_NRHS};
-    for (int i = 0; i < 3; i++) {
-        const double flops = 2.0 / 3.0 * (double)n * (double)n * (double)n +
-                             2.0 * (double)n * (double)n * (double)rhs[i];
-        bench_record(&(struct bench_row){.op = ops[host][i],
+    for (int i = 0; i < MEASUREMENTS; i++) {
+        const double flops = flops_of(n, measurement_rhs[i]);
+        bench_record(&(struct bench_row){.op = measurement_ops[host][i],
                                          .dtype = dtype,
                                          .impl = "clops",
                                          .n = n,
@@ -363,22 +386,20 @@ static void record_size(const struct lu_bench *bb, int32_t dtype, int64_t n, int
     }
 }
 
-static void bench_size(struct lu_bench *bb, struct table *t, int32_t dtype, int64_t n, int host)
+static void bench_size(struct lu_bench *bb, struct bench_table *bt, int32_t dtype, int64_t n,
+                       int host)
 {
     double r_lu, r_1, r_64;
     const double lu_ms = measure(bb, dtype, n, 0, host, &r_lu);
     const double s1_ms = measure(bb, dtype, n, 1, host, &r_1);
-    const double s64_ms = measure(bb, dtype, n, WIDE_NRHS, host, &r_64);
-    const double flops = 2.0 / 3.0 * (double)n * (double)n * (double)n;
+    const double s64_ms = measure(bb, dtype, n, 2, host, &r_64);
     record_size(bb, dtype, n, host, (const double[3]){lu_ms, s1_ms, s64_ms});
+    struct table *t = &bt->table;
     table_row(t);
     table_cell(t, "%s", dtype == CLOPS_F64 ? "f64" : "f32");
     table_cell(t, "%lld", (long long)n);
     cell_ms(t, lu_ms);
-    if (lu_ms > 0)
-        table_cell(t, "%.3f", flops / (lu_ms * 1e-3) / 1e12);
-    else
-        table_cell(t, "-");
+    bench_table_rate(bt, lu_ms > 0 ? flops_of(n, 0) / (lu_ms * 1e-3) : NAN);
     cell_ms(t, s1_ms);
     cell_ms(t, s64_ms);
     table_cell(t, "%.2g / %.2g / %.2g", r_lu, r_1, r_64);
@@ -391,13 +412,13 @@ static void run_table(struct lu_bench *bb, int host)
         {"dtype", TABLE_LEFT},
         {"N", TABLE_RIGHT},
         {"lu ms", TABLE_RIGHT},
-        {"lu TFLOP/s", TABLE_RIGHT},
+        {"lu %s", TABLE_RIGHT},
         {"solve 1 RHS ms", TABLE_RIGHT},
         {"solve 64 RHS ms", TABLE_RIGHT},
         {"check ratios lu/1/64 (< 30)", TABLE_LEFT},
     };
-    struct table t;
-    table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]));
+    struct bench_table t;
+    bench_table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]), BENCH_FLOPS);
     const int32_t dtypes[2] = {CLOPS_F32, CLOPS_F64};
     for (int d = 0; d < 2; d++) {
         if (dtypes[d] == CLOPS_F64 && !bb->session.device.fp64)
@@ -405,17 +426,20 @@ static void run_table(struct lu_bench *bb, int host)
         for (int i = 0; i < bb->opt.size_count; i++)
             bench_size(bb, &t, dtypes[d], bb->opt.sizes[i], host);
     }
+    bench_progress_end();
     if (host)
         printf("\nThe same with the operands in host memory (the transfers are in the time):\n");
     else
         printf("lu on %s (%s), median of %d; solve = factorization + solution\n",
                bb->session.device.name, bb->session.device.platform, bb->session.opt.reps);
-    table_print(&t, stdout, 2);
-    table_free(&t);
+    bench_table_print(&t, stdout, 2);
+    bench_table_free(&t);
 }
 
 static int run(struct lu_bench *bb)
 {
+    const int dtypes = bb->session.device.fp64 ? 2 : 1;
+    bench_progress_plan(dtypes * bb->opt.size_count * MEASUREMENTS * (bb->opt.host ? 2 : 1));
     run_table(bb, 0);
     if (bb->opt.host)
         run_table(bb, 1);
@@ -428,7 +452,8 @@ static int open_operators_and_pool(struct lu_bench *bb)
     bb->api = bb->session.lib.api;
     const struct clops_op *lu = bb->api->op_find("lu"), *solve = bb->api->op_find("solve");
     if (lu == NULL || solve == NULL) {
-        fprintf(stderr, "clops-bench lu: %s has no lu or solve operator\n", bb->session.lib.path);
+        fprintf(bench_stderr(), "clops-bench lu: %s has no lu or solve operator\n",
+                bb->session.lib.path);
         return BENCH_EXIT_LOAD;
     }
     bb->lu = (clops_lu_fn)lu->entry;

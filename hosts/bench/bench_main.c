@@ -14,9 +14,10 @@ struct bench_area {
 
 static const struct bench_area areas[] = {
     {"gemm", "GEMM f32/f64 against CLBlast, and cold vs warm first call", bench_gemm_main},
-    {"memory", "reduce (sum of 2^26 f32) and transpose (8192^2) in GB/s", bench_memory_main},
+    {"memory", "reduce (2^26 f32; 2^22 on a CPU) and transpose (8192^2; 2048^2) in GB/s",
+     bench_memory_main},
     {"tune", "searches GEMM tile sets and prints the tuning-table entry", bench_tune_main},
-    {"lu", "LU f32/f64 (TFLOP/s), solve with 1 and 64 RHS", bench_lu_main},
+    {"lu", "LU f32/f64, solve with 1 and 64 RHS", bench_lu_main},
     {"mandelbrot", "Mandelbrot iterations/s: GPU f32, and a deep f64 zoom split GPU + CPU",
      bench_mandelbrot_main},
     {"overlap", "GEMMs on host operands on two streams vs one after the other; submit's time",

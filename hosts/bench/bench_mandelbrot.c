@@ -40,21 +40,25 @@ static const char help[] =
     "Times are the median of R calls.\n"
     "\n"
     "Options:\n"
-    "  -n, --size N                  image edge of part 1 (default 4096)\n"
+    "  -n, --size N                  image edge of part 1 (default 4096; 2048 on a pool\n"
+    "                                without a GPU)\n"
     "  -m, --max-iterations M        part 1 (default 1024)\n"
-    "  -d, --deep-size N             image edge of part 2 (default 2048)\n"
+    "  -d, --deep-size N             image edge of part 2 (default 2048; 1024 on a pool\n"
+    "                                without a GPU: both parts in under a minute on\n"
+    "                                2 cores)\n"
     "  -D, --deep-max-iterations M   part 2 (default 2048)\n"
     "  -t, --tile T                  tile edge passed to the operator (default 256)\n"
     "  -r, --reps R                  timed calls per measurement (default 3)\n"
     "  -c, --config FILE             create the pool from FILE instead of the defaults\n"
     "  -s, --no-split                skip part 2\n"
     "  -v, --verbose                 also print the library's info and debug messages\n"
-    "  -h, --help                    print this help\n" BENCH_HELP_RESULTS_OPTIONS
-    "\n" BENCH_HELP_EXIT_STATUS;
+    "  -h, --help                    print this help\n" BENCH_HELP_PROGRESS
+        BENCH_HELP_RESULTS_OPTIONS "\n" BENCH_HELP_EXIT_STATUS;
 
 /* mandelbrot's own options; the shared ones are in session.opt. */
 struct options {
-    int64_t size, max_iterations, deep_size, deep_max_iterations, tile;
+    int64_t size, deep_size; /* 0: the pool's defaults (default_sizes) */
+    int64_t max_iterations, deep_max_iterations, tile;
     int split;
 };
 
@@ -188,37 +192,48 @@ static int time_calls(struct bench *b, const struct clops_tensor *counts, const 
 }
 
 /* Runs once into `counts` (downloaded to `host` when on the device), checks against the host,
- * then times. */
-static void measure(struct bench *b, const struct clops_tensor *counts, uint32_t *host, int64_t n,
-                    const struct view *v, struct measurement *m)
+ * then times. Returns what the progress line says of it. */
+static const char *measure_checked(struct bench *b, const struct clops_tensor *counts,
+                                   uint32_t *host, int64_t n, const struct view *v,
+                                   struct measurement *m)
 {
     m->ok = 0;
     if (call(b, counts, v, m->split) != CLOPS_OK) {
         bench_report_error(&b->session, "mandelbrot");
-        b->failures++;
-        return;
+        return "FAILED: the call failed";
     }
     if (counts->buffer != NULL &&
         b->session.lib.api->buffer_download(counts->buffer, 0, host, n * n * 4) != CLOPS_OK) {
         bench_report_error(&b->session, "buffer_download");
-        b->failures++;
-        return;
+        return "FAILED: the download failed";
     }
     int64_t wrong = check_rows(host, n, v);
     if (wrong > 0) {
-        fprintf(stderr,
+        fprintf(bench_stderr(),
                 "clops-bench mandelbrot: split %s: %lld pixels of %d rows differ from "
                 "the host computation\n",
                 m->split, (long long)wrong, CHECK_ROWS);
-        b->failures++;
-        return;
+        return "FAILED: wrong counts";
     }
     m->iterations = sum_counts(host, n * n);
-    if (time_calls(b, counts, v, m) != 0) {
-        b->failures++;
-        return;
-    }
+    if (time_calls(b, counts, v, m) != 0)
+        return "FAILED: a timed call failed";
     m->ok = 1;
+    return NULL;
+}
+
+/* One measurement, `what` naming it on its progress line. */
+static void measure(struct bench *b, const struct clops_tensor *counts, uint32_t *host, int64_t n,
+                    const struct view *v, struct measurement *m, const char *what)
+{
+    bench_progress_start("%s", what);
+    const char *failed = measure_checked(b, counts, host, n, v, m);
+    if (failed != NULL) {
+        b->failures++;
+        bench_progress_done("%s", failed);
+    } else {
+        bench_progress_done("%.2f ms, %.3g iterations/s", m->ms, m->iterations / (m->ms * 1e-3));
+    }
 }
 
 static void device_cells(const struct bench *b, struct table *t, const struct measurement *m)
@@ -323,7 +338,7 @@ static int seed_check(cl_int err, const char *call)
 {
     if (err == CL_SUCCESS)
         return 0;
-    fprintf(stderr, "clops-bench mandelbrot: the seed's kernel: %s: %s (%d)\n", call,
+    fprintf(bench_stderr(), "clops-bench mandelbrot: the seed's kernel: %s: %s (%d)\n", call,
             cl_error_name(err), (int)err);
     return -1;
 }
@@ -338,7 +353,7 @@ static void seed_print_build_log(const struct seed *s)
     char *log = host_xcalloc(1, size + 1);
     if (clGetProgramBuildInfo(s->program, s->device, CL_PROGRAM_BUILD_LOG, size, log, NULL) ==
         CL_SUCCESS)
-        fprintf(stderr, "%s\n", log);
+        fprintf(bench_stderr(), "%s\n", log);
     free(log);
 }
 
@@ -430,14 +445,17 @@ static void measure_seed(struct bench *b, int64_t n, const struct view *v, const
     double ms[MAX_REPS];
     cl_device_id device = bench_find_cl_device(gpu_side(b));
     m->ok = 0;
+    bench_progress_start("whole set %lld^2 f32, the seed's kernel", (long long)n);
     if (device == NULL)
-        fprintf(stderr, "clops-bench mandelbrot: no OpenCL device named '%s' for the seed\n",
+        fprintf(bench_stderr(),
+                "clops-bench mandelbrot: no OpenCL device named '%s' for the seed\n",
                 gpu_side(b)->name);
     if (device == NULL || seed_open(&s, device, n) != 0 || seed_run(&s, n, v) != 0 ||
         seed_check(clEnqueueReadBuffer(s.queue, s.img, CL_TRUE, 0, (size_t)(n * n) * 4, counts, 0,
                                        NULL, NULL),
                    "clEnqueueReadBuffer") != 0) {
         b->failures++;
+        bench_progress_done("FAILED (see above)");
         seed_close(&s);
         free(counts);
         return;
@@ -457,8 +475,10 @@ static void measure_seed(struct bench *b, int64_t n, const struct view *v, const
     if (r == b->session.opt.reps) {
         m->ms = host_median(ms, r);
         m->ok = 1;
+        bench_progress_done("%.2f ms, %.3g iterations/s", m->ms, m->iterations / (m->ms * 1e-3));
     } else {
         b->failures++;
+        bench_progress_done("FAILED (see above)");
     }
     seed_close(&s);
     free(counts);
@@ -482,17 +502,25 @@ static void run_gpu(struct bench *b)
     struct clops_buffer *buffer = NULL;
     uint32_t *host = host_xmalloc((size_t)(n * n) * 4);
     struct measurement m = {.split = "1"};
+    char what[96];
+    snprintf(what, sizeof what, "%lld^2 f32 maxit %lld", (long long)n, (long long)v.max_iterations);
+    bench_progress_plan(b->session.opt.peers ? 2 : 1);
     if (b->session.lib.api->buffer_create(b->session.pool, n * n * 4, &buffer) != CLOPS_OK) {
         bench_report_error(&b->session, "buffer_create");
         b->failures++;
+        bench_progress_plan(-1);
     } else {
         struct clops_tensor counts = {
             .buffer = buffer, .dtype = CLOPS_U32, .rank = 2, .shape = {n, n}, .strides = {n, 1}};
-        measure(b, &counts, host, n, &v, &m);
+        char whole[128];
+        snprintf(whole, sizeof whole, "whole set %s", what);
+        measure(b, &counts, host, n, &v, &m, whole);
         record(b, "whole set", CLOPS_F32, n, &m);
     }
     struct measurement seed = {.split = "-"};
     double equal = 0.0;
+    if (b->session.opt.peers && !m.ok)
+        bench_progress_plan(-1); /* the seed is compared with clops' counts */
     if (b->session.opt.peers && m.ok) {
         measure_seed(b, n, &v, host, &seed, &equal);
         if (seed.ok)
@@ -508,11 +536,10 @@ static void run_gpu(struct bench *b)
     }
     struct table t;
     table_init(&t, columns, COLUMN_COUNT);
-    char what[96];
-    snprintf(what, sizeof what, "%lld^2 f32 maxit %lld", (long long)n, (long long)v.max_iterations);
     add_row(b, &t, what, &m);
     if (b->session.opt.peers && m.ok)
         add_seed_row(b, &t, &seed);
+    bench_progress_end();
     printf("1. Whole set, f32, counts into a device buffer, tile %lld; median of %d calls:\n\n",
            (long long)b->opt.tile, b->session.opt.reps);
     table_print(&t, stdout, 0);
@@ -543,15 +570,20 @@ static void run_split(struct bench *b)
     struct measurement m[3] = {{.split = "1"}, {.split = "0"}, {.split = "dynamic"}};
     static const char *const names[3] = {"GPU alone", "CPU alone", "GPU + CPU"};
     uint32_t *host[3];
+    bench_progress_plan(3);
     for (int k = 0; k < 3; k++) {
         host[k] = host_xcalloc((size_t)(n * n), 4);
         struct clops_tensor counts = {
             .data = host[k], .dtype = CLOPS_U32, .rank = 2, .shape = {n, n}, .strides = {n, 1}};
-        measure(b, &counts, host[k], n, &v, &m[k]);
+        char what[128];
+        snprintf(what, sizeof what, "deep zoom %lld^2 f64 maxit %lld, %s (split %s)", (long long)n,
+                 (long long)v.max_iterations, names[k], m[k].split);
+        measure(b, &counts, host[k], n, &v, &m[k], what);
     }
     for (int k = 1; k < 3; k++)
         if (m[0].ok && m[k].ok && memcmp(host[0], host[k], (size_t)(n * n) * 4) != 0) {
-            fprintf(stderr, "clops-bench mandelbrot: split %s differs from split 1\n", m[k].split);
+            fprintf(bench_stderr(), "clops-bench mandelbrot: split %s differs from split 1\n",
+                    m[k].split);
             m[k].ok = 0;
             b->failures++;
         }
@@ -563,6 +595,7 @@ static void run_split(struct bench *b)
         snprintf(op, sizeof op, "deep zoom %s", names[k]);
         record(b, op, CLOPS_F64, n, &m[k]);
     }
+    bench_progress_end();
     printf("\n2. Deep zoom, %lld^2 f64, maxit %lld, counts into host memory, tile %lld; median "
            "of %d calls:\n\n",
            (long long)n, (long long)v.max_iterations, (long long)b->opt.tile, b->session.opt.reps);
@@ -582,6 +615,17 @@ static void run_split(struct bench *b)
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
+
+/* The image edges not given: a GPU's, or on a pool without one (a CPU device alone) a quarter
+ * of the pixels: both parts take 30 to 45 s on 2 cores, 2.3 minutes with a GPU's edges. */
+static void default_sizes(struct bench *b)
+{
+    const int gpu = has_type(b, CLOPS_DEVICE_GPU);
+    if (b->opt.size == 0)
+        b->opt.size = gpu ? 4096 : 2048;
+    if (b->opt.deep_size == 0)
+        b->opt.deep_size = gpu ? 2048 : 1024;
+}
 
 /* Reads the pool's devices and prints the library line and one line per device. */
 static void describe_pool(struct bench *b)
@@ -607,12 +651,8 @@ static void describe_pool(struct bench *b)
 
 int bench_mandelbrot_main(int argc, char **argv)
 {
-    static struct bench b = {.opt = {.size = 4096,
-                                     .max_iterations = 1024,
-                                     .deep_size = 2048,
-                                     .deep_max_iterations = 2048,
-                                     .tile = 256,
-                                     .split = 1}};
+    static struct bench b = {
+        .opt = {.max_iterations = 1024, .deep_max_iterations = 2048, .tile = 256, .split = 1}};
     static const struct bench_command_line command_line = {
         .program = "clops-bench mandelbrot",
         .name = "mandelbrot",
@@ -629,14 +669,16 @@ int bench_mandelbrot_main(int argc, char **argv)
         return code;
     const struct clops_op *op = b.session.lib.api->op_find("mandelbrot");
     if (op == NULL || !CLOPS_API_HAS(b.session.lib.api, pool_device_stats)) {
-        fprintf(stderr, "clops-bench mandelbrot: this libclops has no mandelbrot operator or no "
-                        "pool_device_stats\n");
+        fprintf(bench_stderr(),
+                "clops-bench mandelbrot: this libclops has no mandelbrot operator or no "
+                "pool_device_stats\n");
         return BENCH_EXIT_LOAD;
     }
     b.mandelbrot = (clops_mandelbrot_fn)op->entry;
     if ((code = bench_create_pool(&b.session)) != BENCH_EXIT_OK)
         return code;
     describe_pool(&b);
+    default_sizes(&b);
     run_gpu(&b);
     if (b.opt.split)
         run_split(&b);

@@ -13,6 +13,7 @@
 #include "util.h"
 
 enum { OP_SUM = 0, OP_MAX = 2, OP_NORM2 = 3, OP_ARGMAX = 5 }; /* reduce's enum indices */
+enum { REDUCE_JOBS = 6 };                                     /* the rows of bench_reduce() */
 
 static const char help[] =
     "Usage: clops-bench memory [--reduce-size N] [--transpose-size N] [--reps R]\n"
@@ -29,16 +30,18 @@ static const char help[] =
     "that fails is not timed. Then R calls: 'wall' is the median host time of one call\n"
     "(launches and waits included), 'device' the mean kernel time from the pool's profiling\n"
     "statistics, with a configuration that turns `profiling` on (--config configs/clops.cfg;\n"
-    "the default pool has it off: '-'). --csv's rows hold the wall times, n = the elements\n"
-    "reduced or the transpose's order.\n"
+    "the default pool has it off: '-'). Rates in GB/s, or in MB/s where the table's fastest is\n"
+    "below 1 GB/s. --csv's rows hold the wall times, in GB/s, n = the elements reduced or the\n"
+    "transpose's order.\n"
     "\n"
     "Options:\n"
     "  -n, --reduce-size N      elements reduced (default 2^26 on a GPU, 2^22 otherwise)\n"
-    "  -t, --transpose-size N   matrix order (default 8192 on a GPU, 2048 otherwise)\n"
+    "  -t, --transpose-size N   matrix order (default 8192 on a GPU, 2048 otherwise; the\n"
+    "                           defaults take under 30 s on 2 CPU cores)\n"
     "  -r, --reps R             timed calls per row (default 20)\n"
     "  -c, --config FILE        create the pool from FILE instead of the built-in defaults\n"
     "  -v, --verbose            also print the library's info and debug messages\n"
-    "  -h, --help               print this help\n" BENCH_HELP_RESULTS_OPTIONS
+    "  -h, --help               print this help\n" BENCH_HELP_PROGRESS BENCH_HELP_RESULTS_OPTIONS
     "\n" BENCH_HELP_EXIT_STATUS;
 
 /* memory's own options; the shared ones are in session.opt. */
@@ -65,7 +68,7 @@ struct bench {
     clops_reduce_fn reduce;
     clops_transpose_fn transpose;
     struct operator_rows reduce_rows, transpose_rows;
-    struct table table;
+    struct bench_table table;
     int failures;
 };
 
@@ -144,25 +147,31 @@ static void time_job(struct bench *b, struct job *j, double *wall_ms, double *de
 
 static void measure(struct bench *b, struct job *j)
 {
-    struct table *t = &b->table;
+    struct table *t = &b->table.table;
     table_row(t);
     table_cell(t, "%s", j->kind->op);
     table_cell(t, "%s", j->what);
     table_cell(t, "%s", host_dtype_name(j->dtype));
+    bench_progress_start("%s %s %s", j->kind->op, j->what, host_dtype_name(j->dtype));
     if (j->kind->run(b, j) != CLOPS_OK) {
         bench_report_error(&b->session, j->kind->op);
         b->failures++;
         table_cell(t, "FAILED: the call failed");
+        bench_progress_done("FAILED: the call failed");
         return;
     }
     if (j->kind->verify(b, j) != 0) {
         b->failures++;
         table_cell(t, "FAILED: wrong result (see stderr)");
+        bench_progress_done("FAILED: wrong result");
         return;
     }
     double wall, dev;
     time_job(b, j, &wall, &dev);
     b->failures += isnan(wall);
+    char rate[32];
+    bench_progress_done("%.3f ms, %s (wall)", wall,
+                        bench_rate_text(BENCH_BYTES, j->bytes / (wall * 1e-3), rate, sizeof rate));
     /* The wall time: what a peer timing its calls from the host measures too. */
     bench_record(&(struct bench_row){.op = j->label,
                                      .dtype = j->dtype,
@@ -174,10 +183,10 @@ static void measure(struct bench *b, struct job *j)
                                      .unit = "GB/s",
                                      .device = b->session.device.name});
     table_cell(t, "%.3f", wall);
-    table_cell(t, "%.1f", j->bytes / (wall * 1e6));
+    bench_table_rate(&b->table, j->bytes / (wall * 1e-3));
     if (dev > 0) {
         table_cell(t, "%.3f", dev);
-        table_cell(t, "%.1f", j->bytes / (dev * 1e6));
+        bench_table_rate(&b->table, j->bytes / (dev * 1e-3));
     } else {
         table_cell(t, "-");
         table_cell(t, "-");
@@ -317,6 +326,7 @@ static void bench_reduce(struct bench *b, int64_t n)
                         *out = device_copy(b, NULL, n / 1024 * 4 + 1024 * 8);
     if (x == NULL || out == NULL) {
         b->failures++;
+        bench_progress_plan(-REDUCE_JOBS); /* none made; device_copy() said why */
         goto done;
     }
     static const struct {
@@ -412,6 +422,7 @@ static void bench_transpose(struct bench *b, int32_t dtype, int64_t n, int in_pl
              in_place ? " in place" : "");
     if (x == NULL || y == NULL) {
         b->failures++;
+        bench_progress_plan(-1); /* not made; device_copy() said why */
     } else {
         struct job j = {.kind = &b->transpose_rows,
                         .what = what,
@@ -438,11 +449,15 @@ static int fits(const struct bench *b, double bytes)
     return bytes < 0.7 * (double)b->session.device.global_mem_bytes;
 }
 
-static void skip_row(struct bench *b, const char *op, const char *why)
+/* A row none of whose `measurements` can be made, and one progress line for them all. */
+static void skip_row(struct bench *b, const char *op, int measurements, const char *why)
 {
-    table_row(&b->table);
-    table_cell(&b->table, "%s", op);
-    table_cell(&b->table, "skipped: %s", why);
+    table_row(&b->table.table);
+    table_cell(&b->table.table, "%s", op);
+    table_cell(&b->table.table, "skipped: %s", why);
+    bench_progress_plan(1 - measurements);
+    bench_progress_start("%s", op);
+    bench_progress_done("skipped: %s", why);
 }
 
 static void print_header(const struct bench *b)
@@ -456,7 +471,8 @@ static int find_ops(struct bench *b)
     const struct clops_api *api = b->session.lib.api;
     const struct clops_op *reduce = api->op_find("reduce"), *transpose = api->op_find("transpose");
     if (reduce == NULL || transpose == NULL) {
-        fprintf(stderr, "clops-bench memory: this libclops has no reduce or transpose operator\n");
+        fprintf(bench_stderr(),
+                "clops-bench memory: this libclops has no reduce or transpose operator\n");
         return BENCH_EXIT_LOAD;
     }
     b->reduce = (clops_reduce_fn)reduce->entry;
@@ -471,30 +487,33 @@ static int find_ops(struct bench *b)
 static void run_all(struct bench *b)
 {
     static const struct table_column columns[] = {
-        {"operator", TABLE_LEFT},     {"case", TABLE_LEFT},       {"dtype", TABLE_LEFT},
-        {"wall ms", TABLE_RIGHT},     {"wall GB/s", TABLE_RIGHT}, {"device ms", TABLE_RIGHT},
-        {"device GB/s", TABLE_RIGHT},
+        {"operator", TABLE_LEFT},   {"case", TABLE_LEFT},     {"dtype", TABLE_LEFT},
+        {"wall ms", TABLE_RIGHT},   {"wall %s", TABLE_RIGHT}, {"device ms", TABLE_RIGHT},
+        {"device %s", TABLE_RIGHT},
     };
-    table_init(&b->table, columns, (int)(sizeof columns / sizeof columns[0]));
+    bench_table_init(&b->table, columns, (int)(sizeof columns / sizeof columns[0]), BENCH_BYTES);
     const int gpu = b->session.device.type == CLOPS_DEVICE_GPU;
     int64_t rn = b->opt.reduce_n > 0 ? b->opt.reduce_n : INT64_C(1) << (gpu ? 26 : 22);
     int64_t tn = b->opt.transpose_n > 0 ? b->opt.transpose_n : gpu ? 8192 : 2048;
+    /* Six reductions (four whole, two along an axis), three transposes. */
+    bench_progress_plan(REDUCE_JOBS + 3);
     if (fits(b, 4.0 * (double)rn))
         bench_reduce(b, rn);
     else
-        skip_row(b, "reduce", "too large for the device");
+        skip_row(b, "reduce", REDUCE_JOBS, "too large for the device");
     static const int32_t dtypes[3] = {CLOPS_F32, CLOPS_F64, CLOPS_F32};
     for (int k = 0; k < 3; k++) {
         if (fits(b, 2.0 * (double)(tn * tn * host_dtype_size(dtypes[k]))))
             bench_transpose(b, dtypes[k], tn, k == 2);
         else
-            skip_row(b, "transpose", "too large for the device");
+            skip_row(b, "transpose", 1, "too large for the device");
     }
+    bench_progress_end();
     printf("Memory-bound operators, operands on the device; wall = median of %d calls, device =\n"
-           "mean kernel time; GB/s = bytes read (reduce) or read + written (transpose) / time.\n\n",
+           "mean kernel time; rate = bytes read (reduce) or read + written (transpose) / time.\n\n",
            b->session.opt.reps);
-    table_print(&b->table, stdout, 0);
-    table_free(&b->table);
+    bench_table_print(&b->table, stdout, 0);
+    bench_table_free(&b->table);
 }
 
 int bench_memory_main(int argc, char **argv)

@@ -62,7 +62,7 @@ static const char help[] =
     "  -r, --reps R           rounds of the overlap part (default 3)\n"
     "  -c, --config FILE      create the pool from FILE instead of the built-in defaults\n"
     "  -v, --verbose          also print the library's info and debug messages\n"
-    "  -h, --help             print this help\n" BENCH_HELP_RESULTS_OPTIONS "\n"
+    "  -h, --help             print this help\n" BENCH_HELP_PROGRESS BENCH_HELP_RESULTS_OPTIONS "\n"
     "Exit status: 0 ok; 1 a call failed or a result was wrong; 2 usage error; 3 libclops could\n"
     "not be loaded, or has no streams (ABI 1.4); 4 configuration error;\n" BENCH_HELP_EXIT_RESULTS;
 
@@ -151,7 +151,7 @@ static int settle(const struct overlap_bench *b, struct clops_event **events, in
             rc = -1;
         } else if (b->api->event_query(&q) != CLOPS_OK || q.state != CLOPS_EVENT_COMPLETE) {
             if (rc == 0)
-                fprintf(stderr, "%s: a submitted gemm ended %s: %s\n", b->session.program,
+                fprintf(bench_stderr(), "%s: a submitted gemm ended %s: %s\n", b->session.program,
                         b->api->status_name(q.status), q.message != NULL ? q.message : "");
             rc = -1;
         }
@@ -392,6 +392,8 @@ static void measure_size(struct overlap_bench *b, int64_t n, int registered, str
 {
     const int reps = b->session.opt.reps;
     struct batch m;
+    bench_progress_start("N=%lld, %lld calls, A and B %s", (long long)n, (long long)b->opt.calls,
+                         registered ? "registered" : "pageable");
     batch_make(&m, n, b->opt.calls);
     table_row(t);
     table_cell(t, "%lld", (long long)n);
@@ -427,8 +429,11 @@ static void measure_size(struct overlap_bench *b, int64_t n, int registered, str
     if (!ok) {
         b->failures++;
         table_cell(t, "FAILED: %s (see stderr)", isnan(diff) ? "a call failed" : "wrong results");
+        bench_progress_done("FAILED: %s", isnan(diff) ? "a call failed" : "wrong results");
     } else {
         const double seq_ms = host_median(seq, reps), two_ms = host_median(two, reps);
+        bench_progress_done("sequential %.3f ms, two streams %.3f ms, speedup %.2f", seq_ms, two_ms,
+                            seq_ms / two_ms);
         table_cell(t, "%.3f", seq_ms);
         table_cell(t, "%.3f", two_ms);
         table_cell(t, "%.2f", seq_ms / two_ms);
@@ -463,6 +468,7 @@ static void run_overlap(struct overlap_bench *b)
     for (int i = 0; i < b->opt.size_count; i++)
         for (int registered = 0; registered <= can_register; registered++)
             measure_size(b, b->opt.sizes[i], registered, &t);
+    bench_progress_end();
     printf(
         "Overlap: %lld GEMM calls C = A B, f32, N x N, host operands (upload, compute, download),\n"
         "one after the other (sequential) and submitted alternately to two streams and waited\n"
@@ -485,14 +491,17 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Median and 90th percentile of `count` times in µs, into the table's row. */
+/* Median and 90th percentile of `count` times in µs, into the table's row and the progress
+ * line. */
 static void print_times(struct table *t, double *us, int64_t count)
 {
     host_sort_times(us, (int)count);
-    const double p90 = us[(int64_t)ceil(0.9 * (double)count) - 1];
+    const double p90 = us[(int64_t)ceil(0.9 * (double)count) - 1],
+                 median = host_median(us, (int)count);
     table_cell(t, "%lld", (long long)count);
-    table_cell(t, "%.2f", host_median(us, (int)count));
+    table_cell(t, "%.2f", median);
     table_cell(t, "%.2f", p90);
+    bench_progress_done("median %.2f us, p90 %.2f us", median, p90);
 }
 
 /* A 16 x 16 f32 gemm on host operands, with its long double reference for C. */
@@ -530,7 +539,7 @@ static int small_gemm_check(const struct overlap_bench *b, const struct small_ge
 {
     for (int i = 0; i < SMALL_N * SMALL_N; i++)
         if (!(fabs(g->c[i] - g->want[i]) <= 1e-5 * SMALL_N)) {
-            fprintf(stderr, "%s: the 16 x 16 gemm's c[%d] = %.9g, expected %.9g\n",
+            fprintf(bench_stderr(), "%s: the 16 x 16 gemm's c[%d] = %.9g, expected %.9g\n",
                     b->session.program, i, g->c[i], g->want[i]);
             return -1;
         }
@@ -544,6 +553,7 @@ static void time_refused(struct overlap_bench *b, struct small_gemm *g, struct t
     double *us = host_xcalloc((size_t)count, sizeof *us);
     table_row(t);
     table_cell(t, "gemm refused by its checks (K 16 vs 17)");
+    bench_progress_start("%lld submits of a gemm refused by its checks", (long long)count);
     int64_t i = 0;
     for (; i < count; i++) {
         struct clops_event *event = NULL;
@@ -551,7 +561,7 @@ static void time_refused(struct overlap_bench *b, struct small_gemm *g, struct t
         const int32_t status = submit_gemm(b, b->streams[0], g->refused, &event);
         us[i] = (double)(now_ns() - start) / 1e3;
         if (status == CLOPS_OK || event != NULL) {
-            fprintf(stderr, "%s: a gemm with K 16 and 17 was not refused by submit (%s)\n",
+            fprintf(bench_stderr(), "%s: a gemm with K 16 and 17 was not refused by submit (%s)\n",
                     b->session.program, b->api->status_name(status));
             struct clops_event *left[1] = {event};
             settle(b, left, 1);
@@ -561,6 +571,7 @@ static void time_refused(struct overlap_bench *b, struct small_gemm *g, struct t
     if (i < count) {
         b->failures++;
         table_cell(t, "FAILED: not refused");
+        bench_progress_done("FAILED: not refused");
     } else {
         print_times(t, us, count);
         table_cell(t, "<= %.0f", TARGET_SUBMIT_US);
@@ -577,6 +588,7 @@ static void time_small_gemm(struct overlap_bench *b, struct small_gemm *g, struc
     struct clops_event *events[SUBMIT_BATCH] = {NULL};
     table_row(t);
     table_cell(t, "gemm 16 x 16 f32, host operands: submit");
+    bench_progress_start("%lld submits of a 16 x 16 gemm", (long long)count);
     int ok = 1;
     for (int64_t i = 0; i < count && ok; i++) {
         const int64_t start = now_ns();
@@ -594,6 +606,7 @@ static void time_small_gemm(struct overlap_bench *b, struct small_gemm *g, struc
     if (!ok) {
         b->failures++;
         table_cell(t, "FAILED: %s (see stderr)", "a call failed or was wrong");
+        bench_progress_done("FAILED: a call failed or was wrong");
     } else {
         print_times(t, us, count);
         table_cell(t, "<= %.0f", TARGET_SUBMIT_US);
@@ -608,6 +621,7 @@ static void time_small_sync(struct overlap_bench *b, struct small_gemm *g, struc
     double *us = host_xcalloc((size_t)count, sizeof *us);
     table_row(t);
     table_cell(t, "the same gemm, the whole synchronous call");
+    bench_progress_start("%lld synchronous calls of the 16 x 16 gemm", (long long)count);
     int ok = 1;
     for (int64_t i = 0; i < count && ok; i++) {
         const int64_t start = now_ns();
@@ -618,6 +632,7 @@ static void time_small_sync(struct overlap_bench *b, struct small_gemm *g, struc
         bench_report_error(&b->session, "gemm");
         b->failures++;
         table_cell(t, "FAILED: the call failed");
+        bench_progress_done("FAILED: the call failed");
     } else {
         print_times(t, us, count);
         table_cell(t, "-");
@@ -643,11 +658,13 @@ static void run_submit(struct overlap_bench *b)
         b->failures++;
         table_row(&t);
         table_cell(&t, "gemm 16 x 16 f32: FAILED (see stderr)");
+        bench_progress_plan(-3); /* none of the three is measured */
     } else {
         time_refused(b, g, &t);
         time_small_gemm(b, g, &t);
         time_small_sync(b, g, &t);
     }
+    bench_progress_end();
     printf("Submit overhead: the time of api->submit alone (clock_gettime around it), one\n"
            "stream, events waited for and released every %d submits outside the timed region;\n"
            "the synchronous call's whole time for scale. Target (issue 23): median <= %.0f us on\n"
@@ -666,7 +683,7 @@ static int find_gemm(struct overlap_bench *b)
     b->api = api;
     b->gemm = api->op_find("gemm");
     if (b->gemm == NULL) {
-        fprintf(stderr, "clops-bench overlap: this libclops has no gemm operator\n");
+        fprintf(bench_stderr(), "clops-bench overlap: this libclops has no gemm operator\n");
         return BENCH_EXIT_LOAD;
     }
     if (!CLOPS_API_HAS(api, buffer_copy)) {
@@ -711,6 +728,8 @@ int bench_overlap_main(int argc, char **argv)
     bench_print_library(&b.session, "clops-bench overlap");
     bench_print_device(&b.session.device, b.session.opt.config);
     if ((code = open_streams(&b)) == BENCH_EXIT_OK) {
+        const int kinds = CLOPS_API_HAS(b.api, host_unregister) ? 2 : 1; /* pageable, registered */
+        bench_progress_plan(b.opt.size_count * kinds + (b.opt.submit_calls > 0 ? 3 : 0));
         run_overlap(&b);
         if (b.opt.submit_calls > 0)
             run_submit(&b);

@@ -170,7 +170,9 @@ static int usage(FILE *out, int code)
                  "Tries every valid GEMM tile set of the search space on the default pool's\n"
                  "primary device (or the pool TEXT describes), checks each set's result, times\n"
                  "it (median of R calls, N x N, operands on the device) and prints the entry of\n"
-                 "plugin/ops/gemm_tune.c's tuning table for the fastest set per dtype.\n\n"
+                 "plugin/ops/gemm_tune.c's tuning table for the fastest set per dtype. Each\n"
+                 "set's time and rate is also a line on stderr as it is measured (on a\n"
+                 "terminal, one line rewritten in place).\n\n"
                  "  -n, --size N          matrix order (default 4096)\n"
                  "  -r, --reps R          timed calls per set (default 3)\n"
                  "  -t, --config-text T   pool configuration the candidates are added to\n"
@@ -212,45 +214,54 @@ int bench_tune_main(int argc, char **argv)
     int code = parse(argc, argv, &tu);
     if (code >= 0)
         return code;
-    if ((code = bench_load_library(&tu.session)) != BENCH_EXIT_OK)
+    if ((code = bench_load_library(&tu.session, 0)) != BENCH_EXIT_OK)
         return code;
     const struct clops_op *op = tu.session.lib.api->op_find("gemm");
     if (op == NULL)
         return BENCH_EXIT_LOAD;
     tu.gemm = (clops_gemm_fn)op->entry;
     static const struct table_column columns[] = {
-        {"dtype", 0}, {"tiles", 0}, {"ms", 1}, {"TFLOP/s", 1}};
-    struct table t;
-    table_init(&t, columns, 4);
+        {"dtype", TABLE_LEFT}, {"tiles", TABLE_LEFT}, {"ms", TABLE_RIGHT}, {"%s", TABLE_RIGHT}};
+    struct bench_table t;
+    bench_table_init(&t, columns, 4, BENCH_FLOPS);
     const int32_t dtypes[] = {CLOPS_F32, CLOPS_F64};
-    struct tiles best[2];
+    struct tiles best[2], cand;
     double best_ms[2] = {-1, -1};
+    for (int i = 0; next_candidate(i, &cand); i++)
+        bench_progress_plan(2 * tiles_valid(&cand));
     for (int d = 0; d < 2; d++) {
-        struct tiles cand;
         for (int i = 0; next_candidate(i, &cand); i++) {
             if (!tiles_valid(&cand))
                 continue;
-            double ms = time_set(&tu, &cand, dtypes[d]);
             char settings[256];
             tiles_settings(&cand, settings, sizeof settings);
-            table_row(&t);
-            table_cell(&t, "%s", host_dtype_name(dtypes[d]));
-            table_cell(&t, "%s", settings);
+            /* Its settings without their last ';', which the figures' ':' follows. */
+            bench_progress_start("%s %.*s", host_dtype_name(dtypes[d]), (int)strlen(settings) - 1,
+                                 settings);
+            double ms = time_set(&tu, &cand, dtypes[d]);
+            table_row(&t.table);
+            table_cell(&t.table, "%s", host_dtype_name(dtypes[d]));
+            table_cell(&t.table, "%s", settings);
             if (ms < 0) {
-                table_cell(&t, "failed");
-                table_cell(&t, "-");
+                table_cell(&t.table, "failed");
+                table_cell(&t.table, "-");
+                bench_progress_done("failed");
                 continue;
             }
-            table_cell(&t, "%.3f", ms);
-            table_cell(&t, "%.1f", 2.0 * (double)tu.n * tu.n * tu.n / (ms * 1e9));
+            const double rate = 2.0 * (double)tu.n * tu.n * tu.n / (ms * 1e-3);
+            char text[32];
+            table_cell(&t.table, "%.3f", ms);
+            bench_table_rate(&t, rate);
+            bench_progress_done("%.3f ms, %s", ms,
+                                bench_rate_text(BENCH_FLOPS, rate, text, sizeof text));
             if (best_ms[d] < 0 || ms < best_ms[d]) {
                 best_ms[d] = ms;
                 best[d] = cand;
             }
         }
     }
-    table_print(&t, stdout, 0);
-    table_free(&t);
+    bench_table_print(&t, stdout, 0);
+    bench_table_free(&t);
     printf("\nTable entries (plugin/ops/gemm_tune.c, tunings[]; large tiles, N = %lld):\n",
            (long long)tu.n);
     for (int d = 0; d < 2; d++)

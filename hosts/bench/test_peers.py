@@ -21,6 +21,10 @@ from test_chart import check_rows, read_csv, run
 import testlib
 
 RHS = {"lu": 0, "solve 1 RHS": 1, "solve 64 RHS": 64}
+# The units a rate may be printed in, per second: the CSV's TFLOP/s and GB/s, and the smaller
+# ones the Peers table takes where they suit the rates (a CPU device's GFLOP/s).
+UNIT_SIZE = {"TFLOP/s": 1e12, "GFLOP/s": 1e9, "MFLOP/s": 1e6, "GB/s": 1e9, "MB/s": 1e6,
+             "iterations/s": 1.0}
 
 
 def need_numpy():
@@ -76,15 +80,20 @@ def csv_key(work, peer):
 
 
 def check_ratios(table, rows):
-    """Each table row's rates are its CSV rows' (4 significant digits), and its ratio theirs."""
-    rate = {(r["op"], r["dtype"], int(r["n"]), r["impl"]): float(r["rate"]) for r in rows}
-    for work, dtype, n, _unit, ours, peer, theirs, ratio in table:
-        assert math.isclose(ours, rate[(work, dtype, n, "clops")], rel_tol=1e-3), (work, ours)
+    """Each table row's rates are its CSV rows' (4 significant digits, in the table's unit), and
+    its ratio theirs."""
+    rate = {(r["op"], r["dtype"], int(r["n"]), r["impl"]):
+            float(r["rate"]) * UNIT_SIZE[r["unit"]] for r in rows}
+    for work, dtype, n, unit, ours, peer, theirs, ratio in table:
+        scale = UNIT_SIZE[unit]
+        assert math.isclose(ours * scale, rate[(work, dtype, n, "clops")], rel_tol=1e-3), \
+            (work, ours, unit)
         if peer == "-":
             assert theirs is None and ratio is None, (work, peer)
             continue
         op, impl = csv_key(work, peer)
-        assert math.isclose(theirs, rate[(op, dtype, n, impl)], rel_tol=1e-3), (work, peer)
+        assert math.isclose(theirs * scale, rate[(op, dtype, n, impl)], rel_tol=1e-3), \
+            (work, peer, unit)
         assert ratio > 0, (work, peer, ratio)
         # 3 significant digits, of rates of 4.
         assert math.isclose(ratio, ours / theirs, rel_tol=8e-3), (work, peer, ratio, ours, theirs)
