@@ -81,8 +81,10 @@ def submit(fn, *args, stream=None, wait=(), cl_wait=(), **kwargs):
 _NUMPY_NAME = {name: numpy_name for name, _, _, numpy_name in DTYPES.values()}
 
 
+@functools.lru_cache(maxsize=None)
 def accepted_dtypes(op, param):
-    """The NumPy dtypes operator `op`'s descriptor accepts for its tensor `param`."""
+    """The NumPy dtypes operator `op`'s descriptor accepts for its tensor `param` (read once:
+    a descriptor never changes while the library is loaded)."""
     for p in library().op(op).params:
         if p.name == param:
             return tuple(np.dtype(_NUMPY_NAME[d]) for d in p.dtypes)

@@ -3,17 +3,23 @@ layout (zero-copy), View over any writable buffer with an explicit shape, Device
 Buffer, or a (buffer, shape) pair."""
 
 import ctypes
+import functools
 
 import numpy
 
 from ._abi import DTYPES, F32, F64, I32, I64, MAX_RANK, TENSOR_IN, U8, U32, clops_tensor
 
-def _row_major(shape):
+@functools.lru_cache(maxsize=256)
+def _row_major_of(shape):
     strides, step = [], 1
     for n in reversed(shape):
         strides.insert(0, step)
         step *= max(n, 1)
-    return strides
+    return tuple(strides)
+
+
+def _row_major(shape):
+    return list(_row_major_of(tuple(shape)))
 
 
 def _fill(t, dtype, shape, strides, offset):
@@ -99,6 +105,17 @@ class View:
 
 
 _NUMPY_DTYPES = {v[3]: k for k, v in DTYPES.items()}
+# The same by dtype object, filled as dtypes are met: numpy.dtype.name costs microseconds a
+# call, a dict lookup by the dtype itself a fraction of one (per-call overhead, issue 25).
+_BY_DTYPE = {}
+
+
+def _clops_dtype(dt):
+    code = _BY_DTYPE.get(dt)
+    if code is None and dt not in _BY_DTYPE:
+        code = _NUMPY_DTYPES.get(dt.name) if dt.isnative else None
+        _BY_DTYPE[dt] = code
+    return code
 
 
 def numpy_strides(x):
@@ -110,16 +127,27 @@ def numpy_strides(x):
     its strides, whatever NumPy chose (0 for numpy.zeros((3, 0))), become row-major ones."""
     if x.size == 0:
         return _row_major(x.shape)
+    if x.flags.c_contiguous:  # the common case: the walk below, once per shape
+        return list(_contiguous_strides(x.shape))
     if any(s % x.itemsize for n, s in zip(x.shape, x.strides) if n > 1):
         return None
-    strides = [s // x.itemsize for s in x.strides]
-    span = 1 + sum((n - 1) * abs(s) for n, s in zip(x.shape, strides) if n > 1)
-    return [s if n > 1 else span for n, s in zip(x.shape, strides)]
+    return _spanned([s // x.itemsize for s in x.strides], x.shape)
+
+
+def _spanned(strides, shape):
+    """The strides with those of extent-1 axes replaced by the span of the others."""
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(shape, strides) if n > 1)
+    return [s if n > 1 else span for n, s in zip(shape, strides)]
+
+
+@functools.lru_cache(maxsize=256)
+def _contiguous_strides(shape):
+    return tuple(_spanned(list(_row_major_of(shape)), shape))
 
 
 def _numpy_tensor(x, kind):
     """A zero-copy descriptor of an ndarray of any layout: strides in bytes become elements."""
-    dtype = _NUMPY_DTYPES.get(x.dtype.name) if x.dtype.isnative else None
+    dtype = _clops_dtype(x.dtype)
     if dtype is None:
         raise ValueError("ndarray dtype %s; clops takes native f32, f64, i32, u32, u8, i64"
                          % x.dtype)
