@@ -86,6 +86,9 @@ def candidates():
     return out
 
 
+_ARG_SIZE = ctypes.sizeof(clops_arg)
+
+
 class Library:
     """The loaded plugin: its table `api`, and the operator descriptors. Library() searches the
     candidates() in order; Library(path) loads that file only. `path` is the one loaded."""
@@ -136,8 +139,11 @@ class Library:
     def invoke(self, pool, op, args, nargs):
         """invoke_sized with this mirror's sizeof(clops_arg); invoke() on a plugin older than
         ABI 1.2, which reads 1.1's clops_arg (the size this mirror still has)."""
-        if self.has("invoke_sized"):
-            return self.api.invoke_sized(pool, op, args, nargs, ctypes.sizeof(clops_arg))
+        sized = self.__dict__.get("_sized")
+        if sized is None:
+            sized = self._sized = self.has("invoke_sized")
+        if sized:
+            return self.api.invoke_sized(pool, op, args, nargs, _ARG_SIZE)
         assert ctypes.sizeof(clops_arg) == ARG_SIZE_1_1, "invoke() needs 1.1's clops_arg"
         return self.api.invoke(pool, op, args, nargs)
 

@@ -319,6 +319,34 @@ def test_prebuild_builds_ahead_and_a_first_call_compiles_nothing():
                     assert error in str(e), str(e)
 
 
+def test_a_call_bound_again_reads_its_own_arrays_and_keeps_none():
+    """Pool.execute keeps a call's bound arguments for the next call of the same signature
+    (per-call overhead, issue 25 item 8): each call computes with its own arrays, and no
+    array outlives its call in that cache."""
+    import gc
+    import weakref
+    import numpy as np
+    pool = clops.default_pool()
+    rng = np.random.default_rng(5)
+    refs = []
+    for _ in range(4):
+        a, b = rng.random((7, 5)), rng.random((5, 3))
+        c = clops.gemm(a, b)
+        assert np.allclose(c, a @ b, rtol=1e-12, atol=1e-12), (c, a @ b)
+        refs += [weakref.ref(a), weakref.ref(b), weakref.ref(c)]
+        del a, b, c
+    gc.collect()
+    assert all(r() is None for r in refs), "an array outlived its call"
+    # A different scalar is another signature: the result follows it.
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    y = np.empty((3, 2))
+    pool.invoke("transpose", x=x, y=y)
+    assert (y == x.T).all()
+    x2 = np.arange(6, 12, dtype=np.float64).reshape(2, 3)
+    pool.invoke("transpose", x=x2, y=y)
+    assert (y == x2.T).all()
+
+
 def main():
     tests = [(k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)]
     failed = 0
