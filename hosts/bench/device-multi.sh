@@ -1,7 +1,9 @@
 #!/bin/sh
 # hosts/bench/device-multi.sh BUILD_DIR — issue 24 on two GPUs (nvidia-h200-x2), in calls of the
-# `device` tool, as device-overlap.sh runs issue 23's. STEPS (default "suites gemm lu mandel")
-# picks what runs, in that order:
+# `device` tool, as device-overlap.sh runs issue 23's. STEPS (default "probe suites gemm lu
+# mandel") picks what runs, in that order:
+# probe: clops-probe-devices (plain OpenCL): whether the GPUs run side by side when a host
+#    thread drives each (and with which way of waiting), and pinned transfers alone and at once;
 # suites: every suite of BUILD_DIR/tests on a pool of both GPUs with gemm, lu and solve split
 #    over both (CLOPS_TEST_POOL_CONFIG=configs/two_gpus.cfg); test_multi_device and test_lu_multi
 #    make their own pools of the two GPUs;
@@ -21,7 +23,8 @@
 # printed. BUILD_DIR holds libclops.so*, hosts/bench/clops-bench and tests/ (a
 # build's, stripped to fit the 64 MiB a call carries:
 #   mkdir -p .device/b/tests .device/b/hosts/bench && cp -a build/libclops.so* .device/b &&
-#   cp build/hosts/bench/clops-bench .device/b/hosts/bench && cp build/tests/test_*
+#   cp build/hosts/bench/clops-bench build/hosts/bench/clops-probe-devices .device/b/hosts/bench &&
+#   cp build/tests/test_*
 #   build/tests/*_child .device/b/tests && strip .device/b/tests/* .device/b/hosts/bench/*),
 # carried with .device/debs, .device/lib (libsubunit) and .device/prelude.sh
 # (../shared/device/prelude.sh). Each step takes 2-4 minutes: one call runs two or three.
@@ -40,8 +43,29 @@ began=$(date +%s)
 # No new measurement starts after DEADLINE seconds (default 430), none runs over LIMIT (150):
 # a call has 600 at most.
 late() { [ $(($(date +%s) - began)) -ge "${DEADLINE:-430}" ] && echo "(deadline: the rest left out)"; }
+# clops-bench AREA on one GPU (with --peers: the vendor libraries beside it) and on both
+# (configs/two_gpus.cfg), a process per size, printing what PATTERN matches of its output;
+# returns 1 once the deadline has passed.
+one_and_two() {
+    area=$1 sizes=$2 pattern=$3
+    shift 3
+    for n in $(echo "$sizes" | tr , ' '); do
+        for config in "" configs/two_gpus.cfg; do
+            late && return 1
+            label=$(basename "${config:-one-gpu}" .cfg)
+            echo "== clops-bench $area --sizes $n $* ${config:+--config $config}"
+            # shellcheck disable=SC2046 # the options are words or none
+            timeout "${LIMIT:-150}" stdbuf -oL "$bench" "$area" --sizes "$n" --reps 3 "$@" \
+                $([ -z "$config" ] && echo --peers) ${config:+--config $config} \
+                >"$out/multi-$area-$label-$n.txt" 2>&1
+            echo "exit $?, $(($(date +%s) - began)) s"
+            grep -E "$pattern" "$out/multi-$area-$label-$n.txt"
+        done
+    done
+}
+
 nvidia-smi -L
-for step in ${STEPS:-suites gemm lu mandel}; do
+for step in ${STEPS:-probe suites gemm lu mandel}; do
     case $step in
     suites)
         for t in "$build"/tests/test_*; do
@@ -56,34 +80,15 @@ for step in ${STEPS:-suites gemm lu mandel}; do
         done
         ;;
     gemm)
-        for n in $(echo "${GEMM_SIZES:-8192,16384,32768}" | tr , ' '); do
-            for config in "" configs/two_gpus.cfg; do
-                late && break 3
-                label=$(basename "${config:-one-gpu}" .cfg)
-                echo "== clops-bench gemm --host --sizes $n ${config:+--config $config}"
-                # shellcheck disable=SC2046 # the options are words or none
-                timeout "${LIMIT:-150}" stdbuf -oL "$bench" gemm --sizes "$n" --reps 3 --no-cold --host \
-                    $([ -z "$config" ] && echo --peers) ${config:+--config $config} \
-                    >"$out/multi-gemm-$label-$n.txt" 2>&1
-                echo "exit $?, $(($(date +%s) - began)) s"
-                grep -E "operands +[0-9]|^ *f(32|64) +[0-9]|^gemm " "$out/multi-gemm-$label-$n.txt"
-            done
-        done
+        one_and_two gemm "${GEMM_SIZES:-8192,16384,32768}" \
+            "operands +[0-9]|^ *f(32|64) +[0-9]|^gemm " --no-cold --host || break
         ;;
     lu)
-        for n in $(echo "${LU_SIZES:-16384,32768}" | tr , ' '); do
-            for config in "" configs/two_gpus.cfg; do
-                late && break 3
-                label=$(basename "${config:-one-gpu}" .cfg)
-                echo "== clops-bench lu --sizes $n ${config:+--config $config}"
-                # shellcheck disable=SC2046 # the options are words or none
-                timeout "${LIMIT:-150}" stdbuf -oL "$bench" lu --sizes "$n" --reps 3 \
-                    $([ -z "$config" ] && echo --peers) ${config:+--config $config} \
-                    >"$out/multi-lu-$label-$n.txt" 2>&1
-                echo "exit $?, $(($(date +%s) - began)) s"
-                grep -E "^ *f(32|64) +[0-9]|^(lu|solve)" "$out/multi-lu-$label-$n.txt"
-            done
-        done
+        one_and_two lu "${LU_SIZES:-16384,32768}" "^ *f(32|64) +[0-9]|^(lu|solve)" || break
+        ;;
+    probe)
+        timeout 120 stdbuf -oL "$build/hosts/bench/clops-probe-devices" --ms 20 --reps 5 --mib 256 \
+            2>&1 | tee "$out/multi-probe.txt"
         ;;
     mandel)
         for config in "" configs/two_gpus.cfg configs/gpu_cpu.cfg; do
