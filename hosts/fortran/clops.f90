@@ -202,6 +202,8 @@ module clops_core
         type(c_funptr) :: host_unregister
         ! Appended after host_unregister: present when clops_api_has_buffer_create_on()
         type(c_funptr) :: buffer_create_on
+        ! Appended in ABI 1.5: kernels built ahead of time (abi/clops.h's pool_prebuild)
+        type(c_funptr) :: pool_prebuild
     end type
 
     ! What an output tensor of a call must be (check_sized, ABI 1.2).
