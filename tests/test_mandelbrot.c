@@ -387,7 +387,15 @@ START_TEST(test_a_device_that_cannot_help_sits_out)
     ck_assert_int_eq(shared_runs(pool, 40, 40, 64), 1);  /* no rates yet: both take part */
     ck_assert_int_eq(shared_runs(pool, 200, 260, 16), 1); /* 221 tiles: both measured */
     ck_assert_int_eq(shared_runs(pool, 40, 40, 64), 0);  /* one tile: the CPU side sits out */
-    ck_assert_int_eq(shared_runs(pool, 200, 260, 16), 1); /* and is back for 221 */
+    /* Two devices of one kind (PoCL's two CPU devices, within a factor 2 of each other): back
+     * for 221 tiles. Whether a CPU beside a GPU is depends on how much slower it is (an H200's
+     * host's PoCL, 100 to 400 times, rightly stays out of 221 tiles too, 2026-11-29). */
+    struct clops_device_info d0 = {.struct_size = sizeof d0}, d1 = {.struct_size = sizeof d1};
+    expect_ok(tu_api()->pool_device_info(pool, 0, &d0), "pool_device_info");
+    expect_ok(tu_api()->pool_device_info(pool, 1, &d1), "pool_device_info");
+    const int64_t back = shared_runs(pool, 200, 260, 16);
+    if (d0.type == d1.type)
+        ck_assert_int_eq(back, 1);
     tu_api()->pool_release(pool);
 }
 END_TEST

@@ -342,9 +342,16 @@ START_TEST(test_build_warnings_reach_the_log_callback)
     ck_assert_int_eq(transpose(pool, &ta, &tb), CLOPS_OK);
     api->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
     ck_assert_float_eq(b[1], 4.0f); /* b[0][1] = a[1][0] */
-    ck_assert_msg(strstr(kept, "kernels/transpose.cl") && strstr(kept, "CLOPS_TWICE") &&
-                      strstr(kept, "warning"),
-                  "no build warning reached the callback: '%s'", kept);
+    /* PoCL hands the compiler's warnings back as the build log; NVIDIA's OpenCL returns no log
+     * for a build that succeeded (its compiler prints "1 warning generated." itself, on the
+     * H200 of 2026-11-29), so there the log can only be checked when it comes. */
+    struct clops_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(api->pool_device_info(pool, 0, &info), CLOPS_OK);
+    const int logs_warnings = strstr(info.platform, "Portable Computing Language") != NULL;
+    if (logs_warnings || kept[0] != '\0')
+        ck_assert_msg(strstr(kept, "kernels/transpose.cl") && strstr(kept, "CLOPS_TWICE") &&
+                          strstr(kept, "warning"),
+                      "no build warning reached the callback: '%s'", kept);
     api->pool_release(pool);
 }
 END_TEST
