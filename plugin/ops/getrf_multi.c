@@ -417,7 +417,11 @@ static void finish_devices(struct lu_multi *m)
         if (ctx->chain_start != NULL &&
             clEnqueueMarkerWithWaitList(m->queue[d], 0, NULL, &end) != CL_SUCCESS)
             end = NULL;
-        const cl_int rc = clFinish(m->queue[d]);
+        /* A wait that failed may have returned before the work ended (pool_work_finish waits
+         * again too): nothing the queue still runs may outlive the memory freed next. */
+        cl_int rc = clFinish(m->queue[d]);
+        if (rc != CL_SUCCESS)
+            rc = clFinish(m->queue[d]);
         cl_ulong t0 = 0, t1 = 0;
         if (rc == CL_SUCCESS && end != NULL &&
             clGetEventProfilingInfo(ctx->chain_start, CL_PROFILING_COMMAND_START, sizeof t0, &t0,
