@@ -316,8 +316,8 @@ static int32_t api_memory_stats(struct clops_memory_stats_args *args)
 static int32_t api_pool_prebuild(struct clops_prebuild_args *args)
 {
     err_clear();
-    int32_t status = check_args_struct(
-        args, ARGS_SIZE_THROUGH(struct clops_prebuild_args, wall_ns), "pool_prebuild");
+    int32_t status = check_args_struct(args, ARGS_SIZE_THROUGH(struct clops_prebuild_args, wall_ns),
+                                       "pool_prebuild");
     if (status != CLOPS_OK)
         return status;
     args->programs_built = args->programs_loaded = args->build_ns = args->wall_ns = 0;

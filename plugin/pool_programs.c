@@ -167,8 +167,8 @@ static int32_t fail_build(cl_program program, const struct pool_device *dev, cl_
 
 /* A build that succeeded with something to say (warnings, a driver's notes): to the host's log
  * callback, never its stderr; a warning at CLOPS_LOG_WARNING, anything else at DEBUG. */
-static void report_build_log(cl_program program, const struct pool_device *dev,
-                             const char *op_name, const char *source_name, const char *options)
+static void report_build_log(cl_program program, const struct pool_device *dev, const char *op_name,
+                             const char *source_name, const char *options)
 {
     char *log = build_log(program, dev);
     if (log == NULL)

@@ -53,8 +53,8 @@ static int32_t run_on(struct clops_pool *pool, int32_t index, struct pool_device
 {
     union op_value values[CALL_MAX_PARAMS];
     int32_t bound = -1;
-    int32_t status = invoke_bind(registry_at(index), args, nargs, sizeof *args, "pool_prebuild",
-                                 &bound, values);
+    int32_t status =
+        invoke_bind(registry_at(index), args, nargs, sizeof *args, "pool_prebuild", &bound, values);
     struct call *call = NULL;
     if (status == CLOPS_OK)
         status = call_prepare(pool, index, dev, values, &call);
@@ -88,7 +88,8 @@ static int32_t prebuild_gemm(struct clops_pool *pool, int32_t index, struct pool
         const int64_t m = sizes[c][0], n = sizes[c][1], k = sizes[c][2];
         /* A and B read the block's start, C is written: overlap between inputs is allowed, and
          * C lies past them. */
-        const struct clops_tensor a = tensor_of(s, dtype, 2, m, k), b = tensor_of(s, dtype, 2, k, n);
+        const struct clops_tensor a = tensor_of(s, dtype, 2, m, k),
+                                  b = tensor_of(s, dtype, 2, k, n);
         struct clops_tensor cm = tensor_of(s, dtype, 2, m, n);
         cm.offset = m * k + k * n;
         const struct clops_arg args[] = {tensor_arg("a", &a), tensor_arg("b", &b),
@@ -166,10 +167,10 @@ static int32_t prebuild_lu(struct clops_pool *pool, int32_t index, struct pool_d
         status = lu_call(pool, index, dev, dtype, s, LU_ORDER, 3, NULL);
     struct clops_buffer *buffer = NULL;
     if (status == CLOPS_OK)
-        status = buffer_create_on(pool, pool_device_index(dev),
-                                  (int64_t)(LU_ORDER * LU_ORDER + LU_ORDER * 3) * 8 +
-                                      4 * (LU_ORDER + 1),
-                                  &buffer, "pool_prebuild");
+        status =
+            buffer_create_on(pool, pool_device_index(dev),
+                             (int64_t)(LU_ORDER * LU_ORDER + LU_ORDER * 3) * 8 + 4 * (LU_ORDER + 1),
+                             &buffer, "pool_prebuild");
     if (status == CLOPS_OK)
         status = lu_call(pool, index, dev, dtype, s, LU_ORDER, 3, buffer);
     buffer_release(buffer);
@@ -202,17 +203,20 @@ static int32_t prebuild_reduce(struct clops_pool *pool, int32_t index, struct po
         const int argx = strncmp(kinds[k], "arg", 3) == 0;
         if (strcmp(kinds[k], "norm2") == 0 && dtype != CLOPS_F32 && dtype != CLOPS_F64)
             continue; /* norm2 takes floats only */
-        const int32_t out_dtype = argx ? CLOPS_I64
-                                  : (dtype == CLOPS_I32 || dtype == CLOPS_U32) &&
-                                          strcmp(kinds[k], "sum") == 0
-                                      ? CLOPS_I64
-                                      : dtype;
+        const int32_t out_dtype =
+            argx                                                                         ? CLOPS_I64
+            : (dtype == CLOPS_I32 || dtype == CLOPS_U32) && strcmp(kinds[k], "sum") == 0 ? CLOPS_I64
+                                                                                         : dtype;
         for (int64_t axis = -1; axis <= 1 && status == CLOPS_OK; axis++) {
             struct scratch at_out = {(char *)s->data + rows * cols * 8, 0};
-            const struct clops_tensor out =
-                tensor_of(&at_out, out_dtype, 1, axis < 0 ? 1 : axis == 0 ? cols : rows, 0);
+            const struct clops_tensor out = tensor_of(&at_out, out_dtype, 1,
+                                                      axis < 0    ? 1
+                                                      : axis == 0 ? cols
+                                                                  : rows,
+                                                      0);
             const struct clops_arg args[] = {
-                tensor_arg("x", &x), tensor_arg("out", &out),
+                tensor_arg("x", &x),
+                tensor_arg("out", &out),
                 {.name = "op", .kind = CLOPS_PARAM_ENUM, .s = kinds[k]},
                 {.name = "axis", .kind = CLOPS_PARAM_INT64, .i = axis}};
             status = run_on(pool, index, dev, args, 4);
@@ -232,9 +236,12 @@ static prebuild_fn prebuild_for(const char *name)
     static const struct {
         const char *name;
         prebuild_fn fn;
-    } table[] = {{"gemm", prebuild_gemm},           {"lu", prebuild_lu},
-                 {"solve", prebuild_lu},            {"lu_solve", prebuild_lu},
-                 {"transpose", prebuild_transpose}, {"reduce", prebuild_reduce}};
+    } table[] = {{"gemm", prebuild_gemm},
+                 {"lu", prebuild_lu},
+                 {"solve", prebuild_lu},
+                 {"lu_solve", prebuild_lu},
+                 {"transpose", prebuild_transpose},
+                 {"reduce", prebuild_reduce}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(table[i].name, name) == 0)
             return table[i].fn;
@@ -255,8 +262,8 @@ static uint32_t dtypes_taken(const struct clops_op *op)
 
 /* Mandelbrot in one precision: calls on each side of the split ("1": the GPUs, "0": the other
  * devices), of 64 tiles, so that every device of the side takes some (its workers start on
- * every one), and of 4 large ones. f64 is left out where a device of the pool has no double precision
- * (the splitter would refuse it there). */
+ * every one), and of 4 large ones. f64 is left out where a device of the pool has no double
+ * precision (the splitter would refuse it there). */
 static int32_t prebuild_mandelbrot(struct clops_pool *pool, int32_t index, int32_t dtype,
                                    struct scratch *s)
 {
@@ -274,7 +281,9 @@ static int32_t prebuild_mandelbrot(struct clops_pool *pool, int32_t index, int32
         const struct clops_arg args[] = {
             tensor_arg("iterations", &iterations),
             {.name = "max_iterations", .kind = CLOPS_PARAM_INT64, .i = 16},
-            {.name = "precision", .kind = CLOPS_PARAM_ENUM, .s = dtype == CLOPS_F64 ? "f64" : "f32"},
+            {.name = "precision",
+             .kind = CLOPS_PARAM_ENUM,
+             .s = dtype == CLOPS_F64 ? "f64" : "f32"},
             {.name = "split", .kind = CLOPS_PARAM_STRING, .s = sides[k % 2]},
             {.name = "tile", .kind = CLOPS_PARAM_INT64, .i = tile}};
         status = run_on(pool, index, NULL, args, 5);

@@ -152,8 +152,8 @@ int32_t split_run(struct clops_pool *pool, const struct split_job *job,
                   struct split_result *result);
 
 /* The one device of `pool` that would take part in a run of `job` (only its unit_count, dynamic,
- * gpu_share, unit_items and rate_index are read), or NULL when several would: an operator can then run the units on
- * that device itself, on its call's queue, without the splitter's threads. */
+ * gpu_share, unit_items and rate_index are read), or NULL when several would: an operator can then
+ * run the units on that device itself, on its call's queue, without the splitter's threads. */
 struct pool_device *split_only_device(struct clops_pool *pool, const struct split_job *job);
 
 /* The splitter's clock (CLOCK_MONOTONIC, ns), for the busy time of a device that an operator

@@ -384,9 +384,9 @@ START_TEST(test_a_device_that_cannot_help_sits_out)
     struct clops_pool *pool = new_two_device_pool(); /* the shared one has rates already */
     if (pool == NULL)
         return;
-    ck_assert_int_eq(shared_runs(pool, 40, 40, 64), 1);  /* no rates yet: both take part */
+    ck_assert_int_eq(shared_runs(pool, 40, 40, 64), 1);   /* no rates yet: both take part */
     ck_assert_int_eq(shared_runs(pool, 200, 260, 16), 1); /* 221 tiles: both measured */
-    ck_assert_int_eq(shared_runs(pool, 40, 40, 64), 0);  /* one tile: the CPU side sits out */
+    ck_assert_int_eq(shared_runs(pool, 40, 40, 64), 0);   /* one tile: the CPU side sits out */
     /* Two devices of one kind (PoCL's two CPU devices, within a factor 2 of each other): back
      * for 221 tiles. Whether a CPU beside a GPU is depends on how much slower it is (an H200's
      * host's PoCL, 100 to 400 times, rightly stays out of 221 tiles too, 2026-11-29). */

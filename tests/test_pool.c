@@ -329,9 +329,9 @@ START_TEST(test_build_warnings_reach_the_log_callback)
      * options) tells the host through its log callback, naming the source, device and options
      * and carrying the compiler's log (issue 25, item 4: never on stderr by clops). */
     const struct clops_api *api = tu_api();
-    struct clops_pool *pool =
-        tu_pool_from_string("cache = { enabled = false; }; operators = { transpose = { build_options = "
-                            "\"-DCLOPS_TWICE=1 -DCLOPS_TWICE=2\"; }; };");
+    struct clops_pool *pool = tu_pool_from_string(
+        "cache = { enabled = false; }; operators = { transpose = { build_options = "
+        "\"-DCLOPS_TWICE=1 -DCLOPS_TWICE=2\"; }; };");
     static char kept[1024];
     kept[0] = '\0';
     api->set_log_callback(keep_build_warning, kept, CLOPS_LOG_WARNING);

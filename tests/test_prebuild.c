@@ -31,8 +31,7 @@ static struct clops_stats stats(struct clops_pool *pool)
 }
 
 static int32_t prebuild(struct clops_pool *pool, const char *const *ops, int32_t op_count,
-                        const int32_t *dtypes, int32_t dtype_count,
-                        struct clops_prebuild_args *out)
+                        const int32_t *dtypes, int32_t dtype_count, struct clops_prebuild_args *out)
 {
     *out = (struct clops_prebuild_args){.struct_size = sizeof *out,
                                         .pool = pool,
@@ -86,12 +85,11 @@ static void call_everything(struct clops_pool *pool)
         float acopyf[37 * 37];
         memcpy(acopy, a, sizeof acopy);
         memcpy(acopyf, af, sizeof acopyf);
-        struct clops_tensor tA = clops_matrix(f64 ? (void *)acopy : (void *)acopyf, dt, 37, 37, 37, 0),
-                            tB = clops_matrix(B, dt, 37, 1, 1, 0),
-                            tp = {.data = ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {37},
-                                  .strides = {1}},
-                            ti = {.data = &info, .dtype = CLOPS_I32, .rank = 1, .shape = {1},
-                                  .strides = {1}};
+        struct clops_tensor
+            tA = clops_matrix(f64 ? (void *)acopy : (void *)acopyf, dt, 37, 37, 37, 0),
+            tB = clops_matrix(B, dt, 37, 1, 1, 0),
+            tp = {.data = ipiv, .dtype = CLOPS_I32, .rank = 1, .shape = {37}, .strides = {1}},
+            ti = {.data = &info, .dtype = CLOPS_I32, .rank = 1, .shape = {1}, .strides = {1}};
         const struct clops_arg sargs[] = {{"a", CLOPS_PARAM_TENSOR_INOUT, 0, &tA, 0, 0, NULL},
                                           {"b", CLOPS_PARAM_TENSOR_INOUT, 0, &tB, 0, 0, NULL},
                                           {"ipiv", CLOPS_PARAM_TENSOR_OUT, 0, &tp, 0, 0, NULL},
@@ -118,8 +116,8 @@ static void call_everything(struct clops_pool *pool)
         clops_transpose_fn transpose = (clops_transpose_fn)api->op_find("transpose")->entry;
         expect_ok(transpose(pool, &tc, &tt), "transpose");
         double sum = 0;
-        struct clops_tensor tsum = {.data = &sum, .dtype = dt, .rank = 1, .shape = {1},
-                                    .strides = {1}};
+        struct clops_tensor tsum = {
+            .data = &sum, .dtype = dt, .rank = 1, .shape = {1}, .strides = {1}};
         float sumf = 0;
         if (!f64)
             tsum.data = &sumf;

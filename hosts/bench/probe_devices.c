@@ -31,12 +31,11 @@
 enum { MAX_DEVICES = 16, MAX_REPS = 32, ITEMS = 1 << 20, CHECKED = 4096 };
 enum { WAIT_EVENTS, WAIT_FINISH, WAIT_READ, WAIT_POLL, WAIT_KINDS };
 
-static const char *source =
-    "kernel void spin(global uint *out, uint steps) {\n"
-    "    uint x = (uint)get_global_id(0);\n"
-    "    for (uint s = 0; s < steps; s++) x = x * 1664525u + 1013904223u;\n"
-    "    out[get_global_id(0)] = x;\n"
-    "}\n";
+static const char *source = "kernel void spin(global uint *out, uint steps) {\n"
+                            "    uint x = (uint)get_global_id(0);\n"
+                            "    for (uint s = 0; s < steps; s++) x = x * 1664525u + 1013904223u;\n"
+                            "    out[get_global_id(0)] = x;\n"
+                            "}\n";
 
 struct device {
     cl_device_id id;
@@ -338,14 +337,16 @@ int main(int argc, char **argv)
         worst_alone = ms > worst_alone ? ms : worst_alone;
         printf("alone    device %d (%s): %8.2f ms\n", i, devs[i].name, ms);
     }
-    static const char *const names[] = {
-        "one thread: enqueue all, then wait each", "a thread each: clWaitForEvents",
-        "a thread each: clFinish", "a thread each: blocking 4-byte read",
-        "a thread each: poll the event", "a thread each: chunks, clWaitForEvents each"};
+    static const char *const names[] = {"one thread: enqueue all, then wait each",
+                                        "a thread each: clWaitForEvents",
+                                        "a thread each: clFinish",
+                                        "a thread each: blocking 4-byte read",
+                                        "a thread each: poll the event",
+                                        "a thread each: chunks, clWaitForEvents each"};
     for (int mode = 0; mode < 6; mode++) {
         double v[MAX_REPS];
         for (int r = 0; r < reps; r++)
-            v[r] = mode == 0 ? one_thread_all(steps)
+            v[r] = mode == 0   ? one_thread_all(steps)
                    : mode == 5 ? threaded(steps, WAIT_EVENTS, chunks)
                                : threaded(steps, mode - 1, 1);
         double ms = median(v, reps);

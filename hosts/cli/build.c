@@ -83,7 +83,7 @@ int build_command(struct cli *cli, const struct build_options *o)
     }
     if (code == CLI_OK) {
         static const struct table_column columns[] = {
-            {"operator", TABLE_LEFT}, {"dtypes", TABLE_LEFT},     {"compiled", TABLE_RIGHT},
+            {"operator", TABLE_LEFT}, {"dtypes", TABLE_LEFT}, {"compiled", TABLE_RIGHT},
             {"loaded", TABLE_RIGHT},  {"ms", TABLE_RIGHT},
         };
         struct table t;
@@ -118,7 +118,8 @@ int build_command(struct cli *cli, const struct build_options *o)
             struct clops_device_info info = {.struct_size = sizeof info};
             api->pool_device_info(pool, 0, &info);
             printf("Kernels built ahead of time on %s%s (pool: %s), into the on-disk cache\n\n",
-                   info.name, api->pool_device_count(pool) > 1 ? " and the pool's other devices" : "",
+                   info.name,
+                   api->pool_device_count(pool) > 1 ? " and the pool's other devices" : "",
                    o->config != NULL ? o->config : "built-in defaults");
             table_print(&t, stdout, 0);
         }

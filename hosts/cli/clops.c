@@ -789,16 +789,11 @@ static void take_run_option(void *ctx, int c, char *arg)
 static int cmd_run(struct cli *cli, int argc, char **argv)
 {
     static const struct option own[] = {
-        {"output-dir", required_argument, NULL, 'o'},
-        {"set", required_argument, NULL, 's'},
-        {"dry-run", no_argument, NULL, 'n'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"progress", no_argument, NULL, 'P'},
-        {"json", no_argument, NULL, 'j'},
-        {"shard", required_argument, NULL, 'S'},
-        {"force", no_argument, NULL, 'f'},
-        {"no-prebuild", no_argument, NULL, 'B'},
-        {0},
+        {"output-dir", required_argument, NULL, 'o'}, {"set", required_argument, NULL, 's'},
+        {"dry-run", no_argument, NULL, 'n'},          {"quiet", no_argument, NULL, 'q'},
+        {"progress", no_argument, NULL, 'P'},         {"json", no_argument, NULL, 'j'},
+        {"shard", required_argument, NULL, 'S'},      {"force", no_argument, NULL, 'f'},
+        {"no-prebuild", no_argument, NULL, 'B'},      {0},
     };
     /* Every --set fits: there are fewer of them than arguments. */
     struct run_options options = {.output_dir = ".",

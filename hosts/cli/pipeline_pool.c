@@ -106,8 +106,7 @@ static int32_t step_dtype(const struct pipeline *pl, const struct pl_step *step)
         const struct clops_param *param = &step->op->params[p];
         const struct pl_value *v = &step->values[p];
         if (strcmp(step->op->name, "mandelbrot") == 0 && strcmp(param->name, "precision") == 0)
-            return v->has_value && v->s != NULL && strcmp(v->s, "f64") == 0 ? CLOPS_F64
-                                                                             : CLOPS_F32;
+            return v->has_value && v->s != NULL && strcmp(v->s, "f64") == 0 ? CLOPS_F64 : CLOPS_F32;
         if (strcmp(step->op->name, "mandelbrot") != 0 && v->tensor >= 0)
             return pl->tensors[v->tensor].dtype;
     }
