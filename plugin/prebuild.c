@@ -28,7 +28,9 @@
  * large tiles; K = 1 keeps its work and operands small (16 MiB of C in f32). */
 enum { GEMM_LARGE = 2048, SMALL = 8, LU_ORDER = 300 };
 
-/* Host operands for the calls: one zeroed block, large enough for the largest (gemm's C). */
+/* Host operands for the calls: one block, zeroed once, large enough for the largest (gemm's C).
+ * What a call leaves there is the next one's input, which any values do: results are dropped
+ * (lu_call writes its own matrix). */
 struct scratch {
     void *data;
     size_t bytes;
@@ -369,7 +371,6 @@ int32_t prebuild_run(struct clops_prebuild_args *a)
                 struct pool_device *dev = pool_device_at(a->pool, d);
                 if (dtype == CLOPS_F64 && !pool_device_info(dev)->fp64)
                     continue; /* a call would be refused: nothing to build there */
-                memset(s.data, 0, s.bytes);
                 status = fn(a->pool, indices[i], dev, dtype, &s);
             }
         }
