@@ -1,7 +1,7 @@
 /* clops_call.c — clops-call runs any clops operator by name with arguments from the command line:
- * the reference host for workflow engines (dlopen(), ABI checks, text arguments typed by the
- * operator's descriptor, invoke()). Only abi/clops.h is included; libclops is never linked. */
-#include <dlfcn.h>
+ * the reference host for workflow engines (loading, ABI checks, text arguments typed by the
+ * operator's descriptor, invoke()). It includes abi/clops.h and
+ * the hosts' loader (hosts/common/loader.h); libclops is never linked. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "clops.h"
+#include "loader.h"
 
 static const char usage[] =
     "usage: clops-call [--config FILE] [--print NAME]... OPERATOR NAME=VALUE...\n"
@@ -41,27 +42,19 @@ struct host_tensor {
     int32_t kind; /* the parameter's kind: TENSOR_IN/OUT/INOUT */
 };
 
-/* $CLOPS_LIBRARY, else libclops.so.1. The table must serve our ABI major and hold the last member
- * we call (invoke): a shorter table comes from a plugin older than our header. */
+/* The plugin, found by the rule every clops host follows (hosts/common/loader.h: $CLOPS_LIBRARY,
+ * else the plugin beside this program, else the installed one). The loader checks that the table
+ * serves our ABI major and holds the last member we call (invoke): a shorter table comes from a
+ * plugin older than our header. */
 static const struct clops_api *load_clops(void)
 {
-    const char *path = getenv("CLOPS_LIBRARY");
-    if (path == NULL || path[0] == '\0')
-        path = "libclops.so.1";
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        fprintf(stderr, "clops-call: cannot load libclops: %s\n", dlerror());
+    static struct host_library lib; /* stays loaded until the process exits */
+    char why[8192];
+    if (host_library_load(&lib, why, sizeof why) != 0) {
+        fprintf(stderr, "clops-call: cannot load libclops: %s\n", why);
         return NULL;
     }
-    /* POSIX guarantees that dlsym()'s data pointer converts to a function pointer. */
-    clops_plugin_entry_fn entry = (clops_plugin_entry_fn)dlsym(lib, "clops_plugin_entry");
-    const struct clops_api *api = entry != NULL ? entry(CLOPS_ABI_MAJOR) : NULL;
-    if (api == NULL || api->abi_major != CLOPS_ABI_MAJOR || !CLOPS_API_HAS(api, invoke)) {
-        fprintf(stderr, "clops-call: %s: no clops_plugin_entry serving ABI %d with invoke()\n",
-                path, CLOPS_ABI_MAJOR);
-        return NULL;
-    }
-    return api; /* the library stays loaded until the process exits */
+    return lib.api;
 }
 
 /* One line per operator, written as a call: required parameters, then [optional=default]. */

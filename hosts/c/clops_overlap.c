@@ -1,8 +1,8 @@
 /* clops_overlap.c — clops-overlap: the non-blocking calls of ABI 1.4 from C. The same GEMMs on
  * host operands run one after the other (invoke_sized), then submitted to two streams, where one
  * call's upload and download overlap the other stream's kernels; both results are checked
- * against a long-double reference and both times printed. Only abi/clops.h is included. */
-#include <dlfcn.h>
+ * against a long-double reference and both times printed. It includes abi/clops.h and the hosts'
+ * loader. */
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "clops.h"
+#include "loader.h"
 
 static const char usage[] = "usage: clops-overlap [N [CALLS]]\n"
                             "Runs CALLS f32 GEMMs of N×N (defaults 1024 and 8) one after the "
@@ -29,24 +30,21 @@ struct job {
 
 static const struct clops_api *api;
 
+/* The plugin by the hosts' rule (hosts/common/loader.h), which must serve ABI 1.4's streams. */
 static const struct clops_api *load_clops(void)
 {
-    const char *path = getenv("CLOPS_LIBRARY");
-    if (path == NULL || path[0] == '\0')
-        path = "libclops.so.1";
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        fprintf(stderr, "clops-overlap: cannot load libclops: %s\n", dlerror());
+    static struct host_library lib; /* stays loaded until the process exits */
+    char why[8192];
+    if (host_library_load(&lib, why, sizeof why) != 0) {
+        fprintf(stderr, "clops-overlap: cannot load libclops: %s\n", why);
         return NULL;
     }
-    clops_plugin_entry_fn entry = (clops_plugin_entry_fn)dlsym(lib, "clops_plugin_entry");
-    const struct clops_api *t = entry != NULL ? entry(CLOPS_ABI_MAJOR) : NULL;
     /* buffer_copy is the table's last 1.4 member: a table that holds it has them all. */
-    if (t == NULL || !CLOPS_API_HAS(t, buffer_copy)) {
-        fprintf(stderr, "clops-overlap: %s does not serve ABI 1.4's streams\n", path);
+    if (!CLOPS_API_HAS(lib.api, buffer_copy)) {
+        fprintf(stderr, "clops-overlap: %s does not serve ABI 1.4's streams\n", lib.path);
         return NULL;
     }
-    return t;
+    return lib.api;
 }
 
 static double now(void)
