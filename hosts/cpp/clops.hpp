@@ -4,10 +4,10 @@
 // once with an event: RAII, waitable with a timeout, cancellable, and a std::future of the
 // outcome; interop with the host's OpenCL objects (a pool on its cl_context, buffers over its
 // cl_mem, a buffer's cl_mem), the device memory clops holds, and host memory registered with a
-// pool (page-locked, RAII). Needs only abi/clops.h and -ldl (OpenCL handles cross as void *: no
-// CL/cl.h).
+// pool (page-locked, RAII). Needs only abi/clops.h and -ldl (on Windows, kernel32: LoadLibraryA;
+// OpenCL handles cross as void *: no CL/cl.h).
 //
-//     clops::library lib;                     // $CLOPS_LIBRARY, else CLOPS_PLUGIN_PATH
+//     clops::library lib;                     // $CLOPS_LIBRARY, else beside, else installed
 //     clops::pool pool = lib.create_pool();   // first GPU, else the CPU
 //     pool.gemm(clops::view(a, m, k), clops::view(b, k, n), clops::view(c, m, n));
 //
@@ -21,9 +21,12 @@
 //
 //     clops::host_registration r = pool.register_host(a);  // uploads from `a`: one DMA each
 //
-// CLOPS_PLUGIN_PATH, when the build defines it (find_package(clops)'s clops::headers does, and
-// pkg-config's `plugin` variable holds it), is the installed plugin's path; else libclops.so.1
-// is looked up on the system's library path.
+// clops::library() finds the plugin by the rule every clops host follows (hosts/common/loader.h):
+// $CLOPS_LIBRARY, that file alone; else the plugin beside the program (Windows: clops.dll in the
+// running .exe's directory) or the one the build names: CLOPS_PLUGIN_PATH, when the build defines
+// it (find_package(clops)'s clops::headers does, and pkg-config's `plugin` variable holds it);
+// else the installed plugin through the system's search (libclops.so.1 through the dynamic
+// loader; clops.dll through the DLL search order, PATH included).
 //
 // Lifetimes: a pool keeps its library loaded, and a buffer, a stream, an event and a host
 // registration keep their pool alive (the ABI wants them released before it), so the objects
@@ -31,7 +34,20 @@
 #ifndef CLOPS_HPP
 #define CLOPS_HPP
 
+#ifdef _WIN32
+// windows.h without its min and max macros, which would break std::min and std::max.
+#ifndef NOMINMAX
+#define NOMINMAX
+#define CLOPS_HPP_DEFINED_NOMINMAX
+#endif
+#include <windows.h>
+#ifdef CLOPS_HPP_DEFINED_NOMINMAX
+#undef NOMINMAX
+#undef CLOPS_HPP_DEFINED_NOMINMAX
+#endif
+#else
 #include <dlfcn.h>
+#endif
 
 #include <array>
 #include <chrono>
@@ -116,6 +132,98 @@ inline const char *status_name_fallback(int32_t status)
     throw error(status, status_name_fallback(status), message);
 }
 
+// ---- The system's loader (dlopen, or LoadLibraryA on Windows) ----
+
+#ifdef _WIN32
+inline constexpr const char *plugin_file_name = "clops.dll";
+
+// Opens `path`; nullptr with the system's reason (naming the file) in `why`.
+inline void *open_library(const std::string &path, std::string &why)
+{
+    HMODULE module = LoadLibraryA(path.c_str());
+    if (module == nullptr) {
+        DWORD code = GetLastError();
+        char text[256];
+        DWORD n = FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
+                                 nullptr, code, 0, text, sizeof text, nullptr);
+        while (n > 0 && (text[n - 1] == '\r' || text[n - 1] == '\n' || text[n - 1] == '.'))
+            n--;
+        why = path + ": " + (n > 0 ? std::string(text, n) : std::string("LoadLibraryA failed")) +
+              " (error " + std::to_string(code) + ")";
+    }
+    return reinterpret_cast<void *>(module);
+}
+
+inline clops_plugin_entry_fn plugin_entry(void *handle)
+{
+    // GetProcAddress's FARPROC converts to any function pointer type.
+    return reinterpret_cast<clops_plugin_entry_fn>(reinterpret_cast<void (*)()>(
+        GetProcAddress(reinterpret_cast<HMODULE>(handle), "clops_plugin_entry")));
+}
+
+inline void close_library(void *handle)
+{
+    FreeLibrary(reinterpret_cast<HMODULE>(handle));
+}
+
+// clops.dll in the running .exe's directory; "" when that cannot be told.
+inline std::string plugin_beside_program()
+{
+    char exe[4096];
+    DWORD n = GetModuleFileNameA(nullptr, exe, sizeof exe);
+    if (n == 0 || n >= sizeof exe)
+        return "";
+    std::string dir(exe, n);
+    std::size_t slash = dir.find_last_of("\\/");
+    return slash == std::string::npos ? "" : dir.substr(0, slash + 1) + plugin_file_name;
+}
+#else
+inline constexpr const char *plugin_file_name = "libclops.so.1";
+
+inline void *open_library(const std::string &path, std::string &why)
+{
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+        const char *text = dlerror(); // names the file
+        why = text != nullptr ? text : path;
+    }
+    return handle;
+}
+
+inline clops_plugin_entry_fn plugin_entry(void *handle)
+{
+    // POSIX guarantees that a data pointer from dlsym() converts to a function pointer.
+    return reinterpret_cast<clops_plugin_entry_fn>(dlsym(handle, "clops_plugin_entry"));
+}
+
+inline void close_library(void *handle)
+{
+    dlclose(handle);
+}
+
+// A binding compiled into the program cannot tell the installed plugin from its own file on
+// Linux: CLOPS_PLUGIN_PATH is the plugin the program was built with.
+inline std::string plugin_beside_program()
+{
+    return "";
+}
+#endif
+
+// Steps 2 and 3 of the rule (hosts/common/loader.h), in order: the plugin beside the program,
+// the one the build names, the installed one through the system's search.
+inline std::vector<std::string> default_plugin_candidates()
+{
+    std::vector<std::string> out;
+    std::string beside = plugin_beside_program();
+    if (!beside.empty())
+        out.push_back(beside);
+#ifdef CLOPS_PLUGIN_PATH
+    out.emplace_back(CLOPS_PLUGIN_PATH);
+#endif
+    out.emplace_back(plugin_file_name);
+    return out;
+}
+
 // The loaded plugin: shared by the library object and every pool made from it, so that it is
 // unloaded only after the last of them.
 struct plugin {
@@ -128,7 +236,7 @@ struct plugin {
     ~plugin()
     {
         if (handle != nullptr)
-            dlclose(handle);
+            close_library(handle);
     }
 
     // Turns a status into an exception carrying the calling thread's message.
@@ -1401,29 +1509,38 @@ class pool
 class library
 {
   public:
-    // Loads $CLOPS_LIBRARY when set, else CLOPS_PLUGIN_PATH when the build defines it, else
-    // libclops.so.1 through the system search path.
-    library() : library(default_path()) {}
+    // Finds the plugin by the hosts' rule (top of this file): $CLOPS_LIBRARY alone when it is
+    // set, else the first candidate that loads and serves ABI 1 of: beside the program (Windows),
+    // CLOPS_PLUGIN_PATH, the system's search. The error names each candidate and why.
+    library() : plugin_(std::make_shared<detail::plugin>())
+    {
+        const char *named = std::getenv("CLOPS_LIBRARY");
+        if (named != nullptr && named[0] != '\0') {
+            std::string why;
+            if (!load(named, why))
+                detail::fail(why.rfind("cannot load", 0) == 0 ? CLOPS_ERR_NOT_FOUND
+                                                              : CLOPS_ERR_ABI_MISMATCH,
+                             why + " (from $CLOPS_LIBRARY)");
+            return;
+        }
+        std::string reasons;
+        for (const std::string &candidate : detail::default_plugin_candidates()) {
+            std::string why;
+            if (load(candidate, why))
+                return;
+            reasons += (reasons.empty() ? "" : "; ") + why;
+        }
+        detail::fail(CLOPS_ERR_NOT_FOUND, reasons + " (set CLOPS_LIBRARY to the plugin's file)");
+    }
 
+    // Loads the plugin at `path` and nothing else.
     explicit library(const std::string &path) : plugin_(std::make_shared<detail::plugin>())
     {
-        void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle == nullptr) {
-            const char *why = dlerror();
-            detail::fail(CLOPS_ERR_NOT_FOUND,
-                         "cannot load libclops: " + std::string(why ? why : path));
-        }
-        plugin_->handle = handle;
-        // POSIX guarantees that a data pointer from dlsym() converts to a function pointer.
-        auto entry = reinterpret_cast<clops_plugin_entry_fn>(dlsym(handle, "clops_plugin_entry"));
-        if (entry == nullptr)
-            detail::fail(CLOPS_ERR_NOT_FOUND, path + ": no symbol clops_plugin_entry");
-        const clops_api *api = entry(CLOPS_ABI_MAJOR);
-        if (api == nullptr || api->abi_major != CLOPS_ABI_MAJOR || !CLOPS_API_HAS(api, invoke))
-            detail::fail(CLOPS_ERR_ABI_MISMATCH, path + ": the plugin does not serve ABI " +
-                                                     std::to_string(CLOPS_ABI_MAJOR) +
-                                                     " with every member this binding uses");
-        plugin_->api = api;
+        std::string why;
+        if (!load(path, why))
+            detail::fail(why.rfind("cannot load", 0) == 0 ? CLOPS_ERR_NOT_FOUND
+                                                          : CLOPS_ERR_ABI_MISMATCH,
+                         why);
     }
 
     library(library &&) noexcept = default;
@@ -1501,15 +1618,29 @@ class library
     }
 
   private:
-    static std::string default_path()
+    // Opens `path` and checks its table; false with the reason in `why` (starting "cannot
+    // load" when the file did not load or has no entry).
+    bool load(const std::string &path, std::string &why)
     {
-        const char *named = std::getenv("CLOPS_LIBRARY");
-#ifdef CLOPS_PLUGIN_PATH
-        const char *installed = CLOPS_PLUGIN_PATH;
-#else
-        const char *installed = "libclops.so.1";
-#endif
-        return named != nullptr && named[0] != '\0' ? named : installed;
+        void *handle = detail::open_library(path, why);
+        if (handle == nullptr) {
+            why = "cannot load libclops: " + why;
+            return false;
+        }
+        clops_plugin_entry_fn entry = detail::plugin_entry(handle);
+        const clops_api *api = entry != nullptr ? entry(CLOPS_ABI_MAJOR) : nullptr;
+        if (entry == nullptr)
+            why = "cannot load libclops: " + path + ": no symbol clops_plugin_entry";
+        else if (api == nullptr || api->abi_major != CLOPS_ABI_MAJOR || !CLOPS_API_HAS(api, invoke))
+            why = path + ": the plugin does not serve ABI " + std::to_string(CLOPS_ABI_MAJOR) +
+                  " with every member this binding uses";
+        else {
+            plugin_->handle = handle;
+            plugin_->api = api;
+            return true;
+        }
+        detail::close_library(handle);
+        return false;
     }
     const detail::plugin &checked() const
     {

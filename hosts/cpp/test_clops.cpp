@@ -378,6 +378,33 @@ void test_buffers_on_a_device(const clops::library &lib)
 // Move-only ownership: the moved-from pool is empty and its calls throw; the handle moved
 // with it, so only the new owner releases it (a second release would be a double free, which
 // the CLOPS_SANITIZE build reports). A pool outlives its library object.
+// The rule that finds the plugin (hosts/common/loader.h): $CLOPS_LIBRARY is loaded alone, and
+// one that does not load is an error naming the variable and the path, never a reason to load
+// another plugin; a path given to library(path) is that file alone.
+void test_library_rule_clops_library_alone()
+{
+    const char *set = std::getenv("CLOPS_LIBRARY");
+    expect(set != nullptr && set[0] != '\0', "ctest sets CLOPS_LIBRARY");
+    const std::string good = set;
+    expect(clops::library().version() == clops::library(good).version(),
+           "library() loads $CLOPS_LIBRARY");
+    const std::string bad = "/nonexistent/clops-test/libclops.so.1";
+    setenv("CLOPS_LIBRARY", bad.c_str(), 1);
+    expect_error([] { clops::library lib; }, CLOPS_ERR_NOT_FOUND, bad.c_str(),
+                 "library() loaded something when $CLOPS_LIBRARY names no file",
+                 "a bad $CLOPS_LIBRARY: NOT_FOUND naming the path");
+    try {
+        clops::library lib;
+    } catch (const clops::error &e) {
+        expect(e.message().find("$CLOPS_LIBRARY") != std::string::npos,
+               "a bad $CLOPS_LIBRARY's message names the variable: " + e.message());
+    }
+    setenv("CLOPS_LIBRARY", good.c_str(), 1);
+    expect_error([&] { clops::library lib(bad); }, CLOPS_ERR_NOT_FOUND, bad.c_str(),
+                 "library(path) loaded something else", "library(bad path): NOT_FOUND naming it");
+    std::printf("library_rule_clops_library_alone: PASS\n");
+}
+
 void test_move_semantics()
 {
     clops::pool outlives;
@@ -879,6 +906,7 @@ int main()
         test_device_buffers(lib);
         test_buffers_on_a_device(lib);
         test_move_semantics();
+        test_library_rule_clops_library_alone();
         test_gemms_on_two_streams_match_loop(pool);
         test_streams_ordered_by_events(pool);
         test_cancelled_call_throws(lib, pool);
