@@ -1,5 +1,5 @@
 ! clops.f90 — the Fortran binding of libclops: bind(c) mirrors of abi/clops.h, loading the plugin
-! with dlopen/dlsym, and typed gemm/lu/solve/lu_solve on Fortran arrays, passed without copies.
+! with dlopen/dlsym (POSIX's; on Windows dlfcn_windows.c's, over LoadLibraryA), and typed gemm/lu/solve/lu_solve on Fortran arrays, passed without copies.
 ! ABI 1.4's streams, events and interop are reached through their args structs' mirrors and
 ! clops_args_call (test_clops.f90's test_gemm_on_a_stream shows a submit and its wait);
 ! clops_host_register / clops_host_unregister wrap its registration of host memory, and
@@ -403,7 +403,16 @@ module clops_core
     public :: call_gemm, call_lu_or_solve, call_lu_solve, array_tensor
 
     ! ---- libdl and libc ---------------------------------------------------------------------
-    integer(c_int), parameter :: RTLD_NOW = 2, RTLD_LOCAL = 0 ! glibc's values
+    ! The binding compiles alone, without a preprocessor, wherever the POSIX dlopen API exists:
+    ! libdl on Linux (-ldl), dlfcn_windows.c on Windows (LoadLibraryA, GetProcAddress and
+    ! FormatMessageA behind the same three names; it ignores the flags). RTLD_NOW is 2 on glibc,
+    ! musl, the BSDs and macOS; RTLD_LOCAL, 0, is glibc's and musl's default anyway.
+    integer(c_int), parameter :: RTLD_NOW = 2, RTLD_LOCAL = 0
+    ! Windows is the LLP64 system (a C long of 32 bits beside 64-bit pointers): there the plugin
+    ! is clops.dll, found by the DLL search order from the .exe's directory on; elsewhere
+    ! libclops.so.1 through the dynamic loader (hosts/common/loader.h states the rule).
+    logical, parameter :: ON_WINDOWS = c_long /= c_intptr_t
+    character(len=*), parameter :: PLUGIN_FILE = merge('clops.dll    ', 'libclops.so.1', ON_WINDOWS)
 
     interface
         function c_dlopen(filename, flag) bind(c, name='dlopen') result(handle)
@@ -531,8 +540,9 @@ contains
 
     ! ---- Loading ----------------------------------------------------------------------------
 
-    ! Loads libclops from `path`, else $CLOPS_LIBRARY, else libclops.so.1 through the system
-    ! search path, and checks that it serves ABI 1 with every member this module uses. A second
+    ! Loads libclops from `path`, else by the hosts' rule (hosts/common/loader.h): $CLOPS_LIBRARY
+    ! alone when it is set, else libclops.so.1 through the dynamic loader (Windows: clops.dll
+    ! through the DLL search order, which starts beside the .exe), and checks that it serves ABI 1 with every member this module uses. A second
     ! call does nothing. Returns CLOPS_OK, or CLOPS_ERR_NOT_FOUND / CLOPS_ERR_ABI_MISMATCH with
     ! the reason in clops_error_message().
     function clops_load(path) result(status)
@@ -549,7 +559,8 @@ contains
         candidate = library_candidate(path)
         handle = c_dlopen(to_c(candidate), ior(RTLD_NOW, RTLD_LOCAL))
         if (.not. c_associated(handle)) then
-            status = fail(CLOPS_ERR_NOT_FOUND, 'cannot load libclops: '//from_c(c_dlerror()))
+            status = fail(CLOPS_ERR_NOT_FOUND, 'cannot load libclops: '//from_c(c_dlerror())// &
+                          library_origin(path))
             return
         end if
         entry_address = c_dlsym(handle, to_c('clops_plugin_entry'))
@@ -612,7 +623,16 @@ contains
             return
         end if
         candidate = from_c(c_getenv(to_c('CLOPS_LIBRARY')))
-        if (len(candidate) == 0) candidate = 'libclops.so.1'
+        if (len(candidate) == 0) candidate = trim(PLUGIN_FILE)
+    end function
+
+    ! Where the candidate came from, for the message of a library that did not load.
+    function library_origin(path) result(origin)
+        character(len=*), intent(in), optional :: path
+        character(len=:), allocatable :: origin
+        origin = ''
+        if (present(path)) return
+        if (len(from_c(c_getenv(to_c('CLOPS_LIBRARY')))) > 0) origin = ' (from $CLOPS_LIBRARY)'
     end function
 
     function op_entry(name) result(entry)
