@@ -268,15 +268,22 @@ const LOAD_LOCK = ReentrantLock()
 
 api_function(i) = unsafe_load(Ptr{Ptr{Cvoid}}(API[] + 8 + 8 * i))
 
-"Loads \$CLOPS_LIBRARY, else libclops.so.1, and checks that it serves ABI 1 with every member
-this module uses. Called by Pool(); a second call does nothing."
+"The plugin's file on this system: what the dynamic loader (Windows: the DLL search order, which
+starts in the directory of julia.exe and ends with PATH) is asked for."
+const PLUGIN_FILE = Sys.iswindows() ? "clops.dll" : "libclops.so.1"
+
+"Loads the plugin by the hosts' rule (hosts/common/loader.h): \$CLOPS_LIBRARY alone when it is
+set, else PLUGIN_FILE through the system's search; and checks that it serves ABI 1 with every
+member this module uses. Called by Pool(); a second call does nothing."
 function load()
     lock(LOAD_LOCK) do
         API[] != C_NULL && return nothing
-        path = get(ENV, "CLOPS_LIBRARY", "")
-        isempty(path) && (path = "libclops.so.1")
+        named = get(ENV, "CLOPS_LIBRARY", "")
+        path = isempty(named) ? PLUGIN_FILE : named
+        # Libdl maps the flags to LoadLibrary's behaviour on Windows (they are ignored there).
         handle = Libdl.dlopen(path, Libdl.RTLD_NOW | Libdl.RTLD_LOCAL; throw_error=false)
-        handle === nothing && throw(ClopsError(ERR_NOT_FOUND, "cannot load libclops from $path"))
+        handle === nothing && throw(ClopsError(ERR_NOT_FOUND, "cannot load libclops from $path" *
+                                               (isempty(named) ? "" : " (from \$CLOPS_LIBRARY)")))
         plugin_entry = Libdl.dlsym(handle, :clops_plugin_entry; throw_error=false)
         plugin_entry === nothing &&
             throw(ClopsError(ERR_NOT_FOUND, "$path: no symbol clops_plugin_entry"))

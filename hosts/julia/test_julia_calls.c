@@ -789,6 +789,13 @@ static void test_julia_definitions_match_header(const char *jl_path)
     const int structs = (int)(sizeof header_structs / sizeof header_structs[0]);
     for (int i = 0; i < structs; i++)
         check_julia_struct(source, &header_structs[i]);
+    /* The hosts' rule (hosts/common/loader.h): $CLOPS_LIBRARY alone, else the system's file. */
+    expect(strstr(source, "\nconst PLUGIN_FILE = Sys.iswindows() ? \"clops.dll\" : "
+                          "\"libclops.so.1\"\n") != NULL,
+           "Clops.jl names clops.dll on Windows and libclops.so.1 elsewhere");
+    expect(strstr(source, "get(ENV, \"CLOPS_LIBRARY\", \"\")") != NULL &&
+               strstr(source, "isempty(named) ? PLUGIN_FILE : named") != NULL,
+           "Clops.jl loads $CLOPS_LIBRARY when set, else PLUGIN_FILE");
     int constants = 0;
     for (size_t i = 0; i < sizeof header_members / sizeof header_members[0]; i++) {
         char head[64];
@@ -813,7 +820,7 @@ int main(int argc, char **argv)
     rng_state = (uint64_t)time(NULL);
     printf("seed %llu\n", (unsigned long long)rng_state);
 
-    /* load(): $CLOPS_LIBRARY, else libclops.so.1, RTLD_NOW | RTLD_LOCAL. */
+    /* load(): $CLOPS_LIBRARY, else PLUGIN_FILE (libclops.so.1 here), RTLD_NOW | RTLD_LOCAL. */
     const char *path = getenv("CLOPS_LIBRARY");
     if (path == NULL || path[0] == '\0')
         path = "libclops.so.1";
