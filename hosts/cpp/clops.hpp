@@ -1528,9 +1528,13 @@ class library
             std::string why;
             if (load(candidate, why))
                 return;
+            const std::string prefix = "cannot load libclops: ";
+            if (why.rfind(prefix, 0) == 0)
+                why.erase(0, prefix.size());
             reasons += (reasons.empty() ? "" : "; ") + why;
         }
-        detail::fail(CLOPS_ERR_NOT_FOUND, reasons + " (set CLOPS_LIBRARY to the plugin's file)");
+        detail::fail(CLOPS_ERR_NOT_FOUND, "cannot load libclops: " + reasons +
+                                              " (set CLOPS_LIBRARY to the plugin's file)");
     }
 
     // Loads the plugin at `path` and nothing else.
