@@ -8,10 +8,11 @@ and scipy.linalg's, and the plugin's whole ABI through ctypes (nothing is compil
     x = clops.solve(np.random.rand(5, 5), np.ones(5))
     counts, rgba = clops.mandelbrot(640, 480, max_iter=256)
 
-`import clops` loads libclops: $CLOPS_LIBRARY, else the library recorded at installation
-(clops/_install.py: by cmake --install, or by pip from $CLOPS_LIBRARY or pkg-config), else
-libclops.so.1 in the lib directories of the prefix the package is installed under, else from the
-dynamic linker's path; LoadError (an ImportError) lists each path tried and why it failed.
+`import clops` loads libclops by the hosts' rule (hosts/common/loader.h): $CLOPS_LIBRARY, else
+the library recorded at installation (clops/_install.py: by cmake --install, or by pip from
+$CLOPS_LIBRARY or pkg-config), else libclops.so.1 in the lib directories of the prefix the
+package is installed under (Windows: clops.dll beside the module and in the prefix's bin), else
+from the dynamic linker's path (Windows: PATH, the DLL search order); LoadError (an ImportError) lists each path tried and why it failed.
 clops.library().path is the one loaded, clops.candidates() the order.
 
 The low-level API: Pool (pool.invoke(name, ...) runs any operator; pool.gemm(a, b, c),

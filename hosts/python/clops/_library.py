@@ -1,8 +1,8 @@
 """_library.py — finding and loading libclops, and reading its table and operator descriptors.
 
-`import clops` loads $CLOPS_LIBRARY when it is set, and only that (as every clops host does: a
-library the user named that does not load is an error, not a reason to pick another one); else
-the first that loads and serves ABI 1 of:
+The rule is the one every clops host follows (hosts/common/loader.h). `import clops` loads
+$CLOPS_LIBRARY when it is set, and only that (a library the user named that does not load is an
+error, not a reason to pick another one); else the first that loads and serves ABI 1 of:
 1. the library recorded when the package was installed, in clops/_install.py: by
    `cmake --install` (and so the .deb) the library installed with it; by pip
    (build_backend.py) $CLOPS_LIBRARY as it was while pip ran, else the installed clops that
@@ -13,6 +13,11 @@ the first that loads and serves ABI 1 of:
    exist; and PREFIX/.. the same way when PREFIX is Debian's `local` (Debian's pip installs
    `--prefix P` into P/local/lib/python3.X/dist-packages);
 3. libclops.so.1 through the dynamic linker's search path.
+On Windows the plugin is clops.dll: 1 as above; 2. clops.dll beside the module (in this clops
+directory) and in PREFIX/bin, where the prefix's Lib/site-packages holds the package (CMake puts
+DLLs in bin); 3. clops.dll through the DLL search order: the first directory of PATH that holds
+it (ctypes no longer searches PATH since Python 3.8), else the name, which the system's
+directories and os.add_dll_directory()'s serve.
 A candidate that does not load, or does not serve ABI 1, is passed over; when none loads,
 LoadError lists each and why."""
 
@@ -29,7 +34,8 @@ from ._abi import (ABI_MAJOR, ARG_SIZE_1_1, DTYPES, ERR_NOT_FOUND, ERR_UNSUPPORT
                    clops_param)
 from ._errors import LoadError, error_for
 
-SONAME = "libclops.so.1"
+WINDOWS = os.name == "nt"
+SONAME = "clops.dll" if WINDOWS else "libclops.so.1"  # the plugin's file name on this system
 PACKAGE = os.path.dirname(os.path.abspath(__file__))  # this clops directory
 
 
@@ -46,9 +52,32 @@ def installed_record():
     return _install.LIBRARY, getattr(_install, "FOUND_BY", "cmake --install")
 
 
+def windows_libraries(package=PACKAGE):
+    """clops.dll beside the module (in the clops directory `package`), then in PREFIX/bin when
+    the package lies in PREFIX/Lib/site-packages: those directories that exist."""
+    site = os.path.dirname(package)
+    dirs = [package]
+    if os.path.basename(site).lower() == "site-packages" and \
+            os.path.basename(os.path.dirname(site)).lower() == "lib":
+        dirs.append(os.path.join(os.path.dirname(os.path.dirname(site)), "bin"))
+    return [os.path.join(d, SONAME) for d in dirs if os.path.isdir(d)]
+
+
+def searched_library():
+    """Step 3 on Windows: the first clops.dll on PATH (a full path, which ctypes loads with
+    the DLL's own directory searched for its dependencies), else the bare name."""
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        path = os.path.join(d, SONAME)
+        if d and os.path.isfile(path):
+            return path
+    return SONAME
+
+
 def prefix_libraries(package=PACKAGE):
     """libclops.so.1 in the existing library directories of the prefix `package` (a clops
     directory) is installed under, in the order tried; [] when it lies in no such prefix."""
+    if WINDOWS:
+        return windows_libraries(package)
     site = os.path.dirname(package)
     version_dir = os.path.dirname(site)
     libdir = os.path.dirname(version_dir)
@@ -81,6 +110,11 @@ def candidates():
     record = installed_record()
     if record:
         out.append((record[0], "recorded at installation in clops/_install.py: %s" % record[1]))
+    if WINDOWS:
+        out += [(path, "beside the module, or in the prefix's bin")
+                for path in prefix_libraries()]
+        out.append((searched_library(), "the DLL search order and PATH"))
+        return out
     out += [(path, "the prefix the package is installed under") for path in prefix_libraries()]
     out.append((SONAME, "the dynamic linker's search path"))
     return out
@@ -108,7 +142,8 @@ class Library:
                         "\n".join(tried))
 
     def _open(self, path):
-        dll = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        # Windows has no RTLD_ flags: LoadLibraryEx resolves everything at once, per module.
+        dll = ctypes.CDLL(path) if WINDOWS else ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
         try:
             entry = dll.clops_plugin_entry
         except AttributeError:

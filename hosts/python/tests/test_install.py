@@ -28,6 +28,7 @@ import sys
 import tarfile
 import tempfile
 import unittest
+import unittest.mock
 
 import numpy as np
 
@@ -271,6 +272,52 @@ else:
         self.assertEqual((got["type"], got["status"]), ("LoadError", 9))
         self.assertIn("libclops.so.1 (the dynamic linker's search path): libclops.so.1: cannot "
                       "open shared object file", got["message"])
+
+
+class WindowsCandidatesTest(unittest.TestCase):
+    """The rule on Windows (hosts/common/loader.h), with _library's WINDOWS and SONAME as a
+    Windows python would have them: clops.dll beside the module, then in the prefix's bin, then
+    the first on PATH; $CLOPS_LIBRARY alone when set."""
+
+    def setUp(self):
+        sys.path.insert(0, SOURCE)
+        self.addCleanup(sys.path.remove, SOURCE)
+        from clops import _library
+        self.lib = _library
+        for name, value in (("WINDOWS", True), ("SONAME", "clops.dll")):
+            self.addCleanup(setattr, _library, name, getattr(_library, name))
+            setattr(_library, name, value)
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def test_beside_the_module_then_the_prefix_bin(self):
+        package = os.path.join(self.tmp, "Lib", "site-packages", "clops")
+        os.makedirs(package)
+        os.makedirs(os.path.join(self.tmp, "bin"))
+        self.assertEqual(self.lib.prefix_libraries(package),
+                         [os.path.join(package, "clops.dll"),
+                          os.path.join(self.tmp, "bin", "clops.dll")])
+
+    def test_the_first_clops_dll_on_path_else_the_name(self):
+        first, second = os.path.join(self.tmp, "a"), os.path.join(self.tmp, "b")
+        os.makedirs(first)
+        os.makedirs(second)
+        open(os.path.join(second, "clops.dll"), "wb").close()
+        path = os.pathsep.join([first, second])
+        with unittest.mock.patch.dict(os.environ, {"PATH": path}):
+            self.assertEqual(self.lib.searched_library(), os.path.join(second, "clops.dll"))
+        with unittest.mock.patch.dict(os.environ, {"PATH": first}):
+            self.assertEqual(self.lib.searched_library(), "clops.dll")
+
+    def test_clops_library_alone_else_the_search_last(self):
+        with unittest.mock.patch.dict(os.environ, {"CLOPS_LIBRARY": r"C:\x\clops.dll"}):
+            self.assertEqual(self.lib.candidates(), [(r"C:\x\clops.dll", "$CLOPS_LIBRARY")])
+        env = {k: v for k, v in os.environ.items() if k != "CLOPS_LIBRARY"}
+        env["PATH"] = self.tmp
+        with unittest.mock.patch.dict(os.environ, env, clear=True):
+            got = self.lib.candidates()
+        self.assertEqual(got[-1], ("clops.dll", "the DLL search order and PATH"))
+        self.assertTrue(all(path.endswith("clops.dll") for path, _ in got), got)
 
 
 class DocumentedCommandsTest(Case):
