@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "host_register.h"
+#include "platform.h"
 #include "pool.h"
 #include "pool_internal.h"
 
@@ -21,7 +22,7 @@ static void block_free(struct bridge_block *b)
     if (b == NULL)
         return;
     host_registration_drop(b->pin); /* before the memory the buffers stand on */
-    free(b->data);
+    os_aligned_free(b->data);
     free(b);
 }
 
@@ -36,7 +37,7 @@ static int32_t block_make(struct clops_pool *pool, size_t bytes, const char *op,
     bytes = (bytes + page - 1) / page * page;
     struct bridge_block *b = calloc(1, sizeof *b);
     void *data = NULL;
-    if (b == NULL || posix_memalign(&data, page, bytes) != 0) {
+    if (b == NULL || (data = os_aligned_alloc(page, bytes)) == NULL) {
         free(b);
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
                        "%s: out of host memory for %zu bytes between devices", op, bytes);
@@ -58,7 +59,7 @@ int32_t bridge_take(struct clops_pool *pool, size_t bytes, const char *op, struc
 {
     *out = (struct bridge){0};
     struct bridge_block *found = NULL;
-    pthread_mutex_lock(&pool->registered_lock);
+    os_mutex_lock(&pool->registered_lock);
     int best = -1;
     for (int i = 0; i < POOL_BRIDGES; i++) {
         const struct bridge_block *b = pool->bridges[i];
@@ -69,7 +70,7 @@ int32_t bridge_take(struct clops_pool *pool, size_t bytes, const char *op, struc
         found = pool->bridges[best];
         pool->bridges[best] = NULL;
     }
-    pthread_mutex_unlock(&pool->registered_lock);
+    os_mutex_unlock(&pool->registered_lock);
     if (found == NULL) {
         const int32_t status = block_make(pool, bytes, op, &found);
         if (status != CLOPS_OK)
@@ -86,7 +87,7 @@ void bridge_give(struct clops_pool *pool, struct bridge *b)
     if (give == NULL)
         return;
     /* Kept in a free slot, else in place of the smallest kept one when it is larger. */
-    pthread_mutex_lock(&pool->registered_lock);
+    os_mutex_lock(&pool->registered_lock);
     int slot = -1;
     for (int i = 0; i < POOL_BRIDGES; i++) {
         if (pool->bridges[i] == NULL) {
@@ -103,7 +104,7 @@ void bridge_give(struct clops_pool *pool, struct bridge *b)
         pool->bridges[slot] = give;
         give = NULL;
     }
-    pthread_mutex_unlock(&pool->registered_lock);
+    os_mutex_unlock(&pool->registered_lock);
     block_free(evicted);
     block_free(give);
 }

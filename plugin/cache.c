@@ -3,17 +3,13 @@
 #include "cache.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "error.h"
-#include "file.h"
+#include "platform.h"
 
 /* An entry, integers little-endian so that the layout is the same whatever wrote it:
  *   "CLOPSBIN"  u32 format version  u64 key length  key bytes
@@ -80,35 +76,26 @@ static uint64_t get_u64(const unsigned char *in)
 /* The XDG base directory spec says a relative $XDG_CACHE_HOME is invalid and must be ignored. */
 static int resolve_dir(const char *configured, char *out, size_t size)
 {
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
     int n;
     if (configured != NULL && configured[0] != '\0') {
         n = snprintf(out, size, "%s", configured);
-    } else if (xdg != NULL && xdg[0] == '/') {
-        n = snprintf(out, size, "%s/clops", xdg);
-    } else if (home != NULL && home[0] != '\0') {
-        n = snprintf(out, size, "%s/.cache/clops", home);
+        n = n >= 0 && (size_t)n >= size ? -1 : n;
     } else {
-        log_msg(CLOPS_LOG_WARNING, "cache: neither XDG_CACHE_HOME nor HOME is set; caching "
-                                   "disabled");
+        n = os_default_cache_dir(out, size);
+    }
+    if (n == 0) {
+        log_msg(CLOPS_LOG_WARNING, "cache: %s; caching disabled", os_cache_dir_variables);
         return 0;
     }
-    if (n < 0 || (size_t)n >= size) {
+    if (n < 0) {
         log_msg(CLOPS_LOG_WARNING, "cache: directory path is too long (%d bytes); caching disabled",
                 n);
         return 0;
     }
     /* Trailing slashes would only double the separator in entry names. */
-    while (n > 1 && out[n - 1] == '/')
+    while (n > 1 && os_is_path_separator(out[n - 1]))
         out[--n] = '\0';
     return 1;
-}
-
-static int is_directory(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* mkdir -p. New directories get mode 0700, as the XDG spec asks for the cache's parents; what
@@ -121,19 +108,17 @@ static int make_dirs(const char *path)
         return ENAMETOOLONG;
     memcpy(partial, path, length + 1);
     for (size_t i = 1; i <= length; i++) {
-        if (partial[i] != '/' && partial[i] != '\0')
+        if (!os_is_path_separator(partial[i]) && partial[i] != '\0')
             continue;
         char saved = partial[i];
         partial[i] = '\0';
         /* mkdir can fail with EACCES or EROFS on a directory that exists, so ask stat. */
-        if (mkdir(partial, 0700) != 0 && errno != EEXIST) {
-            int error = errno;
-            if (!is_directory(partial))
-                return error;
-        }
+        int error = os_make_dir(partial);
+        if (error != 0 && error != EEXIST && !os_is_directory(partial))
+            return error;
         partial[i] = saved;
     }
-    return is_directory(path) ? 0 : ENOTDIR;
+    return os_is_directory(path) ? 0 : ENOTDIR;
 }
 
 void cache_init(struct program_cache *cache, int32_t enabled, const char *configured_dir)
@@ -150,9 +135,9 @@ void cache_init(struct program_cache *cache, int32_t enabled, const char *config
     /* Checked once here, so an unwritable directory costs one warning, not one per program.
      * Its entries are still good to load: a shared, read-only cache (a system image, another
      * user's) is a use, not a mistake. */
-    if (access(cache->dir, W_OK | X_OK) != 0) {
-        error = errno;
-        cache->read_only = access(cache->dir, R_OK | X_OK) == 0;
+    error = os_dir_access(cache->dir, 1);
+    if (error != 0) {
+        cache->read_only = os_dir_access(cache->dir, 0) == 0;
         log_msg(CLOPS_LOG_WARNING, "cache: cannot write to directory '%s': %s; %s", cache->dir,
                 strerror(error),
                 cache->read_only ? "its entries are loaded but none is stored"
@@ -257,25 +242,25 @@ static enum cache_result read_entry(FILE *f, uint64_t file_size, const char *key
 
 /* Removes a corrupt entry, unless another process has meanwhile renamed a fresh entry onto the
  * same name: that one is not ours to delete. Returns 0 or an errno value. */
-static int remove_entry(const char *path, const struct stat *read_st)
+static int remove_entry(const char *path, const struct os_file_info *read)
 {
-    struct stat now;
-    if (lstat(path, &now) != 0 || now.st_dev != read_st->st_dev || now.st_ino != read_st->st_ino)
+    struct os_file_info now;
+    if (os_file_info_at(path, &now) != 0 || now.volume != read->volume || now.index != read->index)
         return 0;
-    return unlink(path) == 0 ? 0 : errno;
+    return remove(path) == 0 ? 0 : errno;
 }
 
 /* Opens the entry at `path` for reading, or returns NULL (a miss) with the reason logged.
  * Entries are only ever made by rename, so a symbolic link is refused as well. */
-static FILE *open_entry(const char *path, struct stat *st)
+static FILE *open_entry(const char *path, struct os_file_info *info)
 {
-    FILE *f = file_open_regular(path, FILE_NO_SYMLINK, st);
+    FILE *f = os_open_regular(path, OS_OPEN_NO_SYMLINK, info);
     if (f == NULL) {
         if (errno == ELOOP)
             log_msg(CLOPS_LOG_WARNING, "cache: '%s' is a symbolic link; ignored", path);
         else if (errno == EINVAL)
             log_msg(CLOPS_LOG_WARNING, "cache: '%s' is %s; ignored", path,
-                    file_type_name(st->st_mode));
+                    os_file_kind_name(info->kind));
         else if (errno != ENOENT)
             log_msg(CLOPS_LOG_WARNING, "cache: cannot open '%s': %s", path, strerror(errno));
     }
@@ -291,15 +276,15 @@ enum cache_result cache_load(const struct program_cache *cache, const char *key,
     if (!(cache->enabled || cache->read_only) || key == NULL ||
         !entry_path(cache, key, path, sizeof path))
         return CACHE_MISS;
-    struct stat st;
-    FILE *f = open_entry(path, &st);
+    struct os_file_info info;
+    FILE *f = open_entry(path, &info);
     if (f == NULL)
         return CACHE_MISS;
     const char *why = NULL;
-    enum cache_result result = read_entry(f, (uint64_t)st.st_size, key, binary, size, &why);
+    enum cache_result result = read_entry(f, info.size, key, binary, size, &why);
     fclose(f);
     if (result == CACHE_CORRUPT) {
-        int error = remove_entry(path, &st);
+        int error = remove_entry(path, &info);
         if (error == 0)
             log_msg(CLOPS_LOG_WARNING, "cache: removed corrupt entry '%s': %s", path, why);
         else
@@ -317,7 +302,7 @@ void cache_discard(const struct program_cache *cache, const char *key)
     if (!(cache->enabled || cache->read_only) || key == NULL ||
         !entry_path(cache, key, path, sizeof path))
         return;
-    if (unlink(path) == 0)
+    if (remove(path) == 0)
         log_msg(CLOPS_LOG_WARNING, "cache: removed entry '%s': the driver could not use it", path);
     else if (errno != ENOENT)
         log_msg(CLOPS_LOG_WARNING, "cache: entry '%s' cannot be removed: %s", path,
@@ -327,16 +312,13 @@ void cache_discard(const struct program_cache *cache, const char *key)
 /* ---- Store --------------------------------------------------------------------------------- */
 
 /* A temp name no other thread or process uses at the same time: the pid separates processes,
- * the counter threads of one process; O_EXCL catches whatever is left. */
+ * the counter threads of one process; creating it only if new catches whatever is left. */
 static int temp_path(const char *final_path, char *out, size_t size)
 {
     static atomic_uint_least64_t counter;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    uint64_t parts[3] = {(uint64_t)now.tv_sec, (uint64_t)now.tv_nsec,
-                         (uint64_t)atomic_fetch_add(&counter, 1)};
+    uint64_t parts[2] = {(uint64_t)os_wall_clock_ns(), (uint64_t)atomic_fetch_add(&counter, 1)};
     unsigned long long random = (unsigned long long)cache_hash(parts, sizeof parts, 0);
-    int n = snprintf(out, size, "%s.tmp.%ld.%016llx", final_path, (long)getpid(), random);
+    int n = snprintf(out, size, "%s.tmp.%ld.%016llx", final_path, os_process_id(), random);
     return n > 0 && (size_t)n < size;
 }
 
@@ -360,23 +342,16 @@ static int write_entry(FILE *f, const char *key, const unsigned char *binary, si
 /* Writes the entry to `temp`; returns 0 or an errno value, and leaves no file on failure. */
 static int write_temp(const char *temp, const char *key, const unsigned char *binary, size_t size)
 {
-    int fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
+    FILE *f = os_create_new(temp);
+    if (f == NULL)
         return errno;
-    FILE *f = fdopen(fd, "wb");
-    if (f == NULL) {
-        int error = errno;
-        close(fd);
-        unlink(temp);
-        return error;
-    }
     int written = write_entry(f, key, binary, size);
     int error = written ? 0 : errno;
     if (fclose(f) != 0 && error == 0)
         error = errno;
     if (written && error == 0)
         return 0;
-    unlink(temp);
+    remove(temp);
     return error != 0 ? error : EIO;
 }
 
@@ -395,12 +370,10 @@ void cache_store(const struct program_cache *cache, const char *key, const unsig
     if (!entry_path(cache, key, path, sizeof path) || !temp_path(path, temp, sizeof temp))
         return;
     int error = write_temp(temp, key, binary, size);
-    /* rename() is atomic: a reader sees the old entry or the whole new one, never a part. No
+    /* The replace is atomic: a reader sees the old entry or the whole new one, never a part. No
      * fsync: after a crash a torn entry fails verification and is rebuilt. */
-    if (error == 0 && rename(temp, path) != 0) {
-        error = errno;
-        unlink(temp);
-    }
+    if (error == 0 && (error = os_replace_file(temp, path)) != 0)
+        remove(temp);
     if (error != 0)
         log_msg(CLOPS_LOG_WARNING, "cache: cannot write '%s': %s; not cached", path,
                 strerror(error));

@@ -23,14 +23,13 @@
 #include "call.h"
 #include "config.h"
 #include "error.h"
+#include "platform.h"
 #include "pool.h"
 #include "tensor.h"
 
 static double now_ns(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+    return (double)os_monotonic_ns();
 }
 
 /* The devices' shares: the configured ones, else their measured rates for the operator, else
@@ -241,7 +240,7 @@ static void await_parts(struct split_state *s, double start_ns)
         if (left) {
             double pause = (now_ns() - start_ns) / 100;
             pause = pause < 2e4 ? 2e4 : pause > 1e6 ? 1e6 : pause;
-            nanosleep(&(struct timespec){0, (long)pause}, NULL);
+            os_sleep_ns((int64_t)pause);
         }
     }
 }

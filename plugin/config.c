@@ -9,12 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "config_literals.h"
 #include "error.h"
-#include "file.h"
 #include "op.h"
+#include "platform.h"
 #include "registry.h"
 
 #define MEMBER_SIZE(type, member) sizeof(((type *)0)->member)
@@ -807,14 +806,14 @@ int32_t config_parse_string(const char *text, struct pool_config *cfg)
  * message must say which file and why. */
 static int32_t open_config_file(const char *path, FILE **out)
 {
-    struct stat st;
-    FILE *f = file_open_regular(path, 0, &st);
-    if (f == NULL && errno == EINVAL && S_ISDIR(st.st_mode))
+    struct os_file_info info;
+    FILE *f = os_open_regular(path, 0, &info);
+    if (f == NULL && errno == EINVAL && info.kind == OS_FILE_DIRECTORY)
         errno = EISDIR;
     if (f == NULL && errno == EINVAL)
         return err_set(CLOPS_ERR_IO,
                        "%s: cannot read the configuration file: it is %s, not a regular file", path,
-                       file_type_name(st.st_mode));
+                       os_file_kind_name(info.kind));
     if (f == NULL)
         return err_set(CLOPS_ERR_IO, "%s: cannot open the configuration file: %s", path,
                        strerror(errno));

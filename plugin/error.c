@@ -3,7 +3,7 @@
 
 #include "cl_names.h"
 
-#include <pthread.h>
+#include "platform.h"
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,8 +18,8 @@ static _Thread_local char last_message[ERR_MESSAGE_MAX];
  * set_log_callback). `log_lock` guards the callback's identity and the count of its calls in
  * progress: set_log_callback moves the calls of the callback it replaces to `log_calls_replaced`
  * and, unless called from a callback, waits for that count to drop to zero. */
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t log_replaced_returned = PTHREAD_COND_INITIALIZER;
+static os_mutex log_lock = OS_MUTEX_INIT;
+static os_cond log_replaced_returned = OS_COND_INIT;
 static clops_log_fn log_fn;
 static void *log_user;
 static int32_t log_level = CLOPS_LOG_WARNING;
@@ -50,7 +50,7 @@ static _Thread_local struct {
 
 void log_set_callback(clops_log_fn fn, void *user, int32_t max_level)
 {
-    pthread_mutex_lock(&log_lock);
+    os_mutex_lock(&log_lock);
     log_fn = fn;
     log_user = user;
     log_level = max_level;
@@ -61,19 +61,19 @@ void log_set_callback(clops_log_fn fn, void *user, int32_t max_level)
     /* From inside a callback it does not wait: two callbacks replacing the callback at once
      * would wait for each other. */
     while (!in_log_callback && log_calls_replaced > 0)
-        pthread_cond_wait(&log_replaced_returned, &log_lock);
-    pthread_mutex_unlock(&log_lock);
+        os_cond_wait(&log_replaced_returned, &log_lock);
+    os_mutex_unlock(&log_lock);
 }
 
 static void log_deliver(int32_t level, const char *text)
 {
-    pthread_mutex_lock(&log_lock);
+    os_mutex_lock(&log_lock);
     clops_log_fn fn = level <= log_level ? log_fn : NULL;
     void *user = log_user;
     uint64_t generation = log_generation;
     if (fn != NULL)
         log_calls_current++;
-    pthread_mutex_unlock(&log_lock);
+    os_mutex_unlock(&log_lock);
     if (fn == NULL)
         return;
     size_t used = strlen(last_message) + 1;
@@ -82,12 +82,12 @@ static void log_deliver(int32_t level, const char *text)
     fn(level, text, user);
     in_log_callback = 0;
     memcpy(last_message, saved_message, used);
-    pthread_mutex_lock(&log_lock);
+    os_mutex_lock(&log_lock);
     if (generation == log_generation)
         log_calls_current--;
     else if (--log_calls_replaced == 0)
-        pthread_cond_broadcast(&log_replaced_returned);
-    pthread_mutex_unlock(&log_lock);
+        os_cond_broadcast(&log_replaced_returned);
+    os_mutex_unlock(&log_lock);
 }
 
 static void log_hold(int32_t level, const char *text)

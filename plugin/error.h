@@ -9,7 +9,10 @@
 
 #include "clops.h"
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__)
+/* MinGW's C99 printf (__USE_MINGW_ANSI_STDIO, set by the build), which knows %zu and %lld. */
+#define CLOPS_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__)
 #define CLOPS_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define CLOPS_PRINTF(f, a)

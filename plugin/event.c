@@ -3,8 +3,8 @@
  * several streams, need one condition; outcomes are rare next to the work they end). */
 #include "event.h"
 
+#include "platform.h"
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,20 +30,16 @@ struct clops_event {
     void *user;
 };
 
-static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t events_changed;
-static pthread_once_t events_once = PTHREAD_ONCE_INIT;
+static os_mutex events_lock = OS_MUTEX_INIT;
+static os_cond events_changed;
+static os_once events_once = OS_ONCE_INIT;
 static _Thread_local int on_stream_thread;
 
-/* The condition measures timeouts on the monotonic clock: a host's clock change does not
- * shorten or stretch event_wait. */
+/* os_cond_init's conditions measure timeouts on the monotonic clock: a host's clock change does
+ * not shorten or stretch event_wait. */
 static void init_condition(void)
 {
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&events_changed, &attr);
-    pthread_condattr_destroy(&attr);
+    os_cond_init(&events_changed);
 }
 
 static int has_outcome(const struct clops_event *e)
@@ -58,7 +54,7 @@ void event_mark_stream_thread(void)
 
 int32_t event_new(struct clops_stream *stream, const char *what, struct clops_event **out)
 {
-    pthread_once(&events_once, init_condition);
+    os_call_once(&events_once, init_condition);
     struct clops_event *e = calloc(1, sizeof *e);
     if (e == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: cannot allocate an event", what);
@@ -109,13 +105,13 @@ void event_started(struct clops_event *e, cl_event done, int32_t writes_host)
     /* Without a reference of its own the event has no marker: waiters then wait on the host. */
     if (done != NULL && clRetainEvent(done) != CL_SUCCESS)
         done = NULL;
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     e->done = done;
     e->writes_host = writes_host;
     if (e->state == CLOPS_EVENT_QUEUED)
         e->state = CLOPS_EVENT_RUNNING;
-    pthread_cond_broadcast(&events_changed);
-    pthread_mutex_unlock(&events_lock);
+    os_cond_broadcast(&events_changed);
+    os_mutex_unlock(&events_lock);
 }
 
 void event_settle(struct clops_event *e, int32_t status, const char *message, clops_event_fn *fn,
@@ -123,7 +119,7 @@ void event_settle(struct clops_event *e, int32_t status, const char *message, cl
 {
     /* Allocated before the lock; without memory the status still tells the outcome. */
     char *copy = status != CLOPS_OK && message != NULL ? strdup(message) : NULL;
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     e->status = status;
     e->message = copy;
     e->state = status == CLOPS_OK              ? CLOPS_EVENT_COMPLETE
@@ -139,8 +135,8 @@ void event_settle(struct clops_event *e, int32_t status, const char *message, cl
         *user = e->user;
     }
     cl_event exported = e->exported;
-    pthread_cond_broadcast(&events_changed);
-    pthread_mutex_unlock(&events_lock);
+    os_cond_broadcast(&events_changed);
+    os_mutex_unlock(&events_lock);
     /* A negative status tells the host's waiters that the call did not succeed. */
     if (exported != NULL)
         clSetUserEventStatus(exported, status == CLOPS_OK ? CL_COMPLETE : CL_INVALID_OPERATION);
@@ -148,7 +144,7 @@ void event_settle(struct clops_event *e, int32_t status, const char *message, cl
 
 void event_take_callback(struct clops_event *e, clops_event_fn *fn, void **user)
 {
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     *fn = NULL;
     *user = NULL;
     if (e->callback == CALLBACK_REGISTERED && has_outcome(e)) {
@@ -156,16 +152,16 @@ void event_take_callback(struct clops_event *e, clops_event_fn *fn, void **user)
         *fn = e->fn;
         *user = e->user;
     }
-    pthread_mutex_unlock(&events_lock);
+    os_mutex_unlock(&events_lock);
 }
 
 void event_deliver(struct clops_event *e, clops_event_fn fn, void *user)
 {
     if (fn == NULL)
         return;
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     const int32_t status = e->status;
-    pthread_mutex_unlock(&events_lock);
+    os_mutex_unlock(&events_lock);
     fn(e, status, user);
     err_clear(); /* what the callback's own clops calls left is not the stream's */
 }
@@ -184,7 +180,7 @@ int32_t event_await_for(struct clops_event *waiter, struct clops_event *e, cl_co
 {
     *device_wait = NULL;
     int32_t status = CLOPS_OK;
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     for (;;) {
         if (has_outcome(e)) {
             if (e->state != CLOPS_EVENT_COMPLETE)
@@ -201,9 +197,9 @@ int32_t event_await_for(struct clops_event *waiter, struct clops_event *e, cl_co
             status = CLOPS_ERR_CANCELLED;
             break;
         }
-        pthread_cond_wait(&events_changed, &events_lock);
+        os_cond_wait(&events_changed, &events_lock);
     }
-    pthread_mutex_unlock(&events_lock);
+    os_mutex_unlock(&events_lock);
     return status;
 }
 
@@ -215,12 +211,12 @@ int32_t event_await(struct clops_event *e, cl_context context, cl_event *device_
 
 int32_t event_await_outcome(struct clops_event *e, char *message, size_t size)
 {
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     while (!has_outcome(e))
-        pthread_cond_wait(&events_changed, &events_lock);
+        os_cond_wait(&events_changed, &events_lock);
     int32_t status =
         e->state == CLOPS_EVENT_COMPLETE ? CLOPS_OK : dependency_failed(e, message, size);
-    pthread_mutex_unlock(&events_lock);
+    os_mutex_unlock(&events_lock);
     return status;
 }
 
@@ -229,11 +225,11 @@ int32_t event_await_outcome(struct clops_event *e, char *message, size_t size)
 int32_t event_query(struct clops_event_query_args *args)
 {
     struct clops_event *e = args->event;
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     args->state = e->state;
     args->status = has_outcome(e) ? e->status : CLOPS_OK;
     args->message = e->message != NULL ? e->message : "";
-    pthread_mutex_unlock(&events_lock);
+    os_mutex_unlock(&events_lock);
     const int64_t done = atomic_load(&e->control.done), total = atomic_load(&e->control.total);
     args->progress = args->state == CLOPS_EVENT_COMPLETE ? 1.0
                      : total > 0 ? (double)(done < total ? done : total) / (double)total
@@ -255,28 +251,14 @@ static int32_t count_settled(struct clops_event *const *events, int32_t count, i
     return settled;
 }
 
-/* The monotonic clock `ns` from now. */
-static struct timespec deadline_after(int64_t ns)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    const int64_t sec = ns / 1000000000, rest = ns % 1000000000;
-    t.tv_sec += (time_t)sec;
-    t.tv_nsec += (long)rest;
-    if (t.tv_nsec >= 1000000000) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000;
-    }
-    return t;
-}
-
 int32_t event_wait(struct clops_event_wait_args *args)
 {
     const int32_t want = args->wait_all ? args->count : (args->count > 0 ? 1 : 0);
-    /* Far enough never to overflow time_t: a "no limit" wait is 100 years. */
+    /* Far enough never to overflow: a "no limit" wait is 100 years. */
     const int64_t limit =
         args->timeout_ns < 0 ? (int64_t)3155760000 * 1000000000 : args->timeout_ns;
-    const struct timespec deadline = deadline_after(limit);
+    const int64_t now = os_monotonic_ns();
+    const int64_t deadline = limit > INT64_MAX - now ? INT64_MAX : now + limit;
     /* Refused whether or not the events have their outcome, so that a callback that would
      * deadlock some day fails every time. */
     if (args->timeout_ns != 0 && on_stream_thread)
@@ -285,15 +267,15 @@ int32_t event_wait(struct clops_event_wait_args *args)
                        "a callback may only look (timeout_ns = 0): a wait there could wait "
                        "for its own stream",
                        (long long)args->timeout_ns);
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     int32_t ready = -1;
     int32_t settled = count_settled(args->events, args->count, &ready);
-    int rc = 0;
-    while (settled < want && args->timeout_ns != 0 && rc != ETIMEDOUT) {
-        rc = pthread_cond_timedwait(&events_changed, &events_lock, &deadline);
+    int timed_out = 0;
+    while (settled < want && args->timeout_ns != 0 && !timed_out) {
+        timed_out = os_cond_wait_until(&events_changed, &events_lock, deadline);
         settled = count_settled(args->events, args->count, &ready);
     }
-    pthread_mutex_unlock(&events_lock);
+    os_mutex_unlock(&events_lock);
     args->ready = ready;
     if (settled < want)
         return err_set(CLOPS_ERR_TIMEOUT,
@@ -307,9 +289,9 @@ int32_t event_wait(struct clops_event_wait_args *args)
 int32_t event_on_complete(struct clops_event_callback_args *args)
 {
     struct clops_event *e = args->event;
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     if (e->callback != CALLBACK_NONE) {
-        pthread_mutex_unlock(&events_lock);
+        os_mutex_unlock(&events_lock);
         return err_set(CLOPS_ERR_INVALID_ARGUMENT,
                        "event_on_complete: the event has a completion callback already "
                        "(one per event)");
@@ -318,7 +300,7 @@ int32_t event_on_complete(struct clops_event_callback_args *args)
     e->fn = args->fn;
     e->user = args->user;
     const int late = has_outcome(e);
-    pthread_mutex_unlock(&events_lock);
+    os_mutex_unlock(&events_lock);
     /* Settled already: its stream's thread delivers it, as it would have. */
     return late ? stream_post_callback(e->stream, e) : CLOPS_OK;
 }
@@ -327,9 +309,9 @@ int32_t event_cancel(struct clops_event_cancel_args *args)
 {
     atomic_store(&args->event->control.cancel, 1);
     /* Wakes a stream thread waiting, for this call, for another. */
-    pthread_mutex_lock(&events_lock);
-    pthread_cond_broadcast(&events_changed);
-    pthread_mutex_unlock(&events_lock);
+    os_mutex_lock(&events_lock);
+    os_cond_broadcast(&events_changed);
+    os_mutex_unlock(&events_lock);
     return CLOPS_OK;
 }
 
@@ -342,15 +324,15 @@ int32_t event_cl_event(struct clops_event_cl_args *args)
 {
     struct clops_event *e = args->event;
     args->cl_event = NULL;
-    pthread_mutex_lock(&events_lock);
+    os_mutex_lock(&events_lock);
     cl_event user = e->exported;
-    pthread_mutex_unlock(&events_lock);
+    os_mutex_unlock(&events_lock);
     if (user == NULL) {
         cl_int rc = CL_SUCCESS;
         cl_event made = clCreateUserEvent(stream_context(e->stream), &rc);
         if (rc != CL_SUCCESS)
             return err_cl(rc, "event_cl_event: clCreateUserEvent failed");
-        pthread_mutex_lock(&events_lock);
+        os_mutex_lock(&events_lock);
         if (e->exported == NULL) {
             e->exported = made;
             made = NULL;
@@ -358,7 +340,7 @@ int32_t event_cl_event(struct clops_event_cl_args *args)
         user = e->exported;
         const int settled = has_outcome(e) && made == NULL;
         const int32_t status = e->status;
-        pthread_mutex_unlock(&events_lock);
+        os_mutex_unlock(&events_lock);
         if (made != NULL)
             clReleaseEvent(made); /* another thread made one first */
         else if (settled)

@@ -1,8 +1,14 @@
-/* export.c — the one symbol libclops.so exports (see clops.map); everything else is hidden. */
+/* export.c — the one symbol the plugin exports (libclops.so: see clops.map; clops.dll: the one
+ * dllexport); everything else is hidden. */
 #include "entry.h"
 
-__attribute__((visibility("default"))) const struct clops_api *
-clops_plugin_entry(uint32_t abi_major)
+#ifdef _WIN32
+#define CLOPS_EXPORT __declspec(dllexport)
+#else
+#define CLOPS_EXPORT __attribute__((visibility("default")))
+#endif
+
+CLOPS_EXPORT const struct clops_api *clops_plugin_entry(uint32_t abi_major)
 {
     return entry_table(abi_major);
 }

@@ -2,20 +2,19 @@
  * beside the thread that asked for it (host_copy.h). */
 #include "host_copy.h"
 
-#include <pthread.h>
+#include "platform.h"
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 enum { MAX_HELPERS = 15 };
 
 struct host_copier {
-    pthread_mutex_t lock;
-    pthread_cond_t wake; /* a copy was posted, or stop */
-    pthread_cond_t done; /* the posted copy's last part finished */
-    pthread_t thread[MAX_HELPERS];
+    os_mutex lock;
+    os_cond wake; /* a copy was posted, or stop */
+    os_cond done; /* the posted copy's last part finished */
+    os_thread thread[MAX_HELPERS];
     int helpers;     /* threads started */
-    pid_t owner;     /* the process they run in: a fork()ed child has none of them */
+    long owner;      /* the process they run in: a fork()ed child has none of them */
     atomic_int busy; /* a caller holds the copier (host_copier_run) */
     /* The posted copy, under `lock`: fn NULL when none. */
     host_copy_part_fn fn;
@@ -43,24 +42,24 @@ static void take_parts(struct host_copier *c)
         host_copy_part_fn fn = c->fn;
         void *ctx = c->ctx;
         const int parts = c->parts;
-        pthread_mutex_unlock(&c->lock);
+        os_mutex_unlock(&c->lock);
         fn(ctx, part, parts);
-        pthread_mutex_lock(&c->lock);
+        os_mutex_lock(&c->lock);
         if (++c->finished == c->parts)
-            pthread_cond_signal(&c->done);
+            os_cond_signal(&c->done);
     }
 }
 
 static void *helper(void *arg)
 {
     struct host_copier *c = arg;
-    pthread_mutex_lock(&c->lock);
+    os_mutex_lock(&c->lock);
     while (!c->stop) {
         take_parts(c);
         if (!c->stop)
-            pthread_cond_wait(&c->wake, &c->lock);
+            os_cond_wait(&c->wake, &c->lock);
     }
-    pthread_mutex_unlock(&c->lock);
+    os_mutex_unlock(&c->lock);
     return NULL;
 }
 
@@ -69,21 +68,21 @@ struct host_copier *host_copier_new(int helpers)
     struct host_copier *c = calloc(1, sizeof *c);
     if (c == NULL)
         return NULL;
-    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+    if (os_mutex_init(&c->lock) != 0) {
         free(c);
         return NULL;
     }
-    if (pthread_cond_init(&c->wake, NULL) != 0 || pthread_cond_init(&c->done, NULL) != 0) {
-        /* pthread_cond_destroy of one not initialised would be undefined: both or neither. */
-        pthread_mutex_destroy(&c->lock);
+    if (os_cond_init(&c->wake) != 0 || os_cond_init(&c->done) != 0) {
+        /* os_cond_destroy of one not initialised would be undefined: both or neither. */
+        os_mutex_destroy(&c->lock);
         free(c);
         return NULL;
     }
-    c->owner = getpid();
+    c->owner = os_process_id();
     if (helpers > MAX_HELPERS)
         helpers = MAX_HELPERS;
     /* A thread that does not start only makes copies slower: the copier keeps those that did. */
-    while (c->helpers < helpers && pthread_create(&c->thread[c->helpers], NULL, helper, c) == 0)
+    while (c->helpers < helpers && os_thread_start(&c->thread[c->helpers], helper, c) == 0)
         c->helpers++;
     return c;
 }
@@ -92,17 +91,17 @@ void host_copier_free(struct host_copier *c)
 {
     /* In a fork()ed child the helpers do not exist: joining them would wait forever, and their
      * lock and conditions may be held by the parent's threads. Left as the fork made them. */
-    if (c == NULL || c->owner != getpid())
+    if (c == NULL || c->owner != os_process_id())
         return;
-    pthread_mutex_lock(&c->lock);
+    os_mutex_lock(&c->lock);
     c->stop = 1;
-    pthread_cond_broadcast(&c->wake);
-    pthread_mutex_unlock(&c->lock);
+    os_cond_broadcast(&c->wake);
+    os_mutex_unlock(&c->lock);
     for (int i = 0; i < c->helpers; i++)
-        pthread_join(c->thread[i], NULL);
-    pthread_cond_destroy(&c->done);
-    pthread_cond_destroy(&c->wake);
-    pthread_mutex_destroy(&c->lock);
+        os_thread_join(c->thread[i]);
+    os_cond_destroy(&c->done);
+    os_cond_destroy(&c->wake);
+    os_mutex_destroy(&c->lock);
     free(c);
 }
 
@@ -124,21 +123,21 @@ void host_copier_run(struct host_copier *c, host_copy_part_fn fn, void *ctx, int
 int host_copier_try_run(struct host_copier *c, host_copy_part_fn fn, void *ctx, int parts)
 {
     int idle = 0;
-    if (c == NULL || parts <= 1 || c->owner != getpid() ||
+    if (c == NULL || parts <= 1 || c->owner != os_process_id() ||
         !atomic_compare_exchange_strong(&c->busy, &idle, 1))
         return 0;
-    pthread_mutex_lock(&c->lock);
+    os_mutex_lock(&c->lock);
     c->fn = fn;
     c->ctx = ctx;
     c->parts = parts;
     c->next = 0;
     c->finished = 0;
-    pthread_cond_broadcast(&c->wake);
+    os_cond_broadcast(&c->wake);
     take_parts(c);
     while (c->finished < c->parts)
-        pthread_cond_wait(&c->done, &c->lock);
+        os_cond_wait(&c->done, &c->lock);
     c->fn = NULL;
-    pthread_mutex_unlock(&c->lock);
+    os_mutex_unlock(&c->lock);
     atomic_store(&c->busy, 0);
     return 1;
 }

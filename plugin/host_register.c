@@ -119,7 +119,7 @@ int32_t host_register(struct clops_host_register_args *a)
     struct host_registration *r = NULL;
     status = registration_make(pool, data, bytes, &r);
     if (status == CLOPS_OK) {
-        pthread_mutex_lock(&pool->registered_lock);
+        os_mutex_lock(&pool->registered_lock);
         const struct host_registration *other = overlapping(pool, data, bytes);
         if (other == NULL) {
             r->next = pool->registered;
@@ -131,7 +131,7 @@ int32_t host_register(struct clops_host_register_args *a)
                              (void *)data, (unsigned long long)bytes, (const void *)other->data,
                              (unsigned long long)other->bytes);
         }
-        pthread_mutex_unlock(&pool->registered_lock);
+        os_mutex_unlock(&pool->registered_lock);
         if (status != CLOPS_OK)
             registration_free(r);
     }
@@ -146,14 +146,14 @@ int32_t host_unregister(struct clops_host_register_args *a)
         return status;
     struct clops_pool *pool = a->pool;
     struct host_registration *found = NULL;
-    pthread_mutex_lock(&pool->registered_lock);
+    os_mutex_lock(&pool->registered_lock);
     for (struct host_registration **at = &pool->registered; *at != NULL; at = &(*at)->next)
         if ((*at)->data == (const char *)a->data) {
             found = *at;
             *at = found->next;
             break;
         }
-    pthread_mutex_unlock(&pool->registered_lock);
+    os_mutex_unlock(&pool->registered_lock);
     if (found == NULL)
         status = err_set(CLOPS_ERR_NOT_FOUND,
                          "host_unregister: parameter 'data' = %p is not the start of a range "
@@ -175,14 +175,14 @@ struct host_registration *host_registration_find(struct clops_pool *pool, const 
 {
     const char *p = first;
     struct host_registration *found = NULL;
-    pthread_mutex_lock(&pool->registered_lock);
+    os_mutex_lock(&pool->registered_lock);
     for (struct host_registration *r = pool->registered; r != NULL; r = r->next)
         if (p >= r->data && bytes <= r->bytes && (size_t)(p - r->data) <= r->bytes - bytes) {
             atomic_fetch_add(&r->holds, 1);
             found = r;
             break;
         }
-    pthread_mutex_unlock(&pool->registered_lock);
+    os_mutex_unlock(&pool->registered_lock);
     return found;
 }
 

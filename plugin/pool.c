@@ -102,11 +102,11 @@ void pool_record_device_work(struct pool_device *dev, int64_t tasks, int64_t bus
 
 struct split_crew *pool_split_crew(struct clops_pool *pool)
 {
-    pthread_mutex_lock(&pool->host_lock);
+    os_mutex_lock(&pool->host_lock);
     if (pool->crew == NULL)
         pool->crew = split_crew_new();
     struct split_crew *crew = pool->crew;
-    pthread_mutex_unlock(&pool->host_lock);
+    os_mutex_unlock(&pool->host_lock);
     return crew;
 }
 

@@ -1,6 +1,7 @@
 /* pool_devices.c — the pool's devices: discovery of the system's OpenCL devices (once per
  * process), the choice of those the configuration asks for, opening them (a context and queues
  * each), and what operators may ask of a device. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,7 +222,7 @@ static int32_t list_candidates(struct candidate **out, int32_t *count)
  * OpenCL calls at once. The list then lives as long as the process, as OpenCL's platform and
  * device handles do. A discovery that fails, or finds no device, keeps nothing: the next caller
  * tries again. */
-static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
+static os_mutex discovery_lock = OS_MUTEX_INIT;
 static const struct candidate *discovered; /* under discovery_lock; read-only once set */
 static int32_t discovered_count;
 
@@ -230,7 +231,7 @@ static int32_t discover_devices(const struct candidate **list, int32_t *count)
 {
     int32_t status = CLOPS_OK;
     log_defer_begin(); /* a log callback may call devices_list */
-    pthread_mutex_lock(&discovery_lock);
+    os_mutex_lock(&discovery_lock);
     if (discovered == NULL) {
         struct candidate *found = NULL;
         int32_t n = 0;
@@ -244,7 +245,7 @@ static int32_t discover_devices(const struct candidate **list, int32_t *count)
     }
     *list = discovered;
     *count = discovered_count;
-    pthread_mutex_unlock(&discovery_lock);
+    os_mutex_unlock(&discovery_lock);
     log_defer_end();
     return status;
 }
@@ -642,8 +643,23 @@ int32_t pool_queue_count(const struct pool_device *dev)
     return dev->queue_count;
 }
 
+/* Whether `needle` occurs in `text`, ASCII letters compared without case (strcasestr is GNU's). */
+static int contains_ignoring_case(const char *text, const char *needle)
+{
+    const size_t n = strlen(needle);
+    for (; *text != '\0'; text++) {
+        size_t i = 0;
+        while (i < n && text[i] != '\0' &&
+               tolower((unsigned char)text[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return n == 0;
+}
+
 int pool_device_matches(const struct pool_device *dev, const char *vendor, int32_t type)
 {
     return (type == 0 || type == dev->info.type) &&
-           (vendor[0] == '\0' || strcasestr(dev->info.vendor, vendor) != NULL);
+           (vendor[0] == '\0' || contains_ignoring_case(dev->info.vendor, vendor));
 }

@@ -5,7 +5,7 @@
 #ifndef CLOPS_POOL_INTERNAL_H
 #define CLOPS_POOL_INTERNAL_H
 
-#include <pthread.h>
+#include "platform.h"
 #include <stdatomic.h>
 
 #include "cache.h"
@@ -103,16 +103,16 @@ struct clops_pool {
     struct program_cache cache;
     struct pool_device *devices;
     int32_t device_count;
-    pthread_mutex_t programs_lock;
+    os_mutex programs_lock;
     struct pool_program *programs;
-    pthread_mutex_t kernels_lock; /* guards idle_kernels (not held while building) */
+    os_mutex kernels_lock; /* guards idle_kernels (not held while building) */
     struct idle_kernel idle_kernels[POOL_IDLE_KERNELS];
     atomic_llong programs_built, programs_loaded, cache_rejected;
     atomic_llong kernels_created; /* pool_kernels_created */
     atomic_llong build_ns;        /* time in timed_build (pool_programs.c) */
     atomic_llong calls, bytes_uploaded, bytes_downloaded;
     struct pool_op_counters *op_counters;           /* registry_count() entries */
-    pthread_mutex_t host_lock;                      /* guards host_cache and copiers */
+    os_mutex host_lock;                             /* guards host_cache and copiers */
     struct host_block *host_cache[POOL_HOST_CACHE]; /* pool_host_take's blocks of past calls */
     size_t host_cached_bytes;                       /* their bytes, at most POOL_HOST_CACHE_BYTES */
     /* pool_host_copy's, each made when a large copy finds the ones before busy: the threads
@@ -124,7 +124,7 @@ struct clops_pool {
     /* The splitter's threads (split_crew.h), made at the first split call; guarded by host_lock
      * until then. */
     struct split_crew *crew;
-    pthread_mutex_t registered_lock;            /* guards `registered` and `bridges` */
+    os_mutex registered_lock;                   /* guards `registered` and `bridges` */
     struct host_registration *registered;       /* host_register's ranges (host_register.c) */
     struct bridge_block *bridges[POOL_BRIDGES]; /* bridges calls gave back (bridge.h) */
     atomic_llong bridges_made;

@@ -30,27 +30,27 @@ int32_t pool_create_with(const struct pool_config *cfg,
     atomic_init(&pool->holds, 1); /* the host's, until pool_release */
     atomic_init(&pool->released, 0);
     pool->cfg = *cfg;
-    if (pthread_mutex_init(&pool->programs_lock, NULL) != 0) {
+    if (os_mutex_init(&pool->programs_lock) != 0) {
         free(pool);
-        return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
+        return err_set(CLOPS_ERR_INTERNAL, "pool: cannot make a lock (mutex init failed)");
     }
-    if (pthread_mutex_init(&pool->host_lock, NULL) != 0) {
-        pthread_mutex_destroy(&pool->programs_lock);
+    if (os_mutex_init(&pool->host_lock) != 0) {
+        os_mutex_destroy(&pool->programs_lock);
         free(pool);
-        return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
+        return err_set(CLOPS_ERR_INTERNAL, "pool: cannot make a lock (mutex init failed)");
     }
-    if (pthread_mutex_init(&pool->registered_lock, NULL) != 0) {
-        pthread_mutex_destroy(&pool->host_lock);
-        pthread_mutex_destroy(&pool->programs_lock);
+    if (os_mutex_init(&pool->registered_lock) != 0) {
+        os_mutex_destroy(&pool->host_lock);
+        os_mutex_destroy(&pool->programs_lock);
         free(pool);
-        return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
+        return err_set(CLOPS_ERR_INTERNAL, "pool: cannot make a lock (mutex init failed)");
     }
-    if (pthread_mutex_init(&pool->kernels_lock, NULL) != 0) {
-        pthread_mutex_destroy(&pool->registered_lock);
-        pthread_mutex_destroy(&pool->host_lock);
-        pthread_mutex_destroy(&pool->programs_lock);
+    if (os_mutex_init(&pool->kernels_lock) != 0) {
+        os_mutex_destroy(&pool->registered_lock);
+        os_mutex_destroy(&pool->host_lock);
+        os_mutex_destroy(&pool->programs_lock);
         free(pool);
-        return err_set(CLOPS_ERR_INTERNAL, "pool: pthread_mutex_init failed");
+        return err_set(CLOPS_ERR_INTERNAL, "pool: cannot make a lock (mutex init failed)");
     }
     pool->op_counters = calloc((size_t)registry_count(), sizeof *pool->op_counters);
     int32_t status = pool->op_counters == NULL
@@ -85,10 +85,10 @@ static void pool_free(struct clops_pool *pool)
     pool_release_programs(pool);
     pool_close_devices(pool);
     free(pool->op_counters);
-    pthread_mutex_destroy(&pool->kernels_lock);
-    pthread_mutex_destroy(&pool->registered_lock);
-    pthread_mutex_destroy(&pool->host_lock);
-    pthread_mutex_destroy(&pool->programs_lock);
+    os_mutex_destroy(&pool->kernels_lock);
+    os_mutex_destroy(&pool->registered_lock);
+    os_mutex_destroy(&pool->host_lock);
+    os_mutex_destroy(&pool->programs_lock);
     free(pool);
     log_msg(CLOPS_LOG_DEBUG, "pool: released and no longer held: freed");
 }

@@ -1,11 +1,11 @@
 /* pool_memory.c — the memory a pool's calls use: device memory accounting (every buffer clops
  * creates is counted against its device's limit, device_memory_percent, over all the pools of
  * the process), and the host blocks its calls' temporaries reuse. */
+#include "platform.h"
 #include "pool_internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 enum { MEMORY_COUNTS_MAX = 256 };
 
@@ -20,12 +20,12 @@ struct memory_count {
 };
 static struct memory_count memory_counts[MEMORY_COUNTS_MAX];
 static int32_t memory_count_entries;
-static pthread_mutex_t memory_counts_lock = PTHREAD_MUTEX_INITIALIZER;
+static os_mutex memory_counts_lock = OS_MUTEX_INIT;
 
 static struct memory_count *memory_count_for(cl_device_id device)
 {
     struct memory_count *found = NULL;
-    pthread_mutex_lock(&memory_counts_lock);
+    os_mutex_lock(&memory_counts_lock);
     for (int32_t i = 0; i < memory_count_entries && found == NULL; i++)
         if (memory_counts[i].device == device)
             found = &memory_counts[i];
@@ -33,7 +33,7 @@ static struct memory_count *memory_count_for(cl_device_id device)
         found = &memory_counts[memory_count_entries++];
         found->device = device;
     }
-    pthread_mutex_unlock(&memory_counts_lock);
+    os_mutex_unlock(&memory_counts_lock);
     return found;
 }
 
@@ -147,7 +147,7 @@ int32_t pool_scratch_take(struct clops_pool *pool, struct pool_device *dev, int6
 {
     zero[0] = zero[1] = 0;
     *out = NULL;
-    pthread_mutex_lock(&pool->host_lock);
+    os_mutex_lock(&pool->host_lock);
     int best = -1;
     for (int i = 0; i < POOL_SCRATCH_CACHE; i++) {
         const struct scratch_slot *s = &pool->scratch[i];
@@ -162,7 +162,7 @@ int32_t pool_scratch_take(struct clops_pool *pool, struct pool_device *dev, int6
         zero[1] = s->zero_bytes;
         s->mem = NULL;
     }
-    pthread_mutex_unlock(&pool->host_lock);
+    os_mutex_unlock(&pool->host_lock);
     return *out != NULL ? CLOPS_OK : pool_alloc_device_memory(dev, bytes, op, what, out);
 }
 
@@ -174,14 +174,14 @@ void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem 
     size_t bytes = 0;
     if (clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS &&
         bytes <= POOL_SCRATCH_MAX) {
-        pthread_mutex_lock(&pool->host_lock);
+        os_mutex_lock(&pool->host_lock);
         for (int i = 0; i < POOL_SCRATCH_CACHE && mem != NULL; i++)
             if (pool->scratch[i].mem == NULL) {
                 pool->scratch[i] =
                     (struct scratch_slot){dev, mem, (int64_t)bytes, zero_at, zero_bytes};
                 mem = NULL;
             }
-        pthread_mutex_unlock(&pool->host_lock);
+        os_mutex_unlock(&pool->host_lock);
     }
     pool_free_device_memory(dev, mem);
 }
@@ -190,7 +190,7 @@ void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem 
  * (a larger one would hold device memory a later, larger operand could use); NULL if none. */
 static cl_mem staged_cached(struct clops_pool *pool, struct pool_device *dev, int64_t bytes)
 {
-    pthread_mutex_lock(&pool->host_lock);
+    os_mutex_lock(&pool->host_lock);
     int best = -1;
     for (int i = 0; i < POOL_STAGED_CACHE; i++) {
         const struct staged_slot *s = &pool->staged[i];
@@ -203,7 +203,7 @@ static cl_mem staged_cached(struct clops_pool *pool, struct pool_device *dev, in
         mem = pool->staged[best].mem;
         pool->staged[best].mem = NULL;
     }
-    pthread_mutex_unlock(&pool->host_lock);
+    os_mutex_unlock(&pool->host_lock);
     return mem;
 }
 
@@ -213,7 +213,7 @@ static int staged_release(struct clops_pool *pool, const struct pool_device *dev
     cl_mem drop[POOL_STAGED_CACHE];
     struct pool_device *owner[POOL_STAGED_CACHE];
     int n = 0;
-    pthread_mutex_lock(&pool->host_lock);
+    os_mutex_lock(&pool->host_lock);
     for (int i = 0; i < POOL_STAGED_CACHE; i++) {
         struct staged_slot *s = &pool->staged[i];
         if (s->mem != NULL && (dev == NULL || s->dev == dev)) {
@@ -222,7 +222,7 @@ static int staged_release(struct clops_pool *pool, const struct pool_device *dev
             s->mem = NULL;
         }
     }
-    pthread_mutex_unlock(&pool->host_lock);
+    os_mutex_unlock(&pool->host_lock);
     for (int i = 0; i < n; i++)
         pool_free_device_memory(owner[i], drop[i]);
     return n;
@@ -241,7 +241,7 @@ void pool_staged_give(struct clops_pool *pool, struct pool_device *dev, cl_mem m
         return;
     size_t bytes = 0;
     if (clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS) {
-        pthread_mutex_lock(&pool->host_lock);
+        os_mutex_lock(&pool->host_lock);
         int64_t kept = 0;
         int slot = -1;
         for (int i = 0; i < POOL_STAGED_CACHE; i++) {
@@ -254,7 +254,7 @@ void pool_staged_give(struct clops_pool *pool, struct pool_device *dev, cl_mem m
             pool->staged[slot] = (struct staged_slot){dev, mem, (int64_t)bytes};
             mem = NULL;
         }
-        pthread_mutex_unlock(&pool->host_lock);
+        os_mutex_unlock(&pool->host_lock);
     }
     pool_free_device_memory(dev, mem);
 }
@@ -351,7 +351,7 @@ void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_comman
      * instead of each size pinning a block of its own. */
     if (bytes < POOL_HOST_MIN_BLOCK)
         bytes = POOL_HOST_MIN_BLOCK;
-    pthread_mutex_lock(&pool->host_lock);
+    os_mutex_lock(&pool->host_lock);
     int best = -1;
     for (int i = 0; i < POOL_HOST_CACHE; i++) {
         const struct host_block *b = pool->host_cache[i];
@@ -365,7 +365,7 @@ void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_comman
         pool->host_cache[best] = NULL;
         pool->host_cached_bytes -= found->bytes;
     }
-    pthread_mutex_unlock(&pool->host_lock);
+    os_mutex_unlock(&pool->host_lock);
     if (found == NULL && bytes <= SIZE_MAX - HOST_HEADER) {
         found = pinned_block(dev, queue, bytes + HOST_HEADER);
         if (found == NULL)
@@ -395,7 +395,7 @@ void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
     struct host_block *evicted[POOL_HOST_CACHE + 1];
     int count = 0;
     (void)capacity; /* the header knows it */
-    pthread_mutex_lock(&pool->host_lock);
+    os_mutex_lock(&pool->host_lock);
     /* An empty slot, else the smallest block if this one is larger. */
     int slot = 0;
     for (int i = 1; i < POOL_HOST_CACHE && pool->host_cache[slot] != NULL; i++)
@@ -421,7 +421,7 @@ void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
         }
     } else
         evicted[count++] = given;
-    pthread_mutex_unlock(&pool->host_lock);
+    os_mutex_unlock(&pool->host_lock);
     for (int i = 0; i < count; i++)
         free_block(evicted[i]); /* unpinning takes time: not under the lock */
 }
@@ -432,10 +432,8 @@ static int copier_helpers(void)
 {
     if (host_copy_helpers > 0)
         return host_copy_helpers;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus < 1)
-        cpus = 1;
-    return (int)(cpus < 8 ? cpus : 8) - 1;
+    const int cpus = os_cpu_count();
+    return (cpus < 8 ? cpus : 8) - 1;
 }
 
 void pool_host_copy(struct clops_pool *pool, host_copy_part_fn fn, void *ctx, size_t bytes)
@@ -445,13 +443,13 @@ void pool_host_copy(struct clops_pool *pool, host_copy_part_fn fn, void *ctx, si
         return;
     }
     for (int i = 0; i < POOL_COPIERS; i++) {
-        pthread_mutex_lock(&pool->host_lock);
+        os_mutex_lock(&pool->host_lock);
         if (i == pool->copiers_tried) { /* the ones before are busy: one more */
             pool->copiers[i] = host_copier_new(copier_helpers());
             pool->copiers_tried++;
         }
         struct host_copier *copier = pool->copiers[i];
-        pthread_mutex_unlock(&pool->host_lock);
+        os_mutex_unlock(&pool->host_lock);
         if (host_copier_try_run(copier, fn, ctx, host_copier_parts(copier, bytes)))
             return;
     }

@@ -4,12 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <time.h>
 
 #include "cl_names.h"
-#include "file.h"
 #include "kernels.h"
+#include "platform.h"
 #include "pool_internal.h"
 
 enum { PROGRAM_KEY_MAX = 4096 };
@@ -52,11 +51,11 @@ static int32_t load_source(const struct clops_pool *pool, const char *op_name,
     }
     char path[CONFIG_PATH_MAX + 128];
     snprintf(path, sizeof path, "%s/%s.cl", pool->cfg.kernel_dir, source_name);
-    struct stat st;
-    FILE *f = file_open_regular(path, 0, &st);
+    struct os_file_info info;
+    FILE *f = os_open_regular(path, 0, &info);
     if (f == NULL)
         return err_set(CLOPS_ERR_IO, "%s: kernel_dir: cannot open '%s': %s%s", op_name, path,
-                       errno == EINVAL ? file_type_name(st.st_mode) : strerror(errno),
+                       errno == EINVAL ? os_file_kind_name(info.kind) : strerror(errno),
                        errno == EINVAL ? ", not a regular file" : "");
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
@@ -103,9 +102,9 @@ static int64_t free_bytes_at(const char *path)
     char dir[PROGRAM_KEY_MAX];
     snprintf(dir, sizeof dir, "%s", path[0] != '\0' ? path : ".");
     for (;;) {
-        struct statvfs st;
-        if (statvfs(dir, &st) == 0)
-            return (int64_t)st.f_bavail * (int64_t)st.f_frsize;
+        const int64_t bytes = os_free_bytes(dir);
+        if (bytes >= 0)
+            return bytes;
         char *slash = strrchr(dir, '/');
         if (slash == NULL)
             return strcmp(dir, ".") == 0 ? -1 : free_bytes_at(".");
@@ -281,23 +280,16 @@ static int32_t build_program(struct clops_pool *pool, const struct pool_device *
     return CLOPS_OK;
 }
 
-static int64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* build_program, its time (compiling, or loading a cached binary, failed or not) counted in the
  * pool's build_ns: how hosts tell compilation apart from the run of a first call. */
 static int32_t timed_build(struct clops_pool *pool, const struct pool_device *dev,
                            const char *op_name, const char *source_name, const char *options,
                            int discard_cached, cl_program *out, int *from_cache)
 {
-    const int64_t start = monotonic_ns();
+    const int64_t start = os_monotonic_ns();
     int32_t status =
         build_program(pool, dev, op_name, source_name, options, discard_cached, out, from_cache);
-    atomic_fetch_add(&pool->build_ns, (long long)(monotonic_ns() - start));
+    atomic_fetch_add(&pool->build_ns, (long long)(os_monotonic_ns() - start));
     return status;
 }
 
@@ -334,7 +326,7 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
                        op_name, n);
     int32_t status = CLOPS_OK;
     log_defer_begin(); /* a log callback may call an operator, which wants programs_lock */
-    pthread_mutex_lock(&pool->programs_lock);
+    os_mutex_lock(&pool->programs_lock);
     struct pool_program *p = pool->programs;
     while (p != NULL && !(!p->stale && p->dev == dev && strcmp(p->source_name, source_name) == 0 &&
                           strcmp(p->options, full) == 0))
@@ -378,7 +370,7 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
         *out = p->program;
         *from_cache = p->from_cache;
     }
-    pthread_mutex_unlock(&pool->programs_lock);
+    os_mutex_unlock(&pool->programs_lock);
     log_defer_end();
     return status;
 }
@@ -387,7 +379,7 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
 static cl_kernel take_idle_kernel(struct clops_pool *pool, cl_program program, const char *name)
 {
     cl_kernel kernel = NULL;
-    pthread_mutex_lock(&pool->kernels_lock);
+    os_mutex_lock(&pool->kernels_lock);
     for (int i = 0; i < POOL_IDLE_KERNELS && kernel == NULL; i++) {
         struct idle_kernel *k = &pool->idle_kernels[i];
         if (k->kernel != NULL && k->program == program && strcmp(k->name, name) == 0) {
@@ -395,7 +387,7 @@ static cl_kernel take_idle_kernel(struct clops_pool *pool, cl_program program, c
             k->kernel = NULL;
         }
     }
-    pthread_mutex_unlock(&pool->kernels_lock);
+    os_mutex_unlock(&pool->kernels_lock);
     return kernel;
 }
 
@@ -413,13 +405,13 @@ void pool_release_kernel(struct clops_pool *pool, cl_kernel kernel)
         clReleaseKernel(kernel); /* a name too long to keep is only not reused */
         return;
     }
-    pthread_mutex_lock(&pool->kernels_lock);
+    os_mutex_lock(&pool->kernels_lock);
     for (int i = 0; i < POOL_IDLE_KERNELS && given.kernel != NULL; i++)
         if (pool->idle_kernels[i].kernel == NULL) {
             pool->idle_kernels[i] = given;
             given.kernel = NULL;
         }
-    pthread_mutex_unlock(&pool->kernels_lock);
+    os_mutex_unlock(&pool->kernels_lock);
     if (given.kernel != NULL)
         clReleaseKernel(given.kernel);
 }

@@ -19,6 +19,7 @@
 #include "call.h"
 #include "error.h"
 #include "invoke.h"
+#include "platform.h"
 #include "pool.h"
 #include "registry.h"
 #include "tensor.h"
@@ -293,13 +294,6 @@ static int32_t prebuild_mandelbrot(struct clops_pool *pool, int32_t index, int32
     return status;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* Whether `dtype` is among the host's (all when dtypes is NULL). */
 static int wanted(const struct clops_prebuild_args *a, int32_t dtype)
 {
@@ -349,7 +343,7 @@ int32_t prebuild_run(struct clops_prebuild_args *a)
                            (int)d, (int)a->dtypes[d]);
     struct clops_stats before = {.struct_size = sizeof before}, after = before;
     pool_read_stats(a->pool, &before);
-    const int64_t start = now_ns();
+    const int64_t start = os_monotonic_ns();
     /* Gemm's large C (f64) and both inputs, which lie before it. */
     struct scratch s = {.bytes = (size_t)(GEMM_LARGE + 2) * GEMM_LARGE * 8};
     s.data = calloc(1, s.bytes);
@@ -380,6 +374,6 @@ int32_t prebuild_run(struct clops_prebuild_args *a)
     a->programs_built = after.programs_built - before.programs_built;
     a->programs_loaded = after.programs_loaded - before.programs_loaded;
     a->build_ns = after.build_ns - before.build_ns;
-    a->wall_ns = now_ns() - start;
+    a->wall_ns = os_monotonic_ns() - start;
     return status;
 }

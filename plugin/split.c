@@ -1,7 +1,7 @@
 /* split.c — the work splitter (split.h): unit lists, workers on threads of their own, chunks
  * taken from both ends of a list without locks, stealing, and the statistics. */
+#include "platform.h"
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +36,9 @@ struct split_call {
     atomic_int side_done[2];     /* units delivered by each side so far */
     atomic_int stolen, given_up; /* units, for the log */
     atomic_int failed;
-    atomic_int stopped;            /* job->stop_requested said so */
-    pthread_mutex_t progress_lock; /* job->progress one call at a time, and `delivered` */
-    int64_t delivered;             /* units delivered so far, under progress_lock */
+    atomic_int stopped;     /* job->stop_requested said so */
+    os_mutex progress_lock; /* job->progress one call at a time, and `delivered` */
+    int64_t delivered;      /* units delivered so far, under progress_lock */
 };
 
 /* One host thread: takes chunks from its list, has the job render and deliver them. */
@@ -63,9 +63,7 @@ static int32_t clamp32(int64_t x, int32_t lo, int32_t hi)
 
 int64_t split_clock_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return os_monotonic_ns();
 }
 
 /* ---- Sides and the lists --------------------------------------------------------------------- */
@@ -317,10 +315,10 @@ static void report_delivered(struct split_call *c, int32_t units)
 {
     if (c->job->progress == NULL || units == 0)
         return;
-    pthread_mutex_lock(&c->progress_lock);
+    os_mutex_lock(&c->progress_lock);
     c->delivered += units;
     c->job->progress(c->job->op, c->delivered, c->job->unit_count);
-    pthread_mutex_unlock(&c->progress_lock);
+    os_mutex_unlock(&c->progress_lock);
 }
 
 /* A worker's thread: chunks until its list is done (and nothing is left to steal), another
@@ -463,7 +461,7 @@ int32_t split_run(struct clops_pool *pool, const struct split_job *job, struct s
     atomic_init(&call.side_done[0], 0);
     atomic_init(&call.side_done[1], 0);
     atomic_init(&call.stopped, 0);
-    pthread_mutex_init(&call.progress_lock, NULL);
+    os_mutex_init(&call.progress_lock);
     struct pool_device *devs[SPLIT_WORKERS_MAX];
     int32_t sides[SPLIT_WORKERS_MAX];
     unsigned char *states = NULL;
@@ -495,7 +493,7 @@ int32_t split_run(struct clops_pool *pool, const struct split_job *job, struct s
     free(call.state);
     free(states);
     free(workers);
-    pthread_mutex_destroy(&call.progress_lock);
+    os_mutex_destroy(&call.progress_lock);
     if (result != NULL)
         *result = r;
     return status;

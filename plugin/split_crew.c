@@ -1,9 +1,8 @@
 /* split_crew.c — the pool's threads for split workers (split_crew.h). */
 #include "split_crew.h"
 
-#include <pthread.h>
+#include "platform.h"
 #include <stdlib.h>
-#include <unistd.h>
 
 /* The most threads a crew starts: what one run of the splitter can use beside its caller. */
 enum { CREW_THREADS_MAX = 127 };
@@ -18,14 +17,14 @@ struct task {
 };
 
 struct split_crew {
-    pthread_mutex_t lock;
-    pthread_cond_t work; /* a task was queued, or the crew stops */
-    pthread_cond_t done; /* a task is done */
+    os_mutex lock;
+    os_cond work; /* a task was queued, or the crew stops */
+    os_cond done; /* a task is done */
     struct task *head, *tail;
     int stop;
-    pid_t owner; /* the process whose threads these are */
+    long owner; /* the process whose threads these are */
     int32_t threads, idle;
-    pthread_t thread[CREW_THREADS_MAX];
+    os_thread thread[CREW_THREADS_MAX];
 };
 
 /* Takes the queue's first task; under the lock. */
@@ -44,22 +43,22 @@ static struct task *pop(struct split_crew *c)
 static void *crew_thread(void *arg)
 {
     struct split_crew *c = arg;
-    pthread_mutex_lock(&c->lock);
+    os_mutex_lock(&c->lock);
     while (!c->stop) {
         struct task *t = pop(c);
         if (t == NULL) {
             c->idle++;
-            pthread_cond_wait(&c->work, &c->lock);
+            os_cond_wait(&c->work, &c->lock);
             c->idle--;
             continue;
         }
-        pthread_mutex_unlock(&c->lock);
+        os_mutex_unlock(&c->lock);
         t->fn(t->arg);
-        pthread_mutex_lock(&c->lock);
+        os_mutex_lock(&c->lock);
         t->state = TASK_DONE;
-        pthread_cond_broadcast(&c->done);
+        os_cond_broadcast(&c->done);
     }
-    pthread_mutex_unlock(&c->lock);
+    os_mutex_unlock(&c->lock);
     return NULL;
 }
 
@@ -68,22 +67,22 @@ struct split_crew *split_crew_new(void)
     struct split_crew *c = calloc(1, sizeof *c);
     if (c == NULL)
         return NULL;
-    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+    if (os_mutex_init(&c->lock) != 0) {
         free(c);
         return NULL;
     }
-    if (pthread_cond_init(&c->work, NULL) != 0) {
-        pthread_mutex_destroy(&c->lock);
+    if (os_cond_init(&c->work) != 0) {
+        os_mutex_destroy(&c->lock);
         free(c);
         return NULL;
     }
-    if (pthread_cond_init(&c->done, NULL) != 0) {
-        pthread_cond_destroy(&c->work);
-        pthread_mutex_destroy(&c->lock);
+    if (os_cond_init(&c->done) != 0) {
+        os_cond_destroy(&c->work);
+        os_mutex_destroy(&c->lock);
         free(c);
         return NULL;
     }
-    c->owner = getpid();
+    c->owner = os_process_id();
     return c;
 }
 
@@ -92,19 +91,19 @@ void split_crew_free(struct split_crew *c)
     if (c == NULL)
         return;
     /* In a fork()ed child the threads do not exist, and the lock may be held by the parent's. */
-    if (c->owner != getpid()) {
+    if (c->owner != os_process_id()) {
         free(c);
         return;
     }
-    pthread_mutex_lock(&c->lock);
+    os_mutex_lock(&c->lock);
     c->stop = 1;
-    pthread_cond_broadcast(&c->work);
-    pthread_mutex_unlock(&c->lock);
+    os_cond_broadcast(&c->work);
+    os_mutex_unlock(&c->lock);
     for (int32_t i = 0; i < c->threads; i++)
-        pthread_join(c->thread[i], NULL);
-    pthread_cond_destroy(&c->done);
-    pthread_cond_destroy(&c->work);
-    pthread_mutex_destroy(&c->lock);
+        os_thread_join(c->thread[i]);
+    os_cond_destroy(&c->done);
+    os_cond_destroy(&c->work);
+    os_mutex_destroy(&c->lock);
     free(c);
 }
 
@@ -119,9 +118,9 @@ static void queue_task(struct split_crew *c, struct task *t, int32_t waiting)
         c->head = t;
     c->tail = t;
     if (c->idle < waiting && c->threads < CREW_THREADS_MAX &&
-        pthread_create(&c->thread[c->threads], NULL, crew_thread, c) == 0)
+        os_thread_start(&c->thread[c->threads], crew_thread, c) == 0)
         c->threads++;
-    pthread_cond_signal(&c->work);
+    os_cond_signal(&c->work);
 }
 
 /* Takes `t` out of the queue if no thread took it yet; under the lock. 1 when it did. */
@@ -146,32 +145,32 @@ void split_crew_run(struct split_crew *c, void (*fn)(void *), void *const *args,
     if (count <= 0)
         return;
     struct task *tasks = count > 1 ? calloc((size_t)count, sizeof *tasks) : NULL;
-    if (c == NULL || tasks == NULL || c->owner != getpid()) {
+    if (c == NULL || tasks == NULL || c->owner != os_process_id()) {
         for (int32_t i = 0; i < count; i++)
             fn(args[i]);
         free(tasks);
         return;
     }
-    pthread_mutex_lock(&c->lock);
+    os_mutex_lock(&c->lock);
     for (int32_t i = 1; i < count; i++) {
         tasks[i].fn = fn;
         tasks[i].arg = args[i];
         queue_task(c, &tasks[i], i);
     }
-    pthread_mutex_unlock(&c->lock);
+    os_mutex_unlock(&c->lock);
     fn(args[0]);
-    pthread_mutex_lock(&c->lock);
+    os_mutex_lock(&c->lock);
     for (int32_t i = 1; i < count; i++) {
         if (unqueue(c, &tasks[i])) {
-            pthread_mutex_unlock(&c->lock);
+            os_mutex_unlock(&c->lock);
             fn(args[i]);
-            pthread_mutex_lock(&c->lock);
+            os_mutex_lock(&c->lock);
             tasks[i].state = TASK_DONE;
         }
         while (tasks[i].state != TASK_DONE)
-            pthread_cond_wait(&c->done, &c->lock);
+            os_cond_wait(&c->done, &c->lock);
     }
-    pthread_mutex_unlock(&c->lock);
+    os_mutex_unlock(&c->lock);
     free(tasks);
 }
 
@@ -179,8 +178,8 @@ int32_t split_crew_threads(const struct split_crew *c)
 {
     if (c == NULL)
         return 0;
-    pthread_mutex_lock((pthread_mutex_t *)&c->lock);
+    os_mutex_lock((os_mutex *)&c->lock);
     const int32_t n = c->threads;
-    pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
+    os_mutex_unlock((os_mutex *)&c->lock);
     return n;
 }

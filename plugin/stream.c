@@ -2,7 +2,7 @@
  * two threads that move them along: the starter enqueues, the completer finishes. */
 #include "stream.h"
 
-#include <pthread.h>
+#include "platform.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,15 +44,15 @@ struct clops_stream {
     int32_t device;
     cl_command_queue queue;
     cl_context context;
-    pthread_mutex_t lock; /* guards what follows */
-    pthread_cond_t changed;
+    os_mutex lock; /* guards what follows */
+    os_cond changed;
     struct stream_job *queued, *queued_tail;   /* submitted, not started */
     struct stream_job *started, *started_tail; /* started, not finished */
     int32_t started_count;
     int32_t starting;   /* the starter holds a job it took off `queued` */
     int32_t delivering; /* jobs retired whose callback has not returned yet */
     int32_t released, stopping, starter_done, free_on_exit;
-    pthread_t starter, completer;
+    os_thread starter, completer;
 };
 
 static _Thread_local struct clops_stream *own_stream; /* the stream whose thread this is */
@@ -151,13 +151,13 @@ static void wait_for_host_writers(struct clops_stream *s, struct stream_job *job
 {
     for (;;) {
         struct clops_event *writer = NULL;
-        pthread_mutex_lock(&s->lock);
+        os_mutex_lock(&s->lock);
         for (struct stream_job *j = s->started; j != NULL && writer == NULL; j = j->next)
             if (j->kind == JOB_CALL && call_host_overlaps(j->call, job->call)) {
                 writer = j->event;
                 event_hold(writer);
             }
-        pthread_mutex_unlock(&s->lock);
+        os_mutex_unlock(&s->lock);
         if (writer == NULL)
             return;
         char ignored[8];
@@ -259,32 +259,32 @@ static void *starter_main(void *arg)
     struct clops_stream *s = arg;
     own_stream = s;
     event_mark_stream_thread();
-    pthread_mutex_lock(&s->lock);
+    os_mutex_lock(&s->lock);
     for (;;) {
         while (!s->stopping &&
                (s->queued == NULL || (s->started_count >= STREAM_DEPTH && s->queued != NULL)))
-            pthread_cond_wait(&s->changed, &s->lock);
+            os_cond_wait(&s->changed, &s->lock);
         if (s->queued == NULL)
             break; /* stopping, and nothing left */
         struct stream_job *job = pop(&s->queued, &s->queued_tail);
         s->starting = 1; /* in neither list while it starts: stream_release waits for it */
-        pthread_mutex_unlock(&s->lock);
+        os_mutex_unlock(&s->lock);
         start_job(s, job);
-        pthread_mutex_lock(&s->lock);
+        os_mutex_lock(&s->lock);
         if (job->kind == JOB_WAIT) {
-            pthread_mutex_unlock(&s->lock);
+            os_mutex_unlock(&s->lock);
             free_job(job);
-            pthread_mutex_lock(&s->lock);
+            os_mutex_lock(&s->lock);
         } else {
             append(&s->started, &s->started_tail, job);
             s->started_count++;
         }
         s->starting = 0;
-        pthread_cond_broadcast(&s->changed);
+        os_cond_broadcast(&s->changed);
     }
     s->starter_done = 1;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
+    os_cond_broadcast(&s->changed);
+    os_mutex_unlock(&s->lock);
     return NULL;
 }
 
@@ -332,12 +332,12 @@ static void stream_destroy(struct clops_stream *s);
  * from then on the starter no longer waits for it. */
 static void retire(struct clops_stream *s, struct stream_job *job)
 {
-    pthread_mutex_lock(&s->lock);
+    os_mutex_lock(&s->lock);
     pop(&s->started, &s->started_tail);
     s->started_count--;
     s->delivering++;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
+    os_cond_broadcast(&s->changed);
+    os_mutex_unlock(&s->lock);
     (void)job;
 }
 
@@ -357,10 +357,10 @@ static void complete_job(struct clops_stream *s, struct stream_job *job)
         event_settle(job->event, status, message, &fn, &user);
     }
     event_deliver(job->event, fn, user);
-    pthread_mutex_lock(&s->lock);
+    os_mutex_lock(&s->lock);
     s->delivering--;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
+    os_cond_broadcast(&s->changed);
+    os_mutex_unlock(&s->lock);
     free_job(job); /* may drop the stream's last hold: then this thread frees it, below */
 }
 
@@ -369,22 +369,22 @@ static void *completer_main(void *arg)
     struct clops_stream *s = arg;
     own_stream = s;
     event_mark_stream_thread();
-    pthread_mutex_lock(&s->lock);
+    os_mutex_lock(&s->lock);
     for (;;) {
         while (s->started == NULL && !(s->stopping && s->starter_done))
-            pthread_cond_wait(&s->changed, &s->lock);
+            os_cond_wait(&s->changed, &s->lock);
         if (s->started == NULL)
             break;
         struct stream_job *job = s->started;
-        pthread_mutex_unlock(&s->lock);
+        os_mutex_unlock(&s->lock);
         complete_job(s, job);
-        pthread_mutex_lock(&s->lock);
+        os_mutex_lock(&s->lock);
     }
     const int free_here = s->free_on_exit;
-    pthread_mutex_unlock(&s->lock);
+    os_mutex_unlock(&s->lock);
     if (free_here) {
-        pthread_join(s->starter, NULL);
-        pthread_detach(pthread_self());
+        os_thread_join(s->starter);
+        os_thread_detach(s->completer);
         stream_destroy(s);
     }
     return NULL;
@@ -395,8 +395,8 @@ static void *completer_main(void *arg)
 static void stream_destroy(struct clops_stream *s)
 {
     clReleaseCommandQueue(s->queue);
-    pthread_cond_destroy(&s->changed);
-    pthread_mutex_destroy(&s->lock);
+    os_cond_destroy(&s->changed);
+    os_mutex_destroy(&s->lock);
     struct clops_pool *pool = s->pool;
     free(s);
     pool_unhold(pool);
@@ -406,15 +406,15 @@ static void stream_destroy(struct clops_stream *s)
  * of the stream itself (its last hold dropped in a callback), by its completer as it exits. */
 static void stream_stop(struct clops_stream *s)
 {
-    pthread_mutex_lock(&s->lock);
+    os_mutex_lock(&s->lock);
     s->stopping = 1;
     s->free_on_exit = own_stream == s;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
+    os_cond_broadcast(&s->changed);
+    os_mutex_unlock(&s->lock);
     if (own_stream == s)
         return;
-    pthread_join(s->starter, NULL);
-    pthread_join(s->completer, NULL);
+    os_thread_join(s->starter);
+    os_thread_join(s->completer);
     stream_destroy(s);
 }
 
@@ -489,18 +489,18 @@ int32_t stream_create(struct clops_pool *pool, int32_t device, cl_command_queue 
         pool_unhold(pool);
         return status;
     }
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->changed, NULL);
-    if (pthread_create(&s->starter, NULL, starter_main, s) != 0) {
+    os_mutex_init(&s->lock);
+    os_cond_init(&s->changed);
+    if (os_thread_start(&s->starter, starter_main, s) != 0) {
         stream_destroy(s);
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "stream_create: cannot start a thread");
     }
-    if (pthread_create(&s->completer, NULL, completer_main, s) != 0) {
-        pthread_mutex_lock(&s->lock);
+    if (os_thread_start(&s->completer, completer_main, s) != 0) {
+        os_mutex_lock(&s->lock);
         s->stopping = 1;
-        pthread_cond_broadcast(&s->changed);
-        pthread_mutex_unlock(&s->lock);
-        pthread_join(s->starter, NULL);
+        os_cond_broadcast(&s->changed);
+        os_mutex_unlock(&s->lock);
+        os_thread_join(s->starter);
         stream_destroy(s);
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "stream_create: cannot start a thread");
     }
@@ -510,9 +510,9 @@ int32_t stream_create(struct clops_pool *pool, int32_t device, cl_command_queue 
 
 int32_t stream_release(struct clops_stream *s)
 {
-    pthread_mutex_lock(&s->lock);
+    os_mutex_lock(&s->lock);
     if (s->released) {
-        pthread_mutex_unlock(&s->lock);
+        os_mutex_unlock(&s->lock);
         return CLOPS_OK; /* a second release does nothing */
     }
     s->released = 1;
@@ -520,8 +520,8 @@ int32_t stream_release(struct clops_stream *s)
      * where waiting could wait for itself. */
     while (own_stream == NULL &&
            (s->queued != NULL || s->starting || s->started != NULL || s->delivering > 0))
-        pthread_cond_wait(&s->changed, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+        os_cond_wait(&s->changed, &s->lock);
+    os_mutex_unlock(&s->lock);
     stream_unhold(s);
     return CLOPS_OK;
 }
@@ -575,14 +575,14 @@ static int32_t check_waits(const struct clops_stream *s, const struct stream_wai
 /* Queues `job` (with a new event in *out when it has one) for the starter. */
 static int32_t enqueue_job(struct clops_stream *s, struct stream_job *job, const char *what)
 {
-    pthread_mutex_lock(&s->lock);
+    os_mutex_lock(&s->lock);
     if (s->released) {
-        pthread_mutex_unlock(&s->lock);
+        os_mutex_unlock(&s->lock);
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: the stream was released", what);
     }
     append(&s->queued, &s->queued_tail, job);
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
+    os_cond_broadcast(&s->changed);
+    os_mutex_unlock(&s->lock);
     return CLOPS_OK;
 }
 
@@ -689,10 +689,10 @@ int32_t stream_post_callback(struct clops_stream *s, struct clops_event *e)
     event_hold(e);
     /* Straight to the completer, after the jobs started before it: a released stream still
      * delivers the callbacks of its events. */
-    pthread_mutex_lock(&s->lock);
+    os_mutex_lock(&s->lock);
     append(&s->started, &s->started_tail, job);
     s->started_count++;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
+    os_cond_broadcast(&s->changed);
+    os_mutex_unlock(&s->lock);
     return CLOPS_OK;
 }

@@ -29,6 +29,7 @@
 #include "bridge.h"
 #include "call.h"
 #include "config.h"
+#include "platform.h"
 #include "registry.h"
 
 /* Bridges the panels and block columns cross through, in turn: a bridge is reused once the
@@ -340,13 +341,6 @@ static int32_t swap_left(struct lu_multi *m)
     return status;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* The other devices' block columns into the call's matrix, and the pivots and the first info
  * (in panel order) into the call's device's ipiv_mem. */
 static int32_t gather(struct lu_multi *m)
@@ -359,7 +353,7 @@ static int32_t gather(struct lu_multi *m)
     /* Each device's statistics: its block columns, and the time until its last one left. */
     for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
         pool_record_device_work(m->ctx[d]->dev, (blocks - d + m->count - 1) / m->count,
-                                now_ns() - m->start_ns);
+                                os_monotonic_ns() - m->start_ns);
     const int64_t panels = (m->mn + m->nb - 1) / m->nb;
     m->piv[m->mn] = 0;
     for (int64_t k = 0; k < panels && m->piv[m->mn] == 0; k++)
@@ -467,7 +461,7 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
                            .es = l->ctx.elem_size,
                            .pivoting = pivoting,
                            .op = call->impl->desc->name,
-                           .start_ns = now_ns()};
+                           .start_ns = os_monotonic_ns()};
     m->ctx[0] = &l->ctx;
     m->m[0] = *a;
     log_msg(CLOPS_LOG_DEBUG, "%s: %lld x %lld across %d devices, block columns of %lld", m->op,
