@@ -1,6 +1,5 @@
 /* test_abi.c — ABI negotiation, the table's shape, descriptors, struct_size growth, errors. */
 #include <check.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +10,7 @@
 static clops_plugin_entry_fn entry_symbol(void)
 {
     clops_plugin_entry_fn entry =
-        (clops_plugin_entry_fn)(uintptr_t)dlsym(tu_library(), "clops_plugin_entry");
+        (clops_plugin_entry_fn)(uintptr_t)tu_symbol(tu_library(), "clops_plugin_entry");
     ck_assert_ptr_nonnull(entry);
     return entry;
 }
@@ -55,10 +54,10 @@ END_TEST
 START_TEST(test_internal_symbols_are_hidden)
 {
     /* Only clops_plugin_entry is exported: internal names must not resolve. */
-    ck_assert_ptr_null(dlsym(tu_library(), "entry_table"));
-    ck_assert_ptr_null(dlsym(tu_library(), "pool_create"));
-    ck_assert_ptr_null(dlsym(tu_library(), "err_set"));
-    ck_assert_ptr_null(dlsym(tu_library(), "op_gemm"));
+    ck_assert_ptr_null(tu_symbol(tu_library(), "entry_table"));
+    ck_assert_ptr_null(tu_symbol(tu_library(), "pool_create"));
+    ck_assert_ptr_null(tu_symbol(tu_library(), "err_set"));
+    ck_assert_ptr_null(tu_symbol(tu_library(), "op_gemm"));
 }
 END_TEST
 

@@ -71,7 +71,12 @@ START_TEST(test_the_wraps_refused_are_libconfigs)
      * needed. */
     expect_libconfig_reads("4294967299", CONFIG_TYPE_INT, 3);
     expect_libconfig_reads("-2147483649", CONFIG_TYPE_INT, 2147483647);
+#ifdef _WIN32
+    /* long has 32 bits on Windows: libconfig's strtoul of a hex literal saturates there. */
+    expect_libconfig_reads("0x100000001", CONFIG_TYPE_INT, -1);
+#else
     expect_libconfig_reads("0x100000001", CONFIG_TYPE_INT, 1);
+#endif
     expect_libconfig_reads("4294967299L", CONFIG_TYPE_INT64, 4294967299LL);
     ck_assert_str_ne(refused("a = 4294967299;"), "");
     ck_assert_str_ne(refused("a = -2147483649;"), "");

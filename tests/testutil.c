@@ -2,27 +2,72 @@
 #include "testutil.h"
 
 #include <check.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef _WIN32
+#include <direct.h>
+#include <io.h>
+#include <windows.h>
+#else
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 static void *library;
 static const struct clops_api *api;
 static struct clops_pool *pool;
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
+#ifdef _WIN32
+static void *open_library(const char *path)
+{
+    return (void *)LoadLibraryA(path);
+}
+
+void *tu_symbol(void *lib, const char *name)
+{
+    return (void *)(uintptr_t)GetProcAddress((HMODULE)lib, name);
+}
+
+static const char *library_error(void)
+{
+    static char message[256];
+    const DWORD code = GetLastError();
+    if (FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL, code, 0,
+                       message, sizeof message, NULL) == 0)
+        snprintf(message, sizeof message, "error %lu", (unsigned long)code);
+    return message;
+}
+#else
+static void *open_library(const char *path)
+{
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
+void *tu_symbol(void *lib, const char *name)
+{
+    return dlsym(lib, name);
+}
+
+static const char *library_error(void)
+{
+    const char *e = dlerror();
+    return e != NULL ? e : "no error reported";
+}
+#endif
+
 void *tu_library(void)
 {
     if (library == NULL) {
         const char *path = getenv("CLOPS_LIBRARY");
         ck_assert_msg(path != NULL, "CLOPS_LIBRARY is not set (run the tests through ctest)");
-        library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        ck_assert_msg(library != NULL, "dlopen(%s): %s", path, dlerror());
+        library = open_library(path);
+        ck_assert_msg(library != NULL, "loading %s: %s", path, library_error());
     }
     return library;
 }
@@ -31,8 +76,8 @@ const struct clops_api *tu_api(void)
 {
     if (api == NULL) {
         clops_plugin_entry_fn entry =
-            (clops_plugin_entry_fn)(uintptr_t)dlsym(tu_library(), "clops_plugin_entry");
-        ck_assert_msg(entry != NULL, "clops_plugin_entry not found: %s", dlerror());
+            (clops_plugin_entry_fn)(uintptr_t)tu_symbol(tu_library(), "clops_plugin_entry");
+        ck_assert_msg(entry != NULL, "clops_plugin_entry not found: %s", library_error());
         api = entry(CLOPS_ABI_MAJOR);
         ck_assert_ptr_nonnull(api);
         ck_assert_uint_ge(api->struct_size, sizeof(struct clops_api));
@@ -43,12 +88,13 @@ const struct clops_api *tu_api(void)
 const struct clops_api *tu_api_or_null(void)
 {
     const char *path = getenv("CLOPS_LIBRARY");
-    void *lib = path != NULL ? dlopen(path, RTLD_NOW) : NULL;
+    void *lib = path != NULL ? open_library(path) : NULL;
     clops_plugin_entry_fn entry =
-        lib != NULL ? (clops_plugin_entry_fn)(uintptr_t)dlsym(lib, "clops_plugin_entry") : NULL;
+        lib != NULL ? (clops_plugin_entry_fn)(uintptr_t)tu_symbol(lib, "clops_plugin_entry") : NULL;
     return entry != NULL ? entry(CLOPS_ABI_MAJOR) : NULL;
 }
 
+#ifndef _WIN32
 int tu_child_creates_pool(const char *config)
 {
     pid_t child = fork();
@@ -60,6 +106,16 @@ int tu_child_creates_pool(const char *config)
     int status;
     return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
            WEXITSTATUS(status) == 0;
+}
+#endif
+
+char *tu_make_temp_dir(char *dir_template)
+{
+#ifdef _WIN32
+    return _mktemp(dir_template) != NULL && _mkdir(dir_template) == 0 ? dir_template : NULL;
+#else
+    return mkdtemp(dir_template);
+#endif
 }
 
 struct clops_pool *tu_two_devices(const struct clops_api *api, const char *operators)
@@ -466,6 +522,8 @@ int tu_run_tests(const char *name, double timeout, int fork, const struct tu_tes
 int tu_run_suite(Suite *suite, int fork)
 {
     SRunner *runner = srunner_create(suite);
+    /* Windows has no fork: Check runs every test in this process there (.ci/windows-deps builds
+     * it --disable-fork). */
     if (!fork)
         srunner_set_fork_status(runner, CK_NOFORK);
     srunner_run_all(runner, CK_NORMAL);
@@ -520,7 +578,7 @@ void tu_broken_gemm_kernels(struct tu_broken_kernels *k, const char *dir_templat
     static const char *const sources[TU_GEMM_SOURCES] = {"gemm.cl", "gemm_mma.cl"};
     ck_assert_uint_lt(strlen(dir_template), sizeof k->dir);
     strcpy(k->dir, dir_template);
-    ck_assert_ptr_nonnull(mkdtemp(k->dir));
+    ck_assert_ptr_nonnull(tu_make_temp_dir(k->dir));
     for (int i = 0; i < TU_GEMM_SOURCES; i++) {
         snprintf(k->paths[i], sizeof k->paths[i], "%s/%s", k->dir, sources[i]);
         FILE *f = fopen(k->paths[i], "w");
@@ -535,6 +593,10 @@ void tu_broken_gemm_kernels(struct tu_broken_kernels *k, const char *dir_templat
 void tu_remove_broken_gemm_kernels(const struct tu_broken_kernels *k)
 {
     for (int i = 0; i < TU_GEMM_SOURCES; i++)
-        unlink(k->paths[i]);
+        remove(k->paths[i]);
+#ifdef _WIN32
+    _rmdir(k->dir);
+#else
     rmdir(k->dir);
+#endif
 }

@@ -12,13 +12,21 @@
 const struct clops_api *tu_api(void);
 /* The dlopen handle of that library. */
 void *tu_library(void);
+/* The address of `name` in a library tu_library (or the host's loader) opened: dlsym, or
+ * GetProcAddress on Windows. */
+void *tu_symbol(void *lib, const char *name);
 /* The same table without Check, for helper processes (Check's assertions only work inside a test
  * runner): NULL when $CLOPS_LIBRARY is unset or fails to load. */
 const struct clops_api *tu_api_or_null(void);
 /* Whether a pool of `config` can be made, asked in a child process: this one then has loaded no
  * OpenCL driver, so the children a suite forks later find theirs whole. For suites to decide
  * before they run whether to skip. */
+#ifndef _WIN32
 int tu_child_creates_pool(const char *config);
+#endif
+
+/* mkdtemp: makes a directory from `dir_template` (ending in XXXXXX), returns it or NULL. */
+char *tu_make_temp_dir(char *dir_template);
 /* A pool of `api`'s of two devices, two GPUs where the machine has them, else two CPU devices
  * (PoCL with POCL_DEVICES="pthread pthread"), with `operators` (the configuration's operators
  * group's contents, "" for none); NULL where the machine has no two devices. Without Check:
