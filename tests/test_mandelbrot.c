@@ -261,6 +261,33 @@ START_TEST(test_counts_and_colours_match_host_reference)
 }
 END_TEST
 
+/* The reference's emulated fmas (used where the C library's are not correctly rounded: MinGW)
+ * against glibc's, bit for bit, on Mandelbrot-sized operands and on ties built to need the
+ * exact sum: products whose low half decides the rounding. */
+#ifndef __MINGW32__
+START_TEST(test_emulated_fma_is_correctly_rounded)
+{
+    tu_seed(2611);
+    for (int k = 0; k < 2000000; k++) {
+        const double a = 2 * tu_uniform(), b = 2 * tu_uniform();
+        double c = 2 * tu_uniform();
+        if (k % 3 == 0)
+            c = -(a * b) * (1 + ldexp(tu_uniform() - 0.5, -40)); /* cancellation */
+        else if (k % 3 == 1)
+            c = -(a * b) + ldexp(1, -60) * (tu_uniform() - 0.5); /* the low half decides */
+        const double want = fma(a, b, c), got = mandel_ref_fma_emulated(a, b, c);
+        ck_assert_msg(memcmp(&want, &got, sizeof want) == 0, "fma(%a, %a, %a) = %a, emulated %a", a,
+                      b, c, want, got);
+        const float fa = (float)a, fb = (float)b;
+        const float fc = k % 3 == 2 ? (float)c : (float)-((double)fa * fb) + (float)c * 1e-7f;
+        const float fwant = fmaf(fa, fb, fc), fgot = mandel_ref_fmaf_emulated(fa, fb, fc);
+        ck_assert_msg(memcmp(&fwant, &fgot, sizeof fwant) == 0,
+                      "fmaf(%a, %a, %a) = %a, emulated %a", fa, fb, fc, fwant, fgot);
+    }
+}
+END_TEST
+#endif
+
 START_TEST(test_reference_view_is_not_trivial)
 {
     /* A stub writing one constant would fail the comparisons only if the view varies: it does. */
@@ -606,6 +633,9 @@ int main(void)
 #endif
     const struct tu_test tests[] = {
         TU_LOOP(test_counts_and_colours_match_host_reference, 2 * SIZE_COUNT),
+#ifndef __MINGW32__
+        TU_TEST(test_emulated_fma_is_correctly_rounded),
+#endif
         TU_TEST(test_reference_view_is_not_trivial),
         TU_LOOP(test_every_split_is_bit_identical_and_counted_per_device,
                 2 * SIZE_COUNT * SPLIT_COUNT),
