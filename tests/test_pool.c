@@ -9,6 +9,11 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <io.h>
+#define popen _popen
+#define pclose _pclose
+#endif
 
 #include "testutil.h"
 
@@ -204,7 +209,13 @@ static struct child_stats run_child(const char *cache_home)
     const char *child = getenv("CLOPS_POOL_STATS_CHILD");
     ck_assert_ptr_nonnull(child);
     char cmd[4096];
+#ifdef _WIN32
+    /* The plugin's cache is %LOCALAPPDATA%\clops there; the child inherits this environment. */
+    ck_assert_int_eq(_putenv_s("LOCALAPPDATA", cache_home), 0);
+    snprintf(cmd, sizeof cmd, "\"%s\"", child);
+#else
     snprintf(cmd, sizeof cmd, "XDG_CACHE_HOME='%s' '%s'", cache_home, child);
+#endif
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     struct child_stats s = {-1, 0, -1, -1, -1};
@@ -228,7 +239,7 @@ static int corrupt_cache_entries(const char *dir)
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         struct stat st;
         ck_assert_int_eq(stat(path, &st), 0);
-        ck_assert_int_eq(truncate(path, st.st_size / 2), 0);
+        ck_assert_int_eq(tu_truncate(path, st.st_size / 2), 0);
         n++;
     }
     closedir(d);
@@ -255,8 +266,9 @@ static void expect_child(const char *home, int correct, long long built, long lo
 
 START_TEST(test_second_process_builds_nothing)
 {
-    char home[] = "/tmp/clops-cache-test-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(home));
+    char home[1024];
+    snprintf(home, sizeof home, "%s/clops-cache-test-XXXXXX", tu_temp_dir());
+    ck_assert_ptr_nonnull(tu_make_temp_dir(home));
     expect_child(home, 1, 1, 0, -1);
     expect_child(home, 1, 0, 1, -1);
 
@@ -266,9 +278,7 @@ START_TEST(test_second_process_builds_nothing)
     ck_assert_int_ge(corrupt_cache_entries(dir), 1);
     expect_child(home, 1, 1, -1, 1);
     expect_child(home, 0, 0, 1, -1);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", home);
-    ck_assert_int_eq(system(cmd), 0);
+    tu_remove_tree(home);
 }
 END_TEST
 
@@ -296,11 +306,9 @@ START_TEST(test_build_time_is_counted_apart)
     struct clops_stats s = {.struct_size = sizeof s};
     ck_assert_int_eq(api->pool_stats(pool, &s), CLOPS_OK);
     ck_assert_int_eq(s.build_ns, 0);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const int64_t t0 = tu_monotonic_ns();
     ck_assert_double_ge(checked_gemm(pool, 9, 1), 0);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    const int64_t wall = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    const int64_t wall = tu_monotonic_ns() - t0;
     api->pool_stats(pool, &s);
     ck_assert_int_eq(s.programs_built, 1);
     ck_assert_int_gt(s.build_ns, 0);

@@ -12,12 +12,12 @@
 
 #include "testutil.h"
 
-static char cache_dir[] = "/tmp/clops-prebuild-XXXXXX";
+static char cache_dir[512];
 
 /* A pool whose binary cache is `dir` (a new directory under cache_dir). */
 static struct clops_pool *pool_in(const char *sub)
 {
-    char config[256];
+    char config[1024];
     snprintf(config, sizeof config, "cache = { enabled = true; dir = \"%s/%s\"; };", cache_dir,
              sub);
     return tu_pool_from_string(config);
@@ -229,17 +229,10 @@ START_TEST(test_bad_arguments_are_refused_naming_them)
 }
 END_TEST
 
-static void remove_tree(const char *dir)
-{
-    char command[512];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    if (system(command) != 0)
-        fprintf(stderr, "test_prebuild: could not remove %s\n", dir);
-}
-
 int main(void)
 {
-    if (mkdtemp(cache_dir) == NULL)
+    snprintf(cache_dir, sizeof cache_dir, "%s/clops-prebuild-XXXXXX", tu_temp_dir());
+    if (tu_make_temp_dir(cache_dir) == NULL)
         return 1;
     const struct tu_test tests[] = {
         TU_TEST(test_after_prebuild_first_calls_compile_nothing),
@@ -247,6 +240,6 @@ int main(void)
         TU_TEST(test_bad_arguments_are_refused_naming_them),
     };
     const int failed = tu_run_tests("prebuild", 900, 0, tests, TU_COUNT(tests));
-    remove_tree(cache_dir);
+    tu_remove_tree(cache_dir);
     return failed;
 }

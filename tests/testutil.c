@@ -7,6 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #ifdef _WIN32
 #include <direct.h>
@@ -108,6 +113,79 @@ int tu_child_creates_pool(const char *config)
            WEXITSTATUS(status) == 0;
 }
 #endif
+
+int64_t tu_monotonic_ns(void)
+{
+#ifdef _WIN32
+    LARGE_INTEGER f, t;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&t);
+    return t.QuadPart / f.QuadPart * 1000000000 + t.QuadPart % f.QuadPart * 1000000000 / f.QuadPart;
+#else
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+#endif
+}
+
+const char *tu_temp_dir(void)
+{
+#ifdef _WIN32
+    static char dir[512];
+    const char *temp = getenv("TEMP");
+    snprintf(dir, sizeof dir, "%s", temp != NULL && temp[0] != '\0' ? temp : ".");
+    for (char *c = dir; *c != '\0'; c++)
+        if (*c == '\\')
+            *c = '/';
+    return dir;
+#else
+    const char *dir = getenv("TMPDIR");
+    return dir != NULL && dir[0] != '\0' ? dir : "/tmp";
+#endif
+}
+
+int tu_truncate(const char *path, int64_t size)
+{
+#ifdef _WIN32
+    int fd = _open(path, _O_RDWR | _O_BINARY);
+    if (fd < 0)
+        return -1;
+    int rc = _chsize_s(fd, size) == 0 ? 0 : -1;
+    _close(fd);
+    return rc;
+#else
+    return truncate(path, (off_t)size);
+#endif
+}
+
+void tu_remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            struct stat st;
+#ifdef _WIN32
+            const int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+#else
+            const int is_dir = lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+#endif
+            if (is_dir)
+                tu_remove_tree(path);
+            else
+                remove(path);
+        }
+        closedir(d);
+    }
+#ifdef _WIN32
+    _rmdir(dir);
+#else
+    rmdir(dir);
+#endif
+}
 
 char *tu_make_temp_dir(char *dir_template)
 {

@@ -27,6 +27,16 @@ int tu_child_creates_pool(const char *config);
 
 /* mkdtemp: makes a directory from `dir_template` (ending in XXXXXX), returns it or NULL. */
 char *tu_make_temp_dir(char *dir_template);
+/* The monotonic clock in ns (clock_gettime; QueryPerformanceCounter on Windows, where
+ * winpthreads' clock_gettime under Wine was seen standing still across a 22 ms call). */
+int64_t tu_monotonic_ns(void);
+/* The directory for temporary files: $TMPDIR or /tmp; on Windows %TEMP% with '/' separators (a
+ * path written into a configuration string then needs no escaping). */
+const char *tu_temp_dir(void);
+/* truncate(2) where there is none (Windows: _chsize_s); 0 or -1. */
+int tu_truncate(const char *path, int64_t size);
+/* rm -rf of `dir` (what the tests made: files and directories, no links followed). */
+void tu_remove_tree(const char *dir);
 /* A pool of `api`'s of two devices, two GPUs where the machine has them, else two CPU devices
  * (PoCL with POCL_DEVICES="pthread pthread"), with `operators` (the configuration's operators
  * group's contents, "" for none); NULL where the machine has no two devices. Without Check:

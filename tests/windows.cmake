@@ -12,6 +12,28 @@ clops_test(test_reduce api)
 clops_test(test_transpose api)
 clops_test(test_mandelbrot api)
 target_include_directories(test_mandelbrot PRIVATE ${PROJECT_SOURCE_DIR}/hosts/common)
+clops_test(test_memory api)
+clops_test(test_check api)
+clops_test(test_pool api)
+# The program cache across processes (the platform layer's files: create-new, replace, identity).
+add_executable(pool_stats_child pool_stats_child.c)
+target_link_libraries(pool_stats_child PRIVATE clops_testutil)
+add_dependencies(test_pool pool_stats_child)
+set_property(TEST test_pool APPEND PROPERTY ENVIRONMENT
+             "CLOPS_POOL_STATS_CHILD=${clops_test_root}$<TARGET_FILE:pool_stats_child>")
+clops_test(test_prebuild api)
+# Non-blocking calls: completions come from clops' own threads, never an OpenCL event callback
+# (Wine's clSetEventCallback returns CL_INVALID_OPERATION).
+clops_test(test_stream api)
+target_link_libraries(test_stream PRIVATE PkgConfig::OPENCL)
+clops_test(test_split_stream api)
+target_link_libraries(test_split_stream PRIVATE Threads::Threads PkgConfig::OPENCL)
+clops_test(test_shared_outputs api)
+target_link_libraries(test_shared_outputs PRIVATE Threads::Threads)
+clops_test(test_interop internal)
+clops_test(test_cancel internal)
+clops_test(test_host_register internal)
+clops_test(test_pace internal)
 
 # The oracle of the LU and solve suites is LAPACK's getrf/gesv, through LAPACKE: built where the
 # Windows prefix has it (.ci/windows-deps builds it from Debian's lapack source package).
