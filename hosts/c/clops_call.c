@@ -6,10 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "clops.h"
+#include "host_os.h"
 #include "loader.h"
 
 static const char usage[] =
@@ -166,17 +165,12 @@ static int write_file_atomically(const struct host_tensor *h)
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", h->path) >= (int)sizeof tmp)
         return -1;
-    int fd = mkstemp(tmp);
-    mode_t mask = umask(0); /* mkstemp() makes the file 0600; give it what open() would */
-    umask(mask);
-    FILE *f = fd >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
+    FILE *f = host_create_temp(tmp);
     int ok = f != NULL && fwrite(h->t.data, 1, (size_t)h->bytes, f) == (size_t)h->bytes;
     ok = f != NULL && fclose(f) == 0 && ok;
-    if (f == NULL && fd >= 0)
-        close(fd);
-    ok = ok && rename(tmp, h->path) == 0;
-    if (!ok && fd >= 0)
-        unlink(tmp);
+    ok = ok && host_replace_file(tmp, h->path) == 0;
+    if (!ok && f != NULL)
+        remove(tmp);
     return ok ? 0 : -1;
 }
 

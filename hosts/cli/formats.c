@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "formats_internal.h"
+#include "host_os.h"
 #include "util.h"
 
 /* Files are little-endian whatever the host; on a big-endian one each element's bytes are
@@ -59,7 +60,7 @@ static const struct {
 
 enum fmt_kind fmt_kind_from_path(const char *path)
 {
-    const char *slash = strrchr(path, '/');
+    const char *slash = host_last_path_separator(path);
     const char *dot = strrchr(slash != NULL ? slash + 1 : path, '.');
     if (dot == NULL)
         return FMT_UNKNOWN;

@@ -3,17 +3,13 @@
  * reader never sees a partial file; temporaries that killed writers left are cleaned up. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "formats.h"
 #include "formats_internal.h"
+#include "host_os.h"
 
 /* mkdir -p of the directories leading to `path`. */
 static int make_parents(const char *path, char *err, size_t errsize)
@@ -23,13 +19,14 @@ static int make_parents(const char *path, char *err, size_t errsize)
         return fmt_fail(err, errsize, "%s: out of memory", path);
     int rc = 0;
     for (char *p = copy + 1; *p != '\0' && rc == 0; p++) {
-        if (*p != '/')
+        if (!host_is_path_separator(*p))
             continue;
+        char separator = *p;
         *p = '\0';
-        if (mkdir(copy, 0777) != 0 && errno != EEXIST)
+        if (host_make_dir(copy) != 0 && errno != EEXIST)
             rc = fmt_fail(err, errsize, "%s: cannot create directory '%s': %s", path, copy,
                           strerror(errno));
-        *p = '/';
+        *p = separator;
     }
     free(copy);
     return rc;
@@ -38,8 +35,16 @@ static int make_parents(const char *path, char *err, size_t errsize)
 /* The directory of `path` ("." for a bare name), malloc'd; NULL when out of memory. */
 static char *parent_dir(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    return slash == NULL ? strdup(".") : strndup(path, slash == path ? 1 : (size_t)(slash - path));
+    const char *slash = host_last_path_separator(path);
+    if (slash == NULL)
+        return strdup(".");
+    size_t length = slash == path ? 1 : (size_t)(slash - path);
+    char *dir = malloc(length + 1);
+    if (dir != NULL) {
+        memcpy(dir, path, length);
+        dir[length] = '\0';
+    }
+    return dir;
 }
 
 /* A writer's temporary file is "<dir>/.<name>.<pid>.XXXXXX": the pid says whose it is, so that
@@ -76,16 +81,11 @@ static void remove_stale_temps(const char *dir, const char *name)
     DIR *d = opendir(dir);
     if (d == NULL)
         return;
-    const time_t now = time(NULL);
     for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
         long pid = temp_file_pid(e->d_name, name);
-        struct stat st;
-        /* kill(pid, 0) fails with ESRCH only when no such process exists (EPERM: it does). */
-        int writer_gone =
-            pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-        if (writer_gone && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISREG(st.st_mode) && now - st.st_mtime >= STALE_TEMP_AGE_S)
-            unlinkat(dirfd(d), e->d_name, 0);
+        if (pid > 0 && pid != host_process_id() && host_process_gone(pid) &&
+            host_file_older_than(dir, e->d_name, STALE_TEMP_AGE_S))
+            host_remove_in_dir(dir, e->d_name);
     }
     closedir(d);
 }
@@ -100,7 +100,7 @@ static int atomic_open(const char *path, struct atomic_file *af, char *err, size
 {
     af->tmp = NULL;
     af->f = NULL;
-    const char *slash = strrchr(path, '/');
+    const char *slash = host_last_path_separator(path);
     const char *name = slash != NULL ? slash + 1 : path;
     if (*name == '\0')
         return fmt_fail(err, errsize, "%s: the path names a directory, not a file", path);
@@ -110,27 +110,16 @@ static int atomic_open(const char *path, struct atomic_file *af, char *err, size
     if (dir != NULL)
         remove_stale_temps(dir, name);
     free(dir);
-    if (asprintf(&af->tmp, "%.*s.%s.%ld.XXXXXX", (int)(name - path), path, name, (long)getpid()) <
-        0) {
+    if (asprintf(&af->tmp, "%.*s.%s.%ld.XXXXXX", (int)(name - path), path, name,
+                 host_process_id()) < 0) {
         af->tmp = NULL;
         return fmt_fail(err, errsize, "%s: out of memory", path);
     }
-    int fd = mkstemp(af->tmp);
-    if (fd < 0) {
+    af->f = host_create_temp(af->tmp);
+    if (af->f == NULL) {
         fmt_fail(err, errsize, "%s: cannot create a temporary file in '%.*s': %s", path,
                  slash != NULL ? (int)(slash - path) : 1, slash != NULL ? path : ".",
                  strerror(errno));
-        free(af->tmp);
-        af->tmp = NULL;
-        return -1;
-    }
-    /* mkstemp() creates 0600; the result should get the usual 0666 & ~umask. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || (af->f = fdopen(fd, "wb")) == NULL) {
-        fmt_fail(err, errsize, "%s: cannot set up '%s': %s", path, af->tmp, strerror(errno));
-        close(fd);
-        unlink(af->tmp);
         free(af->tmp);
         af->tmp = NULL;
         return -1;
@@ -143,7 +132,7 @@ static void atomic_abort(struct atomic_file *af)
     if (af->f != NULL)
         fclose(af->f);
     if (af->tmp != NULL)
-        unlink(af->tmp);
+        remove(af->tmp);
     free(af->tmp);
     af->f = NULL;
     af->tmp = NULL;
@@ -153,11 +142,8 @@ static void atomic_abort(struct atomic_file *af)
 static void sync_parent(const char *path)
 {
     char *dir = parent_dir(path);
-    int fd = dir != NULL ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
+    if (dir != NULL)
+        host_sync_dir(dir);
     free(dir);
 }
 
@@ -167,13 +153,13 @@ static int atomic_commit(const char *path, struct atomic_file *af, char *err, si
     int rc = 0;
     if (fflush(af->f) != 0 || ferror(af->f))
         rc = fmt_fail(err, errsize, "%s: write error: %s", path, strerror(errno));
-    else if (fsync(fileno(af->f)) != 0)
+    else if (host_sync_file(af->f) != 0)
         rc = fmt_fail(err, errsize, "%s: cannot sync: %s", path, strerror(errno));
     FILE *f = af->f;
     af->f = NULL;
     if (fclose(f) != 0 && rc == 0)
         rc = fmt_fail(err, errsize, "%s: write error: %s", path, strerror(errno));
-    if (rc == 0 && rename(af->tmp, path) != 0)
+    if (rc == 0 && host_replace_file(af->tmp, path) != 0)
         rc = fmt_fail(err, errsize, "%s: cannot rename the temporary file over it: %s", path,
                       strerror(errno));
     if (rc == 0) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_os.h"
 #include "util.h"
 
 enum { JSON_READ_MAX_DEPTH = 64 };

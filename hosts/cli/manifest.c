@@ -13,6 +13,7 @@
 
 #include "cli_json.h"
 #include "formats.h"
+#include "host_os.h"
 #include "names.h"
 #include "run_json.h"
 #include "util.h"
@@ -33,7 +34,8 @@ int manifest_begin(struct manifest *m, const struct shard *shard, const char *pa
     m->start_ms = host_now_ms();
     time_t now = time(NULL);
     struct tm utc;
-    gmtime_r(&now, &utc);
+    if (host_utc_time(now, &utc) != 0)
+        memset(&utc, 0, sizeof utc);
     strftime(m->started, sizeof m->started, "%Y-%m-%dT%H:%M:%SZ", &utc);
     int64_t bytes;
     if (sha256_file(path, m->pipeline_sha256, &bytes) != 0) {
@@ -98,9 +100,8 @@ static void member_int_or_null(struct json_writer *w, const char *key, int64_t v
 
 static void write_device(struct json_writer *w, const struct manifest *m)
 {
-    char host[256] = "";
-    if (gethostname(host, sizeof host - 1) != 0)
-        host[0] = '\0';
+    char host[256];
+    host_machine_name(host, sizeof host);
     json_member_string(w, "host", host);
     member_int_or_null(w, "local_rank", m->shard->local_rank, m->shard->local_rank >= 0);
     json_key(w, "device");
@@ -154,15 +155,13 @@ static const char *outcome(int code)
 int manifest_write(const struct manifest *m, const struct cli *cli, const char *path, int code,
                    const char *error, char *err, size_t size)
 {
-    char *text = NULL;
-    size_t length = 0;
-    FILE *f = open_memstream(&text, &length);
-    if (f == NULL) {
-        snprintf(err, size, "%s: out of memory", path);
+    struct host_memory_stream memory;
+    if (host_memory_stream_open(&memory) != 0) {
+        snprintf(err, size, "%s: cannot make the manifest: %s", path, strerror(errno));
         return -1;
     }
     struct json_writer w;
-    json_init(&w, f, JSON_PRETTY);
+    json_init(&w, memory.f, JSON_PRETTY);
     json_begin_object(&w);
     cli_json_header(&w, cli, "clops-shard/1");
     json_member_string(&w, "pipeline", m->pipeline);
@@ -189,13 +188,12 @@ int manifest_write(const struct manifest *m, const struct cli *cli, const char *
     json_member_string(&w, "error", error);
     json_end_object(&w);
     int status = json_finish(&w);
-    fclose(f);
     int rc = -1;
-    if (status != JSON_OK)
+    if (host_memory_stream_close(&memory) != 0 || status != JSON_OK)
         snprintf(err, size, "%s: cannot make the manifest", path);
     else
-        rc = fmt_write_bytes(path, text, length, err, size);
-    free(text);
+        rc = fmt_write_bytes(path, memory.text, memory.size, err, size);
+    free(memory.text);
     return rc;
 }
 
@@ -315,7 +313,7 @@ static void report(void (*problem)(void *, const char *), void *ctx, const char 
  * directory only, whatever a manifest (which anyone can edit) says; NULL when it is fine. */
 static const char *name_refused(const char *file)
 {
-    if (file[0] == '/')
+    if (host_path_is_absolute(file))
         return "is absolute";
     if (!name_stays_under(file))
         return "leaves the output directory";

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_os.h"
 #include "util.h"
 
 /* The length of the well-formed UTF-8 sequence at `s` (RFC 3629, table 3-7 of the Unicode
@@ -58,12 +59,12 @@ static int is_dot_dot(struct component c)
 char *name_normalized(const char *path)
 {
     size_t size = strlen(path);
-    int absolute = path[0] == '/';
+    int absolute = host_path_is_absolute(path);
     struct component *kept = host_xcalloc(size / 2 + 1, sizeof *kept);
     size_t count = 0;
     for (const char *p = path; *p != '\0';) {
-        struct component c = {p, strcspn(p, "/")};
-        p += c.length + (p[c.length] == '/');
+        struct component c = {p, strcspn(p, host_path_separators)};
+        p += c.length + host_is_path_separator(p[c.length]);
         if (c.length == 0 || (c.length == 1 && c.at[0] == '.'))
             continue;
         if (is_dot_dot(c) && count > 0 && !is_dot_dot(kept[count - 1]))
@@ -89,7 +90,7 @@ char *name_normalized(const char *path)
 
 int name_stays_under(const char *name)
 {
-    if (name[0] == '/')
+    if (host_path_is_absolute(name))
         return 0;
     char *normal = name_normalized(name);
     int under =

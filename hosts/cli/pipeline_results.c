@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_os.h"
 #include "operators.h"
 #include "util.h"
 
@@ -51,7 +52,7 @@ void step_result_summarise(struct step_result *s)
 char *output_path(const char *output_dir, const char *name)
 {
     char *path = NULL;
-    if (name[0] == '/' || strcmp(output_dir, ".") == 0)
+    if (host_path_is_absolute(name) || strcmp(output_dir, ".") == 0)
         path = host_xstrdup(name);
     else if (asprintf(&path, "%s/%s", output_dir, name) < 0)
         path = host_xstrdup(name);

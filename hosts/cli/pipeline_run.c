@@ -7,8 +7,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
+#include "host_os.h"
 #include "interrupt.h"
 #include "pipeline_run.h"
 
@@ -276,7 +276,7 @@ static int run_all(struct cli *cli, const struct pl_source *src, struct loaded_r
     struct progress *progress =
         options->quiet || json != NULL
             ? NULL
-            : progress_start(isatty(STDERR_FILENO) || options->progress, model);
+            : progress_start(host_is_terminal(stderr) || options->progress, model);
     struct run_pool pool = {.shard_device = manifest != NULL ? &manifest->device : NULL};
     int code = CLI_OK, fatal = 0;
     int64_t i = 0, last = -1;

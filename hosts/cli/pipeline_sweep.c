@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_os.h"
 #include "util.h"
 
 int64_t sweep_run_count(const struct sweep *s)
@@ -98,7 +99,8 @@ char *sweep_output_name(const struct sweep *s, const struct params *p,
     cap += strlen(suffix);
     /* The extension is the last '.' of the last path component, unless the name starts with it
      * (".hidden" has none). */
-    const char *base = strrchr(file, '/') != NULL ? strrchr(file, '/') + 1 : file;
+    const char *slash = host_last_path_separator(file);
+    const char *base = slash != NULL ? slash + 1 : file;
     const char *dot = strrchr(base, '.');
     size_t stem = dot != NULL && dot != base ? (size_t)(dot - file) : strlen(file);
     char *name = host_xmalloc(cap);

@@ -1,10 +1,12 @@
-# The host programs' shared sources (plugin loader, text tables, utilities): one static library
-# used by hosts/cli and hosts/bench, defined by whichever includes this file first.
+# The host programs' shared sources (plugin loader, text tables, utilities, the OS layer of
+# host_os.h, one file per OS): one static library used by the hosts, defined by whichever
+# includes this file first.
 if(NOT TARGET clops_host_common)
   add_library(clops_host_common STATIC
     ${CMAKE_CURRENT_LIST_DIR}/loader.c
     ${CMAKE_CURRENT_LIST_DIR}/table.c
-    ${CMAKE_CURRENT_LIST_DIR}/util.c)
+    ${CMAKE_CURRENT_LIST_DIR}/util.c
+    ${CMAKE_CURRENT_LIST_DIR}/$<IF:$<BOOL:${WIN32}>,host_os_win32.c,host_os_posix.c>)
   target_include_directories(clops_host_common PUBLIC
     ${PROJECT_SOURCE_DIR}/abi ${CMAKE_CURRENT_LIST_DIR})
   target_link_libraries(clops_host_common PUBLIC ${CMAKE_DL_LIBS})

@@ -5,8 +5,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
+
+#include "host_os.h"
 
 void table_init(struct table *t, const struct table_column *columns, int column_count)
 {
@@ -190,11 +190,8 @@ int host_output_width(FILE *out, int fallback)
         if (end != columns && *end == '\0' && value > 0 && value < 100000)
             return (int)value;
     }
-    struct winsize size;
-    int fd = fileno(out);
-    if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
-        return size.ws_col;
-    return fallback;
+    int terminal = host_terminal_columns(out);
+    return terminal > 0 ? terminal : fallback;
 }
 
 /* ---- Layout ------------------------------------------------------------------------------- */

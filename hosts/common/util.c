@@ -1,9 +1,8 @@
 /* util.c — small helpers shared by the clops host programs: dtypes, clock, random fills,
- * allocation, removing a directory tree, opening a regular file without blocking. */
+ * allocation, removing a directory tree. */
 #include "util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "clops.h"
 
@@ -85,13 +83,6 @@ void host_join(char *out, size_t size, const char *separator, const char *const 
     out[0] = '\0';
     for (int i = 0; items != NULL && items[i] != NULL; i++)
         host_append(out, size, separator, items[i]);
-}
-
-double host_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -195,47 +186,4 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 void host_remove_tree(const char *dir)
 {
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* "a FIFO (named pipe)", "a directory", ...: what a file that is not a regular one is. */
-static const char *file_type_name(mode_t mode)
-{
-    return S_ISFIFO(mode)   ? "a FIFO (named pipe)"
-           : S_ISDIR(mode)  ? "a directory"
-           : S_ISCHR(mode)  ? "a character device"
-           : S_ISBLK(mode)  ? "a block device"
-           : S_ISSOCK(mode) ? "a socket"
-                            : "not a regular file";
-}
-
-FILE *host_open_regular(const char *path, int64_t *size, char *err, size_t errsize)
-{
-    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. The
-     * type is checked on the opened descriptor, so nothing can swap the file in between. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        snprintf(err, errsize, "%s: cannot stat: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errsize, "%s: is %s, not a regular file; only regular files are read", path,
-                 file_type_name(st.st_mode));
-        close(fd);
-        return NULL;
-    }
-    int flags = fcntl(fd, F_GETFL);
-    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
-    if (f == NULL) {
-        snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    *size = (int64_t)st.st_size;
-    return f;
 }

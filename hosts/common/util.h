@@ -32,7 +32,7 @@ void host_append(char *out, size_t size, const char *separator, const char *item
 /* Joins a NULL-terminated list (NULL: none) into `out` with `separator`. */
 void host_join(char *out, size_t size, const char *separator, const char *const *items);
 
-/* Milliseconds on a monotonic clock, for timing calls. */
+/* Milliseconds on a monotonic clock, for timing calls (host_os_posix.c, host_os_win32.c). */
 double host_now_ms(void);
 
 /* Sorts `count` timings in place, ascending. */
@@ -65,10 +65,5 @@ void host_format_bytes(int64_t bytes, char *out, size_t size);
 /* Removes the directory `dir` and everything under it, without following links; what cannot be
  * removed is left. */
 void host_remove_tree(const char *dir);
-
-/* Opens `path` for reading if it is a regular file, without blocking on a FIFO (the type is
- * checked on the opened descriptor); *size is its size. NULL with err filled ("x.npy: is a FIFO
- * (named pipe), not a regular file; only regular files are read"), otherwise. */
-FILE *host_open_regular(const char *path, int64_t *size, char *err, size_t errsize);
 
 #endif
