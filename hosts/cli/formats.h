@@ -109,6 +109,8 @@ int fmt_write_raw(const char *path, const struct fmt_tensor *t, char *err, size_
  * `image` output for a picture. Row 0 is the top of the picture. Any other shape or dtype, or
  * an extent of 0 or over 2^31 - 1, is an error. */
 int fmt_write_png(const char *path, const struct fmt_tensor *t, char *err, size_t errsize);
+/* Why this build cannot write PNG (one built without libpng: formats_png_none.c), or NULL. */
+extern const char *const fmt_png_unavailable;
 /* Any other file (a shard's manifest), written the same way: `size` bytes of `data`. */
 int fmt_write_bytes(const char *path, const void *data, size_t size, char *err, size_t errsize);
 /* Dispatch on the extension: npy, mtx, csv, png, raw/bin. */

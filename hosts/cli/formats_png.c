@@ -125,6 +125,8 @@ static int emit_png(FILE *f, const struct fmt_tensor *t, int64_t elements, char 
     return 0;
 }
 
+const char *const fmt_png_unavailable = NULL;
+
 int fmt_write_png(const char *path, const struct fmt_tensor *t, char *err, size_t errsize)
 {
     int64_t elements = 0;

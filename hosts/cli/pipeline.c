@@ -11,6 +11,7 @@
 
 #include "config_literals.h"
 #include "formats.h"
+#include "host_os.h"
 #include "names.h"
 #include "pipeline_set.h"
 #include "util.h"
@@ -324,7 +325,7 @@ static void parse_generator(struct pipeline *pl, config_setting_t *group, const 
 /* The pipeline's directory joined with `file`, unless `file` is absolute. */
 static char *relative_to_pipeline(const struct pipeline *pl, const char *file)
 {
-    if (file[0] == '/')
+    if (host_path_is_absolute(file))
         return host_xstrdup(file);
     char *copy = host_xstrdup(pl->path), *path = NULL;
     if (asprintf(&path, "%s/%s", dirname(copy), file) < 0)
@@ -750,6 +751,8 @@ static const char *format_refuses(enum fmt_kind kind, const struct pl_tensor *t)
 {
     switch (kind) {
     case FMT_PNG:
+        if (fmt_png_unavailable != NULL)
+            return fmt_png_unavailable;
         if (t->elements == 0)
             return "PNG needs at least one pixel";
         if ((t->dtype == CLOPS_U8 &&

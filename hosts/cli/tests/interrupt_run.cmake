@@ -1,8 +1,8 @@
 # interrupt_run.cmake — `clops run` stopped by a signal in the middle of a long call: started in
 # the background, sent SIGNAL (INT or TERM) once its progress line shows the step running, it
 # must cancel the call, wait for it, write nothing more and exit with 128 + the signal's number,
-# saying which step it cancelled. -D: COMMAND (the clops executable), PIPELINE, OUT_DIR (made
-# afresh), SIGNAL, EXPECT_RC, EXPECT_REGEX (stderr, newlines read as blanks), OUTPUT (the file
+# saying which step it cancelled. -D: COMMAND (the clops executable; a list, for clops.exe under
+# Wine, which turns SIGINT into the console's Ctrl-C), PIPELINE, OUT_DIR (made afresh), SIGNAL, EXPECT_RC, EXPECT_REGEX (stderr, newlines read as blanks), OUTPUT (the file
 # the step would have led to, relative to OUT_DIR: it must not exist).
 file(REMOVE_RECURSE "${OUT_DIR}")
 file(MAKE_DIRECTORY "${OUT_DIR}")
@@ -10,8 +10,9 @@ file(MAKE_DIRECTORY "${OUT_DIR}")
 # leaves an ignored signal ignored: `env --default-signal` gives it back its default first. The
 # signal goes at most 120 s after the start, shown or not.
 set(script [=[
-clops=$1 pipeline=$2 out=$3 sig=$4
-env --default-signal=INT,TERM "$clops" run --progress --output-dir "$out" "$pipeline" \
+pipeline=$1 out=$2 sig=$3
+shift 3
+env --default-signal=INT,TERM "$@" run --progress --output-dir "$out" "$pipeline" \
     >"$out/stdout.log" 2>"$out/stderr.log" &
 pid=$!
 tries=0
@@ -23,7 +24,7 @@ kill -s "$sig" $pid
 wait $pid
 echo "exit status $?"
 ]=])
-execute_process(COMMAND sh -c "${script}" sh "${COMMAND}" "${PIPELINE}" "${OUT_DIR}" "${SIGNAL}"
+execute_process(COMMAND sh -c "${script}" sh "${PIPELINE}" "${OUT_DIR}" "${SIGNAL}" ${COMMAND}
                 OUTPUT_VARIABLE status RESULT_VARIABLE rc)
 file(READ "${OUT_DIR}/stderr.log" err)
 file(READ "${OUT_DIR}/stdout.log" out)

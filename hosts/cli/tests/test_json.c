@@ -9,23 +9,19 @@
 #include <string.h>
 
 #include "cli_test.h"
+#include "host_os.h"
 #include "json.h"
 
 /* A writer whose output is collected in memory. */
 struct capture {
     struct json_writer w;
-    FILE *stream;
-    char *text;
-    size_t size;
+    struct host_memory_stream memory; /* its text, once closed */
 };
 
 static void capture_open(struct capture *c, enum json_style style)
 {
-    c->text = NULL;
-    c->size = 0;
-    c->stream = open_memstream(&c->text, &c->size);
-    ck_assert_ptr_nonnull(c->stream);
-    json_init(&c->w, c->stream, style);
+    ck_assert_int_eq(host_memory_stream_open(&c->memory), 0);
+    json_init(&c->w, c->memory.f, style);
 }
 
 /* Finishes the document: asserts its status and the exact text written, then frees it. `what`
@@ -35,10 +31,10 @@ static void capture_expect(struct capture *c, const char *what, int status, cons
     int finished = json_finish(&c->w);
     ck_assert_msg(finished == status, "%s: json_finish gave %d, expected %d", what, finished,
                   status);
-    ck_assert_int_eq(fclose(c->stream), 0);
-    ck_assert_msg(strcmp(c->text, expected) == 0, "%s: wrote \"%s\", expected \"%s\"", what,
-                  c->text, expected);
-    free(c->text);
+    ck_assert_int_eq(host_memory_stream_close(&c->memory), 0);
+    ck_assert_msg(strcmp(c->memory.text, expected) == 0, "%s: wrote \"%s\", expected \"%s\"", what,
+                  c->memory.text, expected);
+    free(c->memory.text);
 }
 
 /* One string value written compactly must give exactly `expected` (quotes included). */
@@ -324,10 +320,11 @@ START_TEST(test_doubles_read_back_exactly)
         capture_open(&c, JSON_COMPACT);
         json_double(&c.w, value);
         ck_assert_int_eq(json_finish(&c.w), JSON_OK);
-        fclose(c.stream);
-        ck_assert_msg(strtod(c.text, NULL) == value, "%.17g written as %s", value, c.text);
-        ck_assert_msg(strlen(c.text) <= 25, "%s is longer than 17 digits need", c.text);
-        free(c.text);
+        ck_assert_int_eq(host_memory_stream_close(&c.memory), 0);
+        const char *text = c.memory.text;
+        ck_assert_msg(strtod(text, NULL) == value, "%.17g written as %s", value, text);
+        ck_assert_msg(strlen(text) <= 25, "%s is longer than 17 digits need", text);
+        free(c.memory.text);
     }
 }
 END_TEST

@@ -101,7 +101,7 @@ START_TEST(test_padding_boundaries_in_pieces_of_every_size)
             sha256_final(&h, digest);
             sha256_hex(digest, hex);
             ck_assert_msg(strcmp(hex, boundaries[c].digest) == 0,
-                          "%zu bytes in pieces of %zu: %s, expected %s", length, piece, hex,
+                          "%d bytes in pieces of %d: %s, expected %s", (int)length, (int)piece, hex,
                           boundaries[c].digest);
         }
     }
