@@ -7,9 +7,9 @@
 # Both paths absolute: CMake 3.25 looks for a relative toolchain file in the build directory.
 # CLOPS_WIN_DEPS may also come from the environment. Tests run under Wine with a prefix of the
 # build's own (build-win/wine); .ci/wine-run --prefix $PWD/build-win/wine --stop ends its server
-# where no ctest fixture does. pkg-config reads only PREFIX/lib/pkgconfig
-# (OpenCL.pc, libconfig.pc, check.pc), and find_* search only PREFIX and the MinGW sysroot, so
-# nothing of the Linux host's /usr leaks into the build.
+# where no ctest fixture does. pkg-config reads only PREFIX/lib/pkgconfig (OpenCL.pc,
+# libconfig.pc, check.pc, lapacke.pc, libpng.pc, zlib.pc), and find_* search only PREFIX and the
+# MinGW sysroot, so nothing of the Linux host's /usr leaks into the build.
 
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR x86_64)

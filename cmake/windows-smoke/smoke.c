@@ -1,15 +1,21 @@
 /* smoke.c — the Windows cross build's parts at work under Wine: OpenCL through the import
- * library (a kernel's numbers, a build log), libconfig's DLL, Check without fork.
- *   smoke            runs the Check suite
- *   smoke --list     prints the OpenCL platforms and devices that Wine shows
- *   smoke --exit N   returns N (wine-run must hand it back) */
+ * library (a kernel's numbers, a build log), libconfig's DLL, Check without fork and its C99
+ * messages, LAPACKE's factors, a PNG written and read back through libpng and zlib.
+ *   smoke                 runs the Check suite
+ *   smoke --list          prints the OpenCL platforms and devices that Wine shows
+ *   smoke --check-printf  fails a Check test on purpose and compares its message
+ *   smoke --exit N        returns N (wine-run must hand it back) */
 #include <CL/cl.h>
 #include <check.h>
+#include <lapacke.h>
 #include <libconfig.h>
+#include <png.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
+#include <zlib.h>
 
 static const char *cl_status_name(cl_int status)
 {
@@ -161,6 +167,111 @@ START_TEST(test_check_runs_tests_in_this_process)
 }
 END_TEST
 
+/* P A = L U of a 3x3 matrix whose factors are exact in binary, with both pivots away from the
+ * diagonal: A's rows are those of L U in the order 3, 1, 2, so getrf swaps rows 1 and 2 (ipiv[0] =
+ * 2), then rows 2 and 3 (ipiv[1] = 3), and L U, written over A, must come out exactly. Row-major
+ * goes through LAPACKE's transposition as well. */
+START_TEST(test_lapacke_dgetrf_gives_known_pivots_and_factors)
+{
+    double a[9] = {2, 0.75, 5.75, 8, 7, 9, 4, 1.5, 5.5};
+    const double lu[9] = {8, 7, 9, 0.5, -2, 1, 0.25, 0.5, 3};
+    const lapack_int expected_pivots[3] = {2, 3, 3};
+    lapack_int pivots[3] = {0, 0, 0};
+    ck_assert_int_eq(LAPACKE_dgetrf(LAPACK_ROW_MAJOR, 3, 3, a, 3, pivots), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(pivots[i], expected_pivots[i]);
+    for (int i = 0; i < 9; i++)
+        ck_assert_msg(a[i] == lu[i], "LU[%d][%d] = %.17g, expected %g", i / 3, i % 3, a[i], lu[i]);
+}
+END_TEST
+
+/* The same matrix in single precision, column-major, through sgesv (sgetrf then sgetrs): x is
+ * dyadic, every step of the solve exact, so x comes back exactly. A singular matrix reports the
+ * zero pivot's position (info = 2). */
+START_TEST(test_lapacke_sgesv_solves_exactly_and_reports_singular)
+{
+    float a[9] = {2, 8, 4, 0.75f, 7, 1.5f, 5.75f, 9, 5.5f};
+    const float x[3] = {1, -2, 0.5f};
+    float b[3];
+    for (int i = 0; i < 3; i++)
+        b[i] = a[i] * x[0] + a[3 + i] * x[1] + a[6 + i] * x[2];
+    lapack_int pivots[3];
+    ck_assert_int_eq(LAPACKE_sgesv(LAPACK_COL_MAJOR, 3, 1, a, 3, pivots, b, 3), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(b[i] == x[i], "x[%d] = %.9g, expected %g", i, b[i], x[i]);
+    float singular[4] = {1, 2, 2, 4};
+    float rhs[2] = {1, 1};
+    ck_assert_int_eq(LAPACKE_sgesv(LAPACK_COL_MAJOR, 2, 1, singular, 2, pivots, rhs, 2), 2);
+}
+END_TEST
+
+/* A 37x23 RGBA image (odd sizes), every byte a function of its position, written to a file with
+ * libpng's simplified API (deflate through zlib) and read back: the same size, format and every
+ * byte. */
+START_TEST(test_png_written_and_read_back_has_the_same_pixels)
+{
+    enum { width = 37, height = 23, channels = 4 };
+    static uint8_t pixels[width * height * channels], read_back[width * height * channels];
+    for (int i = 0; i < width * height * channels; i++)
+        pixels[i] = (uint8_t)(i * 7 + i / (width * channels) * 13);
+    const char *path = "smoke-png-round-trip.png";
+    png_image image;
+    memset(&image, 0, sizeof image);
+    image.version = PNG_IMAGE_VERSION;
+    image.width = width;
+    image.height = height;
+    image.format = PNG_FORMAT_RGBA;
+    ck_assert_msg(png_image_write_to_file(&image, path, 0, pixels, 0, NULL) != 0, "write: %s",
+                  image.message);
+    png_image_free(&image);
+    memset(&image, 0, sizeof image);
+    image.version = PNG_IMAGE_VERSION;
+    ck_assert_msg(png_image_begin_read_from_file(&image, path) != 0, "read: %s", image.message);
+    ck_assert_uint_eq(image.width, width);
+    ck_assert_uint_eq(image.height, height);
+    ck_assert_uint_eq(image.format, PNG_FORMAT_RGBA);
+    ck_assert_msg(png_image_finish_read(&image, NULL, read_back, 0, NULL) != 0, "read: %s",
+                  image.message);
+    for (int i = 0; i < width * height * channels; i++)
+        ck_assert_msg(read_back[i] == pixels[i], "byte %d = %u, expected %u", i, read_back[i],
+                      pixels[i]);
+    ck_assert_str_eq(zlibVersion(), ZLIB_VERSION);
+    remove(path);
+}
+END_TEST
+
+/* Fails on purpose: its message must come out of Check's formatting as C99 printf has it. */
+START_TEST(test_fails_with_a_formatted_message)
+{
+    long long big = -1234567890123LL;
+    unsigned int u = 4000000000u;
+    size_t z = (size_t)1 << 40;
+    ck_assert_msg(0, "lld=%lld u=%u zu=%zu g=%g s=%s", big, u, z, 2.5, "end");
+}
+END_TEST
+
+/* Check's message of a failed assertion, as its runner records it. Check formatting with its own
+ * vsnprintf (lib/snprintf.c, which knows no "ll") printed "d" for "%lld", took every later value
+ * from the wrong argument, and here crashed on the %s. */
+static int check_printf(void)
+{
+    const char expected[] = "lld=-1234567890123 u=4000000000 zu=1099511627776 g=2.5 s=end";
+    Suite *suite = suite_create("check_printf");
+    TCase *tcase = tcase_create("message");
+    tcase_add_test(tcase, test_fails_with_a_formatted_message);
+    suite_add_tcase(suite, tcase);
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_SILENT);
+    TestResult **failures = srunner_failures(runner);
+    int failed = srunner_ntests_failed(runner);
+    const char *message = failed == 1 ? tr_msg(failures[0]) : "(no failure)";
+    int same = strcmp(message, expected) == 0;
+    printf("message:  %s\nexpected: %s\n%s\n", message, expected, same ? "same" : "DIFFERENT");
+    free(failures);
+    srunner_free(runner);
+    return same ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
 static void print_device(cl_device_id device)
 {
     char name[256] = "", version[256] = "", c_version[256] = "", driver[256] = "";
@@ -239,6 +350,8 @@ int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--list") == 0)
         return list_platforms();
+    if (argc == 2 && strcmp(argv[1], "--check-printf") == 0)
+        return check_printf();
     if (argc == 3 && strcmp(argv[1], "--exit") == 0)
         return atoi(argv[2]);
     main_process_id = GetCurrentProcessId();
@@ -249,6 +362,9 @@ int main(int argc, char **argv)
     tcase_add_test(tcase, test_failed_build_reports_status_and_log);
     tcase_add_test(tcase, test_libconfig_reads_values_from_text);
     tcase_add_test(tcase, test_check_runs_tests_in_this_process);
+    tcase_add_test(tcase, test_lapacke_dgetrf_gives_known_pivots_and_factors);
+    tcase_add_test(tcase, test_lapacke_sgesv_solves_exactly_and_reports_singular);
+    tcase_add_test(tcase, test_png_written_and_read_back_has_the_same_pixels);
     suite_add_tcase(suite, tcase);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);
