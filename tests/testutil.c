@@ -114,6 +114,12 @@ int tu_child_creates_pool(const char *config)
 }
 #endif
 
+int tu_quick(void)
+{
+    const char *quick = getenv("CLOPS_TEST_QUICK");
+    return quick != NULL && quick[0] != '\0' && strcmp(quick, "0") != 0;
+}
+
 int64_t tu_monotonic_ns(void)
 {
 #ifdef _WIN32

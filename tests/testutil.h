@@ -27,6 +27,10 @@ int tu_child_creates_pool(const char *config);
 
 /* mkdtemp: makes a directory from `dir_template` (ending in XXXXXX), returns it or NULL. */
 char *tu_make_temp_dir(char *dir_template);
+/* Whether $CLOPS_TEST_QUICK asks for the quick run (set, not "0"): the sanitizer and Wine stages
+ * of CI. Suites then register fewer iterations of their slowest loops (the largest sizes, most
+ * launch tunings), which the plain run still runs; a suite says which in its main. */
+int tu_quick(void);
 /* The monotonic clock in ns (clock_gettime; QueryPerformanceCounter on Windows, where
  * winpthreads' clock_gettime under Wine was seen standing still across a 22 ms call). */
 int64_t tu_monotonic_ns(void);
