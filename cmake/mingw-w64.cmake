@@ -19,7 +19,9 @@ set(clops_mingw_sysroot /usr/${clops_mingw_host})
 # The plain names follow Debian's alternatives (win32 thread model by default); for C the models
 # differ in nothing (pthread.h and libwinpthread are there with both), for C++ in std::thread.
 set(CMAKE_C_COMPILER ${clops_mingw_host}-gcc)
-set(CMAKE_CXX_COMPILER ${clops_mingw_host}-g++)
+# C++: the posix thread model, whose libstdc++ has std::thread and std::future (the C++ binding's
+# submitted calls return futures); the win32 model's has neither in GCC 12.
+set(CMAKE_CXX_COMPILER ${clops_mingw_host}-g++-posix)
 set(CMAKE_RC_COMPILER ${clops_mingw_host}-windres)
 
 # The toolchain file is read again for each try_compile project, which sees only the variables
