@@ -30,7 +30,10 @@ MODULES = ["numpy", "scipy", "matplotlib", "jsonschema", "pyopencl", "ensurepip"
 def readme_lists(path):
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    return [line.split() for line in re.findall(r"apt-get install -y ([^&\n]*)&&", text)]
+    # The commands that build on Linux (the Windows section's cross build has its own list, which
+    # .ci/run installs as well).
+    return [line.split()
+            for line in re.findall(r"apt-get install -y ([^&\n]*)&& cmake -S \. -B build ", text)]
 
 
 def owner(path):
