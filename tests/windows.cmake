@@ -5,6 +5,7 @@
 # wrap OpenCL calls at link time (-Wl,--wrap, test_faults), or run under sanitizers.
 clops_test(test_abi api)
 clops_test(test_invoke api)
+clops_test(test_platform internal)
 clops_test(test_config internal)
 clops_test(test_config_literals internal)
 clops_test(test_gemm api)
