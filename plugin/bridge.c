@@ -30,7 +30,7 @@ static void block_free(struct bridge_block *b)
 static int32_t block_make(struct clops_pool *pool, size_t bytes, const char *op,
                           struct bridge_block **out)
 {
-    const size_t page = 4096;
+    const size_t page = os_page_size();
     if (bytes > SIZE_MAX - page)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: %zu bytes of host memory is too many", op,
                        bytes);

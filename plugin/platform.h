@@ -233,8 +233,4 @@ extern const char os_cache_dir_variables[];
  * system does not answer. */
 int64_t os_free_bytes(const char *dir);
 
-/* The directory for temporary files ("/tmp", or %TEMP% on Windows), without a trailing
- * separator. */
-const char *os_temp_dir(void);
-
 #endif

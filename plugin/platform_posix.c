@@ -232,8 +232,3 @@ int64_t os_free_bytes(const char *dir)
         return -1;
     return (int64_t)st.f_bavail * (int64_t)st.f_frsize;
 }
-
-const char *os_temp_dir(void)
-{
-    return "/tmp";
-}

@@ -175,13 +175,13 @@ static void fill_info(const BY_HANDLE_FILE_INFORMATION *bh, DWORD type, struct o
 
 /* Opens for reading with the share modes that let another process replace or delete the file
  * meanwhile (as on POSIX); FILE_FLAG_OPEN_REPARSE_POINT opens a link itself, not its target. */
-static HANDLE open_handle(const char *path, int no_follow)
+static HANDLE open_handle(const char *path, DWORD access, int no_follow)
 {
     DWORD flags = FILE_FLAG_BACKUP_SEMANTICS; /* lets a directory be opened, to be told apart */
     if (no_follow)
         flags |= FILE_FLAG_OPEN_REPARSE_POINT;
-    return CreateFileA(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                       NULL, OPEN_EXISTING, flags, NULL);
+    return CreateFileA(path, access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                       OPEN_EXISTING, flags, NULL);
 }
 
 static int describe(HANDLE h, struct os_file_info *info)
@@ -196,7 +196,7 @@ static int describe(HANDLE h, struct os_file_info *info)
 FILE *os_open_regular(const char *path, int flags, struct os_file_info *info)
 {
     memset(info, 0, sizeof *info);
-    HANDLE h = open_handle(path, flags & OS_OPEN_NO_SYMLINK);
+    HANDLE h = open_handle(path, GENERIC_READ, flags & OS_OPEN_NO_SYMLINK);
     if (h == INVALID_HANDLE_VALUE) {
         errno = errno_of(GetLastError());
         return NULL;
@@ -221,7 +221,8 @@ FILE *os_open_regular(const char *path, int flags, struct os_file_info *info)
 
 int os_file_info_at(const char *path, struct os_file_info *info)
 {
-    HANDLE h = open_handle(path, 1);
+    /* Attributes only: a file another process holds open for writing still answers. */
+    HANDLE h = open_handle(path, FILE_READ_ATTRIBUTES, 1);
     if (h == INVALID_HANDLE_VALUE)
         return errno_of(GetLastError());
     int error = describe(h, info);
@@ -324,20 +325,4 @@ int64_t os_free_bytes(const char *dir)
     if (!GetDiskFreeSpaceExA(dir, &available, NULL, NULL))
         return -1;
     return available.QuadPart > INT64_MAX ? INT64_MAX : (int64_t)available.QuadPart;
-}
-
-const char *os_temp_dir(void)
-{
-    static char dir[MAX_PATH + 1];
-    static INIT_ONCE once = INIT_ONCE_STATIC_INIT;
-    BOOL pending = FALSE;
-    if (InitOnceBeginInitialize(&once, 0, &pending, NULL) && pending) {
-        DWORD n = GetTempPathA(sizeof dir, dir);
-        if (n == 0 || n >= sizeof dir)
-            snprintf(dir, sizeof dir, "C:\\Windows\\Temp");
-        else if (n > 1 && os_is_path_separator(dir[n - 1]))
-            dir[n - 1] = '\0';
-        InitOnceComplete(&once, 0, NULL);
-    }
-    return dir;
 }
