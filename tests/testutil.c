@@ -589,6 +589,10 @@ TCase *tu_add_tests(Suite *suite, const char *name, double timeout, const struct
                 tcase_add_checked_fixture(tc, opened->setup, opened->teardown);
             suite_add_tcase(suite, tc);
         }
+        /* $CLOPS_TEST_ONLY: only the tests whose name holds it (to run one test by hand). */
+        const char *only = getenv("CLOPS_TEST_ONLY");
+        if (only != NULL && strstr(tests[i].test->name, only) == NULL)
+            continue;
         /* A plain test is, to Check, the loop test of the one iteration _i = 0. */
         tcase_add_loop_test(tc, tests[i].test, 0, tests[i].loops);
     }
