@@ -68,7 +68,8 @@ static int64_t block_width(const struct lu_multi *m, int64_t block)
 
 /* The devices of operators.<op>.devices, the call's own first, when the call is synchronous,
  * its device is one of them, all are open and take its dtype, and its work would last
- * operators.<op>.split_min_ms on the fastest of them; else 0. */
+ * operators.<op>.split_min_ms on the fastest of them: as many of them as own two block columns
+ * each, at least two; else 0. */
 static int32_t devices_for(const struct op_call *call, const struct lu_ctx *ctx, int64_t rows,
                            int64_t cols, struct pool_device **devs)
 {
@@ -95,11 +96,15 @@ static int32_t devices_for(const struct op_call *call, const struct lu_ctx *ctx,
     const double mn = (double)(rows < cols ? rows : cols),
                  big = (double)(rows > cols ? rows : cols);
     const double flops = mn * mn * (big - mn / 3); /* LAPACK's count: 2/3 n^3 when square */
-    /* Every device owns two block columns at least: below that one device finishes first. */
-    const int64_t blocks = (cols + ctx->nb - 1) / ctx->nb;
-    if (!mine || count < 2 || blocks < 2 * count || flops / fastest * 1e3 < cfg->split_min_ms)
+    if (!mine || count < 2 || flops / fastest * 1e3 < cfg->split_min_ms)
         return 0;
-    return count;
+    /* Every device owns two block columns at least: below that one device finishes first. A
+     * matrix of fewer block columns than the devices can own goes over the first of them it
+     * fills (the call's own among them), not over one alone. */
+    const int64_t usable = (cols + ctx->nb - 1) / ctx->nb / 2;
+    if (usable < 2)
+        return 0;
+    return count < usable ? count : (int32_t)usable;
 }
 
 /* ---- Moving blocks between devices ----------------------------------------------------------- */
