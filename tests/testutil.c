@@ -202,16 +202,46 @@ char *tu_make_temp_dir(char *dir_template)
 #endif
 }
 
+int tu_split_devices(void)
+{
+    const char *n = getenv("CLOPS_TEST_SPLIT_DEVICES");
+    const int count = n != NULL ? atoi(n) : 2;
+    return count >= 2 && count <= 8 ? count : 2;
+}
+
+/* `operators` with every "[0, 1]" widened to the devices 0 to count - 1. */
+static void widen_device_lists(const char *operators, int count, char *out, size_t size)
+{
+    char all[64] = "[0";
+    for (int d = 1; d < count; d++)
+        snprintf(all + strlen(all), sizeof all - strlen(all), ", %d", d);
+    strcat(all, "]");
+    size_t used = 0;
+    out[0] = '\0';
+    for (const char *p = operators; *p != '\0' && used + 1 < size;) {
+        if (strncmp(p, "[0, 1]", 6) == 0) {
+            used += (size_t)snprintf(out + used, size - used, "%s", all);
+            p += 6;
+        } else {
+            out[used++] = *p++;
+            out[used] = '\0';
+        }
+    }
+}
+
 struct clops_pool *tu_two_devices(const struct clops_api *api, const char *operators)
 {
-    static const char *const devices[] = {
-        "devices = ( { type = \"gpu\"; }, { type = \"gpu\"; index = 1; } );",
-        "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } );",
-    };
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
-        char text[512];
-        snprintf(text, sizeof text, "%s cpu_fallback = false; operators = { %s };", devices[i],
-                 operators);
+    static const char *const types[] = {"gpu", "cpu"};
+    const int count = tu_split_devices();
+    char widened[1024];
+    widen_device_lists(operators, count, widened, sizeof widened);
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char text[2048] = "devices = (";
+        for (int d = 0; d < count; d++)
+            snprintf(text + strlen(text), sizeof text - strlen(text),
+                     "%s { type = \"%s\"; index = %d; }", d > 0 ? "," : "", types[i], d);
+        snprintf(text + strlen(text), sizeof text - strlen(text),
+                 " ); cpu_fallback = false; operators = { %s };", widened);
         struct clops_pool *pool = NULL;
         if (api->pool_create_from_string(text, &pool) == CLOPS_OK)
             return pool;

@@ -44,7 +44,10 @@ void tu_remove_tree(const char *dir);
 /* A pool of `api`'s of two devices, two GPUs where the machine has them, else two CPU devices
  * (PoCL with POCL_DEVICES="pthread pthread"), with `operators` (the configuration's operators
  * group's contents, "" for none); NULL where the machine has no two devices. Without Check:
- * helper processes may call it. */
+ * helper processes may call it. With $CLOPS_TEST_SPLIT_DEVICES = N (2 to 8) the pool has N
+ * devices and every "[0, 1]" in `operators` names all N: the suites of two devices then run on
+ * four or eight (issue 27; POCL_DEVICES with as many "pthread"). */
+int tu_split_devices(void);
 struct clops_pool *tu_two_devices(const struct clops_api *api, const char *operators);
 /* The pool's cl_context (void *: cl_context), through a buffer of its primary device. */
 void *tu_pool_context(struct clops_pool *pool);
