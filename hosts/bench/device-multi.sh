@@ -18,6 +18,12 @@
 #    16384^2: two GPUs took 17.2 ms against 0.94 on one before the bridges) and on GPU 0 + the
 #    CPU (configs/gpu_cpu.cfg: the deep zoom, dynamic). Target: a dynamic split never slower
 #    than the fastest device alone, >= 0.95 of the sum of the two.
+# COUNTS (default "2"): the pools of GPUs besides one, each of the first N GPUs
+#    (configs/two_gpus.cfg, four_gpus.cfg, eight_gpus.cfg): issue 27 on nvidia-h200-x4 and -x8,
+#    COUNTS="2 4 8" GEMM_SIZES=16384,32768,65536 LU_SIZES=32768,49152,65536 STEPS="suites gemm lu"
+#    (targets: GEMM >= 0.9 x the count at N >= 32768 with device operands, LU f64 >= 0.7 x the
+#    count at 65536); the suites then run on the largest pool, test_multi_device and
+#    test_lu_multi on all its GPUs (CLOPS_TEST_SPLIT_DEVICES).
 # Output goes line by line (stdbuf) to /tmp/multi/*, packed into $OUT/multi.tgz after each step
 # (a call brings 8 files back at most), so that a run cut by its time limit keeps what it
 # printed. BUILD_DIR holds libclops.so*, hosts/bench/clops-bench and tests/ (a
@@ -36,6 +42,12 @@ export LD_LIBRARY_PATH="$PWD/.device/lib:$LD_LIBRARY_PATH"
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on this machine
 export XDG_CACHE_HOME=/tmp/clops-test-cache CK_DEFAULT_TIMEOUT=600
 export CLOPS_LIBRARY="$PWD/$build/libclops.so" CLOPS_SOURCE_DIR="$PWD" CLOPS_BINARY_DIR="$PWD/$build"
+counts=${COUNTS:-2}
+pool_config() { # the configuration of the first $1 GPUs
+    case $1 in 2) echo configs/two_gpus.cfg ;; 4) echo configs/four_gpus.cfg ;; 8) echo configs/eight_gpus.cfg ;; esac
+}
+largest=$(echo "$counts" | tr ' ' '\n' | sort -n | tail -1)
+export CLOPS_TEST_SPLIT_DEVICES="$largest"
 out=/tmp/multi
 mkdir -p $out
 bench="$build/hosts/bench/clops-bench"
@@ -43,14 +55,14 @@ began=$(date +%s)
 # No new measurement starts after DEADLINE seconds (default 430), none runs over LIMIT (150):
 # a call has 600 at most.
 late() { [ $(($(date +%s) - began)) -ge "${DEADLINE:-430}" ] && echo "(deadline: the rest left out)"; }
-# clops-bench AREA on one GPU (with --peers: the vendor libraries beside it) and on both
-# (configs/two_gpus.cfg), a process per size, printing what PATTERN matches of its output;
-# returns 1 once the deadline has passed.
+# clops-bench AREA on one GPU (with --peers: the vendor libraries beside it) and on the pools of
+# COUNTS, a process per size, printing what PATTERN matches of its output; returns 1 once the
+# deadline has passed.
 one_and_two() {
     area=$1 sizes=$2 pattern=$3
     shift 3
     for n in $(echo "$sizes" | tr , ' '); do
-        for config in "" configs/two_gpus.cfg; do
+        for config in "" $(for c in $counts; do pool_config "$c"; done); do
             late && return 1
             label=$(basename "${config:-one-gpu}" .cfg)
             echo "== clops-bench $area --sizes $n $* ${config:+--config $config}"
@@ -73,7 +85,7 @@ for step in ${STEPS:-probe suites gemm lu mandel}; do
             late && break 2
             name=$(basename "$t")
             start=$(date +%s)
-            CLOPS_TEST_POOL_CONFIG="$PWD/configs/two_gpus.cfg" timeout 150 stdbuf -oL "$t" \
+            CLOPS_TEST_POOL_CONFIG="$PWD/$(pool_config "$largest")" timeout 150 stdbuf -oL "$t" \
                 >"$out/multi-$name.log" 2>&1
             echo "$name: exit $?, $(($(date +%s) - start)) s — $(grep -E '^[0-9]+%' "$out/multi-$name.log")"
             grep -E ":[FE]:" "$out/multi-$name.log" | head -3
