@@ -202,6 +202,42 @@ START_TEST(test_solve_across_devices_matches_one_device)
 }
 END_TEST
 
+/* The devices other than the call's hold their own block columns and a panel's place, not the
+ * whole matrix (issue 24 item 4's layout): each one's peak device memory stays below what the
+ * matrix alone takes (Check runs each test in a process of its own, so the peaks are this
+ * test's), yet the factors are one device's. */
+START_TEST(test_other_devices_hold_only_their_block_columns)
+{
+    struct clops_pool *one = two_devices(""),
+                      *both = two_devices("lu = { devices = [0, 1]; split_min_ms = 0; nb = 32; };");
+    const struct lu_case c = {CLOPS_F64, 517, 517, 0, KIND_RANDOM, 0, -1};
+    const struct tmat a = case_matrix(&c, 2800);
+    struct factored x = factor_on(one, &a, 0), y = factor_on(both, &a, 0);
+    ck_assert_msg(x.status == CLOPS_OK && y.status == CLOPS_OK, "%s", api->last_error());
+    ck_assert(tmat_equal(&x.f, &y.f));
+    ck_assert_int_eq(memcmp(x.ipiv, y.ipiv, 517 * sizeof(int32_t)), 0);
+    const int32_t devices = api->pool_device_count(both);
+    const int64_t whole = 517 * 517 * 8, blocks = (517 + 31) / 32;
+    for (int32_t d = 1; d < devices; d++) {
+        struct clops_memory_stats_args s = {.struct_size = sizeof s, .pool = both, .device = d};
+        ck_assert_int_eq(api->memory_stats(&s), CLOPS_OK);
+        /* Its block columns (at most one more than blocks / devices) and the panel's place. */
+        const int64_t mine = 517 * 32 * 8 * (blocks / devices + 2);
+        ck_assert_msg(s.peak_bytes >= mine - 517 * 32 * 8 && s.peak_bytes < whole,
+                      "device %d: peak %lld bytes; its block columns %lld, the matrix %lld", d,
+                      (long long)s.peak_bytes, (long long)mine, (long long)whole);
+        ck_assert_int_eq(s.allocated_bytes < s.peak_bytes, 1); /* given back after the call */
+    }
+    free(x.f.data);
+    free(y.f.data);
+    free(x.ipiv);
+    free(y.ipiv);
+    free(a.data);
+    api->pool_release(one);
+    api->pool_release(both);
+}
+END_TEST
+
 /* Any OpenCL call or allocation of the call failing: an error, and a, ipiv and info as they
  * were; the next call right. */
 START_TEST(test_a_failure_anywhere_leaves_the_outputs_untouched)
@@ -261,6 +297,7 @@ int main(void)
         TU_LOOP(test_lu_across_devices_matches_one_device, (int)(sizeof cases / sizeof cases[0])),
         TU_TEST(test_a_small_lu_stays_on_one_device),
         TU_TEST(test_solve_across_devices_matches_one_device),
+        TU_TEST(test_other_devices_hold_only_their_block_columns),
         TU_LOOP(test_a_failure_anywhere_leaves_the_outputs_untouched, 2),
     };
     return tu_run_tests("lu_multi", 1200, 1, tests, TU_COUNT(tests));

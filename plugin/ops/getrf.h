@@ -237,7 +237,8 @@ int32_t lu_factor_block(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j
 
 /* getrf_multi.c: getrf of the staged matrix l->a across the devices of operators.<op>.devices,
  * for a synchronous call large enough to gain (*taken = 0: not taken, nothing done): each
- * device holds the matrix and updates the block columns it owns (1-D block-column cyclic), the
+ * device updates the block columns it owns (1-D block-column cyclic; the devices other than
+ * the call's hold only those and a panel's place), the
  * panels are broadcast through pinned host memory, and at the end the factors and pivots are
  * in l->a and l->ctx.ipiv_mem as lu_factor leaves them. lu_multi_release: after the call's
  * wait, frees what it holds (NULL is a no-op). */

@@ -3,9 +3,11 @@
  * getrf_mgpu and cuSOLVERMg lay it out), so that row interchanges stay on each device and only
  * the panels and their pivots cross between them.
  *
- * Every device holds a working matrix of the whole extent, in which it keeps the block columns
- * it owns (the others' places are scratch): the device that owns a panel's block column factors
- * it and the host sends it, with its pivots, to the others through pinned host memory (a
+ * The call's device works in the call's matrix, where the block columns it does not own are
+ * scratch until they come home; every other device holds only its own block columns, side by
+ * side, after a panel's place (its columns [0, NB): see block_view). The device that owns a
+ * panel's block column factors it and the host sends it, with its pivots, to the others through
+ * pinned host memory (a
  * bridge: NVIDIA's OpenCL moves data between two GPUs at ~1 GB/s on any of its own paths, and
  * pinned transfers run at ~55 GB/s); then every device applies the panel's interchanges to its
  * block columns right of it, U12 = L11^-1 A12 and A22 -= L21 U12 there (the engine's kernels, one
@@ -16,10 +18,7 @@
  * factors and pivots then stand as lu_factor leaves them. The same kernels run on the same
  * elements as on one device, so the pivots and info are those of the one-device path.
  *
- * Only synchronous calls go across devices: the host waits for each panel before sending it.
- * Every device's share of the memory is the whole matrix, not its block columns alone: the
- * engine's kernels index one matrix by global rows and columns (a compact layout needs them to
- * take a column map). */
+ * Only synchronous calls go across devices: the host waits for each panel before sending it. */
 #include "getrf.h"
 
 #include <stdlib.h>
@@ -62,6 +61,30 @@ static int64_t block_width(const struct lu_multi *m, int64_t block)
 {
     const int64_t c0 = block * m->nb;
     return m->cols - c0 < m->nb ? m->cols - c0 : m->nb;
+}
+
+/* Device d's matrix viewed so that the columns of block column b, which d owns (or panel b's
+ * place, on a device that does not own it), are addressed by their column in the whole matrix:
+ * the engine's steps index one matrix by global rows and columns, and the view's offset alone
+ * maps those columns to where the device keeps them. The call's device keeps every column in
+ * place. Another keeps its k-th own block column at columns NB (k + 1) .. and a panel it does
+ * not own at 0 .. NB (rows stay global, so the pivots apply as they are). The offset of the
+ * view may be negative; every element addressed through it is in the device's matrix. */
+static struct lu_matrix block_view(const struct lu_multi *m, int32_t d, int64_t b)
+{
+    struct lu_matrix v = m->m[d];
+    if (d == 0)
+        return v;
+    const int64_t local = owner(m, b) == d ? (b / m->count + 1) * m->nb : 0;
+    v.offset += local - b * m->nb;
+    return v;
+}
+
+/* Block columns device d owns. */
+static int64_t owned_blocks(const struct lu_multi *m, int32_t d)
+{
+    const int64_t blocks = (m->cols + m->nb - 1) / m->nb;
+    return (blocks - d + m->count - 1) / m->count;
 }
 
 /* ---- Which calls go across devices ----------------------------------------------------------- */
@@ -109,10 +132,12 @@ static int32_t devices_for(const struct op_call *call, const struct lu_ctx *ctx,
 
 /* ---- Moving blocks between devices ----------------------------------------------------------- */
 
-/* Device d's matrix from element (r0, c0) on, as bridge_rect_terms takes it, on d's queue. */
-static struct bridge_rect rect_of(const struct lu_multi *m, int32_t d, int64_t r0, int64_t c0)
+/* Element (r0, c0) on of device d's matrix, in its view of block column b (block_view), as
+ * bridge_rect_terms takes it, on d's queue. */
+static struct bridge_rect rect_of(const struct lu_multi *m, int32_t d, int64_t b, int64_t r0,
+                                  int64_t c0)
 {
-    const struct lu_matrix *a = &m->m[d];
+    const struct lu_matrix view = block_view(m, d, b), *a = &view;
     return (struct bridge_rect){.queue = m->ctx[d]->queue,
                                 .mem = a->mem,
                                 .offset = (size_t)((a->offset + r0 * a->ld + c0) * m->es),
@@ -150,12 +175,12 @@ static int32_t slot_index(const struct lu_multi *m, const struct bridge *b)
     return (int32_t)(b - m->slot);
 }
 
-/* Enqueues a download of a rectangle of device d's matrix into `b` and flushes; *done marks it
- * (and all before it on d's queue). */
-static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, int64_t r0, int64_t rows,
-                        int64_t c0, int64_t cols, cl_event *done)
+/* Enqueues a download of a rectangle of device d's matrix, inside block column `block`, into
+ * `b` and flushes; *done marks it (and all before it on d's queue). */
+static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, int64_t block, int64_t r0,
+                        int64_t rows, int64_t c0, int64_t cols, cl_event *done)
 {
-    const struct bridge_rect r = rect_of(m, d, r0, c0);
+    const struct bridge_rect r = rect_of(m, d, block, r0, c0);
     const size_t width = (size_t)(cols * m->es), host_origin[3] = {0, 0, 0};
     size_t origin[3], region[3];
     bridge_rect_terms(&r, 0, (size_t)rows, width, origin, region);
@@ -170,12 +195,12 @@ static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, int64_t
     return CLOPS_OK;
 }
 
-/* Enqueues an upload of `b` into the same rectangle of device d's matrix, recorded as a reader
- * of its slot. */
-static int32_t upload(struct lu_multi *m, int32_t d, struct bridge *b, int64_t r0, int64_t rows,
-                      int64_t c0, int64_t cols)
+/* Enqueues an upload of `b` into the same rectangle of device d's matrix, inside block column
+ * `block`, recorded as a reader of its slot. */
+static int32_t upload(struct lu_multi *m, int32_t d, struct bridge *b, int64_t block, int64_t r0,
+                      int64_t rows, int64_t c0, int64_t cols)
 {
-    const struct bridge_rect r = rect_of(m, d, r0, c0);
+    const struct bridge_rect r = rect_of(m, d, block, r0, c0);
     const size_t width = (size_t)(cols * m->es), host_origin[3] = {0, 0, 0};
     size_t origin[3], region[3];
     bridge_rect_terms(&r, 0, (size_t)rows, width, origin, region);
@@ -209,11 +234,11 @@ static int32_t move_block(struct lu_multi *m, int32_t from, int32_t to, int64_t 
     cl_event done = NULL;
     int32_t status = take_slot(m, &slot);
     if (status == CLOPS_OK)
-        status = download(m, from, slot, 0, m->rows, c0, w, &done);
+        status = download(m, from, slot, b, 0, m->rows, c0, w, &done);
     if (status == CLOPS_OK)
         status = wait_event(m, &done);
     if (status == CLOPS_OK)
-        status = upload(m, to, slot, 0, m->rows, c0, w);
+        status = upload(m, to, slot, b, 0, m->rows, c0, w);
     if (done != NULL)
         clReleaseEvent(done);
     return status;
@@ -228,7 +253,8 @@ static int32_t factor_panel(struct lu_multi *m, int64_t k, struct bridge **slot,
     const int32_t o = owner(m, k);
     struct lu_ctx *ctx = m->ctx[o];
     const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
-    int32_t status = lu_factor_block(ctx, &m->m[o], j, jb, m->pivoting, m->mn);
+    const struct lu_matrix view = block_view(m, o, k);
+    int32_t status = lu_factor_block(ctx, &view, j, jb, m->pivoting, m->mn);
     if (status == CLOPS_OK)
         status = take_slot(m, slot);
     cl_int rc = CL_SUCCESS;
@@ -242,7 +268,7 @@ static int32_t factor_panel(struct lu_multi *m, int64_t k, struct bridge **slot,
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: downloading a panel's pivots failed", m->op);
     if (status == CLOPS_OK)
-        status = download(m, o, *slot, j, m->rows - j, j, jb, done);
+        status = download(m, o, *slot, k, j, m->rows - j, j, jb, done);
     return status;
 }
 
@@ -254,7 +280,7 @@ static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct bridge *slo
     for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
         if (d == owner(m, k))
             continue;
-        status = upload(m, d, slot, j, m->rows - j, j, jb);
+        status = upload(m, d, slot, k, j, m->rows - j, j, jb);
         /* m->piv stays as it is until the call's release: the write may read it any time. */
         cl_int rc = status == CLOPS_OK ? clEnqueueWriteBuffer(m->ctx[d]->queue, m->ctx[d]->ipiv_mem,
                                                               CL_FALSE, (size_t)j * sizeof(int32_t),
@@ -274,7 +300,7 @@ static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t j
                              int64_t b1, int64_t from)
 {
     struct lu_ctx *ctx = m->ctx[d];
-    const struct lu_matrix *a = &m->m[d];
+    const struct lu_matrix panel = block_view(m, d, j / m->nb); /* L11 and L21 */
     int32_t status = CLOPS_OK;
     int inverted = 0;
     for (int64_t b = b0; b < b1 && status == CLOPS_OK; b++) {
@@ -283,19 +309,19 @@ static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t j
         const int64_t c0 = b * m->nb > from ? b * m->nb : from, c1 = b * m->nb + block_width(m, b);
         if (c1 <= c0)
             continue;
-        const struct lu_matrix block = lu_column_range(a, c0, c1);
+        const struct lu_matrix a = block_view(m, d, b), block = lu_column_range(&a, c0, c1);
         if (m->pivoting == LU_PIVOTING_PARTIAL)
             status = lu_laswp(ctx, &ctx->main, &block, 0, 0, j, j + jb, 0);
         if (status == CLOPS_OK && !inverted)
-            status = lu_invert_diagonal_blocks(ctx, &ctx->main, a, j, jb, 1, 0, 0, 1, 1);
+            status = lu_invert_diagonal_blocks(ctx, &ctx->main, &panel, j, jb, 1, 0, 0, 1, 1);
         inverted = 1;
         if (status == CLOPS_OK)
-            status = lu_apply_inverse(ctx, &ctx->main, jb, 0, a, j, c0, c1 - c0);
-        if (status != CLOPS_OK || a->rows == j + jb)
+            status = lu_apply_inverse(ctx, &ctx->main, jb, 0, &a, j, c0, c1 - c0);
+        if (status != CLOPS_OK || a.rows == j + jb)
             continue;
-        const struct gemm_operand l21 = lu_operand(a, j + jb, j), u12 = lu_operand(a, j, c0);
-        const struct gemm_operand a22 = lu_operand(a, j + jb, c0);
-        status = gemm_enqueue(&ctx->gemm, ctx->queue, ctx->dtype, a->rows - j - jb, c1 - c0, jb,
+        const struct gemm_operand l21 = lu_operand(&panel, j + jb, j), u12 = lu_operand(&a, j, c0);
+        const struct gemm_operand a22 = lu_operand(&a, j + jb, c0);
+        status = gemm_enqueue(&ctx->gemm, ctx->queue, ctx->dtype, a.rows - j - jb, c1 - c0, jb,
                               -1.0, &l21, &u12, 1.0, &a22, ctx->op);
     }
     const cl_int rc = status == CLOPS_OK ? clFlush(ctx->queue) : CL_SUCCESS;
@@ -333,14 +359,21 @@ static int32_t factor_steps(struct lu_multi *m)
 }
 
 /* The panels' interchanges on the columns left of each, in order, on every device (its own
- * block columns there are final once no later step reads them). */
+ * block columns there are final once no later step reads them): on the call's device all of
+ * them, on another the block columns it owns left of the panel, side by side after the
+ * panel's place. */
 static int32_t swap_left(struct lu_multi *m)
 {
     int32_t status = CLOPS_OK;
     for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
         for (int64_t j = m->nb; j < m->mn && status == CLOPS_OK; j += m->nb) {
-            const int64_t jb = m->mn - j < m->nb ? m->mn - j : m->nb;
-            const struct lu_matrix left = lu_column_range(&m->m[d], 0, j);
+            const int64_t jb = m->mn - j < m->nb ? m->mn - j : m->nb, k = j / m->nb;
+            const int64_t mine = (k - d + m->count - 1) / m->count; /* of blocks 0 .. k - 1 */
+            if (d > 0 && mine == 0)
+                continue;
+            const struct lu_matrix left =
+                d == 0 ? lu_column_range(&m->m[0], 0, j)
+                       : lu_column_range(&m->m[d], m->nb, (mine + 1) * m->nb);
             status = lu_laswp(m->ctx[d], &m->ctx[d]->main, &left, 0, 0, j, j + jb, 0);
         }
     return status;
@@ -373,8 +406,9 @@ static int32_t gather(struct lu_multi *m)
     return status;
 }
 
-/* A context and a working matrix on each other device, their pivots cleared, and the blocks
- * each owns copied from the call's matrix. */
+/* A context and a working matrix on each other device (a panel's place and the block columns
+ * it owns: block_view), their pivots cleared, and the blocks each owns copied from the call's
+ * matrix. */
 static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct pool_device **devs)
 {
     int32_t status = CLOPS_OK;
@@ -388,12 +422,12 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
         m->ctx[d] = ctx;
         status = lu_ctx_init(ctx, call->pool, devs[d], m->queue[d], call->impl, m->ctx[0]->dtype,
                              m->rows, m->mn);
-        if (status == CLOPS_OK)
-            status = pool_alloc_device_memory(devs[d], m->rows * m->cols * m->es, m->op,
-                                              "the matrix on another device", &m->m[d].mem);
-        m->m[d].ld = m->cols;
+        m->m[d].ld = (owned_blocks(m, d) + 1) * m->nb;
         m->m[d].rows = m->rows;
-        m->m[d].cols = m->cols;
+        m->m[d].cols = m->m[d].ld;
+        if (status == CLOPS_OK)
+            status = pool_alloc_device_memory(devs[d], m->rows * m->m[d].ld * m->es, m->op,
+                                              "a device's block columns", &m->m[d].mem);
         if (status == CLOPS_OK)
             status = lu_clear_info(ctx, m->mn);
     }
