@@ -308,6 +308,30 @@ static int pocl_before_7(const struct pool_device *dev)
            strtol(dev->info.driver_version, NULL, 10) < 7;
 }
 
+/* The same PoCL before 7 has a second defect there, which a pool of several of its devices
+ * meets: a cache entry is chosen by program hash, work-group size and the widest grid it was
+ * compiled for (a launch takes the first entry at least as wide as its grid), but released by
+ * program hash and work-group size alone, so two launches in flight of one kernel at one
+ * work-group size on grids of different widths can release each other's entry, and PoCL aborts
+ * the process (the same assertion). Within one device the launches end in order; across
+ * devices they do not, and devices of one name share the hash (it is made of the build's and
+ * the kernel's). So the second and later device of a name in a pool builds with
+ * -DCLOPS_POCL_TWIN=<k>, a define no kernel reads, which gives its programs a hash of their
+ * own: a pool of four identical CPU devices aborted in every LU across them at N = 640, NB = 8,
+ * and ran with it. The first such device builds as a pool of one would. */
+static int pocl_twin(const struct clops_pool *pool, const struct pool_device *dev)
+{
+    if (!pocl_before_7(dev))
+        return 0;
+    int twin = 0;
+    for (int32_t i = 0; i < dev->index; i++) {
+        const struct pool_device *other = pool_device_at(pool, i);
+        twin += strcmp(other->info.platform, dev->info.platform) == 0 &&
+                strcmp(other->info.name, dev->info.name) == 0;
+    }
+    return twin;
+}
+
 /* The pool's program of `source_name` with `options` (before the configured ones) on `dev`,
  * built on first use. `stale`: a program built from a cached binary that then lacked a kernel;
  * if the pool still holds it, it is retired and the program rebuilt from source with its cache
@@ -317,10 +341,13 @@ static int32_t find_program(struct clops_pool *pool, struct pool_device *dev, co
                             cl_program *out, int *from_cache)
 {
     const struct config_op *settings = config_find_op(&pool->cfg, op_name);
-    char full[2048];
-    int n =
-        snprintf(full, sizeof full, "%s%s %s %s", pocl_before_7(dev) ? "-DCLOPS_NO_REQD_WG " : "",
-                 pool->cfg.build_options, settings != NULL ? settings->build_options : "", options);
+    char full[2048], twin[40] = "";
+    const int k = pocl_twin(pool, dev);
+    if (k > 0)
+        snprintf(twin, sizeof twin, "-DCLOPS_POCL_TWIN=%d ", k);
+    int n = snprintf(full, sizeof full, "%s%s%s %s %s",
+                     pocl_before_7(dev) ? "-DCLOPS_NO_REQD_WG " : "", twin, pool->cfg.build_options,
+                     settings != NULL ? settings->build_options : "", options);
     if (n < 0 || (size_t)n >= sizeof full)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: build options are too long (%d bytes)",
                        op_name, n);
