@@ -8,10 +8,13 @@
  * statistics); a matrix of too few block columns stays on one device; solve's X; and the fault
  * sweep: a call in which any OpenCL call or allocation fails reports it and leaves a, ipiv and
  * info untouched. Links the core with fault injection (fault_inject.h). */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "entry.h"
 #include "fault_inject.h"
@@ -238,6 +241,166 @@ START_TEST(test_other_devices_hold_only_their_block_columns)
 }
 END_TEST
 
+/* ---- Submitted calls ------------------------------------------------------------------------ */
+
+/* The cl_context of the pool's device 0 (tu_pool_context's, on the static core's table). */
+static cl_context context_of(struct clops_pool *pool)
+{
+    struct clops_buffer *b = NULL;
+    ck_assert_int_eq(api->buffer_create(pool, 64, &b), CLOPS_OK);
+    struct clops_buffer_cl_args a = {.struct_size = sizeof a, .buffer = b};
+    ck_assert_int_eq(api->buffer_cl(&a), CLOPS_OK);
+    api->buffer_release(b);
+    return a.cl_context;
+}
+
+static struct clops_stream *new_stream(struct clops_pool *pool)
+{
+    struct clops_stream_create_args a = {.struct_size = sizeof a, .pool = pool};
+    ck_assert_msg(api->stream_create(&a) == CLOPS_OK, "%s", api->last_error());
+    return a.stream;
+}
+
+/* lu of r on stream s, behind `gate` (a cl_event; NULL: none). */
+static struct clops_event *submit_factor(struct clops_stream *s, struct factored *r, cl_event gate)
+{
+    const int64_t mn = r->f.rows < r->f.cols ? r->f.rows : r->f.cols;
+    const struct clops_tensor ta = tmat_tensor(&r->f), tp = i32_vector(r->ipiv, mn),
+                              ti = i32_vector(&r->info, 1);
+    const struct clops_arg args[] = {
+        {.name = "a", .kind = CLOPS_PARAM_TENSOR_INOUT, .tensor = &ta},
+        {.name = "ipiv", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &tp},
+        {.name = "info", .kind = CLOPS_PARAM_TENSOR_OUT, .tensor = &ti}};
+    void *gates[] = {gate};
+    struct clops_submit_args x = {.struct_size = sizeof x,
+                                  .op_index = api->op_index(api->op_find("lu")),
+                                  .stream = s,
+                                  .args = args,
+                                  .nargs = 3,
+                                  .arg_size = sizeof args[0],
+                                  .cl_wait_events = gate != NULL ? gates : NULL,
+                                  .cl_wait_count = gate != NULL};
+    ck_assert_msg(api->submit(&x) == CLOPS_OK, "%s", api->last_error());
+    return x.event;
+}
+
+static struct clops_event_query_args query(struct clops_event *e)
+{
+    struct clops_event_query_args q = {.struct_size = sizeof q, .event = e};
+    ck_assert_int_eq(api->event_query(&q), CLOPS_OK);
+    return q;
+}
+
+static int32_t wait_event(struct clops_event *e, int64_t timeout_ns)
+{
+    struct clops_event_wait_args w = {
+        .struct_size = sizeof w, .count = 1, .events = &e, .timeout_ns = timeout_ns, .wait_all = 1};
+    return api->event_wait(&w);
+}
+
+static void release(struct clops_event *e, struct clops_stream *s)
+{
+    struct clops_event_release_args er = {.struct_size = sizeof er, .event = e};
+    ck_assert_int_eq(api->event_release(&er), CLOPS_OK);
+    struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = s};
+    ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
+}
+
+/* A submitted lu goes across the devices too, once its gate opens (nothing written and no
+ * device at work before), with one device's factors, pivots and info, and its progress whole.
+ * Without the gate where device 0 is PoCL 3.1's basic driver (test_lu_multi_uneven): it never
+ * runs a queue on once a user event it waited for completes (a plain OpenCL program hangs in
+ * clFinish there), so the gate is tested on the pthread devices. */
+START_TEST(test_a_submitted_lu_across_devices_matches_one_device)
+{
+    struct clops_pool *one = two_devices(""), *both = across();
+    const struct lu_case c = {CLOPS_F64, 300, 300, 1, KIND_RANDOM, 0, -1};
+    const struct tmat a = case_matrix(&c, 2900);
+    struct factored x = factor_on(one, &a, 0), y = outputs_for(&a);
+    ck_assert_int_eq(x.status, CLOPS_OK);
+    struct clops_stream *s = new_stream(both);
+    const char *drivers = getenv("POCL_DEVICES");
+    cl_event gate = NULL;
+    if (drivers == NULL || strncmp(drivers, "basic", 5) != 0) {
+        cl_int rc;
+        gate = clCreateUserEvent(context_of(both), &rc);
+        ck_assert_int_eq(rc, CL_SUCCESS);
+    }
+    const int64_t before = tasks(both, 1);
+    struct clops_event *e = submit_factor(s, &y, gate);
+    if (gate != NULL) {
+        ck_assert_int_eq(wait_event(e, 50 * 1000 * 1000), CLOPS_ERR_TIMEOUT);
+        ck_assert_msg(tmat_equal(&y.f, &a), "a written before the gate opened");
+        ck_assert_int_eq(y.info, -7);
+        ck_assert_int_eq(tasks(both, 1), before);
+        ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+        clReleaseEvent(gate);
+    }
+    ck_assert_int_eq(wait_event(e, -1), CLOPS_OK);
+    const struct clops_event_query_args q = query(e);
+    ck_assert_msg(q.state == CLOPS_EVENT_COMPLETE && q.status == CLOPS_OK, "%s", q.message);
+    ck_assert(q.progress == 1.0);
+    ck_assert_int_gt(tasks(both, 1), before); /* device 1 factored its block columns */
+    ck_assert_int_eq(y.info, x.info);
+    ck_assert_int_eq(memcmp(x.ipiv, y.ipiv, 300 * sizeof(int32_t)), 0);
+    ck_assert_msg(tmat_equal(&x.f, &y.f), "the submitted factors differ from one device's");
+    release(e, s);
+    free(x.f.data);
+    free(y.f.data);
+    free(x.ipiv);
+    free(y.ipiv);
+    free(a.data);
+    api->pool_release(one);
+    api->pool_release(both);
+}
+END_TEST
+
+/* Cancelled between panels once some are done: CLOPS_ERR_CANCELLED, and a, ipiv and info as
+ * they were; the stream runs the next call right. */
+START_TEST(test_a_submitted_lu_across_devices_cancels_between_panels)
+{
+    struct clops_pool *both = two_devices("lu = { devices = [0, 1]; split_min_ms = 0; nb = 8; };");
+    const struct lu_case c = {CLOPS_F64, 640, 640, 0, KIND_RANDOM, 0, -1};
+    const struct tmat a = case_matrix(&c, 3000);
+    struct factored y = outputs_for(&a);
+    struct clops_stream *s = new_stream(both);
+    struct clops_event *e = submit_factor(s, &y, NULL);
+    double progress = 0;
+    for (int i = 0; i < 60000 && progress == 0; i++) { /* a panel done: 60 s at most */
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+        progress = query(e).progress;
+    }
+    ck_assert_msg(progress > 0 && progress < 0.5, "progress %g when cancelled", progress);
+    struct clops_event_cancel_args cancel = {.struct_size = sizeof cancel, .event = e};
+    ck_assert_int_eq(api->event_cancel(&cancel), CLOPS_OK);
+    ck_assert_int_eq(wait_event(e, -1), CLOPS_OK);
+    const struct clops_event_query_args q = query(e);
+    ck_assert_int_eq(q.state, CLOPS_EVENT_CANCELLED);
+    ck_assert_int_eq(q.status, CLOPS_ERR_CANCELLED);
+    /* It went across: device 1 held its 40 block columns of the 80 (or its share of them). */
+    const int64_t share = 640 * 8 * 8 * (80 / api->pool_device_count(both));
+    struct clops_memory_stats_args m = {.struct_size = sizeof m, .pool = both, .device = 1};
+    ck_assert_int_eq(api->memory_stats(&m), CLOPS_OK);
+    ck_assert_msg(m.peak_bytes >= share, "device 1's peak %lld < %lld", (long long)m.peak_bytes,
+                  (long long)share);
+    ck_assert_msg(strstr(q.message, "panels") != NULL, "message: %s", q.message);
+    ck_assert_msg(tmat_equal(&y.f, &a), "a cancelled call wrote a");
+    ck_assert_int_eq(y.info, -7);
+    for (int64_t k = 0; k < 640; k++)
+        ck_assert_int_eq(y.ipiv[k], 0);
+    release(e, s);
+    struct factored after = factor_on(both, &a, 0);
+    ck_assert_int_eq(after.status, CLOPS_OK);
+    ck_assert(lu_ratio(&a, &after.f, after.ipiv) < LU_RATIO_MAX);
+    free(y.f.data);
+    free(y.ipiv);
+    free(after.f.data);
+    free(after.ipiv);
+    free(a.data);
+    api->pool_release(both);
+}
+END_TEST
+
 /* Any OpenCL call or allocation of the call failing: an error, and a, ipiv and info as they
  * were; the next call right. */
 START_TEST(test_a_failure_anywhere_leaves_the_outputs_untouched)
@@ -298,6 +461,8 @@ int main(void)
         TU_TEST(test_a_small_lu_stays_on_one_device),
         TU_TEST(test_solve_across_devices_matches_one_device),
         TU_TEST(test_other_devices_hold_only_their_block_columns),
+        TU_TEST(test_a_submitted_lu_across_devices_matches_one_device),
+        TU_TEST(test_a_submitted_lu_across_devices_cancels_between_panels),
         TU_LOOP(test_a_failure_anywhere_leaves_the_outputs_untouched, 2),
     };
     return tu_run_tests("lu_multi", 1200, 1, tests, TU_COUNT(tests));

@@ -18,7 +18,10 @@
  * factors and pivots then stand as lu_factor leaves them. The same kernels run on the same
  * elements as on one device, so the pivots and info are those of the one-device path.
  *
- * Only synchronous calls go across devices: the host waits for each panel before sending it. */
+ * The host waits for each panel before sending it: a synchronous call on the caller's thread, a
+ * submitted one on its stream's thread that starts calls (never the host's), after the stream's
+ * earlier work on the call's queue, which every transfer from the call's device follows. Between
+ * panels the call's pace (pace.h) stops a cancelled call and counts its progress. */
 #include "getrf.h"
 
 #include <stdlib.h>
@@ -89,15 +92,15 @@ static int64_t owned_blocks(const struct lu_multi *m, int32_t d)
 
 /* ---- Which calls go across devices ----------------------------------------------------------- */
 
-/* The devices of operators.<op>.devices, the call's own first, when the call is synchronous,
- * its device is one of them, all are open and take its dtype, and its work would last
+/* The devices of operators.<op>.devices, the call's own first, when the call's device is one
+ * of them, all are open and take its dtype, and its work would last
  * operators.<op>.split_min_ms on the fastest of them: as many of them as own two block columns
  * each, at least two; else 0. */
 static int32_t devices_for(const struct op_call *call, const struct lu_ctx *ctx, int64_t rows,
                            int64_t cols, struct pool_device **devs)
 {
     const struct config_op *cfg = pool_op_split(call->pool, registry_index(call->impl->desc));
-    if (cfg == NULL || call->control == NULL || call->control->submitted)
+    if (cfg == NULL || call->control == NULL)
         return 0;
     int32_t count = 1, mine = 0;
     devs[0] = call->dev;
@@ -341,7 +344,10 @@ static int32_t factor_steps(struct lu_multi *m)
     int32_t status = factor_panel(m, 0, &slot, &done);
     for (int64_t k = 0; k < panels && status == CLOPS_OK; k++) {
         const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
-        status = broadcast_panel(m, k, slot, &done);
+        if (k > 0)
+            status = pace_unit_queued(&m->ctx[0]->pace); /* the panel before is queued */
+        if (status == CLOPS_OK)
+            status = broadcast_panel(m, k, slot, &done);
         if (status == CLOPS_OK && k + 1 < blocks)
             status = update_blocks(m, owner(m, k + 1), j, jb, k + 1, k + 2, 0);
         if (status == CLOPS_OK && k + 1 < panels)
@@ -505,6 +511,8 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
     m->m[0] = *a;
     log_msg(CLOPS_LOG_DEBUG, "%s: %lld x %lld across %d devices, block columns of %lld", m->op,
             (long long)m->rows, (long long)m->cols, (int)count, (long long)m->nb);
+    if (l->ctx.call != NULL) /* the call's units: the panels */
+        pace_begin(&l->ctx.pace, l->ctx.call, l->ctx.queue, (mn + m->nb - 1) / m->nb, "panels");
     int32_t status = lu_clear_info(&l->ctx, mn);
     if (status == CLOPS_OK)
         status = open_devices(m, call, devs);
