@@ -127,6 +127,7 @@ struct call {
     int32_t part;                /* a part of a split call: its parent counts in the statistics */
     int32_t awaited;             /* call_await ran: call_complete only commits and releases */
     struct split_state *split;   /* its parts across devices, until call_complete (call_split.c) */
+    int32_t writes_back; /* a submitted split call's device outputs come back after its parts */
     union op_value values[CALL_MAX_PARAMS];
     struct clops_tensor tensors[CALL_MAX_PARAMS];
     /* The plan (op.plan, impl->plan_size bytes), then the copies of the strings. */
@@ -452,6 +453,16 @@ int call_host_overlaps(const struct call *writer, const struct call *other)
         }
     }
     return 0;
+}
+
+int call_writes_back(const struct call *call)
+{
+    return call->writes_back;
+}
+
+void call_set_writes_back(struct call *call)
+{
+    call->writes_back = 1;
 }
 
 struct op_call *call_op(struct call *call)

@@ -79,6 +79,12 @@ int32_t call_fail(struct call *call, int32_t status, const char *message);
  * writes in host memory shares a byte with any host tensor of `other`. */
 int call_writes_host(const struct call *call);
 int call_host_overlaps(const struct call *writer, const struct call *other);
+/* Whether a submitted split call writes device buffers once its parts are over (the blocks of
+ * a device output computed on another device go home then, from the stream's completer): the
+ * stream's later work waits for its outcome on the host before it starts. Set by
+ * call_split_submit on the stream's starter thread, which alone reads it. */
+int call_writes_back(const struct call *call);
+void call_set_writes_back(struct call *call);
 
 /* The call's operator state, its operator's index in the registry; a part of a split call
  * (call_split.c), which does not count in the statistics (its parent does). */
@@ -90,13 +96,13 @@ void call_mark_part(struct call *call);
  * 1 once the call has completed that way (its status in its error, as call_complete leaves it),
  * 0 when it is not split (nothing was done). */
 int call_split_run(struct call *call);
-/* call_split.c: the same for a checked submitted call on host operands, on the stream's thread
- * that starts calls: once the stream's earlier work on `queue` has ended (waited for there),
- * its parts are started and not waited for, the one on the stream's device on `queue`, the
- * others on their devices' queues. The call then has no end marker of its
- * own (its event's waiters wait on the host; its outputs are host memory, which the stream's
- * later calls reading it wait for anyway). 1 when split, 0 when not (nothing done);
- * call_complete finishes it. */
+/* call_split.c: the same for a checked submitted call, on the stream's thread that starts
+ * calls: once the stream's earlier work on `queue` has ended (waited for there), its parts are
+ * started and not waited for, the one on the stream's device on `queue`, the others on their
+ * devices' queues. The call then has no end marker of its own: its event's waiters wait on the
+ * host, the stream's later calls reading its host outputs wait for it anyway, and with device
+ * outputs every later job of the stream waits for it (call_writes_back). 1 when split, 0 when
+ * not (nothing done); call_complete finishes it. */
 int call_split_submit(struct call *call, cl_command_queue queue);
 /* call_split.c: a split call's end, from call_complete: its parts awaited, and committed only
  * when all succeeded. */

@@ -11,10 +11,12 @@
  * pinned transfer at ~55). A device output's blocks computed where it lives are written in
  * place, so a failed call may leave some of them written (a host output is never).
  *
- * A synchronous call runs it all on the caller's thread (call_split_run). A submitted call on
- * host operands (call_split_submit) is started by its stream's starter thread, once the
- * stream's earlier work has ended, its part on the stream's device on the stream's queue; its
- * completer thread finishes it (call_complete, call_split_finish), in the stream's order. */
+ * A synchronous call runs it all on the caller's thread (call_split_run). A submitted call
+ * (call_split_submit) is started by its stream's starter thread, once the stream's earlier work
+ * has ended, its part on the stream's device on the stream's queue; its completer thread
+ * finishes it (call_complete, call_split_finish), in the stream's order. A device output's
+ * blocks computed elsewhere go home there, after the parts, so the stream's later jobs wait
+ * for such a call on the host before they start (call_writes_back). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -348,9 +350,8 @@ static void finish_parts(struct call *call, struct split_state *s)
 }
 
 /* The split of a checked call across the devices of operators.<op>.devices, its parts made
- * (NULL: not split). `submitted`: only host operands split (a device buffer's earlier writers
- * on the stream would not be ordered before another device's copy of it). */
-static struct split_state *split_plan(struct call *call, int submitted)
+ * (NULL: not split). */
+static struct split_state *split_plan(struct call *call)
 {
     struct op_call *op = call_op(call);
     const int32_t index = call_index(call);
@@ -358,10 +359,6 @@ static struct split_state *split_plan(struct call *call, int submitted)
     if (cfg == NULL || op->impl->cut == NULL || op->nothing_to_do || !operands_movable(op) ||
         call_cancel_requested(op))
         return NULL;
-    for (int32_t i = 0; submitted && i < op->impl->desc->param_count; i++)
-        if (op_kind_is_tensor(op->impl->desc->params[i].kind) && op->values[i].tensor != NULL &&
-            op->values[i].tensor->buffer != NULL)
-            return NULL;
     /* Double precision when any tensor of the call is f64: the peak estimates use it. */
     int32_t f64 = 0;
     for (int32_t i = 0; i < op->impl->desc->param_count; i++) {
@@ -431,7 +428,7 @@ void call_split_finish(struct call *call)
 
 int call_split_run(struct call *call)
 {
-    struct split_state *s = split_plan(call, 0);
+    struct split_state *s = split_plan(call);
     if (s == NULL)
         return 0;
     call_set_split_state(call, s);
@@ -442,7 +439,7 @@ int call_split_run(struct call *call)
 
 int call_split_submit(struct call *call, cl_command_queue queue)
 {
-    struct split_state *s = split_plan(call, 1);
+    struct split_state *s = split_plan(call);
     if (s == NULL)
         return 0;
     /* The parts on other devices are ordered after nothing on the stream's queue: the stream's
@@ -466,6 +463,12 @@ int call_split_submit(struct call *call, cl_command_queue queue)
             if (pool_device_id(pool_device_at(call_op(call)->pool, i)) == device)
                 s->stream_dev = pool_device_at(call_op(call)->pool, i);
     s->stream_queue = queue;
+    const struct op_call *op = call_op(call);
+    for (int32_t p = 0; p < op->impl->desc->param_count; p++)
+        if (op->impl->desc->params[p].kind != CLOPS_PARAM_TENSOR_IN &&
+            op_kind_is_tensor(op->impl->desc->params[p].kind) && op->values[p].tensor != NULL &&
+            op->values[p].tensor->buffer != NULL)
+            call_set_writes_back(call);
     call_set_split_state(call, s);
     start_parts(call, s);
     return 1;

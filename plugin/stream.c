@@ -144,16 +144,19 @@ static int32_t new_job(enum job_kind kind, const struct stream_waits *waits, con
 
 /* ---- The starter ---- */
 
-/* Waits, for a call about to start, until no started call of the stream writes host memory
- * that it reads or writes: the stream's promise that a call sees the results of the calls
- * submitted before it, host outputs included (those are written when a call finishes). */
+/* Waits, for a job about to start, until no started call of the stream writes host memory
+ * that it reads or writes, or writes device buffers after its parts (call_writes_back): the
+ * stream's promise that a job sees the results of the calls submitted before it, host outputs
+ * included (those are written when a call finishes). */
 static void wait_for_host_writers(struct clops_stream *s, struct stream_job *job)
 {
     for (;;) {
         struct clops_event *writer = NULL;
         os_mutex_lock(&s->lock);
         for (struct stream_job *j = s->started; j != NULL && writer == NULL; j = j->next)
-            if (j->kind == JOB_CALL && call_host_overlaps(j->call, job->call)) {
+            if (j->kind == JOB_CALL &&
+                (call_writes_back(j->call) ||
+                 (job->kind == JOB_CALL && call_host_overlaps(j->call, job->call)))) {
                 writer = j->event;
                 event_hold(writer);
             }
@@ -236,6 +239,8 @@ static void start_job(struct clops_stream *s, struct stream_job *job)
         event_started(job->event, call_done_marker(job->call), call_writes_host(job->call));
         return;
     }
+    if (status == CLOPS_OK)
+        wait_for_host_writers(s, job);
     if (status == CLOPS_OK && atomic_load(&event_control(job->event)->cancel))
         status = err_set(CLOPS_ERR_CANCELLED, "buffer_copy: cancelled before it started");
     else if (status == CLOPS_OK)

@@ -4,7 +4,8 @@
  * synchronous call on one device, both devices worked; a split call behind a gate (a cl_event
  * the stream waits for) does not run before the gate opens, on either device; a call of the
  * same stream reading the split call's C sees it whole; a call cancelled before it starts
- * writes nothing; several streams of threads submitting split calls at once (TSan in CI). */
+ * writes nothing; a split call on device buffers, whose next job on the stream sees its C
+ * whole; several streams of threads submitting split calls at once (TSan in CI). */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <check.h>
@@ -224,6 +225,66 @@ START_TEST(test_a_cancelled_split_call_writes_nothing)
 }
 END_TEST
 
+/* A buffer of `pool` holding `bytes` of `data`. */
+static struct clops_buffer *buffer_with(struct clops_pool *pool, const void *data, int64_t bytes)
+{
+    struct clops_buffer *b = NULL;
+    ck_assert_msg(api->buffer_create(pool, bytes, &b) == CLOPS_OK, "%s", api->last_error());
+    ck_assert_int_eq(api->buffer_upload(b, 0, data, bytes), CLOPS_OK);
+    return b;
+}
+
+/* A submitted split call on device buffers (device 0's): split too, both devices at work, C
+ * the one device's bits once the blocks computed on device 1 came home; and a buffer_copy the
+ * stream runs next, reading C, sees all of it (the stream's later jobs wait for the write-back). */
+START_TEST(test_a_submitted_split_call_on_device_buffers_matches_one_device)
+{
+    struct clops_pool *split = split_pool(), *whole = whole_pool();
+    struct product one, two;
+    product_make(&one, 35);
+    product_make(&two, 35);
+    gemm_now(whole, &one);
+    struct clops_buffer *a = buffer_with(split, two.a, sizeof(float) * M * K),
+                        *b = buffer_with(split, two.b, sizeof(float) * K * N),
+                        *c = buffer_with(split, two.c, sizeof(float) * M * N),
+                        *d = buffer_with(split, two.c, sizeof(float) * M * N);
+    struct product on_device = {.ta = clops_matrix_on_device(a, CLOPS_F32, M, K, K, 0),
+                                .tb = clops_matrix_on_device(b, CLOPS_F32, K, N, N, 0),
+                                .tc = clops_matrix_on_device(c, CLOPS_F32, M, N, N, 0)};
+    struct clops_stream *s = new_stream(split);
+    const int64_t before[2] = {tasks(split, 0), tasks(split, 1)};
+    struct clops_event *e1 = submit_product(s, &on_device, NULL, NULL);
+    struct clops_buffer_copy_args copy = {.struct_size = sizeof copy,
+                                          .stream = s,
+                                          .src = c,
+                                          .dst = d,
+                                          .bytes = sizeof(float) * M * N};
+    ck_assert_msg(api->buffer_copy(&copy) == CLOPS_OK, "%s", api->last_error());
+    ck_assert_int_eq(wait_event(copy.event, -1), CLOPS_OK);
+    ck_assert_int_eq(query(e1).state, CLOPS_EVENT_COMPLETE);
+    ck_assert_int_eq(query(copy.event).state, CLOPS_EVENT_COMPLETE);
+    ck_assert_msg(tasks(split, 0) > before[0] && tasks(split, 1) > before[1],
+                  "both devices should have had a part");
+    ck_assert_int_eq(api->buffer_download(c, 0, two.c, sizeof(float) * M * N), CLOPS_OK);
+    ck_assert_msg(memcmp(one.c, two.c, sizeof(float) * M * N) == 0,
+                  "the split C on the device differs from the one device's");
+    ck_assert_int_eq(api->buffer_download(d, 0, two.c, sizeof(float) * M * N), CLOPS_OK);
+    ck_assert_msg(memcmp(one.c, two.c, sizeof(float) * M * N) == 0,
+                  "the stream's next job read C before all of it came home");
+    release_event(e1);
+    release_event(copy.event);
+    release_stream(s);
+    api->buffer_release(a);
+    api->buffer_release(b);
+    api->buffer_release(c);
+    api->buffer_release(d);
+    product_free(&one);
+    product_free(&two);
+    api->pool_release(split);
+    api->pool_release(whole);
+}
+END_TEST
+
 /* Threads each with a stream of one pool, each submitting split calls at once. */
 struct submitter {
     struct clops_pool *pool;
@@ -312,6 +373,7 @@ int main(void)
         TU_CASE_FIXTURE("split_stream", setup, NULL),
         TU_TEST(test_a_submitted_split_call_matches_one_device),
         TU_TEST(test_a_cancelled_split_call_writes_nothing),
+        TU_TEST(test_a_submitted_split_call_on_device_buffers_matches_one_device),
         TU_TEST(test_threads_submit_split_calls_at_once),
     };
     return tu_run_tests("split_stream", 600, 1, tests, TU_COUNT(tests));
