@@ -7,16 +7,16 @@
  * scratch until they come home; every other device holds only its own block columns, side by
  * side, after a panel's place (its columns [0, NB): see block_view). The device that owns a
  * panel's block column factors it and the host sends it, with its pivots, to the others through
- * pinned host memory (a
- * bridge: NVIDIA's OpenCL moves data between two GPUs at ~1 GB/s on any of its own paths, and
- * pinned transfers run at ~55 GB/s); then every device applies the panel's interchanges to its
- * block columns right of it, U12 = L11^-1 A12 and A22 -= L21 U12 there (the engine's kernels, one
- * GEMM a block column). With a look-ahead of one panel, the owner of the next block column
- * updates that one first and factors it at once, while the devices update the rest. At the end
- * each device applies every panel's interchanges to the columns left of it (the look-ahead's
- * order, factor_lookahead's), and its block columns come home to the call's device, where the
- * factors and pivots then stand as lu_factor leaves them. The same kernels run on the same
- * elements as on one device, so the pivots and info are those of the one-device path.
+ * pinned host memory (a bridge: NVIDIA's OpenCL moves data between two GPUs at ~1 GB/s on any
+ * of its own paths, and pinned transfers run at ~55 GB/s); then every device applies the
+ * panel's interchanges to its block columns right of it, U12 = L11^-1 A12 and A22 -= L21 U12
+ * there (the engine's kernels, one GEMM a block column). With a look-ahead of one panel, the
+ * owner of the next block column updates that one first and factors it at once, while the
+ * devices update the rest. At the end each device applies every panel's interchanges to the
+ * columns left of it (the look-ahead's order, factor_lookahead's), and its block columns come
+ * home to the call's device, where the factors and pivots then stand as lu_factor leaves them.
+ * The same kernels run on the same elements as on one device, so the pivots and info are those
+ * of the one-device path.
  *
  * The host waits for each panel before sending it: a synchronous call on the caller's thread, a
  * submitted one on its stream's thread that starts calls (never the host's), after the stream's
