@@ -83,6 +83,12 @@ static struct factored outputs_for(const struct tmat *a)
     return r;
 }
 
+static void factored_free(struct factored *r)
+{
+    free(r->f.data);
+    free(r->ipiv);
+}
+
 static void factor_into(struct clops_pool *pool, struct factored *r, int32_t pivoting)
 {
     const int64_t mn = r->f.rows < r->f.cols ? r->f.rows : r->f.cols;
@@ -129,10 +135,8 @@ START_TEST(test_lu_across_devices_matches_one_device)
         const double ratio = lu_ratio(&a, &y.f, y.ipiv);
         ck_assert_msg(ratio < LU_RATIO_MAX, "case %d: ratio %g", _i, ratio);
     }
-    free(x.f.data);
-    free(y.f.data);
-    free(x.ipiv);
-    free(y.ipiv);
+    factored_free(&x);
+    factored_free(&y);
     free(a.data);
     api->pool_release(one);
     api->pool_release(both);
@@ -149,8 +153,7 @@ START_TEST(test_a_small_lu_stays_on_one_device)
     ck_assert_int_eq(y.status, CLOPS_OK);
     ck_assert_int_eq(tasks(both, 1), 0);
     ck_assert(lu_ratio(&a, &y.f, y.ipiv) < LU_RATIO_MAX);
-    free(y.f.data);
-    free(y.ipiv);
+    factored_free(&y);
     free(a.data);
     api->pool_release(both);
 }
@@ -231,10 +234,8 @@ START_TEST(test_other_devices_hold_only_their_block_columns)
                       (long long)s.peak_bytes, (long long)mine, (long long)whole);
         ck_assert_int_eq(s.allocated_bytes < s.peak_bytes, 1); /* given back after the call */
     }
-    free(x.f.data);
-    free(y.f.data);
-    free(x.ipiv);
-    free(y.ipiv);
+    factored_free(&x);
+    factored_free(&y);
     free(a.data);
     api->pool_release(one);
     api->pool_release(both);
@@ -345,10 +346,8 @@ START_TEST(test_a_submitted_lu_across_devices_matches_one_device)
     ck_assert_int_eq(memcmp(x.ipiv, y.ipiv, 300 * sizeof(int32_t)), 0);
     ck_assert_msg(tmat_equal(&x.f, &y.f), "the submitted factors differ from one device's");
     release(e, s);
-    free(x.f.data);
-    free(y.f.data);
-    free(x.ipiv);
-    free(y.ipiv);
+    factored_free(&x);
+    factored_free(&y);
     free(a.data);
     api->pool_release(one);
     api->pool_release(both);
@@ -392,10 +391,8 @@ START_TEST(test_a_submitted_lu_across_devices_cancels_between_panels)
     struct factored after = factor_on(both, &a, 0);
     ck_assert_int_eq(after.status, CLOPS_OK);
     ck_assert(lu_ratio(&a, &after.f, after.ipiv) < LU_RATIO_MAX);
-    free(y.f.data);
-    free(y.ipiv);
-    free(after.f.data);
-    free(after.ipiv);
+    factored_free(&y);
+    factored_free(&after);
     free(a.data);
     api->pool_release(both);
 }
@@ -433,19 +430,15 @@ START_TEST(test_a_failure_anywhere_leaves_the_outputs_untouched)
             for (int64_t k = 0; k < 131; k++)
                 ck_assert_int_eq(r.ipiv[k], 0);
         }
-        free(r.f.data);
-        free(r.ipiv);
+        factored_free(&r);
     }
     ck_assert_int_gt(failures, 0);
     struct factored after = factor_on(both, &a, 0);
     ck_assert_int_eq(after.status, CLOPS_OK);
     ck_assert(tmat_equal(&after.f, &first.f));
-    free(first.f.data);
-    free(first.ipiv);
-    free(counted.f.data);
-    free(counted.ipiv);
-    free(after.f.data);
-    free(after.ipiv);
+    factored_free(&first);
+    factored_free(&counted);
+    factored_free(&after);
     free(a.data);
     api->pool_release(both);
 }
