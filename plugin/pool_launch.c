@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform.h"
 #include "pool_internal.h"
 
 /* The launches of the chain running on this thread, while one is traced: a chain's kernels all
@@ -211,18 +212,32 @@ int32_t pool_work_end(struct pool_work *work, cl_command_queue queue, const char
 /* Waits until nothing the call enqueued on `queue` runs any more: its end marker, where it has
  * one, else the whole queue. A wait that failed may have returned before the work ended: the
  * host blocks and buffers the call gives back next must not be in use any more, so it waits for
- * the queue once again. */
+ * the queue once again. A wait that succeeded is believed only with the marker complete: PoCL
+ * 3.1's basic driver returns from clWaitForEvents at once, the marker still queued, when the
+ * queue waits for a user event not yet set; the call then committed outputs never computed and
+ * gave back buffers its work still used. There the marker's state is polled until it is
+ * complete or failed (the queue flushed, a pause between looks growing to 1 ms). */
 static cl_int wait_work(struct pool_work *work, cl_command_queue queue)
 {
     cl_int rc = work->done != NULL ? clWaitForEvents(1, &work->done) : clFinish(queue);
     if (rc != CL_SUCCESS)
         clFinish(queue);
-    else if (work->done != NULL) {
+    int64_t pause_ns = 20000;
+    while (rc == CL_SUCCESS && work->done != NULL) {
         cl_int state = CL_COMPLETE;
-        cl_int info = clGetEventInfo(work->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state,
-                                     &state, NULL);
-        if (info == CL_SUCCESS && state < 0)
-            rc = state; /* a command before the marker failed */
+        rc = clGetEventInfo(work->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state,
+                            NULL);
+        if (rc != CL_SUCCESS) {
+            rc = CL_SUCCESS; /* the wait succeeded; the state is only a check */
+            break;
+        }
+        if (state <= CL_COMPLETE) {
+            rc = state; /* CL_COMPLETE (0), or a command before the marker failed */
+            break;
+        }
+        clFlush(queue);
+        os_sleep_ns(pause_ns);
+        pause_ns = pause_ns < 1000000 ? pause_ns * 2 : 1000000;
     }
     if (work->done != NULL)
         clReleaseEvent(work->done);

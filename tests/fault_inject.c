@@ -523,8 +523,17 @@ cl_int __wrap_clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nwait, co
     return STATUS_OR_REAL(clEnqueueBarrierWithWaitList, q, nwait, wait, event);
 }
 
+static atomic_int waits_at_once;
+
+void fault_waits_return_at_once(int on)
+{
+    atomic_store(&waits_at_once, on);
+}
+
 cl_int __wrap_clWaitForEvents(cl_uint n, const cl_event *events)
 {
+    if (atomic_load(&waits_at_once))
+        return CL_SUCCESS;
     return STATUS_OR_REAL(clWaitForEvents, n, events);
 }
 

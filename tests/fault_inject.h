@@ -23,6 +23,9 @@ void fault_disarm(void);
  * made for a submitted call), and goes on as before. */
 void fault_pause(void);
 void fault_resume(void);
+/* While on, clWaitForEvents returns CL_SUCCESS at once without waiting, as PoCL 3.1's basic
+ * driver does when the queue waits for a user event not yet set. */
+void fault_waits_return_at_once(int on);
 /* Calls of `kind` counted since the last fault_arm() (the failed one included). */
 int64_t fault_count(enum fault_kind kind);
 /* The wrapped function that was made to fail since the last fault_arm(), or NULL. */

@@ -7,6 +7,8 @@
  * (programs built) and fresh pools (programs built from source into an empty cache, or loaded
  * from a filled one) are both swept, and so is pool creation. The core is linked statically
  * with every OpenCL function and allocation wrapped; calls go through its ABI table. */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
 #include <check.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -1168,6 +1170,71 @@ static void count_log(int32_t level, const char *message, void *user)
     atomic_fetch_add((atomic_long *)user, 1);
 }
 
+/* A driver's wait that returns before the work ran (PoCL 3.1's basic driver, behind a user event
+ * not yet set, returns from clWaitForEvents at once, the end marker still queued): the call
+ * neither commits what was never computed nor gives back what its queued work uses; it ends once
+ * the gate opens and the work has run, with C = A B. */
+START_TEST(test_a_wait_the_driver_ends_early_is_not_believed)
+{
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    struct clops_stream_create_args sc = {.struct_size = sizeof sc, .pool = pool};
+    ck_assert_int_eq(api->stream_create(&sc), CLOPS_OK);
+    struct clops_buffer *probe = NULL;
+    ck_assert_int_eq(api->buffer_create(pool, 64, &probe), CLOPS_OK);
+    struct clops_buffer_cl_args cl = {.struct_size = sizeof cl, .buffer = probe};
+    ck_assert_int_eq(api->buffer_cl(&cl), CLOPS_OK);
+    cl_int rc;
+    cl_event gate = clCreateUserEvent(cl.cl_context, &rc);
+    ck_assert_int_eq(rc, CL_SUCCESS);
+    api->buffer_release(probe);
+    float a[4 * 4], b[4 * 4], c[4 * 4];
+    for (int i = 0; i < 16; i++) {
+        a[i] = 1.0f;
+        b[i] = 2.0f;
+        c[i] = -7.0f;
+    }
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F32, 4, 4, 4, 0),
+                        tb = clops_matrix(b, CLOPS_F32, 4, 4, 4, 0),
+                        tc = clops_matrix(c, CLOPS_F32, 4, 4, 4, 0);
+    const struct clops_arg args[] = {tensor_arg("a", &ta),
+                                     tensor_arg("b", &tb),
+                                     {.name = "c", .kind = CLOPS_PARAM_TENSOR_INOUT, .tensor = &tc},
+                                     {.name = "beta", .kind = CLOPS_PARAM_DOUBLE, .d = 0.0}};
+    void *gates[] = {gate};
+    struct clops_submit_args s = {.struct_size = sizeof s,
+                                  .op_index = api->op_index(api->op_find("gemm")),
+                                  .stream = sc.stream,
+                                  .args = args,
+                                  .nargs = 4,
+                                  .arg_size = sizeof args[0],
+                                  .cl_wait_events = gates,
+                                  .cl_wait_count = 1};
+    fault_waits_return_at_once(1);
+    ck_assert_int_eq(api->submit(&s), CLOPS_OK);
+    struct clops_event_wait_args w = {
+        .struct_size = sizeof w, .count = 1, .events = &s.event, .timeout_ns = 100 * 1000 * 1000};
+    ck_assert_int_eq(api->event_wait(&w), CLOPS_ERR_TIMEOUT);
+    for (int i = 0; i < 16; i++)
+        ck_assert_msg(c[i] == -7.0f, "c[%d] = %g before the gate opened", i, (double)c[i]);
+    ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    clReleaseEvent(gate);
+    w.timeout_ns = -1;
+    ck_assert_int_eq(api->event_wait(&w), CLOPS_OK);
+    fault_waits_return_at_once(0);
+    struct clops_event_query_args q = {.struct_size = sizeof q, .event = s.event};
+    ck_assert_int_eq(api->event_query(&q), CLOPS_OK);
+    ck_assert_msg(q.state == CLOPS_EVENT_COMPLETE, "%s", q.message);
+    for (int i = 0; i < 16; i++)
+        ck_assert_msg(c[i] == 8.0f, "c[%d] = %g, not A B", i, (double)c[i]);
+    struct clops_event_release_args er = {.struct_size = sizeof er, .event = s.event};
+    api->event_release(&er);
+    struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sc.stream};
+    ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
+    api->pool_release(pool);
+}
+END_TEST
+
 static atomic_long log_lines;
 
 int main(void)
@@ -1181,6 +1248,7 @@ int main(void)
         TU_CASE("sweeps"),
         TU_LOOP(test_faults_in_pool_creation_give_an_error_or_a_working_pool, 2),
         TU_LOOP(test_faults_in_any_call_of_an_operator_leave_outputs_and_pool_intact, CASE_COUNT),
+        TU_TEST(test_a_wait_the_driver_ends_early_is_not_believed),
     };
     int rc = tu_run_tests("faults", 1200, 0, tests, TU_COUNT(tests));
     api->set_log_callback(NULL, NULL, 0);
