@@ -160,7 +160,7 @@ int32_t bridge_copy(struct clops_pool *pool, const struct bridge_rect *from,
         const size_t n = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
         cl_int rc = CL_SUCCESS;
         if (uploaded[k] != NULL) { /* the bridge's chunk before has reached the destination */
-            rc = clWaitForEvents(1, &uploaded[k]);
+            rc = pool_wait_event(uploaded[k]);
             clReleaseEvent(uploaded[k]);
             uploaded[k] = NULL;
         }
@@ -187,7 +187,7 @@ int32_t bridge_copy(struct clops_pool *pool, const struct bridge_rect *from,
     /* On every path: no upload may still read a bridge given back. */
     for (int k = 0; k < 2; k++)
         if (uploaded[k] != NULL) {
-            const cl_int rc = clWaitForEvents(1, &uploaded[k]);
+            const cl_int rc = pool_wait_event(uploaded[k]);
             if (rc != CL_SUCCESS && status == CLOPS_OK)
                 status = copy_failed(rc, op, "uploading", width);
             clReleaseEvent(uploaded[k]);

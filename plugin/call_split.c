@@ -449,7 +449,7 @@ int call_split_submit(struct call *call, cl_command_queue queue)
     cl_event earlier = NULL;
     cl_int rc = clEnqueueMarkerWithWaitList(queue, 0, NULL, &earlier);
     if (rc == CL_SUCCESS)
-        rc = clWaitForEvents(1, &earlier);
+        rc = pool_wait_event(earlier);
     if (earlier != NULL)
         clReleaseEvent(earlier);
     if (rc != CL_SUCCESS) {

@@ -155,6 +155,13 @@ void pool_work_give_scratch(struct clops_pool *pool, struct pool_work *work, cl_
  * it does not wait for the work other calls queued after it). Without one (it failed to be
  * enqueued) the finish waits for the whole queue. */
 int32_t pool_work_end(struct pool_work *work, cl_command_queue queue, const char *what);
+/* clWaitForEvents of one event, believed only once the event is complete or failed: PoCL 3.1's
+ * basic driver returns from it at once, the event still queued, when its queue waits for a user
+ * event not yet set (a call then committed outputs never computed, with C[0] = 7.0e-45, and gave
+ * back buffers its work still used). While the event is not done its state is polled, its queue
+ * flushed, the pauses between looks growing from 20 us to 1 ms. CL_SUCCESS, the wait's error,
+ * or the event's failed (negative) status. Every host wait of the plugin on an event is this. */
+cl_int pool_wait_event(cl_event event);
 /* The call's one wait: for everything enqueued on its in-order `queue`, on every path, so that
  * no command still reads or writes the host blocks and buffers the call gives back after it.
  * `status` is the call's so far. On success, adds the launches' device time to *device_ns and

@@ -110,7 +110,7 @@ static void trace_report(const char *what)
 static int32_t wait_launch(struct clops_pool *pool, cl_kernel kernel, cl_event event,
                            int64_t *device_ns, const char *what)
 {
-    cl_int rc = clWaitForEvents(1, &event);
+    cl_int rc = pool_wait_event(event);
     if (rc == CL_SUCCESS && pool->cfg.profiling && device_ns != NULL)
         *device_ns += event_ns(event);
     if (rc == CL_SUCCESS && pool->cfg.profiling && pool->cfg.kernel_times) {
@@ -209,36 +209,40 @@ int32_t pool_work_end(struct pool_work *work, cl_command_queue queue, const char
     return CLOPS_OK;
 }
 
-/* Waits until nothing the call enqueued on `queue` runs any more: its end marker, where it has
- * one, else the whole queue. A wait that failed may have returned before the work ended: the
- * host blocks and buffers the call gives back next must not be in use any more, so it waits for
- * the queue once again. A wait that succeeded is believed only with the marker complete: PoCL
- * 3.1's basic driver returns from clWaitForEvents at once, the marker still queued, when the
- * queue waits for a user event not yet set; the call then committed outputs never computed and
- * gave back buffers its work still used. There the marker's state is polled until it is
- * complete or failed (the queue flushed, a pause between looks growing to 1 ms). */
-static cl_int wait_work(struct pool_work *work, cl_command_queue queue)
+cl_int pool_wait_event(cl_event event)
 {
-    cl_int rc = work->done != NULL ? clWaitForEvents(1, &work->done) : clFinish(queue);
-    if (rc != CL_SUCCESS)
-        clFinish(queue);
+    cl_int rc = clWaitForEvents(1, &event);
+    cl_command_queue queue = NULL;
     int64_t pause_ns = 20000;
-    while (rc == CL_SUCCESS && work->done != NULL) {
+    while (rc == CL_SUCCESS) {
         cl_int state = CL_COMPLETE;
-        rc = clGetEventInfo(work->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state,
-                            NULL);
-        if (rc != CL_SUCCESS) {
-            rc = CL_SUCCESS; /* the wait succeeded; the state is only a check */
-            break;
-        }
+        if (clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL) !=
+            CL_SUCCESS)
+            break; /* the wait succeeded; the state is only a check */
         if (state <= CL_COMPLETE) {
-            rc = state; /* CL_COMPLETE (0), or a command before the marker failed */
+            rc = state; /* CL_COMPLETE (0), or the event's command failed */
             break;
         }
-        clFlush(queue);
+        if (queue == NULL &&
+            clGetEventInfo(event, CL_EVENT_COMMAND_QUEUE, sizeof queue, &queue, NULL) != CL_SUCCESS)
+            queue = NULL;
+        if (queue != NULL)
+            clFlush(queue);
         os_sleep_ns(pause_ns);
         pause_ns = pause_ns < 1000000 ? pause_ns * 2 : 1000000;
     }
+    return rc;
+}
+
+/* Waits until nothing the call enqueued on `queue` runs any more: its end marker, where it has
+ * one (pool_wait_event), else the whole queue. A wait that failed may have returned before the
+ * work ended: the host blocks and buffers the call gives back next must not be in use any more,
+ * so it waits for the queue once again. */
+static cl_int wait_work(struct pool_work *work, cl_command_queue queue)
+{
+    cl_int rc = work->done != NULL ? pool_wait_event(work->done) : clFinish(queue);
+    if (rc != CL_SUCCESS)
+        clFinish(queue);
     if (work->done != NULL)
         clReleaseEvent(work->done);
     work->done = NULL;

@@ -317,7 +317,7 @@ static int32_t finish_job(struct stream_job *job)
     if (job->kind == JOB_CALL)
         return call_complete(job->call);
     if (job->done != NULL) {
-        cl_int rc = clWaitForEvents(1, &job->done);
+        cl_int rc = pool_wait_event(job->done);
         if (rc != CL_SUCCESS && job->status == CLOPS_OK) {
             job->status = err_cl(rc, "buffer_copy: waiting for the device failed");
             snprintf(job->message, sizeof job->message, "%s", err_last());

@@ -214,7 +214,7 @@ static cl_int upload_wait(struct upload *u, int i)
 {
     if (u->written[i] == NULL)
         return CL_SUCCESS;
-    cl_int rc = clWaitForEvents(1, &u->written[i]);
+    cl_int rc = pool_wait_event(u->written[i]);
     clReleaseEvent(u->written[i]);
     u->written[i] = NULL;
     return rc;

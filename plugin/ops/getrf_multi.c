@@ -160,7 +160,7 @@ static int32_t take_slot(struct lu_multi *m, struct bridge **out)
         cl_event *e = &m->slot_readers[s][d];
         if (*e == NULL)
             continue;
-        cl_int rc = clWaitForEvents(1, e);
+        cl_int rc = pool_wait_event(*e);
         clReleaseEvent(*e);
         *e = NULL;
         if (rc != CL_SUCCESS && status == CLOPS_OK)
@@ -221,7 +221,7 @@ static int32_t upload(struct lu_multi *m, int32_t d, struct bridge *b, int64_t b
 
 static int32_t wait_event(struct lu_multi *m, cl_event *e)
 {
-    cl_int rc = clWaitForEvents(1, e);
+    cl_int rc = pool_wait_event(*e);
     clReleaseEvent(*e);
     *e = NULL;
     if (rc != CL_SUCCESS)

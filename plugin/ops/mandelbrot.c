@@ -748,7 +748,7 @@ static int32_t order_after_stream(struct op_call *op, const struct mandel_plan *
         return CLOPS_OK;
     }
     if (rc == CL_SUCCESS)
-        rc = clWaitForEvents(1, &marker);
+        rc = pool_wait_event(marker);
     if (marker != NULL)
         clReleaseEvent(marker);
     if (rc != CL_SUCCESS)

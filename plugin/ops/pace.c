@@ -26,7 +26,7 @@ static cl_int retire_through(struct pace *p, int64_t end, int wait)
     if (end <= p->retired)
         return CL_SUCCESS;
     cl_event *last = &p->marks[(end - 1) % PACE_RING];
-    cl_int rc = wait ? clWaitForEvents(1, last) : CL_SUCCESS;
+    cl_int rc = wait ? pool_wait_event(*last) : CL_SUCCESS;
     for (; p->retired < end; p->retired++) {
         cl_event *mark = &p->marks[p->retired % PACE_RING];
         clReleaseEvent(*mark);
