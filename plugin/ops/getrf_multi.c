@@ -83,10 +83,9 @@ static struct lu_matrix block_view(const struct lu_multi *m, int32_t d, int64_t 
     return v;
 }
 
-/* Block columns device d owns. */
-static int64_t owned_blocks(const struct lu_multi *m, int32_t d)
+/* Block columns device d owns among the first `blocks`. */
+static int64_t owned_blocks(const struct lu_multi *m, int32_t d, int64_t blocks)
 {
-    const int64_t blocks = (m->cols + m->nb - 1) / m->nb;
     return (blocks - d + m->count - 1) / m->count;
 }
 
@@ -374,7 +373,7 @@ static int32_t swap_left(struct lu_multi *m)
     for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
         for (int64_t j = m->nb; j < m->mn && status == CLOPS_OK; j += m->nb) {
             const int64_t jb = m->mn - j < m->nb ? m->mn - j : m->nb, k = j / m->nb;
-            const int64_t mine = (k - d + m->count - 1) / m->count; /* of blocks 0 .. k - 1 */
+            const int64_t mine = owned_blocks(m, d, k);
             if (d > 0 && mine == 0)
                 continue;
             const struct lu_matrix left =
@@ -396,7 +395,7 @@ static int32_t gather(struct lu_multi *m)
             status = move_block(m, owner(m, b), 0, b);
     /* Each device's statistics: its block columns, and the time until its last one left. */
     for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
-        pool_record_device_work(m->ctx[d]->dev, (blocks - d + m->count - 1) / m->count,
+        pool_record_device_work(m->ctx[d]->dev, owned_blocks(m, d, blocks),
                                 os_monotonic_ns() - m->start_ns);
     const int64_t panels = (m->mn + m->nb - 1) / m->nb;
     m->piv[m->mn] = 0;
@@ -428,7 +427,7 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
         m->ctx[d] = ctx;
         status = lu_ctx_init(ctx, call->pool, devs[d], m->queue[d], call->impl, m->ctx[0]->dtype,
                              m->rows, m->mn);
-        m->m[d].ld = (owned_blocks(m, d) + 1) * m->nb;
+        m->m[d].ld = (owned_blocks(m, d, (m->cols + m->nb - 1) / m->nb) + 1) * m->nb;
         m->m[d].rows = m->rows;
         m->m[d].cols = m->m[d].ld;
         if (status == CLOPS_OK)
