@@ -69,6 +69,7 @@ def cases(rng):
     """(label, NumPy-API call, operator, host arguments, device argument shapes)."""
     x = rng.random(1000)
     a, b = rng.random((32, 32)), rng.random((32, 32))
+    a128, b128 = rng.random((128, 128)), rng.random((128, 128))
     s = rng.random((8, 8)) + 8 * np.eye(8)
     rhs = rng.random((8, 1))
     t = rng.random((64, 48)).astype(np.float32)
@@ -77,6 +78,8 @@ def cases(rng):
          {"x": x, "out": np.zeros(1), "op": "sum"}),
         ("gemm 32 f64", lambda: clops.gemm(a, b), "gemm",
          {"a": a, "b": b, "c": np.zeros((32, 32))}),
+        ("gemm 128 f64", lambda: clops.gemm(a128, b128), "gemm",
+         {"a": a128, "b": b128, "c": np.zeros((128, 128))}),
         ("solve 8 f64", lambda: clops.solve(s, rhs), "solve",
          {"a": s.copy(), "b": rhs.copy(), "ipiv": np.zeros(8, np.int32),
           "info": np.zeros(1, np.int32)}),

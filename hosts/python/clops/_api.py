@@ -149,12 +149,44 @@ def linalg_operands(fn, op, named, also=()):
     """(dtype, arrays): the operands `named` ((name, value, ndims) triples; the first named as
     operator `op`'s parameter whose dtypes are listed) as arrays the operator views, in the
     dtype compute_dtype gives them and the ndarrays `also` ((name, ndarray) pairs: gemm's out):
-    the arrays themselves when that is theirs, else converted copies."""
+    the arrays themselves when that is theirs, else converted copies.
+
+    What it decides depends on the operands' dtypes, shapes and strides alone: for ndarrays it
+    takes as they are, the dtype is kept under that signature (_PLAIN_OPERANDS), and the next
+    call of the same signature checks nothing again (a small call's time from Python, issue 25
+    item 8)."""
+    key = _operands_key(fn, named, also)
+    dtype = _PLAIN_OPERANDS.get(key) if key is not None else None
+    if dtype is not None:
+        return dtype, [x for _, x, _ in named]
     arrays = [(name, host_array(x, name, fn)) for name, x, _ in named]
     dtype = compute_dtype(fn, arrays + list(also), accepted_dtypes(op, named[0][0]))
-    return dtype, [operand(arr if arr.dtype == dtype else arr.astype(dtype), name, fn,
-                           (dtype,), ndims)
-                   for (name, arr), (_, _, ndims) in zip(arrays, named)]
+    operands = [operand(arr if arr.dtype == dtype else arr.astype(dtype), name, fn, (dtype,),
+                        ndims)
+                for (name, arr), (_, _, ndims) in zip(arrays, named)]
+    if key is not None and len(_PLAIN_OPERANDS) < _PLAIN_MAX and \
+            all(arr is x for arr, (_, x, _) in zip(operands, named)):
+        _PLAIN_OPERANDS[key] = dtype
+    return dtype, operands
+
+
+# linalg_operands' signatures of operands taken as they are -> their dtype; at most _PLAIN_MAX
+# (a dict's get and set are atomic: threads share it).
+_PLAIN_OPERANDS = {}
+_PLAIN_MAX = 256
+
+
+def _operands_key(fn, named, also):
+    """linalg_operands' signature of a call: None unless every operand is an ndarray itself (a
+    subclass or anything else goes the whole way)."""
+    key = [fn]
+    for _, x, _ in named:
+        if type(x) is not np.ndarray:
+            return None
+        key.append((x.dtype, x.shape, x.strides))
+    for _, x in also:
+        key.append(x.dtype)
+    return tuple(key)
 
 
 def viewable(arr):
@@ -413,20 +445,36 @@ def transpose(a, *, pool=None):
     bytes is viewed as the operator's dtype of that size (int64 as float64, bool as uint8),
     bit for bit; 2-byte ones (int16, uint16, float16) go through uint32 and back. The result
     has a's dtype."""
-    a = host_array(a, "a", "transpose")
-    dtype = a.dtype
-    carrier = transpose_carrier(dtype, accepted_dtypes("transpose", "x"))
-    if dtype.itemsize == 2:
-        x = a.view(np.dtype(np.uint16).newbyteorder(dtype.byteorder)).astype(carrier)
+    # An ndarray whose view as its carrier the operator takes as it is keeps the carrier under
+    # its signature (_PLAIN_TRANSPOSES): the next call of it checks nothing again.
+    key = (a.dtype, a.shape, a.strides) if type(a) is np.ndarray else None
+    carrier = _PLAIN_TRANSPOSES.get(key) if key is not None else None
+    if carrier is not None:
+        dtype, x = a.dtype, a.view(carrier)
     else:
-        x = a.view(carrier.newbyteorder(dtype.byteorder))
-    x = operand(x, "a", "transpose", (carrier,), (2,))
+        a = host_array(a, "a", "transpose")
+        dtype = a.dtype
+        carrier = transpose_carrier(dtype, accepted_dtypes("transpose", "x"))
+        if dtype.itemsize == 2:
+            x = a.view(np.dtype(np.uint16).newbyteorder(dtype.byteorder)).astype(carrier)
+        else:
+            x = a.view(carrier.newbyteorder(dtype.byteorder))
+        view = x
+        x = operand(x, "a", "transpose", (carrier,), (2,))
+        if key is not None and x is view and dtype.itemsize != 2 and dtype.isnative and \
+                len(_PLAIN_TRANSPOSES) < _PLAIN_MAX:
+            _PLAIN_TRANSPOSES[key] = carrier
     y = np.empty(x.shape[::-1], dtype=carrier)
     def finish():
         if dtype.itemsize == 2:
             return y.astype(np.uint16).view(dtype.newbyteorder("="))
         return y.view(dtype.newbyteorder("="))
     return Call(pool_or_default(pool), "transpose", dict(x=x, y=y), finish)
+
+
+# transpose's signatures (dtype, shape, strides) of native ndarrays viewed as their carrier as they
+# are -> the carrier; at most _PLAIN_MAX.
+_PLAIN_TRANSPOSES = {}
 
 
 def transpose_carrier(dtype, accepted):

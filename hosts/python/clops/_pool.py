@@ -183,25 +183,36 @@ class Pool:
         """The pool's handle, for a call into the library that takes handles of the pool or its
         buffers inside this block: what release() frees meanwhile waits for its end. A released
         pool raises, or with `released_ok` gives None (and nothing waits for the block)."""
-        with self._lock:
-            handle = self.handle
-            if not handle and not released_ok:
-                raise Error(ERR_INVALID_ARGUMENT, "the pool was released")
-            if handle:
-                self._calls += 1
+        handle = self._enter(released_ok)
         if not handle:
             yield None
             return
         try:
             yield handle
         finally:
-            with self._lock:
-                self._calls -= 1
-                deferred = []
-                if not self._calls:
-                    deferred, self._deferred = self._deferred, []
-            for free, handle in deferred:
-                free(handle)
+            self._leave()
+
+    def _enter(self, released_ok=False):
+        """_use's start: the handle, counted as in use (None, not counted, for a released pool
+        with `released_ok`; else a released pool raises)."""
+        with self._lock:
+            handle = self.handle
+            if not handle and not released_ok:
+                raise Error(ERR_INVALID_ARGUMENT, "the pool was released")
+            if handle:
+                self._calls += 1
+        return handle
+
+    def _leave(self):
+        """_use's end, after an _enter that gave a handle: what was released meanwhile is freed
+        when the last call in flight ends."""
+        with self._lock:
+            self._calls -= 1
+            deferred = []
+            if not self._calls:
+                deferred, self._deferred = self._deferred, []
+        for free, handle in deferred:
+            free(handle)
 
     def _retire(self, owner, free):
         """Takes owner.handle (the pool's or a buffer's) and frees it with `free` now, or, while
@@ -321,30 +332,38 @@ class Pool:
         self.execute(name, self.bind(name, args, kwargs)[1])
 
     def execute(self, name, kwargs):
-        """invoke() with the arguments by parameter name, as bind() gives them."""
-        op = self.lib.find(name)
-        with self._use() as handle:  # a DeviceView takes its buffer's handle in as_tensor
-            key = _signature(name, kwargs)
-            bound = _bound_calls().get(key) if key is not None else None
-            if bound is not None and not bound.busy:
+        """invoke() with the arguments by parameter name, as bind() gives them. A call of a
+        signature bound before on this thread only points that call's tensors at its arrays
+        (_Bound): the path of a small call from Python, kept short (no context managers, the
+        operator's descriptor kept with the bound call)."""
+        key = _signature(name, kwargs)
+        calls = _bound_calls() if key is not None else None
+        bound = calls.get(key) if key is not None else None
+        handle = self._enter()  # a DeviceView takes its buffer's handle in as_tensor
+        try:
+            if bound is not None and not bound.busy and bound.lib is self.lib:
                 bound.rebind(kwargs)
             else:
                 keep = []
                 cargs, nargs = self.arguments(name, kwargs, keep)
                 direct = not (self.lib.has("submit")
                               and _tensor_bytes(cargs, nargs) >= DIRECT_CALL_BYTES)
-                bound = _Bound(cargs, nargs, kwargs, keep, direct)
-                if key is not None and len(_bound_calls()) < _BOUND_MAX:
-                    _bound_calls()[key] = bound
+                bound = _Bound(self.lib, self.lib.find(name), cargs, nargs, kwargs, keep,
+                               direct)
+                if key is not None and len(calls) < _BOUND_MAX:
+                    calls[key] = bound
             bound.busy = True
             try:
                 if bound.direct:
-                    self.lib.check(self.lib.invoke(handle, op, bound.array, bound.count))
+                    self.lib.check(self.lib.invoke(handle, bound.op, bound.array, bound.count))
                 else:
                     with self._borrow_stream(handle) as stream:
-                        _stream.run_interruptible(self.lib, stream, op, bound.array, bound.count)
+                        _stream.run_interruptible(self.lib, stream, bound.op, bound.array,
+                                                  bound.count)
             finally:
                 bound.busy, bound.current = False, None  # the arrays are the caller's again
+        finally:
+            self._leave()
 
     def bind(self, name, args, kwargs):
         """(operator descriptor, {parameter: value}) for a call of `name` with `args` matched to
@@ -499,12 +518,13 @@ def _signature(name, kwargs):
 
 class _Bound:
     """A call's clops_arg array, and for each NumPy array argument its tensor's data field."""
-    __slots__ = ("array", "count", "slots", "keep", "current", "direct", "busy")
+    __slots__ = ("lib", "op", "array", "count", "slots", "keep", "current", "direct", "busy")
 
-    def __init__(self, array, count, kwargs, keep, direct):
+    def __init__(self, lib, op, array, count, kwargs, keep, direct):
         # keep: what the array points into (the tensor structs), not the first call's arrays,
         # which the cache must not keep alive; current: the arrays of the call under way.
-        self.array, self.count, self.current = array, count, kwargs
+        # lib and op: the library whose operator `op` (its descriptor) the call is of.
+        self.lib, self.op, self.array, self.count, self.current = lib, op, array, count, kwargs
         self.keep = [k for k in keep if type(k) is not numpy.ndarray]
         self.direct, self.busy = direct, False
         self.slots, k = [], 0
@@ -512,14 +532,23 @@ class _Bound:
             if value is None:
                 continue
             if type(value) is numpy.ndarray:
-                self.slots.append((array[k].tensor.contents, pname))
+                # The signature fixes whether every array of it is C-contiguous, writable and
+                # not empty: then a ctypes view of its buffer gives its address in a third of
+                # the time of arr.ctypes.data.
+                flags = value.flags
+                by_buffer = flags.c_contiguous and flags.writeable and value.size > 0
+                self.slots.append((array[k].tensor.contents, pname, by_buffer))
             k += 1
 
     def rebind(self, kwargs):
         """The tensors pointed at these arrays (of the signature's dtypes, shapes, strides)."""
-        for tensor, pname in self.slots:
-            tensor.data = kwargs[pname].ctypes.data
+        for tensor, pname, by_buffer in self.slots:
+            value = kwargs[pname]
+            tensor.data = _address(_char.from_buffer(value)) if by_buffer else value.ctypes.data
         self.current = kwargs
+
+
+_char, _address = ctypes.c_char, ctypes.addressof
 
 
 def _tensor_bytes(cargs, nargs):

@@ -101,8 +101,12 @@ def plan(fn, x, axes, keepdims, kept_first=True):
 def reduce_call(fn, op, x, axes, keepdims, pool, convert=None):
     """The reduce Call of `op` over `axes` of x, whose operator dtype is x's (f32, f64, i32,
     u32); its result is convert(the operator's results as NumPy's shape) when given."""
-    p = plan(fn, x, axes, keepdims)
-    out = np.empty(p.count, dtype=operator_out_dtype(op, x.dtype))
+    return planned_call(op, plan(fn, x, axes, keepdims), convert, pool)
+
+
+def planned_call(op, p, convert, pool):
+    """The reduce Call of `op` that Plan p describes; finish as reduce_call's."""
+    out = np.empty(p.count, dtype=operator_out_dtype(op, p.x.dtype))
     def finish():
         result = out.reshape(p.shape)
         if convert is not None:
@@ -151,7 +155,16 @@ def narrowed(fn, x, dtype):
 
 
 def _reduce(fn, op, x, axis, keepdims, pool):
-    """The Call of NumPy's reduction `fn` (the operator's `op`): dtypes as the module says."""
+    """The Call of NumPy's reduction `fn` (the operator's `op`): dtypes as the module says. A
+    float32 or float64 ndarray that the operator takes as it is keeps its plan under its
+    signature (_PLAINS): the next call of that signature plans nothing again (a small call's
+    time from Python, issue 25 item 8)."""
+    key = _plain_key(op, x, axis, keepdims)
+    hit = _PLAINS.get(key) if key is not None else None
+    if hit is not None:
+        axis, count, shape, convert = hit
+        return planned_call(op, Plan(x, axis, count, shape), convert, pool)
+    original = x
     x = host_array(x, "x", fn)
     axes = normalize_axes(fn, axis, x.ndim, tuples=op not in ("argmin", "argmax"))
     dtype, kind = x.dtype, x.dtype.kind
@@ -173,7 +186,28 @@ def _reduce(fn, op, x, axis, keepdims, pool):
         convert = lambda r: r.astype(dtype.newbyteorder("="), copy=False)  # noqa: E731
     elif op == "sum" and kind == "u":
         convert = lambda r: r.astype(np.uint64)  # noqa: E731
-    return reduce_call(fn, op, x, axes, keepdims, pool, convert)
+    p = plan(fn, x, axes, keepdims)
+    if key is not None and p.x is original and len(_PLAINS) < _PLAINS_MAX:
+        _PLAINS[key] = (p.axis, p.count, p.shape, convert)
+    return planned_call(op, p, convert, pool)
+
+
+# _reduce's signatures of float ndarrays reduced as they are -> (axis, count, shape, convert)
+# of their Plan; at most _PLAINS_MAX (a dict's get and set are atomic: threads share it).
+_PLAINS = {}
+_PLAINS_MAX = 256
+
+
+def _plain_key(op, x, axis, keepdims):
+    """_reduce's signature of a call: None unless x is a float32 or float64 ndarray itself and
+    axis is None, an int or a tuple (hashable as NumPy takes them)."""
+    if type(x) is not np.ndarray or x.dtype.kind != "f" or x.dtype.itemsize > 8 or \
+            type(axis) not in (type(None), int, tuple):
+        return None
+    try:
+        return (op, x.dtype, x.shape, x.strides, axis, bool(keepdims))
+    except TypeError:  # a tuple holding something unhashable: NumPy refuses it, as _reduce will
+        return None
 
 
 @numpy_function

@@ -347,6 +347,71 @@ def test_a_call_bound_again_reads_its_own_arrays_and_keeps_none():
     assert (y == x2.T).all()
 
 
+def test_calls_of_one_signature_again_decide_as_the_first():
+    """gemm, solve, transpose and the reductions keep what they decided for ndarrays taken as
+    they are under the arrays' signature (dtype, shape, strides), and Pool.execute takes an
+    address by buffer for C-contiguous writable ones (issue 25 item 8): every layout, called
+    three times with fresh values (the first call deciding, the next two from the caches),
+    gives NumPy's result; an array that must be converted, a read-only one and a subclass go
+    their own way, and the caches stay bounded."""
+    import numpy as np
+    from clops import _api, _reduce
+    rng = np.random.default_rng(11)
+
+    def layouts(m, n, dtype):
+        base = rng.random((m + n + 3, m + 2 * n + 1)).astype(dtype)
+        readonly = rng.random((m, n)).astype(dtype)
+        readonly.flags.writeable = False
+        return {"c": np.ascontiguousarray(base[:m, :n]), "f": np.asfortranarray(base[:m, :n]),
+                "padded": base[1:m + 1, :n], "strided": base[:m, :2 * n:2],
+                "transposed": np.ascontiguousarray(base[:n, :m]).T, "readonly": readonly,
+                "swapped": base[:m, :n].astype(np.dtype(dtype).newbyteorder()),
+                "matrix": np.asmatrix(base[:m, :n]), "reversed": base[:m, :n][::-1, ::-1],
+                "broadcast": np.broadcast_to(base[0, :n], (m, n))}
+
+    for dtype, tol in ((np.float64, 1e-12), (np.float32, 1e-5)):
+        for name in layouts(5, 7, dtype):
+            for _ in range(3):
+                a, b = layouts(5, 7, dtype)[name], layouts(7, 3, dtype)[name]
+                c = clops.gemm(a, b)
+                want = np.asarray(a, np.float64) @ np.asarray(b, np.float64)
+                assert np.allclose(c, want, rtol=tol, atol=tol), (name, dtype)
+                t = clops.transpose(a)
+                assert (np.asarray(t) == np.asarray(a).T).all() and \
+                    t.dtype == a.dtype.newbyteorder("="), name
+                for axis, keepdims in ((None, False), (0, False), (1, True), ((0, 1), True)):
+                    s = clops.sum(a, axis=axis, keepdims=keepdims)
+                    w = np.sum(np.asarray(a, np.float64), axis=axis, keepdims=keepdims)
+                    assert np.shape(s) == np.shape(w), (name, axis, np.shape(s))
+                    assert np.allclose(s, w, rtol=tol * 10, atol=tol * 10), (name, axis)
+                    assert clops.max(a, axis=axis, keepdims=keepdims).tolist() == \
+                        np.max(np.asarray(a), axis=axis, keepdims=keepdims).tolist(), name
+                sq = layouts(6, 6, dtype)[name] + 6 * np.eye(6, dtype=dtype)
+                rhs = layouts(6, 2, dtype)[name]
+                x = clops.solve(sq, rhs)
+                assert np.allclose(np.asarray(sq, np.float64) @ x, rhs, rtol=tol * 100,
+                                   atol=tol * 100), (name, dtype)
+    # The same signature with integers, and a list: converted each time, never a hit.
+    ints = np.arange(35).reshape(5, 7)
+    assert clops.gemm(ints, ints.T).dtype == np.float64
+    assert (clops.gemm(ints, ints.T) == ints @ ints.T).all()
+    assert clops.sum(ints) == 595 and clops.sum(ints.tolist()) == 595
+    # Refusals still refuse after a signature of the same shape was kept.
+    for bad in (np.zeros((5, 7), complex), np.zeros((5, 8))):
+        try:
+            clops.gemm(bad, np.zeros((7, 3)))
+        except (TypeError, ValueError):
+            pass
+        else:
+            raise AssertionError("gemm took %s %s" % (bad.dtype, bad.shape))
+    for size in range(300):  # more signatures than any cache keeps
+        v = rng.random(size + 1)
+        assert abs(clops.sum(v) - v.sum()) < 1e-9 * (size + 1)
+    assert len(_reduce._PLAINS) <= _reduce._PLAINS_MAX
+    assert len(_api._PLAIN_OPERANDS) <= _api._PLAIN_MAX
+    assert len(_api._PLAIN_TRANSPOSES) <= _api._PLAIN_MAX
+
+
 def main():
     tests = [(k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)]
     failed = 0
