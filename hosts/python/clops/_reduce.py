@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from ._abi import MAX_RANK
-from ._api import host_array, numpy_function, operand, pool_or_default
+from ._api import _PLAIN_MAX, host_array, numpy_function, operand, pool_or_default
 from ._pool import Call
 
 # numpy.exceptions.AxisError (NumPy 1.25), numpy.AxisError before: a ValueError and IndexError.
@@ -187,15 +187,15 @@ def _reduce(fn, op, x, axis, keepdims, pool):
     elif op == "sum" and kind == "u":
         convert = lambda r: r.astype(np.uint64)  # noqa: E731
     p = plan(fn, x, axes, keepdims)
-    if key is not None and p.x is original and len(_PLAINS) < _PLAINS_MAX:
+    if key is not None and p.x is original and len(_PLAINS) < _PLAIN_MAX:
         _PLAINS[key] = (p.axis, p.count, p.shape, convert)
     return planned_call(op, p, convert, pool)
 
 
 # _reduce's signatures of float ndarrays reduced as they are -> (axis, count, shape, convert)
-# of their Plan; at most _PLAINS_MAX (a dict's get and set are atomic: threads share it).
+# of their Plan; at most _api's _PLAIN_MAX, the bound of its own such caches (a dict's get and
+# set are atomic: threads share it).
 _PLAINS = {}
-_PLAINS_MAX = 256
 
 
 def _plain_key(op, x, axis, keepdims):

@@ -407,7 +407,7 @@ def test_calls_of_one_signature_again_decide_as_the_first():
     for size in range(300):  # more signatures than any cache keeps
         v = rng.random(size + 1)
         assert abs(clops.sum(v) - v.sum()) < 1e-9 * (size + 1)
-    assert len(_reduce._PLAINS) <= _reduce._PLAINS_MAX
+    assert len(_reduce._PLAINS) <= _api._PLAIN_MAX
     assert len(_api._PLAIN_OPERANDS) <= _api._PLAIN_MAX
     assert len(_api._PLAIN_TRANSPOSES) <= _api._PLAIN_MAX
 
