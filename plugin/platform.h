@@ -140,6 +140,8 @@ void os_sleep_ns(int64_t ns);
 long os_process_id(void);
 int os_cpu_count(void); /* online logical processors, at least 1 */
 size_t os_page_size(void);
+/* The machine's physical memory in bytes, 0 where it cannot be told. */
+uint64_t os_physical_bytes(void);
 /* Memory aligned to `align` (a power of two, a multiple of sizeof(void *)); NULL when none is
  * left. Freed by os_aligned_free only. */
 void *os_aligned_alloc(size_t align, size_t bytes);

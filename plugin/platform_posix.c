@@ -92,6 +92,12 @@ size_t os_page_size(void)
     return page > 0 ? (size_t)page : 4096;
 }
 
+uint64_t os_physical_bytes(void)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    return pages > 0 ? (uint64_t)pages * os_page_size() : 0;
+}
+
 void *os_aligned_alloc(size_t align, size_t bytes)
 {
     void *p = NULL;

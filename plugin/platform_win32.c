@@ -124,6 +124,12 @@ size_t os_page_size(void)
     return si.dwPageSize > 0 ? si.dwPageSize : 4096;
 }
 
+uint64_t os_physical_bytes(void)
+{
+    MEMORYSTATUSEX status = {.dwLength = sizeof status};
+    return GlobalMemoryStatusEx(&status) ? (uint64_t)status.ullTotalPhys : 0;
+}
+
 void *os_aligned_alloc(size_t align, size_t bytes)
 {
     return _aligned_malloc(bytes, align);

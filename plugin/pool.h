@@ -266,8 +266,8 @@ void pool_staged_give(struct clops_pool *pool, struct pool_device *dev, cl_mem m
  * later calls on `dev`: pinning costs more than the copy it speeds up, and even malloc'd memory the
  * process has touched already spares the kernel faulting in and zeroing every page again (a 2048 x
  * 2048 Mandelbrot into fresh host memory took 35 ms on an H100 instead of 9). The pool keeps at
- * most POOL_HOST_CACHE blocks and POOL_HOST_CACHE_BYTES bytes, the largest ones that fit, until
- * it is released. */
+ * most POOL_HOST_CACHE blocks and POOL_HOST_CACHE_BYTES bytes (or an eighth of the machine's
+ * memory where that is more), the largest ones that fit, until it is released. */
 void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                      size_t bytes, size_t *capacity);
 /* Gives back a block of pool_host_take (NULL is a no-op); `capacity` is what it said. */

@@ -387,6 +387,21 @@ static int largest_slot(const struct clops_pool *pool, const struct host_block *
     return slot;
 }
 
+/* The most bytes the host block cache keeps: POOL_HOST_CACHE_BYTES, or an eighth of the
+ * machine's memory where that is more (told once: it does not change while a process runs). */
+static size_t host_cache_bound(void)
+{
+    static _Atomic size_t bound = 0;
+    size_t b = atomic_load(&bound);
+    if (b == 0) {
+        const uint64_t eighth = os_physical_bytes() / 8;
+        b = eighth > POOL_HOST_CACHE_BYTES && eighth <= SIZE_MAX ? (size_t)eighth
+                                                                 : POOL_HOST_CACHE_BYTES;
+        atomic_store(&bound, b);
+    }
+    return b;
+}
+
 void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
 {
     if (data == NULL)
@@ -402,7 +417,8 @@ void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
         if (pool->host_cache[i] == NULL ||
             pool->host_cache[i]->bytes < pool->host_cache[slot]->bytes)
             slot = i;
-    if (given->bytes > POOL_HOST_CACHE_BYTES)
+    const size_t bound = host_cache_bound();
+    if (given->bytes > bound)
         evicted[count++] = given;
     else if (pool->host_cache[slot] == NULL || pool->host_cache[slot]->bytes < given->bytes) {
         if (pool->host_cache[slot] != NULL) {
@@ -411,7 +427,7 @@ void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
         }
         pool->host_cache[slot] = given;
         pool->host_cached_bytes += given->bytes;
-        while (pool->host_cached_bytes > POOL_HOST_CACHE_BYTES) {
+        while (pool->host_cached_bytes > bound) {
             const int largest = largest_slot(pool, given);
             if (largest < 0)
                 break;

@@ -16,7 +16,9 @@
 #include "entry.h"
 #include "error.h"
 #include "host_copy.h"
+#include "platform.h"
 #include "pool.h"
+#include "pool_internal.h"
 #include "tensor.h"
 #include "testutil.h"
 
@@ -285,6 +287,31 @@ START_TEST(test_host_blocks_are_reused_and_never_shared)
 }
 END_TEST
 
+/* A block larger than POOL_HOST_CACHE_BYTES is kept for the next call where the machine's memory
+ * allows (an eighth of it): pinning a 16384^2 GEMM's output again on every call cost an H200 more
+ * than the product. Where the machine has less, it goes back to the system. Kept or not is seen
+ * in its bytes: a new block of that size is fresh memory from the system, zeroed. */
+START_TEST(test_a_large_host_block_is_kept_where_memory_allows)
+{
+    struct pool_device *dev = pool_device_at(pool, 0);
+    cl_command_queue queue = pool_acquire_queue(dev);
+    const size_t bytes = POOL_HOST_CACHE_BYTES + ((size_t)64 << 20);
+    size_t cap = 0, cap_again = 0;
+    unsigned char *block = pool_host_take(pool, dev, queue, bytes, &cap);
+    ck_assert_ptr_nonnull(block);
+    block[0] = 0xa5;
+    block[bytes - 1] = 0x5a;
+    pool_host_give(pool, block, cap);
+    unsigned char *again = pool_host_take(pool, dev, queue, bytes, &cap_again);
+    ck_assert_ptr_nonnull(again);
+    const int kept = again == block && again[0] == 0xa5 && again[bytes - 1] == 0x5a;
+    const int room = os_physical_bytes() / 8 >= bytes;
+    ck_assert_msg(kept == room, "a %zu-byte block was %s with %llu bytes of memory", bytes,
+                  kept ? "kept" : "not kept", (unsigned long long)os_physical_bytes());
+    pool_host_give(pool, again, cap_again);
+}
+END_TEST
+
 /* A staged operand's device buffer goes back to the pool and serves the next operand that fits
  * it (not one less than half its size); two staged at once never share one; an allocation the
  * device's limit refuses first releases what the pool keeps (test_memory covers the limit). */
@@ -331,6 +358,7 @@ int main(void)
         TU_TEST(test_copier_runs_every_part_once),
         TU_TEST(test_copier_in_a_forked_child_copies_alone_and_returns),
         TU_TEST(test_host_blocks_are_reused_and_never_shared),
+        TU_TEST(test_a_large_host_block_is_kept_where_memory_allows),
         TU_TEST(test_staged_buffers_are_reused_and_never_shared),
     };
     return tu_run_tests("staging", 0, 1, tests, TU_COUNT(tests));
