@@ -54,25 +54,34 @@ static void split_shares(struct clops_pool *pool, int32_t index, const struct co
         shares[i] = sum > 0 ? shares[i] / sum : 1.0 / n;
 }
 
+/* The most pieces a part is cut into (op_impl's pieces); the bytes of moved operands a piece
+ * is made for are split_piece_bytes (call.h). */
+enum { SPLIT_MAX_PIECES = 16, SPLIT_MAX_PARTS = CONFIG_MAX_DEVICES * SPLIT_MAX_PIECES };
+int64_t split_piece_bytes = SPLIT_PIECE_BYTES;
+
 /* A part's device operands that live on another device than the part's: moved to buffers of
- * its own device for the part (`moved`), the original views kept to write outputs back. */
+ * its own device for the part (`moved`; `borrowed`: an earlier piece's on the same device,
+ * moved once for all of them), the original views kept to write outputs back. */
 struct part_moves {
     struct clops_buffer *moved[CALL_MAX_PARAMS];
     struct clops_tensor origin[CALL_MAX_PARAMS];
+    unsigned char borrowed[CALL_MAX_PARAMS];
 };
 
-/* A split under way: the parts made, each a call on its device, and when each one's device work
- * was seen complete; the queues operands between devices move on (one per device, opened
- * for the split: a part's copy must not queue behind another part's kernels). */
+/* A split under way: the parts made (a device's part, or its pieces), each a call on its device,
+ * the order they start in (a piece of each device in turn), and when each one's device work
+ * and moves back were seen complete; the queues operands between devices move on (one per
+ * device, opened for the split: a part's copy must not queue behind another part's kernels). */
 struct split_state {
     int32_t count;
-    struct op_part *parts;
-    struct pool_device *devs[CONFIG_MAX_DEVICES];
-    int32_t device_index[CONFIG_MAX_DEVICES];
-    struct call *calls[CONFIG_MAX_DEVICES];
-    struct call_control controls[CONFIG_MAX_DEVICES];
-    double done_ns[CONFIG_MAX_DEVICES];
-    struct part_moves moves[CONFIG_MAX_DEVICES];
+    struct op_part *parts; /* SPLIT_MAX_PARTS */
+    int32_t order[SPLIT_MAX_PARTS];
+    struct pool_device *devs[SPLIT_MAX_PARTS];
+    int32_t device_index[SPLIT_MAX_PARTS];
+    struct call *calls[SPLIT_MAX_PARTS];
+    struct call_control controls[SPLIT_MAX_PARTS];
+    double done_ns[SPLIT_MAX_PARTS];
+    struct part_moves moves[SPLIT_MAX_PARTS];
     cl_command_queue transfer[CONFIG_MAX_DEVICES]; /* by pool device index */
     double start_ns;
     int32_t failed; /* the first part that failed, or -1 */
@@ -137,8 +146,34 @@ static struct bridge_rect rect_of(const struct clops_tensor *t, cl_command_queue
                                 .pitch = (size_t)(pitch * es)};
 }
 
+static int same_view(const struct clops_tensor *a, const struct clops_tensor *b)
+{
+    return a->buffer == b->buffer && a->dtype == b->dtype && a->offset == b->offset &&
+           a->shape[0] == b->shape[0] && a->shape[1] == b->shape[1] &&
+           a->strides[0] == b->strides[0] && a->strides[1] == b->strides[1];
+}
+
+/* An input view part i reads that a piece started before it on the same device moved already:
+ * the part names that piece's buffer (borrowed); 1 when so. */
+static int borrow_moved(struct split_state *s, int32_t i, int32_t p, struct clops_tensor *t)
+{
+    for (int32_t k = 0; s->order[k] != i; k++) {
+        const int32_t j = s->order[k];
+        if (s->devs[j] != s->devs[i] || s->moves[j].moved[p] == NULL ||
+            !same_view(&s->moves[j].origin[p], t))
+            continue;
+        *t = *s->parts[j].values[p].tensor;
+        s->moves[i].moved[p] = s->moves[j].moved[p];
+        s->moves[i].origin[p] = s->moves[j].origin[p];
+        s->moves[i].borrowed[p] = 1;
+        return 1;
+    }
+    return 0;
+}
+
 /* Moves part i's device operands of other devices to new buffers on its device (their contents
- * through bridges, outputs-only ones left unwritten): the part's views then name those. */
+ * through bridges; outputs-only ones and those it does not read left unwritten): the part's
+ * views then name those. An input an earlier piece moved is not moved again. */
 static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i,
                        const struct clops_op *desc)
 {
@@ -154,6 +189,8 @@ static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i
         struct clops_tensor *t = &part->tensors[p];
         *t = *view;
         part->values[p].tensor = t;
+        if (desc->params[p].kind == CLOPS_PARAM_TENSOR_IN && borrow_moved(s, i, p, t))
+            continue;
         int64_t outer = 0, inner = 0, pitch = 0;
         view_rect(t, &outer, &inner, &pitch);
         const int64_t es = dtype_size(t->dtype);
@@ -172,7 +209,8 @@ static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i
         status = transfer_queue(pool, s, t->buffer->dev, desc->name, &from);
         if (status == CLOPS_OK)
             status = transfer_queue(pool, s, s->devs[i], desc->name, &to);
-        if (status == CLOPS_OK && desc->params[p].kind != CLOPS_PARAM_TENSOR_OUT) {
+        if (status == CLOPS_OK && desc->params[p].kind != CLOPS_PARAM_TENSOR_OUT &&
+            !(part->unread & (1u << p))) {
             const struct bridge_rect src = rect_of(t, from), dst = rect_of(&here, to);
             status = bridge_copy(pool, &src, &dst, (size_t)outer, (size_t)(inner * es), desc->name);
         }
@@ -209,38 +247,69 @@ static int32_t move_out(struct clops_pool *pool, struct split_state *s, int32_t 
 /* The moved buffers and the transfer queues let go (the parts are over). */
 static void moves_release(struct split_state *s)
 {
-    for (int32_t i = 0; i < CONFIG_MAX_DEVICES; i++) {
+    for (int32_t i = 0; i < SPLIT_MAX_PARTS; i++)
         for (int32_t p = 0; p < CALL_MAX_PARAMS; p++)
-            if (s->moves[i].moved[p] != NULL)
+            if (s->moves[i].moved[p] != NULL && !s->moves[i].borrowed[p])
                 buffer_release(s->moves[i].moved[p]);
-        if (s->transfer[i] != NULL)
-            clReleaseCommandQueue(s->transfer[i]);
-    }
+    for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++)
+        if (s->transfer[d] != NULL)
+            clReleaseCommandQueue(s->transfer[d]);
 }
 
-/* Waits until every started part's device work is complete or failed, noting when each was
- * seen so: the parts' rates. Polls the parts' end markers, sleeping a hundredth of the time
- * waited so far (at most 1 ms) between looks. */
-static void await_parts(struct split_state *s, double start_ns)
+/* "<op>: part i of n, on device d ('name'): <message>" into the parent's error. */
+static void fail_parent(struct call *call, const struct split_state *s, int32_t i, int32_t status,
+                        const char *message)
 {
+    char text[ERR_MESSAGE_MAX];
+    snprintf(text, sizeof text, "%s: part %d of %d, on device %d ('%s'): %s",
+             call_op(call)->impl->desc->name, (int)i + 1, (int)s->count, (int)s->device_index[i],
+             pool_device_info(s->devs[i])->name, message);
+    call_fail(call, status, text);
+}
+
+/* Part i's device work is over (complete or failed: the part's own wait tells). */
+static int part_over(const struct split_state *s, int32_t i)
+{
+    cl_event marker = call_done_marker(s->calls[i]);
+    cl_int state = CL_COMPLETE;
+    if (marker != NULL && clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state,
+                                         &state, NULL) != CL_SUCCESS)
+        state = CL_COMPLETE; /* the part's own wait reports the failure */
+    return state == CL_COMPLETE || state < 0;
+}
+
+/* Waits until every started part's device work is over, and moves each one's outputs computed
+ * on another device home as soon as its part is (while the others compute), unless a part
+ * failed or the host cancelled the call before; notes when each part was done so: the
+ * devices' rates. Polls the parts' end markers, sleeping a hundredth of the time waited so far
+ * (at most 1 ms) between looks. `failed`: the first part that failed, or -1. */
+static void await_parts(struct call *call, struct split_state *s, int32_t *failed)
+{
+    struct op_call *op = call_op(call);
     int left = 1;
     while (left) {
         left = 0;
         for (int32_t i = 0; i < s->count; i++) {
             if (s->calls[i] == NULL || s->done_ns[i] > 0)
                 continue;
-            cl_event marker = call_done_marker(s->calls[i]);
-            cl_int state = CL_COMPLETE;
-            if (marker != NULL && clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                                 sizeof state, &state, NULL) != CL_SUCCESS)
-                state = CL_COMPLETE; /* the part's own wait reports the failure */
-            if (state == CL_COMPLETE || state < 0)
-                s->done_ns[i] = now_ns();
-            else
+            if (!part_over(s, i)) {
                 left = 1;
+                continue;
+            }
+            int32_t status = call_await(s->calls[i]);
+            const char *message = call_error_of(s->calls[i])->message;
+            if (status == CLOPS_OK && *failed < 0 && !call_cancel_requested(op)) {
+                status = move_out(op->pool, s, i, op->impl->desc);
+                message = err_last();
+            }
+            if (status != CLOPS_OK && *failed < 0) {
+                *failed = i;
+                fail_parent(call, s, i, status, message);
+            }
+            s->done_ns[i] = now_ns();
         }
         if (left) {
-            double pause = (now_ns() - start_ns) / 100;
+            double pause = (now_ns() - s->start_ns) / 100;
             pause = pause < 2e4 ? 2e4 : pause > 1e6 ? 1e6 : pause;
             os_sleep_ns((int64_t)pause);
         }
@@ -274,24 +343,14 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, const struct c
     return status;
 }
 
-/* "<op>: part i of n, on device d ('name'): <message>" into the parent's error. */
-static void fail_parent(struct call *call, const struct split_state *s, int32_t i, int32_t status,
-                        const char *message)
-{
-    char text[ERR_MESSAGE_MAX];
-    snprintf(text, sizeof text, "%s: part %d of %d, on device %d ('%s'): %s",
-             call_op(call)->impl->desc->name, (int)i + 1, (int)s->count, (int)s->device_index[i],
-             pool_device_info(s->devs[i])->name, message);
-    call_fail(call, status, text);
-}
-
 /* Starts the parts made, each on its device; the parent's error holds the first failure. */
 static void start_parts(struct call *call, struct split_state *s)
 {
     struct op_call *op = call_op(call);
     s->start_ns = now_ns();
     s->failed = -1;
-    for (int32_t i = 0; i < s->count && s->failed < 0; i++) {
+    for (int32_t k = 0; k < s->count && s->failed < 0; k++) {
+        const int32_t i = s->order[k];
         const int32_t status = start_part(op->pool, call_index(call), op->impl->desc, s, i);
         if (status != CLOPS_OK) {
             s->failed = i;
@@ -301,35 +360,24 @@ static void start_parts(struct call *call, struct split_state *s)
     }
 }
 
-/* The parts awaited, then completed, committing only when every one succeeded (and, for a
- * submitted call, the host did not cancel it meanwhile). */
+/* The parts awaited, their outputs of other devices moved home, then completed, committing
+ * only when every one succeeded (and, for a submitted call, the host did not cancel it
+ * meanwhile); each device's rate for the operator noted (its parts' work over the time until
+ * its last part was done). */
 static void finish_parts(struct call *call, struct split_state *s)
 {
     struct op_call *op = call_op(call);
     const int32_t index = call_index(call);
     int32_t failed = s->failed;
-    await_parts(s, s->start_ns);
-    /* Every part's wait before any commit: a part whose wait fails leaves the others' outputs
-     * unwritten too. */
-    for (int32_t i = 0; i < s->count; i++)
-        if (s->calls[i] != NULL && call_await(s->calls[i]) != CLOPS_OK && failed < 0) {
-            failed = i;
-            fail_parent(call, s, i, call_error_of(s->calls[i])->status,
-                        call_error_of(s->calls[i])->message);
-        }
+    await_parts(call, s, &failed);
     if (failed < 0 && call_cancel_requested(op)) {
         call_fail(call, CLOPS_ERR_CANCELLED,
                   "cancelled before its outputs were written (its parts ran on every device)");
         failed = s->count; /* no part's */
     }
-    /* Device outputs computed on another device go home once every part succeeded. */
-    for (int32_t i = 0; i < s->count && failed < 0; i++) {
-        const int32_t status = move_out(op->pool, s, i, op->impl->desc);
-        if (status != CLOPS_OK) {
-            failed = i;
-            fail_parent(call, s, i, status, err_last());
-        }
-    }
+    double flops[CONFIG_MAX_DEVICES] = {0}, busy[CONFIG_MAX_DEVICES] = {0};
+    int ok[CONFIG_MAX_DEVICES] = {0}, tasks[CONFIG_MAX_DEVICES] = {0};
+    struct pool_device *dev_of[CONFIG_MAX_DEVICES] = {NULL};
     for (int32_t i = 0; i < s->count; i++) {
         if (s->calls[i] == NULL)
             continue;
@@ -338,15 +386,101 @@ static void finish_parts(struct call *call, struct split_state *s)
             call_fail(s->calls[i], call_error_of(call)->status, "another part of the call failed");
         const int32_t status = call_complete(s->calls[i]);
         op->device_ns += call_op(s->calls[i])->device_ns;
-        const double busy = s->done_ns[i] - s->start_ns;
-        pool_record_device_work(s->devs[i], 1, (int64_t)busy);
-        if (status == CLOPS_OK && busy > 0)
-            pool_op_rate_observe(op->pool, index, s->device_index[i],
-                                 s->parts[i].flops / busy * 1e9);
+        const int32_t d = s->device_index[i];
+        dev_of[d] = s->devs[i];
+        flops[d] += s->parts[i].flops;
+        tasks[d]++;
+        busy[d] = s->done_ns[i] - s->start_ns > busy[d] ? s->done_ns[i] - s->start_ns : busy[d];
+        ok[d] = ok[d] >= 0 && status == CLOPS_OK ? 1 : -1;
         call_free(s->calls[i]);
         s->calls[i] = NULL;
     }
+    for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++) {
+        if (dev_of[d] == NULL)
+            continue;
+        pool_record_device_work(dev_of[d], tasks[d], (int64_t)busy[d]);
+        if (ok[d] == 1 && busy[d] > 0)
+            pool_op_rate_observe(op->pool, index, d, flops[d] / busy[d] * 1e9);
+    }
     moves_release(s);
+}
+
+/* `to` made a copy of part `from`, its values naming its own tensors where `from`'s named its. */
+static void part_copy(struct op_part *to, const struct op_part *from, int32_t params)
+{
+    if (to == from)
+        return;
+    *to = *from;
+    for (int32_t p = 0; p < params; p++)
+        if (from->values[p].tensor == &from->tensors[p])
+            to->values[p].tensor = &to->tensors[p];
+}
+
+/* Bytes of a part's device operands on other devices than `dev` that it reads. */
+static int64_t moved_bytes(const struct op_call *op, const struct op_part *part,
+                           const struct pool_device *dev)
+{
+    int64_t bytes = 0;
+    for (int32_t p = 0; p < op->impl->desc->param_count; p++) {
+        const struct clops_tensor *t = part->values[p].tensor;
+        int64_t outer = 0, inner = 0, pitch = 0;
+        if (op_kind_is_tensor(op->impl->desc->params[p].kind) && t != NULL && t->buffer != NULL &&
+            t->buffer->dev != dev && op->impl->desc->params[p].kind != CLOPS_PARAM_TENSOR_OUT &&
+            !(part->unread & (1u << p)) && view_rect(t, &outer, &inner, &pitch))
+            bytes += outer * inner * dtype_size(t->dtype);
+    }
+    return bytes;
+}
+
+/* The split's parts from the cut's `cut` (one per device, in cfg's order, those with no work
+ * left out): a part whose operands move from another device cut into pieces of about
+ * SPLIT_PIECE_BYTES moved (op_impl's pieces), and the order they start in, a piece of each
+ * device in turn. s->parts holds the cut's parts and SPLIT_MAX_PARTS places. */
+static void cut_pieces(const struct op_call *op, const struct config_op *cfg,
+                       struct pool_device *const *devs, struct split_state *s)
+{
+    const int32_t params = op->impl->desc->param_count;
+    struct op_part *cut = malloc((size_t)cfg->split_count * sizeof *cut);
+    int32_t first[CONFIG_MAX_DEVICES + 1] = {0}, groups = 0;
+    if (cut != NULL)
+        for (int32_t i = 0; i < cfg->split_count; i++)
+            part_copy(&cut[i], &s->parts[i], params);
+    for (int32_t i = 0; i < cfg->split_count; i++) {
+        const struct op_part *part = cut != NULL ? &cut[i] : &s->parts[i];
+        if (part->flops <= 0)
+            continue;
+        first[groups] = s->count;
+        const int64_t moved = moved_bytes(op, part, devs[i]);
+        int64_t want = op->impl->pieces != NULL && cut != NULL && split_piece_bytes > 0
+                           ? moved / split_piece_bytes
+                           : 0;
+        want = want > SPLIT_MAX_PIECES ? SPLIT_MAX_PIECES : want;
+        int32_t made = want >= 2 ? op->impl->pieces(op, part, (int32_t)want, &s->parts[s->count])
+                                 : 0;
+        if (made < 2) {
+            part_copy(&s->parts[s->count], part, params);
+            made = 1;
+        } else { /* the pieces with work, together */
+            int32_t kept = s->count;
+            for (int32_t q = s->count; q < s->count + (int32_t)want; q++)
+                if (s->parts[q].flops > 0)
+                    part_copy(&s->parts[kept++], &s->parts[q], params);
+            made = kept - s->count;
+        }
+        for (int32_t q = s->count; q < s->count + made; q++) {
+            s->devs[q] = devs[i];
+            s->device_index[q] = cfg->split_devices[i];
+        }
+        s->count += made;
+        groups++;
+    }
+    first[groups] = s->count;
+    free(cut);
+    int32_t k = 0;
+    for (int32_t round = 0; k < s->count; round++)
+        for (int32_t g = 0; g < groups; g++)
+            if (first[g] + round < first[g + 1])
+                s->order[k++] = first[g] + round;
 }
 
 /* The split of a checked call across the devices of operators.<op>.devices, its parts made
@@ -377,7 +511,7 @@ static struct split_state *split_plan(struct call *call)
     double shares[CONFIG_MAX_DEVICES];
     split_shares(op->pool, index, cfg, devs, f64, shares);
     struct split_state *s = calloc(1, sizeof *s);
-    struct op_part *parts = calloc((size_t)cfg->split_count, sizeof *parts);
+    struct op_part *parts = calloc(SPLIT_MAX_PARTS, sizeof *parts);
     if (s == NULL || parts == NULL) {
         free(s);
         free(parts);
@@ -395,21 +529,8 @@ static struct split_state *split_plan(struct call *call)
         free(parts);
         return NULL;
     }
-    /* The parts with work, in the devices' order. */
     s->parts = parts;
-    for (int32_t i = 0; i < cfg->split_count; i++) {
-        if (parts[i].flops <= 0)
-            continue;
-        if (s->count != i)
-            parts[s->count] = parts[i];
-        /* Values point into the part's own tensors: moved with it. */
-        for (int32_t p = 0; p < op->impl->desc->param_count; p++)
-            if (parts[s->count].values[p].tensor == &parts[i].tensors[p])
-                parts[s->count].values[p].tensor = &parts[s->count].tensors[p];
-        s->devs[s->count] = devs[i];
-        s->device_index[s->count] = cfg->split_devices[i];
-        s->count++;
-    }
+    cut_pieces(op, cfg, devs, s);
     log_msg(CLOPS_LOG_DEBUG, "%s: split into %d parts over %d devices", op->impl->desc->name,
             (int)s->count, (int)cfg->split_count);
     return s;

@@ -85,6 +85,7 @@ struct op_part {
     union op_value values[CALL_MAX_PARAMS];
     struct clops_tensor tensors[CALL_MAX_PARAMS];
     double flops;
+    uint32_t unread; /* bit p: the part reads nothing of parameter p (GEMM's C when beta is 0) */
 };
 
 struct op_impl {
@@ -116,6 +117,12 @@ struct op_impl {
      * cut (a GEMM on host operands, say); the others return 0. */
     int32_t (*cut)(const struct op_call *call, int32_t count, const double *shares,
                    struct op_part *parts);
+    /* Optional, with cut: cuts one of its parts into `count` pieces or fewer (the pieces made),
+     * each reading all of one operand of the part and a block of another, so that a part whose
+     * operands move from another device computes each piece while the next one's block moves
+     * (call_split.c). */
+    int32_t (*pieces)(const struct op_call *call, const struct op_part *part, int32_t count,
+                      struct op_part *pieces);
     /* 1: its calls go across devices some other way than cut (lu and solve: getrf_multi.c).
      * An operator with neither refuses operators.<name>.devices (config.c). */
     int32_t across_devices;

@@ -23,6 +23,7 @@
 #include "fault_inject.h"
 #include "pool.h"
 #include "registry.h"
+#include "call.h"
 #include "testutil.h"
 
 static const struct clops_api *api;
@@ -84,6 +85,7 @@ struct gemm_case {
     int32_t dtype;
     int64_t m, n, k;
     int trans_a, trans_b, column_major;
+    int beta_zero; /* beta 0 (C not read), else -0.5 */
 };
 
 struct gemm_data {
@@ -130,7 +132,7 @@ static int32_t run_gemm(struct clops_pool *pool, const struct gemm_case *g, stru
 {
     clops_gemm_fn gemm = (clops_gemm_fn)api->op_find("gemm")->entry;
     return gemm(pool, &d->ta, &d->tb, &d->tc, g->trans_a ? CLOPS_TRANS : CLOPS_NO_TRANS,
-                g->trans_b ? CLOPS_TRANS : CLOPS_NO_TRANS, 1.25, -0.5);
+                g->trans_b ? CLOPS_TRANS : CLOPS_NO_TRANS, 1.25, g->beta_zero ? 0.0 : -0.5);
 }
 
 /* C against the long double reference, from A, B and C0. */
@@ -153,7 +155,8 @@ static void check_reference(const struct gemm_case *g, const struct gemm_data *d
                 mag += fabsl(x * y);
             }
             const int64_t ci = index_of(g, g->m, g->n, i, j);
-            const long double want = 1.25L * s - 0.5L * at(d->c0, g->dtype, ci);
+            const long double want =
+                1.25L * s - (g->beta_zero ? 0.0L : 0.5L * at(d->c0, g->dtype, ci));
             const double got = at(d->c, g->dtype, ci);
             ck_assert_msg(fabsl(got - want) <= 4 * eps * (double)(g->k + 2) * (1.25 * mag + 1),
                           "%s: %s %lldx%lldx%lld: c(%lld, %lld) = %.17g, expected %.17Lg", what,
@@ -164,10 +167,10 @@ static void check_reference(const struct gemm_case *g, const struct gemm_data *d
 
 static const struct gemm_case cases[] = {
     /* n >= m: cut by columns; m > n: by rows. Sizes primes and non-multiples of the tile. */
-    {CLOPS_F32, 389, 1031, 601, 0, 0, 0},
-    {CLOPS_F32, 1031, 389, 601, 1, 0, 1},
-    {CLOPS_F64, 521, 769, 433, 0, 1, 1},
-    {CLOPS_F64, 769, 521, 433, 1, 1, 0},
+    {CLOPS_F32, 389, 1031, 601, 0, 0, 0, 0},
+    {CLOPS_F32, 1031, 389, 601, 1, 0, 1, 0},
+    {CLOPS_F64, 521, 769, 433, 0, 1, 1, 0},
+    {CLOPS_F64, 769, 521, 433, 1, 1, 0, 0},
 };
 
 /* The split call: right, the same bits as on one device, and both devices worked. */
@@ -205,7 +208,7 @@ END_TEST
  * a part. After split calls with measured shares, each device has a rate for gemm. */
 START_TEST(test_shares_configured_and_measured)
 {
-    const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0};
+    const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0, 0};
     struct clops_pool *all0 = split_pool(shares(1.0, 0.0), 0);
     struct clops_pool *some = split_pool(shares(0.3, 0.7), 0);
     struct clops_pool *measured = split_pool("", 0);
@@ -237,7 +240,7 @@ END_TEST
  * sizes whose reference the host checks quickly are split on a GPU too. */
 START_TEST(test_a_small_gemm_is_not_split)
 {
-    const struct gemm_case g = {CLOPS_F32, 100, 300, 50, 0, 0, 0};
+    const struct gemm_case g = {CLOPS_F32, 100, 300, 50, 0, 0, 0, 0};
     struct clops_pool *pool = split_pool("", 1);
     ck_assert(pool != NULL);
     struct gemm_data d;
@@ -256,7 +259,7 @@ END_TEST
 START_TEST(test_a_failure_anywhere_leaves_c_untouched)
 {
     const enum fault_kind kind = _i == 0 ? FAULT_OPENCL : FAULT_ALLOC;
-    const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0};
+    const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0, 0};
     struct clops_pool *pool = split_pool(shares(0.5, 0.5), 0);
     ck_assert(pool != NULL);
     struct gemm_data d;
@@ -313,7 +316,7 @@ START_TEST(test_a_call_runs_where_its_buffers_live)
 {
     struct clops_pool *pool = whole_pool();
     ck_assert(pool != NULL);
-    const struct gemm_case g = {CLOPS_F32, 67, 45, 29, 0, 0, 0};
+    const struct gemm_case g = {CLOPS_F32, 67, 45, 29, 0, 0, 0, 0};
     struct gemm_data d;
     data_make(&g, &d, 9500);
     const int64_t ab = g.m * g.k * 4, bb = g.k * g.n * 4, cb = g.m * g.n * 4;
@@ -386,13 +389,18 @@ static void data_on_device(struct clops_pool *pool, int32_t home, const struct g
 /* A split call on device buffers, all on device 0 (f32, cut by columns) or all on device 1
  * (f64, column-major, transposed, cut by rows): the parts on the other
  * device get their operands through bridges and C's blocks come back; the same bits as the
- * call on host operands on one device, and both devices worked. */
+ * call on host operands on one device, and both devices worked. Runs 2 and 3 cut the part on
+ * the other device into pieces (split_piece_bytes lowered: 4 and 5 of them), each computed as
+ * the next one's operands move, C read (run 2) or not (run 3, beta 0: C's block not moved). */
 START_TEST(test_split_gemm_on_device_buffers)
 {
-    const struct gemm_case *g = &cases[_i == 0 ? 0 : 3]; /* by columns, f32; by rows, f64 */
-    const int32_t home = _i;
+    struct gemm_case cut = cases[_i % 2 == 0 ? 0 : 3]; /* by columns, f32; by rows, f64 */
+    const struct gemm_case *g = &cut;
+    const int32_t home = _i % 2, pieces = _i >= 2;
+    cut.beta_zero = _i == 3;
     if (g->dtype == CLOPS_F64 && !tu_has_fp64())
         return;
+    split_piece_bytes = pieces ? 1024 : SPLIT_PIECE_BYTES;
     struct clops_pool *split = split_pool("", 0), *whole = whole_pool();
     ck_assert(split != NULL && whole != NULL);
     struct gemm_data one, two, on;
@@ -405,9 +413,17 @@ START_TEST(test_split_gemm_on_device_buffers)
     ck_assert_msg(run_gemm(split, g, &on) == CLOPS_OK, "%s", api->last_error());
     ck_assert_msg(tasks(split, 0) > before[0] && tasks(split, 1) > before[1],
                   "both devices should have had a part");
+    const int32_t other = 1 - home;
+    if (pieces)
+        ck_assert_msg(tasks(split, other) - before[other] == (g->dtype == CLOPS_F32 ? 4 : 5),
+                      "the part on device %d ran as %lld pieces", (int)other,
+                      (long long)(tasks(split, other) - before[other]));
+    else
+        ck_assert_int_eq(tasks(split, other) - before[other], 1);
+    split_piece_bytes = SPLIT_PIECE_BYTES;
     const int64_t es = tu_dtype_size(g->dtype);
     ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, two.c, g->m * g->n * es), CLOPS_OK);
-    check_reference(g, &two, "split, device buffers");
+    check_reference(g, &two, pieces ? "split into pieces, device buffers" : "split, device buffers");
     ck_assert_msg(memcmp(one.c, two.c, (size_t)(g->m * g->n * es)) == 0,
                   "the split C on device buffers differs from the one device's");
     for (int i = 0; i < 3; i++)
@@ -420,11 +436,12 @@ START_TEST(test_split_gemm_on_device_buffers)
 END_TEST
 
 /* Any OpenCL call or allocation failing in a split call on device buffers of device 0: an
- * error, never a crash, and the next call right. */
+ * error, never a crash, and the next call right; runs 2 and 3 with device 1's part in pieces. */
 START_TEST(test_a_failure_moving_device_operands_is_reported)
 {
-    const enum fault_kind kind = _i == 0 ? FAULT_OPENCL : FAULT_ALLOC;
-    const struct gemm_case g = {CLOPS_F32, 131, 389, 97, 0, 0, 0};
+    const enum fault_kind kind = _i % 2 == 0 ? FAULT_OPENCL : FAULT_ALLOC;
+    split_piece_bytes = _i >= 2 ? 1024 : SPLIT_PIECE_BYTES;
+    const struct gemm_case g = {CLOPS_F32, 131, 389, 97, 0, 0, 0, 0};
     struct clops_pool *pool = split_pool(shares(0.5, 0.5), 0);
     ck_assert(pool != NULL);
     struct gemm_data d, on;
@@ -448,6 +465,7 @@ START_TEST(test_a_failure_moving_device_operands_is_reported)
     ck_assert_int_eq(run_gemm(pool, &g, &on), CLOPS_OK);
     ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, d.c, g.m * g.n * es), CLOPS_OK);
     check_reference(&g, &d, "after the sweep");
+    split_piece_bytes = SPLIT_PIECE_BYTES;
     for (int i = 0; i < 3; i++)
         api->buffer_release(bufs[i]);
     data_free(&d);
@@ -630,8 +648,8 @@ int main(void)
         TU_TEST(test_a_small_gemm_is_not_split),
         TU_TEST(test_a_call_runs_where_its_buffers_live),
         TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 2),
-        TU_LOOP(test_split_gemm_on_device_buffers, 2),
-        TU_LOOP(test_a_failure_moving_device_operands_is_reported, 2),
+        TU_LOOP(test_split_gemm_on_device_buffers, 4),
+        TU_LOOP(test_a_failure_moving_device_operands_is_reported, 4),
         TU_LOOP(test_a_failure_in_a_split_mandelbrot_call_is_reported, 2 * MANDEL_SWEEPS),
         TU_LOOP(test_a_failure_in_a_pools_first_split_call_is_reported, 4),
     };

@@ -128,4 +128,5 @@ const struct op_impl impl_gemm = {.desc = &op_gemm,
                                   .enqueue = gemm_run,
                                   .commit = gemm_commit,
                                   .settings = &gemm_settings,
-                                  .cut = gemm_cut};
+                                  .cut = gemm_cut,
+                                  .pieces = gemm_pieces};

@@ -1,9 +1,12 @@
 /* gemm_cut.c — a GEMM cut into parts for a call split across devices (op_impl's cut,
  * call_split.c): C = alpha op(A) op(B) + beta C by blocks of C's longer side, columns (each part
  * reads all of op(A) and its columns of op(B)) or rows (all of op(B), its rows of op(A)): the
- * operand every part reads is the smaller one. Block edges fall on multiples of GEMM_CUT_ALIGN,
- * a multiple of every tile the kernel uses, so that each part's tiles are the whole call's and,
- * where the part is computed by the same kernel, its C is the same, bit for bit. */
+ * operand every part reads is the smaller one. A part whose operands move from another device
+ * is cut again across the other side into pieces (op_impl's pieces): each reads all of the
+ * part's block of the cut operand, moved once, and its own block of the shared one, which
+ * moves while the piece before computes. Block edges fall on multiples of GEMM_CUT_ALIGN, a
+ * multiple of every tile the kernel uses, so that each block's tiles are the whole call's and,
+ * where the block is computed by the same kernel, its C is the same, bit for bit. */
 #include "gemm_impl.h"
 
 #include <string.h>
@@ -18,19 +21,51 @@ static void cut_view(struct clops_tensor *t, int rows, int64_t at, int64_t exten
     t->shape[axis] = extent;
 }
 
-int32_t gemm_cut(const struct op_call *call, int32_t count, const double *shares,
-                 struct op_part *parts)
+/* How the call cuts across devices: by C's columns where it has at least as many as rows. */
+struct gemm_sides {
+    int by_columns;
+    int64_t m, n, k;
+};
+
+static struct gemm_sides sides_of(const union op_value *v)
 {
-    const union op_value *v = call->values;
     const struct clops_tensor *a = v[P_A].tensor, *c = v[P_C].tensor;
-    if (count < 2)
-        return 0;
-    const int trans_a = v[P_TRANS_A].i32 != CLOPS_NO_TRANS;
-    const int trans_b = v[P_TRANS_B].i32 != CLOPS_NO_TRANS;
     const int64_t m = c->shape[0], n = c->shape[1];
-    const int64_t k = trans_a ? a->shape[0] : a->shape[1];
-    const int by_columns = n >= m;
-    const int64_t side = by_columns ? n : m, other = by_columns ? m : n;
+    return (struct gemm_sides){.by_columns = n >= m,
+                               .m = m,
+                               .n = n,
+                               .k = v[P_TRANS_A].i32 != CLOPS_NO_TRANS ? a->shape[0] : a->shape[1]};
+}
+
+/* `out` made the block [at, stop) of `from` (the whole call or a part) across C's columns
+ * (`columns` 1: op(B)'s columns with them) or rows (op(A)'s rows), with its flops; C is not
+ * read where beta is 0. */
+static void block_of(const union op_value *from, int columns, int64_t at, int64_t stop,
+                     struct op_part *out)
+{
+    memcpy(out->values, from, sizeof out->values);
+    for (int32_t i = P_A; i <= P_C; i++) {
+        out->tensors[i] = *from[i].tensor;
+        out->values[i].tensor = &out->tensors[i];
+    }
+    if (columns) {
+        cut_view(&out->tensors[P_C], 0, at, stop - at);
+        cut_view(&out->tensors[P_B], from[P_TRANS_B].i32 != CLOPS_NO_TRANS, at, stop - at);
+    } else {
+        cut_view(&out->tensors[P_C], 1, at, stop - at);
+        cut_view(&out->tensors[P_A], from[P_TRANS_A].i32 == CLOPS_NO_TRANS, at, stop - at);
+    }
+    const struct gemm_sides s = sides_of(out->values);
+    out->flops = 2.0 * (double)s.m * (double)s.n * (double)s.k;
+    out->unread = out->values[P_BETA].f64 == 0.0 ? 1u << P_C : 0;
+}
+
+/* `side` cut in GEMM_CUT_ALIGN units by `shares` (NULL: even) into `count` blocks, made into
+ * parts[] from `from` along `columns`; returns the blocks with work (a share too small for one
+ * unit makes a part with no flops). */
+static int32_t cut_side(const union op_value *from, int columns, int64_t side, int32_t count,
+                        const double *shares, struct op_part *parts)
+{
     const int64_t units = (side + GEMM_CUT_ALIGN - 1) / GEMM_CUT_ALIGN;
     if (units < 2)
         return 0;
@@ -38,30 +73,38 @@ int32_t gemm_cut(const struct op_call *call, int32_t count, const double *shares
     int64_t begin = 0;
     int32_t made = 0;
     for (int32_t p = 0; p < count; p++) {
-        cumulative += shares[p];
+        cumulative += shares != NULL ? shares[p] : 1.0 / count;
         int64_t end = p == count - 1 ? units : (int64_t)(cumulative * (double)units + 0.5);
         end = end < begin ? begin : end > units ? units : end;
         const int64_t at = begin * GEMM_CUT_ALIGN;
         const int64_t stop = end * GEMM_CUT_ALIGN < side ? end * GEMM_CUT_ALIGN : side;
         begin = end;
-        struct op_part *part = &parts[p];
-        memcpy(part->values, v, sizeof part->values);
-        part->flops = 0;
+        memcpy(parts[p].values, from, sizeof parts[p].values);
+        parts[p].flops = 0;
         if (stop <= at)
-            continue; /* a share too small for one block: no part on that device */
-        for (int32_t i = P_A; i <= P_C; i++) {
-            part->tensors[i] = *v[i].tensor;
-            part->values[i].tensor = &part->tensors[i];
-        }
-        if (by_columns) {
-            cut_view(&part->tensors[P_C], 0, at, stop - at);
-            cut_view(&part->tensors[P_B], trans_b, at, stop - at); /* op(B)'s columns */
-        } else {
-            cut_view(&part->tensors[P_C], 1, at, stop - at);
-            cut_view(&part->tensors[P_A], !trans_a, at, stop - at); /* op(A)'s rows */
-        }
-        part->flops = 2.0 * (double)(stop - at) * (double)other * (double)k;
+            continue; /* no part on that device */
+        block_of(from, columns, at, stop, &parts[p]);
         made++;
     }
     return made;
+}
+
+int32_t gemm_cut(const struct op_call *call, int32_t count, const double *shares,
+                 struct op_part *parts)
+{
+    if (count < 2)
+        return 0;
+    const struct gemm_sides s = sides_of(call->values);
+    return cut_side(call->values, s.by_columns, s.by_columns ? s.n : s.m, count, shares, parts);
+}
+
+int32_t gemm_pieces(const struct op_call *call, const struct op_part *part, int32_t count,
+                    struct op_part *pieces)
+{
+    const struct gemm_sides whole = sides_of(call->values), s = sides_of(part->values);
+    if (count < 2)
+        return 0;
+    /* Across the side the call was not cut along. */
+    return cut_side(part->values, !whole.by_columns, whole.by_columns ? s.m : s.n, count, NULL,
+                    pieces);
 }

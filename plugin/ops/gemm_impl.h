@@ -51,9 +51,12 @@ int32_t gemm_check(struct op_call *call);
  * the progress of those blocks. */
 int32_t gemm_run(struct op_call *call);
 void gemm_commit(struct op_call *call);
-/* gemm_cut.c: the call cut into parts by blocks of C for a split across devices (op.h). */
+/* gemm_cut.c: the call cut into parts by blocks of C for a split across devices, and a part
+ * into pieces (op.h's cut and pieces). */
 int32_t gemm_cut(const struct op_call *call, int32_t count, const double *shares,
                  struct op_part *parts);
+int32_t gemm_pieces(const struct op_call *call, const struct op_part *part, int32_t count,
+                    struct op_part *pieces);
 /* gemm_tune.c: the tiles as settings (operators.gemm.tile_m, ...). */
 extern const struct op_settings gemm_settings;
 
