@@ -64,7 +64,8 @@
  *
  * A GEMM split across devices does not use the splitter: call_split.c cuts it into one part
  * per device by the devices' measured rates (op_impl's cut, gemm_cut.c), each part a whole call
- * on its device, since a GEMM's units cost the same and need no stealing.
+ * on its device (or pieces of calls, where its operands move from another device), since a
+ * GEMM's units cost the same and need no stealing.
  *
  * An LU across devices does not use it either (ops/getrf_multi.c): its block columns are dealt
  * to the devices in turn for the whole call, so that interchanges stay on each device and only
