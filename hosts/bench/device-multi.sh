@@ -18,6 +18,10 @@
 #    16384^2: two GPUs took 17.2 ms against 0.94 on one before the bridges) and on GPU 0 + the
 #    CPU (configs/gpu_cpu.cfg: the deep zoom, dynamic). Target: a dynamic split never slower
 #    than the fastest device alone, >= 0.95 of the sum of the two.
+# ONE_GPU=0 leaves the one-GPU runs of gemm and lu out (their figures from an earlier call as
+#    the denominators: a call's 600 s do not hold both at 32768); SUITES (default: every
+#    BUILD_DIR/tests/test_*) names the suites the suites step runs, such as
+#    SUITES="test_multi_device test_lu_multi".
 # COUNTS (default "2"): the pools of GPUs besides one, each of the first N GPUs
 #    (configs/two_gpus.cfg, four_gpus.cfg, eight_gpus.cfg): issue 27 on nvidia-h200-x4 and -x8,
 #    COUNTS="2 4 8" GEMM_SIZES=16384,32768,65536 LU_SIZES=32768,49152,65536 STEPS="suites gemm lu"
@@ -62,7 +66,8 @@ one_and_two() {
     area=$1 sizes=$2 pattern=$3
     shift 3
     for n in $(echo "$sizes" | tr , ' '); do
-        for config in "" $(for c in $counts; do pool_config "$c"; done); do
+        for config in $([ "${ONE_GPU:-1}" = 0 ] || echo one) $(for c in $counts; do pool_config "$c"; done); do
+            [ "$config" = one ] && config=""
             late && return 1
             label=$(basename "${config:-one-gpu}" .cfg)
             echo "== clops-bench $area --sizes $n $* ${config:+--config $config}"
@@ -80,7 +85,7 @@ nvidia-smi -L
 for step in ${STEPS:-probe suites gemm lu mandel}; do
     case $step in
     suites)
-        for t in "$build"/tests/test_*; do
+        for t in $(if [ -n "${SUITES:-}" ]; then printf "$build/tests/%s " $SUITES; else echo "$build"/tests/test_*; fi); do
             [ -x "$t" ] || continue
             late && break 2
             name=$(basename "$t")
