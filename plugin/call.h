@@ -96,13 +96,6 @@ void call_mark_part(struct call *call);
  * 1 once the call has completed that way (its status in its error, as call_complete leaves it),
  * 0 when it is not split (nothing was done). */
 int call_split_run(struct call *call);
-/* call_split.c: a part of a split call whose operands move from another device is cut into
- * pieces of about this many bytes moved (at most 16), each computed while the next one's
- * operands move, so that only the first one's wait is not hidden; enough bytes that a piece
- * still fills a device (a 16384^2 f32 GEMM's part of two GPUs: 12 pieces of 2048 x 8192 x
- * 16384). Tests lower it, to cut small calls. */
-#define SPLIT_PIECE_BYTES ((int64_t)128 << 20)
-extern int64_t split_piece_bytes;
 /* call_split.c: the same for a checked submitted call, on the stream's thread that starts
  * calls: once the stream's earlier work on `queue` has ended (waited for there), its parts are
  * started and not waited for, the one on the stream's device on `queue`, the others on their
@@ -111,6 +104,13 @@ extern int64_t split_piece_bytes;
  * outputs every later job of the stream waits for it (call_writes_back). 1 when split, 0 when
  * not (nothing done); call_complete finishes it. */
 int call_split_submit(struct call *call, cl_command_queue queue);
+/* call_split.c: a part of a split call whose operands move from another device is cut into
+ * pieces of about this many bytes moved (at most 16), each computed while the next one's
+ * operands move, so that only the first one's wait is not hidden; enough bytes that a piece
+ * still fills a device (a 16384^2 f32 GEMM's part of two GPUs, 1.5 GiB moved: 12 pieces of
+ * about 1365 x 8192 x 16384). Tests lower it, to cut small calls. */
+#define SPLIT_PIECE_BYTES ((int64_t)128 << 20)
+extern int64_t split_piece_bytes;
 /* call_split.c: a split call's end, from call_complete: its parts awaited, and committed only
  * when all succeeded. */
 void call_split_finish(struct call *call);
