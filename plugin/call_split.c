@@ -377,7 +377,6 @@ static void finish_parts(struct call *call, struct split_state *s)
     }
     double flops[CONFIG_MAX_DEVICES] = {0}, busy[CONFIG_MAX_DEVICES] = {0};
     int ok[CONFIG_MAX_DEVICES] = {0}, tasks[CONFIG_MAX_DEVICES] = {0};
-    struct pool_device *dev_of[CONFIG_MAX_DEVICES] = {NULL};
     for (int32_t i = 0; i < s->count; i++) {
         if (s->calls[i] == NULL)
             continue;
@@ -387,7 +386,6 @@ static void finish_parts(struct call *call, struct split_state *s)
         const int32_t status = call_complete(s->calls[i]);
         op->device_ns += call_op(s->calls[i])->device_ns;
         const int32_t d = s->device_index[i];
-        dev_of[d] = s->devs[i];
         flops[d] += s->parts[i].flops;
         tasks[d]++;
         busy[d] = s->done_ns[i] - s->start_ns > busy[d] ? s->done_ns[i] - s->start_ns : busy[d];
@@ -396,9 +394,9 @@ static void finish_parts(struct call *call, struct split_state *s)
         s->calls[i] = NULL;
     }
     for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++) {
-        if (dev_of[d] == NULL)
+        if (tasks[d] == 0)
             continue;
-        pool_record_device_work(dev_of[d], tasks[d], (int64_t)busy[d]);
+        pool_record_device_work(pool_device_at(op->pool, d), tasks[d], (int64_t)busy[d]);
         if (ok[d] == 1 && busy[d] > 0)
             pool_op_rate_observe(op->pool, index, d, flops[d] / busy[d] * 1e9);
     }
@@ -455,8 +453,8 @@ static void cut_pieces(const struct op_call *op, const struct config_op *cfg,
                            ? moved / split_piece_bytes
                            : 0;
         want = want > SPLIT_MAX_PIECES ? SPLIT_MAX_PIECES : want;
-        int32_t made = want >= 2 ? op->impl->pieces(op, part, (int32_t)want, &s->parts[s->count])
-                                 : 0;
+        int32_t made =
+            want >= 2 ? op->impl->pieces(op, part, (int32_t)want, &s->parts[s->count]) : 0;
         if (made < 2) {
             part_copy(&s->parts[s->count], part, params);
             made = 1;

@@ -17,13 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "clops.h"
 #include "entry.h"
 #include "error.h"
 #include "fault_inject.h"
 #include "pool.h"
 #include "registry.h"
-#include "call.h"
 #include "testutil.h"
 
 static const struct clops_api *api;
@@ -423,7 +423,8 @@ START_TEST(test_split_gemm_on_device_buffers)
     split_piece_bytes = SPLIT_PIECE_BYTES;
     const int64_t es = tu_dtype_size(g->dtype);
     ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, two.c, g->m * g->n * es), CLOPS_OK);
-    check_reference(g, &two, pieces ? "split into pieces, device buffers" : "split, device buffers");
+    check_reference(g, &two,
+                    pieces ? "split into pieces, device buffers" : "split, device buffers");
     ck_assert_msg(memcmp(one.c, two.c, (size_t)(g->m * g->n * es)) == 0,
                   "the split C on device buffers differs from the one device's");
     for (int i = 0; i < 3; i++)
