@@ -79,11 +79,12 @@ static int32_t cut_side(const union op_value *from, int columns, int64_t side, i
         const int64_t at = begin * GEMM_CUT_ALIGN;
         const int64_t stop = end * GEMM_CUT_ALIGN < side ? end * GEMM_CUT_ALIGN : side;
         begin = end;
-        memcpy(parts[p].values, from, sizeof parts[p].values);
-        parts[p].flops = 0;
-        if (stop <= at)
-            continue; /* no part on that device */
-        block_of(from, columns, at, stop, &parts[p]);
+        if (stop <= at) { /* no part on that device */
+            memcpy(parts[p].values, from, sizeof parts[p].values);
+            parts[p].flops = 0;
+            continue;
+        }
+        block_of(from, columns, at, stop, &parts[p]); /* its values, tensors and flops */
         made++;
     }
     return made;
