@@ -36,10 +36,22 @@ static struct clops_pool *two_devices(const char *operators)
     return pool;
 }
 
+/* The block sizes of both pools of a comparison: a CPU device's defaults, so that the matrices
+ * here have block columns for every device wherever they run (a GPU's NB of 256 left these
+ * sizes on one device), and the one-device factors they are compared with bit for bit are
+ * blocked as theirs. */
+#define BLOCKS "nb = 32; panel_nb = 8;"
+
+/* A pool of the devices factoring on device 0 alone, blocked as across()'s. */
+static struct clops_pool *one_device(void)
+{
+    return two_devices("lu = { " BLOCKS " }; solve = { " BLOCKS " };");
+}
+
 static struct clops_pool *across(void)
 {
-    return two_devices("lu = { devices = [0, 1]; split_min_ms = 0; }; "
-                       "solve = { devices = [0, 1]; split_min_ms = 0; };");
+    return two_devices("lu = { devices = [0, 1]; split_min_ms = 0; " BLOCKS " }; "
+                       "solve = { devices = [0, 1]; split_min_ms = 0; " BLOCKS " };");
 }
 
 static int64_t tasks(struct clops_pool *pool, int32_t d)
@@ -117,7 +129,7 @@ static struct tmat case_matrix(const struct lu_case *c, uint64_t seed)
 START_TEST(test_lu_across_devices_matches_one_device)
 {
     const struct lu_case *c = &cases[_i];
-    struct clops_pool *one = two_devices(""), *both = across();
+    struct clops_pool *one = one_device(), *both = across();
     const struct tmat a = case_matrix(c, 2400 + (uint64_t)_i);
     const int64_t mn = c->rows < c->cols ? c->rows : c->cols;
     const int64_t before = tasks(both, 1);
@@ -162,7 +174,7 @@ END_TEST
 /* solve (gesv): X across devices equals X on one device, and A X = B to LAPACK's standard. */
 START_TEST(test_solve_across_devices_matches_one_device)
 {
-    struct clops_pool *one = two_devices(""), *both = across();
+    struct clops_pool *one = one_device(), *both = across();
     const int64_t n = 157, nrhs = 3;
     const struct lu_case c = {CLOPS_F64, n, n, 1, KIND_RANDOM, 0, -1};
     const struct tmat a = case_matrix(&c, 2600);
@@ -214,8 +226,9 @@ END_TEST
  * test's), yet the factors are one device's. */
 START_TEST(test_other_devices_hold_only_their_block_columns)
 {
-    struct clops_pool *one = two_devices(""),
-                      *both = two_devices("lu = { devices = [0, 1]; split_min_ms = 0; nb = 32; };");
+    struct clops_pool *one = one_device(),
+                      *both =
+                          two_devices("lu = { devices = [0, 1]; split_min_ms = 0; " BLOCKS " };");
     const struct lu_case c = {CLOPS_F64, 517, 517, 0, KIND_RANDOM, 0, -1};
     const struct tmat a = case_matrix(&c, 2800);
     struct factored x = factor_on(one, &a, 0), y = factor_on(both, &a, 0);
@@ -314,7 +327,7 @@ static void release(struct clops_event *e, struct clops_stream *s)
  * clFinish there), so the gate is tested on the pthread devices. */
 START_TEST(test_a_submitted_lu_across_devices_matches_one_device)
 {
-    struct clops_pool *one = two_devices(""), *both = across();
+    struct clops_pool *one = one_device(), *both = across();
     const struct lu_case c = {CLOPS_F64, 300, 300, 1, KIND_RANDOM, 0, -1};
     const struct tmat a = case_matrix(&c, 2900);
     struct factored x = factor_on(one, &a, 0), y = outputs_for(&a);
