@@ -21,7 +21,11 @@
 # ONE_GPU=0 leaves the one-GPU runs of gemm and lu out (their figures from an earlier call as
 #    the denominators: a call's 600 s do not hold both at 32768); SUITES (default: every
 #    BUILD_DIR/tests/test_*) names the suites the suites step runs, such as
-#    SUITES="test_multi_device test_lu_multi".
+#    SUITES="test_multi_device test_lu_multi"; SUITE_LIMIT (default 150) the seconds each may
+#    run; its results go to /tmp/multi/multi-NAME.ck test by test (Check's log), so that one cut
+#    by the limit shows how far it got. test_multi_device's sweep over a pool's first split call
+#    (a pool of both GPUs made per failing call) fails every SWEEP_STRIDE-th call (default 8)
+#    and the last: the whole sweep ran past 150 s (ctest, on PoCL, fails every one).
 # COUNTS (default "2"): the pools of GPUs besides one, each of the first N GPUs
 #    (configs/two_gpus.cfg, four_gpus.cfg, eight_gpus.cfg): issue 27 on nvidia-h200-x4 and -x8,
 #    COUNTS="2 4 8" GEMM_SIZES=16384,32768,65536 LU_SIZES=32768,49152,65536 STEPS="suites gemm lu"
@@ -91,8 +95,9 @@ for step in ${STEPS:-probe suites gemm lu mandel}; do
             late && break 2
             name=$(basename "$t")
             start=$(date +%s)
-            CLOPS_TEST_POOL_CONFIG="$PWD/$(pool_config "$largest")" timeout 150 stdbuf -oL "$t" \
-                >"$out/multi-$name.log" 2>&1
+            CLOPS_TEST_POOL_CONFIG="$PWD/$(pool_config "$largest")" \
+                CLOPS_TEST_SWEEP_STRIDE="${SWEEP_STRIDE:-8}" CK_LOG_FILE_NAME="$out/multi-$name.ck" \
+                timeout "${SUITE_LIMIT:-150}" stdbuf -oL "$t" >"$out/multi-$name.log" 2>&1
             echo "$name: exit $?, $(($(date +%s) - start)) s — $(grep -E '^[0-9]+%' "$out/multi-$name.log")"
             grep -E ":[FE]:" "$out/multi-$name.log" | head -3
         done
