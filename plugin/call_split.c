@@ -5,11 +5,12 @@
  * part's work is enqueued before any is waited for, so the devices run at once, and the parts'
  * outputs are committed only once every part succeeded: a failed call leaves its host outputs
  * untouched, as a whole call does. Host operands are staged to each part's device from host
- * memory; device operands of another device than a part's move to buffers of its own through
- * bridges (pinned host memory, bridge.h), and its device outputs move back once every part
- * succeeded: never through OpenCL's own paths between devices (NVIDIA's run at ~1 GB/s, a
- * pinned transfer at ~55). A device output's blocks computed where it lives are written in
- * place, so a failed call may leave some of them written (a host output is never).
+ * memory, every device's by a thread of its own (start_parts_at_once); device operands of another
+ * device than a part's move to buffers of its own through bridges (pinned host memory, bridge.h),
+ * and its device outputs move back once every part succeeded: never through OpenCL's own paths
+ * between devices (NVIDIA's run at ~1 GB/s, a pinned transfer at ~55). A device output's blocks
+ * computed where it lives are written in place, so a failed call may leave some of them written (a
+ * host output is never).
  *
  * A synchronous call runs it all on the caller's thread (call_split_run). A submitted call
  * (call_split_submit) is started by its stream's starter thread, once the stream's earlier work
@@ -17,8 +18,10 @@
  * finishes it (call_complete, call_split_finish), in the stream's order. A device output's
  * blocks computed elsewhere go home there, after the parts, so the stream's later jobs wait
  * for such a call on the host before they start (call_writes_back). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "bridge.h"
@@ -27,6 +30,7 @@
 #include "error.h"
 #include "platform.h"
 #include "pool.h"
+#include "split_crew.h"
 #include "tensor.h"
 
 static double now_ns(void)
@@ -343,12 +347,106 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, const struct c
     return status;
 }
 
+/* Whether a part names a device operand of another device than its own: its moves share the
+ * split's transfer queues and read the pieces moved before it (borrow_moved). */
+static int any_moves(const struct op_call *op, const struct split_state *s)
+{
+    for (int32_t i = 0; i < s->count; i++)
+        for (int32_t p = 0; p < op->impl->desc->param_count; p++) {
+            const struct clops_tensor *t = s->parts[i].values[p].tensor;
+            if (op_kind_is_tensor(op->impl->desc->params[p].kind) && t != NULL &&
+                t->buffer != NULL && t->buffer->dev != s->devs[i])
+                return 1;
+        }
+    return 0;
+}
+
+/* One device's parts, started in their order by one thread (start_parts). */
+struct start_group {
+    struct call *call;
+    struct split_state *s;
+    struct pool_device *dev;
+    atomic_int *stop; /* set by the group that fails: the others start nothing more */
+    int32_t failed;   /* the part that failed, or -1 */
+    int32_t status;
+    char *message; /* its message; NULL without host memory for it */
+};
+
+static void start_group(void *arg)
+{
+    struct start_group *g = arg;
+    struct split_state *s = g->s;
+    struct op_call *op = call_op(g->call);
+    for (int32_t k = 0; k < s->count && !atomic_load(g->stop); k++) {
+        const int32_t i = s->order[k];
+        if (s->devs[i] != g->dev)
+            continue;
+        const int32_t status = start_part(op->pool, call_index(g->call), op->impl->desc, s, i);
+        if (status != CLOPS_OK) {
+            g->failed = i;
+            g->status = status;
+            g->message =
+                strdup(s->calls[i] != NULL ? call_error_of(s->calls[i])->message : err_last());
+            atomic_store(g->stop, 1);
+            return;
+        }
+    }
+}
+
+/* Starts the parts on every device at once, a thread a device (the pool's crew, split_crew.h):
+ * host operands are staged to each device by its own thread, through its own host copier, so
+ * that the devices' uploads overlap (one thread staged them in turn, and two H200s multiplied
+ * host operands at N = 16384 slower than one). Only parts that move no device operand: moves
+ * share the split's transfer queues and borrow earlier pieces' buffers. 0 when not so started
+ * (one device, or moves): start_parts starts them in turn. */
+static int start_parts_at_once(struct call *call, struct split_state *s)
+{
+    struct op_call *op = call_op(call);
+    struct start_group groups[CONFIG_MAX_DEVICES];
+    void *args[CONFIG_MAX_DEVICES];
+    atomic_int stop;
+    atomic_init(&stop, 0);
+    int32_t count = 0;
+    for (int32_t k = 0; k < s->count; k++) {
+        int32_t g = 0;
+        while (g < count && groups[g].dev != s->devs[s->order[k]])
+            g++;
+        if (g < count)
+            continue;
+        if (count == CONFIG_MAX_DEVICES)
+            return 0;
+        groups[count] = (struct start_group){
+            .call = call, .s = s, .dev = s->devs[s->order[k]], .stop = &stop, .failed = -1};
+        args[count] = &groups[count];
+        count++;
+    }
+    if (count < 2 || any_moves(op, s))
+        return 0;
+    split_crew_run(pool_split_crew(op->pool), start_group, args, count);
+    /* The failure of the part that comes first in the order, as starting them in turn would. */
+    const struct start_group *first = NULL;
+    for (int32_t k = 0; k < s->count && first == NULL; k++)
+        for (int32_t g = 0; g < count; g++)
+            if (groups[g].failed == s->order[k])
+                first = &groups[g];
+    if (first != NULL) {
+        s->failed = first->failed;
+        fail_parent(call, s, first->failed, first->status,
+                    first->message != NULL ? first->message : "out of host memory for its message");
+    }
+    for (int32_t g = 0; g < count; g++)
+        free(groups[g].message);
+    return 1;
+}
+
 /* Starts the parts made, each on its device; the parent's error holds the first failure. */
 static void start_parts(struct call *call, struct split_state *s)
 {
     struct op_call *op = call_op(call);
     s->start_ns = now_ns();
     s->failed = -1;
+    if (start_parts_at_once(call, s))
+        return;
     for (int32_t k = 0; k < s->count && s->failed < 0; k++) {
         const int32_t i = s->order[k];
         const int32_t status = start_part(op->pool, call_index(call), op->impl->desc, s, i);
