@@ -24,7 +24,7 @@ enum { PRECISION_FP32 = 1, PRECISION_3XTF32 = 2, PRECISION_TF32 = 4 };
 
 static const char help[] =
     "Usage: clops-bench [--sizes N,N,...] [--reps R] [--big] [--config FILE] [--no-cold]\n"
-    "                   [--precision LIST] [--host] [--peers]\n"
+    "                   [--precision LIST] [--host] [--dtypes LIST] [--peers]\n"
     "\n"
     "Times C = A B (square, row-major, no transposes) in f32 and f64 with clops and with\n"
     "CLBlast on the pool's primary device, operands already in device memory: one warm-up\n"
@@ -54,6 +54,8 @@ static const char help[] =
     "                     \"gemm\", \"gemm 3xtf32\", \"gemm tf32\"\n"
     "  -H, --host         also time f32 and f64 with host operands (clops_tensor.data):\n"
     "                     results op \"gemm host\"\n"
+    "  -t, --dtypes LIST  f32, f64 or f32,f64 (default): the element types timed (at N =\n"
+    "                     32768 a process takes minutes a type, mostly filling and checking)\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
     "  -h, --help         print this help\n" BENCH_HELP_PROGRESS BENCH_HELP_RESULTS_OPTIONS "\n"
     "Environment: CLOPS_LIBRARY, the libclops.so to load (as for clops); CLOPS_PYTHON, the\n"
@@ -69,6 +71,7 @@ struct options {
     int cold;
     unsigned precisions; /* PRECISION_* bits */
     int host;
+    unsigned dtypes; /* bit 0 f32, bit 1 f64 */
 };
 
 struct bench {
@@ -106,6 +109,23 @@ static const char *parse_precisions(const char *text, unsigned *bits)
     return ok && *bits != 0 ? NULL : "--precision wants fp32, 3xtf32 or tf32, comma-separated, not";
 }
 
+/* --dtypes: "f32", "f64" or both, comma-separated, as bits (f32 1, f64 2). */
+static const char *parse_dtypes(const char *text, unsigned *bits)
+{
+    *bits = 0;
+    for (const char *p = text; *p != '\0';) {
+        const size_t len = strcspn(p, ",");
+        if (len == 3 && strncmp(p, "f32", 3) == 0)
+            *bits |= 1u;
+        else if (len == 3 && strncmp(p, "f64", 3) == 0)
+            *bits |= 2u;
+        else
+            return "--dtypes wants f32, f64 or f32,f64, not";
+        p += len + (p[len] == ',');
+    }
+    return *bits != 0 ? NULL : "--dtypes wants f32, f64 or f32,f64, not";
+}
+
 static const char *take_option(void *area, int option, const char *arg)
 {
     struct options *opt = area;
@@ -115,6 +135,7 @@ static const char *take_option(void *area, int option, const char *arg)
     case 'n': opt->cold = 0; break;
     case 'p': return parse_precisions(arg, &opt->precisions);
     case 'H': opt->host = 1; break;
+    case 't': return parse_dtypes(arg, &opt->dtypes);
     }
     return NULL;
 }
@@ -122,7 +143,8 @@ static const char *take_option(void *area, int option, const char *arg)
 static const struct option own_options[] = {
     {"sizes", required_argument, NULL, 's'}, {"big", no_argument, NULL, 'b'},
     {"no-cold", no_argument, NULL, 'n'},     {"precision", required_argument, NULL, 'p'},
-    {"host", no_argument, NULL, 'H'},        {0},
+    {"host", no_argument, NULL, 'H'},        {"dtypes", required_argument, NULL, 't'},
+    {0},
 };
 
 /* ---- clops -------------------------------------------------------------------------------- */
@@ -578,9 +600,11 @@ static void run_gemm_table(struct bench *b)
     bench_table_init(&more, more_columns, (int)(sizeof more_columns / sizeof more_columns[0]),
                      BENCH_FLOPS);
     for (int d = 0; d < 2; d++)
-        if (dtypes[d] == CLOPS_F32 || b->session.device.fp64)
+        if ((b->opt.dtypes >> d & 1u) && (dtypes[d] == CLOPS_F32 || b->session.device.fp64))
             bench_progress_plan(b->opt.size_count * measurements_per_size(b, dtypes[d]));
     for (int d = 0; d < 2; d++) {
+        if (!(b->opt.dtypes >> d & 1u))
+            continue;
         if (dtypes[d] == CLOPS_F64 && !b->session.device.fp64) {
             add_row_start(&t.table, dtypes[d], 0);
             table_cell(&t.table, "skipped: the device has no fp64");
@@ -772,7 +796,7 @@ static void print_header(const struct bench *b)
 
 int bench_gemm_main(int argc, char **argv)
 {
-    static struct bench b = {.opt = {.cold = 1, .precisions = PRECISION_FP32}};
+    static struct bench b = {.opt = {.cold = 1, .precisions = PRECISION_FP32, .dtypes = 3u}};
     static const struct bench_command_line command_line = {
         .program = "clops-bench",
         .name = "gemm",

@@ -8,7 +8,7 @@
 #    over both (CLOPS_TEST_POOL_CONFIG=configs/two_gpus.cfg); test_multi_device and test_lu_multi
 #    make their own pools of the two GPUs;
 # gemm: clops-bench gemm on one GPU (with --peers: cuBLAS) and on both (configs/two_gpus.cfg),
-#    N = GEMM_SIZES (default 8192,16384,32768), device operands (on GPU 0; the other GPU's
+#    N = GEMM_SIZES (default 8192,16384,32768), GEMM_DTYPES (default f32,f64), device operands (on GPU 0; the other GPU's
 #    part moves through pinned host memory) and host operands. Targets (issue 24): two GPUs
 #    >= 1.9x one at N >= 16384 with device operands, >= 1.8x at 32768 with host operands;
 # lu: clops-bench lu (lu and solve, f32 and f64) on one GPU (with --peers: cuSOLVER) and on
@@ -104,7 +104,8 @@ for step in ${STEPS:-probe suites gemm lu mandel}; do
         ;;
     gemm)
         one_and_two gemm "${GEMM_SIZES:-8192,16384,32768}" \
-            "operands +[0-9]|^ *f(32|64) +[0-9]|^gemm " --no-cold --host || break
+            "operands +[0-9]|^ *f(32|64) +[0-9]|^gemm " --no-cold --host \
+            --dtypes "${GEMM_DTYPES:-f32,f64}" || break
         ;;
     lu)
         one_and_two lu "${LU_SIZES:-16384,32768}" "^ *f(32|64) +[0-9]|^(lu|solve)" || break
