@@ -141,9 +141,12 @@ static const char *take_option(void *area, int option, const char *arg)
 }
 
 static const struct option own_options[] = {
-    {"sizes", required_argument, NULL, 's'}, {"big", no_argument, NULL, 'b'},
-    {"no-cold", no_argument, NULL, 'n'},     {"precision", required_argument, NULL, 'p'},
-    {"host", no_argument, NULL, 'H'},        {"dtypes", required_argument, NULL, 't'},
+    {"sizes", required_argument, NULL, 's'},
+    {"big", no_argument, NULL, 'b'},
+    {"no-cold", no_argument, NULL, 'n'},
+    {"precision", required_argument, NULL, 'p'},
+    {"host", no_argument, NULL, 'H'},
+    {"dtypes", required_argument, NULL, 't'},
     {0},
 };
 
