@@ -19,6 +19,7 @@
 #include "entry.h"
 #include "fault_inject.h"
 #include "lu_testutil.h"
+#include "ops/getrf.h"
 
 static const struct clops_api *api;
 
@@ -129,6 +130,9 @@ static struct tmat case_matrix(const struct lu_case *c, uint64_t seed)
 START_TEST(test_lu_across_devices_matches_one_device)
 {
     const struct lu_case *c = &cases[_i];
+    /* Odd cases: every panel crosses in LU_PANEL_PIECES_MAX pieces of rows (one row each where
+     * it has fewer), as a large one does. */
+    lu_panel_piece_bytes = _i % 2 ? 64 : LU_PANEL_PIECE_BYTES;
     struct clops_pool *one = one_device(), *both = across();
     const struct tmat a = case_matrix(c, 2400 + (uint64_t)_i);
     const int64_t mn = c->rows < c->cols ? c->rows : c->cols;
@@ -416,6 +420,7 @@ END_TEST
 START_TEST(test_a_failure_anywhere_leaves_the_outputs_untouched)
 {
     const enum fault_kind kind = _i == 0 ? FAULT_OPENCL : FAULT_ALLOC;
+    lu_panel_piece_bytes = 1024; /* the panels cross in pieces: a failure between them too */
     struct clops_pool *both = across();
     const struct lu_case c = {CLOPS_F32, 131, 131, 1, KIND_RANDOM, 0, -1};
     const struct tmat a = case_matrix(&c, 2700);

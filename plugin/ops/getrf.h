@@ -243,6 +243,11 @@ int32_t lu_factor_block(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j
  * in l->a and l->ctx.ipiv_mem as lu_factor leaves them. lu_multi_release: after the call's
  * wait, frees what it holds (NULL is a no-op). */
 struct lu_multi;
+/* A panel crosses between devices in pieces of about this many bytes (at most
+ * LU_PANEL_PIECES_MAX of them): a piece's upload runs while the next one downloads. A
+ * variable so that tests can make small panels cross in pieces. */
+enum { LU_PANEL_PIECE_BYTES = 16 << 20, LU_PANEL_PIECES_MAX = 8 };
+extern int64_t lu_panel_piece_bytes;
 int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivoting, int *taken);
 void lu_multi_release(struct lu_multi *m);
 

@@ -8,11 +8,12 @@
  * side, after a panel's place (its columns [0, NB): see block_view). The device that owns a
  * panel's block column factors it and the host sends it, with its pivots, to the others through
  * pinned host memory (a bridge: NVIDIA's OpenCL moves data between two GPUs at ~1 GB/s on any
- * of its own paths, and pinned transfers run at ~55 GB/s); then every device applies the
- * panel's interchanges to its block columns right of it, U12 = L11^-1 A12 and A22 -= L21 U12
- * there (the engine's kernels, one GEMM a block column). With a look-ahead of one panel, the
- * owner of the next block column updates that one first and factors it at once, while the
- * devices update the rest. At the end each device applies every panel's interchanges to the
+ * of its own paths, and pinned transfers run at ~55 GB/s), in pieces of rows, each sent on while
+ * the next one downloads (the panel's crossing is on the path every step waits for); then every
+ * device applies the panel's interchanges to its block columns right of it, U12 = L11^-1 A12 and
+ * A22 -= L21 U12 there (the engine's kernels, one GEMM a block column). With a look-ahead of one
+ * panel, the owner of the next block column updates that one first and factors it at once, while
+ * the devices update the rest. At the end each device applies every panel's interchanges to the
  * columns left of it (the look-ahead's order, factor_lookahead's), and its block columns come
  * home to the call's device, where the factors and pivots then stand as lu_factor leaves them.
  * The same kernels run on the same elements as on one device, so the pivots and info are those
@@ -37,6 +38,15 @@
 /* Bridges the panels and block columns cross through, in turn: a bridge is reused once the
  * uploads that read it, three transfers back, are done. */
 enum { LU_MULTI_SLOTS = 3 };
+int64_t lu_panel_piece_bytes = LU_PANEL_PIECE_BYTES;
+
+/* A panel's download in pieces of rows (panel_pieces), each marked by its own event. */
+struct panel_transfer {
+    struct bridge *slot;
+    int32_t pieces;
+    int64_t row[LU_PANEL_PIECES_MAX + 1]; /* piece p: rows row[p] .. row[p + 1] */
+    cl_event done[LU_PANEL_PIECES_MAX];
+};
 
 struct lu_multi {
     int32_t count; /* devices; [0] is the call's: its context and matrix are the call's own */
@@ -178,16 +188,16 @@ static int32_t slot_index(const struct lu_multi *m, const struct bridge *b)
 }
 
 /* Enqueues a download of a rectangle of device d's matrix, inside block column `block`, into
- * `b` and flushes; *done marks it (and all before it on d's queue). */
-static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, int64_t block, int64_t r0,
-                        int64_t rows, int64_t c0, int64_t cols, cl_event *done)
+ * `b` from byte `at` on and flushes; *done marks it (and all before it on d's queue). */
+static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, size_t at, int64_t block,
+                        int64_t r0, int64_t rows, int64_t c0, int64_t cols, cl_event *done)
 {
     const struct bridge_rect r = rect_of(m, d, block, r0, c0);
     const size_t width = (size_t)(cols * m->es), host_origin[3] = {0, 0, 0};
     size_t origin[3], region[3];
     bridge_rect_terms(&r, 0, (size_t)rows, width, origin, region);
     cl_int rc = clEnqueueReadBufferRect(r.queue, r.mem, CL_FALSE, origin, host_origin, region,
-                                        r.pitch, 0, width, 0, b->data, 0, NULL, done);
+                                        r.pitch, 0, width, 0, (char *)b->data + at, 0, NULL, done);
     if (rc == CL_SUCCESS)
         rc = clFlush(m->ctx[d]->queue);
     if (rc != CL_SUCCESS)
@@ -197,18 +207,23 @@ static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, int64_t
     return CLOPS_OK;
 }
 
-/* Enqueues an upload of `b` into the same rectangle of device d's matrix, inside block column
- * `block`, recorded as a reader of its slot. */
-static int32_t upload(struct lu_multi *m, int32_t d, struct bridge *b, int64_t block, int64_t r0,
-                      int64_t rows, int64_t c0, int64_t cols)
+/* Enqueues an upload of `b` from byte `at` on into the same rectangle of device d's matrix,
+ * inside block column `block`, recorded as a reader of its slot. */
+static int32_t upload(struct lu_multi *m, int32_t d, struct bridge *b, size_t at, int64_t block,
+                      int64_t r0, int64_t rows, int64_t c0, int64_t cols)
 {
     const struct bridge_rect r = rect_of(m, d, block, r0, c0);
     const size_t width = (size_t)(cols * m->es), host_origin[3] = {0, 0, 0};
     size_t origin[3], region[3];
     bridge_rect_terms(&r, 0, (size_t)rows, width, origin, region);
     cl_event *reader = &m->slot_readers[slot_index(m, b)][d];
-    cl_int rc = clEnqueueWriteBufferRect(r.queue, r.mem, CL_FALSE, origin, host_origin, region,
-                                         r.pitch, 0, width, 0, b->data, 0, NULL, reader);
+    if (*reader != NULL) { /* an earlier piece's, on the same in-order queue: done before */
+        clReleaseEvent(*reader);
+        *reader = NULL;
+    }
+    cl_int rc =
+        clEnqueueWriteBufferRect(r.queue, r.mem, CL_FALSE, origin, host_origin, region, r.pitch, 0,
+                                 width, 0, (char *)b->data + at, 0, NULL, reader);
     if (rc == CL_SUCCESS)
         rc = clFlush(m->ctx[d]->queue);
     if (rc != CL_SUCCESS)
@@ -236,11 +251,11 @@ static int32_t move_block(struct lu_multi *m, int32_t from, int32_t to, int64_t 
     cl_event done = NULL;
     int32_t status = take_slot(m, &slot);
     if (status == CLOPS_OK)
-        status = download(m, from, slot, b, 0, m->rows, c0, w, &done);
+        status = download(m, from, slot, 0, b, 0, m->rows, c0, w, &done);
     if (status == CLOPS_OK)
         status = wait_event(m, &done);
     if (status == CLOPS_OK)
-        status = upload(m, to, slot, b, 0, m->rows, c0, w);
+        status = upload(m, to, slot, 0, b, 0, m->rows, c0, w);
     if (done != NULL)
         clReleaseEvent(done);
     return status;
@@ -248,9 +263,36 @@ static int32_t move_block(struct lu_multi *m, int32_t from, int32_t to, int64_t 
 
 /* ---- The factorization ----------------------------------------------------------------------- */
 
-/* The panel of block column k factored on its owner, and it (rows j.., jb columns), its pivots
- * and the owner's info downloaded into a slot and the host arrays; *done marks them. */
-static int32_t factor_panel(struct lu_multi *m, int64_t k, struct bridge **slot, cl_event *done)
+/* The pieces a panel of `rows` rows crosses in: about lu_panel_piece_bytes each, at most
+ * LU_PANEL_PIECES_MAX, and piece p's rows into t->row (from row j on). */
+static void panel_pieces(const struct lu_multi *m, int64_t j, int64_t rows, int64_t jb,
+                         struct panel_transfer *t)
+{
+    const int64_t bytes = rows * jb * m->es,
+                  per = lu_panel_piece_bytes > 0 ? lu_panel_piece_bytes : 1;
+    int64_t pieces = (bytes + per - 1) / per;
+    pieces = pieces < 1 ? 1 : pieces > LU_PANEL_PIECES_MAX ? LU_PANEL_PIECES_MAX : pieces;
+    pieces = pieces > rows ? rows : pieces;
+    t->pieces = (int32_t)pieces;
+    for (int32_t p = 0; p <= t->pieces; p++)
+        t->row[p] = j + rows * p / t->pieces;
+}
+
+/* The events of a panel's pieces let go. */
+static void panel_release(struct panel_transfer *t)
+{
+    for (int32_t p = 0; p < LU_PANEL_PIECES_MAX; p++)
+        if (t->done[p] != NULL) {
+            clReleaseEvent(t->done[p]);
+            t->done[p] = NULL;
+        }
+}
+
+/* The panel of block column k factored on its owner, its pivots and the owner's info
+ * downloaded into the host arrays, and it (rows j.., jb columns) into a slot in pieces of rows
+ * (panel_pieces), each marked by t->done[p], so that broadcast_panel sends a piece on while the
+ * next one downloads. */
+static int32_t factor_panel(struct lu_multi *m, int64_t k, struct panel_transfer *t)
 {
     const int32_t o = owner(m, k);
     struct lu_ctx *ctx = m->ctx[o];
@@ -258,7 +300,7 @@ static int32_t factor_panel(struct lu_multi *m, int64_t k, struct bridge **slot,
     const struct lu_matrix view = block_view(m, o, k);
     int32_t status = lu_factor_block(ctx, &view, j, jb, m->pivoting, m->mn);
     if (status == CLOPS_OK)
-        status = take_slot(m, slot);
+        status = take_slot(m, &t->slot);
     cl_int rc = CL_SUCCESS;
     if (status == CLOPS_OK)
         rc = clEnqueueReadBuffer(ctx->queue, ctx->ipiv_mem, CL_FALSE, (size_t)j * sizeof(int32_t),
@@ -269,20 +311,29 @@ static int32_t factor_panel(struct lu_multi *m, int64_t k, struct bridge **slot,
                                  NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: downloading a panel's pivots failed", m->op);
-    if (status == CLOPS_OK)
-        status = download(m, o, *slot, k, j, m->rows - j, j, jb, done);
+    panel_pieces(m, j, m->rows - j, jb, t);
+    for (int32_t p = 0; p < t->pieces && status == CLOPS_OK; p++)
+        status = download(m, o, t->slot, (size_t)((t->row[p] - j) * jb * m->es), k, t->row[p],
+                          t->row[p + 1] - t->row[p], j, jb, &t->done[p]);
     return status;
 }
 
-/* Panel k, downloaded (*done), sent to every other device with its pivots. */
-static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct bridge *slot, cl_event *done)
+/* Panel k sent to every other device, each piece as soon as it is downloaded (t), and its
+ * pivots with the last. */
+static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct panel_transfer *t)
 {
-    int32_t status = wait_event(m, done);
     const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
+    int32_t status = CLOPS_OK;
+    for (int32_t p = 0; p < t->pieces && status == CLOPS_OK; p++) {
+        status = wait_event(m, &t->done[p]);
+        for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
+            if (d != owner(m, k))
+                status = upload(m, d, t->slot, (size_t)((t->row[p] - j) * jb * m->es), k, t->row[p],
+                                t->row[p + 1] - t->row[p], j, jb);
+    }
     for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
         if (d == owner(m, k))
             continue;
-        status = upload(m, d, slot, k, j, m->rows - j, j, jb);
         /* m->piv stays as it is until the call's release: the write may read it any time. */
         cl_int rc = status == CLOPS_OK ? clEnqueueWriteBuffer(m->ctx[d]->queue, m->ctx[d]->ipiv_mem,
                                                               CL_FALSE, (size_t)j * sizeof(int32_t),
@@ -338,19 +389,18 @@ static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t j
 static int32_t factor_steps(struct lu_multi *m)
 {
     const int64_t panels = (m->mn + m->nb - 1) / m->nb, blocks = (m->cols + m->nb - 1) / m->nb;
-    struct bridge *slot = NULL;
-    cl_event done = NULL;
-    int32_t status = factor_panel(m, 0, &slot, &done);
+    struct panel_transfer t = {0};
+    int32_t status = factor_panel(m, 0, &t);
     for (int64_t k = 0; k < panels && status == CLOPS_OK; k++) {
         const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
         if (k > 0)
             status = pace_unit_queued(&m->ctx[0]->pace); /* the panel before is queued */
         if (status == CLOPS_OK)
-            status = broadcast_panel(m, k, slot, &done);
+            status = broadcast_panel(m, k, &t);
         if (status == CLOPS_OK && k + 1 < blocks)
             status = update_blocks(m, owner(m, k + 1), j, jb, k + 1, k + 2, 0);
         if (status == CLOPS_OK && k + 1 < panels)
-            status = factor_panel(m, k + 1, &slot, &done);
+            status = factor_panel(m, k + 1, &t);
         /* Block k's own columns right of the panel (a last panel narrower than its block),
          * then the block columns after the next one, updated already. */
         if (status == CLOPS_OK)
@@ -358,8 +408,7 @@ static int32_t factor_steps(struct lu_multi *m)
         for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
             status = update_blocks(m, d, j, jb, k + 2, blocks, 0);
     }
-    if (done != NULL)
-        clReleaseEvent(done);
+    panel_release(&t);
     return status;
 }
 
