@@ -13,9 +13,12 @@
  * device applies the panel's interchanges to its block columns right of it, U12 = L11^-1 A12 and
  * A22 -= L21 U12 there (the engine's kernels, one GEMM a block column). With a look-ahead of one
  * panel, the owner of the next block column updates that one first and factors it at once, while
- * the devices update the rest. At the end each device applies every panel's interchanges to the
- * columns left of it (the look-ahead's order, factor_lookahead's), and its block columns come
- * home to the call's device, where the factors and pivots then stand as lu_factor leaves them.
+ * the devices update the rest. A block column of another device comes home to the call's device
+ * once its panel is factored (the panel with the broadcast, the rows above it a step later: no
+ * later step changes them but for row interchanges), so that little is left to gather at the
+ * end; the call's device then applies every panel's interchanges to the columns left of it (the
+ * look-ahead's order, factor_lookahead's), and the factors and pivots stand as lu_factor leaves
+ * them.
  * The same kernels run on the same elements as on one device, so the pivots and info are those
  * of the one-device path.
  *
@@ -46,6 +49,16 @@ struct panel_transfer {
     int32_t pieces;
     int64_t row[LU_PANEL_PIECES_MAX + 1]; /* piece p: rows row[p] .. row[p + 1] */
     cl_event done[LU_PANEL_PIECES_MAX];
+    cl_event home; /* the rows above the panel downloaded for the call's device (go_home) */
+};
+
+/* Rows [0, rows) of block column `block`, downloaded into `slot` from byte `at` on (done), to be
+ * uploaded into the call's matrix (send_home). */
+struct home_part {
+    struct bridge *slot;
+    size_t at;
+    int64_t block, rows;
+    cl_event done;
 };
 
 struct lu_multi {
@@ -286,6 +299,21 @@ static void panel_release(struct panel_transfer *t)
             clReleaseEvent(t->done[p]);
             t->done[p] = NULL;
         }
+    if (t->home != NULL)
+        clReleaseEvent(t->home);
+    t->home = NULL;
+}
+
+/* Whether block column k goes home to the call's device while the steps go on (home_rows) rather
+ * than at the end (gather): a panel's block column of another device but the last panel's,
+ * which is final once its panel is factored but for the later panels' interchanges, which the
+ * call's device applies to every column left of them (swap_left). The last panel's may be
+ * updated after its panel (a panel narrower than its block), and block columns right of every
+ * panel (a wide matrix) are updated by all of them. */
+static int goes_home_early(const struct lu_multi *m, int64_t k)
+{
+    const int64_t panels = (m->mn + m->nb - 1) / m->nb;
+    return owner(m, k) != 0 && k + 1 < panels;
 }
 
 /* The panel of block column k factored on its owner, its pivots and the owner's info
@@ -315,6 +343,22 @@ static int32_t factor_panel(struct lu_multi *m, int64_t k, struct panel_transfer
     for (int32_t p = 0; p < t->pieces && status == CLOPS_OK; p++)
         status = download(m, o, t->slot, (size_t)((t->row[p] - j) * jb * m->es), k, t->row[p],
                           t->row[p + 1] - t->row[p], j, jb, &t->done[p]);
+    /* The rows above the panel, final since the step before, after it in the slot: the panel
+     * reaches the call's device with the broadcast, and these with the next step (send_home). */
+    if (status == CLOPS_OK && j > 0 && goes_home_early(m, k))
+        status =
+            download(m, o, t->slot, (size_t)((m->rows - j) * jb * m->es), k, 0, j, j, jb, &t->home);
+    return status;
+}
+
+/* Part h, downloaded a step ago, uploaded into the call's matrix (nothing when there is none). */
+static int32_t send_home(struct lu_multi *m, struct home_part *h)
+{
+    if (h->done == NULL)
+        return CLOPS_OK;
+    int32_t status = wait_event(m, &h->done);
+    if (status == CLOPS_OK)
+        status = upload(m, 0, h->slot, h->at, h->block, 0, h->rows, h->block * m->nb, m->nb);
     return status;
 }
 
@@ -390,6 +434,7 @@ static int32_t factor_steps(struct lu_multi *m)
 {
     const int64_t panels = (m->mn + m->nb - 1) / m->nb, blocks = (m->cols + m->nb - 1) / m->nb;
     struct panel_transfer t = {0};
+    struct home_part home = {0};
     int32_t status = factor_panel(m, 0, &t);
     for (int64_t k = 0; k < panels && status == CLOPS_OK; k++) {
         const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
@@ -397,6 +442,18 @@ static int32_t factor_steps(struct lu_multi *m)
             status = pace_unit_queued(&m->ctx[0]->pace); /* the panel before is queued */
         if (status == CLOPS_OK)
             status = broadcast_panel(m, k, &t);
+        /* The rows above the last panel go home now, those above this one next step: waiting
+         * for them now would hold the next panel up. */
+        if (status == CLOPS_OK)
+            status = send_home(m, &home);
+        if (status == CLOPS_OK && t.home != NULL) {
+            home = (struct home_part){.slot = t.slot,
+                                      .at = (size_t)((m->rows - j) * jb * m->es),
+                                      .block = k,
+                                      .rows = j,
+                                      .done = t.home};
+            t.home = NULL;
+        }
         if (status == CLOPS_OK && k + 1 < blocks)
             status = update_blocks(m, owner(m, k + 1), j, jb, k + 1, k + 2, 0);
         if (status == CLOPS_OK && k + 1 < panels)
@@ -408,39 +465,37 @@ static int32_t factor_steps(struct lu_multi *m)
         for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
             status = update_blocks(m, d, j, jb, k + 2, blocks, 0);
     }
+    if (status == CLOPS_OK)
+        status = send_home(m, &home);
+    if (home.done != NULL)
+        clReleaseEvent(home.done);
     panel_release(&t);
     return status;
 }
 
-/* The panels' interchanges on the columns left of each, in order, on every device (its own
- * block columns there are final once no later step reads them): on the call's device all of
- * them, on another the block columns it owns left of the panel, side by side after the
- * panel's place. */
+/* The panels' interchanges on the columns left of each, in order, on the call's device, over
+ * the whole of them: its own block columns and those that came home while the steps went on
+ * (goes_home_early), which is every block column left of the last panel. */
 static int32_t swap_left(struct lu_multi *m)
 {
     int32_t status = CLOPS_OK;
-    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
-        for (int64_t j = m->nb; j < m->mn && status == CLOPS_OK; j += m->nb) {
-            const int64_t jb = m->mn - j < m->nb ? m->mn - j : m->nb, k = j / m->nb;
-            const int64_t mine = owned_blocks(m, d, k);
-            if (d > 0 && mine == 0)
-                continue;
-            const struct lu_matrix left =
-                d == 0 ? lu_column_range(&m->m[0], 0, j)
-                       : lu_column_range(&m->m[d], m->nb, (mine + 1) * m->nb);
-            status = lu_laswp(m->ctx[d], &m->ctx[d]->main, &left, 0, 0, j, j + jb, 0);
-        }
+    for (int64_t j = m->nb; j < m->mn && status == CLOPS_OK; j += m->nb) {
+        const int64_t jb = m->mn - j < m->nb ? m->mn - j : m->nb;
+        const struct lu_matrix left = lu_column_range(&m->m[0], 0, j);
+        status = lu_laswp(m->ctx[0], &m->ctx[0]->main, &left, 0, 0, j, j + jb, 0);
+    }
     return status;
 }
 
-/* The other devices' block columns into the call's matrix, and the pivots and the first info
- * (in panel order) into the call's device's ipiv_mem. */
+/* The other devices' block columns that did not go home during the steps (goes_home_early)
+ * into the call's matrix, and the pivots and the first info (in panel order) into the call's
+ * device's ipiv_mem. */
 static int32_t gather(struct lu_multi *m)
 {
     const int64_t blocks = (m->cols + m->nb - 1) / m->nb;
     int32_t status = CLOPS_OK;
     for (int64_t b = 0; b < blocks && status == CLOPS_OK; b++)
-        if (owner(m, b) != 0)
+        if (owner(m, b) != 0 && !goes_home_early(m, b))
             status = move_block(m, owner(m, b), 0, b);
     /* Each device's statistics: its block columns, and the time until its last one left. */
     for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
