@@ -33,6 +33,7 @@ struct split_call {
     int32_t worker_count;
     int32_t side_workers[2];     /* workers by side */
     int32_t stealing;            /* dynamic, with workers on both sides */
+    double side_rate[2];         /* the sum of each side's workers' device rates; 0: one unknown */
     atomic_int side_done[2];     /* units delivered by each side so far */
     atomic_int stolen, given_up; /* units, for the log */
     atomic_int failed;
@@ -47,6 +48,7 @@ struct worker {
     struct split_call *call;
     void *state; /* the job's, job->worker_size bytes */
     int32_t list;
+    double share;     /* without stealing: its device's part of its side's rate (0: unknown) */
     int32_t steals;   /* GPU side, with stealing: re-renders CPU units at the end */
     int32_t in_bands; /* CPU side, with stealing: its units may be stolen */
     int32_t set_up;   /* setup was called */
@@ -84,11 +86,36 @@ static int device_side(const struct clops_pool *pool, int32_t d)
     return is_gpu(pool, d) ? SPLIT_SIDE_GPU : SPLIT_SIDE_CPU;
 }
 
-/* Whether device d sits the run out (split.h, Sitting out): a CPU-side device of a dynamic run
- * with GPU-side devices, one unit on it slower than half of every unit on the GPU side,
- * 2 R_gpu > U R_d, where every rate is known. */
+/* Whether GPU d sits the run out beside the pool's other GPUs (split.h, Sitting out): another
+ * GPU is faster (or as fast and first), and all of them together would finish the run's units
+ * within SPLIT_GPU_ALONE_NS at their rates, where every GPU's rate is known. */
+static int gpu_sits_out(const struct clops_pool *pool, const struct split_job *job, int32_t d)
+{
+    if (job->rate_index < 0 || !is_gpu(pool, d))
+        return 0;
+    const double own = pool_op_rate(pool, job->rate_index, d);
+    double sum = 0;
+    int faster = 0;
+    for (int32_t i = 0; i < pool_device_count(pool); i++) {
+        if (!is_gpu(pool, i))
+            continue;
+        const double rate = pool_op_rate(pool, job->rate_index, i);
+        if (!(rate > 0))
+            return 0;
+        sum += rate;
+        faster = faster || (i != d && (rate > own || (rate == own && i < d)));
+    }
+    const double items = (double)job->unit_count * (double)job->unit_items;
+    return faster && items / sum * 1e9 < SPLIT_GPU_ALONE_NS;
+}
+
+/* Whether device d sits the run out (split.h, Sitting out): a GPU beside faster ones on a short
+ * run (gpu_sits_out); a CPU-side device of a dynamic run with GPU-side devices, one unit on it
+ * slower than half of every unit on the GPU side, 2 R_gpu > U R_d, where every rate is known. */
 static int sits_out(const struct clops_pool *pool, const struct split_job *job, int32_t d)
 {
+    if (gpu_sits_out(pool, job, d))
+        return 1;
     if (!job->dynamic || job->rate_index < 0 || device_side(pool, d) != SPLIT_SIDE_CPU)
         return 0;
     double gpu_rate = 0;
@@ -196,6 +223,8 @@ static int32_t chunk_share(const struct worker *w, int32_t left)
 {
     const struct split_call *c = w->call;
     const int32_t side = w->info.side, workers = c->side_workers[side];
+    if (!c->stealing && w->share > 0)
+        return (int32_t)ceil((double)left * w->share);
     if (!c->stealing)
         return (left + workers - 1) / workers;
     const int64_t own = atomic_load(&c->side_done[side]);
@@ -215,6 +244,9 @@ static int32_t worker_setup(struct split_call *c, struct worker *w, struct pool_
     w->info.queue = pool_acquire_queue(dev);
     w->steals = c->stealing && side == SPLIT_SIDE_GPU;
     w->in_bands = c->stealing && side == SPLIT_SIDE_CPU;
+    if (!c->stealing && c->side_rate[side] > 0)
+        w->share =
+            pool_op_rate(c->pool, job->rate_index, pool_device_index(dev)) / c->side_rate[side];
     w->info.contested = w->steals || w->in_bands;
     int64_t items =
         job->launch_items[pool_device_info(dev)->type != CLOPS_DEVICE_GPU ? SPLIT_LAUNCH_CPU
@@ -384,6 +416,16 @@ static int32_t plan_workers(struct split_call *c, struct pool_device **devs, int
     if (status != CLOPS_OK)
         return status;
     c->stealing = c->job->dynamic && has_side[SPLIT_SIDE_GPU] && has_side[SPLIT_SIDE_CPU];
+    int known[2] = {1, 1};
+    for (int32_t d = 0; d < pool_device_count(pool); d++) {
+        const double rate = c->job->rate_index >= 0 ? pool_op_rate(pool, c->job->rate_index, d) : 0;
+        if (!taking_part[d])
+            continue;
+        c->side_rate[device_side(pool, d)] += rate;
+        known[device_side(pool, d)] &= rate > 0;
+    }
+    for (int32_t side = 0; side < 2; side++)
+        c->side_rate[side] = known[side] ? c->side_rate[side] : 0;
     for (int32_t d = 0; d < pool_device_count(pool); d++) {
         struct pool_device *dev = pool_device_at(pool, d);
         const int32_t queues = c->stealing ? pool_queue_count(dev) : 1;

@@ -16,14 +16,17 @@
  *
  * Chunks. A worker's chunks hold at most max_chunk units: launch_items of its kind (a GPU with
  * a CPU side to share with, a GPU alone, a CPU) divided by unit_items, 1 .. SPLIT_CHUNK_MAX.
- * Without stealing (one side, or a fixed share) a worker takes 1/workers of what is left of its
- * side's list, and its max_chunk is no larger than that first share (one launch per device
- * where the chunk limit allows). With stealing (dynamic, devices on both sides) a side takes its
- * share by the speeds seen so far: both sides started together, so the units each has
- * delivered are its speed; the other side is counted one unit ahead per worker (the units it is
- * on), so that a side that delivered nothing yet still gets a part; before its own first
- * delivery a side takes 1/(2 workers) of what is left (guided), so that one device's first
- * chunk cannot leave the others waiting.
+ * Without stealing (one side, or a fixed share) a worker takes its device's part of what is left
+ * of its side's list: its rate over the sum of the rates of its side's devices that take part,
+ * or 1/workers while one of them has none yet, and its max_chunk is no larger than that first
+ * share (one launch per device where the chunk limit allows). By rate, a device whose tiles
+ * cross to another's memory (two H200s, the whole set at 16384^2 into GPU 0's buffer: GPU 1 at
+ * 62 tiles/ms, GPU 0 at 308) no longer takes half of what is left and ends last by a chunk. With
+ * stealing (dynamic, devices on both sides) a side takes its share by the speeds seen so far: both
+ * sides started together, so the units each has delivered are its speed; the other side is counted
+ * one unit ahead per worker (the units it is on), so that a side that delivered nothing yet still
+ * gets a part; before its own first delivery a side takes 1/(2 workers) of what is left (guided),
+ * so that one device's first chunk cannot leave the others waiting.
  *
  * Stealing. With dynamic lists and devices on both sides, a GPU-side worker that finds the list
  * empty takes again the units CPU-side workers hold and have not finished (stolen), up to
@@ -36,7 +39,12 @@
  * and calls split_chunk_given_up between them, stopping once another worker delivered every
  * unit of the chunk; so a slow CPU holds the call up by at most one step.
  *
- * Sitting out. In a dynamic run with devices on both sides, a CPU-side device sits out when, at
+ * Sitting out. A GPU sits out any run that every GPU of the pool together would finish within
+ * SPLIT_GPU_ALONE_NS at the rates their earlier runs of the job saw, when another GPU is faster
+ * (or as fast and comes first): taking part costs a GPU more than such a run gains (two H200s,
+ * the whole set at 4096^2: 1.15 ms on both, 0.83 on GPU 0 alone; the deep zoom at 2048^2: 3.3
+ * against 3.1). Its rate then stays as it was; a larger run (more units) brings it back.
+ * In a dynamic run with devices on both sides, a CPU-side device sits out when, at
  * the rates the pool's earlier runs of the job saw (rate_index: work-items per second, by
  * device), one unit on it would take longer than half the time the GPU side needs for every
  * unit: its first chunk could only be stolen and hold the call up by a step (a PoCL CPU beside
@@ -83,6 +91,11 @@ enum { SPLIT_SIDE_GPU = 0, SPLIT_SIDE_CPU = 1 };
 enum { SPLIT_LAUNCH_GPU_SHARED = 0, SPLIT_LAUNCH_GPU_ALONE, SPLIT_LAUNCH_CPU, SPLIT_LAUNCH_KINDS };
 /* The most units in a chunk, and workers in a run. */
 enum { SPLIT_CHUNK_MAX = 256, SPLIT_WORKERS_MAX = CONFIG_MAX_DEVICES * 16 };
+/* Below this many nanoseconds for every GPU together, a GPU slower than another sits out
+ * (Sitting out, above). Set from two H200s (hosts/bench/RESULTS.md, 2026-11-29): at their
+ * measured rates the whole set at 4096^2 (0.7 ms) and the deep zoom at 2048^2 (2.9 ms) ran
+ * slower on both than on one and now sit out; the whole set at 16384^2 (11 ms) splits. */
+enum { SPLIT_GPU_ALONE_NS = 4000000 };
 
 struct split_call; /* the splitter's state for one run */
 
