@@ -86,16 +86,15 @@ static int device_side(const struct clops_pool *pool, int32_t d)
     return is_gpu(pool, d) ? SPLIT_SIDE_GPU : SPLIT_SIDE_CPU;
 }
 
-/* Whether GPU d sits the run out beside the pool's other GPUs (split.h, Sitting out): another
- * GPU is faster (or as fast and first), and all of them together would finish the run's units
- * within SPLIT_GPU_ALONE_NS at their rates, where every GPU's rate is known. */
+/* Whether GPU d sits the run out beside the pool's first GPU (split.h, Sitting out): it is not
+ * the first, and all the GPUs together would finish the run's units within SPLIT_GPU_ALONE_NS
+ * at their rates, where every GPU's rate is known. */
 static int gpu_sits_out(const struct clops_pool *pool, const struct split_job *job, int32_t d)
 {
     if (job->rate_index < 0 || !is_gpu(pool, d))
         return 0;
-    const double own = pool_op_rate(pool, job->rate_index, d);
     double sum = 0;
-    int faster = 0;
+    int32_t first = -1;
     for (int32_t i = 0; i < pool_device_count(pool); i++) {
         if (!is_gpu(pool, i))
             continue;
@@ -103,10 +102,10 @@ static int gpu_sits_out(const struct clops_pool *pool, const struct split_job *j
         if (!(rate > 0))
             return 0;
         sum += rate;
-        faster = faster || (i != d && (rate > own || (rate == own && i < d)));
+        first = first < 0 ? i : first;
     }
     const double items = (double)job->unit_count * (double)job->unit_items;
-    return faster && items / sum * 1e9 < SPLIT_GPU_ALONE_NS;
+    return d != first && items / sum * 1e9 < SPLIT_GPU_ALONE_NS;
 }
 
 /* Whether device d sits the run out (split.h, Sitting out): a GPU beside faster ones on a short

@@ -39,18 +39,20 @@
  * and calls split_chunk_given_up between them, stopping once another worker delivered every
  * unit of the chunk; so a slow CPU holds the call up by at most one step.
  *
- * Sitting out. A GPU sits out any run that every GPU of the pool together would finish within
- * SPLIT_GPU_ALONE_NS at the rates their earlier runs of the job saw, when another GPU is faster
- * (or as fast and comes first): taking part costs a GPU more than such a run gains (two H200s,
- * the whole set at 4096^2: 1.15 ms on both, 0.83 on GPU 0 alone; the deep zoom at 2048^2: 3.3
- * against 3.1). Its rate then stays as it was; a larger run (more units) brings it back.
- * In a dynamic run with devices on both sides, a CPU-side device sits out when, at
- * the rates the pool's earlier runs of the job saw (rate_index: work-items per second, by
- * device), one unit on it would take longer than half the time the GPU side needs for every
- * unit: its first chunk could only be stolen and hold the call up by a step (a PoCL CPU beside
- * an H200 on a 2048^2 f64 deep zoom: 240 times slower, the split took 6.2 ms against 3.1 for
- * the GPU alone, hosts/bench/RESULTS.md). A device without a rate yet takes part, so that the
- * first run measures it; a larger call (more units) brings it back.
+ * Sitting out. Every GPU but the pool's first sits out a run that all its GPUs together would
+ * finish within SPLIT_GPU_ALONE_NS at the rates their earlier runs of the job saw: taking part
+ * costs a second GPU more than such a run gains (two H200s, the whole set at 4096^2: 1.15 ms on
+ * both, 0.83 on GPU 0 alone; the deep zoom at 2048^2: 3.3 against 3.1). The first GPU (in a pool of
+ * GPUs the primary device, where a call's device outputs live) stays: its rate goes on changing
+ * with the views it renders while the others' stay as they were, and "the faster one stays" flipped
+ * between them (rates are per work-item, and a 2048^2 f64 deep zoom's pixel costs some 14 times a
+ * 4096^2 whole set's). A larger run (more units) brings them back. In a dynamic run with devices on
+ * both sides, a CPU-side device sits out when, at the rates the pool's earlier runs of the job saw
+ * (rate_index: work-items per second, by device), one unit on it would take longer than half the
+ * time the GPU side needs for every unit: its first chunk could only be stolen and hold the call up
+ * by a step (a PoCL CPU beside an H200 on a 2048^2 f64 deep zoom: 240 times slower, the split
+ * took 6.2 ms against 3.1 for the GPU alone, hosts/bench/RESULTS.md). A device without a rate yet
+ * takes part, so that the first run measures it; a larger call (more units) brings it back.
  *
  * Results. Per worker, the units it delivered and its busy time (render and delivery, abandoned
  * work included) go to pool_record_device_work, and each device's rate (units delivered by its
