@@ -70,9 +70,12 @@ int64_t split_clock_ns(void)
 
 /* ---- Sides and the lists --------------------------------------------------------------------- */
 
+int split_devices_as_gpus = 0;
+
 static int is_gpu(const struct clops_pool *pool, int32_t d)
 {
-    return pool_device_info(pool_device_at(pool, d))->type == CLOPS_DEVICE_GPU;
+    return split_devices_as_gpus ||
+           pool_device_info(pool_device_at(pool, d))->type == CLOPS_DEVICE_GPU;
 }
 
 static int device_side(const struct clops_pool *pool, int32_t d)

@@ -98,6 +98,8 @@ enum { SPLIT_CHUNK_MAX = 256, SPLIT_WORKERS_MAX = CONFIG_MAX_DEVICES * 16 };
  * measured rates the whole set at 4096^2 (0.7 ms) and the deep zoom at 2048^2 (2.9 ms) ran
  * slower on both than on one and now sit out; the whole set at 16384^2 (11 ms) splits. */
 enum { SPLIT_GPU_ALONE_NS = 4000000 };
+/* Nonzero: every device counts as a GPU (tests: the GPUs' rules on PoCL's CPU devices). */
+extern int split_devices_as_gpus;
 
 struct split_call; /* the splitter's state for one run */
 

@@ -24,6 +24,7 @@
 #include "fault_inject.h"
 #include "pool.h"
 #include "registry.h"
+#include "split.h"
 #include "testutil.h"
 
 static const struct clops_api *api;
@@ -593,6 +594,50 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
 }
 END_TEST
 
+/* A whole set of h x h into host memory in tiles of `tile` (maxit 300, split "dynamic"), on
+ * `pool`, checked against device 0 alone (split "1" with no device counted as a GPU). */
+static void render_as_gpus(struct clops_pool *pool, int64_t h, int64_t tile)
+{
+    struct clops_pool *one = two_devices("");
+    struct tu_mandel_out want = tu_mandel_out_new(api, one, h, h, 0),
+                         got = tu_mandel_out_new(api, pool, h, h, 0);
+    struct clops_arg args[TU_MANDELBROT_ARGS];
+    int32_t n = tu_mandelbrot_args(&want.ti, &want.tm, 300, "1", tile, args);
+    split_devices_as_gpus = 0;
+    ck_assert_int_eq(api->invoke_sized(one, api->op_find("mandelbrot"), args, n, sizeof args[0]),
+                     CLOPS_OK);
+    split_devices_as_gpus = 1;
+    n = tu_mandelbrot_args(&got.ti, &got.tm, 300, "dynamic", tile, args);
+    ck_assert_msg(api->invoke_sized(pool, api->op_find("mandelbrot"), args, n, sizeof args[0]) ==
+                      CLOPS_OK,
+                  "%s", api->last_error());
+    ck_assert_msg(tu_mandel_out_equal(&got, &want), "%lld^2 in tiles of %lld: wrong bits",
+                  (long long)h, (long long)tile);
+    tu_mandel_out_free(&want);
+    tu_mandel_out_free(&got);
+    api->pool_release(one);
+}
+
+/* split.h, Sitting out, with both PoCL devices counted as GPUs: the first call, no rates known,
+ * runs on both; then the second sits out a call both would finish within SPLIT_GPU_ALONE_NS
+ * (16 tiles of 16 x 16) and takes part in one of 256 tiles of 64 x 64 (tens of milliseconds
+ * here). The tiles go by the devices' rates (no stealing between two GPUs), to the same bits. */
+START_TEST(test_a_second_gpu_sits_out_a_short_run)
+{
+    split_devices_as_gpus = 1;
+    struct clops_pool *pool = two_devices("");
+    render_as_gpus(pool, 1024, 64);
+    int64_t before = tasks(pool, 1);
+    ck_assert_int_gt(before, 0); /* no rates yet: both took part */
+    render_as_gpus(pool, 64, 16);
+    ck_assert_int_eq(tasks(pool, 1), before);
+    render_as_gpus(pool, 1024, 64);
+    ck_assert_int_gt(tasks(pool, 1), before);
+    api->pool_release(pool);
+    split_devices_as_gpus = 0;
+}
+END_TEST
+
 /* The call to fail after the n-th of `calls` (0: the count, then 1): the one `stride` on, and
  * the last, then none. */
 static int64_t next_failure(int64_t n, int64_t calls, int64_t stride)
@@ -669,6 +714,7 @@ int main(void)
         TU_LOOP(test_a_failure_moving_device_operands_is_reported, 4),
         TU_LOOP(test_a_failure_in_a_split_mandelbrot_call_is_reported, 2 * MANDEL_SWEEPS),
         TU_LOOP(test_a_failure_in_a_pools_first_split_call_is_reported, 4),
+        TU_TEST(test_a_second_gpu_sits_out_a_short_run),
     };
     return tu_run_tests("multi_device", 1200, 1, tests, TU_COUNT(tests));
 }
