@@ -111,8 +111,8 @@ static int gpu_sits_out(const struct clops_pool *pool, const struct split_job *j
     return d != first && items / sum * 1e9 < SPLIT_GPU_ALONE_NS;
 }
 
-/* Whether device d sits the run out (split.h, Sitting out): a GPU beside faster ones on a short
- * run (gpu_sits_out); a CPU-side device of a dynamic run with GPU-side devices, one unit on it
+/* Whether device d sits the run out (split.h, Sitting out): a GPU but the first on a short run
+ * (gpu_sits_out); a CPU-side device of a dynamic run with GPU-side devices, one unit on it
  * slower than half of every unit on the GPU side, 2 R_gpu > U R_d, where every rate is known. */
 static int sits_out(const struct clops_pool *pool, const struct split_job *job, int32_t d)
 {
@@ -225,8 +225,10 @@ static int32_t chunk_share(const struct worker *w, int32_t left)
 {
     const struct split_call *c = w->call;
     const int32_t side = w->info.side, workers = c->side_workers[side];
-    if (!c->stealing && w->share > 0)
-        return (int32_t)ceil((double)left * w->share);
+    if (!c->stealing && w->share > 0) { /* at most what is left: rates may change meanwhile */
+        const double n = ceil((double)left * w->share);
+        return n < (double)left ? (int32_t)n : left;
+    }
     if (!c->stealing)
         return (left + workers - 1) / workers;
     const int64_t own = atomic_load(&c->side_done[side]);
