@@ -402,6 +402,8 @@ static void start_group(void *arg)
 static int start_parts_at_once(struct call *call, struct split_state *s)
 {
     struct op_call *op = call_op(call);
+    if (any_moves(op, s))
+        return 0;
     struct start_group groups[CONFIG_MAX_DEVICES];
     void *args[CONFIG_MAX_DEVICES];
     atomic_int stop;
@@ -420,7 +422,7 @@ static int start_parts_at_once(struct call *call, struct split_state *s)
         args[count] = &groups[count];
         count++;
     }
-    if (count < 2 || any_moves(op, s))
+    if (count < 2)
         return 0;
     split_crew_run(pool_split_crew(op->pool), start_group, args, count);
     /* The failure of the part that comes first in the order, as starting them in turn would. */

@@ -31,8 +31,9 @@ struct split_call {
     int32_t list_count;  /* 1 (dynamic) or 2 */
     atomic_uchar *state; /* per unit: UNIT_TAKEN, UNIT_STOLEN or UNIT_DONE */
     int32_t worker_count;
-    int32_t side_workers[2];     /* workers by side */
-    int32_t stealing;            /* dynamic, with workers on both sides */
+    int32_t side_workers[2];         /* workers by side */
+    int32_t stealing;                /* dynamic, with workers on both sides */
+    double rate[CONFIG_MAX_DEVICES]; /* each device's rate for the job, read once for the run */
     double side_rate[2];         /* the sum of each side's workers' device rates; 0: one unknown */
     atomic_int side_done[2];     /* units delivered by each side so far */
     atomic_int stolen, given_up; /* units, for the log */
@@ -225,10 +226,8 @@ static int32_t chunk_share(const struct worker *w, int32_t left)
 {
     const struct split_call *c = w->call;
     const int32_t side = w->info.side, workers = c->side_workers[side];
-    if (!c->stealing && w->share > 0) { /* at most what is left: rates may change meanwhile */
-        const double n = ceil((double)left * w->share);
-        return n < (double)left ? (int32_t)n : left;
-    }
+    if (!c->stealing && w->share > 0) /* share <= 1: at most what is left */
+        return (int32_t)ceil((double)left * w->share);
     if (!c->stealing)
         return (left + workers - 1) / workers;
     const int64_t own = atomic_load(&c->side_done[side]);
@@ -249,8 +248,7 @@ static int32_t worker_setup(struct split_call *c, struct worker *w, struct pool_
     w->steals = c->stealing && side == SPLIT_SIDE_GPU;
     w->in_bands = c->stealing && side == SPLIT_SIDE_CPU;
     if (!c->stealing && c->side_rate[side] > 0)
-        w->share =
-            pool_op_rate(c->pool, job->rate_index, pool_device_index(dev)) / c->side_rate[side];
+        w->share = c->rate[pool_device_index(dev)] / c->side_rate[side];
     w->info.contested = w->steals || w->in_bands;
     int64_t items =
         job->launch_items[pool_device_info(dev)->type != CLOPS_DEVICE_GPU ? SPLIT_LAUNCH_CPU
@@ -422,11 +420,11 @@ static int32_t plan_workers(struct split_call *c, struct pool_device **devs, int
     c->stealing = c->job->dynamic && has_side[SPLIT_SIDE_GPU] && has_side[SPLIT_SIDE_CPU];
     int known[2] = {1, 1};
     for (int32_t d = 0; d < pool_device_count(pool); d++) {
-        const double rate = c->job->rate_index >= 0 ? pool_op_rate(pool, c->job->rate_index, d) : 0;
+        c->rate[d] = c->job->rate_index >= 0 ? pool_op_rate(pool, c->job->rate_index, d) : 0;
         if (!taking_part[d])
             continue;
-        c->side_rate[device_side(pool, d)] += rate;
-        known[device_side(pool, d)] &= rate > 0;
+        c->side_rate[device_side(pool, d)] += c->rate[d];
+        known[device_side(pool, d)] &= c->rate[d] > 0;
     }
     for (int32_t side = 0; side < 2; side++)
         c->side_rate[side] = known[side] ? c->side_rate[side] : 0;

@@ -8,8 +8,9 @@
 #    over both (CLOPS_TEST_POOL_CONFIG=configs/two_gpus.cfg); test_multi_device and test_lu_multi
 #    make their own pools of the two GPUs;
 # gemm: clops-bench gemm on one GPU (with --peers: cuBLAS) and on both (configs/two_gpus.cfg),
-#    N = GEMM_SIZES (default 8192,16384,32768), GEMM_DTYPES (default f32,f64), device operands (on GPU 0; the other GPU's
-#    part moves through pinned host memory) and host operands. Targets (issue 24): two GPUs
+#    N = GEMM_SIZES (default 8192,16384,32768), GEMM_DTYPES (default f32,f64), device
+#    operands (on GPU 0; the other GPU's part moves through pinned host memory) and host
+#    operands. Targets (issue 24): two GPUs
 #    >= 1.9x one at N >= 16384 with device operands, >= 1.8x at 32768 with host operands;
 # lu: clops-bench lu (lu and solve, f32 and f64) on one GPU (with --peers: cuSOLVER) and on
 #    both, N = LU_SIZES (default 16384,32768). Target: lu f64 on two GPUs >= 1.6x one at 32768

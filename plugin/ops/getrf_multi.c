@@ -49,7 +49,7 @@ struct panel_transfer {
     int32_t pieces;
     int64_t row[LU_PANEL_PIECES_MAX + 1]; /* piece p: rows row[p] .. row[p + 1] */
     cl_event done[LU_PANEL_PIECES_MAX];
-    cl_event home; /* the rows above the panel downloaded for the call's device (go_home) */
+    cl_event home; /* the rows above the panel downloaded for the call's device (send_home) */
 };
 
 /* Rows [0, rows) of block column `block`, downloaded into `slot` from byte `at` on (done), to be
@@ -304,7 +304,7 @@ static void panel_release(struct panel_transfer *t)
     t->home = NULL;
 }
 
-/* Whether block column k goes home to the call's device while the steps go on (home_rows) rather
+/* Whether block column k goes home to the call's device while the steps go on (send_home) rather
  * than at the end (gather): a panel's block column of another device but the last panel's,
  * which is final once its panel is factored but for the later panels' interchanges, which the
  * call's device applies to every column left of them (swap_left). The last panel's may be
