@@ -22,8 +22,8 @@ struct split_crew {
     os_cond done; /* a task is done */
     struct task *head, *tail;
     int stop;
-    long owner; /* the process whose threads these are */
-    int32_t threads, idle;
+    long owner;            /* the process whose threads these are */
+    int32_t threads, idle; /* idle: threads not running a task */
     os_thread thread[CREW_THREADS_MAX];
 };
 
@@ -47,15 +47,15 @@ static void *crew_thread(void *arg)
     while (!c->stop) {
         struct task *t = pop(c);
         if (t == NULL) {
-            c->idle++;
             os_cond_wait(&c->work, &c->lock);
-            c->idle--;
             continue;
         }
+        c->idle--;
         os_mutex_unlock(&c->lock);
         t->fn(t->arg);
         os_mutex_lock(&c->lock);
         t->state = TASK_DONE;
+        c->idle++;
         os_cond_broadcast(&c->done);
     }
     os_mutex_unlock(&c->lock);
@@ -107,7 +107,10 @@ void split_crew_free(struct split_crew *c)
     free(c);
 }
 
-/* Queues `t`, starting a thread when fewer are idle than tasks wait; under the lock. */
+/* Queues `t`, starting a thread when fewer are idle than tasks wait; under the lock. A thread
+ * counts as idle from its start, not from when it first runs: one the system had not run yet
+ * when the run before ended (its caller ran its task) was not counted, and the next run
+ * started another beside it (test_split_crew saw 7 threads for 5 workers under load). */
 static void queue_task(struct split_crew *c, struct task *t, int32_t waiting)
 {
     t->state = TASK_QUEUED;
@@ -118,8 +121,10 @@ static void queue_task(struct split_crew *c, struct task *t, int32_t waiting)
         c->head = t;
     c->tail = t;
     if (c->idle < waiting && c->threads < CREW_THREADS_MAX &&
-        os_thread_start(&c->thread[c->threads], crew_thread, c) == 0)
+        os_thread_start(&c->thread[c->threads], crew_thread, c) == 0) {
         c->threads++;
+        c->idle++;
+    }
     os_cond_signal(&c->work);
 }
 
