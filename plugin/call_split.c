@@ -30,6 +30,7 @@
 #include "error.h"
 #include "platform.h"
 #include "pool.h"
+#include "split.h"
 #include "split_crew.h"
 #include "tensor.h"
 
@@ -152,8 +153,8 @@ static struct bridge_rect rect_of(const struct clops_tensor *t, cl_command_queue
 
 static int same_view(const struct clops_tensor *a, const struct clops_tensor *b)
 {
-    return a->buffer == b->buffer && a->dtype == b->dtype && a->offset == b->offset &&
-           a->shape[0] == b->shape[0] && a->shape[1] == b->shape[1] &&
+    return a->buffer == b->buffer && a->data == b->data && a->dtype == b->dtype &&
+           a->offset == b->offset && a->shape[0] == b->shape[0] && a->shape[1] == b->shape[1] &&
            a->strides[0] == b->strides[0] && a->strides[1] == b->strides[1];
 }
 
@@ -175,8 +176,32 @@ static int borrow_moved(struct split_state *s, int32_t i, int32_t p, struct clop
     return 0;
 }
 
+/* Whether host input p of part i is read by another part on its device (the block of the cut
+ * operand that every piece of a part reads, gemm_cut.c): staged to the device once, into a
+ * buffer of its own that every such piece names (move_in), instead of once by each piece. */
+static int host_input_shared(const struct split_state *s, int32_t i, int32_t p,
+                             const struct clops_op *desc)
+{
+    const struct clops_tensor *t = s->parts[i].values[p].tensor;
+    int64_t outer = 0, inner = 0, pitch = 0;
+    if (desc->params[p].kind != CLOPS_PARAM_TENSOR_IN || t == NULL || t->buffer != NULL ||
+        t->data == NULL || !view_rect(t, &outer, &inner, &pitch))
+        return 0;
+    for (int32_t j = 0; j < s->count; j++) {
+        if (j == i || s->devs[j] != s->devs[i])
+            continue;
+        /* Part j's view, or, where j moved it already, the view it moved. */
+        const struct clops_tensor *other =
+            s->moves[j].moved[p] != NULL ? &s->moves[j].origin[p] : s->parts[j].values[p].tensor;
+        if (other != NULL && same_view(other, t))
+            return 1;
+    }
+    return 0;
+}
+
 /* Moves part i's device operands of other devices to new buffers on its device (their contents
- * through bridges; outputs-only ones and those it does not read left unwritten): the part's
+ * through bridges; outputs-only ones and those it does not read left unwritten), and stages
+ * its host inputs that other parts on its device read too (host_input_shared): the part's
  * views then name those. An input an earlier piece moved is not moved again. */
 static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i,
                        const struct clops_op *desc)
@@ -186,8 +211,9 @@ static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i
     int32_t status = CLOPS_OK;
     for (int32_t p = 0; p < desc->param_count && status == CLOPS_OK; p++) {
         const struct clops_tensor *view = part->values[p].tensor;
-        if (!op_kind_is_tensor(desc->params[p].kind) || view == NULL || view->buffer == NULL ||
-            view->buffer->dev == s->devs[i])
+        const int host = host_input_shared(s, i, p, desc);
+        if (!host && (!op_kind_is_tensor(desc->params[p].kind) || view == NULL ||
+                      view->buffer == NULL || view->buffer->dev == s->devs[i]))
             continue;
         /* The part's own copy of the view, which it is made to name. */
         struct clops_tensor *t = &part->tensors[p];
@@ -210,6 +236,15 @@ static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i
         here.strides[unit] = 1;
         here.strides[1 - unit] = inner;
         cl_command_queue from = NULL, to = NULL;
+        if (host) { /* through the pool's pinned staging blocks, waited for */
+            here.data = NULL;
+            status = transfer_queue(pool, s, s->devs[i], desc->name, &to);
+            if (status == CLOPS_OK)
+                status = tensor_upload_packed(pool, s->devs[i], to, t, here.buffer->mem, desc->name,
+                                              desc->params[p].name);
+            *t = here;
+            continue;
+        }
         status = transfer_queue(pool, s, t->buffer->dev, desc->name, &from);
         if (status == CLOPS_OK)
             status = transfer_queue(pool, s, s->devs[i], desc->name, &to);
@@ -514,18 +549,27 @@ static void part_copy(struct op_part *to, const struct op_part *from, int32_t pa
             to->values[p].tensor = &to->tensors[p];
 }
 
-/* Bytes of a part's device operands on other devices than `dev` that it reads. */
+/* Bytes of a part's operands that cross the bus to or from `dev`, where cutting it into pieces
+ * overlaps their moves with compute: those it reads from device buffers of other devices, and,
+ * on a GPU (a device with DMA beside its compute units; split_devices_as_gpus in tests), the
+ * host operands it reads or writes. A CPU device's host operands are not counted: its upload is
+ * a copy by its own cores (upload_direct in tensor_stage.c), which pieces would not overlap. */
 static int64_t moved_bytes(const struct op_call *op, const struct op_part *part,
                            const struct pool_device *dev)
 {
+    const int host_moves = split_devices_as_gpus || pool_device_info(dev)->type != CLOPS_DEVICE_CPU;
     int64_t bytes = 0;
     for (int32_t p = 0; p < op->impl->desc->param_count; p++) {
+        const int32_t kind = op->impl->desc->params[p].kind;
         const struct clops_tensor *t = part->values[p].tensor;
         int64_t outer = 0, inner = 0, pitch = 0;
-        if (op_kind_is_tensor(op->impl->desc->params[p].kind) && t != NULL && t->buffer != NULL &&
-            t->buffer->dev != dev && op->impl->desc->params[p].kind != CLOPS_PARAM_TENSOR_OUT &&
-            !(part->unread & (1u << p)) && view_rect(t, &outer, &inner, &pitch))
-            bytes += outer * inner * dtype_size(t->dtype);
+        if (!op_kind_is_tensor(kind) || t == NULL || !view_rect(t, &outer, &inner, &pitch))
+            continue;
+        const int read = kind != CLOPS_PARAM_TENSOR_OUT && !(part->unread & (1u << p));
+        const int crosses = t->buffer != NULL ? t->buffer->dev != dev && read
+                                              : host_moves && t->data != NULL &&
+                                                    (read || kind != CLOPS_PARAM_TENSOR_IN);
+        bytes += crosses ? outer * inner * dtype_size(t->dtype) : 0;
     }
     return bytes;
 }

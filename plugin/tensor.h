@@ -112,6 +112,14 @@ struct staged_tensor {
 int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_command_queue queue,
                      const struct clops_tensor *t, int32_t upload, struct staged_tensor *out,
                      const char *op, const char *param);
+/* Copies host view `t` (a dense view, or one whose runs make a rectangle) into device buffer
+ * `mem` of `dev` packed (its elements in view_runs' order, from byte 0), through the pool's
+ * staging blocks as tensor_stage does, and returns once every write is done: `mem` can then be
+ * read on any queue of the device, and `t` changes nothing more (a split call's operand that
+ * several parts on a device read, call_split.c). */
+int32_t tensor_upload_packed(struct clops_pool *pool, struct pool_device *dev,
+                             cl_command_queue queue, const struct clops_tensor *t, cl_mem mem,
+                             const char *op, const char *param);
 /* A failed call leaves host outputs untouched, even when a device step or a download fails
  * after others succeeded: outputs are downloaded first (tensor_download, enqueued without a
  * wait into a host temporary), and written into host memory only once the call has waited for

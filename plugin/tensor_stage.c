@@ -191,7 +191,8 @@ struct upload {
     cl_command_queue queue;
     cl_mem mem;
     const char *first;   /* the view's first byte in host memory */
-    size_t pitch[2];     /* of its rows and slices, the same in host memory and in `mem` */
+    size_t pitch[2];     /* of its rows and slices in host memory */
+    size_t dpitch[2];    /* and in `mem`: the same, or packed (tensor_upload_packed) */
     size_t chunk;        /* bytes of a chunk at most (tensor_stage_chunk, or less) */
     char *block[2];      /* the staging blocks, taken when first needed */
     size_t capacity[2];  /* theirs, for pool_host_give */
@@ -234,6 +235,7 @@ static cl_int upload_chunk(struct upload *u, const struct chunk *c)
             return NO_HOST_BLOCK;
     }
     const size_t at = c->slice * u->pitch[1] + c->row * u->pitch[0] + c->x;
+    const size_t dat = c->slice * u->dpitch[1] + c->row * u->dpitch[0] + c->x; /* in `mem` */
     /* The chunk as a view of bytes: rows of `width`, packed into the block. */
     const struct view_runs rows = {.run = (int64_t)c->width,
                                    .outer = 2,
@@ -241,17 +243,17 @@ static cl_int upload_chunk(struct upload *u, const struct chunk *c)
                                    .stride = {(int64_t)u->pitch[0], (int64_t)u->pitch[1]}};
     copy_runs(u->pool, &rows, 1, (char *)u->first + at, u->block[i], 1, 0);
     if (c->rows == 1 && c->slices == 1) {
-        rc = clEnqueueWriteBuffer(u->queue, u->mem, CL_FALSE, at, c->width, u->block[i], 0, NULL,
+        rc = clEnqueueWriteBuffer(u->queue, u->mem, CL_FALSE, dat, c->width, u->block[i], 0, NULL,
                                   &u->written[i]);
     } else {
         /* Origins in whole rows (a chunk of rows) or slices (of slices), never past the rows
          * or slices the view has: NVIDIA checks a rectangle's end at its last pitch
          * (staged_bytes). Host pitches 0: the block holds the rows packed. */
-        const size_t origin[3] = {0, c->slices == 1 ? at / u->pitch[0] : 0,
+        const size_t origin[3] = {0, c->slices == 1 ? dat / u->dpitch[0] : 0,
                                   c->slices == 1 ? 0 : c->slice};
         const size_t region[3] = {c->width, c->rows, c->slices};
         rc = clEnqueueWriteBufferRect(u->queue, u->mem, CL_FALSE, origin, (size_t[3]){0, 0, 0},
-                                      region, u->pitch[0], c->slices == 1 ? 0 : u->pitch[1], 0, 0,
+                                      region, u->dpitch[0], c->slices == 1 ? 0 : u->dpitch[1], 0, 0,
                                       u->block[i], 0, NULL, &u->written[i]);
     }
     if (rc != CL_SUCCESS) {
@@ -370,8 +372,8 @@ static int32_t upload_view(struct clops_pool *pool, struct pool_device *dev, cl_
         moved = (int64_t)(region[0] * region[1] * region[2]);
         if ((size_t)moved < u.chunk)
             u.chunk = (size_t)moved;
-        u.pitch[0] = v.outer == 0 ? region[0] : pitch[0];
-        u.pitch[1] = pitch[1];
+        u.pitch[0] = u.dpitch[0] = v.outer == 0 ? region[0] : pitch[0];
+        u.pitch[1] = u.dpitch[1] = pitch[1];
         /* From memory the host registered, one DMA from it (host_register.h); a view that
          * only starts in a registered range is staged: a write crossing its end would go
          * through the driver's pageable path. */
@@ -417,6 +419,62 @@ int32_t tensor_stage(struct clops_pool *pool, struct pool_device *dev, cl_comman
     if (!upload)
         return CLOPS_OK;
     return upload_view(pool, dev, queue, t, out, op, param);
+}
+
+int32_t tensor_upload_packed(struct clops_pool *pool, struct pool_device *dev,
+                             cl_command_queue queue, const struct clops_tensor *t, cl_mem mem,
+                             const char *op, const char *param)
+{
+    const int64_t es = dtype_size(t->dtype), span_bytes = tensor_span(t) * es;
+    struct view_runs v;
+    view_runs(t, &v);
+    size_t region[3] = {(size_t)span_bytes, 1, 1}, pitch[2] = {0, 0};
+    if (span_bytes == 0)
+        return CLOPS_OK;
+    if (v.outer > 0 && !rect_of(&v, es, region, pitch))
+        return err_set(CLOPS_ERR_INTERNAL, "%s: parameter '%s' is no rectangle to upload packed",
+                       op, param);
+    struct upload u = {.pool = pool,
+                       .dev = dev,
+                       .queue = queue,
+                       .mem = mem,
+                       .first = (const char *)t->data + t->offset * es,
+                       .pitch = {v.outer == 0 ? region[0] : pitch[0], pitch[1]},
+                       .dpitch = {region[0], region[0] * region[1]},
+                       .chunk = tensor_stage_chunk > 0 ? tensor_stage_chunk : 1};
+    const size_t bytes = region[0] * region[1] * region[2];
+    u.chunk = bytes < u.chunk ? bytes : u.chunk;
+    struct host_registration *registered =
+        host_registration_find(pool, u.first, (size_t)span_bytes);
+    cl_int rc;
+    if (registered != NULL ||
+        (pool_device_info(dev)->type == CLOPS_DEVICE_CPU && !tensor_stage_on_cpu)) {
+        /* One write from the view (upload_direct says why), waited for. */
+        const size_t origin[3] = {0, 0, 0};
+        rc = clEnqueueWriteBufferRect(queue, mem, CL_FALSE, origin, origin, region, u.dpitch[0],
+                                      u.dpitch[1], u.pitch[0], u.pitch[1], u.first, 0, NULL,
+                                      &u.written[0]);
+        if (rc != CL_SUCCESS)
+            u.written[0] = NULL;
+    } else {
+        rc = upload_rows(&u, region[0], region[1], region[2]);
+    }
+    /* Every write waited for, so the blocks go back now and the buffer is whole for any queue
+     * of the device. */
+    for (int i = 0; i < 2; i++) {
+        const cl_int waited = upload_wait(&u, i);
+        rc = rc == CL_SUCCESS ? waited : rc;
+    }
+    if (rc != CL_SUCCESS && rc != NO_HOST_BLOCK)
+        clFinish(queue); /* a failed wait: make sure the driver reads the blocks no more */
+    for (int i = 0; i < 2; i++)
+        pool_host_give(pool, u.block[i], u.capacity[i]);
+    host_registration_drop(registered);
+    if (rc == NO_HOST_BLOCK)
+        return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                       "%s: no host memory to stage parameter '%s' (%lld bytes)", op, param,
+                       (long long)bytes);
+    return transfer_done(pool, rc, (int64_t)bytes, 0, op, param);
 }
 
 /* Where a download of view `t` goes: its elements packed when the device buffer's layout makes

@@ -256,11 +256,14 @@ END_TEST
 
 /* Every OpenCL call (then every allocation) of a split call made to fail in turn: the call
  * fails with a message, a failure inside a part names it, and C is left as it was; the pool
- * works afterwards. */
+ * works afterwards. Runs 2 and 3 with each device's part in pieces on host operands. */
 START_TEST(test_a_failure_anywhere_leaves_c_untouched)
 {
-    const enum fault_kind kind = _i == 0 ? FAULT_OPENCL : FAULT_ALLOC;
+    const enum fault_kind kind = _i % 2 == 0 ? FAULT_OPENCL : FAULT_ALLOC;
     const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0, 0};
+    /* As in test_split_gemm_host_operands_in_pieces. */
+    split_devices_as_gpus = _i >= 2;
+    split_piece_bytes = _i >= 2 ? 1 << 20 : SPLIT_PIECE_BYTES;
     struct clops_pool *pool = split_pool(shares(0.5, 0.5), 0);
     ck_assert(pool != NULL);
     struct gemm_data d;
@@ -291,9 +294,81 @@ START_TEST(test_a_failure_anywhere_leaves_c_untouched)
     ck_assert_int_gt(named, 0);
     memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
     ck_assert_int_eq(run_gemm(pool, &g, &d), CLOPS_OK);
+    split_devices_as_gpus = 0;
+    split_piece_bytes = SPLIT_PIECE_BYTES;
     check_reference(&g, &d, "after the sweep");
     data_free(&d);
     api->pool_release(pool);
+}
+END_TEST
+
+static int64_t uploaded(struct clops_pool *pool)
+{
+    struct clops_stats s = {.struct_size = sizeof s};
+    ck_assert_int_eq(api->pool_stats(pool, &s), CLOPS_OK);
+    return s.bytes_uploaded;
+}
+
+/* Host operands with each device's part in pieces (on GPUs, where their uploads overlap the
+ * pieces before: the PoCL devices counted as GPUs, split_piece_bytes lowered to 256 KiB): the
+ * same bits as on one device, and several pieces on each device with a part. The block of the
+ * cut operand that a device's pieces all read (op(B)'s columns by columns, op(A)'s rows by rows)
+ * is staged once for them: the call uploads exactly that operand once, the other once per
+ * device with a part, and C where beta is not 0. Runs 0 and 1 through the staging blocks in
+ * chunks of 1000 bytes (rows packed, rows cut), runs 2 and 3 in one write from host memory, as
+ * a CPU device takes them. */
+START_TEST(test_split_gemm_host_operands_in_pieces)
+{
+    static const int which[4] = {0, 3, 2, 1};
+    struct gemm_case cut = cases[which[_i]];
+    const struct gemm_case *g = &cut;
+    cut.beta_zero = _i >= 2;
+    if (g->dtype == CLOPS_F64 && !tu_has_fp64())
+        return;
+    split_devices_as_gpus = 1;
+    split_piece_bytes = 256 << 10;
+    tensor_stage_on_cpu = _i < 2;
+    tensor_stage_chunk = _i < 2 ? 1000 : TENSOR_STAGE_CHUNK;
+    struct clops_pool *split = split_pool(shares(0.5, 0.5), 0), *whole = whole_pool();
+    ck_assert(split != NULL && whole != NULL);
+    struct gemm_data one, two;
+    data_make(g, &one, 9700 + (uint64_t)_i);
+    data_make(g, &two, 9700 + (uint64_t)_i);
+    const int32_t devices = tu_split_devices();
+    int64_t pieces[8];
+    for (int32_t d = 0; d < devices; d++)
+        pieces[d] = tasks(split, d);
+    const int64_t bytes = uploaded(split);
+    ck_assert_msg(run_gemm(whole, g, &one) == CLOPS_OK, "%s", api->last_error());
+    ck_assert_msg(run_gemm(split, g, &two) == CLOPS_OK, "%s", api->last_error());
+    const int64_t moved = uploaded(split) - bytes;
+    int64_t working = 0;
+    for (int32_t d = 0; d < devices; d++) {
+        pieces[d] = tasks(split, d) - pieces[d];
+        working += pieces[d] > 0;
+        ck_assert_msg(pieces[d] == 0 || pieces[d] >= 2, "device %d's part ran as %lld piece(s)",
+                      (int)d, (long long)pieces[d]);
+    }
+    split_devices_as_gpus = 0;
+    split_piece_bytes = SPLIT_PIECE_BYTES;
+    tensor_stage_on_cpu = 1; /* fault_inject.c's */
+    tensor_stage_chunk = TENSOR_STAGE_CHUNK;
+    ck_assert_int_ge(working, 2);
+    const int64_t es = tu_dtype_size(g->dtype);
+    const int64_t a = g->m * g->k * es, b = g->k * g->n * es, c = g->m * g->n * es;
+    const int by_columns = g->n >= g->m;
+    const int64_t want = (by_columns ? b + working * a : a + working * b) + (g->beta_zero ? 0 : c);
+    ck_assert_msg(moved == want,
+                  "uploaded %lld bytes, expected %lld (op(%s) once, op(%s) once per device%s)",
+                  (long long)moved, (long long)want, by_columns ? "B" : "A", by_columns ? "A" : "B",
+                  g->beta_zero ? "" : ", C");
+    check_reference(g, &two, "host operands in pieces");
+    ck_assert_msg(memcmp(one.c, two.c, (size_t)c) == 0,
+                  "C in pieces differs from the one device's");
+    data_free(&one);
+    data_free(&two);
+    api->pool_release(split);
+    api->pool_release(whole);
 }
 END_TEST
 
@@ -709,7 +784,8 @@ int main(void)
         TU_TEST(test_shares_configured_and_measured),
         TU_TEST(test_a_small_gemm_is_not_split),
         TU_TEST(test_a_call_runs_where_its_buffers_live),
-        TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 2),
+        TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 4),
+        TU_LOOP(test_split_gemm_host_operands_in_pieces, 4),
         TU_LOOP(test_split_gemm_on_device_buffers, 4),
         TU_LOOP(test_a_failure_moving_device_operands_is_reported, 4),
         TU_LOOP(test_a_failure_in_a_split_mandelbrot_call_is_reported, 2 * MANDEL_SWEEPS),
