@@ -49,10 +49,12 @@ struct pool_op_counters {
 
 /* How many host blocks a pool keeps for later calls (pool_host_give): room for the staging
  * blocks of uploads (tensor_stage.c) and the download temporaries of a few threads' calls at
- * once, beyond which blocks would be pinned and released on every call. Requests under
+ * once, beyond which blocks would be pinned and released on every call. A GEMM split over two
+ * GPUs in pieces on host operands (call_split.c) holds three per piece, 16 pieces a device: with
+ * room for 32, two H200s multiplied at N = 16384 at 9 TFLOP/s instead of 41. Requests under
  * POOL_HOST_MIN_BLOCK bytes get that many, so that one block serves all small ones. */
 enum { POOL_COPIERS = 4 };
-enum { POOL_HOST_CACHE = 32, POOL_HOST_MIN_BLOCK = 64 << 10 };
+enum { POOL_HOST_CACHE = 128, POOL_HOST_MIN_BLOCK = 64 << 10 };
 /* The most bytes the cache keeps, or an eighth of the machine's memory where that is more
  * (pool_memory.c's host_cache_bound): a stream's calls in flight hold several blocks each
  * (two staging blocks per upload, a temporary per output), and two streams of large calls need
@@ -80,7 +82,7 @@ struct scratch_slot {
  * 9 ms kernel ran on another queue, on an H200), so a call that released its operands' buffers
  * stalled every other stream's calls behind it. Kept up to POOL_STAGED_CACHE buffers and an
  * eighth of the device's memory limit; counted against that limit while kept. */
-enum { POOL_STAGED_CACHE = 32 };
+enum { POOL_STAGED_CACHE = 96 }; /* a split GEMM's pieces hold two each (POOL_HOST_CACHE) */
 struct staged_slot {
     struct pool_device *dev;
     cl_mem mem; /* NULL: a free slot */
