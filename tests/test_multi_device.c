@@ -669,20 +669,20 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
 }
 END_TEST
 
-/* A whole set of h x h into host memory in tiles of `tile` (maxit 300, split "dynamic"), on
+/* A whole set of h x h into host memory in tiles of `tile` (maxit `maxit`, split "dynamic"), on
  * `pool`, checked against device 0 alone (split "1" with no device counted as a GPU). */
-static void render_as_gpus(struct clops_pool *pool, int64_t h, int64_t tile)
+static void render_as_gpus(struct clops_pool *pool, int64_t h, int64_t tile, int64_t maxit)
 {
     struct clops_pool *one = two_devices("");
     struct tu_mandel_out want = tu_mandel_out_new(api, one, h, h, 0),
                          got = tu_mandel_out_new(api, pool, h, h, 0);
     struct clops_arg args[TU_MANDELBROT_ARGS];
-    int32_t n = tu_mandelbrot_args(&want.ti, &want.tm, 300, "1", tile, args);
+    int32_t n = tu_mandelbrot_args(&want.ti, &want.tm, maxit, "1", tile, args);
     split_devices_as_gpus = 0;
     ck_assert_int_eq(api->invoke_sized(one, api->op_find("mandelbrot"), args, n, sizeof args[0]),
                      CLOPS_OK);
     split_devices_as_gpus = 1;
-    n = tu_mandelbrot_args(&got.ti, &got.tm, 300, "dynamic", tile, args);
+    n = tu_mandelbrot_args(&got.ti, &got.tm, maxit, "dynamic", tile, args);
     ck_assert_msg(api->invoke_sized(pool, api->op_find("mandelbrot"), args, n, sizeof args[0]) ==
                       CLOPS_OK,
                   "%s", api->last_error());
@@ -695,18 +695,24 @@ static void render_as_gpus(struct clops_pool *pool, int64_t h, int64_t tile)
 
 /* split.h, Sitting out, with both PoCL devices counted as GPUs: the first call, no rates known,
  * runs on both; then the second sits out a call both would finish within SPLIT_GPU_ALONE_NS
- * (16 tiles of 16 x 16) and takes part in one of 256 tiles of 64 x 64 (tens of milliseconds
- * here). The tiles go by the devices' rates (no stealing between two GPUs), to the same bits. */
+ * (16 tiles of 16 x 16) and takes part in one of 256 tiles of 64 x 64 at maxit 300 (tens of
+ * milliseconds here). On GPUs (device-multi.sh) the large call is 16384^2 in tiles of 512 at
+ * maxit 4000 (about 50 ms on one H200; 1024^2 took 0.1 and rightly ran on one). The tiles go
+ * by the devices' rates (no stealing between two GPUs), to the same bits. */
 START_TEST(test_a_second_gpu_sits_out_a_short_run)
 {
     split_devices_as_gpus = 1;
     struct clops_pool *pool = two_devices("");
-    render_as_gpus(pool, 1024, 64);
+    struct clops_device_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(api->pool_device_info(pool, 0, &info), CLOPS_OK);
+    const int gpus = info.type == CLOPS_DEVICE_GPU;
+    const int64_t h = gpus ? 16384 : 1024, tile = gpus ? 512 : 64, maxit = gpus ? 4000 : 300;
+    render_as_gpus(pool, h, tile, maxit);
     int64_t before = tasks(pool, 1);
     ck_assert_int_gt(before, 0); /* no rates yet: both took part */
-    render_as_gpus(pool, 64, 16);
+    render_as_gpus(pool, 64, 16, 300);
     ck_assert_int_eq(tasks(pool, 1), before);
-    render_as_gpus(pool, 1024, 64);
+    render_as_gpus(pool, h, tile, maxit);
     ck_assert_int_gt(tasks(pool, 1), before);
     api->pool_release(pool);
     split_devices_as_gpus = 0;
