@@ -131,8 +131,11 @@ START_TEST(test_lu_across_devices_matches_one_device)
 {
     const struct lu_case *c = &cases[_i];
     /* Odd cases: every panel crosses in LU_PANEL_PIECES_MAX pieces of rows (one row each where
-     * it has fewer), as a large one does. */
+     * it has fewer), as a large one does. The block columns go to the devices one, two or three
+     * at a time (lu_multi_run; at most a device's share), as a large matrix's go in runs: the
+     * next panel then lies on the same device, factored before this one is sent. */
     lu_panel_piece_bytes = _i % 2 ? 64 : LU_PANEL_PIECE_BYTES;
+    lu_multi_run = 1 + _i % 3;
     struct clops_pool *one = one_device(), *both = across();
     const struct tmat a = case_matrix(c, 2400 + (uint64_t)_i);
     const int64_t mn = c->rows < c->cols ? c->rows : c->cols;
@@ -140,6 +143,8 @@ START_TEST(test_lu_across_devices_matches_one_device)
     struct factored x = factor_on(one, &a, c->pivoting), y = factor_on(both, &a, c->pivoting);
     ck_assert_msg(x.status == CLOPS_OK && y.status == CLOPS_OK, "case %d: %s", _i,
                   api->last_error());
+    lu_multi_run = 0;
+    lu_panel_piece_bytes = LU_PANEL_PIECE_BYTES;
     ck_assert_int_gt(tasks(both, 1), before); /* device 1 factored its block columns */
     ck_assert_int_eq(y.info, x.info);
     if (c->zero_column >= 0)
@@ -358,6 +363,8 @@ START_TEST(test_a_submitted_lu_across_devices_matches_one_device)
     const struct clops_event_query_args q = query(e);
     ck_assert_msg(q.state == CLOPS_EVENT_COMPLETE && q.status == CLOPS_OK, "%s", q.message);
     ck_assert(q.progress == 1.0);
+    lu_multi_run = 0;
+    lu_panel_piece_bytes = LU_PANEL_PIECE_BYTES;
     ck_assert_int_gt(tasks(both, 1), before); /* device 1 factored its block columns */
     ck_assert_int_eq(y.info, x.info);
     ck_assert_int_eq(memcmp(x.ipiv, y.ipiv, 300 * sizeof(int32_t)), 0);
@@ -416,11 +423,13 @@ START_TEST(test_a_submitted_lu_across_devices_cancels_between_panels)
 END_TEST
 
 /* Any OpenCL call or allocation of the call failing: an error, and a, ipiv and info as they
- * were; the next call right. */
+ * were; the next call right. Block columns in runs of two (lu_multi_run): the next panel is
+ * factored before this one is sent, on the same device. */
 START_TEST(test_a_failure_anywhere_leaves_the_outputs_untouched)
 {
     const enum fault_kind kind = _i == 0 ? FAULT_OPENCL : FAULT_ALLOC;
     lu_panel_piece_bytes = 1024; /* the panels cross in pieces: a failure between them too */
+    lu_multi_run = 2;
     struct clops_pool *both = across();
     const struct lu_case c = {CLOPS_F32, 131, 131, 1, KIND_RANDOM, 0, -1};
     const struct tmat a = case_matrix(&c, 2700);
@@ -455,6 +464,7 @@ START_TEST(test_a_failure_anywhere_leaves_the_outputs_untouched)
     ck_assert_int_eq(after.status, CLOPS_OK);
     ck_assert(tmat_equal(&after.f, &first.f));
     lu_panel_piece_bytes = LU_PANEL_PIECE_BYTES; /* for the tests after it in this process */
+    lu_multi_run = 0;
     factored_free(&first);
     factored_free(&counted);
     factored_free(&after);

@@ -248,6 +248,10 @@ struct lu_multi;
  * variable so that tests can make small panels cross in pieces. */
 enum { LU_PANEL_PIECE_BYTES = 16 << 20, LU_PANEL_PIECES_MAX = 8 };
 extern int64_t lu_panel_piece_bytes;
+/* Block columns are dealt to the devices in runs of up to LU_MULTI_RUN_MAX (getrf_multi.c's
+ * run_for); lu_multi_run > 0 sets the run (tests: runs at sizes where it would be 1). */
+enum { LU_MULTI_RUN_MAX = 8 };
+extern int64_t lu_multi_run;
 int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivoting, int *taken);
 void lu_multi_release(struct lu_multi *m);
 

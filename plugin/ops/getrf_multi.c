@@ -1,7 +1,8 @@
 /* getrf_multi.c — getrf across the devices of operators.<op>.devices (getrf.h): the matrix's
- * block columns of NB are dealt to the devices in turn (1-D block-column cyclic, as MAGMA's
- * getrf_mgpu and cuSOLVERMg lay it out), so that row interchanges stay on each device and only
- * the panels and their pivots cross between them.
+ * block columns of NB are dealt to the devices in turn, in runs of a few (1-D block-column
+ * cyclic, as MAGMA's getrf_mgpu and cuSOLVERMg lay it out, by runs rather than one at a time:
+ * run_for), so that row interchanges stay on each device and only the panels and their pivots
+ * cross between them.
  *
  * The call's device works in the call's matrix, where the block columns it does not own are
  * scratch until they come home; every other device holds only its own block columns, side by
@@ -9,7 +10,8 @@
  * panel's block column factors it and the host sends it, with its pivots, to the others through
  * pinned host memory (a bridge: NVIDIA's OpenCL moves data between two GPUs at ~1 GB/s on any
  * of its own paths, and pinned transfers run at ~55 GB/s), in pieces of rows, each sent on while
- * the next one downloads (the panel's crossing is on the path every step waits for); then every
+ * the next one downloads (the panel's crossing is on the path a step waits for where the next
+ * panel lies on another device; the downloads run on a queue of their own); then every
  * device applies the panel's interchanges to its block columns right of it, U12 = L11^-1 A12 and
  * A22 -= L21 U12 there (the engine's kernels, one GEMM a block column). With a look-ahead of one
  * panel, the owner of the next block column updates that one first and factors it at once, while
@@ -63,10 +65,14 @@ struct home_part {
 
 struct lu_multi {
     int32_t count; /* devices; [0] is the call's: its context and matrix are the call's own */
+    int64_t run;   /* block columns dealt to a device at a time (run_for) */
     struct lu_ctx *ctx[CONFIG_MAX_DEVICES];
     struct lu_matrix m[CONFIG_MAX_DEVICES];
     struct lu_ctx own[CONFIG_MAX_DEVICES];      /* the other devices' contexts ([0] unused) */
     cl_command_queue queue[CONFIG_MAX_DEVICES]; /* the other devices' queues ([0] unused) */
+    /* Each device's queue for its panels' downloads: they start as the panel is factored and
+     * run beside the next kernels of its queue (the next panel's, where it owns that too). */
+    cl_command_queue xfer[CONFIG_MAX_DEVICES];
     struct bridge slot[LU_MULTI_SLOTS];
     cl_event slot_readers[LU_MULTI_SLOTS][CONFIG_MAX_DEVICES]; /* uploads from each slot */
     int32_t next_slot;
@@ -80,7 +86,28 @@ struct lu_multi {
 
 static int32_t owner(const struct lu_multi *m, int64_t block)
 {
-    return (int32_t)(block % m->count);
+    return (int32_t)(block / m->run % m->count);
+}
+
+/* Block column b's place among those its owner keeps (other devices than the call's). */
+static int64_t local_index(const struct lu_multi *m, int64_t b)
+{
+    return b / (m->run * m->count) * m->run + b % m->run;
+}
+
+int64_t lu_multi_run = 0;
+
+/* How many block columns go to a device at a time, `blocks` over `count` devices: the next
+ * panel then lies on the device that factored this one `run - 1` times in `run`, and it is
+ * factored while this one crosses (factor_steps): a panel's crossing is on the path every step
+ * waits for only where the owner changes. A run of blocks / (8 count), 1 to LU_MULTI_RUN_MAX
+ * (lu_multi_run where a test sets it), and never more than a device's share. */
+static int64_t run_for(int64_t blocks, int32_t count)
+{
+    int64_t run = lu_multi_run > 0 ? lu_multi_run : blocks / (8 * (int64_t)count);
+    run = run > LU_MULTI_RUN_MAX ? LU_MULTI_RUN_MAX : run;
+    run = run > blocks / count ? blocks / count : run;
+    return run < 1 ? 1 : run;
 }
 
 static int64_t block_width(const struct lu_multi *m, int64_t block)
@@ -101,7 +128,7 @@ static struct lu_matrix block_view(const struct lu_multi *m, int32_t d, int64_t 
     struct lu_matrix v = m->m[d];
     if (d == 0)
         return v;
-    const int64_t local = owner(m, b) == d ? (b / m->count + 1) * m->nb : 0;
+    const int64_t local = owner(m, b) == d ? (local_index(m, b) + 1) * m->nb : 0;
     v.offset += local - b * m->nb;
     return v;
 }
@@ -109,7 +136,10 @@ static struct lu_matrix block_view(const struct lu_multi *m, int32_t d, int64_t 
 /* Block columns device d owns among the first `blocks`. */
 static int64_t owned_blocks(const struct lu_multi *m, int32_t d, int64_t blocks)
 {
-    return (blocks - d + m->count - 1) / m->count;
+    int64_t owned = 0;
+    for (int64_t b = 0; b < blocks; b++)
+        owned += owner(m, b) == d;
+    return owned;
 }
 
 /* ---- Which calls go across devices ----------------------------------------------------------- */
@@ -201,18 +231,21 @@ static int32_t slot_index(const struct lu_multi *m, const struct bridge *b)
 }
 
 /* Enqueues a download of a rectangle of device d's matrix, inside block column `block`, into
- * `b` from byte `at` on and flushes; *done marks it (and all before it on d's queue). */
-static int32_t download(struct lu_multi *m, int32_t d, struct bridge *b, size_t at, int64_t block,
-                        int64_t r0, int64_t rows, int64_t c0, int64_t cols, cl_event *done)
+ * `b` from byte `at` on, on `queue` (NULL: d's queue), and flushes; *done marks it (and all
+ * before it on that queue). */
+static int32_t download(struct lu_multi *m, int32_t d, cl_command_queue queue, struct bridge *b,
+                        size_t at, int64_t block, int64_t r0, int64_t rows, int64_t c0,
+                        int64_t cols, cl_event *done)
 {
-    const struct bridge_rect r = rect_of(m, d, block, r0, c0);
+    struct bridge_rect r = rect_of(m, d, block, r0, c0);
+    r.queue = queue != NULL ? queue : r.queue;
     const size_t width = (size_t)(cols * m->es), host_origin[3] = {0, 0, 0};
     size_t origin[3], region[3];
     bridge_rect_terms(&r, 0, (size_t)rows, width, origin, region);
     cl_int rc = clEnqueueReadBufferRect(r.queue, r.mem, CL_FALSE, origin, host_origin, region,
                                         r.pitch, 0, width, 0, (char *)b->data + at, 0, NULL, done);
     if (rc == CL_SUCCESS)
-        rc = clFlush(m->ctx[d]->queue);
+        rc = clFlush(r.queue);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: downloading %lld x %lld elements from device '%s' failed", m->op,
                       (long long)rows, (long long)cols, pool_device_info(m->ctx[d]->dev)->name);
@@ -264,7 +297,7 @@ static int32_t move_block(struct lu_multi *m, int32_t from, int32_t to, int64_t 
     cl_event done = NULL;
     int32_t status = take_slot(m, &slot);
     if (status == CLOPS_OK)
-        status = download(m, from, slot, 0, b, 0, m->rows, c0, w, &done);
+        status = download(m, from, NULL, slot, 0, b, 0, m->rows, c0, w, &done);
     if (status == CLOPS_OK)
         status = wait_event(m, &done);
     if (status == CLOPS_OK)
@@ -327,27 +360,35 @@ static int32_t factor_panel(struct lu_multi *m, int64_t k, struct panel_transfer
     const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
     const struct lu_matrix view = block_view(m, o, k);
     int32_t status = lu_factor_block(ctx, &view, j, jb, m->pivoting, m->mn);
+    /* The downloads on the owner's transfer queue, after the panel and nothing after it. */
+    cl_event factored = NULL;
+    if (status == CLOPS_OK)
+        status = lu_queue_mark(ctx, ctx->queue, &factored);
+    if (status == CLOPS_OK)
+        status = lu_queue_wait_for(ctx, m->xfer[o], &factored);
+    if (factored != NULL)
+        clReleaseEvent(factored); /* marked, but its flush failed */
     if (status == CLOPS_OK)
         status = take_slot(m, &t->slot);
     cl_int rc = CL_SUCCESS;
     if (status == CLOPS_OK)
-        rc = clEnqueueReadBuffer(ctx->queue, ctx->ipiv_mem, CL_FALSE, (size_t)j * sizeof(int32_t),
+        rc = clEnqueueReadBuffer(m->xfer[o], ctx->ipiv_mem, CL_FALSE, (size_t)j * sizeof(int32_t),
                                  (size_t)jb * sizeof(int32_t), m->piv + j, 0, NULL, NULL);
     if (status == CLOPS_OK && rc == CL_SUCCESS)
-        rc = clEnqueueReadBuffer(ctx->queue, ctx->ipiv_mem, CL_FALSE,
+        rc = clEnqueueReadBuffer(m->xfer[o], ctx->ipiv_mem, CL_FALSE,
                                  (size_t)m->mn * sizeof(int32_t), sizeof(int32_t), m->info + k, 0,
                                  NULL, NULL);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: downloading a panel's pivots failed", m->op);
     panel_pieces(m, j, m->rows - j, jb, t);
     for (int32_t p = 0; p < t->pieces && status == CLOPS_OK; p++)
-        status = download(m, o, t->slot, (size_t)((t->row[p] - j) * jb * m->es), k, t->row[p],
-                          t->row[p + 1] - t->row[p], j, jb, &t->done[p]);
+        status = download(m, o, m->xfer[o], t->slot, (size_t)((t->row[p] - j) * jb * m->es), k,
+                          t->row[p], t->row[p + 1] - t->row[p], j, jb, &t->done[p]);
     /* The rows above the panel, final since the step before, after it in the slot: the panel
      * reaches the call's device with the broadcast, and these with the next step (send_home). */
     if (status == CLOPS_OK && j > 0 && goes_home_early(m, k))
-        status =
-            download(m, o, t->slot, (size_t)((m->rows - j) * jb * m->es), k, 0, j, j, jb, &t->home);
+        status = download(m, o, m->xfer[o], t->slot, (size_t)((m->rows - j) * jb * m->es), k, 0, j,
+                          j, jb, &t->home);
     return status;
 }
 
@@ -429,35 +470,43 @@ static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t j
 
 /* The steps, panel after panel, with a look-ahead of one: after panel k reached every device,
  * the next block column is updated and factored on its owner before the devices update the
- * rest (its download then waits behind nothing but that). */
+ * rest (its download then waits behind nothing but that). Where the owner of panel k owns the
+ * next block column too (run_for), that one is updated and factored before panel k is sent:
+ * the host's waits for panel k's pieces then hold nothing of its owner up. */
 static int32_t factor_steps(struct lu_multi *m)
 {
     const int64_t panels = (m->mn + m->nb - 1) / m->nb, blocks = (m->cols + m->nb - 1) / m->nb;
-    struct panel_transfer t = {0};
+    struct panel_transfer t[2] = {{0}, {0}}; /* panel k's, and the next one's */
     struct home_part home = {0};
-    int32_t status = factor_panel(m, 0, &t);
+    int32_t status = factor_panel(m, 0, &t[0]);
     for (int64_t k = 0; k < panels && status == CLOPS_OK; k++) {
         const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
+        struct panel_transfer *now = &t[k & 1], *next = &t[(k + 1) & 1];
+        const int ahead = k + 1 < blocks && owner(m, k + 1) == owner(m, k);
         if (k > 0)
             status = pace_unit_queued(&m->ctx[0]->pace); /* the panel before is queued */
+        if (status == CLOPS_OK && ahead)
+            status = update_blocks(m, owner(m, k + 1), j, jb, k + 1, k + 2, 0);
+        if (status == CLOPS_OK && ahead && k + 1 < panels)
+            status = factor_panel(m, k + 1, next);
         if (status == CLOPS_OK)
-            status = broadcast_panel(m, k, &t);
+            status = broadcast_panel(m, k, now);
         /* The rows above the last panel go home now, those above this one next step: waiting
          * for them now would hold the next panel up. */
         if (status == CLOPS_OK)
             status = send_home(m, &home);
-        if (status == CLOPS_OK && t.home != NULL) {
-            home = (struct home_part){.slot = t.slot,
+        if (status == CLOPS_OK && now->home != NULL) {
+            home = (struct home_part){.slot = now->slot,
                                       .at = (size_t)((m->rows - j) * jb * m->es),
                                       .block = k,
                                       .rows = j,
-                                      .done = t.home};
-            t.home = NULL;
+                                      .done = now->home};
+            now->home = NULL;
         }
-        if (status == CLOPS_OK && k + 1 < blocks)
+        if (status == CLOPS_OK && !ahead && k + 1 < blocks)
             status = update_blocks(m, owner(m, k + 1), j, jb, k + 1, k + 2, 0);
-        if (status == CLOPS_OK && k + 1 < panels)
-            status = factor_panel(m, k + 1, &t);
+        if (status == CLOPS_OK && !ahead && k + 1 < panels)
+            status = factor_panel(m, k + 1, next);
         /* Block k's own columns right of the panel (a last panel narrower than its block),
          * then the block columns after the next one, updated already. */
         if (status == CLOPS_OK)
@@ -469,7 +518,8 @@ static int32_t factor_steps(struct lu_multi *m)
         status = send_home(m, &home);
     if (home.done != NULL)
         clReleaseEvent(home.done);
-    panel_release(&t);
+    panel_release(&t[0]);
+    panel_release(&t[1]);
     return status;
 }
 
@@ -521,6 +571,8 @@ static int32_t gather(struct lu_multi *m)
 static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct pool_device **devs)
 {
     int32_t status = CLOPS_OK;
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
+        status = pool_open_queue(call->pool, devs[d], m->op, &m->xfer[d]);
     for (int32_t d = 1; d < m->count && status == CLOPS_OK; d++) {
         status = pool_open_queue(call->pool, devs[d], m->op, &m->queue[d]);
         if (status != CLOPS_OK)
@@ -551,6 +603,10 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
  * their device time counted from their chains' start markers. */
 static void finish_devices(struct lu_multi *m)
 {
+    /* Downloads a failure left on the transfer queues (every other one was waited for). */
+    for (int32_t d = 0; d < m->count; d++)
+        if (m->xfer[d] != NULL)
+            clFinish(m->xfer[d]);
     for (int32_t d = 1; d < m->count; d++) {
         struct lu_ctx *ctx = m->ctx[d];
         if (ctx == NULL || m->queue[d] == NULL)
@@ -612,8 +668,11 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
                            .start_ns = os_monotonic_ns()};
     m->ctx[0] = &l->ctx;
     m->m[0] = *a;
-    log_msg(CLOPS_LOG_DEBUG, "%s: %lld x %lld across %d devices, block columns of %lld", m->op,
-            (long long)m->rows, (long long)m->cols, (int)count, (long long)m->nb);
+    m->run = run_for((a->cols + m->nb - 1) / m->nb, count);
+    log_msg(CLOPS_LOG_DEBUG,
+            "%s: %lld x %lld across %d devices, block columns of %lld dealt %lld at a time", m->op,
+            (long long)m->rows, (long long)m->cols, (int)count, (long long)m->nb,
+            (long long)m->run);
     if (l->ctx.call != NULL) /* the call's units: the panels */
         pace_begin(&l->ctx.pace, l->ctx.call, l->ctx.queue, (mn + m->nb - 1) / m->nb, "panels");
     int32_t status = lu_clear_info(&l->ctx, mn);
@@ -645,6 +704,9 @@ void lu_multi_release(struct lu_multi *m)
         if (m->queue[d] != NULL)
             clReleaseCommandQueue(m->queue[d]);
     }
+    for (int32_t d = 0; d < m->count; d++)
+        if (m->xfer[d] != NULL)
+            clReleaseCommandQueue(m->xfer[d]);
     /* The call's device waited for (its release follows the call's wait): the slots are free. */
     for (int32_t s = 0; s < LU_MULTI_SLOTS && m->ctx[0] != NULL; s++)
         bridge_give(m->ctx[0]->pool, &m->slot[s]);
