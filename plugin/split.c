@@ -382,6 +382,17 @@ static void worker_main(struct worker *w)
             break;
         }
     }
+    if (w->call->job->drain == NULL)
+        return;
+    const int64_t start = split_clock_ns();
+    const int32_t status = w->call->job->drain(w->state);
+    if (w->busy_ns > 0) /* a worker that took no chunk stays without a busy time (a rate) */
+        w->busy_ns += split_clock_ns() - start;
+    if (status != CLOPS_OK && w->status == CLOPS_OK) {
+        w->status = status;
+        snprintf(w->message, sizeof w->message, "%s", err_last());
+        atomic_store(&w->call->failed, 1);
+    }
 }
 
 /* ---- The whole run --------------------------------------------------------------------------- */

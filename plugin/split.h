@@ -154,6 +154,11 @@ struct split_job {
     /* Optional: the units delivered so far, of unit_count, after each delivery, on the
      * delivering worker's thread; one call at a time, with counts that only grow. */
     void (*progress)(void *op, int64_t delivered, int64_t total);
+    /* Optional: called by each worker once it takes no more chunks, on every path (after a
+     * failure too), on its thread: waits for what its deliveries left in flight (a delivery may
+     * return before its writes are done, so that the next chunk renders meanwhile); a failure
+     * is the worker's, as a delivery's would be. */
+    int32_t (*drain)(void *state);
 };
 
 /* What a run did: units delivered and busy time by pool device index. */
