@@ -234,6 +234,7 @@ enum delivery { DELIVER_NONE = 0, DELIVER_DIRECT, DELIVER_HOST, DELIVER_PLACE };
  * back at its end: calls of one shape after the first create none. They are taken per call,
  * not kept per worker, so that calls on one pool from several threads at once need nothing
  * more than the pool's own caches, which the pool frees with itself. */
+enum { PLACE_SETS = 2 };
 struct worker {
     struct mandel_call *call;
     struct pool_device *dev;
@@ -243,13 +244,19 @@ struct worker {
     cl_kernel render;
     cl_mem ids, staged[2];  /* on dev: tile numbers, compact outputs */
     struct bridge bridge;   /* host slots of both outputs: page-locked in every context */
-    unsigned char *host[2]; /* compact outputs downloaded: in `bridge`, or NULL */
-    /* PLACE only: the primary device's queue, kernel and staging buffers. */
+    unsigned char *host[2]; /* compact outputs downloaded: in `bridge`, or NULL (set `set`) */
+    /* PLACE only: the primary device's queue, kernel and staging buffers, in two sets: a chunk
+     * crosses to the primary device from one while the next one renders and downloads into the
+     * other (deliver_place). */
     cl_command_queue place_queue;
     cl_kernel place;
-    int32_t place_group, place_ids_host[SPLIT_CHUNK_MAX];
-    cl_mem place_ids, place_staged[2];
-    struct pool_work work, place_work; /* enqueued on queue, place_queue; waited for per chunk */
+    int32_t place_group, place_ids_host[PLACE_SETS][SPLIT_CHUNK_MAX];
+    cl_mem place_ids[PLACE_SETS], place_staged[PLACE_SETS][2];
+    unsigned char *slots[PLACE_SETS][2];     /* each set's host slots, in `bridge` */
+    int32_t sets, set;                       /* sets in use (1, or PLACE_SETS), the current one */
+    struct pool_work work;                   /* enqueued on queue; waited for per chunk */
+    struct pool_work place_work[PLACE_SETS]; /* on place_queue: waited for before a set's reuse */
+    int placing[PLACE_SETS];                 /* the set's placement is enqueued, not waited for */
     int64_t device_ns;
     cl_event after; /* the call's `after` where `queue` is in its context, else NULL */
 };
@@ -394,7 +401,7 @@ static int32_t bind_place(struct worker *w)
     const size_t sizes[] = {sizeof h,     sizeof wd,      sizeof t,       sizeof tx,
                             sizeof count, sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem)};
     const void *const values[] = {
-        &h, &wd, &t, &tx, &count, &w->place_ids, &w->place_staged[0], &w->place_staged[1]};
+        &h, &wd, &t, &tx, &count, &w->place_ids[0], &w->place_staged[0][0], &w->place_staged[0][1]};
     int32_t status = set_args(w->place, "mandelbrot_place", 0, 8, sizes, values);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
         const struct clops_tensor *out = output_tensor(p, o);
@@ -431,11 +438,13 @@ static int32_t setup_place(struct worker *w, struct pool_device *primary)
     int32_t status = create_kernel(w->call->pool, primary, p, "mandelbrot_place", &w->place);
     if (status == CLOPS_OK)
         status = group_size_for(w->place, primary, &w->place_group);
-    if (status == CLOPS_OK)
-        status = take_buffer(w, primary, (size_t)w->max_chunk * sizeof(cl_int), &w->place_ids);
-    for (int o = 0; o < 2 && status == CLOPS_OK; o++)
-        if (delivery_for(w, o, 1) == DELIVER_PLACE)
-            status = take_buffer(w, primary, staged_bytes(p, w->max_chunk), &w->place_staged[o]);
+    for (int32_t s = 0; s < w->sets && status == CLOPS_OK; s++) {
+        status = take_buffer(w, primary, (size_t)w->max_chunk * sizeof(cl_int), &w->place_ids[s]);
+        for (int o = 0; o < 2 && status == CLOPS_OK; o++)
+            if (delivery_for(w, o, 1) == DELIVER_PLACE)
+                status =
+                    take_buffer(w, primary, staged_bytes(p, w->max_chunk), &w->place_staged[s][o]);
+    }
     if (status == CLOPS_OK)
         status = bind_place(w);
     return status;
@@ -445,21 +454,25 @@ static int32_t setup_place(struct worker *w, struct pool_device *primary)
  * downloads into them and the uploads from them to the primary device run as DMA (pageable
  * memory went through the driver's own staging, 4-7 GB/s on NVIDIA's OpenCL against ~55), and
  * the pool keeps the bridge for the next call (page-locking costs milliseconds). One bridge
- * for both outputs: a pool keeps few of them (POOL_BRIDGES), and a dynamic split on two devices
- * has a worker per queue. */
+ * for both outputs and every set: a pool keeps few of them (POOL_BRIDGES), and a dynamic split
+ * on two devices has a worker per queue. */
 static int32_t setup_host_slots(struct worker *w)
 {
     const size_t slot = staged_bytes(w->call->plan, w->max_chunk);
     const int outputs = (w->staged[0] != NULL) + (w->staged[1] != NULL);
     if (outputs == 0)
         return CLOPS_OK;
-    int32_t status = bridge_take(w->call->pool, slot * (size_t)outputs, op_name, &w->bridge);
+    int32_t status =
+        bridge_take(w->call->pool, slot * (size_t)(outputs * w->sets), op_name, &w->bridge);
     unsigned char *next = w->bridge.data;
-    for (int o = 0; o < 2 && status == CLOPS_OK; o++)
-        if (w->staged[o] != NULL) {
-            w->host[o] = next;
-            next += slot;
-        }
+    for (int32_t s = 0; s < w->sets && status == CLOPS_OK; s++)
+        for (int o = 0; o < 2; o++)
+            if (w->staged[o] != NULL) {
+                w->slots[s][o] = next;
+                next += slot;
+            }
+    w->host[0] = w->slots[0][0];
+    w->host[1] = w->slots[0][1];
     return status;
 }
 
@@ -491,6 +504,8 @@ static int32_t worker_setup(void *op, const struct split_worker *sw, void *state
         status = take_buffer(w, w->dev, staged_bytes(p, w->max_chunk), &w->staged[o]);
         any_place |= delivery_for(w, o, 1) == DELIVER_PLACE;
     }
+    /* A worker of another device than the primary one places every chunk there: two sets. */
+    w->sets = any_place && w->dev != c->primary ? PLACE_SETS : 1;
     if (status == CLOPS_OK)
         status = setup_host_slots(w);
     if (status == CLOPS_OK)
@@ -511,9 +526,11 @@ static void worker_release(void *state)
     pool_staged_give(pool, w->dev, w->ids);
     pool_staged_give(pool, w->dev, w->staged[0]);
     pool_staged_give(pool, w->dev, w->staged[1]);
-    pool_staged_give(pool, primary, w->place_ids);
-    pool_staged_give(pool, primary, w->place_staged[0]);
-    pool_staged_give(pool, primary, w->place_staged[1]);
+    for (int32_t s = 0; s < PLACE_SETS; s++) {
+        pool_staged_give(pool, primary, w->place_ids[s]);
+        pool_staged_give(pool, primary, w->place_staged[s][0]);
+        pool_staged_give(pool, primary, w->place_staged[s][1]);
+    }
     pool_release_kernel(pool, w->render);
     pool_release_kernel(pool, w->place);
     bridge_give(pool, &w->bridge);
@@ -581,31 +598,68 @@ static int32_t wait_chunk(struct worker *w, struct pool_work *work, cl_command_q
     return pool_work_finish(w->call->pool, work, queue, status, &w->device_ns, op_name);
 }
 
+/* Waits for set s's placement, if one is enqueued: its host slots and buffers are free again.
+ * `status` is the worker's so far. */
+static int32_t placed(struct worker *w, int32_t s, int32_t status)
+{
+    if (!w->placing[s])
+        return status;
+    w->placing[s] = 0;
+    return pool_work_finish(w->call->pool, &w->place_work[s], w->place_queue, status, &w->device_ns,
+                            op_name);
+}
+
 /* Tiles downloaded from compact slots, going to buffers on the primary device: upload, then
- * place the claimed ones (the others' numbers become -1), on the primary device's queue, waited
- * for once (the uploads read the worker's host slots, which its next chunk fills again). */
+ * place the claimed ones (the others' numbers become -1), on the primary device's queue. Not
+ * waited for here: the next chunk renders and downloads into the other set meanwhile, and a set
+ * is reused once its placement is done (render_chunk), the last ones at the worker's end
+ * (drain). */
 static int32_t deliver_place(struct worker *w, const struct split_chunk *chunk, const int *claimed)
 {
     struct clops_pool *pool = w->call->pool;
-    const int32_t n = chunk->count;
+    const int32_t n = chunk->count, s = w->set;
     for (int32_t k = 0; k < n; k++)
-        w->place_ids_host[k] = claimed[k] ? chunk->units[k] : -1;
+        w->place_ids_host[s][k] = claimed[k] ? chunk->units[k] : -1;
     /* The first command of the chunk on the primary device's queue: the placing after it
      * writes the device outputs, once the stream's earlier calls are done with them. */
-    int32_t status = enqueue_write(w->place_queue, w->place_ids, (size_t)n * sizeof(cl_int),
-                                   w->place_ids_host, w->call->after, pool);
+    int32_t status = enqueue_write(w->place_queue, w->place_ids[s], (size_t)n * sizeof(cl_int),
+                                   w->place_ids_host[s], w->call->after, pool);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++)
-        if (w->place_staged[o] != NULL)
-            status = enqueue_write(w->place_queue, w->place_staged[o],
-                                   staged_bytes(w->call->plan, n), w->host[o], NULL, pool);
+        if (w->place_staged[s][o] != NULL)
+            status = enqueue_write(w->place_queue, w->place_staged[s][o],
+                                   staged_bytes(w->call->plan, n), w->slots[s][o], NULL, pool);
+    const size_t mem = sizeof(cl_mem);
+    const size_t sizes[] = {sizeof n, mem, mem, mem};
+    const void *const values[] = {&n, &w->place_ids[s], &w->place_staged[s][0],
+                                  &w->place_staged[s][1]};
     if (status == CLOPS_OK)
-        status = set_int_arg(w->place, "mandelbrot_place", 4, n);
+        status = set_args(w->place, "mandelbrot_place", 4, 4, sizes, values);
     size_t global = global_size(w->call->plan, n, w->call->plan->tile, w->place_group);
     size_t local = (size_t)w->place_group;
     if (status == CLOPS_OK)
-        status = pool_launch_kernel(pool, &w->place_work, w->place_queue, w->place, 1, &global,
+        status = pool_launch_kernel(pool, &w->place_work[s], w->place_queue, w->place, 1, &global,
                                     &local, op_name);
-    return wait_chunk(w, &w->place_work, w->place_queue, status);
+    w->placing[s] = 1;
+    const int32_t marked = pool_work_end(&w->place_work[s], w->place_queue, op_name);
+    status = status == CLOPS_OK ? marked : status;
+    if (status == CLOPS_OK && clFlush(w->place_queue) != CL_SUCCESS)
+        status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a placement failed", op_name);
+    if (status != CLOPS_OK || w->sets == 1)
+        return placed(w, s, status);
+    w->set = (s + 1) % w->sets;
+    w->host[0] = w->slots[w->set][0];
+    w->host[1] = w->slots[w->set][1];
+    return CLOPS_OK;
+}
+
+/* split_job.drain: the placements still in flight waited for, on every path. */
+static int32_t drain(void *state)
+{
+    struct worker *w = state;
+    int32_t status = CLOPS_OK;
+    for (int32_t s = 0; s < PLACE_SETS; s++)
+        status = placed(w, s, status);
+    return status;
 }
 
 /* Delivers the claimed tiles of a chunk (split_job.deliver): render downloaded the compact
@@ -675,6 +729,8 @@ static int32_t render_chunk(void *state, const struct split_chunk *chunk)
             status = pool_launch_kernel(pool, &w->work, w->queue, w->render, 1, &global, &local,
                                         op_name);
     }
+    /* The host slots the downloads fill: free once their set's last placement is done. */
+    status = placed(w, w->set, status);
     if (status == CLOPS_OK)
         status = enqueue_downloads(w, chunk);
     return wait_chunk(w, &w->work, w->queue, status);
@@ -786,6 +842,7 @@ static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
     job.setup = worker_setup;
     job.render = render_chunk;
     job.deliver = deliver;
+    job.drain = drain;
     job.teardown = worker_release;
     job.stop_requested = stop_requested;
     job.progress = tiles_delivered;
