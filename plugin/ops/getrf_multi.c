@@ -468,29 +468,6 @@ static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t j
     return status;
 }
 
-/* The owner of panel k's updates after it, beyond the next block column: while its run of
- * block columns goes on (run_for), only the run's own, which its next panels need, so that its
- * queue holds little but them while the other devices wait for its panels; at the run's last
- * panel (or the last panel), every panel of the run, in order, on its block columns after the
- * run, while the next run's owner factors. Each block column meets the same updates in the same
- * order as at once, so the factors are the same, bit for bit. */
-static int32_t update_run_owner(struct lu_multi *m, int64_t k, int64_t blocks, int64_t panels)
-{
-    const int32_t d = owner(m, k);
-    const int64_t first = k / m->run * m->run, end = first + m->run;
-    const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
-    if (k + 1 < end && k + 1 < panels)
-        return update_blocks(m, d, j, jb, k + 2, end < blocks ? end : blocks, 0);
-    int32_t status = CLOPS_OK;
-    for (int64_t p = first; p <= k && status == CLOPS_OK; p++) {
-        const int64_t jp = p * m->nb, jbp = m->mn - jp < m->nb ? m->mn - jp : m->nb;
-        /* Panel p's updates of the run's block columns were made at its step. */
-        const int64_t from = p == k ? k + 2 : end;
-        status = update_blocks(m, d, jp, jbp, from, blocks, 0);
-    }
-    return status;
-}
-
 /* The steps, panel after panel, with a look-ahead of one: after panel k reached every device,
  * the next block column is updated and factored on its owner before the devices update the
  * rest (its download then waits behind nothing but that). Where the owner of panel k owns the
@@ -535,8 +512,7 @@ static int32_t factor_steps(struct lu_multi *m)
         if (status == CLOPS_OK)
             status = update_blocks(m, owner(m, k), j, jb, k, k + 1, j + jb);
         for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
-            status = d == owner(m, k) ? update_run_owner(m, k, blocks, panels)
-                                      : update_blocks(m, d, j, jb, k + 2, blocks, 0);
+            status = update_blocks(m, d, j, jb, k + 2, blocks, 0);
     }
     if (status == CLOPS_OK)
         status = send_home(m, &home);
