@@ -100,6 +100,9 @@ enum { SPLIT_CHUNK_MAX = 256, SPLIT_WORKERS_MAX = CONFIG_MAX_DEVICES * 16 };
 enum { SPLIT_GPU_ALONE_NS = 4000000 };
 /* Nonzero: every device counts as a GPU (tests: the GPUs' rules on PoCL's CPU devices). */
 extern int split_devices_as_gpus;
+/* mandelbrot.c's: 2 makes a CPU device's worker place its chunks on the primary device from two
+ * sets, as a GPU's does (tests); 0 (default): GPUs only. */
+extern int mandel_place_sets;
 
 struct split_call; /* the splitter's state for one run */
 

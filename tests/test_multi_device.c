@@ -617,6 +617,8 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
 {
     const enum fault_kind kind = _i & 1 ? FAULT_ALLOC : FAULT_OPENCL;
     const int which = _i >> 1;
+    /* Device 1's chunks placed on device 0 from two sets, as a GPU's are. */
+    mandel_place_sets = 2;
     static struct clops_pool *pool; /* kept, as test_split_crew keeps its Mandelbrot pool */
     pool = two_devices("");
     ck_assert(pool != NULL);
@@ -664,6 +666,7 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
         struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sa.stream};
         ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
     }
+    mandel_place_sets = 0;
     tu_mandel_out_free(&want);
     tu_mandel_out_free(&got);
 }

@@ -235,6 +235,7 @@ enum delivery { DELIVER_NONE = 0, DELIVER_DIRECT, DELIVER_HOST, DELIVER_PLACE };
  * not kept per worker, so that calls on one pool from several threads at once need nothing
  * more than the pool's own caches, which the pool frees with itself. */
 enum { PLACE_SETS = 2 };
+int mandel_place_sets = 0;
 struct worker {
     struct mandel_call *call;
     struct pool_device *dev;
@@ -504,8 +505,15 @@ static int32_t worker_setup(void *op, const struct split_worker *sw, void *state
         status = take_buffer(w, w->dev, staged_bytes(p, w->max_chunk), &w->staged[o]);
         any_place |= delivery_for(w, o, 1) == DELIVER_PLACE;
     }
-    /* A worker of another device than the primary one places every chunk there: two sets. */
-    w->sets = any_place && w->dev != c->primary ? PLACE_SETS : 1;
+    /* A GPU's worker placing every chunk on the primary device: two sets, so that its DMA and
+     * the primary device's placing run beside its next chunk. A CPU device's transfers are its
+     * own cores' copies, which nothing overlaps (and the PoCL of the H200s' host aborted in
+     * test_split_crew with two sets on its CPU devices, 2026-11-29): one set, each placement
+     * waited for. */
+    const int gpu = pool_device_info(w->dev)->type == CLOPS_DEVICE_GPU;
+    w->sets = any_place && w->dev != c->primary && (gpu || mandel_place_sets == PLACE_SETS)
+                  ? PLACE_SETS
+                  : 1;
     if (status == CLOPS_OK)
         status = setup_host_slots(w);
     if (status == CLOPS_OK)
