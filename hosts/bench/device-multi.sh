@@ -51,6 +51,9 @@ export LD_LIBRARY_PATH="$PWD/.device/lib:$LD_LIBRARY_PATH"
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on this machine
 export XDG_CACHE_HOME=/tmp/clops-test-cache CK_DEFAULT_TIMEOUT=600
 export CLOPS_LIBRARY="$PWD/$build/libclops.so" CLOPS_SOURCE_DIR="$PWD" CLOPS_BINARY_DIR="$PWD/$build"
+# The children test_pool and test_threads start (ctest sets these; device-run.sh does too).
+export CLOPS_POOL_STATS_CHILD="$PWD/$build/tests/pool_stats_child"
+export CLOPS_CONCURRENT_CREATE_CHILD="$PWD/$build/tests/concurrent_create_child"
 counts=${COUNTS:-2}
 pool_config() { # the configuration of the first $1 GPUs
     case $1 in 2) echo configs/two_gpus.cfg ;; 4) echo configs/four_gpus.cfg ;; 8) echo configs/eight_gpus.cfg ;; esac
@@ -93,7 +96,7 @@ for step in ${STEPS:-probe suites gemm lu mandel}; do
     suites)
         for t in $(if [ -n "${SUITES:-}" ]; then printf "$build/tests/%s " $SUITES; else echo "$build"/tests/test_*; fi); do
             [ -x "$t" ] || continue
-            late && break 2
+            late && break
             name=$(basename "$t")
             start=$(date +%s)
             CLOPS_TEST_POOL_CONFIG="$PWD/$(pool_config "$largest")" \
