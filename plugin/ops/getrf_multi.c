@@ -431,9 +431,34 @@ static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct panel_trans
     return status;
 }
 
+/* The last of the block columns d owns from b on (b owned, before b1) that lie side by side
+ * with b in d's matrix, and how many they are: on another device than the call's, every one it
+ * owns (it keeps them side by side, block_view); on the call's, those of b's run. */
+static int64_t side_by_side(const struct lu_multi *m, int32_t d, int64_t b, int64_t b1,
+                            int64_t *count)
+{
+    int64_t last = b;
+    *count = 1;
+    for (int64_t next = b + 1; next < b1; next++) {
+        if (owner(m, next) != d) {
+            if (d == 0)
+                break;
+            continue;
+        }
+        last = next;
+        ++*count;
+    }
+    return last;
+}
+
 /* On device d, the update right of panel (j, jb) of block columns [b0, b1) it owns (step
  * `from` columns into block b0 when the panel ends inside it): the panel's interchanges, U12
- * with L11's inverse (inverted once for them all) and A22 -= L21 U12, a block column at a time. */
+ * with L11's inverse (inverted once for them all) and A22 -= L21 U12, once for each range of
+ * them that lies side by side in d's matrix (side_by_side), addressed through the view of the
+ * range's first (block_view): on a device other than the call's, its whole share at once, as
+ * one device updates its whole trailing matrix (one GEMM a block column took a launch of each
+ * kernel per block column and step). Each element meets the same kernels as a block column's
+ * update would give it. */
 static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t jb, int64_t b0,
                              int64_t b1, int64_t from)
 {
@@ -444,12 +469,16 @@ static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t j
     for (int64_t b = b0; b < b1 && status == CLOPS_OK; b++) {
         if (owner(m, b) != d)
             continue;
-        const int64_t c0 = b * m->nb > from ? b * m->nb : from, c1 = b * m->nb + block_width(m, b);
+        const int64_t first = b;
+        int64_t blocks = 0;
+        b = side_by_side(m, d, first, b1, &blocks); /* the range's last */
+        const int64_t c0 = first * m->nb > from ? first * m->nb : from;
+        const int64_t c1 = first * m->nb + (blocks - 1) * m->nb + block_width(m, b);
         if (c1 <= c0)
             continue;
-        const struct lu_matrix a = block_view(m, d, b), block = lu_column_range(&a, c0, c1);
+        const struct lu_matrix a = block_view(m, d, first), range = lu_column_range(&a, c0, c1);
         if (m->pivoting == LU_PIVOTING_PARTIAL)
-            status = lu_laswp(ctx, &ctx->main, &block, 0, 0, j, j + jb, 0);
+            status = lu_laswp(ctx, &ctx->main, &range, 0, 0, j, j + jb, 0);
         if (status == CLOPS_OK && !inverted)
             status = lu_invert_diagonal_blocks(ctx, &ctx->main, &panel, j, jb, 1, 0, 0, 1, 1);
         inverted = 1;
