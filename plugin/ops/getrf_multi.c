@@ -628,11 +628,36 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
     return status;
 }
 
+/* Each device's transfer queue joined to its queue, on every path (a marker there, a barrier
+ * here), and let go: the waits that end each device's work, the call's on its queue and
+ * finish_devices' on the others, then cover the downloads a failure left on it. A queue that
+ * could not be joined stays for finish_devices to wait for. Plain OpenCL calls: a failure here
+ * must not replace the message of the one being returned. */
+static void join_transfers(struct lu_multi *m)
+{
+    for (int32_t d = 0; d < m->count; d++) {
+        if (m->xfer[d] == NULL || m->ctx[d] == NULL || m->ctx[d]->queue == NULL)
+            continue;
+        cl_event done = NULL;
+        cl_int rc = clEnqueueMarkerWithWaitList(m->xfer[d], 0, NULL, &done);
+        if (rc == CL_SUCCESS)
+            rc = clFlush(m->xfer[d]);
+        if (rc == CL_SUCCESS)
+            rc = clEnqueueBarrierWithWaitList(m->ctx[d]->queue, 1, &done, NULL);
+        if (done != NULL)
+            clReleaseEvent(done);
+        if (rc == CL_SUCCESS) {
+            clReleaseCommandQueue(m->xfer[d]);
+            m->xfer[d] = NULL;
+        }
+    }
+}
+
 /* The other devices' work done (on any path: what they still run may read what is freed), and
  * their device time counted from their chains' start markers. */
 static void finish_devices(struct lu_multi *m)
 {
-    /* Downloads a failure left on the transfer queues (every other one was waited for). */
+    /* Transfer queues join_transfers could not join (or that a failure before it left). */
     for (int32_t d = 0; d < m->count; d++)
         if (m->xfer[d] != NULL)
             clFinish(m->xfer[d]);
@@ -713,6 +738,7 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
         status = swap_left(m);
     if (status == CLOPS_OK)
         status = gather(m);
+    join_transfers(m);
     return status;
 }
 
