@@ -465,8 +465,8 @@ int32_t tensor_upload_packed(struct clops_pool *pool, struct pool_device *dev,
         const cl_int waited = upload_wait(&u, i);
         rc = rc == CL_SUCCESS ? waited : rc;
     }
-    if (rc != CL_SUCCESS && rc != NO_HOST_BLOCK)
-        clFinish(queue); /* a failed wait: make sure the driver reads the blocks no more */
+    if (rc != CL_SUCCESS)
+        clFinish(queue); /* a failure: make sure the driver reads the blocks no more */
     for (int i = 0; i < 2; i++)
         pool_host_give(pool, u.block[i], u.capacity[i]);
     host_registration_drop(registered);
