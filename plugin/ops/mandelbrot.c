@@ -393,17 +393,16 @@ static int32_t bind_outputs(struct worker *w, int compact)
     return status;
 }
 
-/* The place kernel's fixed arguments (on the primary device): geometry, the compact tiles
- * uploaded there, and the device outputs they go to. */
+/* The place kernel's fixed arguments (on the primary device): geometry, and the device outputs
+ * the tiles go to. The count and the set's tile numbers and compact tiles (4 .. 7) are set per
+ * chunk (deliver_place). */
 static int32_t bind_place(struct worker *w)
 {
     const struct mandel_plan *p = w->call->plan;
-    const cl_int h = (cl_int)p->h, wd = (cl_int)p->w, t = p->tile, tx = p->tiles_x, count = 0;
-    const size_t sizes[] = {sizeof h,     sizeof wd,      sizeof t,       sizeof tx,
-                            sizeof count, sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem)};
-    const void *const values[] = {
-        &h, &wd, &t, &tx, &count, &w->place_ids[0], &w->place_staged[0][0], &w->place_staged[0][1]};
-    int32_t status = set_args(w->place, "mandelbrot_place", 0, 8, sizes, values);
+    const cl_int h = (cl_int)p->h, wd = (cl_int)p->w, t = p->tile, tx = p->tiles_x;
+    const size_t sizes[] = {sizeof h, sizeof wd, sizeof t, sizeof tx};
+    const void *const values[] = {&h, &wd, &t, &tx};
+    int32_t status = set_args(w->place, "mandelbrot_place", 0, 4, sizes, values);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
         const struct clops_tensor *out = output_tensor(p, o);
         const int place = out != NULL && out->buffer != NULL;
