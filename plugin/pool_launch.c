@@ -70,27 +70,82 @@ static void trace_reset(void)
     trace.on = 0;
 }
 
+/* The device whose queue ran `event`, or NULL. */
+static cl_device_id event_device(cl_event event)
+{
+    cl_command_queue queue = NULL;
+    cl_device_id device = NULL;
+    if (clGetEventInfo(event, CL_EVENT_COMMAND_QUEUE, sizeof queue, &queue, NULL) != CL_SUCCESS ||
+        queue == NULL ||
+        clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof device, &device, NULL) != CL_SUCCESS)
+        return NULL;
+    return device;
+}
+
+enum { TIMES_DEVICES = 16 }; /* devices told apart by kernel_times; more are counted as the last */
+
 /* Logs the device time of completed `launches` by kernel, in the order the kernels first ran.
- * Their names are used up (emptied). */
+ * Launches on several devices (a call across devices) are logged by device, in the order the
+ * devices first ran one, each with its busy time and the span from its first launch's start to
+ * its last's end: their difference is the time the device stood idle inside the call. Their
+ * names are used up (emptied). */
 static void log_kernel_times(const char *what, struct pool_launch_event *launches, int count)
 {
-    for (int i = 0; i < count; i++) {
-        const char *name = launches[i].kernel;
-        if (name[0] == '\0')
-            continue; /* counted with an earlier launch of its kernel */
-        int n = 0;
-        double ms = 0;
-        for (int j = i; j < count; j++) {
-            if (strcmp(launches[j].kernel, name) != 0)
-                continue;
-            n++;
-            ms += (double)event_ns(launches[j].event) * 1e-6;
-            if (j != i)
-                launches[j].kernel[0] = '\0';
-        }
-        log_msg(CLOPS_LOG_INFO, "%s: kernel %s: %d launches, %.3f ms", what, name, n, ms);
-        launches[i].kernel[0] = '\0';
+    cl_device_id devices[TIMES_DEVICES];
+    int device_count = 0;
+    unsigned char *index = malloc(count > 0 ? (size_t)count : 1);
+    for (int i = 0; i < count && index != NULL; i++) {
+        cl_device_id device = event_device(launches[i].event);
+        int d = 0;
+        while (d < device_count && devices[d] != device)
+            d++;
+        if (d == device_count && device_count < TIMES_DEVICES)
+            devices[device_count++] = device;
+        index[i] = (unsigned char)(d < device_count ? d : device_count - 1);
     }
+    const int split = index != NULL && device_count > 1;
+    for (int d = 0; d < (split ? device_count : 1); d++) {
+        int launched = 0;
+        double busy = 0;
+        cl_ulong first = 0, last = 0;
+        for (int i = 0; i < count; i++) {
+            const char *name = launches[i].kernel;
+            if (name[0] == '\0' || (split && index[i] != d))
+                continue; /* counted with an earlier launch of its kernel, or another device's */
+            int n = 0;
+            double ms = 0;
+            for (int j = i; j < count; j++) {
+                if ((split && index[j] != d) || strcmp(launches[j].kernel, name) != 0)
+                    continue;
+                n++;
+                ms += (double)event_ns(launches[j].event) * 1e-6;
+                cl_ulong start = 0, end = 0;
+                if (clGetEventProfilingInfo(launches[j].event, CL_PROFILING_COMMAND_START,
+                                            sizeof start, &start, NULL) == CL_SUCCESS &&
+                    clGetEventProfilingInfo(launches[j].event, CL_PROFILING_COMMAND_END,
+                                            sizeof end, &end, NULL) == CL_SUCCESS &&
+                    end >= start) {
+                    first = first == 0 || start < first ? start : first;
+                    last = end > last ? end : last;
+                }
+                if (j != i)
+                    launches[j].kernel[0] = '\0';
+            }
+            if (split)
+                log_msg(CLOPS_LOG_INFO, "%s: device %d: kernel %s: %d launches, %.3f ms", what, d,
+                        name, n, ms);
+            else
+                log_msg(CLOPS_LOG_INFO, "%s: kernel %s: %d launches, %.3f ms", what, name, n, ms);
+            launched += n;
+            busy += ms;
+            launches[i].kernel[0] = '\0';
+        }
+        if (split)
+            log_msg(CLOPS_LOG_INFO,
+                    "%s: device %d: %d launches, busy %.3f ms of a span of %.3f ms", what, d,
+                    launched, busy, (double)(last - first) * 1e-6);
+    }
+    free(index);
 }
 
 void pool_chain_drop(void)

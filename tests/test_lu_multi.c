@@ -473,6 +473,71 @@ START_TEST(test_a_failure_anywhere_leaves_the_outputs_untouched)
 }
 END_TEST
 
+/* What kernel_times logs of a call across devices: per device, its launches and busy time. */
+struct device_times {
+    int lines, kernel_lines[2], launches[2], kernel_launches[2];
+    double busy[2], span[2];
+};
+
+static void collect_device_times(int32_t level, const char *message, void *user)
+{
+    struct device_times *t = user;
+    int d = -1, n = 0;
+    double busy = 0, span = 0;
+    char name[64];
+    if (level != CLOPS_LOG_INFO)
+        return;
+    if (sscanf(message, "lu: device %d: %d launches, busy %lf ms of a span of %lf ms", &d, &n,
+               &busy, &span) == 4 &&
+        d >= 0 && d < 2) {
+        t->lines++;
+        t->launches[d] += n;
+        t->busy[d] += busy;
+        t->span[d] += span;
+    } else if (sscanf(message, "lu: device %d: kernel %63[^:]: %d launch", &d, name, &n) == 3 &&
+               d >= 0 && d < 2) {
+        t->kernel_lines[d]++;
+        t->kernel_launches[d] += n;
+    }
+}
+
+/* kernel_times on a call across two devices logs each device's kernels apart, and each
+ * device's launches, busy time and span: the launches add up to its kernels', it was busy for
+ * some of the span, and both devices ran kernels (each holds block columns). */
+START_TEST(test_kernel_times_of_a_call_across_devices_are_logged_by_device)
+{
+    struct clops_pool *pool = NULL;
+    static const char *const types[] = {"gpu", "cpu"};
+    for (size_t i = 0; i < 2 && pool == NULL; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "devices = ( { type = \"%s\"; index = 0; }, { type = \"%s\"; index = 1; } );"
+                 " cpu_fallback = false; kernel_times = true;"
+                 " operators = { lu = { devices = [0, 1]; split_min_ms = 0; " BLOCKS " }; };",
+                 types[i], types[i]);
+        if (api->pool_create_from_string(text, &pool) != CLOPS_OK)
+            pool = NULL;
+    }
+    ck_assert_msg(pool != NULL, "no pool of two devices: %s", api->last_error());
+    const struct tmat a = case_matrix(&cases[0], 2480);
+    struct device_times t = {0};
+    api->set_log_callback(collect_device_times, &t, CLOPS_LOG_INFO);
+    struct factored r = factor_on(pool, &a, 0);
+    api->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
+    ck_assert_msg(r.status == CLOPS_OK, "%s", api->last_error());
+    ck_assert_int_eq(t.lines, 2);
+    for (int d = 0; d < 2; d++) {
+        ck_assert_int_gt(t.kernel_lines[d], 0);
+        ck_assert_int_gt(t.launches[d], 0);
+        ck_assert_int_eq(t.launches[d], t.kernel_launches[d]);
+        ck_assert(t.busy[d] > 0 && t.span[d] > 0);
+    }
+    factored_free(&r);
+    free(a.data);
+    api->pool_release(pool);
+}
+END_TEST
+
 int main(void)
 {
     /* PoCL then shows two CPU devices (a value the user set is kept). */
@@ -486,6 +551,7 @@ int main(void)
         TU_TEST(test_a_submitted_lu_across_devices_matches_one_device),
         TU_TEST(test_a_submitted_lu_across_devices_cancels_between_panels),
         TU_LOOP(test_a_failure_anywhere_leaves_the_outputs_untouched, 2),
+        TU_TEST(test_kernel_times_of_a_call_across_devices_are_logged_by_device),
     };
     return tu_run_tests("lu_multi", 1200, 1, tests, TU_COUNT(tests));
 }
