@@ -122,8 +122,8 @@ static void log_kernel_times(const char *what, struct pool_launch_event *launche
                 cl_ulong start = 0, end = 0;
                 if (clGetEventProfilingInfo(launches[j].event, CL_PROFILING_COMMAND_START,
                                             sizeof start, &start, NULL) == CL_SUCCESS &&
-                    clGetEventProfilingInfo(launches[j].event, CL_PROFILING_COMMAND_END,
-                                            sizeof end, &end, NULL) == CL_SUCCESS &&
+                    clGetEventProfilingInfo(launches[j].event, CL_PROFILING_COMMAND_END, sizeof end,
+                                            &end, NULL) == CL_SUCCESS &&
                     end >= start) {
                     first = first == 0 || start < first ? start : first;
                     last = end > last ? end : last;
@@ -141,9 +141,8 @@ static void log_kernel_times(const char *what, struct pool_launch_event *launche
             launches[i].kernel[0] = '\0';
         }
         if (split)
-            log_msg(CLOPS_LOG_INFO,
-                    "%s: device %d: %d launches, busy %.3f ms of a span of %.3f ms", what, d,
-                    launched, busy, (double)(last - first) * 1e-6);
+            log_msg(CLOPS_LOG_INFO, "%s: device %d: %d launches, busy %.3f ms of a span of %.3f ms",
+                    what, d, launched, busy, (double)(last - first) * 1e-6);
     }
     free(index);
 }
