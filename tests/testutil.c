@@ -672,11 +672,16 @@ void tu_collect_kernel_log(int32_t level, const char *message, void *user)
         log->cc = major * 10 + minor;
         return;
     }
-    if (strncmp(message, log->op, op_len) != 0 ||
-        sscanf(message + op_len, ": kernel %63[^:]: %d launch%n", name, &count, &end) != 2 ||
-        end == 0)
+    if (strncmp(message, log->op, op_len) != 0)
         return;
-    const char *rest = strchr(message + op_len + end, ',');
+    /* A call across devices logs its kernels by device: "op: device D: kernel ...". */
+    const char *at = message + op_len;
+    int device = -1, skip = 0;
+    if (sscanf(at, ": device %d%n", &device, &skip) == 1 && skip > 0)
+        at += skip;
+    if (sscanf(at, ": kernel %63[^:]: %d launch%n", name, &count, &end) != 2 || end == 0)
+        return;
+    const char *rest = strchr(at + end, ',');
     if (rest != NULL && sscanf(rest, ", %lf ms", &ms) == 1)
         log->ms += ms;
     log->lines++;

@@ -164,7 +164,8 @@ double tu_checked_gemm(const struct clops_api *api, struct clops_pool *pool, int
 /* What a pool with kernel_times logs (clops-pool(5)), gathered by tu_collect_kernel_log (a log
  * callback; user = the struct): an NVIDIA device's compute capability at creation ("pool: '<name>'
  * has NVIDIA compute capability 9.0"), and each call's launches by kernel ("<op>: kernel <name>:
- * <n> launch[es], <t> ms"), counted for `op` by the names listed. */
+ * <n> launch[es], <t> ms"; a call across devices: "<op>: device <d>: kernel ..."), counted for
+ * `op` by the names listed, over all devices. */
 enum { TU_KERNEL_NAMES = 8 };
 struct tu_kernel_log {
     const char *op;                     /* the operator whose lines count */
