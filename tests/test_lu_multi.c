@@ -164,6 +164,34 @@ START_TEST(test_lu_across_devices_matches_one_device)
 }
 END_TEST
 
+/* A panel comes into the place on another device where it keeps the panel of two steps before
+ * only once that device's updates reading it are done: here device 1's updates of step 2 are
+ * held (lu_multi_hold) until panel 4 has been sent, in block columns dealt one at a time (panels
+ * 2 and 4 are device 0's, and go into the same place on device 1). The factors and pivots are
+ * one device's, bit for bit. */
+START_TEST(test_a_panel_waits_for_the_updates_that_read_its_place)
+{
+    lu_multi_run = 1;
+    struct clops_pool *one = one_device(), *both = across();
+    const struct lu_case c = {CLOPS_F64, 200, 200, 0, KIND_RANDOM, 0, -1};
+    const struct tmat a = case_matrix(&c, 2750);
+    struct factored x = factor_on(one, &a, 0);
+    lu_multi_hold = 2;
+    struct factored y = factor_on(both, &a, 0);
+    lu_multi_hold = -1;
+    lu_multi_run = 0;
+    ck_assert_msg(x.status == CLOPS_OK && y.status == CLOPS_OK, "%s", api->last_error());
+    ck_assert_int_eq(y.info, x.info);
+    ck_assert(memcmp(x.ipiv, y.ipiv, 200 * sizeof(int32_t)) == 0);
+    ck_assert_msg(tmat_equal(&x.f, &y.f), "factors differ from one device's");
+    factored_free(&x);
+    factored_free(&y);
+    free(a.data);
+    api->pool_release(one);
+    api->pool_release(both);
+}
+END_TEST
+
 /* Below two block columns a device, a call runs whole on its device. */
 START_TEST(test_a_small_lu_stays_on_one_device)
 {
@@ -546,6 +574,7 @@ int main(void)
         TU_CASE_FIXTURE("lu_multi", setup, NULL),
         TU_LOOP(test_lu_across_devices_matches_one_device, (int)(sizeof cases / sizeof cases[0])),
         TU_TEST(test_a_small_lu_stays_on_one_device),
+        TU_TEST(test_a_panel_waits_for_the_updates_that_read_its_place),
         TU_TEST(test_solve_across_devices_matches_one_device),
         TU_TEST(test_other_devices_hold_only_their_block_columns),
         TU_TEST(test_a_submitted_lu_across_devices_matches_one_device),

@@ -252,6 +252,12 @@ extern int64_t lu_panel_piece_bytes;
  * run_for); lu_multi_run > 0 sets the run (tests: runs at sizes where it would be 1). */
 enum { LU_MULTI_RUN_MAX = 8 };
 extern int64_t lu_multi_run;
+/* Test hook: with lu_multi_hold = h >= 0, device 1's updates of step h wait on the host until
+ * panel h + 2 has been sent (and 20 ms more), so that where both panels go into the same place
+ * of device 1, one that did not wait for those updates would overwrite what they read. With
+ * lu_multi_run = 1 and h even: panel h + 1, device 1's, is factored there before the hold
+ * (the host waits for it). -1: none. */
+extern int64_t lu_multi_hold;
 int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivoting, int *taken);
 void lu_multi_release(struct lu_multi *m);
 

@@ -11,7 +11,9 @@
  * pinned host memory (a bridge: NVIDIA's OpenCL moves data between two GPUs at ~1 GB/s on any
  * of its own paths, and pinned transfers run at ~55 GB/s), in pieces of rows, each sent on while
  * the next one downloads (the panel's crossing is on the path a step waits for where the next
- * panel lies on another device; the downloads run on a queue of their own); then every
+ * panel lies on another device; the downloads run on a queue of their own, and so do each
+ * device's uploads, beside its kernels: another device than the call's keeps two places for
+ * the panels it receives, so that the next one arrives while this one is still read); then every
  * device applies the panel's interchanges to its block columns right of it, U12 = L11^-1 A12 and
  * A22 -= L21 U12 there (the engine's kernels, one GEMM a block column). With a look-ahead of one
  * panel, the owner of the next block column updates that one first and factors it at once, while
@@ -43,6 +45,8 @@
 /* Bridges the panels and block columns cross through, in turn: a bridge is reused once the
  * uploads that read it, three transfers back, are done. */
 enum { LU_MULTI_SLOTS = 3 };
+/* The places another device than the call's keeps for the panels it does not own. */
+enum { LU_MULTI_PLACES = 2 };
 int64_t lu_panel_piece_bytes = LU_PANEL_PIECE_BYTES;
 
 /* A panel's download in pieces of rows (panel_pieces), each marked by its own event. */
@@ -73,6 +77,17 @@ struct lu_multi {
     /* Each device's queue for its panels' downloads: they start as the panel is factored and
      * run beside the next kernels of its queue (the next panel's, where it owns that too). */
     cl_command_queue xfer[CONFIG_MAX_DEVICES];
+    /* Each device's queue for what is uploaded into it during the steps (the panels and their
+     * pivots, the block columns coming home to the call's device): the uploads run beside its
+     * kernels, which wait for them only where they read them (ready). */
+    cl_command_queue inq[CONFIG_MAX_DEVICES];
+    /* Panel k's arrival on each device but its owner ([k % LU_MULTI_PLACES]): a marker of the
+     * upload queue after the panel and its pivots. */
+    cl_event ready[LU_MULTI_PLACES][CONFIG_MAX_DEVICES];
+    /* The last reader of each panel place of the other devices than the call's: a marker of
+     * the device's queue after the step's updates of the panel held there; the panel two steps
+     * later comes into the place only after it. */
+    cl_event place_read[LU_MULTI_PLACES][CONFIG_MAX_DEVICES];
     struct bridge slot[LU_MULTI_SLOTS];
     cl_event slot_readers[LU_MULTI_SLOTS][CONFIG_MAX_DEVICES]; /* uploads from each slot */
     int32_t next_slot;
@@ -82,6 +97,7 @@ struct lu_multi {
     int32_t pivoting;
     const char *op;
     int64_t start_ns; /* when the call went across: each device's busy time runs from it */
+    cl_event hold;    /* lu_multi_hold's user event, while device 1 waits on it */
 };
 
 static int32_t owner(const struct lu_multi *m, int64_t block)
@@ -96,6 +112,7 @@ static int64_t local_index(const struct lu_multi *m, int64_t b)
 }
 
 int64_t lu_multi_run = 0;
+int64_t lu_multi_hold = -1;
 
 /* How many block columns go to a device at a time, `blocks` over `count` devices: the next
  * panel then lies on the device that factored this one `run - 1` times in `run`, and it is
@@ -120,15 +137,18 @@ static int64_t block_width(const struct lu_multi *m, int64_t block)
  * place, on a device that does not own it), are addressed by their column in the whole matrix:
  * the engine's steps index one matrix by global rows and columns, and the view's offset alone
  * maps those columns to where the device keeps them. The call's device keeps every column in
- * place. Another keeps its k-th own block column at columns NB (k + 1) .. and a panel it does
- * not own at 0 .. NB (rows stay global, so the pivots apply as they are). The offset of the
- * view may be negative; every element addressed through it is in the device's matrix. */
+ * place. Another keeps its k-th own block column at columns NB (k + 2) .. and a panel it does
+ * not own in one of two places, 0 .. NB for even panels and NB .. 2 NB for odd ones, so that
+ * the next panel can arrive while the updates still read this one (rows stay global, so the
+ * pivots apply as they are). The offset of the view may be negative; every element addressed
+ * through it is in the device's matrix. */
 static struct lu_matrix block_view(const struct lu_multi *m, int32_t d, int64_t b)
 {
     struct lu_matrix v = m->m[d];
     if (d == 0)
         return v;
-    const int64_t local = owner(m, b) == d ? (local_index(m, b) + 1) * m->nb : 0;
+    const int64_t local = owner(m, b) == d ? (local_index(m, b) + LU_MULTI_PLACES) * m->nb
+                                           : b % LU_MULTI_PLACES * m->nb;
     v.offset += local - b * m->nb;
     return v;
 }
@@ -254,11 +274,15 @@ static int32_t download(struct lu_multi *m, int32_t d, cl_command_queue queue, s
 }
 
 /* Enqueues an upload of `b` from byte `at` on into the same rectangle of device d's matrix,
- * inside block column `block`, recorded as a reader of its slot. */
-static int32_t upload(struct lu_multi *m, int32_t d, struct bridge *b, size_t at, int64_t block,
-                      int64_t r0, int64_t rows, int64_t c0, int64_t cols)
+ * inside block column `block`, on `queue` (NULL: d's queue) after `*after` (when not NULL),
+ * recorded as a reader of its slot. */
+static int32_t upload(struct lu_multi *m, int32_t d, cl_command_queue queue, const cl_event *after,
+                      struct bridge *b, size_t at, int64_t block, int64_t r0, int64_t rows,
+                      int64_t c0, int64_t cols)
 {
-    const struct bridge_rect r = rect_of(m, d, block, r0, c0);
+    struct bridge_rect r = rect_of(m, d, block, r0, c0);
+    r.queue = queue != NULL ? queue : r.queue;
+    const cl_uint waits = after != NULL && *after != NULL;
     const size_t width = (size_t)(cols * m->es), host_origin[3] = {0, 0, 0};
     size_t origin[3], region[3];
     bridge_rect_terms(&r, 0, (size_t)rows, width, origin, region);
@@ -267,15 +291,38 @@ static int32_t upload(struct lu_multi *m, int32_t d, struct bridge *b, size_t at
         clReleaseEvent(*reader);
         *reader = NULL;
     }
-    cl_int rc =
-        clEnqueueWriteBufferRect(r.queue, r.mem, CL_FALSE, origin, host_origin, region, r.pitch, 0,
-                                 width, 0, (char *)b->data + at, 0, NULL, reader);
+    cl_int rc = clEnqueueWriteBufferRect(r.queue, r.mem, CL_FALSE, origin, host_origin, region,
+                                         r.pitch, 0, width, 0, (char *)b->data + at, waits,
+                                         waits ? after : NULL, reader);
     if (rc == CL_SUCCESS)
-        rc = clFlush(m->ctx[d]->queue);
+        rc = clFlush(r.queue);
     if (rc != CL_SUCCESS)
         return err_cl(rc, "%s: uploading %lld x %lld elements to device '%s' failed", m->op,
                       (long long)rows, (long long)cols, pool_device_info(m->ctx[d]->dev)->name);
     pool_record_upload(m->ctx[0]->pool, rows * cols * m->es);
+    return CLOPS_OK;
+}
+
+/* *kept = a marker of what `queue` holds so far, submitted (the event it held let go). */
+static int32_t mark(struct lu_multi *m, cl_command_queue queue, cl_event *kept)
+{
+    cl_event e = NULL;
+    const int32_t status = lu_queue_mark(m->ctx[0], queue, &e);
+    if (*kept != NULL)
+        clReleaseEvent(*kept);
+    *kept = status == CLOPS_OK ? e : NULL;
+    if (status != CLOPS_OK && e != NULL)
+        clReleaseEvent(e); /* marked, but its flush failed */
+    return status;
+}
+
+/* Nothing enqueued on device d's queue after this starts before `e` (kept; none when NULL). */
+static int32_t queue_after(struct lu_multi *m, int32_t d, cl_event e)
+{
+    const cl_int rc =
+        e != NULL ? clEnqueueBarrierWithWaitList(m->ctx[d]->queue, 1, &e, NULL) : CL_SUCCESS;
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: ordering a device's queues failed", m->op);
     return CLOPS_OK;
 }
 
@@ -301,7 +348,7 @@ static int32_t move_block(struct lu_multi *m, int32_t from, int32_t to, int64_t 
     if (status == CLOPS_OK)
         status = wait_event(m, &done);
     if (status == CLOPS_OK)
-        status = upload(m, to, slot, 0, b, 0, m->rows, c0, w);
+        status = upload(m, to, NULL, NULL, slot, 0, b, 0, m->rows, c0, w);
     if (done != NULL)
         clReleaseEvent(done);
     return status;
@@ -399,34 +446,39 @@ static int32_t send_home(struct lu_multi *m, struct home_part *h)
         return CLOPS_OK;
     int32_t status = wait_event(m, &h->done);
     if (status == CLOPS_OK)
-        status = upload(m, 0, h->slot, h->at, h->block, 0, h->rows, h->block * m->nb, m->nb);
+        status = upload(m, 0, m->inq[0], NULL, h->slot, h->at, h->block, 0, h->rows,
+                        h->block * m->nb, m->nb);
     return status;
 }
 
 /* Panel k sent to every other device, each piece as soon as it is downloaded (t), and its
- * pivots with the last. */
+ * pivots with the last, on the device's upload queue (m->ready then marks it there): into
+ * another device than the call's once the updates of the panel two steps before, in the same
+ * place, are done. */
 static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct panel_transfer *t)
 {
     const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
+    const int32_t place = (int32_t)(k % LU_MULTI_PLACES);
     int32_t status = CLOPS_OK;
     for (int32_t p = 0; p < t->pieces && status == CLOPS_OK; p++) {
         status = wait_event(m, &t->done[p]);
         for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
             if (d != owner(m, k))
-                status = upload(m, d, t->slot, (size_t)((t->row[p] - j) * jb * m->es), k, t->row[p],
+                status = upload(m, d, m->inq[d], p == 0 ? &m->place_read[place][d] : NULL, t->slot,
+                                (size_t)((t->row[p] - j) * jb * m->es), k, t->row[p],
                                 t->row[p + 1] - t->row[p], j, jb);
     }
     for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
         if (d == owner(m, k))
             continue;
         /* m->piv stays as it is until the call's release: the write may read it any time. */
-        cl_int rc = status == CLOPS_OK ? clEnqueueWriteBuffer(m->ctx[d]->queue, m->ctx[d]->ipiv_mem,
-                                                              CL_FALSE, (size_t)j * sizeof(int32_t),
-                                                              (size_t)jb * sizeof(int32_t),
-                                                              m->piv + j, 0, NULL, NULL)
-                                       : CL_SUCCESS;
+        const cl_int rc = clEnqueueWriteBuffer(
+            m->inq[d], m->ctx[d]->ipiv_mem, CL_FALSE, (size_t)j * sizeof(int32_t),
+            (size_t)jb * sizeof(int32_t), m->piv + j, 0, NULL, NULL);
         if (rc != CL_SUCCESS)
             status = err_cl(rc, "%s: uploading a panel's pivots failed", m->op);
+        if (status == CLOPS_OK)
+            status = mark(m, m->inq[d], &m->ready[place][d]);
     }
     return status;
 }
@@ -497,6 +549,33 @@ static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t j
     return status;
 }
 
+/* lu_multi_hold: device 1's queue made to wait for the host (a user event) before step k's
+ * updates there. */
+static int32_t hold_device(struct lu_multi *m, int64_t k)
+{
+    if (k != lu_multi_hold || m->count < 2 || m->hold != NULL)
+        return CLOPS_OK;
+    cl_context context = NULL;
+    cl_int rc =
+        clGetCommandQueueInfo(m->ctx[1]->queue, CL_QUEUE_CONTEXT, sizeof context, &context, NULL);
+    if (rc == CL_SUCCESS)
+        m->hold = clCreateUserEvent(context, &rc);
+    if (rc != CL_SUCCESS)
+        return err_cl(rc, "%s: holding a device failed", m->op);
+    return queue_after(m, 1, m->hold);
+}
+
+/* Device 1 let go (20 ms after the call to let what did not wait for it run first). */
+static void release_hold(struct lu_multi *m)
+{
+    if (m->hold == NULL)
+        return;
+    os_sleep_ns(20 * 1000 * 1000);
+    clSetUserEventStatus(m->hold, CL_COMPLETE);
+    clReleaseEvent(m->hold);
+    m->hold = NULL;
+}
+
 /* The steps, panel after panel, with a look-ahead of one: after panel k reached every device,
  * the next block column is updated and factored on its owner before the devices update the
  * rest (its download then waits behind nothing but that). Where the owner of panel k owns the
@@ -520,6 +599,8 @@ static int32_t factor_steps(struct lu_multi *m)
             status = factor_panel(m, k + 1, next);
         if (status == CLOPS_OK)
             status = broadcast_panel(m, k, now);
+        if (k == lu_multi_hold + 2)
+            release_hold(m); /* panel k went into the place the held updates read */
         /* The rows above the last panel go home now, those above this one next step: waiting
          * for them now would hold the next panel up. */
         if (status == CLOPS_OK)
@@ -533,6 +614,9 @@ static int32_t factor_steps(struct lu_multi *m)
             now->home = NULL;
         }
         if (status == CLOPS_OK && !ahead && k + 1 < blocks)
+            status =
+                queue_after(m, owner(m, k + 1), m->ready[k % LU_MULTI_PLACES][owner(m, k + 1)]);
+        if (status == CLOPS_OK && !ahead && k + 1 < blocks)
             status = update_blocks(m, owner(m, k + 1), j, jb, k + 1, k + 2, 0);
         if (status == CLOPS_OK && !ahead && k + 1 < panels)
             status = factor_panel(m, k + 1, next);
@@ -540,8 +624,19 @@ static int32_t factor_steps(struct lu_multi *m)
          * then the block columns after the next one, updated already. */
         if (status == CLOPS_OK)
             status = update_blocks(m, owner(m, k), j, jb, k, k + 1, j + jb);
-        for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
-            status = update_blocks(m, d, j, jb, k + 2, blocks, 0);
+        for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
+            /* Panel k arrived (its owner factored it on this queue), and after these updates,
+             * its place on another device than the call's may take the panel two steps on. */
+            const int received = d != owner(m, k);
+            if (received && !(d == owner(m, k + 1) && !ahead && k + 1 < blocks))
+                status = queue_after(m, d, m->ready[k % LU_MULTI_PLACES][d]);
+            if (status == CLOPS_OK && d == 1)
+                status = hold_device(m, k);
+            if (status == CLOPS_OK)
+                status = update_blocks(m, d, j, jb, k + 2, blocks, 0);
+            if (status == CLOPS_OK && received && d > 0)
+                status = mark(m, m->ctx[d]->queue, &m->place_read[k % LU_MULTI_PLACES][d]);
+        }
     }
     if (status == CLOPS_OK)
         status = send_home(m, &home);
@@ -600,8 +695,11 @@ static int32_t gather(struct lu_multi *m)
 static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct pool_device **devs)
 {
     int32_t status = CLOPS_OK;
-    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
         status = pool_open_queue(call->pool, devs[d], m->op, &m->xfer[d]);
+        if (status == CLOPS_OK)
+            status = pool_open_queue(call->pool, devs[d], m->op, &m->inq[d]);
+    }
     for (int32_t d = 1; d < m->count && status == CLOPS_OK; d++) {
         status = pool_open_queue(call->pool, devs[d], m->op, &m->queue[d]);
         if (status != CLOPS_OK)
@@ -612,7 +710,7 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
         m->ctx[d] = ctx;
         status = lu_ctx_init(ctx, call->pool, devs[d], m->queue[d], call->impl, m->ctx[0]->dtype,
                              m->rows, m->mn);
-        m->m[d].ld = (owned_blocks(m, d, (m->cols + m->nb - 1) / m->nb) + 1) * m->nb;
+        m->m[d].ld = (owned_blocks(m, d, (m->cols + m->nb - 1) / m->nb) + LU_MULTI_PLACES) * m->nb;
         m->m[d].rows = m->rows;
         m->m[d].cols = m->m[d].ld;
         if (status == CLOPS_OK)
@@ -625,30 +723,60 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
     for (int64_t b = 0; b < blocks && status == CLOPS_OK; b++)
         if (owner(m, b) != 0)
             status = move_block(m, 0, owner(m, b), b);
+    /* The upload queues start after what each device's queue holds: the cleared pivots (and on
+     * the call's device, its staging of the matrix, read where block columns come home). */
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
+        cl_event opened = NULL;
+        status = lu_queue_mark(m->ctx[d], m->ctx[d]->queue, &opened);
+        if (status == CLOPS_OK)
+            status = lu_queue_wait_for(m->ctx[d], m->inq[d], &opened);
+        if (opened != NULL)
+            clReleaseEvent(opened); /* marked, but its flush failed */
+    }
     return status;
 }
 
-/* Each device's transfer queue joined to its queue, on every path (a marker there, a barrier
- * here), and let go: the waits that end each device's work, the call's on its queue and
- * finish_devices' on the others, then cover the downloads a failure left on it. A queue that
- * could not be joined stays for finish_devices to wait for. Plain OpenCL calls: a failure here
- * must not replace the message of the one being returned. */
+/* Each device's upload queue joined to its queue, for what follows there (swap_left, gather). */
+static int32_t join_uploads(struct lu_multi *m)
+{
+    int32_t status = CLOPS_OK;
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
+        cl_event done = NULL;
+        status = lu_queue_mark(m->ctx[d], m->inq[d], &done);
+        if (status == CLOPS_OK)
+            status = lu_queue_wait_for(m->ctx[d], m->ctx[d]->queue, &done);
+        if (done != NULL)
+            clReleaseEvent(done); /* marked, but its flush failed */
+    }
+    return status;
+}
+
+/* Each device's transfer and upload queues joined to its queue, on every path (a marker there,
+ * a barrier here), and let go: the waits that end each device's work, the call's on its queue
+ * and finish_devices' on the others, then cover what a failure left on them. A queue that could
+ * not be joined stays for finish_devices to wait for. Plain OpenCL calls: a failure here must
+ * not replace the message of the one being returned. */
 static void join_transfers(struct lu_multi *m)
 {
     for (int32_t d = 0; d < m->count; d++) {
-        if (m->xfer[d] == NULL || m->ctx[d] == NULL || m->ctx[d]->queue == NULL)
+        if (m->ctx[d] == NULL || m->ctx[d]->queue == NULL)
             continue;
-        cl_event done = NULL;
-        cl_int rc = clEnqueueMarkerWithWaitList(m->xfer[d], 0, NULL, &done);
-        if (rc == CL_SUCCESS)
-            rc = clFlush(m->xfer[d]);
-        if (rc == CL_SUCCESS)
-            rc = clEnqueueBarrierWithWaitList(m->ctx[d]->queue, 1, &done, NULL);
-        if (done != NULL)
-            clReleaseEvent(done);
-        if (rc == CL_SUCCESS) {
-            clReleaseCommandQueue(m->xfer[d]);
-            m->xfer[d] = NULL;
+        cl_command_queue *queues[2] = {&m->xfer[d], &m->inq[d]};
+        for (int32_t q = 0; q < 2; q++) {
+            if (*queues[q] == NULL)
+                continue;
+            cl_event done = NULL;
+            cl_int rc = clEnqueueMarkerWithWaitList(*queues[q], 0, NULL, &done);
+            if (rc == CL_SUCCESS)
+                rc = clFlush(*queues[q]);
+            if (rc == CL_SUCCESS)
+                rc = clEnqueueBarrierWithWaitList(m->ctx[d]->queue, 1, &done, NULL);
+            if (done != NULL)
+                clReleaseEvent(done);
+            if (rc == CL_SUCCESS) {
+                clReleaseCommandQueue(*queues[q]);
+                *queues[q] = NULL;
+            }
         }
     }
 }
@@ -657,10 +785,14 @@ static void join_transfers(struct lu_multi *m)
  * their device time counted from their chains' start markers. */
 static void finish_devices(struct lu_multi *m)
 {
-    /* Transfer queues join_transfers could not join (or that a failure before it left). */
-    for (int32_t d = 0; d < m->count; d++)
+    /* Transfer and upload queues join_transfers could not join (or that a failure before it
+     * left). */
+    for (int32_t d = 0; d < m->count; d++) {
         if (m->xfer[d] != NULL)
             clFinish(m->xfer[d]);
+        if (m->inq[d] != NULL)
+            clFinish(m->inq[d]);
+    }
     for (int32_t d = 1; d < m->count; d++) {
         struct lu_ctx *ctx = m->ctx[d];
         if (ctx == NULL || m->queue[d] == NULL)
@@ -734,6 +866,9 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
         status = open_devices(m, call, devs);
     if (status == CLOPS_OK)
         status = factor_steps(m);
+    release_hold(m); /* on every path: nothing may wait on it any more */
+    if (status == CLOPS_OK)
+        status = join_uploads(m);
     if (status == CLOPS_OK && pivoting == LU_PIVOTING_PARTIAL)
         status = swap_left(m);
     if (status == CLOPS_OK)
@@ -759,9 +894,18 @@ void lu_multi_release(struct lu_multi *m)
         if (m->queue[d] != NULL)
             clReleaseCommandQueue(m->queue[d]);
     }
-    for (int32_t d = 0; d < m->count; d++)
+    for (int32_t d = 0; d < m->count; d++) {
         if (m->xfer[d] != NULL)
             clReleaseCommandQueue(m->xfer[d]);
+        if (m->inq[d] != NULL)
+            clReleaseCommandQueue(m->inq[d]);
+        for (int32_t p = 0; p < LU_MULTI_PLACES; p++) {
+            if (m->ready[p][d] != NULL)
+                clReleaseEvent(m->ready[p][d]);
+            if (m->place_read[p][d] != NULL)
+                clReleaseEvent(m->place_read[p][d]);
+        }
+    }
     /* The call's device waited for (its release follows the call's wait): the slots are free. */
     for (int32_t s = 0; s < LU_MULTI_SLOTS && m->ctx[0] != NULL; s++)
         bridge_give(m->ctx[0]->pool, &m->slot[s]);
