@@ -550,3 +550,50 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
 }
 
 #endif
+
+/* getrs for a small system (lu_solve_factored takes it for N <= LU_SMALL_SOLVE_N): work-item j
+ * solves column j of B (row-major: element i at b[b_off + i * ldb + j]) in place, with the
+ * factors in `lu` (row-major, unit lower L and U) and ipiv (LAPACK's, 1-based; one outside the
+ * matrix's rows is no interchange, as lu_laswp_plan takes it). trans = 0, A X = B: the
+ * interchanges in order, L y = P^T B forward, U x = y backward; trans = 1, A^T X = B: U^T y = B
+ * forward, L^T z = y backward, the interchanges in reverse order. One launch where the blocked
+ * solve takes eight (swaps, inversions, copies, GEMMs), whose dispatches are the cost of a
+ * small solve on a CPU device. */
+__kernel void lu_getrs_small(int n, int nrhs, int trans, __global const REAL *lu, long lu_off,
+                             long ld, __global const int *ipiv, __global REAL *b, long b_off,
+                             long ldb)
+{
+    const int j = (int)get_global_id(0);
+    if (j >= nrhs)
+        return;
+    __global REAL *x = b + b_off + j;
+    __global const REAL *a = lu + lu_off;
+    for (int s = 0; s < n && !trans; s++) {
+        const int p = ipiv[s] - 1;
+        if (p != s && p >= 0 && p < n) {
+            const REAL t = x[s * ldb];
+            x[s * ldb] = x[p * ldb];
+            x[p * ldb] = t;
+        }
+    }
+    for (int i = 0; i < n; i++) { /* forward: L (unit) or U^T */
+        REAL v = x[i * ldb];
+        for (int k = 0; k < i; k++)
+            v -= (trans ? a[k * ld + i] : a[i * ld + k]) * x[k * ldb];
+        x[i * ldb] = trans ? v / a[i * ld + i] : v;
+    }
+    for (int i = n - 1; i >= 0; i--) { /* backward: U or L^T (unit) */
+        REAL v = x[i * ldb];
+        for (int k = i + 1; k < n; k++)
+            v -= (trans ? a[k * ld + i] : a[i * ld + k]) * x[k * ldb];
+        x[i * ldb] = trans ? v : v / a[i * ld + i];
+    }
+    for (int s = n - 1; s >= 0 && trans; s--) {
+        const int p = ipiv[s] - 1;
+        if (p != s && p >= 0 && p < n) {
+            const REAL t = x[s * ldb];
+            x[s * ldb] = x[p * ldb];
+            x[p * ldb] = t;
+        }
+    }
+}

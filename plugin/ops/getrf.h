@@ -50,7 +50,8 @@ struct lu_ctx {
     int64_t resident_rows;   /* its most rows per group */
     int64_t arrivals;        /* what its arrival counter holds */
     int64_t laswp_chunk;     /* the most interchanges one laswp plan takes */
-    cl_kernel copy, copy_int, take_pivots, laswp_plan, laswp_apply, panel, invert, resident;
+    cl_kernel copy, copy_int, take_pivots, laswp_plan, laswp_apply, panel, invert, getrs_small,
+        resident;
     struct lu_lane main;                      /* its queue is `queue` */
     struct lu_lane side;                      /* queue NULL: no look-ahead */
     cl_mem ipiv_mem;                          /* pivots, then info: they stay on the device */
@@ -179,7 +180,9 @@ void lu_pivots_commit(const struct clops_tensor *ipiv, const struct clops_tensor
 /* getrf on the working matrix: ctx->ipiv_mem receives min(M, N) = mn 1-based pivots and, at
  * [mn], info: 0 or the first k with U(k, k) = 0. */
 int32_t lu_factor(struct lu_ctx *ctx, const struct lu_matrix *a, int32_t pivoting);
-/* getrs: b (N x NRHS) = op(A)^-1 b from the factors and the pivots in ctx->ipiv_mem. */
+/* getrs: b (N x NRHS) = op(A)^-1 b from the factors and the pivots in ctx->ipiv_mem; up to
+ * LU_SMALL_SOLVE_N unknowns in one launch (a work-item per column of b), else blocked. */
+enum { LU_SMALL_SOLVE_N = 32 };
 int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const struct lu_matrix *b,
                           int32_t trans);
 /* getrs on a tensor: stages b into *sb (guard_at as lu_stage's), solves, and writes b back on

@@ -5,12 +5,12 @@
 #include <stdio.h>
 
 /* The context's kernels, the resident panel kernel last (built only where it is used). */
-enum { lu_kernel_count = 8 };
+enum { lu_kernel_count = 9 };
 static void kernel_slots(struct lu_ctx *ctx, cl_kernel *kernels[lu_kernel_count])
 {
     cl_kernel *const slots[lu_kernel_count] = {
-        &ctx->copy,        &ctx->copy_int, &ctx->take_pivots, &ctx->laswp_plan,
-        &ctx->laswp_apply, &ctx->panel,    &ctx->invert,      &ctx->resident};
+        &ctx->copy,  &ctx->copy_int, &ctx->take_pivots, &ctx->laswp_plan, &ctx->laswp_apply,
+        &ctx->panel, &ctx->invert,   &ctx->getrs_small, &ctx->resident};
     for (int i = 0; i < lu_kernel_count; i++)
         kernels[i] = slots[i];
 }
@@ -32,8 +32,9 @@ static int32_t create_kernels(struct lu_ctx *ctx)
                  (int)ctx->resident_rows, (int)ctx->panel_nb);
     /* Through pool_create_kernel, which rebuilds a cached binary that lacks a kernel. */
     static const char *const names[lu_kernel_count] = {
-        "lu_copy",        "lu_copy_int",     "lu_take_pivots",  "lu_laswp_plan",
-        "lu_laswp_apply", "lu_panel_column", "lu_invert_lower", "lu_panel_resident"};
+        "lu_copy",         "lu_copy_int",    "lu_take_pivots",
+        "lu_laswp_plan",   "lu_laswp_apply", "lu_panel_column",
+        "lu_invert_lower", "lu_getrs_small", "lu_panel_resident"};
     cl_kernel *kernels[lu_kernel_count];
     kernel_slots(ctx, kernels);
     const int count = ctx->resident_groups > 0 ? lu_kernel_count : lu_kernel_count - 1;

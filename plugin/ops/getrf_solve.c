@@ -41,14 +41,33 @@ static int32_t trsm(struct lu_ctx *ctx, const struct lu_matrix *lu, int lower, i
     return status;
 }
 
+/* A small system's getrs in one launch (kernels/lu.cl: lu_getrs_small), a work-item per
+ * column of B. */
+static int32_t solve_small(struct lu_ctx *ctx, const struct lu_matrix *lu,
+                           const struct lu_matrix *b, int32_t trans)
+{
+    const cl_int n = (cl_int)lu->rows, nrhs = (cl_int)b->cols, tr = trans != 0;
+    const cl_long lu_off = lu->offset, ld = lu->ld, b_off = b->offset, ldb = b->ld;
+    const struct kernel_arg args[] = {
+        KARG(n),  KARG(nrhs),          KARG(tr),     KARG(lu->mem), KARG(lu_off),
+        KARG(ld), KARG(ctx->ipiv_mem), KARG(b->mem), KARG(b_off),   KARG(ldb)};
+    const size_t local = (size_t)ctx->panel_wg;
+    const size_t global = ((size_t)nrhs + local - 1) / local * local;
+    return lu_run_kernel(ctx, ctx->queue, ctx->getrs_small, args,
+                         (cl_uint)(sizeof args / sizeof args[0]), 1, &global, &local);
+}
+
 /* LAPACK getrs: A = P L U, so A X = B is X = U^-1 L^-1 P^T B, and A^T X = B is
- * X = P L^-T U^-T B. */
+ * X = P L^-T U^-T B. A system of at most LU_SMALL_SOLVE_N unknowns takes one launch
+ * (solve_small), whose substitutions run in the order LAPACK's unblocked trsm does. */
 int32_t lu_solve_factored(struct lu_ctx *ctx, const struct lu_matrix *lu, const struct lu_matrix *b,
                           int32_t trans)
 {
     const int64_t n = lu->rows;
     if (n == 0 || b->cols == 0)
         return CLOPS_OK;
+    if (n <= LU_SMALL_SOLVE_N)
+        return solve_small(ctx, lu, b, trans);
     int32_t status = CLOPS_OK;
     if (!trans)
         status = lu_laswp(ctx, &ctx->main, b, 0, 0, 0, n, 0);
