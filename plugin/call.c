@@ -94,7 +94,11 @@ static int32_t start_work(struct op_call *c)
 static int32_t await_work(struct op_call *c, int32_t status)
 {
     /* On every path: nothing before waited for the device, and what goes back to the pool next
-     * (host blocks, scratch, buffers) must be free of queued work. */
+     * (host blocks, scratch, buffers) must be free of queued work. A synchronous call's end is
+     * looked for first on a CPU device (pool_work_poll), where waking from the wait costs more
+     * than a small call's work. */
+    if (!c->control->submitted && !c->control->part && status == CLOPS_OK)
+        pool_work_poll(c->dev, c->queue);
     status =
         pool_work_finish(c->pool, &c->work, c->queue, status, &c->device_ns, c->impl->desc->name);
     if (status == CLOPS_OK && call_cancel_requested(c))

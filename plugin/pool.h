@@ -168,6 +168,17 @@ cl_int pool_wait_event(cl_event event);
  * logs them by kernel when kernel_times is on ("<what>: kernel <name>: <n> launches, <ms>
  * ms"); returns `status`, or, where the work failed (a kernel, or a transfer enqueued without a
  * wait), "<what>: waiting for the device failed: CL_...". Leaves `work` empty. */
+/* Before a synchronous call's wait on a CPU device: the call's end looked for by spinning on a
+ * marker's state for up to POOL_POLL_NS, where the wait (clFinish) would sleep and be woken by
+ * the driver's thread (PoCL on 2 idle cores: 30-40 us of a small call's 60). It backs off where
+ * it does not pay: a look that runs out (work longer than that, or cores too busy for the
+ * driver's threads to run beside the spinning one) makes the device sit the next
+ * POOL_POLL_REST calls out. Nothing on other devices, and nothing a failure could change: the
+ * wait that follows is the call's, as before. */
+enum { POOL_POLL_NS = 100000, POOL_POLL_REST = 64 };
+void pool_work_poll(struct pool_device *dev, cl_command_queue queue);
+/* The looks pool_work_poll made on `dev` that found the end, and those that ran out. */
+void pool_device_poll_counts(const struct pool_device *dev, int64_t *ends, int64_t *timeouts);
 int32_t pool_work_finish(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
                          int32_t status, int64_t *device_ns, const char *what);
 

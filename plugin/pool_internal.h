@@ -35,6 +35,10 @@ struct pool_device {
      * the process that opened the same cl_device_id (shared, never freed). */
     int64_t memory_limit_bytes;
     struct memory_count *memory;
+    /* pool_work_poll on a CPU device: whether looking for a synchronous call's end pays (>= 0:
+     * it polls; < 0: it sits out that many calls), and how its looks ended. */
+    atomic_int poll_score;
+    atomic_llong polled_ends, poll_timeouts;
 };
 
 struct pool_op_counters {

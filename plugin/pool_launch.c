@@ -292,6 +292,44 @@ cl_int pool_wait_event(cl_event event)
  * one (pool_wait_event), else the whole queue. A wait that failed may have returned before the
  * work ended: the host blocks and buffers the call gives back next must not be in use any more,
  * so it waits for the queue once again. */
+void pool_work_poll(struct pool_device *dev, cl_command_queue queue)
+{
+    if (dev == NULL || dev->info.type != CLOPS_DEVICE_CPU)
+        return;
+    if (atomic_load(&dev->poll_score) < 0) {
+        atomic_fetch_add(&dev->poll_score, 1); /* sitting out: one call fewer to go */
+        return;
+    }
+    cl_event marker = NULL;
+    if (clEnqueueMarkerWithWaitList(queue, 0, NULL, &marker) != CL_SUCCESS)
+        return;
+    cl_int state = CL_QUEUED;
+    if (clFlush(queue) == CL_SUCCESS) {
+        const int64_t start = os_monotonic_ns();
+        /* No yield between looks: a yielding thread measured slower (the driver's threads
+         * were then scheduled behind it), and the look is bounded. */
+        while (clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state,
+                              NULL) == CL_SUCCESS &&
+               state > CL_COMPLETE && os_monotonic_ns() - start < POOL_POLL_NS) {
+        }
+    }
+    clReleaseEvent(marker);
+    if (state == CL_COMPLETE) {
+        atomic_fetch_add(&dev->polled_ends, 1);
+        if (atomic_load(&dev->poll_score) < 8)
+            atomic_fetch_add(&dev->poll_score, 1);
+    } else if (state > CL_COMPLETE) {
+        atomic_fetch_add(&dev->poll_timeouts, 1);
+        atomic_store(&dev->poll_score, -POOL_POLL_REST);
+    }
+}
+
+void pool_device_poll_counts(const struct pool_device *dev, int64_t *ends, int64_t *timeouts)
+{
+    *ends = atomic_load(&dev->polled_ends);
+    *timeouts = atomic_load(&dev->poll_timeouts);
+}
+
 static cl_int wait_work(struct pool_work *work, cl_command_queue queue)
 {
     cl_int rc = work->done != NULL ? pool_wait_event(work->done) : clFinish(queue);

@@ -805,6 +805,51 @@ START_TEST(test_a_small_gemm_on_a_cpu_takes_tiles_of_its_size)
 }
 END_TEST
 
+/* A synchronous call on a CPU device looks for its end before it waits (pool_work_poll): the
+ * first small call looks once; a call whose work outlasts the look (a 512^3 f64 gemm: milliseconds
+ * against 0.1) makes the device sit the next POOL_POLL_REST calls out, which then do not look. */
+START_TEST(test_a_cpu_device_looks_for_a_small_calls_end_and_backs_off)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(
+        api->pool_create_from_string(
+            "devices = ( { type = \"cpu\"; index = 0; } ); cpu_fallback = false;", &pool),
+        CLOPS_OK);
+    const struct pool_device *dev = pool_device_at(pool, 0);
+    clops_gemm_fn gemm = (clops_gemm_fn)api->op_find("gemm")->entry;
+    enum { BIG = 512 };
+    double *a = calloc(BIG * BIG, sizeof *a), *c = calloc(BIG * BIG, sizeof *c);
+    ck_assert(a != NULL && c != NULL);
+    for (int i = 0; i < BIG; i++)
+        a[i * BIG + i] = 2.0;
+    int64_t ends = 0, timeouts = 0;
+    struct clops_tensor s4 = clops_matrix(a, CLOPS_F64, 4, 4, BIG, 0);
+    struct clops_tensor c4 = clops_matrix(c, CLOPS_F64, 4, 4, BIG, 0);
+    ck_assert_int_eq(gemm(pool, &s4, &s4, &c4, 0, 0, 1.0, 0.0), CLOPS_OK);
+    pool_device_poll_counts(dev, &ends, &timeouts);
+    ck_assert_int_eq(ends + timeouts, 1); /* it looked once */
+    ck_assert(c[0] == 4.0 && c[1] == 0.0);
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F64, BIG, BIG, BIG, 0);
+    struct clops_tensor tc = clops_matrix(c, CLOPS_F64, BIG, BIG, BIG, 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(gemm(pool, &ta, &ta, &tc, 0, 0, 1.0, 0.0), CLOPS_OK);
+    ck_assert(c[0] == 4.0 && c[BIG * BIG - 1] == 4.0);
+    int64_t ends2 = 0, timeouts2 = 0;
+    pool_device_poll_counts(dev, &ends2, &timeouts2);
+    ck_assert_int_eq(timeouts2, timeouts + 1); /* the first ran out; the second sat out */
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(gemm(pool, &s4, &s4, &c4, 0, 0, 1.0, 0.0), CLOPS_OK);
+    int64_t ends3 = 0, timeouts3 = 0;
+    pool_device_poll_counts(dev, &ends3, &timeouts3);
+    ck_assert_int_eq(ends3, ends2); /* sitting out: no look */
+    ck_assert_int_eq(timeouts3, timeouts2);
+    free(a);
+    free(c);
+    api->pool_release(pool);
+}
+END_TEST
+
 /* The log lines of kernel_times for lu's resident panel kernel: "lu: kernel NAME: N launches". */
 static void count_panel_launches(int32_t level, const char *message, void *user)
 {
@@ -960,6 +1005,7 @@ int main(void)
         TU_TEST(test_pool_creation_refuses_a_setting_out_of_range),
         TU_TEST(test_call_names_settings_that_do_not_fit_together),
         TU_TEST(test_a_small_gemm_on_a_cpu_takes_tiles_of_its_size),
+        TU_TEST(test_a_cpu_device_looks_for_a_small_calls_end_and_backs_off),
         TU_TEST(test_configured_lu_settings_shape_its_launches),
         TU_TEST(test_lu_tunings_stay_out_of_build_options_and_cache_key),
     };
