@@ -288,10 +288,6 @@ cl_int pool_wait_event(cl_event event)
     return rc;
 }
 
-/* Waits until nothing the call enqueued on `queue` runs any more: its end marker, where it has
- * one (pool_wait_event), else the whole queue. A wait that failed may have returned before the
- * work ended: the host blocks and buffers the call gives back next must not be in use any more,
- * so it waits for the queue once again. */
 void pool_work_poll(struct pool_device *dev, cl_command_queue queue)
 {
     if (dev == NULL || dev->info.type != CLOPS_DEVICE_CPU)
@@ -330,6 +326,10 @@ void pool_device_poll_counts(const struct pool_device *dev, int64_t *ends, int64
     *timeouts = atomic_load(&dev->poll_timeouts);
 }
 
+/* Waits until nothing the call enqueued on `queue` runs any more: its end marker, where it has
+ * one (pool_wait_event), else the whole queue. A wait that failed may have returned before the
+ * work ended: the host blocks and buffers the call gives back next must not be in use any more,
+ * so it waits for the queue once again. */
 static cl_int wait_work(struct pool_work *work, cl_command_queue queue)
 {
     cl_int rc = work->done != NULL ? pool_wait_event(work->done) : clFinish(queue);
