@@ -162,12 +162,6 @@ int32_t pool_work_end(struct pool_work *work, cl_command_queue queue, const char
  * flushed, the pauses between looks growing from 20 us to 1 ms. CL_SUCCESS, the wait's error,
  * or the event's failed (negative) status. Every host wait of the plugin on an event is this. */
 cl_int pool_wait_event(cl_event event);
-/* The call's one wait: for everything enqueued on its in-order `queue`, on every path, so that
- * no command still reads or writes the host blocks and buffers the call gives back after it.
- * `status` is the call's so far. On success, adds the launches' device time to *device_ns and
- * logs them by kernel when kernel_times is on ("<what>: kernel <name>: <n> launches, <ms>
- * ms"); returns `status`, or, where the work failed (a kernel, or a transfer enqueued without a
- * wait), "<what>: waiting for the device failed: CL_...". Leaves `work` empty. */
 /* Before a synchronous call's wait on a CPU device: the call's end looked for by spinning on a
  * marker's state for up to POOL_POLL_NS, where the wait (clFinish) would sleep and be woken by
  * the driver's thread (PoCL on 2 idle cores: 30-40 us of a small call's 60). It backs off where
@@ -179,6 +173,13 @@ enum { POOL_POLL_NS = 100000, POOL_POLL_REST = 64 };
 void pool_work_poll(struct pool_device *dev, cl_command_queue queue);
 /* The looks pool_work_poll made on `dev` that found the end, and those that ran out. */
 void pool_device_poll_counts(const struct pool_device *dev, int64_t *ends, int64_t *timeouts);
+/* The call's one wait: for everything enqueued on its in-order `queue`, on every path, so that
+ * no command still reads or writes the host blocks and buffers the call gives back after it.
+ * `status` is the call's so far. On success, adds the launches' device time to *device_ns and
+ * logs them by kernel when kernel_times is on ("<what>: kernel <name>: <n> launches, <ms>
+ * ms"; by device, with each one's busy time and span, for a call across devices); returns
+ * `status`, or, where the work failed (a kernel, or a transfer enqueued without a
+ * wait), "<what>: waiting for the device failed: CL_...". Leaves `work` empty. */
 int32_t pool_work_finish(struct clops_pool *pool, struct pool_work *work, cl_command_queue queue,
                          int32_t status, int64_t *device_ns, const char *what);
 
