@@ -164,15 +164,36 @@ START_TEST(test_lu_across_devices_matches_one_device)
 }
 END_TEST
 
+/* A pool of exactly two devices (GPUs, else CPU devices) with lu across both, blocked as
+ * across()'s, and `extra` at the top level: for what depends on which device owns a panel. */
+static struct clops_pool *exactly_two(const char *extra)
+{
+    struct clops_pool *pool = NULL;
+    static const char *const types[] = {"gpu", "cpu"};
+    for (size_t i = 0; i < 2 && pool == NULL; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "devices = ( { type = \"%s\"; index = 0; }, { type = \"%s\"; index = 1; } );"
+                 " cpu_fallback = false; %s"
+                 " operators = { lu = { devices = [0, 1]; split_min_ms = 0; " BLOCKS " }; };",
+                 types[i], types[i], extra);
+        if (api->pool_create_from_string(text, &pool) != CLOPS_OK)
+            pool = NULL;
+    }
+    ck_assert_msg(pool != NULL, "no pool of two devices: %s", api->last_error());
+    return pool;
+}
+
 /* A panel comes into the place on another device where it keeps the panel of two steps before
  * only once that device's updates reading it are done: here device 1's updates of step 2 are
  * held (lu_multi_hold) until panel 4 has been sent, in block columns dealt one at a time (panels
  * 2 and 4 are device 0's, and go into the same place on device 1). The factors and pivots are
- * one device's, bit for bit. */
+ * one device's, bit for bit. Two devices whatever CLOPS_TEST_SPLIT_DEVICES says: across three,
+ * panel 4 is device 1's, whose download would wait for the hold. */
 START_TEST(test_a_panel_waits_for_the_updates_that_read_its_place)
 {
     lu_multi_run = 1;
-    struct clops_pool *one = one_device(), *both = across();
+    struct clops_pool *one = one_device(), *both = exactly_two("");
     const struct lu_case c = {CLOPS_F64, 200, 200, 0, KIND_RANDOM, 0, -1};
     const struct tmat a = case_matrix(&c, 2750);
     struct factored x = factor_on(one, &a, 0);
@@ -534,19 +555,7 @@ static void collect_device_times(int32_t level, const char *message, void *user)
  * some of the span, and both devices ran kernels (each holds block columns). */
 START_TEST(test_kernel_times_of_a_call_across_devices_are_logged_by_device)
 {
-    struct clops_pool *pool = NULL;
-    static const char *const types[] = {"gpu", "cpu"};
-    for (size_t i = 0; i < 2 && pool == NULL; i++) {
-        char text[512];
-        snprintf(text, sizeof text,
-                 "devices = ( { type = \"%s\"; index = 0; }, { type = \"%s\"; index = 1; } );"
-                 " cpu_fallback = false; kernel_times = true;"
-                 " operators = { lu = { devices = [0, 1]; split_min_ms = 0; " BLOCKS " }; };",
-                 types[i], types[i]);
-        if (api->pool_create_from_string(text, &pool) != CLOPS_OK)
-            pool = NULL;
-    }
-    ck_assert_msg(pool != NULL, "no pool of two devices: %s", api->last_error());
+    struct clops_pool *pool = exactly_two("kernel_times = true;");
     const struct tmat a = case_matrix(&cases[0], 2480);
     struct device_times t = {0};
     api->set_log_callback(collect_device_times, &t, CLOPS_LOG_INFO);
