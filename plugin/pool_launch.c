@@ -24,17 +24,21 @@ static void kernel_name(cl_kernel kernel, char name[POOL_KERNEL_NAME_MAX])
     name[POOL_KERNEL_NAME_MAX - 1] = '\0';
 }
 
+/* An event's start and end in the device's ns; 0 when the driver gives none. */
+static int event_span(cl_event event, cl_ulong *start, cl_ulong *end)
+{
+    return clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof *start, start, NULL) ==
+               CL_SUCCESS &&
+           clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof *end, end, NULL) ==
+               CL_SUCCESS &&
+           *end >= *start;
+}
+
 /* An event's run time in ns, or 0 when the driver gives none. */
 static int64_t event_ns(cl_event event)
 {
     cl_ulong start = 0, end = 0;
-    if (clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) !=
-            CL_SUCCESS ||
-        clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) !=
-            CL_SUCCESS ||
-        end < start)
-        return 0;
-    return (int64_t)(end - start);
+    return event_span(event, &start, &end) ? (int64_t)(end - start) : 0;
 }
 
 /* Keeps `event` for the traced chain; returns 0 when it could not (then it is released). */
@@ -118,13 +122,9 @@ static void log_kernel_times(const char *what, struct pool_launch_event *launche
                 if ((split && index[j] != d) || strcmp(launches[j].kernel, name) != 0)
                     continue;
                 n++;
-                ms += (double)event_ns(launches[j].event) * 1e-6;
                 cl_ulong start = 0, end = 0;
-                if (clGetEventProfilingInfo(launches[j].event, CL_PROFILING_COMMAND_START,
-                                            sizeof start, &start, NULL) == CL_SUCCESS &&
-                    clGetEventProfilingInfo(launches[j].event, CL_PROFILING_COMMAND_END, sizeof end,
-                                            &end, NULL) == CL_SUCCESS &&
-                    end >= start) {
+                if (event_span(launches[j].event, &start, &end)) {
+                    ms += (double)(end - start) * 1e-6;
                     first = first == 0 || start < first ? start : first;
                     last = end > last ? end : last;
                 }

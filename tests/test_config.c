@@ -775,6 +775,17 @@ START_TEST(test_call_names_settings_that_do_not_fit_together)
 }
 END_TEST
 
+/* A pool of the first CPU device alone, from the static core's table `api`. */
+static struct clops_pool *cpu_pool(const struct clops_api *api)
+{
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(
+        api->pool_create_from_string(
+            "devices = ( { type = \"cpu\"; index = 0; } ); cpu_fallback = false;", &pool),
+        CLOPS_OK);
+    return pool;
+}
+
 /* A CPU device's GEMM tiles: the large ones (64 x 128) once they give every core a block, else
  * 32 x 32 ones, so that a small C (32 x 32) is one block of its own size instead of a corner of
  * a 64 x 128 one (8 times the work: 32 us of kernel time against 7 for a 32^3 f64 gemm under
@@ -782,11 +793,7 @@ END_TEST
 START_TEST(test_a_small_gemm_on_a_cpu_takes_tiles_of_its_size)
 {
     const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(
-        api->pool_create_from_string(
-            "devices = ( { type = \"cpu\"; index = 0; } ); cpu_fallback = false;", &pool),
-        CLOPS_OK);
+    struct clops_pool *pool = cpu_pool(api);
     const struct pool_device *dev = pool_device_at(pool, 0);
     const int64_t units = pool_device_info(dev)->compute_units;
     const struct gemm_tiles small = gemm_tiles_for_call(dev, 32, 32);
@@ -807,16 +814,12 @@ END_TEST
 
 /* A synchronous call on a CPU device looks for its end before it waits (pool_work_poll): the
  * first call looks once; once a look runs out (a 512^3 f64 gemm's: milliseconds against 0.1,
- * or a small call's on a slow host such as Wine's) the device sits the next POOL_POLL_REST
- * calls out, which do not look, and then looks again. */
+ * or a small call's on a slow build such as a sanitized one) the device sits the next
+ * POOL_POLL_REST calls out, which do not look, and then looks again. */
 START_TEST(test_a_cpu_device_looks_for_a_small_calls_end_and_backs_off)
 {
     const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
-    struct clops_pool *pool = NULL;
-    ck_assert_int_eq(
-        api->pool_create_from_string(
-            "devices = ( { type = \"cpu\"; index = 0; } ); cpu_fallback = false;", &pool),
-        CLOPS_OK);
+    struct clops_pool *pool = cpu_pool(api);
     const struct pool_device *dev = pool_device_at(pool, 0);
     clops_gemm_fn gemm = (clops_gemm_fn)api->op_find("gemm")->entry;
     enum { BIG = 512 };
