@@ -89,6 +89,9 @@ struct split_state {
     struct part_moves moves[SPLIT_MAX_PARTS];
     cl_command_queue transfer[CONFIG_MAX_DEVICES]; /* by pool device index */
     double start_ns;
+    /* The call's work, and the time its fastest device would take alone at its measured rate
+     * (0: not judged, a split by configured shares or by rates not all measured yet). */
+    double flops, alone_ns;
     int32_t failed; /* the first part that failed, or -1 */
     /* A submitted call's: its stream's queue, which runs the part on the stream's device. */
     cl_command_queue stream_queue;
@@ -528,6 +531,22 @@ static void finish_parts(struct call *call, struct split_state *s)
         call_free(s->calls[i]);
         s->calls[i] = NULL;
     }
+    double took = 0;
+    for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++) {
+        if (tasks[d] == 0)
+            continue;
+        took = busy[d] > took ? busy[d] : took;
+        log_msg(CLOPS_LOG_DEBUG, "%s: device %d: %d parts, %.1f%% of the work, done at %.3f ms",
+                op->impl->desc->name, (int)d, tasks[d], 100 * flops[d] / s->flops, busy[d] / 1e6);
+    }
+    /* Judged before this call's rates are noted: the fastest device's alone was the estimate. */
+    if (failed < 0 && s->alone_ns > 0 && took > s->alone_ns) {
+        pool_op_split_lost(op->pool, index, s->flops);
+        log_msg(CLOPS_LOG_DEBUG,
+                "%s: the split took %.3f ms, its fastest device alone %.3f: calls of up to %.3g "
+                "flops run whole",
+                op->impl->desc->name, took / 1e6, s->alone_ns / 1e6, s->flops);
+    }
     for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++) {
         if (tasks[d] == 0)
             continue;
@@ -671,6 +690,28 @@ static struct split_state *split_plan(struct call *call)
         free(parts);
         return NULL;
     }
+    /* Split by the measured rates, a call of no more work than one that ran slower split than
+     * its fastest device would have alone runs whole (finish_parts judges each such split): the
+     * rates are a device's work over its time, in which another device's part counts what its
+     * operands take to cross, and a part's crossing can cost more than its share saves (two
+     * H200s, GEMM f64 8192^2 on the first one's buffers: 25.7 ms split, 22.1 on one). */
+    double fastest_rate = 0;
+    int measured = cfg->share_count != cfg->split_count;
+    for (int32_t i = 0; i < cfg->split_count; i++) {
+        const double rate = pool_op_rate(op->pool, index, cfg->split_devices[i]);
+        measured = measured && rate > 0;
+        fastest_rate = rate > fastest_rate ? rate : fastest_rate;
+    }
+    if (measured && flops <= pool_op_split_floor(op->pool, index)) {
+        log_msg(CLOPS_LOG_DEBUG,
+                "%s: runs whole: a split of as much work (%.3g flops) was slower than one device",
+                op->impl->desc->name, flops);
+        free(s);
+        free(parts);
+        return NULL;
+    }
+    s->flops = flops;
+    s->alone_ns = measured ? flops / fastest_rate * 1e9 : 0;
     s->parts = parts;
     cut_pieces(op, cfg, devs, s);
     log_msg(CLOPS_LOG_DEBUG, "%s: split into %d parts over %d devices", op->impl->desc->name,

@@ -323,6 +323,11 @@ const struct config_op *pool_op_split(const struct clops_pool *pool, int32_t op_
 double pool_op_rate(const struct clops_pool *pool, int32_t op_index, int32_t device);
 void pool_op_rate_observe(struct clops_pool *pool, int32_t op_index, int32_t device,
                           double flops_per_s);
+/* The most work, in flops, of the operator's split calls that ran slower than their fastest
+ * device alone would have at its measured rate (0: none did), and a new such call's work: the
+ * floor only rises (call_split.c runs calls under it whole). */
+double pool_op_split_floor(const struct clops_pool *pool, int32_t op_index);
+void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, double flops);
 
 /* ---- Lifetime ----------------------------------------------------------------------------- */
 

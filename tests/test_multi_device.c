@@ -254,6 +254,70 @@ START_TEST(test_a_small_gemm_is_not_split)
 }
 END_TEST
 
+/* One device's rate for gemm made `flops_per_s` (observed until the running mean is there). */
+static void rate_made(struct clops_pool *pool, int32_t device, double flops_per_s)
+{
+    const int32_t gemm = registry_index_by_name("gemm");
+    for (int i = 0; i < 64; i++)
+        pool_op_rate_observe(pool, gemm, device, flops_per_s);
+}
+
+/* A split by the measured rates that took longer than its fastest device would have alone (every
+ * rate made huge: alone it would take no time) raises the floor to its work, and
+ * the same call then runs whole; a call of more work is split again. A split that pays (every
+ * rate made tiny: alone takes ages) leaves the floor at 0, and so does one by configured
+ * shares, which is never judged. Each result is right. */
+START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
+{
+    const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0, 0};
+    const struct gemm_case big = {CLOPS_F32, 389, 1031, 1201, 0, 0, 0, 0};
+    const double work = 2.0 * 389 * 1031 * 601, more = 2.0 * 389 * 1031 * 1201;
+    const int32_t gemm = registry_index_by_name("gemm");
+    struct clops_pool *losing = split_pool("", 0), *paying = split_pool("", 0);
+    struct clops_pool *fixed = split_pool(shares(0.4, 0.6), 0);
+    ck_assert(losing != NULL && paying != NULL && fixed != NULL);
+    struct gemm_data d, e;
+    data_make(&g, &d, 9250);
+    data_make(&big, &e, 9251);
+    struct clops_pool *pools[] = {losing, paying, fixed};
+    for (int p = 0; p < 3; p++) { /* the rates measured (the first split is not judged) */
+        memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
+        ck_assert_int_eq(run_gemm(pools[p], &g, &d), CLOPS_OK);
+        ck_assert_int_gt(tasks(pools[p], 1), 0);
+        ck_assert(pool_op_split_floor(pools[p], gemm) == 0);
+    }
+    for (int32_t dev = 0; dev < tu_split_devices(); dev++) { /* even shares either way */
+        rate_made(losing, dev, 1e18);
+        rate_made(fixed, dev, 1e18);
+        rate_made(paying, dev, 1e3);
+    }
+    for (int p = 0; p < 3; p++) {
+        const int64_t before = tasks(pools[p], 1);
+        memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
+        ck_assert_int_eq(run_gemm(pools[p], &g, &d), CLOPS_OK);
+        check_reference(&g, &d, "judged split");
+        ck_assert_int_gt(tasks(pools[p], 1), before);
+    }
+    ck_assert_msg(pool_op_split_floor(losing, gemm) == work, "floor %g, the call's work %g",
+                  pool_op_split_floor(losing, gemm), work);
+    ck_assert(pool_op_split_floor(paying, gemm) == 0 && pool_op_split_floor(fixed, gemm) == 0);
+    /* The same call again: whole on device 0, right; a bigger one: split, and the floor its. */
+    const int64_t before = tasks(losing, 1);
+    memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
+    ck_assert_int_eq(run_gemm(losing, &g, &d), CLOPS_OK);
+    check_reference(&g, &d, "run whole under the floor");
+    ck_assert_int_eq(tasks(losing, 1), before);
+    ck_assert_int_eq(run_gemm(losing, &big, &e), CLOPS_OK);
+    check_reference(&big, &e, "more work than the floor");
+    ck_assert_int_gt(tasks(losing, 1), before);
+    ck_assert(pool_op_split_floor(losing, gemm) == more);
+    data_free(&d);
+    data_free(&e);
+    for (int p = 0; p < 3; p++)
+        api->pool_release(pools[p]);
+}
+END_TEST
+
 /* Every OpenCL call (then every allocation) of a split call made to fail in turn: the call
  * fails with a message, a failure inside a part names it, and C is left as it was; the pool
  * works afterwards. Runs 2 and 3 with each device's part in pieces on host operands. */
@@ -792,6 +856,7 @@ int main(void)
                 (int)(sizeof cases / sizeof cases[0])),
         TU_TEST(test_shares_configured_and_measured),
         TU_TEST(test_a_small_gemm_is_not_split),
+        TU_TEST(test_a_split_slower_than_one_device_is_not_made_again),
         TU_TEST(test_a_call_runs_where_its_buffers_live),
         TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 4),
         TU_LOOP(test_split_gemm_host_operands_in_pieces, 4),
