@@ -92,6 +92,7 @@ struct split_state {
     /* The call's work, and the time its fastest device would take alone at its measured rate
      * (0: not judged, a split by configured shares or by rates not all measured yet). */
     double flops, alone_ns;
+    int on_buffers; /* whether any operand is a device buffer (pool_op_split_floor) */
     int32_t failed; /* the first part that failed, or -1 */
     /* A submitted call's: its stream's queue, which runs the part on the stream's device. */
     cl_command_queue stream_queue;
@@ -541,7 +542,7 @@ static void finish_parts(struct call *call, struct split_state *s)
     }
     /* Judged before this call's rates are noted: the fastest device's alone was the estimate. */
     if (failed < 0 && s->alone_ns > 0 && took > s->alone_ns) {
-        pool_op_split_lost(op->pool, index, s->flops);
+        pool_op_split_lost(op->pool, index, s->on_buffers, s->flops);
         log_msg(CLOPS_LOG_DEBUG,
                 "%s: the split took %.3f ms, its fastest device alone %.3f: calls of up to %.3g "
                 "flops run whole",
@@ -702,7 +703,12 @@ static struct split_state *split_plan(struct call *call)
         measured = measured && rate > 0;
         fastest_rate = rate > fastest_rate ? rate : fastest_rate;
     }
-    if (measured && flops <= pool_op_split_floor(op->pool, index)) {
+    int on_buffers = 0;
+    for (int32_t i = 0; i < op->impl->desc->param_count; i++)
+        on_buffers =
+            on_buffers || (op_kind_is_tensor(op->impl->desc->params[i].kind) &&
+                           op->values[i].tensor != NULL && op->values[i].tensor->buffer != NULL);
+    if (measured && flops <= pool_op_split_floor(op->pool, index, on_buffers)) {
         log_msg(CLOPS_LOG_DEBUG,
                 "%s: runs whole: a split of as much work (%.3g flops) was slower than one device",
                 op->impl->desc->name, flops);
@@ -711,6 +717,7 @@ static struct split_state *split_plan(struct call *call)
         return NULL;
     }
     s->flops = flops;
+    s->on_buffers = on_buffers;
     s->alone_ns = measured ? flops / fastest_rate * 1e9 : 0;
     s->parts = parts;
     cut_pieces(op, cfg, devs, s);

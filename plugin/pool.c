@@ -136,18 +136,18 @@ void pool_op_rate_observe(struct clops_pool *pool, int32_t op_index, int32_t dev
     atomic_store(rate, last > 0 ? (last + now) / 2 : now);
 }
 
-double pool_op_split_floor(const struct clops_pool *pool, int32_t op_index)
+double pool_op_split_floor(const struct clops_pool *pool, int32_t op_index, int on_buffers)
 {
     if (op_index < 0 || op_index >= registry_count())
         return 0;
-    return (double)atomic_load(&pool->op_counters[op_index].split_floor);
+    return (double)atomic_load(&pool->op_counters[op_index].split_floor[on_buffers != 0]);
 }
 
-void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, double flops)
+void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, int on_buffers, double flops)
 {
     if (op_index < 0 || op_index >= registry_count() || !(flops > 0))
         return;
-    atomic_llong *floor = &pool->op_counters[op_index].split_floor;
+    atomic_llong *floor = &pool->op_counters[op_index].split_floor[on_buffers != 0];
     const long long now = flops < 9e18 ? (long long)flops : (long long)9e18;
     long long last = atomic_load(floor);
     while (now > last && !atomic_compare_exchange_weak(floor, &last, now)) {

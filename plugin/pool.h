@@ -325,9 +325,10 @@ void pool_op_rate_observe(struct clops_pool *pool, int32_t op_index, int32_t dev
                           double flops_per_s);
 /* The most work, in flops, of the operator's split calls that ran slower than their fastest
  * device alone would have at its measured rate (0: none did), and a new such call's work: the
- * floor only rises (call_split.c runs calls under it whole). */
-double pool_op_split_floor(const struct clops_pool *pool, int32_t op_index);
-void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, double flops);
+ * floor only rises (call_split.c runs calls under it whole). One floor for calls on host
+ * operands (`on_buffers` 0), one for calls on device buffers (1): their parts cross apart. */
+double pool_op_split_floor(const struct clops_pool *pool, int32_t op_index, int on_buffers);
+void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, int on_buffers, double flops);
 
 /* ---- Lifetime ----------------------------------------------------------------------------- */
 

@@ -50,8 +50,9 @@ struct pool_op_counters {
      * work over its time), 0 until one ran there: what shares the next split (call_split.c). */
     atomic_llong rate[CONFIG_MAX_DEVICES];
     /* The most work (flops) of a split call, shared by the measured rates, that took longer
-     * than its fastest device would have alone: calls of no more work run whole (0: none). */
-    atomic_llong split_floor;
+     * than its fastest device would have alone: calls of no more work run whole (0: none); one
+     * for calls on host operands [0], one for calls on device buffers [1]. */
+    atomic_llong split_floor[2];
 };
 
 /* How many host blocks a pool keeps for later calls (pool_host_give): room for the staging

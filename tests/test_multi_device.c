@@ -284,7 +284,7 @@ START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
         memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
         ck_assert_int_eq(run_gemm(pools[p], &g, &d), CLOPS_OK);
         ck_assert_int_gt(tasks(pools[p], 1), 0);
-        ck_assert(pool_op_split_floor(pools[p], gemm) == 0);
+        ck_assert(pool_op_split_floor(pools[p], gemm, 0) == 0);
     }
     for (int32_t dev = 0; dev < tu_split_devices(); dev++) { /* even shares either way */
         rate_made(losing, dev, 1e18);
@@ -298,9 +298,10 @@ START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
         check_reference(&g, &d, "judged split");
         ck_assert_int_gt(tasks(pools[p], 1), before);
     }
-    ck_assert_msg(pool_op_split_floor(losing, gemm) == work, "floor %g, the call's work %g",
-                  pool_op_split_floor(losing, gemm), work);
-    ck_assert(pool_op_split_floor(paying, gemm) == 0 && pool_op_split_floor(fixed, gemm) == 0);
+    ck_assert_msg(pool_op_split_floor(losing, gemm, 0) == work, "floor %g, the call's work %g",
+                  pool_op_split_floor(losing, gemm, 0), work);
+    ck_assert(pool_op_split_floor(paying, gemm, 0) == 0 &&
+              pool_op_split_floor(fixed, gemm, 0) == 0);
     /* The same call again: whole on device 0, right; a bigger one: split, and the floor its. */
     const int64_t before = tasks(losing, 1);
     memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
@@ -310,7 +311,8 @@ START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
     ck_assert_int_eq(run_gemm(losing, &big, &e), CLOPS_OK);
     check_reference(&big, &e, "more work than the floor");
     ck_assert_int_gt(tasks(losing, 1), before);
-    ck_assert(pool_op_split_floor(losing, gemm) == more);
+    ck_assert(pool_op_split_floor(losing, gemm, 0) == more);
+    ck_assert(pool_op_split_floor(losing, gemm, 1) == 0); /* calls on device buffers apart */
     data_free(&d);
     data_free(&e);
     for (int p = 0; p < 3; p++)
