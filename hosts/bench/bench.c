@@ -109,23 +109,6 @@ static const char *parse_precisions(const char *text, unsigned *bits)
     return ok && *bits != 0 ? NULL : "--precision wants fp32, 3xtf32 or tf32, comma-separated, not";
 }
 
-/* --dtypes: "f32", "f64" or both, comma-separated, as bits (f32 1, f64 2). */
-static const char *parse_dtypes(const char *text, unsigned *bits)
-{
-    *bits = 0;
-    for (const char *p = text; *p != '\0';) {
-        const size_t len = strcspn(p, ",");
-        if (len == 3 && strncmp(p, "f32", 3) == 0)
-            *bits |= 1u;
-        else if (len == 3 && strncmp(p, "f64", 3) == 0)
-            *bits |= 2u;
-        else
-            return "--dtypes wants f32, f64 or f32,f64, not";
-        p += len + (p[len] == ',');
-    }
-    return *bits != 0 ? NULL : "--dtypes wants f32, f64 or f32,f64, not";
-}
-
 static const char *take_option(void *area, int option, const char *arg)
 {
     struct options *opt = area;
@@ -135,7 +118,7 @@ static const char *take_option(void *area, int option, const char *arg)
     case 'n': opt->cold = 0; break;
     case 'p': return parse_precisions(arg, &opt->precisions);
     case 'H': opt->host = 1; break;
-    case 't': return parse_dtypes(arg, &opt->dtypes);
+    case 't': return bench_parse_dtypes(arg, &opt->dtypes);
     }
     return NULL;
 }

@@ -46,6 +46,22 @@ const char *bench_take_int(const char *arg, int base, int64_t lo, int64_t hi, in
     return bench_parse_int(arg, base, lo, hi, out) != 0 ? error : NULL;
 }
 
+const char *bench_parse_dtypes(const char *text, unsigned *bits)
+{
+    *bits = 0;
+    for (const char *p = text; *p != '\0';) {
+        const size_t len = strcspn(p, ",");
+        if (len == 3 && strncmp(p, "f32", 3) == 0)
+            *bits |= 1u;
+        else if (len == 3 && strncmp(p, "f64", 3) == 0)
+            *bits |= 2u;
+        else
+            return "--dtypes wants f32, f64 or f32,f64, not";
+        p += len + (p[len] == ',');
+    }
+    return *bits != 0 ? NULL : "--dtypes wants f32, f64 or f32,f64, not";
+}
+
 const char *bench_parse_sizes(const char *text, int64_t *sizes, int max, int *count)
 {
     char *copy = host_xstrdup(text), *save = NULL;

@@ -109,6 +109,9 @@ const char *bench_take_int(const char *arg, int base, int64_t lo, int64_t hi, in
 /* "N,N,..." with 1 <= N <= 65536, at most `max` of them, into sizes[0 .. *count - 1]. Returns
  * NULL, or the usage error's text for a --sizes option. */
 const char *bench_parse_sizes(const char *text, int64_t *sizes, int max, int *count);
+/* --dtypes: "f32", "f64" or both, comma-separated, as bits (f32 1, f64 2). Returns NULL, or the
+ * usage error's text. */
+const char *bench_parse_dtypes(const char *text, unsigned *bits);
 
 /* Reads the command line; with --chart checks that a chart can be drawn (python3, matplotlib and
  * chart.py are there) before anything is measured; with --csv, --chart or --peers creates the

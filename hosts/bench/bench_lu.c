@@ -28,8 +28,8 @@ static double flops_of(int64_t n, int64_t nrhs)
 }
 
 static const char help[] =
-    "Usage: clops-bench lu [--sizes N,N,...] [--reps R] [--big] [--host] [--config FILE]\n"
-    "                      [--verbose] [--peers]\n"
+    "Usage: clops-bench lu [--sizes N,N,...] [--reps R] [--big] [--host] [--dtypes LIST]\n"
+    "                      [--config FILE] [--verbose] [--peers]\n"
     "\n"
     "Times the LU factorization P A = L U (lu, partial pivoting) of a random N x N row-major\n"
     "matrix in f32 and f64, and solve (factorization + solution) with 1 and 64 right-hand\n"
@@ -51,6 +51,8 @@ static const char help[] =
     "                     (clops_tensor.data; the transfers are in the time; the copy of A\n"
     "                     each call starts from is not): results op \"lu host\",\n"
     "                     \"solve 1 RHS host\", \"solve 64 RHS host\"\n"
+    "  -t, --dtypes LIST  f32, f64 or f32,f64 (default): the element types timed (at N =\n"
+    "                     49152 a process takes minutes a type, mostly filling and checking)\n"
     "  -c, --config FILE  create the pool from FILE (e.g. operators.lu.nb = <n>; for lu, solve)\n"
     "  -v, --verbose      also print the library's info and debug messages\n"
     "  -h, --help         print this help\n" BENCH_HELP_PROGRESS BENCH_HELP_RESULTS_OPTIONS
@@ -62,6 +64,7 @@ struct lu_options {
     int size_count;
     int big;
     int host;
+    unsigned dtypes; /* bit 0 f32, bit 1 f64 */
 };
 
 struct lu_bench {
@@ -82,6 +85,7 @@ static const char *lu_take_option(void *area, int option, const char *arg)
     case 's': return bench_parse_sizes(arg, opt->sizes, LU_MAX_SIZES, &opt->size_count);
     case 'b': opt->big = 1; break;
     case 'H': opt->host = 1; break;
+    case 't': return bench_parse_dtypes(arg, &opt->dtypes);
     }
     return NULL;
 }
@@ -90,6 +94,7 @@ static const struct option lu_own_options[] = {
     {"sizes", required_argument, NULL, 's'},
     {"big", no_argument, NULL, 'b'},
     {"host", no_argument, NULL, 'H'},
+    {"dtypes", required_argument, NULL, 't'},
     {0},
 };
 
@@ -421,7 +426,7 @@ static void run_table(struct lu_bench *bb, int host)
     bench_table_init(&t, columns, (int)(sizeof columns / sizeof columns[0]), BENCH_FLOPS);
     const int32_t dtypes[2] = {CLOPS_F32, CLOPS_F64};
     for (int d = 0; d < 2; d++) {
-        if (dtypes[d] == CLOPS_F64 && !bb->session.device.fp64)
+        if (!(bb->opt.dtypes >> d & 1u) || (dtypes[d] == CLOPS_F64 && !bb->session.device.fp64))
             continue;
         for (int i = 0; i < bb->opt.size_count; i++)
             bench_size(bb, &t, dtypes[d], bb->opt.sizes[i], host);
@@ -438,7 +443,8 @@ static void run_table(struct lu_bench *bb, int host)
 
 static int run(struct lu_bench *bb)
 {
-    const int dtypes = bb->session.device.fp64 ? 2 : 1;
+    const int dtypes =
+        (bb->opt.dtypes & 1u) + (bb->opt.dtypes >> 1 & 1u && bb->session.device.fp64 ? 1 : 0);
     bench_progress_plan(dtypes * bb->opt.size_count * MEASUREMENTS * (bb->opt.host ? 2 : 1));
     run_table(bb, 0);
     if (bb->opt.host)
@@ -464,7 +470,7 @@ static int open_operators_and_pool(struct lu_bench *bb)
 
 int bench_lu_main(int argc, char **argv)
 {
-    static struct lu_bench bb;
+    static struct lu_bench bb = {.opt = {.dtypes = 3u}};
     static const struct bench_command_line command_line = {
         .program = "clops-bench lu",
         .name = "lu",

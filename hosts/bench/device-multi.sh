@@ -19,6 +19,10 @@
 #    16384^2: two GPUs took 17.2 ms against 0.94 on one before the bridges) and on GPU 0 + the
 #    CPU (configs/gpu_cpu.cfg: the deep zoom, dynamic). Target: a dynamic split never slower
 #    than the fastest device alone, >= 0.95 of the sum of the two.
+# split-log: clops-bench gemm -v on the pool of both GPUs, device operands, GEMM_SIZES (default
+#    8192,16384) x GEMM_DTYPES: each split call's share and end by device, and the splits
+#    judged slower than one device (the library's debug lines);
+# LU_DTYPES (default f32,f64) the element types of the lu step;
 # ONE_GPU=0 leaves the one-GPU runs of gemm and lu out (their figures from an earlier call as
 #    the denominators: a call's 600 s do not hold both at 32768); SUITES (default: every
 #    BUILD_DIR/tests/test_*) names the suites the suites step runs, such as
@@ -112,7 +116,23 @@ for step in ${STEPS:-probe suites gemm lu mandel}; do
             --dtypes "${GEMM_DTYPES:-f32,f64}" || break
         ;;
     lu)
-        one_and_two lu "${LU_SIZES:-16384,32768}" "^ *f(32|64) +[0-9]|^(lu|solve)" || break
+        one_and_two lu "${LU_SIZES:-16384,32768}" "^ *f(32|64) +[0-9]|^(lu|solve)" \
+            --dtypes "${LU_DTYPES:-f32,f64}" || break
+        ;;
+    split-log)
+        # One GEMM split's parts by device, call by call (the library's debug lines: each
+        # device's share of the work and when it was done, a split judged slower than one
+        # device), for GEMM_SIZES x GEMM_DTYPES on device operands over the pool of both GPUs.
+        for n in $(echo "${GEMM_SIZES:-8192,16384}" | tr , ' '); do
+            late && break
+            echo "== clops-bench gemm --sizes $n --dtypes ${GEMM_DTYPES:-f32,f64} -v (two GPUs)"
+            timeout "${LIMIT:-150}" stdbuf -oL "$bench" gemm --sizes "$n" --reps 5 --no-cold \
+                --dtypes "${GEMM_DTYPES:-f32,f64}" --config configs/two_gpus.cfg -v \
+                >"$out/multi-split-log-$n.txt" 2>&1
+            echo "exit $?, $(($(date +%s) - began)) s"
+            grep -E "device [0-9]+: [0-9]+ parts|split took|runs whole|^ *f(32|64) +[0-9]" \
+                "$out/multi-split-log-$n.txt"
+        done
         ;;
     probe)
         timeout 120 stdbuf -oL "$build/hosts/bench/clops-probe-devices" --ms 20 --reps 5 --mib 256 \
