@@ -92,8 +92,9 @@ struct split_state {
     /* The call's work, and the time its fastest device would take alone at its measured rate
      * (0: not judged, a split by configured shares or by rates not all measured yet). */
     double flops, alone_ns;
-    int on_buffers; /* whether any operand is a device buffer (pool_op_split_floor) */
-    int32_t failed; /* the first part that failed, or -1 */
+    int on_buffers;   /* whether any operand is a device buffer (pool_op_split_floor) */
+    int64_t programs; /* pool_programs_made as it started: one made since is in its time */
+    int32_t failed;   /* the first part that failed, or -1 */
     /* A submitted call's: its stream's queue, which runs the part on the stream's device. */
     cl_command_queue stream_queue;
     struct pool_device *stream_dev;
@@ -540,8 +541,11 @@ static void finish_parts(struct call *call, struct split_state *s)
         log_msg(CLOPS_LOG_DEBUG, "%s: device %d: %d parts, %.1f%% of the work, done at %.3f ms",
                 op->impl->desc->name, (int)d, tasks[d], 100 * flops[d] / s->flops, busy[d] / 1e6);
     }
-    /* Judged before this call's rates are noted: the fastest device's alone was the estimate. */
-    if (failed < 0 && s->alone_ns > 0 && took > s->alone_ns) {
+    /* Judged before this call's rates are noted: the fastest device's alone was the estimate.
+     * Not a call that built or loaded a program (the first f64 split after f32 ones on two
+     * H200s took 449 ms, its kernels' builds in it). */
+    if (failed < 0 && s->alone_ns > 0 && took > s->alone_ns &&
+        pool_programs_made(op->pool) == s->programs) {
         pool_op_split_lost(op->pool, index, s->on_buffers, s->flops);
         log_msg(CLOPS_LOG_DEBUG,
                 "%s: the split took %.3f ms, its fastest device alone %.3f: calls of up to %.3g "
@@ -718,6 +722,7 @@ static struct split_state *split_plan(struct call *call)
     }
     s->flops = flops;
     s->on_buffers = on_buffers;
+    s->programs = pool_programs_made(op->pool);
     s->alone_ns = measured ? flops / fastest_rate * 1e9 : 0;
     s->parts = parts;
     cut_pieces(op, cfg, devs, s);

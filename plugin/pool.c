@@ -143,6 +143,11 @@ double pool_op_split_floor(const struct clops_pool *pool, int32_t op_index, int 
     return (double)atomic_load(&pool->op_counters[op_index].split_floor[on_buffers != 0]);
 }
 
+int64_t pool_programs_made(const struct clops_pool *pool)
+{
+    return atomic_load(&pool->programs_built) + atomic_load(&pool->programs_loaded);
+}
+
 void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, int on_buffers, double flops)
 {
     if (op_index < 0 || op_index >= registry_count() || !(flops > 0))

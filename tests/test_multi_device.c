@@ -266,7 +266,8 @@ static void rate_made(struct clops_pool *pool, int32_t device, double flops_per_
  * rate made huge: alone it would take no time) raises the floor to its work, and
  * the same call then runs whole; a call of more work is split again. A split that pays (every
  * rate made tiny: alone takes ages) leaves the floor at 0, and so does one by configured
- * shares, which is never judged. Each result is right. */
+ * shares, or one that built its kernels (f64 after f32), which are never judged. Each result
+ * is right. */
 START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
 {
     const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0, 0};
@@ -291,6 +292,14 @@ START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
         rate_made(fixed, dev, 1e18);
         rate_made(paying, dev, 1e3);
     }
+    /* An f64 split first builds its kernels: slow, but not judged. */
+    const struct gemm_case g64 = {CLOPS_F64, 389, 1031, 601, 0, 0, 0, 0};
+    struct gemm_data d64;
+    data_make(&g64, &d64, 9252);
+    ck_assert_int_eq(run_gemm(losing, &g64, &d64), CLOPS_OK);
+    check_reference(&g64, &d64, "a split that built its kernels");
+    ck_assert(pool_op_split_floor(losing, gemm, 0) == 0);
+    data_free(&d64);
     for (int p = 0; p < 3; p++) {
         const int64_t before = tasks(pools[p], 1);
         memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
