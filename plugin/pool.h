@@ -217,15 +217,6 @@ int32_t pool_chain_begin(struct clops_pool *pool, cl_command_queue queue, cl_eve
  * between pool_chain_begin and pool_chain_end): the lifecycle calls it after every enqueue, so
  * that nothing traced outlives its call, nor a stream's thread. */
 void pool_chain_drop(void);
-/* A chain's traced launches between threads, for an operator that enqueues part of its chain
- * on another thread (getrf_multi.c's steps on a crew thread): pool_trace_move(slot, NULL)
- * moves this thread's trace into `slot` (this thread's is then off and empty), and
- * pool_trace_move(NULL, slot) makes the slot's this thread's (what this thread held dropped). */
-struct pool_trace {
-    int on, count, capacity;
-    struct pool_launch_event *launches;
-};
-void pool_trace_move(struct pool_trace *to_slot, struct pool_trace *from_slot);
 /* Ends a chain without waiting: its end marker, `start` (may be NULL) and the launches this
  * thread traced go into `work`, whose finish (pool_work_finish, after the call's one wait)
  * adds the chain's device time and logs its kernels' times. `queue` must be the queue the
@@ -337,10 +328,10 @@ void pool_op_rate_observe(struct clops_pool *pool, int32_t op_index, int32_t dev
  * floor only rises (call_split.c runs calls under it whole). One floor for calls on host
  * operands (`on_buffers` 0), one for calls on device buffers (1): their parts cross apart. */
 double pool_op_split_floor(const struct clops_pool *pool, int32_t op_index, int on_buffers);
-void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, int on_buffers, double flops);
 /* Programs the pool built or loaded from the cache so far: a call that made one is not judged
  * by its time. */
 int64_t pool_programs_made(const struct clops_pool *pool);
+void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, int on_buffers, double flops);
 
 /* ---- Lifetime ----------------------------------------------------------------------------- */
 

@@ -74,26 +74,6 @@ static void trace_reset(void)
     trace.on = 0;
 }
 
-void pool_trace_move(struct pool_trace *to_slot, struct pool_trace *from_slot)
-{
-    if (from_slot == NULL) { /* this thread's trace into the slot */
-        *to_slot = (struct pool_trace){.on = trace.on,
-                                       .count = trace.count,
-                                       .capacity = trace.capacity,
-                                       .launches = trace.launches};
-        trace.launches = NULL;
-        trace.count = trace.capacity = 0;
-        trace.on = 0;
-        return;
-    }
-    trace_reset(); /* the slot's trace becomes this thread's */
-    trace.on = from_slot->on;
-    trace.count = from_slot->count;
-    trace.capacity = from_slot->capacity;
-    trace.launches = from_slot->launches;
-    *from_slot = (struct pool_trace){0};
-}
-
 /* The device whose queue ran `event`, or NULL. */
 static cl_device_id event_device(cl_event event)
 {

@@ -213,37 +213,6 @@ START_TEST(test_a_panel_waits_for_the_updates_that_read_its_place)
 }
 END_TEST
 
-/* The other device's block columns cross while the call's device factors its first panels:
- * with block columns dealt two at a time (panels 0 and 1 are device 0's), the crossing is made
- * to start only once two panels are factored (lu_multi_distribute_after), which the steps do
- * beside it, on another thread; run after it, they would leave it waiting 10 s in vain
- * (lu_multi_distribute_waited_out). The factors and pivots are one device's, bit for bit. */
-START_TEST(test_the_first_panels_are_factored_while_the_block_columns_cross)
-{
-    struct clops_pool *one = one_device(), *both = exactly_two("");
-    const struct lu_case c = {CLOPS_F64, 200, 200, 0, KIND_RANDOM, 0, -1};
-    const struct tmat a = case_matrix(&c, 2760);
-    struct factored x = factor_on(one, &a, 0);
-    lu_multi_run = 2;
-    lu_multi_distribute_after = 2;
-    lu_multi_distribute_waited_out = 0;
-    struct factored y = factor_on(both, &a, 0);
-    lu_multi_distribute_after = 0;
-    lu_multi_run = 0;
-    ck_assert_msg(x.status == CLOPS_OK && y.status == CLOPS_OK, "%s", api->last_error());
-    ck_assert_int_eq(lu_multi_distribute_waited_out, 0);
-    ck_assert_int_gt(tasks(both, 1), 0);
-    ck_assert_int_eq(y.info, x.info);
-    ck_assert(memcmp(x.ipiv, y.ipiv, 200 * sizeof(int32_t)) == 0);
-    ck_assert_msg(tmat_equal(&x.f, &y.f), "factors differ from one device's");
-    factored_free(&x);
-    factored_free(&y);
-    free(a.data);
-    api->pool_release(one);
-    api->pool_release(both);
-}
-END_TEST
-
 /* Below two block columns a device, a call runs whole on its device. */
 START_TEST(test_a_small_lu_stays_on_one_device)
 {
@@ -613,7 +582,6 @@ int main(void)
     const struct tu_test tests[] = {
         TU_CASE_FIXTURE("lu_multi", setup, NULL),
         TU_LOOP(test_lu_across_devices_matches_one_device, (int)(sizeof cases / sizeof cases[0])),
-        TU_TEST(test_the_first_panels_are_factored_while_the_block_columns_cross),
         TU_TEST(test_a_small_lu_stays_on_one_device),
         TU_TEST(test_a_panel_waits_for_the_updates_that_read_its_place),
         TU_TEST(test_solve_across_devices_matches_one_device),

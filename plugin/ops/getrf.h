@@ -261,11 +261,6 @@ extern int64_t lu_multi_run;
  * lu_multi_run = 1 and h even: panel h + 1, device 1's, is factored there before the hold
  * (the host waits for it). -1: none. */
 extern int64_t lu_multi_hold;
-/* Test hook: with lu_multi_distribute_after = n > 0, the block columns' crossing to the other
- * devices starts only once the steps have factored n panels, which they do beside it (on
- * another thread); lu_multi_distribute_waited_out = 1 says it waited 10 s in vain. */
-extern int64_t lu_multi_distribute_after;
-extern int lu_multi_distribute_waited_out;
 int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivoting, int *taken);
 void lu_multi_release(struct lu_multi *m);
 

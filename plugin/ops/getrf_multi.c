@@ -26,16 +26,12 @@
  * The same kernels run on the same elements as on one device, so the pivots and info are those
  * of the one-device path.
  *
- * The other devices' block columns cross to them (distribute) while the call's device factors
- * its first panels: that thread (a synchronous call's caller, a submitted one's stream thread
- * that starts calls, never the host's) moves them, and a thread of the pool's crew runs the
- * steps, or, where none is free, the same thread after the crossing. The steps wait for each
- * panel before sending it, after the stream's earlier work on the call's queue, which every
- * transfer from the call's device follows. Between panels the call's pace (pace.h) stops a
- * cancelled call and counts its progress. */
+ * The host waits for each panel before sending it: a synchronous call on the caller's thread, a
+ * submitted one on its stream's thread that starts calls (never the host's), after the stream's
+ * earlier work on the call's queue, which every transfer from the call's device follows. Between
+ * panels the call's pace (pace.h) stops a cancelled call and counts its progress. */
 #include "getrf.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,7 +41,6 @@
 #include "config.h"
 #include "platform.h"
 #include "registry.h"
-#include "split_crew.h"
 
 /* Bridges the panels and block columns cross through, in turn: a bridge is reused once the
  * uploads that read it, three transfers back, are done. */
@@ -103,17 +98,6 @@ struct lu_multi {
     const char *op;
     int64_t start_ns; /* when the call went across: each device's busy time runs from it */
     cl_event hold;    /* lu_multi_hold's user event, while device 1 waits on it */
-    /* The block columns' crossing to the other devices (distribute), beside the steps: the
-     * call's device downloads them on a queue of its own (dist[0]) and each other device
-     * uploads them on one of its own (dist[d]); each other device's queue waits for all of
-     * its own to arrive (arrived[d], set by the host once they have). */
-    cl_command_queue dist[CONFIG_MAX_DEVICES];
-    cl_event arrived[CONFIG_MAX_DEVICES];
-    struct bridge dist_slot[2];
-    atomic_int panels_factored; /* panels the steps enqueued (lu_multi_distribute_after) */
-    atomic_int steps_over;      /* the steps returned (a distribution waiting gives up) */
-    atomic_int steps_failed;    /* ... with a failure (the distribution stops) */
-    atomic_int dist_failed;     /* the distribution failed (the steps stop) */
 };
 
 static int32_t owner(const struct lu_multi *m, int64_t block)
@@ -129,8 +113,6 @@ static int64_t local_index(const struct lu_multi *m, int64_t b)
 
 int64_t lu_multi_run = 0;
 int64_t lu_multi_hold = -1;
-int64_t lu_multi_distribute_after = 0;
-int lu_multi_distribute_waited_out = 0;
 
 /* How many block columns go to a device at a time, `blocks` over `count` devices: the next
  * panel then lies on the device that factored this one `run - 1` times in `run`, and it is
@@ -425,7 +407,6 @@ static int32_t factor_panel(struct lu_multi *m, int64_t k, struct panel_transfer
     const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
     const struct lu_matrix view = block_view(m, o, k);
     int32_t status = lu_factor_block(ctx, &view, j, jb, m->pivoting, m->mn);
-    atomic_fetch_add(&m->panels_factored, 1);
     /* The downloads on the owner's transfer queue, after the panel and nothing after it. */
     cl_event factored = NULL;
     if (status == CLOPS_OK)
@@ -612,8 +593,6 @@ static int32_t factor_steps(struct lu_multi *m)
         const int ahead = k + 1 < blocks && owner(m, k + 1) == owner(m, k);
         if (k > 0)
             status = pace_unit_queued(&m->ctx[0]->pace); /* the panel before is queued */
-        if (status == CLOPS_OK && atomic_load(&m->dist_failed))
-            status = err_set(CLOPS_ERR_DEVICE, "%s: the block columns' crossing failed", m->op);
         if (status == CLOPS_OK && ahead)
             status = update_blocks(m, owner(m, k + 1), j, jb, k + 1, k + 2, 0);
         if (status == CLOPS_OK && ahead && k + 1 < panels)
@@ -711,8 +690,8 @@ static int32_t gather(struct lu_multi *m)
 }
 
 /* A context and a working matrix on each other device (a panel's place and the block columns
- * it owns: block_view), their pivots cleared, the queues the distribution moves its block
- * columns on (distribute), and each other device's queue made to wait for them. */
+ * it owns: block_view), their pivots cleared, and the blocks each owns copied from the call's
+ * matrix. */
 static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct pool_device **devs)
 {
     int32_t status = CLOPS_OK;
@@ -740,193 +719,20 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
         if (status == CLOPS_OK)
             status = lu_clear_info(ctx, m->mn);
     }
-    /* The upload queues start after what each device's queue holds: the cleared pivots (and on
-     * the call's device, its staging of the matrix, read where block columns come home and by
-     * the distribution's downloads). */
-    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
-        status = pool_open_queue(call->pool, devs[d], m->op, &m->dist[d]);
-        cl_command_queue after[2] = {m->inq[d], m->dist[d]};
-        for (int32_t q = 0; q < 2 && status == CLOPS_OK; q++) {
-            cl_event opened = NULL;
-            status = lu_queue_mark(m->ctx[d], m->ctx[d]->queue, &opened);
-            if (status == CLOPS_OK)
-                status = lu_queue_wait_for(m->ctx[d], after[q], &opened);
-            if (opened != NULL)
-                clReleaseEvent(opened); /* marked, but its flush failed */
-        }
-    }
-    /* Then each other device's queue waits for its block columns (distribute); its upload
-     * queue does not: the panels may arrive in their places while they cross. */
-    for (int32_t d = 1; d < m->count && status == CLOPS_OK; d++) {
-        cl_context context = NULL;
-        cl_int rc = clGetCommandQueueInfo(m->ctx[d]->queue, CL_QUEUE_CONTEXT, sizeof context,
-                                          &context, NULL);
-        if (rc == CL_SUCCESS)
-            m->arrived[d] = clCreateUserEvent(context, &rc);
-        if (rc != CL_SUCCESS)
-            status = err_cl(rc, "%s: making a device wait for its block columns failed", m->op);
-        if (status == CLOPS_OK)
-            status = queue_after(m, d, m->arrived[d]);
-    }
-    return status;
-}
-
-/* Each other device's arrival event set and let go: on every path, before anything waits for
- * those devices' queues. Complete even where the crossing failed (the call then fails, and
- * what those devices compute is scratch): a user event set to an error aborts PoCL 3.1's
- * process (pocl_update_event_failed). A failed setting is tried again: a device left waiting
- * would never end (test_lu_multi's fault sweep fails each OpenCL call once). */
-static void arrivals_end(struct lu_multi *m)
-{
-    for (int32_t d = 1; d < m->count; d++) {
-        if (m->arrived[d] == NULL)
-            continue;
-        for (int tries = 0; tries < 3; tries++)
-            if (clSetUserEventStatus(m->arrived[d], CL_COMPLETE) == CL_SUCCESS)
-                break;
-        clReleaseEvent(m->arrived[d]);
-        m->arrived[d] = NULL;
-    }
-}
-
-/* lu_multi_distribute_after: the distribution waits until the steps have factored that many
- * panels (at most 10 s; lu_multi_distribute_waited_out says it gave up), which they do beside
- * it only where they run on another thread. */
-static void distribute_gate(struct lu_multi *m)
-{
-    for (int64_t waited = 0; atomic_load(&m->panels_factored) < lu_multi_distribute_after &&
-                             !atomic_load(&m->steps_over);
-         waited++) {
-        if (waited == 10000) {
-            lu_multi_distribute_waited_out = 1;
-            return;
-        }
-        os_sleep_ns(1000 * 1000);
-    }
-}
-
-/* The block columns of the other devices from the call's matrix into theirs, in order, through
- * two bridges of its own (a block column's download while the one before uploads), on the
- * queues of the distribution (dist): beside the steps, which factor and update the call's
- * device's first block columns meanwhile (the crossing took 82 ms on two H200s at N = 32768
- * f64, both GPUs idle). The call's device writes none of those columns before they have
- * arrived: a panel of another device comes into the call's matrix only once that device has
- * factored it, after its arrival. Each device's arrival event is set once its uploads are
- * done (complete where the crossing failed too: the steps then stop at dist_failed). */
-static int32_t distribute(struct lu_multi *m)
-{
-    distribute_gate(m);
     const int64_t blocks = (m->cols + m->nb - 1) / m->nb;
-    const size_t bytes = (size_t)(m->rows * m->nb * m->es);
-    cl_event uploaded[2] = {NULL, NULL};
-    int32_t status = bridge_take(m->ctx[0]->pool, bytes, m->op, &m->dist_slot[0]);
-    if (status == CLOPS_OK)
-        status = bridge_take(m->ctx[0]->pool, bytes, m->op, &m->dist_slot[1]);
-    int k = 0;
-    for (int64_t b = 0; b < blocks && status == CLOPS_OK && !atomic_load(&m->steps_failed); b++) {
-        const int32_t d = owner(m, b);
-        if (d == 0)
-            continue;
-        const int64_t c0 = b * m->nb, w = block_width(m, b);
-        if (uploaded[k] != NULL) { /* the bridge's block before has arrived */
-            status = wait_event(m, &uploaded[k]);
-            if (status != CLOPS_OK)
-                break;
-        }
-        cl_event done = NULL;
-        status = download(m, 0, m->dist[0], &m->dist_slot[k], 0, b, 0, m->rows, c0, w, &done);
+    for (int64_t b = 0; b < blocks && status == CLOPS_OK; b++)
+        if (owner(m, b) != 0)
+            status = move_block(m, 0, owner(m, b), b);
+    /* The upload queues start after what each device's queue holds: the cleared pivots (and on
+     * the call's device, its staging of the matrix, read where block columns come home). */
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
+        cl_event opened = NULL;
+        status = lu_queue_mark(m->ctx[d], m->ctx[d]->queue, &opened);
         if (status == CLOPS_OK)
-            status = wait_event(m, &done);
-        else if (done != NULL)
-            clReleaseEvent(done);
-        /* The upload without a slot reader (upload records one): its own event. */
-        struct bridge_rect r = rect_of(m, d, b, 0, c0);
-        const size_t width = (size_t)(w * m->es), host_origin[3] = {0, 0, 0};
-        size_t origin[3], region[3];
-        bridge_rect_terms(&r, 0, (size_t)m->rows, width, origin, region);
-        cl_int rc = CL_SUCCESS;
-        if (status == CLOPS_OK)
-            rc = clEnqueueWriteBufferRect(m->dist[d], r.mem, CL_FALSE, origin, host_origin, region,
-                                          r.pitch, 0, width, 0, m->dist_slot[k].data, 0, NULL,
-                                          &uploaded[k]);
-        if (status == CLOPS_OK && rc == CL_SUCCESS)
-            rc = clFlush(m->dist[d]);
-        if (rc != CL_SUCCESS)
-            status =
-                err_cl(rc, "%s: uploading %lld x %lld elements to device '%s' failed", m->op,
-                       (long long)m->rows, (long long)w, pool_device_info(m->ctx[d]->dev)->name);
-        if (status == CLOPS_OK)
-            pool_record_upload(m->ctx[0]->pool, m->rows * w * m->es);
-        k ^= 1;
+            status = lu_queue_wait_for(m->ctx[d], m->inq[d], &opened);
+        if (opened != NULL)
+            clReleaseEvent(opened); /* marked, but its flush failed */
     }
-    /* On every path: no upload may still read a bridge, and each device's own are done. */
-    for (int32_t q = 0; q < 2; q++)
-        if (uploaded[q] != NULL) {
-            const int32_t waited = wait_event(m, &uploaded[q]);
-            status = status == CLOPS_OK ? waited : status;
-        }
-    for (int32_t d = 1; d < m->count; d++) {
-        const cl_int rc = m->dist[d] != NULL ? clFinish(m->dist[d]) : CL_SUCCESS;
-        if (rc != CL_SUCCESS && status == CLOPS_OK)
-            status = err_cl(rc, "%s: uploading block columns failed", m->op);
-    }
-    if (status == CLOPS_OK && atomic_load(&m->steps_failed))
-        status = CLOPS_ERR_CANCELLED; /* the steps failed first: theirs is the call's error */
-    else if (status != CLOPS_OK)
-        atomic_store(&m->dist_failed, 1);
-    arrivals_end(m);
-    return status;
-}
-
-/* The steps and the distribution at once (lu_multi_factor): the distribution on the calling
- * thread, the steps on a thread of the pool's crew (split_crew.h) or, where none takes them,
- * after it on the calling thread, as before (the distribution then waits for nothing). */
-struct multi_run {
-    struct lu_multi *m;
-    int is_steps;
-    int32_t status;
-    char *message; /* its failure's message, made on its thread; NULL without memory for it */
-    struct pool_trace *trace; /* the call's traced launches (kernel_times), the steps' meanwhile */
-};
-
-static void multi_run_one(void *arg)
-{
-    struct multi_run *r = arg;
-    if (r->is_steps) { /* the steps' launches go into the call's trace, on any thread */
-        pool_trace_move(NULL, r->trace);
-        r->status = factor_steps(r->m);
-        pool_trace_move(r->trace, NULL);
-    } else {
-        r->status = distribute(r->m);
-    }
-    if (r->status != CLOPS_OK)
-        r->message = strdup(err_last());
-    if (r->is_steps && r->status != CLOPS_OK)
-        atomic_store(&r->m->steps_failed, 1);
-    if (r->is_steps)
-        atomic_store(&r->m->steps_over, 1);
-}
-
-static int32_t steps_beside_distribution(struct lu_multi *m, struct clops_pool *pool)
-{
-    struct pool_trace trace;
-    pool_trace_move(&trace, NULL);
-    struct multi_run runs[2] = {{.m = m, .is_steps = 0, .trace = &trace},
-                                {.m = m, .is_steps = 1, .trace = &trace}};
-    void *args[2] = {&runs[0], &runs[1]};
-    split_crew_run(pool_split_crew(pool), multi_run_one, args, 2);
-    pool_trace_move(NULL, &trace);
-    /* Whichever failed first: the other's failure (the distribution's CLOPS_ERR_CANCELLED, the
-     * steps' stop at dist_failed) is only its consequence. */
-    const struct multi_run *failed = atomic_load(&m->dist_failed) ? &runs[0]
-                                     : runs[1].status != CLOPS_OK ? &runs[1]
-                                                                  : NULL;
-    int32_t status = CLOPS_OK;
-    if (failed != NULL)
-        status = err_set(failed->status, "%s",
-                         failed->message != NULL ? failed->message : "out of host memory");
-    free(runs[0].message);
-    free(runs[1].message);
     return status;
 }
 
@@ -1059,8 +865,7 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
     if (status == CLOPS_OK)
         status = open_devices(m, call, devs);
     if (status == CLOPS_OK)
-        status = steps_beside_distribution(m, call->pool);
-    arrivals_end(m); /* where open_devices failed before the distribution ran */
+        status = factor_steps(m);
     release_hold(m); /* on every path: nothing may wait on it any more */
     if (status == CLOPS_OK)
         status = join_uploads(m);
@@ -1094,8 +899,6 @@ void lu_multi_release(struct lu_multi *m)
             clReleaseCommandQueue(m->xfer[d]);
         if (m->inq[d] != NULL)
             clReleaseCommandQueue(m->inq[d]);
-        if (m->dist[d] != NULL)
-            clReleaseCommandQueue(m->dist[d]);
         for (int32_t p = 0; p < LU_MULTI_PLACES; p++) {
             if (m->ready[p][d] != NULL)
                 clReleaseEvent(m->ready[p][d]);
@@ -1106,8 +909,6 @@ void lu_multi_release(struct lu_multi *m)
     /* The call's device waited for (its release follows the call's wait): the slots are free. */
     for (int32_t s = 0; s < LU_MULTI_SLOTS && m->ctx[0] != NULL; s++)
         bridge_give(m->ctx[0]->pool, &m->slot[s]);
-    for (int32_t s = 0; s < 2 && m->ctx[0] != NULL; s++)
-        bridge_give(m->ctx[0]->pool, &m->dist_slot[s]);
     free(m->piv);
     free(m->info);
     free(m);
