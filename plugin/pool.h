@@ -328,10 +328,10 @@ void pool_op_rate_observe(struct clops_pool *pool, int32_t op_index, int32_t dev
  * floor only rises (call_split.c runs calls under it whole). One floor for calls on host
  * operands (`on_buffers` 0), one for calls on device buffers (1): their parts cross apart. */
 double pool_op_split_floor(const struct clops_pool *pool, int32_t op_index, int on_buffers);
+void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, int on_buffers, double flops);
 /* Programs the pool built or loaded from the cache so far: a call that made one is not judged
  * by its time. */
 int64_t pool_programs_made(const struct clops_pool *pool);
-void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, int on_buffers, double flops);
 
 /* ---- Lifetime ----------------------------------------------------------------------------- */
 
