@@ -5,7 +5,8 @@
  * against a long double reference and bit for bit against the same call on one device (the
  * same kernel computes every block), f32 and f64, awkward sizes, both layouts, transposes, a cut
  * by columns and one by rows; both devices did work (their statistics); configured shares; the
- * rates measured for the next split; a call too small to split runs whole; and the fault sweep:
+ * rates measured for the next split; a call too small to split runs whole; a split slower than
+ * its fastest device alone is not made again for calls of as much work; and the fault sweep:
  * a call in which any OpenCL call or allocation fails reports it, naming the part, and leaves C
  * untouched. The same sweep over Mandelbrot's tiles split across the devices (split.h), into
  * host memory (left untouched by a failed call) and into buffers on the primary device, called
@@ -262,12 +263,11 @@ static void rate_made(struct clops_pool *pool, int32_t device, double flops_per_
         pool_op_rate_observe(pool, gemm, device, flops_per_s);
 }
 
-/* A split by the measured rates that took longer than its fastest device would have alone (every
- * rate made huge: alone it would take no time) raises the floor to its work, and
- * the same call then runs whole; a call of more work is split again. A split that pays (every
- * rate made tiny: alone takes ages) leaves the floor at 0, and so does one by configured
- * shares, or one that built its kernels (f64 after f32), which are never judged. Each result
- * is right. */
+/* A split by the measured rates that took longer than its fastest device would have alone
+ * (every rate made huge: alone it would take no time) raises the floor to its work, and the same
+ * call then runs whole; a call of more work is split again. A split that pays (every rate made
+ * tiny: alone takes ages) leaves the floor at 0, and so does one by configured shares, or one
+ * that built its kernels (f64 after f32), which are never judged. Each result is right. */
 START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
 {
     const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0, 0};
