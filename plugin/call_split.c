@@ -40,15 +40,19 @@ static double now_ns(void)
 }
 
 /* The devices' shares: the configured ones, else their measured rates for the operator, else
- * (a device not measured yet) their estimated peaks. */
-static void split_shares(struct clops_pool *pool, int32_t index, const struct config_op *cfg,
-                         struct pool_device **devs, int32_t f64, double *shares)
+ * (a device not measured yet) their estimated peaks. Returns the fastest measured rate where
+ * the shares are the measured rates, else 0. */
+static double split_shares(struct clops_pool *pool, int32_t index, const struct config_op *cfg,
+                           struct pool_device **devs, int32_t f64, double *shares)
 {
     const int32_t n = cfg->split_count;
-    double sum = 0;
+    double sum = 0, fastest = 0;
     int measured = 1;
-    for (int32_t i = 0; i < n; i++)
-        measured = measured && pool_op_rate(pool, index, cfg->split_devices[i]) > 0;
+    for (int32_t i = 0; i < n; i++) {
+        const double rate = pool_op_rate(pool, index, cfg->split_devices[i]);
+        measured = measured && rate > 0;
+        fastest = rate > fastest ? rate : fastest;
+    }
     for (int32_t i = 0; i < n; i++) {
         shares[i] = cfg->share_count == n ? cfg->split_share[i]
                     : measured            ? pool_op_rate(pool, index, cfg->split_devices[i])
@@ -57,6 +61,7 @@ static void split_shares(struct clops_pool *pool, int32_t index, const struct co
     }
     for (int32_t i = 0; i < n; i++)
         shares[i] = sum > 0 ? shares[i] / sum : 1.0 / n;
+    return cfg->share_count != n && measured ? fastest : 0;
 }
 
 /* The most pieces a part is cut into (op_impl's pieces); the bytes of moved operands a piece
@@ -659,11 +664,16 @@ static struct split_state *split_plan(struct call *call)
     if (cfg == NULL || op->impl->cut == NULL || op->nothing_to_do || !operands_movable(op) ||
         call_cancel_requested(op))
         return NULL;
-    /* Double precision when any tensor of the call is f64: the peak estimates use it. */
+    /* Double precision when any tensor of the call is f64: the peak estimates use it. Whether
+     * any is a device buffer: such calls have a split floor of their own. */
     int32_t f64 = 0;
+    int on_buffers = 0;
     for (int32_t i = 0; i < op->impl->desc->param_count; i++) {
-        f64 = f64 || (op_kind_is_tensor(op->impl->desc->params[i].kind) &&
-                      op->values[i].tensor != NULL && op->values[i].tensor->dtype == CLOPS_F64);
+        const struct clops_tensor *t = op->values[i].tensor;
+        if (!op_kind_is_tensor(op->impl->desc->params[i].kind) || t == NULL)
+            continue;
+        f64 = f64 || t->dtype == CLOPS_F64;
+        on_buffers = on_buffers || t->buffer != NULL;
     }
     struct pool_device *devs[CONFIG_MAX_DEVICES];
     double fastest = 0;
@@ -675,7 +685,7 @@ static struct split_state *split_plan(struct call *call)
         fastest = peak > fastest ? peak : fastest;
     }
     double shares[CONFIG_MAX_DEVICES];
-    split_shares(op->pool, index, cfg, devs, f64, shares);
+    const double fastest_rate = split_shares(op->pool, index, cfg, devs, f64, shares);
     struct split_state *s = calloc(1, sizeof *s);
     struct op_part *parts = calloc(SPLIT_MAX_PARTS, sizeof *parts);
     if (s == NULL || parts == NULL) {
@@ -700,19 +710,7 @@ static struct split_state *split_plan(struct call *call)
      * rates are a device's work over its time, in which another device's part counts what its
      * operands take to cross, and a part's crossing can cost more than its share saves (two
      * H200s, GEMM f64 8192^2 on the first one's buffers: 25.7 ms split, 22.1 on one). */
-    double fastest_rate = 0;
-    int measured = cfg->share_count != cfg->split_count;
-    for (int32_t i = 0; i < cfg->split_count; i++) {
-        const double rate = pool_op_rate(op->pool, index, cfg->split_devices[i]);
-        measured = measured && rate > 0;
-        fastest_rate = rate > fastest_rate ? rate : fastest_rate;
-    }
-    int on_buffers = 0;
-    for (int32_t i = 0; i < op->impl->desc->param_count; i++)
-        on_buffers =
-            on_buffers || (op_kind_is_tensor(op->impl->desc->params[i].kind) &&
-                           op->values[i].tensor != NULL && op->values[i].tensor->buffer != NULL);
-    if (measured && flops <= pool_op_split_floor(op->pool, index, on_buffers)) {
+    if (fastest_rate > 0 && flops <= pool_op_split_floor(op->pool, index, on_buffers)) {
         log_msg(CLOPS_LOG_DEBUG,
                 "%s: runs whole: a split of as much work (%.3g flops) was slower than one device",
                 op->impl->desc->name, flops);
@@ -723,7 +721,7 @@ static struct split_state *split_plan(struct call *call)
     s->flops = flops;
     s->on_buffers = on_buffers;
     s->programs = pool_programs_made(op->pool);
-    s->alone_ns = measured ? flops / fastest_rate * 1e9 : 0;
+    s->alone_ns = fastest_rate > 0 ? flops / fastest_rate * 1e9 : 0;
     s->parts = parts;
     cut_pieces(op, cfg, devs, s);
     log_msg(CLOPS_LOG_DEBUG, "%s: split into %d parts over %d devices", op->impl->desc->name,
