@@ -273,6 +273,35 @@ START_TEST(test_split_calls_match_one_device_and_reuse_what_they_made)
 }
 END_TEST
 
+/* A split with fixed shares (no tile rendered by two workers) into host memory downloads each
+ * tile straight into its place in the call's temporaries: the bytes downloaded are the image's
+ * pixels, 4 bytes each in both outputs, where through whole-tile host slots they were a whole
+ * tile's for each of the 10 x 7 tiles of 32 (the edge tiles cover 300 x 211 pixels with 320 x
+ * 224), and the bits are device 0 alone's. Device 1's chunks included (the split is 0.5). */
+START_TEST(test_uncontested_tiles_go_straight_into_host_memory)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    struct clops_pool *pool = mandel_pool();
+    struct tu_mandel_out want = mandel_out_new(pool, 0), got = mandel_out_new(pool, 0);
+    render_ok(pool, "1", &want);
+    render_ok(pool, "0.5", &got); /* the first call: its kernels and bridges made */
+    expect_same_bits(&got, &want, "the first split call");
+    struct clops_stats before = {.struct_size = sizeof before}, after = before;
+    ck_assert_int_eq(api->pool_stats(pool, &before), CLOPS_OK);
+    tu_mandel_out_reset(&got);
+    render_ok(pool, "0.5", &got);
+    ck_assert_int_eq(api->pool_stats(pool, &after), CLOPS_OK);
+    expect_same_bits(&got, &want, "a later split call");
+    const int64_t pixels = (int64_t)MANDEL_H * MANDEL_W;
+    ck_assert_msg(after.bytes_downloaded - before.bytes_downloaded == 2 * 4 * pixels,
+                  "downloaded %lld bytes, expected %lld (both outputs' pixels, no more)",
+                  (long long)(after.bytes_downloaded - before.bytes_downloaded),
+                  (long long)(2 * 4 * pixels));
+    tu_mandel_out_free(&want);
+    tu_mandel_out_free(&got);
+}
+END_TEST
+
 /* One thread's split calls beside another's on the same pool: its outputs (host memory, or
  * buffers on the primary device) and the bits they must hold. */
 struct beside {
@@ -383,6 +412,7 @@ int main(void)
         TU_TEST(test_a_forked_child_runs_every_worker_itself),
         TU_TEST(test_split_calls_reuse_the_pools_threads),
         TU_LOOP(test_split_calls_match_one_device_and_reuse_what_they_made, 4),
+        TU_TEST(test_uncontested_tiles_go_straight_into_host_memory),
         TU_TEST(test_split_calls_from_two_threads_at_once),
         TU_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls),
     };

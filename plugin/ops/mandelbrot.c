@@ -34,6 +34,7 @@ static const int64_t extent_max = INT32_MAX / 2;
 
 struct mandel_plan {
     const struct clops_tensor *iters, *image; /* image may be NULL */
+    int in_bridges; /* the host outputs are temporaries in bridges (mandel_enqueue) */
     int64_t h, w;
     int32_t tile, tiles_x, tile_count;
     double center_x, center_y, px, half_w, half_h; /* rounded to the precision for f32 */
@@ -259,6 +260,10 @@ struct worker {
     struct pool_work place_work[PLACE_SETS]; /* on place_queue: waited for before a set's reuse */
     int placing[PLACE_SETS];                 /* the set's placement is enqueued, not waited for */
     int64_t device_ns;
+    /* For the debug line of the worker's end: its chunks and tiles, and the time its thread
+     * spent rendering (enqueue to the chunk's end) and delivering them. */
+    int32_t chunks, tiles;
+    int64_t render_ns, deliver_ns;
     cl_event after; /* the call's `after` where `queue` is in its context, else NULL */
 };
 
@@ -268,6 +273,11 @@ struct mandel_call {
     const struct mandel_plan *plan;
     struct op_call *op; /* the operator's call: its cancellation and progress */
     int64_t device_ns;  /* the workers', summed as they are released */
+    /* Bit o: host output o is a temporary in a bridge (mandel_state), page-locked in every
+     * context, with its pixels in rows: a chunk no other worker renders is downloaded tile by
+     * tile straight into it (download_in_place), not through host slots and a copy by the
+     * worker's thread. */
+    unsigned in_place;
     /* A submitted call's: completes once its stream's earlier calls have (order_after_stream);
      * an event of the primary device's context, or NULL. */
     cl_event after;
@@ -292,6 +302,13 @@ static enum delivery delivery_for(const struct worker *w, int o, int compact)
     if (t->buffer == NULL)
         return DELIVER_HOST;
     return w->dev == w->call->primary && !compact ? DELIVER_DIRECT : DELIVER_PLACE;
+}
+
+/* Whether output o of a chunk goes straight from its compact slots into the host temporary. */
+static int in_place(const struct worker *w, int o, int contested)
+{
+    return (w->call->in_place >> o & 1u) && !contested &&
+           delivery_for(w, o, contested) == DELIVER_HOST;
 }
 
 static int32_t set_args(cl_kernel kernel, const char *name, cl_uint first, cl_uint count,
@@ -456,10 +473,14 @@ static int32_t setup_place(struct worker *w, struct pool_device *primary)
  * the pool keeps the bridge for the next call (page-locking costs milliseconds). One bridge
  * for both outputs and every set: a pool keeps few of them (POOL_BRIDGES), and a dynamic split
  * on two devices has a worker per queue. */
-static int32_t setup_host_slots(struct worker *w)
+static int32_t setup_host_slots(struct worker *w, int contested)
 {
     const size_t slot = staged_bytes(w->call->plan, w->max_chunk);
-    const int outputs = (w->staged[0] != NULL) + (w->staged[1] != NULL);
+    int needed[2], outputs = 0;
+    for (int o = 0; o < 2; o++) { /* a worker's chunks are contested, if ever, when it steals */
+        needed[o] = w->staged[o] != NULL && !(in_place(w, o, 0) && in_place(w, o, contested));
+        outputs += needed[o];
+    }
     if (outputs == 0)
         return CLOPS_OK;
     int32_t status =
@@ -467,7 +488,7 @@ static int32_t setup_host_slots(struct worker *w)
     unsigned char *next = w->bridge.data;
     for (int32_t s = 0; s < w->sets && status == CLOPS_OK; s++)
         for (int o = 0; o < 2; o++)
-            if (w->staged[o] != NULL) {
+            if (needed[o]) {
                 w->slots[s][o] = next;
                 next += slot;
             }
@@ -514,7 +535,7 @@ static int32_t worker_setup(void *op, const struct split_worker *sw, void *state
                   ? PLACE_SETS
                   : 1;
     if (status == CLOPS_OK)
-        status = setup_host_slots(w);
+        status = setup_host_slots(w, sw->contested);
     if (status == CLOPS_OK)
         status = bind_view(w->render, p, w->ids);
     if (status == CLOPS_OK && any_place)
@@ -530,6 +551,11 @@ static void worker_release(void *state)
     struct clops_pool *pool = w->call->pool;
     struct pool_device *primary = w->call->primary;
     w->call->device_ns += w->device_ns;
+    if (w->chunks > 0)
+        log_msg(CLOPS_LOG_DEBUG,
+                "%s: device %d: %d chunks, %d tiles, rendering %.2f ms, delivering %.2f ms",
+                op_name, (int)pool_device_index(w->dev), (int)w->chunks, (int)w->tiles,
+                (double)w->render_ns * 1e-6, (double)w->deliver_ns * 1e-6);
     pool_staged_give(pool, w->dev, w->ids);
     pool_staged_give(pool, w->dev, w->staged[0]);
     pool_staged_give(pool, w->dev, w->staged[1]);
@@ -545,6 +571,12 @@ static void worker_release(void *state)
 
 /* ---- Rendering and delivering a chunk -------------------------------------------------------- */
 
+/* Whether output o's pixels lie in rows, 4 bytes each (a count, or RGBA) one after the other. */
+static int pixels_in_rows(const struct clops_tensor *t, int o)
+{
+    return o == 0 ? t->strides[1] == 1 : t->strides[1] == 4 && t->strides[2] == 1;
+}
+
 /* Copies compact slot `k` (tile `tile`) of output o into the host tensor: rows are memcpy'd when
  * the tensor's pixels are packed, else element by element through the strides. */
 static void scatter_tile(const struct mandel_plan *p, int o, const unsigned char *slots, int32_t k,
@@ -554,8 +586,8 @@ static void scatter_tile(const struct mandel_plan *p, int o, const unsigned char
     const int64_t T = p->tile, i0 = (tile / p->tiles_x) * T, j0 = (tile % p->tiles_x) * T;
     const int64_t rows = p->h - i0 < T ? p->h - i0 : T, cols = p->w - j0 < T ? p->w - j0 : T;
     const int64_t es = dtype_size(t->dtype), channels = o == 0 ? 1 : 4;
+    const int packed = pixels_in_rows(t, o);
     const int64_t s2 = o == 0 ? 0 : t->strides[2];
-    const int packed = o == 0 ? t->strides[1] == 1 : t->strides[1] == 4 && s2 == 1;
     unsigned char *base = (unsigned char *)t->data;
     for (int64_t ti = 0; ti < rows; ti++) {
         const unsigned char *src = slots + ((k * T + ti) * T) * 4;
@@ -676,15 +708,52 @@ static int32_t deliver(void *state, const struct split_chunk *chunk, const int *
 {
     struct worker *w = state;
     const struct mandel_plan *p = w->call->plan;
+    const int64_t began = split_clock_ns();
     int any_place = 0;
     for (int o = 0; o < 2; o++) {
         const enum delivery d = delivery_for(w, o, chunk->contested);
         any_place |= d == DELIVER_PLACE;
+        if (in_place(w, o, chunk->contested)) /* its tiles are in place already */
+            continue;
         for (int32_t k = 0; d == DELIVER_HOST && k < chunk->count; k++)
             if (claimed[k])
                 scatter_tile(p, o, w->host[o], k, chunk->units[k]);
     }
-    return any_place ? deliver_place(w, chunk, claimed) : CLOPS_OK;
+    const int32_t status = any_place ? deliver_place(w, chunk, claimed) : CLOPS_OK;
+    w->deliver_ns += split_clock_ns() - began;
+    return status;
+}
+
+/* Enqueues the download of each tile of the chunk's compact slots of output o into its place in
+ * the call's packed host temporary: a rectangle of its rows a read, by DMA into memory
+ * page-locked in the worker's context. Two H200s on a deep zoom into host memory spent longer
+ * copying tiles out of the host slots into the temporary (~30 ms for 128 MiB a thread, two
+ * threads at once) than rendering them (~20 ms), and were slower than one H200 alone. */
+static int32_t download_in_place(struct worker *w, const struct split_chunk *chunk, int o)
+{
+    const struct mandel_plan *p = w->call->plan;
+    const struct clops_tensor *t = output_tensor(p, o);
+    const size_t T = (size_t)p->tile, pitch = (size_t)(t->strides[0] * dtype_size(t->dtype));
+    unsigned char *base = (unsigned char *)t->data + t->offset * dtype_size(t->dtype);
+    int64_t bytes = 0;
+    for (int32_t k = 0; k < chunk->count; k++) {
+        const int64_t i0 = (chunk->units[k] / p->tiles_x) * (int64_t)T,
+                      j0 = (chunk->units[k] % p->tiles_x) * (int64_t)T;
+        const size_t rows = (size_t)(p->h - i0 < (int64_t)T ? p->h - i0 : (int64_t)T),
+                     cols = (size_t)(p->w - j0 < (int64_t)T ? p->w - j0 : (int64_t)T);
+        /* Slot k's rows are rows k T .. k T + T - 1 of T x 4-byte rows; a pixel is 4 bytes in
+         * both outputs (a count, or RGBA). */
+        const size_t from[3] = {0, (size_t)k * T, 0}, to[3] = {(size_t)j0 * 4, (size_t)i0, 0};
+        const size_t region[3] = {cols * 4, rows, 1};
+        cl_int rc = clEnqueueReadBufferRect(w->queue, w->staged[o], CL_FALSE, from, to, region,
+                                            T * 4, 0, pitch, 0, base, 0, NULL, NULL);
+        if (rc != CL_SUCCESS)
+            return err_cl(rc, "%s: downloading tile %d into host memory failed", op_name,
+                          (int)chunk->units[k]);
+        bytes += (int64_t)(rows * cols * 4);
+    }
+    pool_record_download(w->call->pool, bytes);
+    return CLOPS_OK;
 }
 
 /* Enqueues the download of the chunk's compact slots (outputs delivered through the host). */
@@ -694,6 +763,12 @@ static int32_t enqueue_downloads(struct worker *w, const struct split_chunk *chu
         const enum delivery d = delivery_for(w, o, chunk->contested);
         if (d != DELIVER_HOST && d != DELIVER_PLACE)
             continue;
+        if (in_place(w, o, chunk->contested)) {
+            const int32_t status = download_in_place(w, chunk, o);
+            if (status != CLOPS_OK)
+                return status;
+            continue;
+        }
         size_t bytes = staged_bytes(w->call->plan, chunk->count);
         cl_int rc = clEnqueueReadBuffer(w->queue, w->staged[o], CL_FALSE, 0, bytes, w->host[o], 0,
                                         NULL, NULL);
@@ -713,6 +788,9 @@ static int32_t render_chunk(void *state, const struct split_chunk *chunk)
     struct worker *w = state;
     struct clops_pool *pool = w->call->pool;
     const int32_t T = w->call->plan->tile, n = chunk->count;
+    const int64_t began = split_clock_ns();
+    w->chunks++;
+    w->tiles += n;
     const int32_t band = chunk->may_give_up ? clamp32(BAND_ITEMS / ((int64_t)n * T), 1, T) : T;
     int32_t status = bind_outputs(w, chunk->contested);
     if (status == CLOPS_OK) /* chunk->units stays as it is until the chunk is delivered */
@@ -740,7 +818,9 @@ static int32_t render_chunk(void *state, const struct split_chunk *chunk)
     status = placed(w, w->set, status);
     if (status == CLOPS_OK)
         status = enqueue_downloads(w, chunk);
-    return wait_chunk(w, &w->work, w->queue, status);
+    status = wait_chunk(w, &w->work, w->queue, status);
+    w->render_ns += split_clock_ns() - began;
+    return status;
 }
 
 /* ---- The whole call -------------------------------------------------------------------------- */
@@ -837,6 +917,11 @@ static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
     struct clops_pool *pool = op->pool;
     struct mandel_call call = {
         .pool = pool, .primary = pool_device_at(pool, 0), .plan = p, .op = op};
+    for (int o = 0; o < 2 && p->in_bridges; o++) {
+        const struct clops_tensor *t = output_tensor(p, o);
+        if (t != NULL && t->buffer == NULL && pixels_in_rows(t, o))
+            call.in_place |= 1u << o;
+    }
     struct split_job job = rates_job(p);
     job.name = op_name;
     job.unit_name = "tiles";
@@ -971,6 +1056,7 @@ struct mandel_state {
     struct clops_tensor packed[2];
     void *data[2];
     size_t capacity[2];
+    struct bridge bridges[2]; /* data[o] where it is a bridge's */
     int64_t started_ns; /* plan.alone: when enqueue began (the device's busy time ends at commit) */
 };
 
@@ -1009,21 +1095,33 @@ static int32_t mandel_enqueue(struct op_call *call)
         return render_alone(call, &s->plan);
     }
     struct mandel_plan staged = s->plan;
+    staged.in_bridges = 1;
     const struct clops_tensor *outputs[2] = {s->plan.iters, s->plan.image};
+    const int64_t began = split_clock_ns();
     for (int o = 0; o < 2; o++) {
         const struct clops_tensor *t = outputs[o];
         if (t == NULL || t->buffer != NULL)
             continue;
-        /* A block of earlier calls: pages already touched (pool_host_take says why). */
-        s->data[o] =
-            pool_host_take(call->pool, call->dev, call->queue,
-                           (size_t)(tensor_elements(t) * dtype_size(t->dtype)), &s->capacity[o]);
-        if (s->data[o] == NULL)
-            return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
+        /* A bridge, page-locked in every context, which the workers' DMA writes tiles into
+         * (download_in_place); else a block of earlier calls, pages already touched
+         * (pool_host_take says why), which they copy tiles into. */
+        const size_t bytes = (size_t)(tensor_elements(t) * dtype_size(t->dtype));
+        if (bridge_take(call->pool, bytes, op_name, &s->bridges[o]) == CLOPS_OK) {
+            s->data[o] = s->bridges[o].data;
+        } else {
+            staged.in_bridges = 1;
+            s->data[o] = pool_host_take(call->pool, call->dev, call->queue, bytes, &s->capacity[o]);
+            if (s->data[o] == NULL)
+                return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op_name);
+        }
         tensor_packed_like(t, s->data[o], &s->packed[o]);
         *(o == 0 ? &staged.iters : &staged.image) = &s->packed[o];
     }
-    return mandel_run(call, &staged);
+    const int64_t taken = split_clock_ns();
+    const int32_t status = mandel_run(call, &staged);
+    log_msg(CLOPS_LOG_DEBUG, "%s: temporaries taken in %.2f ms, the split ran %.2f ms", op_name,
+            (double)(taken - began) * 1e-6, (double)(split_clock_ns() - taken) * 1e-6);
+    return status;
 }
 
 static void mandel_commit(struct op_call *call)
@@ -1037,16 +1135,23 @@ static void mandel_commit(struct op_call *call)
         return;
     }
     const struct clops_tensor *outputs[2] = {s->plan.iters, s->plan.image};
+    const int64_t began = split_clock_ns();
     for (int o = 0; o < 2; o++)
         if (s->data[o] != NULL)
             tensor_unpack(call->pool, outputs[o], s->data[o]);
+    if (s->data[0] != NULL || s->data[1] != NULL)
+        log_msg(CLOPS_LOG_DEBUG, "%s: host outputs written from the temporaries in %.2f ms",
+                op_name, (double)(split_clock_ns() - began) * 1e-6);
 }
 
 static void mandel_release(struct op_call *call)
 {
     struct mandel_state *s = call->plan;
     for (int o = 0; o < 2; o++) {
-        pool_host_give(call->pool, s->data[o], s->capacity[o]);
+        if (s->bridges[o].data != NULL)
+            bridge_give(call->pool, &s->bridges[o]);
+        else
+            pool_host_give(call->pool, s->data[o], s->capacity[o]);
         s->data[o] = NULL;
     }
 }
