@@ -19,7 +19,8 @@ enum { MAX_DEVICES = 8, CHECK_ROWS = 8, MAX_REPS = 1000 };
 static const char help[] =
     "Usage: clops-bench mandelbrot [--size N] [--max-iterations M] [--deep-size N]\n"
     "                              [--deep-max-iterations M] [--tile T] [--reps R]\n"
-    "                              [--config FILE] [--no-split] [--verbose] [--peers]\n"
+    "                              [--deep-on-device] [--config FILE] [--no-split]\n"
+    "                              [--verbose] [--peers]\n"
     "\n"
     "1. GPU: an N x N view of the whole set (centre -0.5+0i, 3 wide), f32, M iterations at\n"
     "   most, split \"1\" (the GPU side only; on a pool without a GPU, its one device), counts\n"
@@ -47,6 +48,9 @@ static const char help[] =
     "                                without a GPU: both parts in under a minute on\n"
     "                                2 cores)\n"
     "  -D, --deep-max-iterations M   part 2 (default 2048)\n"
+    "  -e, --deep-on-device          part 2's counts into a device buffer (on the pool's\n"
+    "                                primary device; another device's tiles cross through\n"
+    "                                pinned host memory) instead of host memory\n"
     "  -t, --tile T                  tile edge passed to the operator (default 256)\n"
     "  -r, --reps R                  timed calls per measurement (default 3)\n"
     "  -c, --config FILE             create the pool from FILE instead of the defaults\n"
@@ -60,6 +64,7 @@ struct options {
     int64_t size, deep_size; /* 0: the pool's defaults (default_sizes) */
     int64_t max_iterations, deep_max_iterations, tile;
     int split;
+    int deep_on_device; /* part 2 into a device buffer */
 };
 
 struct view {
@@ -106,6 +111,7 @@ static const char *take_option(void *area, int option, const char *arg)
                               "--deep-max-iterations: value out of range:");
     case 't': return bench_take_int(arg, 10, 1, 4096, &opt->tile, "--tile: value out of range:");
     case 's': opt->split = 0; break;
+    case 'e': opt->deep_on_device = 1; break;
     }
     return NULL;
 }
@@ -117,6 +123,7 @@ static const struct option own_options[] = {
     {"deep-max-iterations", required_argument, NULL, 'D'},
     {"tile", required_argument, NULL, 't'},
     {"no-split", no_argument, NULL, 's'},
+    {"deep-on-device", no_argument, NULL, 'e'},
     {0},
 };
 
@@ -570,11 +577,22 @@ static void run_split(struct bench *b)
     struct measurement m[3] = {{.split = "1"}, {.split = "0"}, {.split = "dynamic"}};
     static const char *const names[3] = {"GPU alone", "CPU alone", "GPU + CPU"};
     uint32_t *host[3];
+    struct clops_buffer *buffer = NULL; /* --deep-on-device: the counts of every run */
+    if (b->opt.deep_on_device &&
+        b->session.lib.api->buffer_create(b->session.pool, n * n * 4, &buffer) != CLOPS_OK) {
+        bench_report_error(&b->session, "buffer_create");
+        b->failures++;
+        return;
+    }
     bench_progress_plan(3);
     for (int k = 0; k < 3; k++) {
         host[k] = host_xcalloc((size_t)(n * n), 4);
-        struct clops_tensor counts = {
-            .data = host[k], .dtype = CLOPS_U32, .rank = 2, .shape = {n, n}, .strides = {n, 1}};
+        struct clops_tensor counts = {.data = buffer != NULL ? NULL : host[k],
+                                      .buffer = buffer,
+                                      .dtype = CLOPS_U32,
+                                      .rank = 2,
+                                      .shape = {n, n},
+                                      .strides = {n, 1}};
         char what[128];
         snprintf(what, sizeof what, "deep zoom %lld^2 f64 maxit %lld, %s (split %s)", (long long)n,
                  (long long)v.max_iterations, names[k], m[k].split);
@@ -596,9 +614,11 @@ static void run_split(struct bench *b)
         record(b, op, CLOPS_F64, n, &m[k]);
     }
     bench_progress_end();
-    printf("\n2. Deep zoom, %lld^2 f64, maxit %lld, counts into host memory, tile %lld; median "
-           "of %d calls:\n\n",
-           (long long)n, (long long)v.max_iterations, (long long)b->opt.tile, b->session.opt.reps);
+    printf("\n2. Deep zoom, %lld^2 f64, maxit %lld, counts into %s, tile %lld; median of %d "
+           "calls:\n\n",
+           (long long)n, (long long)v.max_iterations,
+           buffer != NULL ? "a device buffer" : "host memory", (long long)b->opt.tile,
+           b->session.opt.reps);
     table_print(&t, stdout, 0);
     table_free(&t);
     if (m[0].ok && m[1].ok && m[2].ok) {
@@ -612,6 +632,8 @@ static void run_split(struct bench *b)
                (int)b->device_count, has_type(b, CLOPS_DEVICE_GPU) ? "" : " and no GPU");
     for (int k = 0; k < 3; k++)
         free(host[k]);
+    if (buffer != NULL)
+        b->session.lib.api->buffer_release(buffer);
 }
 
 /* ---- main --------------------------------------------------------------------------------- */

@@ -266,10 +266,30 @@ def mandelbrot_peers_add_the_seed_row(a):
     check_ratios(table, rows)
 
 
+def mandelbrot_deep_on_device_writes_deep_rows(a):
+    """mandelbrot --deep-on-device: part 2's three runs render into a device buffer, are checked
+    against the host (the bench exits 1 on a wrong count), and write three "deep zoom" rows of
+    the same image (the same iterations); without the option they go into host memory."""
+    for on_device in (True, False):
+        out = os.path.join(a.work, f"deep-{on_device}.csv")
+        result = run([a.bench, "mandelbrot", "--size", "33", "--max-iterations", "16",
+                      "--deep-size", "65", "--deep-max-iterations", "64", "--reps", "1", "--csv",
+                      out] + (["--deep-on-device"] if on_device else []))
+        where = "a device buffer" if on_device else "host memory"
+        assert f"f64, maxit 64, counts into {where}, tile" in result.stdout, result.stdout
+        rows = [r for r in read_csv(out) if r["op"].startswith("deep zoom")]
+        assert sorted(r["op"] for r in rows) == ["deep zoom CPU alone", "deep zoom GPU + CPU",
+                                                  "deep zoom GPU alone"], rows
+        assert all(int(r["n"]) == 65 and r["dtype"] == "f64" for r in rows), rows
+        iterations = [float(r["rate"]) * float(r["time_ms"]) * 1e-3 for r in rows]
+        assert all(math.isclose(i, iterations[0], rel_tol=1e-4) for i in iterations), iterations
+
+
 if __name__ == "__main__":
     testlib.run((peers_gemm_adds_blas_rows_and_ratios,
                  peers_lu_and_memory_add_lapack_and_numpy_rows,
                  peers_without_numpy_or_python_is_a_line_and_exit_0,
                  gemm_precision_writes_a_row_per_mode,
                  host_operands_write_host_rows,
-                 mandelbrot_peers_add_the_seed_row))
+                 mandelbrot_peers_add_the_seed_row,
+                 mandelbrot_deep_on_device_writes_deep_rows))
