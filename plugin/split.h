@@ -83,6 +83,7 @@
 #ifndef CLOPS_SPLIT_H
 #define CLOPS_SPLIT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,6 +104,9 @@ extern int split_devices_as_gpus;
 /* mandelbrot.c's: 2 makes a CPU device's worker place its chunks on the primary device from two
  * sets, as a GPU's does (tests); 0 (default): GPUs only. */
 extern int mandel_place_sets;
+/* mandelbrot.c's: the chunks its workers rendered ahead, their downloads beside the next chunk's
+ * render (tests). */
+extern atomic_llong mandel_ahead_chunks;
 
 struct split_call; /* the splitter's state for one run */
 

@@ -18,6 +18,7 @@
 #include "clops.h"
 #include "entry.h"
 #include "pool.h"
+#include "split.h"
 #include "split_crew.h"
 #include "testutil.h"
 
@@ -302,6 +303,40 @@ START_TEST(test_uncontested_tiles_go_straight_into_host_memory)
 }
 END_TEST
 
+/* The same as a GPU (split_devices_as_gpus: a device with DMA beside its compute units): each
+ * device's chunks render ahead, into two sets of buffers in turn, each chunk's tiles
+ * downloading into place on a queue of the worker's own while the next one renders. The bits
+ * are device 0 alone's, the bytes downloaded both outputs' pixels, and every chunk of the
+ * later calls rendered ahead (several a call, so that both sets are reused). */
+START_TEST(test_gpus_render_ahead_of_their_downloads)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    struct clops_pool *pool = mandel_pool();
+    struct tu_mandel_out want = mandel_out_new(pool, 0), got = mandel_out_new(pool, 0);
+    render_ok(pool, "1", &want);
+    split_devices_as_gpus = 1;
+    render_ok(pool, "dynamic", &got); /* the rates of both devices as GPUs */
+    expect_same_bits(&got, &want, "the first split call");
+    for (int r = 0; r < 3; r++) {
+        struct clops_stats before = {.struct_size = sizeof before}, after = before;
+        ck_assert_int_eq(api->pool_stats(pool, &before), CLOPS_OK);
+        const long long ahead = atomic_load(&mandel_ahead_chunks);
+        tu_mandel_out_reset(&got);
+        render_ok(pool, "dynamic", &got);
+        ck_assert_int_eq(api->pool_stats(pool, &after), CLOPS_OK);
+        expect_same_bits(&got, &want, "a later split call");
+        const long long chunks = atomic_load(&mandel_ahead_chunks) - ahead;
+        ck_assert_msg(chunks >= 4, "call %d: %lld chunks rendered ahead, expected 4 or more", r,
+                      chunks);
+        const int64_t pixels = (int64_t)MANDEL_H * MANDEL_W;
+        ck_assert_int_eq(after.bytes_downloaded - before.bytes_downloaded, 2 * 4 * pixels);
+    }
+    split_devices_as_gpus = 0;
+    tu_mandel_out_free(&want);
+    tu_mandel_out_free(&got);
+}
+END_TEST
+
 /* One thread's split calls beside another's on the same pool: its outputs (host memory, or
  * buffers on the primary device) and the bits they must hold. */
 struct beside {
@@ -413,6 +448,7 @@ int main(void)
         TU_TEST(test_split_calls_reuse_the_pools_threads),
         TU_LOOP(test_split_calls_match_one_device_and_reuse_what_they_made, 4),
         TU_TEST(test_uncontested_tiles_go_straight_into_host_memory),
+        TU_TEST(test_gpus_render_ahead_of_their_downloads),
         TU_TEST(test_split_calls_from_two_threads_at_once),
         TU_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls),
     };

@@ -237,6 +237,7 @@ enum delivery { DELIVER_NONE = 0, DELIVER_DIRECT, DELIVER_HOST, DELIVER_PLACE };
  * more than the pool's own caches, which the pool frees with itself. */
 enum { PLACE_SETS = 2 };
 int mandel_place_sets = 0;
+atomic_llong mandel_ahead_chunks;
 struct worker {
     struct mandel_call *call;
     struct pool_device *dev;
@@ -264,6 +265,15 @@ struct worker {
      * spent rendering (enqueue to the chunk's end) and delivering them. */
     int32_t chunks, tiles;
     int64_t render_ns, deliver_ns;
+    /* Ahead (render_ahead): chunks render into two sets of compact buffers in turn (set 0 is
+     * `ids` and `staged`), and each chunk's tiles download into place on `dl_queue` while the
+     * next chunk renders; a set is reused once its downloads are done (settle). */
+    int ahead;
+    cl_command_queue dl_queue;
+    cl_mem ahead_ids[PLACE_SETS], ahead_staged[PLACE_SETS][2];
+    int32_t ahead_ids_host[PLACE_SETS][SPLIT_CHUNK_MAX];
+    struct pool_work ahead_work[PLACE_SETS], dl_work[PLACE_SETS];
+    int ahead_pending[PLACE_SETS]; /* the set's chunk is enqueued, not waited for */
     cl_event after; /* the call's `after` where `queue` is in its context, else NULL */
 };
 
@@ -497,6 +507,37 @@ static int32_t setup_host_slots(struct worker *w, int contested)
     return status;
 }
 
+/* Whether the worker renders ahead (render_ahead), and its second set and download queue if
+ * so: a device with DMA beside its compute units (a GPU; split_devices_as_gpus in tests) none
+ * of whose chunks another worker renders, with an output downloaded in place and none placed
+ * by the primary device. On two H200s the in-place downloads of a deep zoom's tiles otherwise
+ * ran between its chunks' renders on the one queue. */
+static int32_t setup_ahead(struct worker *w, int contested, int gpu)
+{
+    int any = 0;
+    for (int o = 0; o < 2; o++) {
+        const enum delivery d = delivery_for(w, o, 0);
+        if (d == DELIVER_PLACE || (d == DELIVER_HOST && !in_place(w, o, 0)))
+            return CLOPS_OK;
+        any |= d == DELIVER_HOST;
+    }
+    if (!any || contested || !(gpu || split_devices_as_gpus))
+        return CLOPS_OK;
+    w->ahead_ids[0] = w->ids;
+    w->ahead_staged[0][0] = w->staged[0];
+    w->ahead_staged[0][1] = w->staged[1];
+    int32_t status = pool_open_queue(w->call->pool, w->dev, op_name, &w->dl_queue);
+    for (int32_t s = 1; s < PLACE_SETS && status == CLOPS_OK; s++) {
+        status = take_buffer(w, w->dev, (size_t)w->max_chunk * sizeof(cl_int), &w->ahead_ids[s]);
+        for (int o = 0; o < 2 && status == CLOPS_OK; o++)
+            if (w->staged[o] != NULL)
+                status = take_buffer(w, w->dev, staged_bytes(w->call->plan, w->max_chunk),
+                                     &w->ahead_staged[s][o]);
+    }
+    w->ahead = status == CLOPS_OK;
+    return status;
+}
+
 /* Everything a worker needs (split_job.setup), made before any thread starts. */
 static int32_t worker_setup(void *op, const struct split_worker *sw, void *state)
 {
@@ -535,6 +576,8 @@ static int32_t worker_setup(void *op, const struct split_worker *sw, void *state
                   ? PLACE_SETS
                   : 1;
     if (status == CLOPS_OK)
+        status = setup_ahead(w, sw->contested, gpu);
+    if (status == CLOPS_OK)
         status = setup_host_slots(w, sw->contested);
     if (status == CLOPS_OK)
         status = bind_view(w->render, p, w->ids);
@@ -559,6 +602,13 @@ static void worker_release(void *state)
     pool_staged_give(pool, w->dev, w->ids);
     pool_staged_give(pool, w->dev, w->staged[0]);
     pool_staged_give(pool, w->dev, w->staged[1]);
+    for (int32_t s = 1; s < PLACE_SETS; s++) { /* set 0's are ids and staged */
+        pool_staged_give(pool, w->dev, w->ahead_ids[s]);
+        pool_staged_give(pool, w->dev, w->ahead_staged[s][0]);
+        pool_staged_give(pool, w->dev, w->ahead_staged[s][1]);
+    }
+    if (w->dl_queue != NULL)
+        clReleaseCommandQueue(w->dl_queue);
     for (int32_t s = 0; s < PLACE_SETS; s++) {
         pool_staged_give(pool, primary, w->place_ids[s]);
         pool_staged_give(pool, primary, w->place_staged[s][0]);
@@ -648,6 +698,20 @@ static int32_t placed(struct worker *w, int32_t s, int32_t status)
                             op_name);
 }
 
+/* Waits for set s's chunk rendered ahead, if one is enqueued: its downloads and its kernels
+ * (their device time); its buffers and tile numbers are free again. `status` is the worker's
+ * so far. */
+static int32_t settle(struct worker *w, int32_t s, int32_t status)
+{
+    if (!w->ahead_pending[s])
+        return status;
+    w->ahead_pending[s] = 0;
+    status = pool_work_finish(w->call->pool, &w->dl_work[s], w->dl_queue, status, &w->device_ns,
+                              op_name);
+    return pool_work_finish(w->call->pool, &w->ahead_work[s], w->queue, status, &w->device_ns,
+                            op_name);
+}
+
 /* Tiles downloaded from compact slots, going to buffers on the primary device: upload, then
  * place the claimed ones (the others' numbers become -1), on the primary device's queue. Not
  * waited for here: the next chunk renders and downloads into the other set meanwhile, and a set
@@ -697,7 +761,7 @@ static int32_t drain(void *state)
     struct worker *w = state;
     int32_t status = CLOPS_OK;
     for (int32_t s = 0; s < PLACE_SETS; s++)
-        status = placed(w, s, status);
+        status = settle(w, s, placed(w, s, status));
     return status;
 }
 
@@ -729,7 +793,8 @@ static int32_t deliver(void *state, const struct split_chunk *chunk, const int *
  * page-locked in the worker's context. Two H200s on a deep zoom into host memory spent longer
  * copying tiles out of the host slots into the temporary (~30 ms for 128 MiB a thread, two
  * threads at once) than rendering them (~20 ms), and were slower than one H200 alone. */
-static int32_t download_in_place(struct worker *w, const struct split_chunk *chunk, int o)
+static int32_t download_in_place(struct worker *w, const struct split_chunk *chunk, int o,
+                                 cl_command_queue queue, cl_mem staged, cl_event after)
 {
     const struct mandel_plan *p = w->call->plan;
     const struct clops_tensor *t = output_tensor(p, o);
@@ -745,8 +810,11 @@ static int32_t download_in_place(struct worker *w, const struct split_chunk *chu
          * both outputs (a count, or RGBA). */
         const size_t from[3] = {0, (size_t)k * T, 0}, to[3] = {(size_t)j0 * 4, (size_t)i0, 0};
         const size_t region[3] = {cols * 4, rows, 1};
-        cl_int rc = clEnqueueReadBufferRect(w->queue, w->staged[o], CL_FALSE, from, to, region,
-                                            T * 4, 0, pitch, 0, base, 0, NULL, NULL);
+        /* The first read waits for `after` (NULL: nothing); the queue orders the others. */
+        const int wait = k == 0 && after != NULL;
+        cl_int rc =
+            clEnqueueReadBufferRect(queue, staged, CL_FALSE, from, to, region, T * 4, 0, pitch, 0,
+                                    base, wait ? 1 : 0, wait ? &after : NULL, NULL);
         if (rc != CL_SUCCESS)
             return err_cl(rc, "%s: downloading tile %d into host memory failed", op_name,
                           (int)chunk->units[k]);
@@ -764,7 +832,7 @@ static int32_t enqueue_downloads(struct worker *w, const struct split_chunk *chu
         if (d != DELIVER_HOST && d != DELIVER_PLACE)
             continue;
         if (in_place(w, o, chunk->contested)) {
-            const int32_t status = download_in_place(w, chunk, o);
+            const int32_t status = download_in_place(w, chunk, o, w->queue, w->staged[o], NULL);
             if (status != CLOPS_OK)
                 return status;
             continue;
@@ -779,6 +847,68 @@ static int32_t enqueue_downloads(struct worker *w, const struct split_chunk *chu
     return CLOPS_OK;
 }
 
+/* render_chunk for a worker that renders ahead (setup_ahead): the chunk's tile numbers, its
+ * launch into set s's compact buffers and, on dl_queue once the launch is done, its tiles'
+ * downloads into place are enqueued, and it returns without waiting for them: the next chunk
+ * renders into the other set while they run. Its tiles are claimed and delivered before they
+ * have landed, which is safe as no other worker renders them; the call's commit reads the
+ * temporaries only once every worker has drained (settle). */
+static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
+{
+    struct clops_pool *pool = w->call->pool;
+    const int32_t s = w->set, n = chunk->count, T = w->call->plan->tile;
+    const int64_t began = split_clock_ns();
+    w->chunks++;
+    w->tiles += n;
+    int32_t status = settle(w, s, CLOPS_OK);
+    if (status != CLOPS_OK)
+        return status;
+    w->ahead_pending[s] = 1; /* from here on drain waits for the set, on every path */
+    memcpy(w->ahead_ids_host[s], chunk->units, (size_t)n * sizeof(int32_t));
+    status = bind_outputs(w, 0);
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++)
+        if (w->ahead_staged[s][o] != NULL)
+            status = set_args(w->render, "mandelbrot", o == 0 ? 15 : 20, 1,
+                              (const size_t[]){sizeof(cl_mem)},
+                              (const void *const[]){&w->ahead_staged[s][o]});
+    if (status == CLOPS_OK)
+        status = set_args(w->render, "mandelbrot", 14, 1, (const size_t[]){sizeof(cl_mem)},
+                          (const void *const[]){&w->ahead_ids[s]});
+    if (status == CLOPS_OK) /* before launches that may write outputs */
+        status = enqueue_write(w->queue, w->ahead_ids[s], (size_t)n * sizeof(cl_int),
+                               w->ahead_ids_host[s], w->after, pool);
+    if (status == CLOPS_OK)
+        status = set_int_arg(w->render, "mandelbrot", 10, n);
+    if (status == CLOPS_OK)
+        status = set_int_arg(w->render, "mandelbrot", 11, 0);
+    if (status == CLOPS_OK)
+        status = set_int_arg(w->render, "mandelbrot", 12, T);
+    size_t global = global_size(w->call->plan, n, T, w->group_size), local = (size_t)w->group_size;
+    if (status == CLOPS_OK)
+        status = pool_launch_kernel(pool, &w->ahead_work[s], w->queue, w->render, 1, &global,
+                                    &local, op_name);
+    if (status == CLOPS_OK)
+        status = pool_work_end(&w->ahead_work[s], w->queue, op_name);
+    if (status == CLOPS_OK && w->ahead_work[s].done == NULL)
+        status = err_set(CLOPS_ERR_DEVICE, "%s: marking a chunk's end failed", op_name);
+    /* Submitted: the downloads on another queue wait for its end. */
+    if (status == CLOPS_OK && clFlush(w->queue) != CL_SUCCESS)
+        status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a chunk failed", op_name);
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++)
+        if (in_place(w, o, 0))
+            status = download_in_place(w, chunk, o, w->dl_queue, w->ahead_staged[s][o],
+                                       w->ahead_work[s].done);
+    const int32_t marked = pool_work_end(&w->dl_work[s], w->dl_queue, op_name);
+    if (status == CLOPS_OK)
+        status = marked;
+    if (status == CLOPS_OK && clFlush(w->dl_queue) != CL_SUCCESS)
+        status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a chunk's downloads failed", op_name);
+    w->set = 1 - s;
+    w->render_ns += split_clock_ns() - began;
+    atomic_fetch_add(&mandel_ahead_chunks, 1);
+    return status;
+}
+
 /* Renders the chunk's tiles (split_job.render): its tile numbers, launches and the download of
  * its compact slots enqueued, then one wait, so that the claims that follow are of tiles
  * finished. Where a GPU may take the tiles over, in bands, each waited for, giving them up
@@ -786,6 +916,8 @@ static int32_t enqueue_downloads(struct worker *w, const struct split_chunk *chu
 static int32_t render_chunk(void *state, const struct split_chunk *chunk)
 {
     struct worker *w = state;
+    if (w->ahead)
+        return render_ahead(w, chunk);
     struct clops_pool *pool = w->call->pool;
     const int32_t T = w->call->plan->tile, n = chunk->count;
     const int64_t began = split_clock_ns();
