@@ -303,24 +303,18 @@ START_TEST(test_uncontested_tiles_go_straight_into_host_memory)
 }
 END_TEST
 
-/* The same as a GPU (split_devices_as_gpus: a device with DMA beside its compute units): a
+/* The same as a GPU (split_devices_as_gpus: a device with DMA beside its compute units): each
  * device's chunks render ahead, into two sets of buffers in turn, each chunk's tiles
- * downloading on a queue of the worker's own while the next one renders. _i 0: host outputs,
- * downloaded into place by both devices (the bytes downloaded are both outputs' pixels); 1:
- * buffers on device 0, which writes its tiles directly, device 1's placed there from two sets
- * (mandel_place_sets), each chunk's once its downloads are done, while the next renders. The
- * bits are device 0 alone's, and every later call renders several chunks ahead (so that both
- * sets are reused). */
+ * downloading into place on a queue of the worker's own while the next one renders. The bits
+ * are device 0 alone's, the bytes downloaded both outputs' pixels, and every chunk of the
+ * later calls rendered ahead (several a call, so that both sets are reused). */
 START_TEST(test_gpus_render_ahead_of_their_downloads)
 {
     const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
-    const int on_device = _i;
     struct clops_pool *pool = mandel_pool();
-    struct tu_mandel_out want = mandel_out_new(pool, on_device),
-                         got = mandel_out_new(pool, on_device);
+    struct tu_mandel_out want = mandel_out_new(pool, 0), got = mandel_out_new(pool, 0);
     render_ok(pool, "1", &want);
     split_devices_as_gpus = 1;
-    mandel_place_sets = 2;
     render_ok(pool, "dynamic", &got); /* the rates of both devices as GPUs */
     expect_same_bits(&got, &want, "the first split call");
     for (int r = 0; r < 3; r++) {
@@ -332,15 +326,12 @@ START_TEST(test_gpus_render_ahead_of_their_downloads)
         ck_assert_int_eq(api->pool_stats(pool, &after), CLOPS_OK);
         expect_same_bits(&got, &want, "a later split call");
         const long long chunks = atomic_load(&mandel_ahead_chunks) - ahead;
-        ck_assert_msg(chunks >= (on_device ? 2 : 4),
-                      "call %d: %lld chunks rendered ahead, expected %d or more", r, chunks,
-                      on_device ? 2 : 4);
+        ck_assert_msg(chunks >= 4, "call %d: %lld chunks rendered ahead, expected 4 or more", r,
+                      chunks);
         const int64_t pixels = (int64_t)MANDEL_H * MANDEL_W;
-        if (!on_device)
-            ck_assert_int_eq(after.bytes_downloaded - before.bytes_downloaded, 2 * 4 * pixels);
+        ck_assert_int_eq(after.bytes_downloaded - before.bytes_downloaded, 2 * 4 * pixels);
     }
     split_devices_as_gpus = 0;
-    mandel_place_sets = 0;
     tu_mandel_out_free(&want);
     tu_mandel_out_free(&got);
 }
@@ -457,7 +448,7 @@ int main(void)
         TU_TEST(test_split_calls_reuse_the_pools_threads),
         TU_LOOP(test_split_calls_match_one_device_and_reuse_what_they_made, 4),
         TU_TEST(test_uncontested_tiles_go_straight_into_host_memory),
-        TU_LOOP(test_gpus_render_ahead_of_their_downloads, 2),
+        TU_TEST(test_gpus_render_ahead_of_their_downloads),
         TU_TEST(test_split_calls_from_two_threads_at_once),
         TU_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls),
     };

@@ -273,11 +273,7 @@ struct worker {
     cl_mem ahead_ids[PLACE_SETS], ahead_staged[PLACE_SETS][2];
     int32_t ahead_ids_host[PLACE_SETS][SPLIT_CHUNK_MAX];
     struct pool_work ahead_work[PLACE_SETS], dl_work[PLACE_SETS];
-    int rendering[PLACE_SETS], downloading[PLACE_SETS]; /* enqueued, not waited for */
-    /* Outputs placed by the primary device: the set's chunk, downloaded into its host slots,
-     * waits to be placed (placed while the next chunk renders: render_ahead), and its size. */
-    int to_place[PLACE_SETS];
-    int32_t ahead_count[PLACE_SETS];
+    int ahead_pending[PLACE_SETS]; /* the set's chunk is enqueued, not waited for */
     cl_event after; /* the call's `after` where `queue` is in its context, else NULL */
 };
 
@@ -513,19 +509,17 @@ static int32_t setup_host_slots(struct worker *w, int contested)
 
 /* Whether the worker renders ahead (render_ahead), and its second set and download queue if
  * so: a device with DMA beside its compute units (a GPU; split_devices_as_gpus in tests) none
- * of whose chunks another worker renders, whose outputs are downloaded in place or placed by
- * the primary device from two sets. On two H200s a chunk's downloads otherwise ran between its
- * render and the next one's on the one queue: into host memory, and, for GPU 1's tiles of a
- * deep zoom into GPU 0's buffer, GPU 1 delivered 23.5 tiles/ms where it renders 29.4. */
+ * of whose chunks another worker renders, with an output downloaded in place and none placed
+ * by the primary device. On two H200s the in-place downloads of a deep zoom's tiles otherwise
+ * ran between its chunks' renders on the one queue. */
 static int32_t setup_ahead(struct worker *w, int contested, int gpu)
 {
     int any = 0;
     for (int o = 0; o < 2; o++) {
         const enum delivery d = delivery_for(w, o, 0);
-        if ((d == DELIVER_PLACE && w->sets != PLACE_SETS) ||
-            (d == DELIVER_HOST && !in_place(w, o, 0)))
+        if (d == DELIVER_PLACE || (d == DELIVER_HOST && !in_place(w, o, 0)))
             return CLOPS_OK;
-        any |= d == DELIVER_HOST || d == DELIVER_PLACE;
+        any |= d == DELIVER_HOST;
     }
     if (!any || contested || !(gpu || split_devices_as_gpus))
         return CLOPS_OK;
@@ -704,17 +698,31 @@ static int32_t placed(struct worker *w, int32_t s, int32_t status)
                             op_name);
 }
 
+/* Waits for set s's chunk rendered ahead, if one is enqueued: its downloads and its kernels
+ * (their device time); its buffers and tile numbers are free again. `status` is the worker's
+ * so far. */
+static int32_t settle(struct worker *w, int32_t s, int32_t status)
+{
+    if (!w->ahead_pending[s])
+        return status;
+    w->ahead_pending[s] = 0;
+    status = pool_work_finish(w->call->pool, &w->dl_work[s], w->dl_queue, status, &w->device_ns,
+                              op_name);
+    return pool_work_finish(w->call->pool, &w->ahead_work[s], w->queue, status, &w->device_ns,
+                            op_name);
+}
+
 /* Tiles downloaded from compact slots, going to buffers on the primary device: upload, then
  * place the claimed ones (the others' numbers become -1), on the primary device's queue. Not
  * waited for here: the next chunk renders and downloads into the other set meanwhile, and a set
  * is reused once its placement is done (render_chunk), the last ones at the worker's end
  * (drain). */
-/* The placement of set s's chunk of n tiles (their numbers in place_ids_host[s], -1 for one
- * not placed; their tiles in slots[s]), enqueued on the primary device's queue and not waited
- * for (placed). */
-static int32_t enqueue_place(struct worker *w, int32_t s, int32_t n)
+static int32_t deliver_place(struct worker *w, const struct split_chunk *chunk, const int *claimed)
 {
     struct clops_pool *pool = w->call->pool;
+    const int32_t n = chunk->count, s = w->set;
+    for (int32_t k = 0; k < n; k++)
+        w->place_ids_host[s][k] = claimed[k] ? chunk->units[k] : -1;
     /* The first command of the chunk on the primary device's queue: the placing after it
      * writes the device outputs, once the stream's earlier calls are done with them. */
     int32_t status = enqueue_write(w->place_queue, w->place_ids[s], (size_t)n * sizeof(cl_int),
@@ -739,57 +747,12 @@ static int32_t enqueue_place(struct worker *w, int32_t s, int32_t n)
     status = status == CLOPS_OK ? marked : status;
     if (status == CLOPS_OK && clFlush(w->place_queue) != CL_SUCCESS)
         status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a placement failed", op_name);
-    return status;
-}
-
-static int32_t deliver_place(struct worker *w, const struct split_chunk *chunk, const int *claimed)
-{
-    const int32_t n = chunk->count, s = w->set;
-    for (int32_t k = 0; k < n; k++)
-        w->place_ids_host[s][k] = claimed[k] ? chunk->units[k] : -1;
-    const int32_t status = enqueue_place(w, s, n);
     if (status != CLOPS_OK || w->sets == 1)
         return placed(w, s, status);
     w->set = (s + 1) % w->sets;
     w->host[0] = w->slots[w->set][0];
     w->host[1] = w->slots[w->set][1];
     return CLOPS_OK;
-}
-
-/* Set s's downloads (render_ahead) waited for, if enqueued. */
-static int32_t downloaded(struct worker *w, int32_t s, int32_t status)
-{
-    if (!w->downloading[s])
-        return status;
-    w->downloading[s] = 0;
-    return pool_work_finish(w->call->pool, &w->dl_work[s], w->dl_queue, status, &w->device_ns,
-                            op_name);
-}
-
-/* Set s's chunk, downloaded into its host slots, placed on the primary device (not waited for:
- * placed), if it waits to be; a failure before leaves it unplaced. */
-static int32_t place_ahead(struct worker *w, int32_t s, int32_t status)
-{
-    if (!w->to_place[s])
-        return status;
-    w->to_place[s] = 0;
-    status = downloaded(w, s, status);
-    return status == CLOPS_OK ? enqueue_place(w, s, w->ahead_count[s]) : status;
-}
-
-/* Everything of set s's chunk rendered ahead that is still to do done and waited for: its
- * placement enqueued where it waits for one, its downloads, its kernels (their device time)
- * and its placement; its buffers, tile numbers and host slots are free again. `status` is the
- * worker's so far. */
-static int32_t settle(struct worker *w, int32_t s, int32_t status)
-{
-    status = downloaded(w, s, place_ahead(w, s, status));
-    if (w->rendering[s]) {
-        w->rendering[s] = 0;
-        status = pool_work_finish(w->call->pool, &w->ahead_work[s], w->queue, status, &w->device_ns,
-                                  op_name);
-    }
-    return placed(w, s, status);
 }
 
 /* split_job.drain: the placements still in flight waited for, on every path. */
@@ -808,8 +771,6 @@ static int32_t drain(void *state)
 static int32_t deliver(void *state, const struct split_chunk *chunk, const int *claimed)
 {
     struct worker *w = state;
-    if (w->ahead) /* in place, or placed while the next chunk renders (render_ahead) */
-        return CLOPS_OK;
     const struct mandel_plan *p = w->call->plan;
     const int64_t began = split_clock_ns();
     int any_place = 0;
@@ -902,7 +863,7 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
     int32_t status = settle(w, s, CLOPS_OK);
     if (status != CLOPS_OK)
         return status;
-    w->rendering[s] = w->downloading[s] = 1; /* from here on drain waits, on every path */
+    w->ahead_pending[s] = 1; /* from here on drain waits for the set, on every path */
     memcpy(w->ahead_ids_host[s], chunk->units, (size_t)n * sizeof(int32_t));
     status = bind_outputs(w, 0);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++)
@@ -933,34 +894,15 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
     /* Submitted: the downloads on another queue wait for its end. */
     if (status == CLOPS_OK && clFlush(w->queue) != CL_SUCCESS)
         status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a chunk failed", op_name);
-    int any_place = 0;
-    for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
-        if (in_place(w, o, 0)) {
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++)
+        if (in_place(w, o, 0))
             status = download_in_place(w, chunk, o, w->dl_queue, w->ahead_staged[s][o],
                                        w->ahead_work[s].done);
-        } else if (delivery_for(w, o, 0) == DELIVER_PLACE) { /* into set s's host slots */
-            const size_t bytes = staged_bytes(w->call->plan, n);
-            cl_int rc = clEnqueueReadBuffer(w->dl_queue, w->ahead_staged[s][o], CL_FALSE, 0, bytes,
-                                            w->slots[s][o], 1, &w->ahead_work[s].done, NULL);
-            if (rc != CL_SUCCESS)
-                status = err_cl(rc, "%s: downloading %zu bytes of tiles failed", op_name, bytes);
-            else
-                pool_record_download(pool, (int64_t)bytes);
-            any_place = 1;
-        }
-    }
     const int32_t marked = pool_work_end(&w->dl_work[s], w->dl_queue, op_name);
     if (status == CLOPS_OK)
         status = marked;
     if (status == CLOPS_OK && clFlush(w->dl_queue) != CL_SUCCESS)
         status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a chunk's downloads failed", op_name);
-    if (status == CLOPS_OK && any_place) { /* placed once downloaded, beside the next render */
-        memcpy(w->place_ids_host[s], chunk->units, (size_t)n * sizeof(int32_t));
-        w->ahead_count[s] = n;
-        w->to_place[s] = 1;
-    }
-    /* The chunk before, placed now that its downloads are done, while this one renders. */
-    status = place_ahead(w, 1 - s, status);
     w->set = 1 - s;
     w->render_ns += split_clock_ns() - began;
     atomic_fetch_add(&mandel_ahead_chunks, 1);
