@@ -303,6 +303,25 @@ START_TEST(test_uncontested_tiles_go_straight_into_host_memory)
 }
 END_TEST
 
+/* A one-row image (and a one-column one) split with fixed shares into host memory: its tiles
+ * downloaded straight into place, one row of pixels a tile, give device 0 alone's bits. A
+ * packed one-row view's row stride is 1, which as the rectangles' row pitch was shorter than a
+ * row: the downloads failed with CL_INVALID_VALUE (test_threads, 2026-11-30). */
+START_TEST(test_a_one_row_image_splits_in_place)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    struct clops_pool *pool = mandel_pool();
+    const int64_t h = _i == 0 ? 1 : MANDEL_H, w = _i == 0 ? MANDEL_W : 1;
+    struct tu_mandel_out want = tu_mandel_out_new(api, pool, h, w, 0),
+                         got = tu_mandel_out_new(api, pool, h, w, 0);
+    render_ok(pool, "1", &want);
+    render_ok(pool, "0.5", &got);
+    expect_same_bits(&got, &want, _i == 0 ? "a one-row image" : "a one-column image");
+    tu_mandel_out_free(&want);
+    tu_mandel_out_free(&got);
+}
+END_TEST
+
 /* The same as a GPU (split_devices_as_gpus: a device with DMA beside its compute units): each
  * device's chunks render ahead, into two sets of buffers in turn, each chunk's tiles
  * downloading into place on a queue of the worker's own while the next one renders. On a pool
@@ -450,6 +469,7 @@ int main(void)
         TU_TEST(test_split_calls_reuse_the_pools_threads),
         TU_LOOP(test_split_calls_match_one_device_and_reuse_what_they_made, 4),
         TU_TEST(test_uncontested_tiles_go_straight_into_host_memory),
+        TU_LOOP(test_a_one_row_image_splits_in_place, 2),
         TU_TEST(test_gpus_render_ahead_of_their_downloads),
         TU_TEST(test_split_calls_from_two_threads_at_once),
         TU_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls),

@@ -815,7 +815,11 @@ static int32_t download_in_place(struct worker *w, const struct split_chunk *chu
 {
     const struct mandel_plan *p = w->call->plan;
     const struct clops_tensor *t = output_tensor(p, o);
-    const size_t T = (size_t)p->tile, pitch = (size_t)(t->strides[0] * dtype_size(t->dtype));
+    /* A one-row image's row stride is any value (a packed one's is 1): its rows' pitch is then
+     * the row's bytes, which a rectangle's pitch may not fall short of. */
+    const size_t T = (size_t)p->tile, pitch = p->h > 1
+                                                  ? (size_t)(t->strides[0] * dtype_size(t->dtype))
+                                                  : (size_t)p->w * 4;
     unsigned char *base = (unsigned char *)t->data + t->offset * dtype_size(t->dtype);
     int64_t bytes = 0;
     for (int32_t k = 0; k < chunk->count; k++) {
