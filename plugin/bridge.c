@@ -80,32 +80,57 @@ int32_t bridge_take(struct clops_pool *pool, size_t bytes, const char *op, struc
     return CLOPS_OK;
 }
 
+size_t bridge_keep_bytes = 0;
+
 void bridge_give(struct clops_pool *pool, struct bridge *b)
 {
     struct bridge_block *give = b->block;
     *b = (struct bridge){0};
     if (give == NULL)
         return;
-    /* Kept in a free slot, else in place of the smallest kept one when it is larger. */
+    const size_t bound = bridge_keep_bytes > 0 ? bridge_keep_bytes : pool_host_cache_bound();
+    struct bridge_block *evicted[POOL_BRIDGES + 1];
+    int count = 0;
     os_mutex_lock(&pool->registered_lock);
-    int slot = -1;
-    for (int i = 0; i < POOL_BRIDGES; i++) {
-        if (pool->bridges[i] == NULL) {
-            slot = i;
-            break;
+    if (give->bytes <= bound) {
+        /* Kept in a free slot, else in place of the smallest kept one when it is larger. */
+        int slot = -1;
+        for (int i = 0; i < POOL_BRIDGES; i++) {
+            if (pool->bridges[i] == NULL) {
+                slot = i;
+                break;
+            }
+            if (pool->bridges[i]->bytes < give->bytes &&
+                (slot < 0 || pool->bridges[i]->bytes < pool->bridges[slot]->bytes))
+                slot = i;
         }
-        if (pool->bridges[i]->bytes < give->bytes &&
-            (slot < 0 || pool->bridges[i]->bytes < pool->bridges[slot]->bytes))
-            slot = i;
-    }
-    struct bridge_block *evicted = NULL;
-    if (slot >= 0) {
-        evicted = pool->bridges[slot];
-        pool->bridges[slot] = give;
-        give = NULL;
+        if (slot >= 0) {
+            if (pool->bridges[slot] != NULL)
+                evicted[count++] = pool->bridges[slot];
+            pool->bridges[slot] = give;
+            give = NULL;
+            /* Within the bound: the largest others let go first. */
+            for (;;) {
+                size_t kept = 0;
+                int largest = -1;
+                for (int i = 0; i < POOL_BRIDGES; i++) {
+                    if (pool->bridges[i] == NULL)
+                        continue;
+                    kept += pool->bridges[i]->bytes;
+                    if (i != slot &&
+                        (largest < 0 || pool->bridges[i]->bytes > pool->bridges[largest]->bytes))
+                        largest = i;
+                }
+                if (kept <= bound || largest < 0)
+                    break;
+                evicted[count++] = pool->bridges[largest];
+                pool->bridges[largest] = NULL;
+            }
+        }
     }
     os_mutex_unlock(&pool->registered_lock);
-    block_free(evicted);
+    for (int i = 0; i < count; i++)
+        block_free(evicted[i]); /* unpinning takes time: not under the lock */
     block_free(give);
 }
 

@@ -27,7 +27,10 @@ struct bridge {
  * names the caller in a failure's message. */
 int32_t bridge_take(struct clops_pool *pool, size_t bytes, const char *op, struct bridge *out);
 /* Gives a bridge back (nothing queued may read or write it any more); one never taken (data
- * NULL) is a no-op. */
+ * NULL) is a no-op. The pool keeps it for later calls, within POOL_BRIDGES bridges and
+ * bridge_keep_bytes bytes in all (the larger others let go first; one larger than that
+ * alone is let go): a split Mandelbrot call's host temporaries are bridges as large as its
+ * outputs. */
 void bridge_give(struct clops_pool *pool, struct bridge *b);
 /* A rows x width bytes rectangle of a device buffer: row r at byte offset + r * pitch of mem,
  * on `queue` (a queue of the buffer's device). */
@@ -47,6 +50,10 @@ void bridge_rect_terms(const struct bridge_rect *r, size_t r0, size_t rows, size
  * Whatever the source's queue holds before runs first, and so on the destination's. */
 int32_t bridge_copy(struct clops_pool *pool, const struct bridge_rect *from,
                     const struct bridge_rect *to, size_t rows, size_t width, const char *op);
+
+/* The most bytes of bridges a pool keeps: 0 (default) is the host block cache's bound,
+ * pool_host_cache_bound(); a variable so that tests can make it small. */
+extern size_t bridge_keep_bytes;
 
 /* pool_free: frees the kept bridges. */
 void bridge_release_all(struct clops_pool *pool);

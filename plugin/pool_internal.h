@@ -64,12 +64,14 @@ struct pool_op_counters {
 enum { POOL_COPIERS = 4 };
 enum { POOL_HOST_CACHE = 128, POOL_HOST_MIN_BLOCK = 64 << 10 };
 /* The most bytes the cache keeps, or an eighth of the machine's memory where that is more
- * (pool_memory.c's host_cache_bound): a stream's calls in flight hold several blocks each
+ * (pool_host_cache_bound): a stream's calls in flight hold several blocks each
  * (two staging blocks per upload, a temporary per output), and two streams of large calls need
  * them all back on the next calls, or each call pins and unpins them again (milliseconds for
  * tens of MiB on NVIDIA's driver; a 16384^2 GEMM's 1-2 GiB output took 0.5-1 s on an H200, four
  * times its product); beyond the bound the largest blocks are given back to the system. */
 #define POOL_HOST_CACHE_BYTES ((size_t)1 << 30)
+/* That bound (pool_memory.c). */
+size_t pool_host_cache_bound(void);
 struct host_block; /* pool_memory.c: a block and where its memory comes from */
 
 /* How many bridges (bridge.h) a pool keeps for later calls: two per device of a pool of two
@@ -126,7 +128,7 @@ struct clops_pool {
     struct pool_op_counters *op_counters;           /* registry_count() entries */
     os_mutex host_lock;                             /* guards host_cache and copiers */
     struct host_block *host_cache[POOL_HOST_CACHE]; /* pool_host_take's blocks of past calls */
-    size_t host_cached_bytes;                       /* their bytes, at most host_cache_bound() */
+    size_t host_cached_bytes; /* their bytes, at most pool_host_cache_bound() */
     /* pool_host_copy's, each made when a large copy finds the ones before busy: the threads
      * of two streams (starters packing uploads, completers unpacking downloads) copy at once. */
     struct host_copier *copiers[POOL_COPIERS];

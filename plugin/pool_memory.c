@@ -389,7 +389,7 @@ static int largest_slot(const struct clops_pool *pool, const struct host_block *
 
 /* The most bytes the host block cache keeps: POOL_HOST_CACHE_BYTES, or an eighth of the
  * machine's memory where that is more (told once: it does not change while a process runs). */
-static size_t host_cache_bound(void)
+size_t pool_host_cache_bound(void)
 {
     static _Atomic size_t bound = 0;
     size_t b = atomic_load(&bound);
@@ -417,7 +417,7 @@ void pool_host_give(struct clops_pool *pool, void *data, size_t capacity)
         if (pool->host_cache[i] == NULL ||
             pool->host_cache[i]->bytes < pool->host_cache[slot]->bytes)
             slot = i;
-    const size_t bound = host_cache_bound();
+    const size_t bound = pool_host_cache_bound();
     if (given->bytes > bound)
         evicted[count++] = given;
     else if (pool->host_cache[slot] == NULL || pool->host_cache[slot]->bytes < given->bytes) {

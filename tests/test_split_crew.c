@@ -322,6 +322,39 @@ START_TEST(test_a_one_row_image_splits_in_place)
 }
 END_TEST
 
+/* The bridges a pool keeps stay within bridge_keep_bytes (made 1 MiB here; by default the host
+ * block cache's bound): one larger than that is let go when given back, and giving back one
+ * that would take the kept bytes over lets the larger others go. A bridge taken again comes
+ * from those kept (bridge_made does not grow) where one is large enough. */
+START_TEST(test_the_bridges_a_pool_keeps_stay_within_its_bound)
+{
+    struct clops_pool *pool = mandel_pool();
+    const size_t saved = bridge_keep_bytes;
+    bridge_keep_bytes = 1 << 20;
+    struct bridge a, b, c;
+    int64_t made = bridge_made(pool);
+    /* One larger than the bound is let go: taking its size again makes a new one. */
+    ck_assert_int_eq(bridge_take(pool, 2 << 20, "test", &a), CLOPS_OK);
+    bridge_give(pool, &a);
+    made = bridge_made(pool);
+    ck_assert_int_eq(bridge_take(pool, 2 << 20, "test", &a), CLOPS_OK);
+    ck_assert_int_eq(bridge_made(pool), made + 1);
+    bridge_give(pool, &a);
+    ck_assert_int_eq(bridge_take(pool, 600 << 10, "test", &b), CLOPS_OK);
+    ck_assert_int_eq(bridge_take(pool, 600 << 10, "test", &c), CLOPS_OK);
+    bridge_give(pool, &b); /* kept: 600 KiB */
+    bridge_give(pool, &c); /* kept, and b's let go: 1.2 MiB would be over the bound */
+    made = bridge_made(pool);
+    ck_assert_int_eq(bridge_take(pool, 600 << 10, "test", &b), CLOPS_OK);
+    ck_assert_int_eq(bridge_made(pool), made); /* c's, kept */
+    ck_assert_int_eq(bridge_take(pool, 600 << 10, "test", &c), CLOPS_OK);
+    ck_assert_int_eq(bridge_made(pool), made + 1); /* b's was let go */
+    bridge_give(pool, &b);
+    bridge_give(pool, &c);
+    bridge_keep_bytes = saved;
+}
+END_TEST
+
 /* The same as a GPU (split_devices_as_gpus: a device with DMA beside its compute units): each
  * device's chunks render ahead, into two sets of buffers in turn, each chunk's tiles
  * downloading into place on a queue of the worker's own while the next one renders. On a pool
@@ -470,6 +503,7 @@ int main(void)
         TU_LOOP(test_split_calls_match_one_device_and_reuse_what_they_made, 4),
         TU_TEST(test_uncontested_tiles_go_straight_into_host_memory),
         TU_LOOP(test_a_one_row_image_splits_in_place, 2),
+        TU_TEST(test_the_bridges_a_pool_keeps_stay_within_its_bound),
         TU_TEST(test_gpus_render_ahead_of_their_downloads),
         TU_TEST(test_split_calls_from_two_threads_at_once),
         TU_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls),
