@@ -462,11 +462,14 @@ static int32_t clamp32(int64_t x, int32_t lo, int32_t hi)
 static int32_t setup_place(struct worker *w, struct pool_device *primary)
 {
     const struct mandel_plan *p = w->call->plan;
-    /* Placing from two sets (a GPU's worker), a queue of its own: on the primary's queue a
-     * placement waited behind the primary's own render (two H200s, deep zoom 4096^2 into GPU
-     * 0's buffer: GPU 1's one tile placed after GPU 0's 255-tile launch of 8.8 ms). */
+    /* Placing from two sets (a GPU's worker) on a GPU, a queue of its own: on the primary's
+     * queue a placement waited behind the primary's own render (two H200s, deep zoom 4096^2
+     * into GPU 0's buffer: GPU 1's one tile placed after GPU 0's 255-tile launch of 8.8 ms).
+     * Not on a CPU device: PoCL (3.1 and 5.0) aborts in pocl_release_dlhandle_cache when one
+     * kernel runs at once with different grid sizes, and placements of several workers on
+     * queues of their own did (CI, test_multi_device on eight PoCL devices). */
     int32_t status = CLOPS_OK;
-    if (w->sets == PLACE_SETS) {
+    if (w->sets == PLACE_SETS && pool_device_info(primary)->type == CLOPS_DEVICE_GPU) {
         status = pool_open_queue(w->call->pool, primary, op_name, &w->place_queue);
         w->place_queue_own = status == CLOPS_OK;
     } else {
