@@ -339,6 +339,12 @@ static int32_t set_int_arg(cl_kernel kernel, const char *name, cl_uint index, cl
                     (const void *const[]){&value});
 }
 
+static int32_t set_mem_arg(cl_kernel kernel, const char *name, cl_uint index, cl_mem mem)
+{
+    return set_args(kernel, name, index, 1, (const size_t[]){sizeof mem},
+                    (const void *const[]){&mem});
+}
+
 /* From argument `first` on: an output's buffer, then (render kernel: with_flag) whether it is
  * compact, then its offset and `strides` strides. A NULL `t` is a compact or absent output: its
  * offset and strides are unused and passed as 0. */
@@ -502,7 +508,7 @@ static int32_t setup_host_slots(struct worker *w, int contested)
     const size_t slot = staged_bytes(w->call->plan, w->max_chunk);
     int needed[2], outputs = 0;
     for (int o = 0; o < 2; o++) { /* a worker's chunks are contested, if ever, when it steals */
-        needed[o] = w->staged[o] != NULL && !(in_place(w, o, 0) && in_place(w, o, contested));
+        needed[o] = w->staged[o] != NULL && (contested || !in_place(w, o, 0));
         outputs += needed[o];
     }
     if (outputs == 0)
@@ -703,15 +709,22 @@ static int32_t wait_chunk(struct worker *w, struct pool_work *work, cl_command_q
     return pool_work_finish(w->call->pool, work, queue, status, &w->device_ns, op_name);
 }
 
+/* Waits for `work` on `queue` where *pending says it is enqueued and not waited for yet (its
+ * device time into the worker's); *pending is 0 after it. `status` is the worker's so far. */
+static int32_t finish_pending(struct worker *w, int *pending, struct pool_work *work,
+                              cl_command_queue queue, int32_t status)
+{
+    if (!*pending)
+        return status;
+    *pending = 0;
+    return pool_work_finish(w->call->pool, work, queue, status, &w->device_ns, op_name);
+}
+
 /* Waits for set s's placement, if one is enqueued: its host slots and buffers are free again.
  * `status` is the worker's so far. */
 static int32_t placed(struct worker *w, int32_t s, int32_t status)
 {
-    if (!w->placing[s])
-        return status;
-    w->placing[s] = 0;
-    return pool_work_finish(w->call->pool, &w->place_work[s], w->place_queue, status, &w->device_ns,
-                            op_name);
+    return finish_pending(w, &w->placing[s], &w->place_work[s], w->place_queue, status);
 }
 
 /* Waits for set s's chunk rendered ahead, if one is enqueued: its downloads and its kernels
@@ -719,17 +732,8 @@ static int32_t placed(struct worker *w, int32_t s, int32_t status)
  * so far. */
 static int32_t settle(struct worker *w, int32_t s, int32_t status)
 {
-    if (w->downloading[s]) {
-        w->downloading[s] = 0;
-        status = pool_work_finish(w->call->pool, &w->dl_work[s], w->dl_queue, status, &w->device_ns,
-                                  op_name);
-    }
-    if (w->rendering[s]) {
-        w->rendering[s] = 0;
-        status = pool_work_finish(w->call->pool, &w->ahead_work[s], w->queue, status, &w->device_ns,
-                                  op_name);
-    }
-    return status;
+    status = finish_pending(w, &w->downloading[s], &w->dl_work[s], w->dl_queue, status);
+    return finish_pending(w, &w->rendering[s], &w->ahead_work[s], w->queue, status);
 }
 
 /* Tiles downloaded from compact slots, going to buffers on the primary device: upload, then
@@ -871,6 +875,24 @@ static int32_t enqueue_downloads(struct worker *w, const struct split_chunk *chu
     return CLOPS_OK;
 }
 
+/* Enqueues rows [row0, row0 + rows) of each of the chunk's n tiles (their numbers in the
+ * buffer bound as argument 14) on the worker's queue, into `work`. */
+static int32_t launch_rows(struct worker *w, struct pool_work *work, int32_t n, int32_t row0,
+                           int32_t rows)
+{
+    int32_t status = set_int_arg(w->render, "mandelbrot", 10, n);
+    if (status == CLOPS_OK)
+        status = set_int_arg(w->render, "mandelbrot", 11, row0);
+    if (status == CLOPS_OK)
+        status = set_int_arg(w->render, "mandelbrot", 12, rows);
+    size_t global = global_size(w->call->plan, n, rows, w->group_size),
+           local = (size_t)w->group_size;
+    if (status == CLOPS_OK)
+        status = pool_launch_kernel(w->call->pool, work, w->queue, w->render, 1, &global, &local,
+                                    op_name);
+    return status;
+}
+
 /* render_chunk for a worker that renders ahead (setup_ahead): the chunk's tile numbers, its
  * launch into set s's compact buffers and, on dl_queue once the launch is done, its tiles'
  * downloads into place are enqueued; it returns once the launch is done, not its downloads,
@@ -881,9 +903,6 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
 {
     struct clops_pool *pool = w->call->pool;
     const int32_t s = w->set, n = chunk->count, T = w->call->plan->tile;
-    const int64_t began = split_clock_ns();
-    w->chunks++;
-    w->tiles += n;
     int32_t status = settle(w, s, CLOPS_OK);
     if (status != CLOPS_OK)
         return status;
@@ -892,25 +911,14 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
     status = bind_outputs(w, 0);
     for (int o = 0; o < 2 && status == CLOPS_OK; o++)
         if (w->ahead_staged[s][o] != NULL)
-            status = set_args(w->render, "mandelbrot", o == 0 ? 15 : 20, 1,
-                              (const size_t[]){sizeof(cl_mem)},
-                              (const void *const[]){&w->ahead_staged[s][o]});
+            status = set_mem_arg(w->render, "mandelbrot", o == 0 ? 15 : 20, w->ahead_staged[s][o]);
     if (status == CLOPS_OK)
-        status = set_args(w->render, "mandelbrot", 14, 1, (const size_t[]){sizeof(cl_mem)},
-                          (const void *const[]){&w->ahead_ids[s]});
+        status = set_mem_arg(w->render, "mandelbrot", 14, w->ahead_ids[s]);
     if (status == CLOPS_OK) /* before launches that may write outputs */
         status = enqueue_write(w->queue, w->ahead_ids[s], (size_t)n * sizeof(cl_int),
                                w->ahead_ids_host[s], w->after, pool);
     if (status == CLOPS_OK)
-        status = set_int_arg(w->render, "mandelbrot", 10, n);
-    if (status == CLOPS_OK)
-        status = set_int_arg(w->render, "mandelbrot", 11, 0);
-    if (status == CLOPS_OK)
-        status = set_int_arg(w->render, "mandelbrot", 12, T);
-    size_t global = global_size(w->call->plan, n, T, w->group_size), local = (size_t)w->group_size;
-    if (status == CLOPS_OK)
-        status = pool_launch_kernel(pool, &w->ahead_work[s], w->queue, w->render, 1, &global,
-                                    &local, op_name);
+        status = launch_rows(w, &w->ahead_work[s], n, 0, T);
     if (status == CLOPS_OK)
         status = pool_work_end(&w->ahead_work[s], w->queue, op_name);
     if (status == CLOPS_OK && w->ahead_work[s].done == NULL)
@@ -931,59 +939,49 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
      * ahead waits for its chunk: one that returned at once took its next chunks early and, at
      * the splitter's shares of what is left, more than its part (two H200s, deep zoom 8192^2
      * into host memory: GPU 1 ended 2.3 ms after GPU 0, 30.8 ms in all; 27.8-29.2 with it). */
-    if (w->rendering[s]) {
-        w->rendering[s] = 0;
-        status =
-            pool_work_finish(pool, &w->ahead_work[s], w->queue, status, &w->device_ns, op_name);
-    }
+    status = finish_pending(w, &w->rendering[s], &w->ahead_work[s], w->queue, status);
     w->set = 1 - s;
-    w->render_ns += split_clock_ns() - began;
     atomic_fetch_add(&mandel_ahead_chunks, 1);
     return status;
 }
 
-/* Renders the chunk's tiles (split_job.render): its tile numbers, launches and the download of
- * its compact slots enqueued, then one wait, so that the claims that follow are of tiles
- * finished. Where a GPU may take the tiles over, in bands, each waited for, giving them up
- * between bands once another worker delivered them all. */
-static int32_t render_chunk(void *state, const struct split_chunk *chunk)
+/* render_chunk for a worker that does not render ahead: the chunk's tile numbers, launches and
+ * the download of its compact slots enqueued, then one wait, so that the claims that follow are
+ * of tiles finished. Where a GPU may take the tiles over, in bands, each waited for, giving them
+ * up between bands once another worker delivered them all. */
+static int32_t render_and_wait(struct worker *w, const struct split_chunk *chunk)
 {
-    struct worker *w = state;
-    if (w->ahead)
-        return render_ahead(w, chunk);
     struct clops_pool *pool = w->call->pool;
     const int32_t T = w->call->plan->tile, n = chunk->count;
-    const int64_t began = split_clock_ns();
-    w->chunks++;
-    w->tiles += n;
     const int32_t band = chunk->may_give_up ? clamp32(BAND_ITEMS / ((int64_t)n * T), 1, T) : T;
     int32_t status = bind_outputs(w, chunk->contested);
     if (status == CLOPS_OK) /* chunk->units stays as it is until the chunk is delivered */
         status = enqueue_write(w->queue, w->ids, (size_t)n * sizeof(cl_int), chunk->units, w->after,
                                pool); /* before launches that may write outputs */
-    if (status == CLOPS_OK)
-        status = set_int_arg(w->render, "mandelbrot", 10, n);
     for (int32_t row0 = 0; row0 < T && status == CLOPS_OK; row0 += band) {
         if (row0 > 0 && chunk->may_give_up) {
             status = wait_chunk(w, &w->work, w->queue, status);
             if (status != CLOPS_OK || split_chunk_given_up(chunk))
                 return status;
         }
-        const int32_t rows = T - row0 < band ? T - row0 : band;
-        status = set_int_arg(w->render, "mandelbrot", 11, row0);
-        if (status == CLOPS_OK)
-            status = set_int_arg(w->render, "mandelbrot", 12, rows);
-        size_t global = global_size(w->call->plan, n, rows, w->group_size),
-               local = (size_t)w->group_size;
-        if (status == CLOPS_OK)
-            status = pool_launch_kernel(pool, &w->work, w->queue, w->render, 1, &global, &local,
-                                        op_name);
+        status = launch_rows(w, &w->work, n, row0, T - row0 < band ? T - row0 : band);
     }
     /* The host slots the downloads fill: free once their set's last placement is done. */
     status = placed(w, w->set, status);
     if (status == CLOPS_OK)
         status = enqueue_downloads(w, chunk);
-    status = wait_chunk(w, &w->work, w->queue, status);
+    return wait_chunk(w, &w->work, w->queue, status);
+}
+
+/* Renders the chunk's tiles (split_job.render), ahead of their downloads or waiting for them,
+ * counting the worker's chunks, tiles and time for its debug line. */
+static int32_t render_chunk(void *state, const struct split_chunk *chunk)
+{
+    struct worker *w = state;
+    const int64_t began = split_clock_ns();
+    w->chunks++;
+    w->tiles += chunk->count;
+    const int32_t status = w->ahead ? render_ahead(w, chunk) : render_and_wait(w, chunk);
     w->render_ns += split_clock_ns() - began;
     return status;
 }
