@@ -11,7 +11,8 @@ int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffe
     return buffer_create_on(pool, 0, bytes, out, "buffer_create");
 }
 
-int32_t buffer_create_on(struct clops_pool *pool, int32_t device, int64_t bytes,
+/* buffer_create_on's, from the kept staging buffers where `kept`. */
+static int32_t create_on(struct clops_pool *pool, int32_t device, int64_t bytes, int kept,
                          struct clops_buffer **out, const char *entry)
 {
     if (out == NULL)
@@ -47,7 +48,13 @@ int32_t buffer_create_on(struct clops_pool *pool, int32_t device, int64_t bytes,
         b->bytes = bytes;
         atomic_init(&b->holds, 1); /* the host's, until buffer_release */
         atomic_init(&b->released, 0);
-        status = pool_alloc_device_memory(b->dev, bytes, entry, "parameter 'bytes'", &b->mem);
+        b->kept = kept;
+        status = kept
+                     ? pool_staged_take(pool, b->dev, bytes, entry,
+                                        "operands moved between "
+                                        "devices",
+                                        &b->mem)
+                     : pool_alloc_device_memory(b->dev, bytes, entry, "parameter 'bytes'", &b->mem);
         if (status != CLOPS_OK)
             pool_unhold(pool);
     }
@@ -57,6 +64,18 @@ int32_t buffer_create_on(struct clops_pool *pool, int32_t device, int64_t bytes,
     }
     *out = b;
     return CLOPS_OK;
+}
+
+int32_t buffer_create_on(struct clops_pool *pool, int32_t device, int64_t bytes,
+                         struct clops_buffer **out, const char *entry)
+{
+    return create_on(pool, device, bytes, 0, out, entry);
+}
+
+int32_t buffer_create_kept(struct clops_pool *pool, int32_t device, int64_t bytes,
+                           struct clops_buffer **out, const char *entry)
+{
+    return create_on(pool, device, bytes, 1, out, entry);
 }
 
 static int32_t check_transfer(const char *what, const struct clops_buffer *b, int64_t offset,
@@ -135,6 +154,8 @@ void buffer_unhold(struct clops_buffer *b)
     struct clops_pool *pool = b->pool;
     if (b->wrapped)
         clReleaseMemObject(b->mem); /* the host's: never counted, only held */
+    else if (b->kept)
+        pool_staged_give(pool, b->dev, b->mem);
     else
         pool_free_device_memory(b->dev, b->mem);
     free(b);

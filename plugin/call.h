@@ -105,10 +105,11 @@ int call_split_run(struct call *call);
  * not (nothing done); call_complete finishes it. */
 int call_split_submit(struct call *call, cl_command_queue queue);
 /* call_split.c: a part of a split call whose operands move from another device is cut into
- * pieces of about this many bytes moved (at most 16), each computed while the next one's
- * operands move, so that only the first one's wait is not hidden; enough bytes that a piece
- * still fills a device (a 16384^2 f32 GEMM's part of two GPUs, 1.5 GiB moved: 12 pieces of
- * about 1365 x 8192 x 16384). Tests lower it, to cut small calls. */
+ * pieces whose operands move in blocks of about this many bytes (at most 16 blocks, 32
+ * pieces), each piece computed while the next ones' blocks move, so that only the first one's
+ * wait is not hidden; enough bytes that a piece still fills a device (a 16384^2 f32 GEMM's part
+ * of two GPUs, 1.5 GiB moved: 8 bands of A by 3 blocks of B, pieces of about 2048 x 2475 x
+ * 16384). Tests lower it, to cut small calls. */
 #define SPLIT_PIECE_BYTES ((int64_t)128 << 20)
 extern int64_t split_piece_bytes;
 /* call_split.c: a split call's end, from call_complete: its parts awaited, and committed only

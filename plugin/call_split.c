@@ -64,18 +64,25 @@ static double split_shares(struct clops_pool *pool, int32_t index, const struct 
     return cfg->share_count != n && measured ? fastest : 0;
 }
 
-/* The most pieces a part is cut into (op_impl's pieces); the bytes of moved operands a piece
- * is made for are split_piece_bytes (call.h). */
-enum { SPLIT_MAX_PIECES = 16, SPLIT_MAX_PARTS = CONFIG_MAX_DEVICES * SPLIT_MAX_PIECES };
+/* The most pieces a part is cut into (op_impl's pieces), and the most blocks of its operands
+ * that move to make them (each of about split_piece_bytes, call.h). */
+enum {
+    SPLIT_MAX_PIECES = 32,
+    SPLIT_MAX_MOVES = 16,
+    SPLIT_MAX_PARTS = CONFIG_MAX_DEVICES * SPLIT_MAX_PIECES
+};
 int64_t split_piece_bytes = SPLIT_PIECE_BYTES;
 
-/* A part's device operands that live on another device than the part's: moved to buffers of
- * its own device for the part (`moved`; `borrowed`: an earlier piece's on the same device,
- * moved once for all of them), the original views kept to write outputs back. */
+/* A part's operands that live on another device than the part's, or host inputs other parts
+ * on its device read too: the buffer of its device that it reads or writes them in (`moved`;
+ * `owned`: made for this part, else its device's home buffer of the operand or an earlier
+ * piece's), whether it copied them there (`copied`: a later piece of the same view copies
+ * nothing), the original views kept to write outputs back. */
 struct part_moves {
     struct clops_buffer *moved[CALL_MAX_PARAMS];
     struct clops_tensor origin[CALL_MAX_PARAMS];
-    unsigned char borrowed[CALL_MAX_PARAMS];
+    unsigned char owned[CALL_MAX_PARAMS];
+    unsigned char copied[CALL_MAX_PARAMS];
 };
 
 /* A split under way: the parts made (a device's part, or its pieces), each a call on its device,
@@ -91,9 +98,19 @@ struct split_state {
     struct call *calls[SPLIT_MAX_PARTS];
     struct call_control controls[SPLIT_MAX_PARTS];
     double done_ns[SPLIT_MAX_PARTS];
+    /* When each part's operands were on its device and when it was enqueued (the debug
+     * timeline, finish_parts), from start_ns. */
+    double moved_ns[SPLIT_MAX_PARTS], started_ns[SPLIT_MAX_PARTS];
     struct part_moves moves[SPLIT_MAX_PARTS];
+    /* Each device's part before it was cut into pieces (group[i]: part i's, in the cut's
+     * order): the whole views its pieces' blocks of each operand lie in, and the buffers of
+     * its device those of other devices move into (home_at), made at the first piece that
+     * needs one. */
+    int32_t group[SPLIT_MAX_PARTS];
+    struct clops_tensor home_view[CONFIG_MAX_DEVICES][CALL_MAX_PARAMS];
+    struct clops_buffer *home[CONFIG_MAX_DEVICES][CALL_MAX_PARAMS];
     cl_command_queue transfer[CONFIG_MAX_DEVICES]; /* by pool device index */
-    double start_ns;
+    double plan_ns, start_ns; /* when the split was planned, when its parts began to start */
     /* The call's work, and the time its fastest device would take alone at its measured rate
      * (0: not judged, a split by configured shares or by rates not all measured yet). */
     double flops, alone_ns;
@@ -168,22 +185,56 @@ static int same_view(const struct clops_tensor *a, const struct clops_tensor *b)
            a->strides[0] == b->strides[0] && a->strides[1] == b->strides[1];
 }
 
-/* An input view part i reads that a piece started before it on the same device moved already:
- * the part names that piece's buffer (borrowed); 1 when so. */
-static int borrow_moved(struct split_state *s, int32_t i, int32_t p, struct clops_tensor *t)
+/* An earlier piece on part i's device (started before it) that moved input view t: its index,
+ * or -1. */
+static int32_t moved_before(const struct split_state *s, int32_t i, int32_t p,
+                            const struct clops_tensor *t)
 {
     for (int32_t k = 0; s->order[k] != i; k++) {
         const int32_t j = s->order[k];
-        if (s->devs[j] != s->devs[i] || s->moves[j].moved[p] == NULL ||
-            !same_view(&s->moves[j].origin[p], t))
-            continue;
-        *t = *s->parts[j].values[p].tensor;
-        s->moves[i].moved[p] = s->moves[j].moved[p];
-        s->moves[i].origin[p] = s->moves[j].origin[p];
-        s->moves[i].borrowed[p] = 1;
-        return 1;
+        if (s->devs[j] == s->devs[i] && s->moves[j].copied[p] &&
+            same_view(&s->moves[j].origin[p], t))
+            return j;
     }
-    return 0;
+    return -1;
+}
+
+/* Where on part i's device its block t of a device operand of another device lies: in the
+ * buffer of its device's whole view of the operand (home_view; made at the first piece that
+ * needs it), that view packed, its rows one after another; `here` names t's place there. A
+ * block outside the whole view (none that a cut makes) gets a buffer of its own. */
+static int32_t home_at(struct clops_pool *pool, struct split_state *s, int32_t i, int32_t p,
+                       const struct clops_tensor *t, const char *op, struct clops_tensor *here)
+{
+    const int32_t g = s->group[i];
+    const struct clops_tensor *h = &s->home_view[g][p];
+    int64_t outer = 0, inner = 0, pitch = 0;
+    const int unit = h->strides[1] == 1 || h->shape[1] == 1 ? 1 : 0;
+    const int64_t at = t->offset - h->offset;
+    const int inside = h->buffer == t->buffer && h->dtype == t->dtype &&
+                       view_rect(h, &outer, &inner, &pitch) && at >= 0 &&
+                       at / pitch + t->shape[1 - unit] <= outer &&
+                       at % pitch + t->shape[unit] <= inner &&
+                       (t->shape[1 - unit] <= 1 || t->strides[1 - unit] == pitch) &&
+                       (t->shape[unit] <= 1 || t->strides[unit] == 1);
+    struct clops_buffer **buffer = &s->home[g][p];
+    int64_t row = inside ? at / pitch : 0, column = inside ? at % pitch : 0;
+    if (!inside) {
+        view_rect(t, &outer, &inner, &pitch);
+        buffer = &s->moves[i].moved[p];
+        s->moves[i].owned[p] = 1;
+    }
+    int32_t status = CLOPS_OK;
+    if (*buffer == NULL)
+        status = buffer_create_kept(pool, s->device_index[i], outer * inner * dtype_size(t->dtype),
+                                    buffer, op);
+    s->moves[i].moved[p] = *buffer;
+    *here = *t;
+    here->buffer = *buffer;
+    here->offset = row * inner + column;
+    here->strides[unit] = 1;
+    here->strides[1 - unit] = inner;
+    return status;
 }
 
 /* Whether host input p of part i is read by another part on its device (the block of the cut
@@ -209,10 +260,11 @@ static int host_input_shared(const struct split_state *s, int32_t i, int32_t p,
     return 0;
 }
 
-/* Moves part i's device operands of other devices to new buffers on its device (their contents
+/* Moves part i's device operands of other devices to its device (home_at; their contents
  * through bridges; outputs-only ones and those it does not read left unwritten), and stages
- * its host inputs that other parts on its device read too (host_input_shared): the part's
- * views then name those. An input an earlier piece moved is not moved again. */
+ * its host inputs that other parts on its device read too (host_input_shared) into a buffer
+ * of their own: the part's views then name those. An input an earlier piece moved is not moved
+ * again. */
 static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i,
                        const struct clops_op *desc)
 {
@@ -229,39 +281,51 @@ static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i
         struct clops_tensor *t = &part->tensors[p];
         *t = *view;
         part->values[p].tensor = t;
-        if (desc->params[p].kind == CLOPS_PARAM_TENSOR_IN && borrow_moved(s, i, p, t))
-            continue;
+        mv->origin[p] = *t;
+        const int read =
+            desc->params[p].kind != CLOPS_PARAM_TENSOR_OUT && !(part->unread & (1u << p));
+        const int32_t earlier = read ? moved_before(s, i, p, t) : -1;
         int64_t outer = 0, inner = 0, pitch = 0;
         view_rect(t, &outer, &inner, &pitch);
         const int64_t es = dtype_size(t->dtype);
-        status = buffer_create_on(pool, s->device_index[i], outer * inner * es, &mv->moved[p],
-                                  desc->name);
-        if (status != CLOPS_OK)
-            break;
-        mv->origin[p] = *t;
-        struct clops_tensor here = *t;
-        here.buffer = mv->moved[p];
-        here.offset = 0;
-        const int unit = t->strides[1] == 1 || t->shape[1] == 1 ? 1 : 0;
-        here.strides[unit] = 1;
-        here.strides[1 - unit] = inner;
-        cl_command_queue from = NULL, to = NULL;
-        if (host) { /* through the pool's pinned staging blocks, waited for */
+        if (host) { /* staged through the pool's pinned blocks, waited for, or an earlier one's */
+            if (earlier >= 0) {
+                *t = *s->parts[earlier].values[p].tensor;
+                mv->moved[p] = s->moves[earlier].moved[p];
+                continue;
+            }
+            status = buffer_create_kept(pool, s->device_index[i], outer * inner * es, &mv->moved[p],
+                                        desc->name);
+            if (status != CLOPS_OK)
+                break;
+            mv->owned[p] = 1;
+            struct clops_tensor here = *t;
             here.data = NULL;
+            here.buffer = mv->moved[p];
+            here.offset = 0;
+            const int unit = t->strides[1] == 1 || t->shape[1] == 1 ? 1 : 0;
+            here.strides[unit] = 1;
+            here.strides[1 - unit] = inner;
+            cl_command_queue to = NULL;
             status = transfer_queue(pool, s, s->devs[i], desc->name, &to);
             if (status == CLOPS_OK)
                 status = tensor_upload_packed(pool, s->devs[i], to, t, here.buffer->mem, desc->name,
                                               desc->params[p].name);
+            mv->copied[p] = status == CLOPS_OK;
             *t = here;
             continue;
         }
-        status = transfer_queue(pool, s, t->buffer->dev, desc->name, &from);
+        struct clops_tensor here;
+        status = home_at(pool, s, i, p, t, desc->name, &here);
+        cl_command_queue from = NULL, to = NULL;
+        if (status == CLOPS_OK)
+            status = transfer_queue(pool, s, t->buffer->dev, desc->name, &from);
         if (status == CLOPS_OK)
             status = transfer_queue(pool, s, s->devs[i], desc->name, &to);
-        if (status == CLOPS_OK && desc->params[p].kind != CLOPS_PARAM_TENSOR_OUT &&
-            !(part->unread & (1u << p))) {
+        if (status == CLOPS_OK && read && earlier < 0) {
             const struct bridge_rect src = rect_of(t, from), dst = rect_of(&here, to);
             status = bridge_copy(pool, &src, &dst, (size_t)outer, (size_t)(inner * es), desc->name);
+            mv->copied[p] = status == CLOPS_OK;
         }
         *t = here;
     }
@@ -298,8 +362,11 @@ static void moves_release(struct split_state *s)
 {
     for (int32_t i = 0; i < SPLIT_MAX_PARTS; i++)
         for (int32_t p = 0; p < CALL_MAX_PARAMS; p++)
-            if (s->moves[i].moved[p] != NULL && !s->moves[i].borrowed[p])
+            if (s->moves[i].owned[p])
                 buffer_release(s->moves[i].moved[p]);
+    for (int32_t g = 0; g < CONFIG_MAX_DEVICES; g++)
+        for (int32_t p = 0; p < CALL_MAX_PARAMS; p++)
+            buffer_release(s->home[g][p]);
     for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++)
         if (s->transfer[d] != NULL)
             clReleaseCommandQueue(s->transfer[d]);
@@ -377,6 +444,7 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, const struct c
     control->submitted = 0;
     control->part = 1; /* an end marker of its own, never paced */
     int32_t status = move_in(pool, s, i, desc);
+    s->moved_ns[i] = now_ns() - s->start_ns;
     if (status == CLOPS_OK)
         status = call_prepare(pool, index, s->devs[i], s->parts[i].values, &s->calls[i]);
     if (status != CLOPS_OK)
@@ -389,6 +457,7 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, const struct c
     /* Submitted to the device now: its end marker is only polled (await_parts), and a driver
      * may hold unflushed commands back until a wait (NVIDIA's does). */
     clFlush(queue);
+    s->started_ns[i] = now_ns() - s->start_ns;
     return status;
 }
 
@@ -538,6 +607,15 @@ static void finish_parts(struct call *call, struct split_state *s)
         call_free(s->calls[i]);
         s->calls[i] = NULL;
     }
+    for (int32_t k = 0; k < s->count; k++) {
+        const int32_t i = s->order[k];
+        log_msg(CLOPS_LOG_DEBUG,
+                "%s: part %d on device %d (%.3g flops): operands there at %.3f ms, enqueued at "
+                "%.3f, done at %.3f",
+                op->impl->desc->name, (int)i + 1, (int)s->device_index[i], s->parts[i].flops,
+                s->moved_ns[i] / 1e6, s->started_ns[i] / 1e6,
+                s->done_ns[i] > 0 ? (s->done_ns[i] - s->start_ns) / 1e6 : -1.0);
+    }
     double took = 0;
     for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++) {
         if (tasks[d] == 0)
@@ -564,7 +642,12 @@ static void finish_parts(struct call *call, struct split_state *s)
         if (ok[d] == 1 && busy[d] > 0)
             pool_op_rate_observe(op->pool, index, d, flops[d] / busy[d] * 1e9);
     }
+    const double released = now_ns();
     moves_release(s);
+    log_msg(CLOPS_LOG_DEBUG,
+            "%s: planned in %.3f ms, its parts over at %.3f, completed by %.3f, released by %.3f",
+            op->impl->desc->name, (s->start_ns - s->plan_ns) / 1e6, took / 1e6,
+            (released - s->start_ns) / 1e6, (now_ns() - s->start_ns) / 1e6);
 }
 
 /* `to` made a copy of part `from`, its values naming its own tensors where `from`'s named its. */
@@ -603,6 +686,24 @@ static int64_t moved_bytes(const struct op_call *op, const struct op_part *part,
     return bytes;
 }
 
+/* Whether a part reads a device buffer of another device than its own `dev`: its pieces may
+ * cut its own block of an operand too (op_impl's pieces, `grid`), each block moved once into
+ * its device's home buffer (home_at). A part on host operands is cut in bands only: each piece
+ * stages its own blocks as it starts, and more, smaller pieces cost more than they hide (two
+ * H200s, 16384^2 f32 on host operands: 30 pieces a GPU took 558 ms, 16 bands 166). */
+static int reads_other_device(const struct op_call *op, const struct op_part *part,
+                              const struct pool_device *dev)
+{
+    for (int32_t p = 0; p < op->impl->desc->param_count; p++) {
+        const struct clops_tensor *t = part->values[p].tensor;
+        if (op_kind_is_tensor(op->impl->desc->params[p].kind) &&
+            op->impl->desc->params[p].kind != CLOPS_PARAM_TENSOR_OUT && t != NULL &&
+            t->buffer != NULL && t->buffer->dev != dev)
+            return 1;
+    }
+    return 0;
+}
+
 /* The split's parts from the cut's `cut` (one per device, in cfg's order, those with no work
  * left out): a part whose operands move from another device cut into pieces of about
  * SPLIT_PIECE_BYTES moved (op_impl's pieces), and the order they start in, a piece of each
@@ -621,19 +722,24 @@ static void cut_pieces(const struct op_call *op, const struct config_op *cfg,
         if (part->flops <= 0)
             continue;
         first[groups] = s->count;
+        for (int32_t p = 0; p < params; p++)
+            if (op_kind_is_tensor(op->impl->desc->params[p].kind) && part->values[p].tensor != NULL)
+                s->home_view[groups][p] = *part->values[p].tensor;
         const int64_t moved = moved_bytes(op, part, devs[i]);
-        int64_t want = op->impl->pieces != NULL && cut != NULL && split_piece_bytes > 0
-                           ? moved / split_piece_bytes
-                           : 0;
-        want = want > SPLIT_MAX_PIECES ? SPLIT_MAX_PIECES : want;
-        int32_t made =
-            want >= 2 ? op->impl->pieces(op, part, (int32_t)want, &s->parts[s->count]) : 0;
+        int64_t moves = op->impl->pieces != NULL && cut != NULL && split_piece_bytes > 0
+                            ? moved / split_piece_bytes
+                            : 0;
+        moves = moves > SPLIT_MAX_MOVES ? SPLIT_MAX_MOVES : moves;
+        int32_t made = moves >= 2 ? op->impl->pieces(op, part, (int32_t)moves, SPLIT_MAX_PIECES,
+                                                     reads_other_device(op, part, devs[i]),
+                                                     &s->parts[s->count])
+                                  : 0;
         if (made < 2) {
             part_copy(&s->parts[s->count], part, params);
             made = 1;
         } else { /* the pieces with work, together */
             int32_t kept = s->count;
-            for (int32_t q = s->count; q < s->count + (int32_t)want; q++)
+            for (int32_t q = s->count; q < s->count + made; q++)
                 if (s->parts[q].flops > 0)
                     part_copy(&s->parts[kept++], &s->parts[q], params);
             made = kept - s->count;
@@ -641,6 +747,7 @@ static void cut_pieces(const struct op_call *op, const struct config_op *cfg,
         for (int32_t q = s->count; q < s->count + made; q++) {
             s->devs[q] = devs[i];
             s->device_index[q] = cfg->split_devices[i];
+            s->group[q] = groups;
         }
         s->count += made;
         groups++;
@@ -658,6 +765,7 @@ static void cut_pieces(const struct op_call *op, const struct config_op *cfg,
  * (NULL: not split). */
 static struct split_state *split_plan(struct call *call)
 {
+    const double plan_ns = now_ns();
     struct op_call *op = call_op(call);
     const int32_t index = call_index(call);
     const struct config_op *cfg = pool_op_split(op->pool, index);
@@ -718,6 +826,7 @@ static struct split_state *split_plan(struct call *call)
         free(parts);
         return NULL;
     }
+    s->plan_ns = plan_ns;
     s->flops = flops;
     s->on_buffers = on_buffers;
     s->programs = pool_programs_made(op->pool);

@@ -117,12 +117,14 @@ struct op_impl {
      * cut (a GEMM on host operands, say); the others return 0. */
     int32_t (*cut)(const struct op_call *call, int32_t count, const double *shares,
                    struct op_part *parts);
-    /* Optional, with cut: cuts one of its parts into `count` pieces or fewer (the pieces made),
-     * each reading all of one operand of the part and a block of another, so that a part whose
-     * operands move from another device computes each piece while the next one's block moves
-     * (call_split.c). */
-    int32_t (*pieces)(const struct op_call *call, const struct op_part *part, int32_t count,
-                      struct op_part *pieces);
+    /* Optional, with cut: cuts one of its parts into at most `room` pieces (returns how many
+     * it made, 1 or less: none) whose blocks of the part's operands move in about `moves`
+     * blocks, each read by the pieces that need it, so that a part whose operands move from
+     * another device computes each piece while the next one's blocks move. `grid` 1: the
+     * pieces may cut every operand (the first piece then waits for few blocks); 0: each piece
+     * reads all of one operand of the part and a block of another (call_split.c). */
+    int32_t (*pieces)(const struct op_call *call, const struct op_part *part, int32_t moves,
+                      int32_t room, int grid, struct op_part *pieces);
     /* 1: its calls go across devices some other way than cut (lu and solve: getrf_multi.c).
      * An operator with neither refuses operators.<name>.devices (config.c). */
     int32_t across_devices;

@@ -17,6 +17,9 @@ struct clops_buffer {
     /* 1: the host's cl_mem (buffer_wrap_cl), retained, not counted in dev's memory, released
      * at the end; 0: clops' own (pool_alloc_device_memory). */
     int32_t wrapped;
+    /* 1: clops' own from the pool's kept staging buffers (pool_staged_take), given back there
+     * at the end (a split call's moved operands, buffer_create_kept). */
+    int32_t kept;
     /* The host's reference until buffer_release, and one per entry point using the buffer
      * (buffer_hold): the last to go frees it. */
     atomic_int holds;
@@ -171,6 +174,12 @@ int32_t buffer_create(struct clops_pool *pool, int64_t bytes, struct clops_buffe
  * entry point in messages. */
 int32_t buffer_create_on(struct clops_pool *pool, int32_t device, int64_t bytes,
                          struct clops_buffer **out, const char *entry);
+/* The same for clops' own use (a split call's operands moved to another device), its memory
+ * taken from the pool's kept staging buffers and given back there when it is freed: on NVIDIA's
+ * OpenCL a release waits for the device to go idle (pool_internal.h), and a new buffer of a
+ * GiB costs milliseconds to map. */
+int32_t buffer_create_kept(struct clops_pool *pool, int32_t device, int64_t bytes,
+                           struct clops_buffer **out, const char *entry);
 int32_t buffer_upload(struct clops_buffer *b, int64_t offset, const void *src, int64_t bytes);
 int32_t buffer_download(struct clops_buffer *b, int64_t offset, void *dst, int64_t bytes);
 /* Drops the host's reference (a second release does nothing): the buffer is freed now, or when

@@ -55,8 +55,8 @@ void gemm_commit(struct op_call *call);
  * into pieces (op.h's cut and pieces). */
 int32_t gemm_cut(const struct op_call *call, int32_t count, const double *shares,
                  struct op_part *parts);
-int32_t gemm_pieces(const struct op_call *call, const struct op_part *part, int32_t count,
-                    struct op_part *pieces);
+int32_t gemm_pieces(const struct op_call *call, const struct op_part *part, int32_t moves,
+                    int32_t room, int grid, struct op_part *pieces);
 /* gemm_tune.c: the tiles as settings (operators.gemm.tile_m, ...). */
 extern const struct op_settings gemm_settings;
 
