@@ -114,9 +114,10 @@ struct split_state {
     /* The call's work, and the time its fastest device would take alone at its measured rate
      * (0: not judged, a split by configured shares or by rates not all measured yet). */
     double flops, alone_ns;
-    int on_buffers;   /* whether any operand is a device buffer (pool_op_split_floor) */
-    int64_t programs; /* pool_programs_made as it started: one made since is in its time */
-    int32_t failed;   /* the first part that failed, or -1 */
+    int on_buffers; /* whether any operand is a device buffer (pool_op_split_floor) */
+    /* pool_programs_made and pool_memory_made as it started: one made since is in its time */
+    int64_t programs, memory;
+    int32_t failed; /* the first part that failed, or -1 */
     /* A submitted call's: its stream's queue, which runs the part on the stream's device. */
     cl_command_queue stream_queue;
     struct pool_device *stream_dev;
@@ -626,9 +627,10 @@ static void finish_parts(struct call *call, struct split_state *s)
     }
     /* Judged before this call's rates are noted: the fastest device's alone was the estimate.
      * Not a call that built or loaded a program (the first f64 split after f32 ones on two
-     * H200s took 449 ms, its kernels' builds in it). */
+     * H200s took 449 ms, its kernels' builds in it), nor one that made memory: the pinned
+     * blocks and buffers of the first split of a shape (pool_memory_made). */
     if (failed < 0 && s->alone_ns > 0 && took > s->alone_ns &&
-        pool_programs_made(op->pool) == s->programs) {
+        pool_programs_made(op->pool) == s->programs && pool_memory_made(op->pool) == s->memory) {
         pool_op_split_lost(op->pool, index, s->on_buffers, s->flops);
         log_msg(CLOPS_LOG_DEBUG,
                 "%s: the split took %.3f ms, its fastest device alone %.3f: calls of up to %.3g "
@@ -830,6 +832,7 @@ static struct split_state *split_plan(struct call *call)
     s->flops = flops;
     s->on_buffers = on_buffers;
     s->programs = pool_programs_made(op->pool);
+    s->memory = pool_memory_made(op->pool);
     s->alone_ns = fastest_rate > 0 ? flops / fastest_rate * 1e9 : 0;
     s->parts = parts;
     cut_pieces(op, cfg, devs, s);

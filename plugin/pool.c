@@ -148,6 +148,14 @@ int64_t pool_programs_made(const struct clops_pool *pool)
     return atomic_load(&pool->programs_built) + atomic_load(&pool->programs_loaded);
 }
 
+int64_t pool_memory_made(struct clops_pool *pool)
+{
+    int64_t made = atomic_load(&pool->bridges_made) + atomic_load(&pool->host_blocks_made);
+    for (int32_t d = 0; d < pool_device_count(pool); d++)
+        made += pool_device_buffers_created(pool_device_at(pool, d));
+    return made;
+}
+
 void pool_op_split_lost(struct clops_pool *pool, int32_t op_index, int on_buffers, double flops)
 {
     if (op_index < 0 || op_index >= registry_count() || !(flops > 0))

@@ -142,6 +142,7 @@ struct clops_pool {
     struct host_registration *registered;       /* host_register's ranges (host_register.c) */
     struct bridge_block *bridges[POOL_BRIDGES]; /* bridges calls gave back (bridge.h) */
     atomic_llong bridges_made;
+    atomic_llong host_blocks_made; /* pinned or malloc'd by pool_host_take (pool_memory_made) */
 };
 
 /* pool_devices.c: discovers the system's devices, opens those the configuration chooses as

@@ -370,6 +370,7 @@ void *pool_host_take(struct clops_pool *pool, struct pool_device *dev, cl_comman
         found = pinned_block(dev, queue, bytes + HOST_HEADER);
         if (found == NULL)
             found = malloc_block(dev, bytes + HOST_HEADER);
+        atomic_fetch_add(&pool->host_blocks_made, 1);
     }
     *capacity = found != NULL ? found->bytes : 0;
     return found != NULL ? data_of(found) : NULL;

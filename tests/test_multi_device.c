@@ -329,6 +329,43 @@ START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
 }
 END_TEST
 
+/* A split that made memory (the first of its shape: device buffers, pinned blocks) is not
+ * judged by its time, as the calls after it take that memory from the pool's caches; the next
+ * call of the shape, which makes none, is. Every rate made huge: alone, no time. */
+START_TEST(test_a_split_that_made_memory_is_not_judged)
+{
+    const struct gemm_case small = {CLOPS_F32, 67, 1031, 61, 0, 0, 0, 0}; /* every device a part */
+    const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0, 0};
+    const int32_t gemm = registry_index_by_name("gemm");
+    struct clops_pool *pool = split_pool("", 0);
+    ck_assert(pool != NULL);
+    struct gemm_data s, d;
+    data_make(&small, &s, 9260);
+    data_make(&g, &d, 9261);
+    ck_assert_int_eq(run_gemm(pool, &small, &s), CLOPS_OK); /* its kernels built */
+    for (int32_t dev = 0; dev < tu_split_devices(); dev++)
+        rate_made(pool, dev, 1e18);
+    const int64_t programs = pool_programs_made(pool), memory = pool_memory_made(pool);
+    ck_assert_int_eq(run_gemm(pool, &g, &d), CLOPS_OK);
+    check_reference(&g, &d, "a split that made memory");
+    ck_assert_int_eq(pool_programs_made(pool), programs);
+    ck_assert_int_gt(pool_memory_made(pool), memory);
+    ck_assert_msg(pool_op_split_floor(pool, gemm, 0) == 0,
+                  "floor %g after a split that made memory", pool_op_split_floor(pool, gemm, 0));
+    for (int32_t dev = 0; dev < tu_split_devices(); dev++)
+        rate_made(pool, dev, 1e18);
+    const int64_t again = pool_memory_made(pool);
+    memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
+    ck_assert_int_eq(run_gemm(pool, &g, &d), CLOPS_OK);
+    check_reference(&g, &d, "the same split again");
+    ck_assert_int_eq(pool_memory_made(pool), again);
+    ck_assert(pool_op_split_floor(pool, gemm, 0) == 2.0 * 389 * 1031 * 601);
+    data_free(&s);
+    data_free(&d);
+    api->pool_release(pool);
+}
+END_TEST
+
 /* Every OpenCL call (then every allocation) of a split call made to fail in turn: the call
  * fails with a message, a failure inside a part names it, and C is left as it was; the pool
  * works afterwards. Runs 2 and 3 with each device's part in pieces on host operands. */
@@ -938,6 +975,7 @@ int main(void)
         TU_TEST(test_shares_configured_and_measured),
         TU_TEST(test_a_small_gemm_is_not_split),
         TU_TEST(test_a_split_slower_than_one_device_is_not_made_again),
+        TU_TEST(test_a_split_that_made_memory_is_not_judged),
         TU_TEST(test_a_call_runs_where_its_buffers_live),
         TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 4),
         TU_LOOP(test_split_gemm_host_operands_in_pieces, 4),
