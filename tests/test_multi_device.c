@@ -317,9 +317,20 @@ START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
     ck_assert_int_eq(run_gemm(losing, &g, &d), CLOPS_OK);
     check_reference(&g, &d, "run whole under the floor");
     ck_assert_int_eq(tasks(losing, 1), before);
+    const int64_t memory = pool_memory_made(losing);
     ck_assert_int_eq(run_gemm(losing, &big, &e), CLOPS_OK);
     check_reference(&big, &e, "more work than the floor");
     ck_assert_int_gt(tasks(losing, 1), before);
+    if (pool_memory_made(losing) != memory) { /* its buffers made (four devices): not judged */
+        ck_assert(pool_op_split_floor(losing, gemm, 0) == work);
+        for (int32_t dev = 0; dev < tu_split_devices(); dev++)
+            rate_made(losing, dev, 1e18);
+        const int64_t again = tasks(losing, 1);
+        memcpy(e.c, e.c0, (size_t)(big.m * big.n) * sizeof(float));
+        ck_assert_int_eq(run_gemm(losing, &big, &e), CLOPS_OK);
+        check_reference(&big, &e, "more work than the floor, again");
+        ck_assert_int_gt(tasks(losing, 1), again);
+    }
     ck_assert(pool_op_split_floor(losing, gemm, 0) == more);
     ck_assert(pool_op_split_floor(losing, gemm, 1) == 0); /* calls on device buffers apart */
     data_free(&d);
