@@ -48,13 +48,10 @@ static int32_t create_on(struct clops_pool *pool, int32_t device, int64_t bytes,
         b->bytes = bytes;
         atomic_init(&b->holds, 1); /* the host's, until buffer_release */
         atomic_init(&b->released, 0);
+        const char *what = kept ? "operands moved between devices" : "parameter 'bytes'";
         b->kept = kept;
-        status = kept
-                     ? pool_staged_take(pool, b->dev, bytes, entry,
-                                        "operands moved between "
-                                        "devices",
-                                        &b->mem)
-                     : pool_alloc_device_memory(b->dev, bytes, entry, "parameter 'bytes'", &b->mem);
+        status = kept ? pool_staged_take(pool, b->dev, bytes, entry, what, &b->mem)
+                      : pool_alloc_device_memory(b->dev, bytes, entry, what, &b->mem);
         if (status != CLOPS_OK)
             pool_unhold(pool);
     }
