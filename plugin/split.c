@@ -72,6 +72,7 @@ int64_t split_clock_ns(void)
 /* ---- Sides and the lists --------------------------------------------------------------------- */
 
 int split_devices_as_gpus = 0;
+int64_t split_gpu_alone_ns = SPLIT_GPU_ALONE_NS;
 
 static int is_gpu(const struct clops_pool *pool, int32_t d)
 {
@@ -109,7 +110,7 @@ static int gpu_sits_out(const struct clops_pool *pool, const struct split_job *j
         first = first < 0 ? i : first;
     }
     const double items = (double)job->unit_count * (double)job->unit_items;
-    return d != first && items / sum * 1e9 < SPLIT_GPU_ALONE_NS;
+    return d != first && items / sum * 1e9 < (double)split_gpu_alone_ns;
 }
 
 /* Whether device d sits the run out (split.h, Sitting out): a GPU but the first on a short run
@@ -226,10 +227,15 @@ static int32_t chunk_share(const struct worker *w, int32_t left)
 {
     const struct split_call *c = w->call;
     const int32_t side = w->info.side, workers = c->side_workers[side];
-    if (!c->stealing && w->share > 0) /* share <= 1: at most what is left */
-        return (int32_t)ceil((double)left * w->share);
-    if (!c->stealing)
-        return (left + workers - 1) / workers;
+    if (!c->stealing) {
+        /* share <= 1: at most what is left; a tapering job's, half of it (split_job.taper),
+         * no less than an eighth of the first chunk (max_chunk, 0 before the first). */
+        const int32_t halves = c->job->taper ? 2 : 1;
+        const int32_t n = w->share > 0 ? (int32_t)ceil((double)left * w->share / halves)
+                                       : (left + workers * halves - 1) / (workers * halves);
+        const int32_t least = c->job->taper ? (w->info.max_chunk + 7) / 8 : 1;
+        return n > least ? n : least < left ? least : left;
+    }
     const int64_t own = atomic_load(&c->side_done[side]);
     if (own == 0)
         return (left + 2 * workers - 1) / (2 * workers);

@@ -21,12 +21,17 @@
  * or 1/workers while one of them has none yet, and its max_chunk is no larger than that first
  * share (one launch per device where the chunk limit allows). By rate, a device whose tiles
  * cross to another's memory (two H200s, the whole set at 16384^2 into GPU 0's buffer: GPU 1 at
- * 62 tiles/ms, GPU 0 at 308) no longer takes half of what is left and ends last by a chunk. With
- * stealing (dynamic, devices on both sides) a side takes its share by the speeds seen so far: both
- * sides started together, so the units each has delivered are its speed; the other side is counted
- * one unit ahead per worker (the units it is on), so that a side that delivered nothing yet still
- * gets a part; before its own first delivery a side takes 1/(2 workers) of what is left (guided),
- * so that one device's first chunk cannot leave the others waiting.
+ * 62 tiles/ms, GPU 0 at 308) no longer takes half of what is left and ends last by a chunk. A
+ * tapering job (split_job.taper) takes half of that at a time, down to an eighth of the first
+ * chunk, so that each worker's last chunks are small: Mandelbrot's landing of a chunk's host
+ * tiles then hides behind the next chunk's render (two H200s, deep zoom 4096^2 into host
+ * memory: device 0 took 128 tiles then 5, and landed the 128 after its render; 7.1 ms, 5.9-6.3
+ * tapering). With stealing (dynamic, devices on both sides) a side takes its share by the
+ * speeds seen so far: both sides started together, so the units each has delivered are its
+ * speed; the other side is counted one unit ahead per worker (the units it is on), so that a
+ * side that delivered nothing yet still gets a part; before its own first delivery a side takes
+ * 1/(2 workers) of what is left (guided), so that one device's first chunk cannot leave the
+ * others waiting.
  *
  * Stealing. With dynamic lists and devices on both sides, a GPU-side worker that finds the list
  * empty takes again the units CPU-side workers hold and have not finished (stolen), up to
@@ -99,6 +104,8 @@ enum { SPLIT_CHUNK_MAX = 256, SPLIT_WORKERS_MAX = CONFIG_MAX_DEVICES * 16 };
  * measured rates the whole set at 4096^2 (0.7 ms) and the deep zoom at 2048^2 (2.9 ms) ran
  * slower on both than on one and now sit out; the whole set at 16384^2 (11 ms) splits. */
 enum { SPLIT_GPU_ALONE_NS = 4000000 };
+/* SPLIT_GPU_ALONE_NS, a variable so that tests can set 0: then no GPU sits out. */
+extern int64_t split_gpu_alone_ns;
 /* Nonzero: every device counts as a GPU (tests: the GPUs' rules on PoCL's CPU devices). */
 extern int split_devices_as_gpus;
 /* mandelbrot.c's: 2 makes a CPU device's worker place its chunks on the primary device from two
@@ -140,6 +147,11 @@ struct split_job {
      * work-items per second), or -1: none kept, no device sits out. */
     int32_t rate_index;
     int64_t launch_items[SPLIT_LAUNCH_KINDS]; /* work-items a launch should have, by kind */
+    /* Nonzero: without stealing, a worker takes half its share of what is left at a time (not
+     * all of it), down to an eighth of its first chunk, so that its last chunks are small: what
+     * its thread does after each chunk (Mandelbrot's landing of host tiles) then hides behind
+     * the next one's render rather than following the last. */
+    int32_t taper;
     void *op;           /* the operator's call, given to check_device and setup */
     size_t worker_size; /* bytes of each worker's state (zeroed) given to the callbacks */
     /* Every device that takes part, before any setup; may be NULL. */

@@ -23,6 +23,7 @@
 #include "entry.h"
 #include "error.h"
 #include "fault_inject.h"
+#include "ops/mandelbrot_land.h"
 #include "pool.h"
 #include "registry.h"
 #include "split.h"
@@ -789,11 +790,20 @@ static int32_t mandel_submitted(struct clops_stream *stream, const char *split,
     return status;
 }
 
-/* The sweep's cases: _i bit 0 the kind of failure (OpenCL, allocation), bits 1-2 the call: into
+/* The sweep's cases: _i bit 0 the kind of failure (OpenCL, allocation), bits 1-3 the call: into
  * host memory split 0.5 (a worker per device), the same dynamic (a worker per queue, tiles
- * taken over), into buffers on the primary device split 0.5 (device 1's tiles placed by the
- * primary device), the same submitted to a stream (ordered after the stream's earlier calls). */
-enum { MANDEL_HOST, MANDEL_HOST_DYNAMIC, MANDEL_DEVICE, MANDEL_SUBMITTED, MANDEL_SWEEPS };
+ * taken over), the same split 0.5 with the devices counted as GPUs (their chunks render ahead
+ * and land in the host outputs as they come: mandelbrot_land.h), into buffers on the primary
+ * device split 0.5 (device 1's tiles placed by the primary device), the same submitted to a
+ * stream (ordered after the stream's earlier calls). */
+enum {
+    MANDEL_HOST,
+    MANDEL_HOST_DYNAMIC,
+    MANDEL_HOST_AHEAD,
+    MANDEL_DEVICE,
+    MANDEL_SUBMITTED,
+    MANDEL_SWEEPS
+};
 
 static int32_t mandel_sweep_call(struct clops_pool *pool, struct clops_stream *stream, int which,
                                  struct tu_mandel_out *o)
@@ -805,13 +815,18 @@ static int32_t mandel_sweep_call(struct clops_pool *pool, struct clops_stream *s
 
 /* Any OpenCL call or allocation failing in a split Mandelbrot call: an error with a message,
  * never a crash or a leak (AddressSanitizer in CI), host outputs untouched; a call that lives
- * with a failure (a release's status) is right, and so is the next call after the sweep. */
+ * with a failure (a release's status) is right, and so is the next call after the sweep. Where
+ * tiles land as they come (MANDEL_HOST_AHEAD), some OpenCL calls fail after tiles landed, and
+ * the host outputs are as they were all the same. */
 START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
 {
     const enum fault_kind kind = _i & 1 ? FAULT_ALLOC : FAULT_OPENCL;
     const int which = _i >> 1;
     /* Device 1's chunks placed on device 0 from two sets, as a GPU's are. */
     mandel_place_sets = 2;
+    split_devices_as_gpus = which == MANDEL_HOST_AHEAD;
+    split_gpu_alone_ns = which == MANDEL_HOST_AHEAD ? 0 : SPLIT_GPU_ALONE_NS; /* both, always */
+    mandel_land_mode = which == MANDEL_HOST_AHEAD ? MANDEL_LAND_ALL : MANDEL_LAND_ADAPTIVE;
     static struct clops_pool *pool; /* kept, as test_split_crew keeps its Mandelbrot pool */
     pool = two_devices("");
     ck_assert(pool != NULL);
@@ -829,13 +844,15 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
     const int64_t calls = fault_count(kind);
     fault_disarm();
     ck_assert_int_gt(calls, 0);
-    int failures = 0;
+    int failures = 0, after_landing = 0;
     for (int64_t n = 1; n <= calls; n++) {
         tu_mandel_out_reset(&got);
+        const long long landed = atomic_load(&mandel_landed_tiles);
         fault_arm(kind, n);
         const int32_t status = mandel_sweep_call(pool, sa.stream, which, &got);
         const char *failed = fault_failed_function();
         fault_disarm();
+        after_landing += status != CLOPS_OK && atomic_load(&mandel_landed_tiles) > landed;
         if (status == CLOPS_OK) { /* lived with it, or the call took another path */
             tu_mandel_out_fetch(&got);
             ck_assert_msg(tu_mandel_out_equal(&got, &want), "failing call %lld (%s): wrong bits",
@@ -850,9 +867,17 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
                       failed ? failed : "?", api->last_error());
     }
     ck_assert_int_gt(failures, 0);
+    if (which == MANDEL_HOST_AHEAD && kind == FAULT_OPENCL) /* allocations end before */
+        ck_assert_msg(after_landing > 0, "no call failed after tiles had landed (%d failures)",
+                      failures);
     tu_mandel_out_reset(&got);
+    const long long landed = atomic_load(&mandel_landed_tiles);
     ck_assert_msg(mandel_sweep_call(pool, sa.stream, which, &got) == CLOPS_OK, "%s",
                   api->last_error());
+    if (which == MANDEL_HOST_AHEAD) /* every tile landed: both devices' chunks rendered ahead */
+        ck_assert_int_eq(atomic_load(&mandel_landed_tiles) - landed,
+                         ((MANDEL_H + MANDEL_TILE - 1) / MANDEL_TILE) *
+                             ((MANDEL_W + MANDEL_TILE - 1) / MANDEL_TILE));
     tu_mandel_out_fetch(&got);
     ck_assert_msg(tu_mandel_out_equal(&got, &want), "after the sweep: wrong bits");
     if (sa.stream != NULL) {
@@ -860,6 +885,9 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
         ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
     }
     mandel_place_sets = 0;
+    split_devices_as_gpus = 0;
+    split_gpu_alone_ns = SPLIT_GPU_ALONE_NS;
+    mandel_land_mode = MANDEL_LAND_ADAPTIVE;
     tu_mandel_out_free(&want);
     tu_mandel_out_free(&got);
 }

@@ -11,12 +11,14 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bridge.h"
 #include "clops.h"
 #include "entry.h"
+#include "ops/mandelbrot_land.h"
 #include "pool.h"
 #include "split.h"
 #include "split_crew.h"
@@ -175,6 +177,10 @@ END_TEST
 /* ---- Mandelbrot split over two devices ---------------------------------------------------- */
 
 enum { MANDEL_H = 211, MANDEL_W = 300, MANDEL_TILE = 32 };
+enum {
+    MANDEL_TILES =
+        ((MANDEL_H + MANDEL_TILE - 1) / MANDEL_TILE) * ((MANDEL_W + MANDEL_TILE - 1) / MANDEL_TILE)
+};
 
 /* Outputs of the cases' size, in host memory or in buffers on the primary device. */
 static struct tu_mandel_out mandel_out_new(struct clops_pool *pool, int on_device)
@@ -386,14 +392,99 @@ START_TEST(test_gpus_render_ahead_of_their_downloads)
     const long long ahead = atomic_load(&mandel_ahead_chunks);
     render_ok(pool, "dynamic", &got);
     const long long chunks = atomic_load(&mandel_ahead_chunks) - ahead;
-    split_devices_as_gpus = 0;
     const int64_t downloaded = bytes_downloaded(pool) - before;
     expect_same_bits(&got, &want, "the split call");
     ck_assert_msg(chunks >= 4, "%lld chunks rendered ahead, expected 4 or more", chunks);
+    /* Tiles that land (mandelbrot_land.h) and those the commit copies make the same bits: each
+     * chunk while the next one renders (not the workers' last ones, which the commit copies),
+     * then every chunk. */
+    split_gpu_alone_ns = 0; /* at the rates now known, a fast host's device 1 would sit out */
+    for (int mode = MANDEL_LAND_BESIDE; mode <= MANDEL_LAND_ALL; mode++) {
+        mandel_land_mode = mode;
+        tu_mandel_out_reset(&got);
+        const long long landed = atomic_load(&mandel_landed_tiles);
+        render_ok(pool, "dynamic", &got);
+        expect_same_bits(&got, &want,
+                         mode == MANDEL_LAND_ALL ? "every chunk landing"
+                                                 : "chunks landing but the last");
+        const long long now = atomic_load(&mandel_landed_tiles) - landed;
+        if (mode == MANDEL_LAND_ALL)
+            ck_assert_int_eq(now, MANDEL_TILES);
+        else /* a worker's last chunk is at least one tile, and some chunk came before one */
+            ck_assert_msg(now > 0 && now < MANDEL_TILES, "%lld tiles landed", now);
+    }
+    mandel_land_mode = MANDEL_LAND_ADAPTIVE;
+    split_gpu_alone_ns = SPLIT_GPU_ALONE_NS;
+    split_devices_as_gpus = 0;
     const int64_t pixels = (int64_t)MANDEL_H * MANDEL_W;
     ck_assert_int_eq(downloaded, 2 * 4 * pixels);
     tu_mandel_out_free(&want);
     tu_mandel_out_free(&got);
+}
+END_TEST
+
+/* Tiles landing in host outputs with gaps (mandelbrot_land.h): counts in rows 3 elements longer
+ * than the image (rows of pixels, with padding), RGBA pixels 8 bytes apart (no rows of pixels:
+ * moved element by element), on a pool of two devices counted as GPUs that both take part
+ * (split_gpu_alone_ns 0), so that every tile lands. The pixels are device 0 alone's and every
+ * byte between them is as it was; a second call into the same arrays lands over the first's
+ * pixels, to the same bits. */
+START_TEST(test_tiles_land_in_host_outputs_with_gaps)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    static struct clops_pool *pool;
+    if (pool == NULL)
+        ck_assert_int_eq(api->pool_create_from_string(
+                             "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } ); "
+                             "cpu_fallback = false;",
+                             &pool),
+                         CLOPS_OK);
+    struct tu_mandel_out want = mandel_out_new(pool, 0);
+    render_ok(pool, "1", &want);
+    const int64_t h = MANDEL_H, w = MANDEL_W, row = w + 3, pixel = 8;
+    const size_t counts_bytes = (size_t)(h * row) * 4, image_bytes = (size_t)(h * w * pixel);
+    uint32_t *counts = malloc(counts_bytes);
+    uint8_t *image = malloc(image_bytes);
+    ck_assert(counts != NULL && image != NULL);
+    const struct clops_tensor ti = {
+        .data = counts, .dtype = CLOPS_U32, .rank = 2, .shape = {h, w}, .strides = {row, 1}};
+    const struct clops_tensor tm = {.data = image,
+                                    .dtype = CLOPS_U8,
+                                    .rank = 3,
+                                    .shape = {h, w, 4},
+                                    .strides = {w * pixel, pixel, 1}};
+    split_devices_as_gpus = 1;
+    split_gpu_alone_ns = 0;
+    mandel_land_mode = MANDEL_LAND_ALL;
+    for (int call = 0; call < 2; call++) {
+        if (call == 0) { /* the second call lands over the first's pixels */
+            memset(counts, 0xA5, counts_bytes);
+            memset(image, 0xA5, image_bytes);
+        }
+        struct clops_arg args[TU_MANDELBROT_ARGS];
+        const int32_t nargs = tu_mandelbrot_args(&ti, &tm, 300, "0.5", MANDEL_TILE, args);
+        const long long landed = atomic_load(&mandel_landed_tiles);
+        ck_assert_msg(api->invoke_sized(pool, api->op_find("mandelbrot"), args, nargs,
+                                        sizeof args[0]) == CLOPS_OK,
+                      "%s", api->last_error());
+        ck_assert_int_eq(atomic_load(&mandel_landed_tiles) - landed, MANDEL_TILES);
+        for (int64_t i = 0; i < h; i++) {
+            for (int64_t j = 0; j < w; j++) {
+                ck_assert_uint_eq(counts[i * row + j], want.iters[i * w + j]);
+                for (int64_t c = 0; c < pixel; c++)
+                    ck_assert_uint_eq(image[(i * w + j) * pixel + c],
+                                      c < 4 ? want.image[(i * w + j) * 4 + c] : 0xA5);
+            }
+            for (int64_t j = w; j < row; j++)
+                ck_assert_uint_eq(counts[i * row + j], 0xA5A5A5A5u);
+        }
+    }
+    split_devices_as_gpus = 0;
+    split_gpu_alone_ns = SPLIT_GPU_ALONE_NS;
+    mandel_land_mode = MANDEL_LAND_ADAPTIVE;
+    free(counts);
+    free(image);
+    tu_mandel_out_free(&want);
 }
 END_TEST
 
@@ -511,6 +602,7 @@ int main(void)
         TU_LOOP(test_a_one_row_image_splits_in_place, 2),
         TU_TEST(test_the_bridges_a_pool_keeps_stay_within_its_bound),
         TU_TEST(test_gpus_render_ahead_of_their_downloads),
+        TU_TEST(test_tiles_land_in_host_outputs_with_gaps),
         TU_TEST(test_split_calls_from_two_threads_at_once),
         TU_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls),
     };

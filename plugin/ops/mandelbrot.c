@@ -8,6 +8,8 @@
 
 #include "bridge.h"
 #include "call.h"
+#include "host_copy.h"
+#include "mandelbrot_land.h"
 #include "op.h"
 #include "pace.h"
 #include "registry.h"
@@ -237,6 +239,7 @@ enum delivery { DELIVER_NONE = 0, DELIVER_DIRECT, DELIVER_HOST, DELIVER_PLACE };
  * more than the pool's own caches, which the pool frees with itself. */
 enum { PLACE_SETS = 2 };
 int mandel_place_sets = 0;
+int mandel_land_mode = MANDEL_LAND_ADAPTIVE;
 atomic_llong mandel_ahead_chunks;
 struct worker {
     struct mandel_call *call;
@@ -275,6 +278,10 @@ struct worker {
     int32_t ahead_ids_host[PLACE_SETS][SPLIT_CHUNK_MAX];
     struct pool_work ahead_work[PLACE_SETS], dl_work[PLACE_SETS];
     int rendering[PLACE_SETS], downloading[PLACE_SETS]; /* enqueued, not waited for */
+    /* The tiles of set s's chunk (ahead_ids_host[s]) to land in the host outputs once its
+     * downloads are done (land_set; 0: none), and the worker's landed tiles and time. */
+    int32_t landing[PLACE_SETS], landed;
+    int64_t land_ns;
     cl_event after; /* the call's `after` where `queue` is in its context, else NULL */
 };
 
@@ -289,6 +296,10 @@ struct mandel_call {
      * tile straight into it (download_in_place), not through host slots and a copy by the
      * worker's thread. */
     unsigned in_place;
+    /* Where the host outputs' tiles land as their chunks' downloads end (mandelbrot_land.h): a
+     * worker that renders ahead lands each chunk while its device renders the next. NULL: they
+     * wait for the commit. */
+    struct mandel_land *land;
     /* A submitted call's: completes once its stream's earlier calls have (order_after_stream);
      * an event of the primary device's context, or NULL. */
     cl_event after;
@@ -616,9 +627,11 @@ static void worker_release(void *state)
     w->call->device_ns += w->device_ns;
     if (w->chunks > 0)
         log_msg(CLOPS_LOG_DEBUG,
-                "%s: device %d: %d chunks, %d tiles, rendering %.2f ms, delivering %.2f ms",
+                "%s: device %d: %d chunks, %d tiles, rendering %.2f ms, delivering %.2f ms, "
+                "%d tiles landed in %.2f ms",
                 op_name, (int)pool_device_index(w->dev), (int)w->chunks, (int)w->tiles,
-                (double)w->render_ns * 1e-6, (double)w->deliver_ns * 1e-6);
+                (double)w->render_ns * 1e-6, (double)w->deliver_ns * 1e-6, (int)w->landed,
+                (double)w->land_ns * 1e-6);
     pool_staged_give(pool, w->dev, w->ids);
     pool_staged_give(pool, w->dev, w->staged[0]);
     pool_staged_give(pool, w->dev, w->staged[1]);
@@ -720,6 +733,57 @@ static int32_t finish_pending(struct worker *w, int *pending, struct pool_work *
     return pool_work_finish(w->call->pool, work, queue, status, &w->device_ns, op_name);
 }
 
+/* Whether `e` is over (an error counts: the wait that follows reports it). */
+static int event_over(cl_event e)
+{
+    cl_int state = CL_QUEUED;
+    const cl_int rc =
+        clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
+    return rc != CL_SUCCESS || state == CL_COMPLETE || state < 0;
+}
+
+/* Bytes a landing moves at a time (two of the pool copier's least copies: a swap's traffic is
+ * twice its bytes), so that it can stop between pieces. */
+enum { LAND_PIECE_BYTES = 2 * HOST_COPY_MIN_BYTES };
+
+/* Set s's chunk landed in the host outputs (mandelbrot_land.h), its downloads waited for first
+ * where they are still pending, a piece of tiles at a time until `until` is over (NULL: every
+ * piece): a landing beside the next chunk's render stops with it, since past that the worker's
+ * device would wait for its thread, and the tiles left wait for the commit, whose copy moves half
+ * the bytes of a swap (a fast render into host memory then lands little). `status` is the
+ * worker's so far: after a failure its tiles stay in the temporaries. */
+static int32_t land_set(struct worker *w, int32_t s, int32_t status, cl_event until)
+{
+    status = finish_pending(w, &w->downloading[s], &w->dl_work[s], w->dl_queue, status);
+    const int32_t n = w->landing[s];
+    w->landing[s] = 0;
+    if (status != CLOPS_OK || n == 0)
+        return status;
+    const struct mandel_land *l = w->call->land;
+    const int outputs = (l->host[0] != NULL) + (l->host[1] != NULL);
+    const int64_t tile_bytes = (int64_t)l->tile * l->tile * 4 * outputs;
+    const int32_t piece =
+        (int32_t)(LAND_PIECE_BYTES / tile_bytes > 1 ? LAND_PIECE_BYTES / tile_bytes : 1);
+    const int64_t began = split_clock_ns();
+    int32_t done = 0;
+    while (done < n && (until == NULL || !event_over(until))) {
+        const int32_t m = n - done < piece ? n - done : piece;
+        mandel_land_tiles(w->call->pool, w->call->land, w->ahead_ids_host[s] + done, m);
+        done += m;
+    }
+    w->land_ns += split_clock_ns() - began;
+    w->landed += done;
+    return status;
+}
+
+/* Set `before`'s chunk landed while set `now`'s renders, as much of it as lands before that
+ * render is over (land_set); tests land all of it (mandel_land_mode). */
+static int32_t land_beside(struct worker *w, int32_t before, int32_t now, int32_t status)
+{
+    const int stop = mandel_land_mode == MANDEL_LAND_ADAPTIVE;
+    return land_set(w, before, status, stop ? w->ahead_work[now].done : NULL);
+}
+
 /* Waits for set s's placement, if one is enqueued: its host slots and buffers are free again.
  * `status` is the worker's so far. */
 static int32_t placed(struct worker *w, int32_t s, int32_t status)
@@ -786,6 +850,11 @@ static int32_t drain(void *state)
     int32_t status = CLOPS_OK;
     for (int32_t s = 0; s < PLACE_SETS; s++)
         status = settle(w, s, placed(w, s, status));
+    /* The last chunk's tiles: nothing renders beside them any more, and the commit's copy moves
+     * half the bytes of a swap (mandelbrot_land.h). */
+    for (int32_t s = 0; s < PLACE_SETS; s++)
+        status = mandel_land_mode == MANDEL_LAND_ALL ? land_set(w, s, status, NULL) : status;
+    w->landing[0] = w->landing[1] = 0;
     return status;
 }
 
@@ -903,7 +972,7 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
 {
     struct clops_pool *pool = w->call->pool;
     const int32_t s = w->set, n = chunk->count, T = w->call->plan->tile;
-    int32_t status = settle(w, s, CLOPS_OK);
+    int32_t status = land_set(w, s, settle(w, s, CLOPS_OK), NULL);
     if (status != CLOPS_OK)
         return status;
     w->rendering[s] = w->downloading[s] = 1; /* from here on drain waits, on every path */
@@ -935,6 +1004,10 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
         status = marked;
     if (status == CLOPS_OK && clFlush(w->dl_queue) != CL_SUCCESS)
         status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a chunk's downloads failed", op_name);
+    w->landing[s] = status == CLOPS_OK && w->call->land != NULL ? n : 0;
+    /* The chunk before, its downloads done by now or soon: its tiles land while this one
+     * renders, where that hides them (land_beside). */
+    status = land_beside(w, 1 - s, s, status);
     /* This chunk's render waited for (not its downloads), as a worker that does not render
      * ahead waits for its chunk: one that returned at once took its next chunks early and, at
      * the splitter's shares of what is left, more than its part (two H200s, deep zoom 8192^2
@@ -1074,12 +1147,12 @@ static struct split_job rates_job(const struct mandel_plan *p)
 }
 
 /* The tiles, shared by the pool's devices through the splitter; a cancel stops them between
- * chunks (CLOPS_ERR_CANCELLED). */
-static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
+ * chunks (CLOPS_ERR_CANCELLED). Host outputs' tiles land through `land` (NULL: none do). */
+static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p, struct mandel_land *land)
 {
     struct clops_pool *pool = op->pool;
     struct mandel_call call = {
-        .pool = pool, .primary = pool_device_at(pool, 0), .plan = p, .op = op};
+        .pool = pool, .primary = pool_device_at(pool, 0), .plan = p, .op = op, .land = land};
     for (int o = 0; o < 2 && p->in_bridges; o++) {
         const struct clops_tensor *t = output_tensor(p, o);
         if (t != NULL && t->buffer == NULL && pixels_in_rows(t, o))
@@ -1091,6 +1164,7 @@ static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p)
     job.launch_items[SPLIT_LAUNCH_GPU_SHARED] = launch_items(op, p, GPU_LAUNCH_ITEMS);
     job.launch_items[SPLIT_LAUNCH_GPU_ALONE] = launch_items(op, p, GPU_ALONE_LAUNCH_ITEMS);
     job.launch_items[SPLIT_LAUNCH_CPU] = launch_items(op, p, CPU_LAUNCH_ITEMS);
+    job.taper = land != NULL; /* the landing of each chunk hides behind the next */
     job.op = &call;
     job.worker_size = sizeof(struct worker);
     job.check_device = check_device;
@@ -1212,8 +1286,11 @@ static int32_t render_alone(struct op_call *call, const struct mandel_plan *p)
  * memory (only the outputs' elements) once every tile has been delivered: a failed call leaves
  * them untouched, where delivering tiles straight into them would leave those done before the
  * failure. The cost is a host copy of each host output and one pass over it, next to the
- * render. Device outputs are written in place as tiles are delivered; the core stages neither
- * (the tiles go to each device's own buffers). */
+ * render; where workers render ahead, each chunk's tiles land in the host outputs by a swap with
+ * the temporary while the next chunk renders, and a failed call writes them back
+ * (mandelbrot_land.h), so that the commit writes only what did not land. Device outputs are written
+ * in place as tiles are delivered; the core stages neither (the tiles go to each device's own
+ * buffers). */
 struct mandel_state {
     struct mandel_plan plan;
     struct clops_tensor packed[2];
@@ -1221,6 +1298,11 @@ struct mandel_state {
     size_t capacity[2];
     struct bridge bridges[2]; /* data[o] where it is a bridge's */
     int64_t started_ns; /* plan.alone: when enqueue began (the device's busy time ends at commit) */
+    /* The host outputs and their temporaries, and the tiles that landed in them before the
+     * commit (mandelbrot_land.h); `committed` once the commit ran, else the release writes the
+     * landed tiles' earlier pixels back. */
+    struct mandel_land land;
+    int landing, committed;
 };
 
 static int32_t mandel_check(struct op_call *call)
@@ -1280,8 +1362,18 @@ static int32_t mandel_enqueue(struct op_call *call)
         tensor_packed_like(t, s->data[o], &s->packed[o]);
         *(o == 0 ? &staged.iters : &staged.image) = &s->packed[o];
     }
+    const struct clops_tensor *host[2] = {NULL, NULL}, *temp[2] = {NULL, NULL};
+    for (int o = 0; o < 2; o++)
+        if (s->data[o] != NULL) {
+            host[o] = outputs[o];
+            temp[o] = &s->packed[o];
+        }
+    /* Without host memory for the marks the tiles wait for the commit, as they did before. */
+    s->landing = (host[0] != NULL || host[1] != NULL) &&
+                 mandel_land_init(&s->land, s->plan.h, s->plan.w, s->plan.tile, s->plan.tiles_x,
+                                  s->plan.tile_count, host, temp) == 0;
     const int64_t taken = split_clock_ns();
-    const int32_t status = mandel_run(call, &staged);
+    const int32_t status = mandel_run(call, &staged, s->landing ? &s->land : NULL);
     log_msg(CLOPS_LOG_DEBUG, "%s: temporaries taken in %.2f ms, the split ran %.2f ms", op_name,
             (double)(taken - began) * 1e-6, (double)(split_clock_ns() - taken) * 1e-6);
     return status;
@@ -1299,17 +1391,26 @@ static void mandel_commit(struct op_call *call)
     }
     const struct clops_tensor *outputs[2] = {s->plan.iters, s->plan.image};
     const int64_t began = split_clock_ns();
-    for (int o = 0; o < 2; o++)
-        if (s->data[o] != NULL)
-            tensor_unpack(call->pool, outputs[o], s->data[o]);
+    s->committed = 1;
+    if (s->landing)
+        mandel_land_rest(call->pool, &s->land);
+    else
+        for (int o = 0; o < 2; o++)
+            if (s->data[o] != NULL)
+                tensor_unpack(call->pool, outputs[o], s->data[o]);
     if (s->data[0] != NULL || s->data[1] != NULL)
-        log_msg(CLOPS_LOG_DEBUG, "%s: host outputs written from the temporaries in %.2f ms",
+        log_msg(CLOPS_LOG_DEBUG,
+                "%s: host outputs written from the temporaries in %.2f ms (the tiles that had "
+                "not landed)",
                 op_name, (double)(split_clock_ns() - began) * 1e-6);
 }
 
 static void mandel_release(struct op_call *call)
 {
     struct mandel_state *s = call->plan;
+    if (s->landing && !s->committed) /* failed or cancelled: the host outputs as they were */
+        mandel_land_undo(call->pool, &s->land);
+    mandel_land_free(&s->land);
     for (int o = 0; o < 2; o++) {
         if (s->bridges[o].data != NULL)
             bridge_give(call->pool, &s->bridges[o]);
