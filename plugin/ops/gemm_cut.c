@@ -61,7 +61,7 @@ static void block_of(const union op_value *from, int columns, int64_t at, int64_
     out->unread = out->values[P_BETA].f64 == 0.0 ? 1u << P_C : 0;
 }
 
-/* `side` cut in GEMM_CUT_ALIGN units by `shares` (NULL: even) into `count` blocks, made into
+/* `side` cut in GEMM_CUT_ALIGN units by `shares` (summing to 1) into `count` blocks, made into
  * parts[] from `from` along `columns`; returns the blocks with work (a share too small for one
  * unit makes a part with no flops). */
 static int32_t cut_side(const union op_value *from, int columns, int64_t side, int32_t count,
@@ -74,7 +74,7 @@ static int32_t cut_side(const union op_value *from, int columns, int64_t side, i
     int64_t begin = 0;
     int32_t made = 0;
     for (int32_t p = 0; p < count; p++) {
-        cumulative += shares != NULL ? shares[p] : 1.0 / count;
+        cumulative += shares[p];
         int64_t end = p == count - 1 ? units : (int64_t)(cumulative * (double)units + 0.5);
         end = end < begin ? begin : end > units ? units : end;
         const int64_t at = begin * GEMM_CUT_ALIGN;
