@@ -161,8 +161,9 @@ void mandel_land_tiles(struct clops_pool *pool, struct mandel_land *l, const int
     atomic_fetch_add(&mandel_landed_tiles, n);
 }
 
-/* The tiles whose landed mark is `landed`, numbered into a new array (*out; NULL where there
- * are none, or no host memory for it: *count is then -1). */
+/* The numbers of the tiles whose landed mark is `landed`, in a new array, and their count in
+ * *count; NULL where there are none, or where no host memory is left for the array (*count is
+ * then -1). */
 static int32_t *tiles_marked(const struct mandel_land *l, unsigned char landed, int32_t *count)
 {
     int32_t n = 0;
