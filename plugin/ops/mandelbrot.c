@@ -656,36 +656,16 @@ static void worker_release(void *state)
 
 /* ---- Rendering and delivering a chunk -------------------------------------------------------- */
 
-/* Whether output o's pixels lie in rows, 4 bytes each (a count, or RGBA) one after the other. */
-static int pixels_in_rows(const struct clops_tensor *t, int o)
-{
-    return o == 0 ? t->strides[1] == 1 : t->strides[1] == 4 && t->strides[2] == 1;
-}
-
-/* Copies compact slot `k` (tile `tile`) of output o into the host tensor: rows are memcpy'd when
- * the tensor's pixels are packed, else element by element through the strides. */
+/* Copies compact slot `k` (tile `tile`) of output o into the host tensor, a row of the tile at a
+ * time (mandel_pixels_move). */
 static void scatter_tile(const struct mandel_plan *p, int o, const unsigned char *slots, int32_t k,
                          int32_t tile)
 {
-    const struct clops_tensor *t = output_tensor(p, o);
     const int64_t T = p->tile, i0 = (tile / p->tiles_x) * T, j0 = (tile % p->tiles_x) * T;
     const int64_t rows = p->h - i0 < T ? p->h - i0 : T, cols = p->w - j0 < T ? p->w - j0 : T;
-    const int64_t es = dtype_size(t->dtype), channels = o == 0 ? 1 : 4;
-    const int packed = pixels_in_rows(t, o);
-    const int64_t s2 = o == 0 ? 0 : t->strides[2];
-    unsigned char *base = (unsigned char *)t->data;
-    for (int64_t ti = 0; ti < rows; ti++) {
-        const unsigned char *src = slots + ((k * T + ti) * T) * 4;
-        const int64_t row = t->offset + (i0 + ti) * t->strides[0] + j0 * t->strides[1];
-        if (packed) {
-            memcpy(base + row * es, src, (size_t)(cols * 4));
-            continue;
-        }
-        for (int64_t tj = 0; tj < cols; tj++)
-            for (int64_t ch = 0; ch < channels; ch++)
-                memcpy(base + (row + tj * t->strides[1] + ch * s2) * es,
-                       src + (tj * channels + ch) * es, (size_t)es);
-    }
+    for (int64_t ti = 0; ti < rows; ti++) /* a copy: the slots are only read */
+        mandel_pixels_move(output_tensor(p, o), o, i0 + ti, j0, cols,
+                           (unsigned char *)slots + ((k * T + ti) * T) * 4, 0);
 }
 
 /* A launch's work-items: `rows` rows of n tiles, rounded up to whole work-groups. At most 2^24
@@ -1155,7 +1135,7 @@ static int32_t mandel_run(struct op_call *op, const struct mandel_plan *p, struc
         .pool = pool, .primary = pool_device_at(pool, 0), .plan = p, .op = op, .land = land};
     for (int o = 0; o < 2 && p->in_bridges; o++) {
         const struct clops_tensor *t = output_tensor(p, o);
-        if (t != NULL && t->buffer == NULL && pixels_in_rows(t, o))
+        if (t != NULL && t->buffer == NULL && mandel_pixels_in_rows(t, o))
             call.in_place |= 1u << o;
     }
     struct split_job job = rates_job(p);

@@ -43,37 +43,43 @@ static void swap_bytes(unsigned char *a, unsigned char *b, size_t bytes)
     }
 }
 
-/* Pixels [j0, j0 + cols) of image row i of output o between the packed temporary and the host
- * tensor: swapped, or copied from the temporary (`swap` 0). Both outputs are 4 bytes a pixel
- * (a count, or RGBA); the temporary's pixels lie in rows (mandelbrot.c lands only such ones),
- * the host's may have any strides: the span goes whole where the host's pixels lie in rows too,
- * else element by element. */
-static void move_span(const struct mandel_land *l, int o, int64_t i, int64_t j0, int64_t cols,
-                      int swap)
+int mandel_pixels_in_rows(const struct clops_tensor *t, int o)
 {
-    const struct clops_tensor *t = l->host[o];
+    return o == 0 ? t->strides[1] == 1 : t->strides[1] == 4 && t->strides[2] == 1;
+}
+
+void mandel_pixels_move(const struct clops_tensor *t, int o, int64_t i, int64_t j0, int64_t cols,
+                        unsigned char *packed, int swap)
+{
     const int64_t es = dtype_size(t->dtype), channels = o == 0 ? 1 : 4;
     const int64_t s2 = o == 0 ? 0 : t->strides[2];
-    const int in_rows = o == 0 ? t->strides[1] == 1 : t->strides[1] == 4 && s2 == 1;
     unsigned char *host = (unsigned char *)t->data;
-    unsigned char *from = (unsigned char *)l->temp[o]->data + (i * l->w + j0) * 4;
     const int64_t row = t->offset + i * t->strides[0] + j0 * t->strides[1];
-    if (in_rows) {
+    if (mandel_pixels_in_rows(t, o)) {
         if (swap)
-            swap_bytes(host + row * es, from, (size_t)(cols * 4));
+            swap_bytes(host + row * es, packed, (size_t)(cols * 4));
         else
-            memcpy(host + row * es, from, (size_t)(cols * 4));
+            memcpy(host + row * es, packed, (size_t)(cols * 4));
         return;
     }
     for (int64_t c = 0; c < cols; c++)
         for (int64_t ch = 0; ch < channels; ch++) {
             unsigned char *to = host + (row + c * t->strides[1] + ch * s2) * es;
-            unsigned char *at = from + (c * channels + ch) * es;
+            unsigned char *at = packed + (c * channels + ch) * es;
             if (swap)
                 swap_bytes(to, at, (size_t)es);
             else
                 memcpy(to, at, (size_t)es);
         }
+}
+
+/* Pixels [j0, j0 + cols) of image row i of output o between the host tensor and the packed
+ * temporary, whose pixels lie in rows (mandelbrot.c lands only such ones). */
+static void move_span(const struct mandel_land *l, int o, int64_t i, int64_t j0, int64_t cols,
+                      int swap)
+{
+    unsigned char *from = (unsigned char *)l->temp[o]->data + (i * l->w + j0) * 4;
+    mandel_pixels_move(l->host[o], o, i, j0, cols, from, swap);
 }
 
 /* Tiles side by side in one row of tiles, as one rectangle of the image: rows i0 .. i0 + rows,

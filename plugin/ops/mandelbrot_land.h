@@ -42,6 +42,15 @@ struct mandel_land {
     unsigned char *landed;              /* per tile: 1 once swapped into the host outputs */
 };
 
+/* Whether output o's pixels (0: counts, 1: RGBA; 4 bytes a pixel either way) lie in rows of t,
+ * one after the other. */
+int mandel_pixels_in_rows(const struct clops_tensor *t, int o);
+/* Pixels [j0, j0 + cols) of image row i of output o of host tensor t, and `cols` pixels side by
+ * side at `packed`: copied from `packed` into t (`swap` 0: `packed` is only read), or swapped.
+ * Whole where t's pixels lie in rows, else element by element through its strides. */
+void mandel_pixels_move(const struct clops_tensor *t, int o, int64_t i, int64_t j0, int64_t cols,
+                        unsigned char *packed, int swap);
+
 /* Tiles swapped between temporaries and host outputs, over every call (tests). */
 extern atomic_llong mandel_landed_tiles;
 /* mandelbrot.c's, for tests: which chunks of a worker that renders ahead land. ADAPTIVE (the
