@@ -389,12 +389,7 @@ static void fail_parent(struct call *call, const struct split_state *s, int32_t 
 /* Part i's device work is over (complete or failed: the part's own wait tells). */
 static int part_over(const struct split_state *s, int32_t i)
 {
-    cl_event marker = call_done_marker(s->calls[i]);
-    cl_int state = CL_COMPLETE;
-    if (marker != NULL && clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state,
-                                         &state, NULL) != CL_SUCCESS)
-        state = CL_COMPLETE; /* the part's own wait reports the failure */
-    return state == CL_COMPLETE || state < 0;
+    return pool_event_over(call_done_marker(s->calls[i]));
 }
 
 /* Waits until every started part's device work is over, and moves each one's outputs computed

@@ -162,6 +162,9 @@ int32_t pool_work_end(struct pool_work *work, cl_command_queue queue, const char
  * flushed, the pauses between looks growing from 20 us to 1 ms. CL_SUCCESS, the wait's error,
  * or the event's failed (negative) status. Every host wait of the plugin on an event is this. */
 cl_int pool_wait_event(cl_event event);
+/* Whether `event`'s command is over, without waiting: complete, or failed; a state that cannot
+ * be read counts as over too (the wait that follows reports the failure). NULL is over. */
+int pool_event_over(cl_event event);
 /* Before a synchronous call's wait on a CPU device: the call's end looked for by spinning on a
  * marker's state for up to POOL_POLL_NS, where the wait (clFinish) would sleep and be woken by
  * the driver's thread (PoCL on 2 idle cores: 30-40 us of a small call's 60). It backs off where

@@ -263,6 +263,15 @@ int32_t pool_work_end(struct pool_work *work, cl_command_queue queue, const char
     return CLOPS_OK;
 }
 
+int pool_event_over(cl_event event)
+{
+    cl_int state = CL_COMPLETE;
+    if (event != NULL && clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state,
+                                        &state, NULL) != CL_SUCCESS)
+        state = CL_COMPLETE;
+    return state == CL_COMPLETE || state < 0;
+}
+
 cl_int pool_wait_event(cl_event event)
 {
     cl_int rc = clWaitForEvents(1, &event);

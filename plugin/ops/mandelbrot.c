@@ -713,15 +713,6 @@ static int32_t finish_pending(struct worker *w, int *pending, struct pool_work *
     return pool_work_finish(w->call->pool, work, queue, status, &w->device_ns, op_name);
 }
 
-/* Whether `e` is over (an error counts: the wait that follows reports it). */
-static int event_over(cl_event e)
-{
-    cl_int state = CL_QUEUED;
-    const cl_int rc =
-        clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL);
-    return rc != CL_SUCCESS || state == CL_COMPLETE || state < 0;
-}
-
 /* Bytes a landing moves at a time (two of the pool copier's least copies: a swap's traffic is
  * twice its bytes), so that it can stop between pieces. */
 enum { LAND_PIECE_BYTES = 2 * HOST_COPY_MIN_BYTES };
@@ -746,7 +737,7 @@ static int32_t land_set(struct worker *w, int32_t s, int32_t status, cl_event un
         (int32_t)(LAND_PIECE_BYTES / tile_bytes > 1 ? LAND_PIECE_BYTES / tile_bytes : 1);
     const int64_t began = split_clock_ns();
     int32_t done = 0;
-    while (done < n && (until == NULL || !event_over(until))) {
+    while (done < n && (until == NULL || !pool_event_over(until))) {
         const int32_t m = n - done < piece ? n - done : piece;
         mandel_land_tiles(w->call->pool, w->call->land, w->ahead_ids_host[s] + done, m);
         done += m;
@@ -952,7 +943,7 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
 {
     struct clops_pool *pool = w->call->pool;
     const int32_t s = w->set, n = chunk->count, T = w->call->plan->tile;
-    int32_t status = land_set(w, s, settle(w, s, CLOPS_OK), NULL);
+    int32_t status = settle(w, s, CLOPS_OK); /* its chunk landed beside the last one's */
     if (status != CLOPS_OK)
         return status;
     w->rendering[s] = w->downloading[s] = 1; /* from here on drain waits, on every path */
@@ -1279,10 +1270,10 @@ struct mandel_state {
     struct bridge bridges[2]; /* data[o] where it is a bridge's */
     int64_t started_ns; /* plan.alone: when enqueue began (the device's busy time ends at commit) */
     /* The host outputs and their temporaries, and the tiles that landed in them before the
-     * commit (mandelbrot_land.h); `committed` once the commit ran, else the release writes the
-     * landed tiles' earlier pixels back. */
+     * commit (mandelbrot_land.h; land.landed NULL: none land); `committed` once the commit ran,
+     * else the release writes the landed tiles' earlier pixels back. */
     struct mandel_land land;
-    int landing, committed;
+    int committed;
 };
 
 static int32_t mandel_check(struct op_call *call)
@@ -1349,11 +1340,11 @@ static int32_t mandel_enqueue(struct op_call *call)
             temp[o] = &s->packed[o];
         }
     /* Without host memory for the marks the tiles wait for the commit, as they did before. */
-    s->landing = (host[0] != NULL || host[1] != NULL) &&
-                 mandel_land_init(&s->land, s->plan.h, s->plan.w, s->plan.tile, s->plan.tiles_x,
-                                  s->plan.tile_count, host, temp) == 0;
+    if (host[0] != NULL || host[1] != NULL)
+        mandel_land_init(&s->land, s->plan.h, s->plan.w, s->plan.tile, s->plan.tiles_x,
+                         s->plan.tile_count, host, temp);
     const int64_t taken = split_clock_ns();
-    const int32_t status = mandel_run(call, &staged, s->landing ? &s->land : NULL);
+    const int32_t status = mandel_run(call, &staged, s->land.landed != NULL ? &s->land : NULL);
     log_msg(CLOPS_LOG_DEBUG, "%s: temporaries taken in %.2f ms, the split ran %.2f ms", op_name,
             (double)(taken - began) * 1e-6, (double)(split_clock_ns() - taken) * 1e-6);
     return status;
@@ -1372,7 +1363,7 @@ static void mandel_commit(struct op_call *call)
     const struct clops_tensor *outputs[2] = {s->plan.iters, s->plan.image};
     const int64_t began = split_clock_ns();
     s->committed = 1;
-    if (s->landing)
+    if (s->land.landed != NULL)
         mandel_land_rest(call->pool, &s->land);
     else
         for (int o = 0; o < 2; o++)
@@ -1388,7 +1379,7 @@ static void mandel_commit(struct op_call *call)
 static void mandel_release(struct op_call *call)
 {
     struct mandel_state *s = call->plan;
-    if (s->landing && !s->committed) /* failed or cancelled: the host outputs as they were */
+    if (!s->committed) /* failed or cancelled: the host outputs as they were */
         mandel_land_undo(call->pool, &s->land);
     mandel_land_free(&s->land);
     for (int o = 0; o < 2; o++) {

@@ -11,9 +11,9 @@
 
 atomic_llong mandel_landed_tiles;
 
-int mandel_land_init(struct mandel_land *l, int64_t h, int64_t w, int32_t tile, int32_t tiles_x,
-                     int32_t tile_count, const struct clops_tensor *const host[2],
-                     const struct clops_tensor *const temp[2])
+void mandel_land_init(struct mandel_land *l, int64_t h, int64_t w, int32_t tile, int32_t tiles_x,
+                      int32_t tile_count, const struct clops_tensor *const host[2],
+                      const struct clops_tensor *const temp[2])
 {
     *l = (struct mandel_land){
         .h = h, .w = w, .tile = tile, .tiles_x = tiles_x, .tile_count = tile_count};
@@ -22,7 +22,6 @@ int mandel_land_init(struct mandel_land *l, int64_t h, int64_t w, int32_t tile, 
         l->temp[o] = temp[o];
     }
     l->landed = calloc((size_t)tile_count, 1);
-    return l->landed != NULL ? 0 : -1;
 }
 
 void mandel_land_free(struct mandel_land *l)

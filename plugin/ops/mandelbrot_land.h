@@ -61,11 +61,11 @@ enum { MANDEL_LAND_ADAPTIVE, MANDEL_LAND_BESIDE, MANDEL_LAND_ALL };
 extern int mandel_land_mode;
 
 /* Tiles of `tile` x `tile` over an h x w image, tiles_x a row, into outputs host[o] through
- * temp[o]: 0 with no tile landed yet, or -1 without host memory for the per-tile marks (the
- * tiles then wait for the commit, as before). */
-int mandel_land_init(struct mandel_land *l, int64_t h, int64_t w, int32_t tile, int32_t tiles_x,
-                     int32_t tile_count, const struct clops_tensor *const host[2],
-                     const struct clops_tensor *const temp[2]);
+ * temp[o], none landed yet; l->landed is NULL without host memory for the per-tile marks (no
+ * tile lands then: they wait for the commit, as before). */
+void mandel_land_init(struct mandel_land *l, int64_t h, int64_t w, int32_t tile, int32_t tiles_x,
+                      int32_t tile_count, const struct clops_tensor *const host[2],
+                      const struct clops_tensor *const temp[2]);
 /* Swaps the n tiles numbered in `tiles` (none landed yet, their downloads done) between the
  * temporaries and the host outputs, on the pool's copier where they are many bytes. Workers call
  * it for disjoint tiles at once. */
