@@ -386,48 +386,68 @@ static void fail_parent(struct call *call, const struct split_state *s, int32_t 
     call_fail(call, status, text);
 }
 
-/* Part i's device work is over (complete or failed: the part's own wait tells). */
-static int part_over(const struct split_state *s, int32_t i)
+/* One device's parts awaited in their order by one thread (await_parts). */
+struct await_group {
+    struct call *call;
+    struct split_state *s;
+    struct pool_device *dev;
+    os_mutex *lock;  /* held to note the first failure, and for moves home (move_out) */
+    int32_t *failed; /* the first part that failed, or -1: under `lock` */
+};
+
+static void await_group(void *arg)
 {
-    return pool_event_over(call_done_marker(s->calls[i]));
+    struct await_group *g = arg;
+    struct split_state *s = g->s;
+    struct op_call *op = call_op(g->call);
+    for (int32_t k = 0; k < s->count; k++) {
+        const int32_t i = s->order[k];
+        if (s->devs[i] != g->dev || s->calls[i] == NULL)
+            continue;
+        int32_t status = call_await(s->calls[i]); /* the part's own wait for its end marker */
+        const char *message = call_error_of(s->calls[i])->message;
+        os_mutex_lock(g->lock);
+        if (status == CLOPS_OK && *g->failed < 0 && !call_cancel_requested(op)) {
+            status = move_out(op->pool, s, i, op->impl->desc);
+            message = err_last();
+        }
+        if (status != CLOPS_OK && *g->failed < 0) {
+            *g->failed = i;
+            fail_parent(g->call, s, i, status, message);
+        }
+        os_mutex_unlock(g->lock);
+        s->done_ns[i] = now_ns();
+    }
 }
 
 /* Waits until every started part's device work is over, and moves each one's outputs computed
  * on another device home as soon as its part is (while the others compute), unless a part
  * failed or the host cancelled the call before; notes when each part was done so: the
- * devices' rates. Polls the parts' end markers, sleeping a hundredth of the time waited so far
- * (at most 1 ms) between looks. `failed`: the first part that failed, or -1. */
+ * devices' rates. A thread a device (the pool's crew) waits for that device's parts in their
+ * order, each the moment it ends: the loop that polled every part's end marker, sleeping a
+ * hundredth of the time waited so far (at most 1 ms), saw a 100 ms GEMM's last part up to 1 ms
+ * late, and its move home with it. Moves home are made one at a time (the split's transfer
+ * queues are shared). `failed`: the first part that failed, or -1. */
 static void await_parts(struct call *call, struct split_state *s, int32_t *failed)
 {
-    struct op_call *op = call_op(call);
-    int left = 1;
-    while (left) {
-        left = 0;
-        for (int32_t i = 0; i < s->count; i++) {
-            if (s->calls[i] == NULL || s->done_ns[i] > 0)
-                continue;
-            if (!part_over(s, i)) {
-                left = 1;
-                continue;
-            }
-            int32_t status = call_await(s->calls[i]);
-            const char *message = call_error_of(s->calls[i])->message;
-            if (status == CLOPS_OK && *failed < 0 && !call_cancel_requested(op)) {
-                status = move_out(op->pool, s, i, op->impl->desc);
-                message = err_last();
-            }
-            if (status != CLOPS_OK && *failed < 0) {
-                *failed = i;
-                fail_parent(call, s, i, status, message);
-            }
-            s->done_ns[i] = now_ns();
-        }
-        if (left) {
-            double pause = (now_ns() - s->start_ns) / 100;
-            pause = pause < 2e4 ? 2e4 : pause > 1e6 ? 1e6 : pause;
-            os_sleep_ns((int64_t)pause);
-        }
+    os_mutex lock = OS_MUTEX_INIT; /* a lock of no resources: nothing to fail */
+    struct await_group groups[CONFIG_MAX_DEVICES];
+    void *args[CONFIG_MAX_DEVICES];
+    int32_t count = 0;
+    for (int32_t k = 0; k < s->count; k++) {
+        const int32_t i = s->order[k];
+        int32_t g = 0;
+        while (g < count && groups[g].dev != s->devs[i])
+            g++;
+        if (g < count || s->calls[i] == NULL)
+            continue;
+        groups[count] = (struct await_group){
+            .call = call, .s = s, .dev = s->devs[i], .lock = &lock, .failed = failed};
+        args[count] = &groups[count];
+        count++;
     }
+    split_crew_run(pool_split_crew(call_op(call)->pool), await_group, args, count);
+    os_mutex_destroy(&lock);
 }
 
 /* Prepares and starts part i on its device: 0, or the failure (the part's message in the
