@@ -342,8 +342,9 @@ START_TEST(test_a_split_slower_than_one_device_is_not_made_again)
 END_TEST
 
 /* A split that made memory (the first of its shape: device buffers, pinned blocks) is not
- * judged by its time, as the calls after it take that memory from the pool's caches; the next
- * call of the shape, which makes none, is. Every rate made huge: alone, no time. */
+ * judged by its time, nor are its devices' rates noted, as the calls after it take that memory
+ * from the pool's caches; the next call of the shape, which makes none, is judged and its rates
+ * noted. Every rate made huge: alone, no time. */
 START_TEST(test_a_split_that_made_memory_is_not_judged)
 {
     const struct gemm_case small = {CLOPS_F32, 67, 1031, 61, 0, 0, 0, 0}; /* every device a part */
@@ -364,14 +365,21 @@ START_TEST(test_a_split_that_made_memory_is_not_judged)
     ck_assert_int_gt(pool_memory_made(pool), memory);
     ck_assert_msg(pool_op_split_floor(pool, gemm, 0) == 0,
                   "floor %g after a split that made memory", pool_op_split_floor(pool, gemm, 0));
+    /* Nor are its rates noted: they are still the ones made. */
     for (int32_t dev = 0; dev < tu_split_devices(); dev++)
-        rate_made(pool, dev, 1e18);
+        ck_assert_msg(pool_op_rate(pool, gemm, dev) == 1e18,
+                      "device %d's rate %g after a split that made memory", (int)dev,
+                      pool_op_rate(pool, gemm, dev));
     const int64_t again = pool_memory_made(pool);
     memcpy(d.c, d.c0, (size_t)(g.m * g.n) * sizeof(float));
     ck_assert_int_eq(run_gemm(pool, &g, &d), CLOPS_OK);
     check_reference(&g, &d, "the same split again");
     ck_assert_int_eq(pool_memory_made(pool), again);
     ck_assert(pool_op_split_floor(pool, gemm, 0) == 2.0 * 389 * 1031 * 601);
+    /* That one's are: each device's rate now averages in what it measured. */
+    for (int32_t dev = 0; dev < tu_split_devices(); dev++)
+        ck_assert_msg(pool_op_rate(pool, gemm, dev) < 1e18, "device %d's rate %g not noted",
+                      (int)dev, pool_op_rate(pool, gemm, dev));
     data_free(&s);
     data_free(&d);
     api->pool_release(pool);
