@@ -32,9 +32,9 @@ struct pool_program {
                      * another thread may still be creating a kernel from it */
 };
 
-/* The kernel source: from the configured override directory, else embedded. malloc'd. */
-static int32_t load_source(const struct clops_pool *pool, const char *op_name,
-                           const char *source_name, char **text, size_t *size)
+/* One kernel source file: from the configured override directory, else embedded. malloc'd. */
+static int32_t load_one(const struct clops_pool *pool, const char *op_name, const char *source_name,
+                        char **text, size_t *size)
 {
     if (pool->cfg.kernel_dir[0] == '\0') {
         const char *embedded = kernels_find(source_name, size);
@@ -49,7 +49,7 @@ static int32_t load_source(const struct clops_pool *pool, const char *op_name,
         (*text)[*size] = '\0';
         return CLOPS_OK;
     }
-    char path[CONFIG_PATH_MAX + 128];
+    char path[CONFIG_PATH_MAX + 160]; /* the directory, '/', a name of less than 128, ".cl" */
     snprintf(path, sizeof path, "%s/%s.cl", pool->cfg.kernel_dir, source_name);
     struct os_file_info info;
     FILE *f = os_open_regular(path, 0, &info);
@@ -74,6 +74,58 @@ static int32_t load_source(const struct clops_pool *pool, const char *op_name,
     fclose(f);
     (*text)[len] = '\0';
     *size = (size_t)len;
+    return CLOPS_OK;
+}
+
+/* The program's source: `source_name` names one file of kernels/ ("gemm"), or several joined by
+ * '+' ("gemm_pipeline+gemm_simt"), which are built as one text in that order (a file a job,
+ * with what several kernels share in a file of its own). malloc'd. */
+static int32_t load_source(const struct clops_pool *pool, const char *op_name,
+                           const char *source_name, char **text, size_t *size)
+{
+    *text = NULL;
+    *size = 0;
+    const char *at = source_name;
+    while (*at != '\0') {
+        const char *end = strchr(at, '+');
+        const size_t len = end != NULL ? (size_t)(end - at) : strlen(at);
+        char name[128];
+        if (len == 0 || len >= sizeof name) {
+            free(*text);
+            return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: kernel source name '%s' is malformed",
+                           op_name, source_name);
+        }
+        memcpy(name, at, len);
+        name[len] = '\0';
+        char *part = NULL;
+        size_t part_size = 0;
+        int32_t status = load_one(pool, op_name, name, &part, &part_size);
+        if (status != CLOPS_OK) {
+            free(*text);
+            return status;
+        }
+        if (*text == NULL) {
+            *text = part;
+            *size = part_size;
+        } else {
+            char *joined = realloc(*text, *size + part_size + 2);
+            if (joined == NULL) {
+                free(*text);
+                free(part);
+                return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY,
+                               "%s: out of host memory joining kernel sources '%s'", op_name,
+                               source_name);
+            }
+            joined[*size] = '\n'; /* a file may end without one */
+            memcpy(joined + *size + 1, part, part_size + 1);
+            *size += part_size + 1;
+            *text = joined;
+            free(part);
+        }
+        at = end != NULL ? end + 1 : at + len;
+    }
+    if (*text == NULL)
+        return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: no kernel source named", op_name);
     return CLOPS_OK;
 }
 

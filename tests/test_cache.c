@@ -845,6 +845,42 @@ START_TEST(test_fifo_kernel_source_is_an_error_without_blocking)
 }
 END_TEST
 
+/* A program of several source files ("joined_a+joined_b") is built from them joined in that
+ * order: the kernel of the second calls a function of the first, which alone it cannot build;
+ * a changed file changes the program's cache key; a name with an empty part is refused. */
+START_TEST(test_a_program_of_joined_sources)
+{
+    struct program_dirs d;
+    make_program_dirs(&d);
+    write_text(d.kernels, "joined_a.cl", "float tripled(float x) { return 3.0f * x + 1.0f; }");
+    write_text(d.kernels, "joined_b.cl",
+               "__kernel void joined(__global float *x) "
+               "{ x[get_global_id(0)] = tripled((float)get_global_id(0)); }\n");
+    struct clops_pool *pool = program_pool(d.kernels, d.cache);
+    ck_assert_float_eq(run_one_kernel(pool, "joined_a+joined_b", "joined"), 10.0f);
+    ck_assert_int_eq(pool->programs_built, 1);
+    cl_kernel kernel = NULL;
+    ck_assert_int_eq(
+        pool_create_kernel(pool, &pool->devices[0], "test", "joined_b", "", "joined", &kernel),
+        CLOPS_ERR_BUILD);
+    ck_assert_int_eq(pool_create_kernel(pool, &pool->devices[0], "test", "joined_a++joined_b", "",
+                                        "joined", &kernel),
+                     CLOPS_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err_last(), "joined_a++joined_b") != NULL, "message: %s", err_last());
+    ck_assert_ptr_null(kernel);
+    pool_release(pool);
+
+    /* The first file changed: the next pool builds again, and runs the new text. */
+    write_text(d.kernels, "joined_a.cl", "float tripled(float x) { return 3.0f * x + 2.0f; }");
+    pool = program_pool(d.kernels, d.cache);
+    ck_assert_float_eq(run_one_kernel(pool, "joined_a+joined_b", "joined"), 11.0f);
+    ck_assert_int_eq(pool->programs_built, 1);
+    ck_assert_int_eq(pool->programs_loaded, 0);
+    pool_release(pool);
+    remove_tree(d.root);
+}
+END_TEST
+
 /* An entry with the right key and checksum can hold another program's binary: it builds, but
  * the kernel is not in it (CL_INVALID_KERNEL_NAME). The pool must drop it and rebuild from
  * source once, and the rewritten entry must then serve later pools. */
@@ -913,6 +949,7 @@ int main(void)
         TU_CASE("programs"),
         TU_TEST(test_entry_holding_another_programs_binary_is_rebuilt_once),
         TU_TEST(test_fifo_kernel_source_is_an_error_without_blocking),
+        TU_TEST(test_a_program_of_joined_sources),
         TU_TEST(test_lu_entry_holding_another_programs_binary_is_rebuilt_once),
     };
     return tu_run_tests("cache", 0, 1, tests, TU_COUNT(tests));

@@ -391,7 +391,10 @@ START_TEST(test_build_failure_reports_the_log)
         unlink(k.paths[i]);
     pool = tu_pool_from_string(k.config);
     ck_assert_int_eq(gemm(pool, &t, &t, &tc, 0, 0, 1.0, 0.0), CLOPS_ERR_IO);
-    ck_assert(strstr(api->last_error(), k.paths[0]) || strstr(api->last_error(), k.paths[1]));
+    int named = 0;
+    for (int i = 0; i < TU_GEMM_SOURCES; i++)
+        named |= strstr(api->last_error(), k.paths[i]) != NULL;
+    ck_assert_msg(named, "the I/O error names no kernel file: %s", api->last_error());
     api->pool_release(pool);
     tu_remove_broken_gemm_kernels(&k);
 }

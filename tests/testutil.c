@@ -698,7 +698,9 @@ int tu_kernel_launches(const struct tu_kernel_log *log, const char *name)
 
 void tu_broken_gemm_kernels(struct tu_broken_kernels *k, const char *dir_template)
 {
-    static const char *const sources[TU_GEMM_SOURCES] = {"gemm.cl", "gemm_mma.cl"};
+    static const char *const sources[TU_GEMM_SOURCES] = {"gemm.cl",      "gemm_pipeline.cl",
+                                                         "gemm_simt.cl", "gemm_mma_core.cl",
+                                                         "gemm_mma.cl",  "gemm_tf32.cl"};
     ck_assert_uint_lt(strlen(dir_template), sizeof k->dir);
     strcpy(k->dir, dir_template);
     ck_assert_ptr_nonnull(tu_make_temp_dir(k->dir));

@@ -180,12 +180,13 @@ void tu_collect_kernel_log(int32_t level, const char *message, void *user);
 /* The launches of kernel `name` (one of log->names) so far. */
 int tu_kernel_launches(const struct tu_kernel_log *log, const char *name);
 
-/* A kernel directory in which gemm's sources do not build: gemm.cl and gemm_mma.cl (the gemm
- * operator builds one or the other, by device: gemm_mma.cl on NVIDIA GPUs of compute capability
- * 8.0 and later), both naming an undeclared identifier ("undeclared_name"). dir is made from
- * `dir_template` (mkdtemp's XXXXXX), paths are the two files, config a pool configuration that
- * reads kernels from dir with the binary cache off. tu_remove_broken_gemm_kernels deletes them. */
-enum { TU_GEMM_SOURCES = 2 };
+/* A kernel directory in which gemm's sources do not build: gemm.cl and the files of the kernels
+ * for NVIDIA GPUs of compute capability 8.0 and later (gemm_pipeline.cl, gemm_simt.cl,
+ * gemm_mma_core.cl, gemm_mma.cl, gemm_tf32.cl: the gemm operator builds gemm.cl or some of those,
+ * by device), each naming an undeclared identifier ("undeclared_name"). dir is made from
+ * `dir_template` (mkdtemp's XXXXXX), paths are the files, config a pool configuration that reads
+ * kernels from dir with the binary cache off. tu_remove_broken_gemm_kernels deletes them. */
+enum { TU_GEMM_SOURCES = 6 };
 struct tu_broken_kernels {
     char dir[128];
     char paths[TU_GEMM_SOURCES][256];

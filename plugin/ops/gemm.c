@@ -1,9 +1,9 @@
 /* gemm.c — the gemm operator, C = alpha * op(A) * op(B) + beta * C in f32 or f64: its descriptor
  * and its steps. One file a job: gemm_check.c (arguments and plan), gemm_tune.c (tiles per
  * device, settings), gemm_kernel.c (the kernel for a plan: kernels/gemm.cl, portable, or, on
- * NVIDIA GPUs of compute capability 8.0 and later, kernels/gemm_mma.cl: f64 and f32 in the TF32
- * precisions on the tensor cores, f32 in fp32 on the FP32 units fed by cp.async), gemm_tf32.c
- * (tf32 from packed operands), gemm_launch.c (the launches). */
+ * NVIDIA GPUs of compute capability 8.0 and later, kernels/gemm_mma.cl and gemm_tf32.cl: f64 and
+ * f32 in the TF32 precisions on the tensor cores, gemm_simt.cl: f32 in fp32 on the FP32 units fed
+ * by cp.async), gemm_tf32.c (tf32 from packed operands), gemm_launch.c (the launches). */
 #include "gemm_impl.h"
 
 #include "registry.h"

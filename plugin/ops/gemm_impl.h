@@ -70,7 +70,7 @@ struct gemm_tiles {
                                        4 for GPUs, = wpt for CPUs (contiguous blocks) */
 };
 
-/* The -D parameters of kernels/gemm_mma.cl (its comment explains them). */
+/* The -D parameters of kernels/gemm_mma.cl and gemm_tf32.cl (gemm_mma_core.cl explains them). */
 struct gemm_mma_tiles {
     int32_t tile_m, tile_n, tile_k; /* the C block of a work-group, and the K step */
     int32_t warp_m, warp_n;         /* the C block of a warp */
@@ -78,7 +78,7 @@ struct gemm_mma_tiles {
     int32_t stages;                 /* tiles in local memory at once (the copies' lead + 1) */
 };
 
-/* The -D parameters of gemm_mma.cl's -DSIMT kernel, gemm_simt (gemm_tune.c says why). */
+/* The -D parameters of kernels/gemm_simt.cl's gemm_simt (gemm_tune.c says why). */
 struct gemm_simt_tiles {
     int32_t tile_m, tile_n, tile_k; /* the C block of a work-group, and the K step */
     int32_t thread_m, thread_n;     /* the C block of a work-item */
@@ -149,8 +149,8 @@ int32_t gemm_bind_plan(cl_kernel kernel, const struct gemm_plan *p, const struct
 int32_t gemm_create_kernel(struct clops_pool *pool, struct pool_device *dev, const char *source,
                            const char *name, const char *options, size_t group_size, cl_kernel *out,
                            int *fits);
-/* gemm_mma.cl's build options for tiles `t`; `passes`: 0 for f64, else the TF32 products of an
- * f32 product; `packed`: the -DPACKED kernels. */
+/* gemm_mma.cl's and gemm_tf32.cl's build options for tiles `t`; `passes`: 0 for f64, else the TF32
+ * products of an f32 product; `packed`: the -DPACKED kernels. */
 int32_t gemm_mma_build_options(const struct gemm_mma_tiles *t, int32_t passes, int packed,
                                char *out, size_t size);
 

@@ -1,6 +1,6 @@
 /* gemm_kernel.c — the kernel for a gemm plan (gemm_impl.h): kernels/gemm_mma.cl's tensor-core or
- * cp.async kernels where they apply, else kernels/gemm.cl with the device's tiles; and the
- * arguments they all take. */
+ * kernels/gemm_simt.cl's cp.async kernel where they apply, else kernels/gemm.cl with the device's
+ * tiles; and the arguments they all take. */
 #include <stdio.h>
 #include <string.h>
 
@@ -25,7 +25,7 @@ static int32_t build_options(const struct gemm_tiles *t, int32_t dtype, char *ou
     return options_fit(n, size);
 }
 
-/* `passes`: 0 for f64, else the TF32 products of an f32 product (gemm_mma.cl's TF32_PASSES);
+/* `passes`: 0 for f64, else the TF32 products of an f32 product (gemm_mma_core.cl's TF32_PASSES);
  * `packed`: the file's tf32_pack and gemm_tf32 instead of gemm_mma (-DPACKED). */
 int32_t gemm_mma_build_options(const struct gemm_mma_tiles *t, int32_t passes, int packed,
                                char *out, size_t size)
@@ -113,7 +113,7 @@ static int32_t mma_choices(const struct clops_pool *pool, const struct pool_devi
     for (int c = 0; c < 2; c++) {
         const struct gemm_mma_tiles *t = tiles[c];
         choice[c] =
-            (struct gemm_choice){.source = "gemm_mma",
+            (struct gemm_choice){.source = "gemm_pipeline+gemm_mma_core+gemm_mma",
                                  .name = "gemm_mma",
                                  .group = gemm_mma_group_size(t),
                                  .local_bytes = gemm_mma_local_bytes(t, dtype_size(p->dtype)),
@@ -142,14 +142,14 @@ static int32_t simt_choices(const struct clops_pool *pool, const struct pool_dev
     struct gemm_choice choice[2];
     for (int c = 0; c < 2; c++) {
         const struct gemm_simt_tiles *t = tiles[c];
-        choice[c] = (struct gemm_choice){.source = "gemm_mma",
+        choice[c] = (struct gemm_choice){.source = "gemm_pipeline+gemm_simt",
                                          .name = "gemm_simt",
                                          .group = gemm_simt_group_size(t),
                                          .local_bytes = gemm_simt_local_bytes(t),
                                          .tile_m = t->tile_m,
                                          .tile_n = t->tile_n};
         int n = snprintf(choice[c].options, sizeof choice[c].options,
-                         "-DSIMT -DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREAD_M=%d -DTHREAD_N=%d "
+                         "-DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREAD_M=%d -DTHREAD_N=%d "
                          "-DWARP_TM=%d -DSTAGES=%d",
                          (int)t->tile_m, (int)t->tile_n, (int)t->tile_k, (int)t->thread_m,
                          (int)t->thread_n, (int)t->warp_tm, (int)t->stages);

@@ -1,6 +1,9 @@
-/* gemm_tf32.c — f32 gemm in tf32 from packed operands (gemm_impl.h): kernels/gemm_mma.cl's
+/* gemm_tf32.c — f32 gemm in tf32 from packed operands (gemm_impl.h): kernels/gemm_tf32.cl's
  * tf32_pack and gemm_tf32 (-DPACKED). */
 #include "gemm_impl.h"
+
+/* The program's source files (pool_programs.c joins them in this order). */
+static const char tf32_source[] = "gemm_pipeline+gemm_mma_core+gemm_tf32";
 
 static int64_t round_up(int64_t x, int64_t m)
 {
@@ -95,10 +98,10 @@ int32_t gemm_run_tf32_packed(struct op_call *call, const struct staged_tensor *s
     cl_mem packed = NULL;
     int fits = 0;
     if (status == CLOPS_OK)
-        status = pool_create_kernel(call->pool, call->dev, gemm_op_name, "gemm_mma", options,
+        status = pool_create_kernel(call->pool, call->dev, gemm_op_name, tf32_source, options,
                                     "tf32_pack", &pack);
     if (status == CLOPS_OK)
-        status = gemm_create_kernel(call->pool, call->dev, "gemm_mma", "gemm_tf32", options,
+        status = gemm_create_kernel(call->pool, call->dev, tf32_source, "gemm_tf32", options,
                                     gemm_mma_group_size(t), &gemm, &fits);
     if (status == CLOPS_OK && !fits)
         status =

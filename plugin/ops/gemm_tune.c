@@ -125,7 +125,7 @@ static const struct gemm_mma_tuning tf32_tunings[] = {
     {80, {128, 256, 8, 64, 64, 1688, 3}, {64, 64, 16, 32, 32, 1688, 3}},
 };
 
-/* f32 in tf32 (one TF32 product) runs gemm_mma.cl's -DPACKED kernels instead, on operands packed
+/* f32 in tf32 (one TF32 product) runs gemm_tf32.cl's -DPACKED kernels instead, on operands packed
  * once into the fragments' order: 128x128 tiles 16 deep of 64x32 warps, 3 stages. On an H200 at
  * N = 8192 it ran at 142 TFLOP/s (128x256x8 of 64x64 warps: 129) against gemm_mma's 97; for
  * 3xtf32 the packed lo parts doubled the copies and local loads (45 against gemm_mma's 50), so
@@ -133,7 +133,7 @@ static const struct gemm_mma_tuning tf32_tunings[] = {
 const struct gemm_mma_tiles gemm_tf32_packed_tiles = {128, 128, 16, 64, 32, 1688, 3};
 
 /* f32 in fp32 (IEEE products and sums) on NVIDIA devices of compute capability 8.0 and later runs
- * gemm_mma.cl's -DSIMT kernel, gemm_simt: gemm.cl's arithmetic with its tiles copied into local
+ * gemm_simt.cl's gemm_simt: gemm.cl's arithmetic with its tiles copied into local
  * memory through cp.async, STAGES - 1 tiles ahead. On an H100 (N = 8192 f32, the kernel alone)
  * 128x128 tiles 8 deep, 16x8 a work-item, 4 stages ran at 43.3 TFLOP/s with both operands
  * row-major and 46.2 with A column-major (its copies 16 bytes wide), against 41.1 / 41.3 for
@@ -170,7 +170,8 @@ size_t gemm_mma_group_size(const struct gemm_mma_tiles *t)
     return (size_t)(t->tile_m / t->warp_m) * (size_t)(t->tile_n / t->warp_n) * 32;
 }
 
-/* The kernel's local tiles: `stages` of each operand, unpadded (gemm_mma.cl says why). */
+/* The kernel's local tiles: `stages` of each operand, unpadded (gemm_mma.cl and gemm_simt.cl say
+ * why). */
 int64_t gemm_mma_local_bytes(const struct gemm_mma_tiles *t, int64_t elem_size)
 {
     return (int64_t)t->stages * t->tile_k * (t->tile_m + t->tile_n) * elem_size;
