@@ -149,12 +149,25 @@ static void store_tile(__local REAL *dst, const REAL *regs, long sk, const int t
  * Contract: C (row-major, ldc, offsets in elements) = alpha * op(A) * op(B) + beta * C, where
  * op(A)(i,k) = A[offA + i*sAi + k*sAk] and op(B)(k,j) = B[offB + k*sBk + j*sBj]: strides express
  * transposes and both storage orders. K == 0 (the host passes it also for alpha == 0) reads
- * neither A nor B, which may then be NULL. */
+ * neither A nor B, which may then be NULL.
+ *
+ * With -DCARRY the kernel takes four arguments more and computes one slab of K of a product cut
+ * along K (gemm_launch.c): `carry` & CARRY_IN starts each element's sum from W (offW, row stride
+ * ldw, C's shape) instead of 0, and & CARRY_OUT leaves the sum in W and C untouched. The slabs
+ * are whole TILE_K steps of the whole product's, taken in order, so that each element sees the
+ * same multiply-adds in the same order as in one launch: the result is the same, bit for bit. */
+#define CARRY_IN 1
+#define CARRY_OUT 2
 __kernel REQD_WG(WG_SIZE, 1, 1) void
 gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
      const __global REAL *restrict A, const long offA, const long sAi, const long sAk,
      const __global REAL *restrict B, const long offB, const long sBk, const long sBj,
-     __global REAL *C, const long offC, const long ldc)
+     __global REAL *C, const long offC, const long ldc
+#ifdef CARRY
+     ,
+     __global REAL *W, const long offW, const long ldw, const int carry
+#endif
+)
 {
 #if VW > 1
     /* Declared as vectors for the alignment of LOAD_RUN's vector loads. */
@@ -179,6 +192,16 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
     for (int r = 0; r < WPT_M; r++)
         for (int c = 0; c < WPT_N; c++)
             acc[r][c] = 0;
+#ifdef CARRY
+    /* A slab of K after the first: the sums so far, as the slab before left them. */
+    if (carry & CARRY_IN)
+        for (int r = 0; r < WPT_M; r++)
+            for (int c = 0; c < WPT_N; c++) {
+                const int i = i0 + BLOCK_ROW(tm, r), j = j0 + BLOCK_COL(tn, c);
+                if (i < M && j < N)
+                    acc[r][c] = W[offW + i * ldw + j];
+            }
+#endif
 
     /* Register double-buffering: the next tiles' global loads are issued before the current
      * tiles are multiplied, so their latency hides behind the arithmetic. */
@@ -217,6 +240,18 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
+#ifdef CARRY
+    /* A slab of K before the last: the sums as they stand, for the next slab; C untouched. */
+    if (carry & CARRY_OUT) {
+        for (int r = 0; r < WPT_M; r++)
+            for (int c = 0; c < WPT_N; c++) {
+                const int i = i0 + BLOCK_ROW(tm, r), j = j0 + BLOCK_COL(tn, c);
+                if (i < M && j < N)
+                    W[offW + i * ldw + j] = acc[r][c];
+            }
+        return;
+    }
+#endif
     /* beta == 0 takes a branch of its own that never loads C, so that NaN or garbage there
      * cannot reach the result whatever the compiler makes of the select. */
     const int read_c = beta != (REAL)0;

@@ -6,6 +6,7 @@
 #ifndef CLOPS_OPS_GEMM_IMPL_H
 #define CLOPS_OPS_GEMM_IMPL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,7 +41,21 @@ struct gemm_plan {
     int64_t ka_si, ka_sk, kb_sk, kb_sj, ldc;
     double alpha, beta;
     int64_t blocks; /* launches over blocks of C, paced (gemm_launch.c); 1: one over all of C */
+    /* One slab of K of a product cut along K (gemm_launch.c): GEMM_CARRY_IN starts each sum
+     * from w (w_offset, row stride ldw, the kernel's C shape), GEMM_CARRY_OUT leaves it there and
+     * C untouched; 0: the whole product. Only kernels that carry take such a plan. */
+    int32_t carry;
+    cl_mem w;
+    int64_t w_offset, ldw;
 };
+
+enum { GEMM_CARRY_IN = 1, GEMM_CARRY_OUT = 2 };
+
+/* Tests: the slabs of K that gemm_run cuts a call into where its kernel carries sums from one to
+ * the next (0 or 1: none; gemm_launch.c), the slabs launched so, and the calls not so cut as
+ * their kernel does not carry. */
+extern int gemm_k_slabs;
+extern atomic_llong gemm_slab_launches, gemm_slabs_refused;
 
 /* ---- The operator's steps -------------------------------------------------------------------- */
 
@@ -132,12 +147,15 @@ struct gemm_launch {
     cl_kernel kernel;
     size_t local, global;
     int32_t tile_m, tile_n; /* the block of C a work-group computes */
+    int32_t tile_k;         /* its step along K */
+    int carries;            /* the kernel has a -DCARRY build (gemm_plan.carry) */
     int borrowed;           /* the engine keeps the kernel (gemm_launch_release) */
 };
 
 /* The kernel for the plan on the engine's device: the first variant of the table that applies
  * and fits (the tensor-core one, gemm_simt, the portable one). All take the same arguments
- * (gemm_bind_plan). gemm_launch_release: lets go of it once enqueued. */
+ * (gemm_bind_plan). gemm_launch_release: lets go of it once enqueued. A plan with a carry gets
+ * the same variant's -DCARRY build, CLOPS_ERR_UNSUPPORTED where that variant has none. */
 int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
                            struct gemm_launch *out);
 void gemm_launch_release(struct gemm_engine *e, struct gemm_launch *l);

@@ -71,7 +71,8 @@ struct gemm_choice {
     char options[256];
     size_t group;
     int64_t local_bytes;
-    int32_t tile_m, tile_n;
+    int32_t tile_m, tile_n, tile_k;
+    int carries; /* has a -DCARRY build (gemm.cl's) */
     int last_resort;
 };
 
@@ -118,7 +119,8 @@ static int32_t mma_choices(const struct clops_pool *pool, const struct pool_devi
                                  .group = gemm_mma_group_size(t),
                                  .local_bytes = gemm_mma_local_bytes(t, dtype_size(p->dtype)),
                                  .tile_m = t->tile_m,
-                                 .tile_n = t->tile_n};
+                                 .tile_n = t->tile_n,
+                                 .tile_k = t->tile_k};
         int32_t status =
             gemm_mma_build_options(t, passes, 0, choice[c].options, sizeof choice[c].options);
         if (status != CLOPS_OK)
@@ -147,7 +149,8 @@ static int32_t simt_choices(const struct clops_pool *pool, const struct pool_dev
                                          .group = gemm_simt_group_size(t),
                                          .local_bytes = gemm_simt_local_bytes(t),
                                          .tile_m = t->tile_m,
-                                         .tile_n = t->tile_n};
+                                         .tile_n = t->tile_n,
+                                         .tile_k = t->tile_k};
         int n = snprintf(choice[c].options, sizeof choice[c].options,
                          "-DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREAD_M=%d -DTHREAD_N=%d "
                          "-DWARP_TM=%d -DSTAGES=%d",
@@ -168,7 +171,9 @@ static int32_t portable_choice(const struct gemm_tiles *t, int32_t dtype, struct
                                 .group = gemm_tiles_group_size(t),
                                 .local_bytes = gemm_tiles_local_bytes(t, dtype_size(dtype)),
                                 .tile_m = t->tile_m,
-                                .tile_n = t->tile_n};
+                                .tile_n = t->tile_n,
+                                .tile_k = t->tile_k,
+                                .carries = 1};
     return build_options(t, dtype, out->options, sizeof out->options);
 }
 
@@ -250,9 +255,24 @@ static int32_t take_choice(struct gemm_engine *e, const struct gemm_choice *c, i
                                 .local = c->group,
                                 .tile_m = c->tile_m,
                                 .tile_n = c->tile_n,
+                                .tile_k = c->tile_k,
+                                .carries = c->carries,
                                 .borrowed = kept};
     *taken = 1;
     return CLOPS_OK;
+}
+
+/* The choice's -DCARRY build, for one slab of K (gemm_plan.carry); CLOPS_ERR_UNSUPPORTED where
+ * its kernel has none (the tensor-core and cp.async kernels, so far). */
+static int32_t carry_build(struct gemm_choice *c)
+{
+    if (!c->carries)
+        return err_set(CLOPS_ERR_UNSUPPORTED,
+                       "%s: kernel '%s' does not carry sums across slabs of K", gemm_op_name,
+                       c->name);
+    const size_t used = strlen(c->options);
+    return options_fit(snprintf(c->options + used, sizeof c->options - used, " -DCARRY"),
+                       sizeof c->options - used);
 }
 
 int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
@@ -263,6 +283,8 @@ int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
         struct gemm_choice choice[2];
         int count = 0, taken = 0;
         int32_t status = gemm_variants[v](e->pool, e->dev, p, choice, &count);
+        for (int c = 0; c < count && status == CLOPS_OK && p->carry != 0; c++)
+            status = carry_build(&choice[c]);
         for (int c = 0; c < count && status == CLOPS_OK && !taken; c++)
             status = take_choice(e, &choice[c], &taken, out);
         if (status != CLOPS_OK)
@@ -323,6 +345,13 @@ int32_t gemm_bind_plan(cl_kernel kernel, const struct gemm_plan *p, const struct
         KARG(sc->mem),
         KARG(off_c),
         KARG(ldc)};
-    return pool_set_kernel_args(kernel, 0, args, (cl_uint)(sizeof args / sizeof args[0]),
-                                gemm_op_name);
+    int32_t status = pool_set_kernel_args(kernel, 0, args, (cl_uint)(sizeof args / sizeof args[0]),
+                                          gemm_op_name);
+    if (status != CLOPS_OK || p->carry == 0)
+        return status;
+    const cl_long off_w = p->w_offset, ldw = p->ldw;
+    const cl_int carry = p->carry;
+    const struct kernel_arg carried[] = {KARG(p->w), KARG(off_w), KARG(ldw), KARG(carry)};
+    return pool_set_kernel_args(kernel, (cl_uint)(sizeof args / sizeof args[0]), carried,
+                                (cl_uint)(sizeof carried / sizeof carried[0]), gemm_op_name);
 }

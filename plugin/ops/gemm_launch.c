@@ -2,6 +2,8 @@
  * gemm_enqueue, the GEMM other operators chain with their own kernels (gemm.h). */
 #include "gemm_impl.h"
 
+#include <stdatomic.h>
+
 #include "pace.h"
 
 /* A submitted call expected to run at least GEMM_PACED_MIN_NS on its device (2 M N K flops at
@@ -90,8 +92,67 @@ static int32_t launch_all(struct op_call *call, const struct gemm_launch *launch
     return status;
 }
 
+int gemm_k_slabs = 0;
+atomic_llong gemm_slab_launches, gemm_slabs_refused;
+
+/* The product cut along K into `gemm_k_slabs` slabs of whole TILE_K steps (tests; a cut along K
+ * across devices will take it), launched in order on the call's queue, each carrying its sums to
+ * the next through a scratch of C's shape (gemm_plan.carry): every element sees the same
+ * multiply-adds in the same order as in one launch, and C is the same, bit for bit. *ran = 0:
+ * not so cut (one slab, or a kernel that does not carry sums), nothing enqueued. */
+static int32_t launch_slabs(struct op_call *call, struct gemm_engine *engine,
+                            const struct gemm_launch *whole, const struct staged_tensor *sa,
+                            const struct staged_tensor *sb, int *ran)
+{
+    struct gemm_plan *p = call->plan;
+    *ran = 0;
+    const int64_t steps = whole->tile_k > 0 ? (p->k + whole->tile_k - 1) / whole->tile_k : 0;
+    if (gemm_k_slabs < 2 || steps < 2)
+        return CLOPS_OK;
+    if (!whole->carries) {
+        atomic_fetch_add(&gemm_slabs_refused, 1);
+        return CLOPS_OK;
+    }
+    const int64_t wanted = gemm_k_slabs < steps ? gemm_k_slabs : steps;
+    const int64_t extent = (steps + wanted - 1) / wanted * whole->tile_k;
+    const int64_t slabs = (p->k + extent - 1) / extent;
+    cl_mem w = NULL;
+    int64_t zero[2];
+    int32_t status = pool_scratch_take(call->pool, call->dev, p->m * p->n * dtype_size(p->dtype),
+                                       gemm_op_name, "the sums of a slab of K", &w, zero);
+    if (status != CLOPS_OK)
+        return status;
+    *ran = 1;
+    p->blocks = 1;
+    struct gemm_plan slab = *p;
+    slab.w = w;
+    slab.w_offset = 0;
+    slab.ldw = p->n;
+    for (int64_t s = 0; s < slabs && status == CLOPS_OK; s++) {
+        const int64_t k0 = s * extent;
+        slab.k = p->k - k0 < extent ? p->k - k0 : extent;
+        slab.carry = (s > 0 ? GEMM_CARRY_IN : 0) | (s + 1 < slabs ? GEMM_CARRY_OUT : 0);
+        struct staged_tensor ba = *sa, bb = *sb;
+        ba.offset += k0 * p->ka_sk;
+        bb.offset += k0 * p->kb_sk;
+        struct gemm_launch l;
+        status = gemm_engine_launch(engine, &slab, &l);
+        if (status == CLOPS_OK)
+            status = gemm_bind_plan(l.kernel, &slab, &ba, &bb, &call->staged[P_C]);
+        if (status == CLOPS_OK)
+            status = pool_launch_kernel(call->pool, &call->work, call->queue, l.kernel, 1,
+                                        &l.global, &l.local, gemm_op_name);
+        if (status == CLOPS_OK)
+            atomic_fetch_add(&gemm_slab_launches, 1);
+        if (l.kernel != NULL)
+            gemm_launch_release(engine, &l);
+    }
+    pool_work_give_scratch(call->pool, &call->work, call->queue, call->dev, w, 0, 0);
+    return status;
+}
+
 /* The operator's enqueue step: the product through gemm_tf32 where it applies (in one piece),
- * else the kernel of gemm_get_launch over the whole of C. */
+ * else the kernel of gemm_get_launch over the whole of C, in slabs of K where tests ask. */
 int32_t gemm_run(struct op_call *call)
 {
     const struct gemm_plan *p = call->plan;
@@ -109,7 +170,10 @@ int32_t gemm_run(struct op_call *call)
     gemm_engine_init(&engine, call->pool, call->dev);
     struct gemm_launch launch;
     int32_t status = gemm_engine_launch(&engine, p, &launch);
+    int slabbed = 0;
     if (status == CLOPS_OK)
+        status = launch_slabs(call, &engine, &launch, sa, sb, &slabbed);
+    if (status == CLOPS_OK && !slabbed)
         status = launch_all(call, &launch, sa, sb);
     gemm_launch_release(&engine, &launch);
     gemm_engine_release(&engine);
