@@ -123,6 +123,11 @@ static int32_t load_source(const struct clops_pool *pool, const char *op_name,
             free(part);
         }
         at = end != NULL ? end + 1 : at + len;
+        if (end != NULL && *at == '\0') { /* a name may not end with '+' */
+            free(*text);
+            return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: kernel source name '%s' is malformed",
+                           op_name, source_name);
+        }
     }
     if (*text == NULL)
         return err_set(CLOPS_ERR_INVALID_ARGUMENT, "%s: no kernel source named", op_name);

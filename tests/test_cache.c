@@ -847,7 +847,8 @@ END_TEST
 
 /* A program of several source files ("joined_a+joined_b") is built from them joined in that
  * order: the kernel of the second calls a function of the first, which alone it cannot build;
- * a changed file changes the program's cache key; a name with an empty part is refused. */
+ * a changed file changes the program's cache key; a name with an empty part, or ending in '+',
+ * is refused. */
 START_TEST(test_a_program_of_joined_sources)
 {
     struct program_dirs d;
@@ -867,6 +868,9 @@ START_TEST(test_a_program_of_joined_sources)
                                         "joined", &kernel),
                      CLOPS_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(err_last(), "joined_a++joined_b") != NULL, "message: %s", err_last());
+    ck_assert_int_eq(
+        pool_create_kernel(pool, &pool->devices[0], "test", "joined_a+", "", "joined", &kernel),
+        CLOPS_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(kernel);
     pool_release(pool);
 

@@ -262,14 +262,9 @@ static int32_t take_choice(struct gemm_engine *e, const struct gemm_choice *c, i
     return CLOPS_OK;
 }
 
-/* The choice's -DCARRY build, for one slab of K (gemm_plan.carry); CLOPS_ERR_UNSUPPORTED where
- * its kernel has none (the tensor-core and cp.async kernels, so far). */
+/* The choice's -DCARRY build, for one slab of K (gemm_plan.carry). */
 static int32_t carry_build(struct gemm_choice *c)
 {
-    if (!c->carries)
-        return err_set(CLOPS_ERR_UNSUPPORTED,
-                       "%s: kernel '%s' does not carry sums across slabs of K", gemm_op_name,
-                       c->name);
     const size_t used = strlen(c->options);
     return options_fit(snprintf(c->options + used, sizeof c->options - used, " -DCARRY"),
                        sizeof c->options - used);
@@ -283,6 +278,10 @@ int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
         struct gemm_choice choice[2];
         int count = 0, taken = 0;
         int32_t status = gemm_variants[v](e->pool, e->dev, p, choice, &count);
+        /* A slab of K: the variants that carry, so that where the whole product's variant does
+         * (the caller asks only then), the slabs' is the same one. */
+        if (status == CLOPS_OK && p->carry != 0 && count > 0 && !choice[0].carries)
+            continue;
         for (int c = 0; c < count && status == CLOPS_OK && p->carry != 0; c++)
             status = carry_build(&choice[c]);
         for (int c = 0; c < count && status == CLOPS_OK && !taken; c++)
@@ -295,6 +294,10 @@ int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
             return CLOPS_OK;
         }
     }
+    if (p->carry != 0)
+        return err_set(CLOPS_ERR_UNSUPPORTED,
+                       "%s: no kernel carries sums across slabs of K on '%s'", gemm_op_name,
+                       pool_device_info(e->dev)->name);
     return err_set(CLOPS_ERR_INTERNAL, "%s: no kernel for the call", gemm_op_name);
 }
 
