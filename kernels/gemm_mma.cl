@@ -179,7 +179,12 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 gemm_mma(const int M, const int N, const int K, const real alpha, const real beta,
          const __global real *restrict A, const long offA, const long sAi, const long sAk,
          const __global real *restrict B, const long offB, const long sBk, const long sBj,
-         __global real *C, const long offC, const long ldc)
+         __global real *C, const long offC, const long ldc
+#ifdef CARRY
+         ,
+         __global real *W, const long offW, const long ldw, const int carry
+#endif
+)
 {
     /* Declared as real2 for the alignment of the fragment loads. */
     __local real2 tiles[STAGES * (STAGE_A + STAGE_B) / 2];
@@ -207,6 +212,10 @@ gemm_mma(const int M, const int N, const int K, const real alpha, const real bet
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 acc[u][v][e] = (real)0;
+#ifdef CARRY
+    if (carry & CARRY_IN)
+        CARRY_SUMS(0);
+#endif
 
     struct tile_walk wa = walk_new(A, offA, sAi, sAk, i0, TILE_M, lid);
     struct tile_walk wb = walk_new(B, offB, sBj, sBk, j0, TILE_N, lid);
@@ -219,5 +228,11 @@ gemm_mma(const int M, const int N, const int K, const real alpha, const real bet
 #define MULTIPLY_MMA(stage) MULTIPLY_STAGE(As + (stage)*STAGE_A + frag_a, Bs + (stage)*STAGE_B + frag_b)
     RUN_PIPELINE((K + TILE_K - 1) / TILE_K, COPY_MMA, MULTIPLY_MMA);
 
+#ifdef CARRY
+    if (carry & CARRY_OUT) {
+        CARRY_SUMS(1);
+        return;
+    }
+#endif
     WRITE_C();
 }

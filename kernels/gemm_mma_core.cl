@@ -150,6 +150,33 @@ static inline uint tf32_round(float x)
     } while (0)
 #endif
 
+/* With -DCARRY (gemm_pipeline.cl): this lane's accumulators loaded from W (TO_W 0) or stored
+ * there (1), at the elements WRITE_C writes. */
+#define CARRY_SUMS(TO_W)                                                                           \
+    do {                                                                                           \
+        _Pragma("unroll") for (int u = 0; u < MU; u++)                                             \
+        {                                                                                          \
+            _Pragma("unroll") for (int h = 0; h < 2; h++)                                          \
+            {                                                                                      \
+                const int i = i0 + wm0 + 16 * u + 8 * h + g;                                       \
+                _Pragma("unroll") for (int v = 0; v < NU; v++)                                     \
+                {                                                                                  \
+                    _Pragma("unroll") for (int e = 0; e < 2; e++)                                  \
+                    {                                                                              \
+                        const int j = j0 + wn0 + 8 * v + 2 * t + e;                                \
+                        const long at = offW + (long)i * ldw + j;                                  \
+                        if (i < M && j < N) {                                                      \
+                            if (TO_W)                                                              \
+                                W[at] = acc[u][v][2 * h + e];                                      \
+                            else                                                                   \
+                                acc[u][v][2 * h + e] = W[at];                                      \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 /* Writes this lane's accumulators acc[MU][NU][4] (the 16x8 units of its warp's block at wm0,
  * wn0 of the group's block at i0, j0) to C as alpha * acc + beta * C, within M x N. beta == 0
  * takes a branch of its own that never loads C, so that NaN or garbage there cannot reach the

@@ -11,6 +11,13 @@
 #define GROUP_M 8
 #endif
 
+/* With -DCARRY a kernel computes one slab of K of a product cut along K, as gemm.cl's does: it
+ * takes W, offW, ldw and carry after its usual arguments; carry & CARRY_IN starts each element's
+ * sum from W (C's shape, row stride ldw) instead of 0, & CARRY_OUT leaves the sum there and C
+ * untouched. The slabs are whole TILE_K steps, in order: C is the one launch's, bit for bit. */
+#define CARRY_IN 1
+#define CARRY_OUT 2
+
 /* ---- The copies' groups and the order of the blocks ----------------------------------------- */
 
 static void copies_commit(void)

@@ -143,7 +143,12 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 gemm_simt(const int M, const int N, const int K, const float alpha, const float beta,
           const __global float *restrict A, const long offA, const long sAi, const long sAk,
           const __global float *restrict B, const long offB, const long sBk, const long sBj,
-          __global float *C, const long offC, const long ldc)
+          __global float *C, const long offC, const long ldc
+#ifdef CARRY
+          ,
+          __global float *W, const long offW, const long ldw, const int carry
+#endif
+)
 {
     /* Declared as float4 for the alignment of the 16-byte loads and copies. */
     __local float4 tiles[STAGES * (STAGE_A + STAGE_B) / 4];
@@ -164,6 +169,15 @@ gemm_simt(const int M, const int N, const int K, const float alpha, const float 
 #pragma unroll
         for (int c = 0; c < THREAD_N; c++)
             acc[r][c] = 0.0f;
+#ifdef CARRY
+    if (carry & CARRY_IN)
+        for (int r = 0; r < THREAD_M; r++)
+            for (int c = 0; c < THREAD_N; c++) {
+                const int i = i0 + RUN_AT(tm, r, THREADS_M), j = j0 + RUN_AT(tn, c, THREADS_N);
+                if (i < M && j < N)
+                    acc[r][c] = W[offW + (long)i * ldw + j];
+            }
+#endif
 
     const int vec_a = sAi == 1 && (offA & 3) == 0 && (sAk & 3) == 0;
     const int vec_b = sBj == 1 && (offB & 3) == 0 && (sBk & 3) == 0;
@@ -177,6 +191,17 @@ gemm_simt(const int M, const int N, const int K, const float alpha, const float 
     } while (0)
     RUN_PIPELINE((K + TILE_K - 1) / TILE_K, COPY_SIMT, MULTIPLY_SIMT);
 
+#ifdef CARRY
+    if (carry & CARRY_OUT) {
+        for (int r = 0; r < THREAD_M; r++)
+            for (int c = 0; c < THREAD_N; c++) {
+                const int i = i0 + RUN_AT(tm, r, THREADS_M), j = j0 + RUN_AT(tn, c, THREADS_N);
+                if (i < M && j < N)
+                    W[offW + (long)i * ldw + j] = acc[r][c];
+            }
+        return;
+    }
+#endif
     /* beta == 0 takes a branch of its own that never loads C (NaN or garbage there cannot reach
      * the result). */
     const int read_c = beta != 0.0f;

@@ -1,10 +1,11 @@
 /* test_gemm_slabs.c — a GEMM cut along K into slabs (gemm_launch.c's gemm_k_slabs, for the cut
  * across devices to come), each launch carrying its sums to the next through a scratch
- * (gemm_plan.carry, gemm.cl's -DCARRY): C is the one-launch result bit for bit, at awkward sizes,
- * in f32 and f64, both storage orders of C, transposed operands, beta 0 (C never read) and not,
- * for several counts of slabs, and the slabs did run where the kernel carries (gemm.cl, PoCL's
- * kernel here); where it does not (the tensor-core and cp.async kernels of NVIDIA GPUs, so far),
- * the call runs in one launch and says so in gemm_slabs_refused. */
+ * (gemm_plan.carry, the kernels' -DCARRY builds): C is the one-launch result bit for bit, at
+ * awkward sizes, in f32 and f64, both storage orders of C, transposed operands, beta 0 (C never
+ * read) and not, for several counts of slabs, and the slabs did run where the kernel carries
+ * (every kernel of the engine: gemm.cl here on PoCL; gemm_simt and gemm_mma on NVIDIA GPUs of
+ * compute capability 8.0 and later); a kernel that did not would run the call in one launch and
+ * say so in gemm_slabs_refused. */
 #include <check.h>
 #include <math.h>
 #include <stdatomic.h>

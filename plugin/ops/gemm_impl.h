@@ -155,8 +155,8 @@ struct gemm_launch {
 /* The kernel for the plan on the engine's device: the first variant of the table that applies
  * and fits (the tensor-core one, gemm_simt, the portable one). All take the same arguments
  * (gemm_bind_plan). gemm_launch_release: lets go of it once enqueued. A plan with a carry gets the
- * -DCARRY build of the first variant that has one and fits (the portable kernel, so far;
- * CLOPS_ERR_UNSUPPORTED where none does): ask only where the whole product's variant carries
+ * -DCARRY build of the first variant that has one and fits (every variant has one;
+ * CLOPS_ERR_UNSUPPORTED where none would): ask only where the whole product's variant carries
  * (gemm_launch.carries), and it is the same one. */
 int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
                            struct gemm_launch *out);

@@ -72,7 +72,7 @@ struct gemm_choice {
     size_t group;
     int64_t local_bytes;
     int32_t tile_m, tile_n, tile_k;
-    int carries; /* has a -DCARRY build (gemm.cl's) */
+    int carries; /* has a -DCARRY build (gemm_pipeline.cl says what it does) */
     int last_resort;
 };
 
@@ -120,7 +120,8 @@ static int32_t mma_choices(const struct clops_pool *pool, const struct pool_devi
                                  .local_bytes = gemm_mma_local_bytes(t, dtype_size(p->dtype)),
                                  .tile_m = t->tile_m,
                                  .tile_n = t->tile_n,
-                                 .tile_k = t->tile_k};
+                                 .tile_k = t->tile_k,
+                                 .carries = 1};
         int32_t status =
             gemm_mma_build_options(t, passes, 0, choice[c].options, sizeof choice[c].options);
         if (status != CLOPS_OK)
@@ -150,7 +151,8 @@ static int32_t simt_choices(const struct clops_pool *pool, const struct pool_dev
                                          .local_bytes = gemm_simt_local_bytes(t),
                                          .tile_m = t->tile_m,
                                          .tile_n = t->tile_n,
-                                         .tile_k = t->tile_k};
+                                         .tile_k = t->tile_k,
+                                         .carries = 1};
         int n = snprintf(choice[c].options, sizeof choice[c].options,
                          "-DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREAD_M=%d -DTHREAD_N=%d "
                          "-DWARP_TM=%d -DSTAGES=%d",
