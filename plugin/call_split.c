@@ -72,6 +72,7 @@ enum {
     SPLIT_MAX_PARTS = CONFIG_MAX_DEVICES * SPLIT_MAX_PIECES
 };
 int64_t split_piece_bytes = SPLIT_PIECE_BYTES;
+int32_t split_k_slabs = 0;
 
 /* A part's operands that live on another device than the part's, or host inputs other parts
  * on its device read too: the buffer of its device that it reads or writes them in (`moved`;
@@ -110,6 +111,11 @@ struct split_state {
     struct clops_tensor home_view[CONFIG_MAX_DEVICES][CALL_MAX_PARAMS];
     struct clops_buffer *home[CONFIG_MAX_DEVICES][CALL_MAX_PARAMS];
     cl_command_queue transfer[CONFIG_MAX_DEVICES]; /* by pool device index */
+    /* A group whose pieces compute slabs of the reduction (op_part.carry): its partial sums,
+     * a buffer of its home output's size and layout, and the one queue its pieces run on, in
+     * their order. */
+    struct clops_buffer *sums[CONFIG_MAX_DEVICES];
+    cl_command_queue slab_queue[CONFIG_MAX_DEVICES];
     double plan_ns, start_ns; /* when the split was planned, when its parts began to start */
     /* The call's work, and the time its fastest device would take alone at its measured rate
      * (0: not judged, a split by configured shares or by rates not all measured yet). */
@@ -341,6 +347,8 @@ static int32_t move_out(struct clops_pool *pool, struct split_state *s, int32_t 
 {
     struct part_moves *mv = &s->moves[i];
     int32_t status = CLOPS_OK;
+    if (s->parts[i].carry & OP_CARRY_OUT) /* its sums are for the next slab: no output written */
+        return CLOPS_OK;
     for (int32_t p = 0; p < desc->param_count && status == CLOPS_OK; p++) {
         if (mv->moved[p] == NULL || desc->params[p].kind == CLOPS_PARAM_TENSOR_IN)
             continue;
@@ -367,9 +375,11 @@ static void moves_release(struct split_state *s)
         for (int32_t p = 0; p < CALL_MAX_PARAMS; p++)
             if (s->moves[i].owned[p])
                 buffer_release(s->moves[i].moved[p]);
-    for (int32_t g = 0; g < CONFIG_MAX_DEVICES; g++)
+    for (int32_t g = 0; g < CONFIG_MAX_DEVICES; g++) {
         for (int32_t p = 0; p < CALL_MAX_PARAMS; p++)
             buffer_release(s->home[g][p]);
+        buffer_release(s->sums[g]);
+    }
     for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++)
         if (s->transfer[d] != NULL)
             clReleaseCommandQueue(s->transfer[d]);
@@ -450,6 +460,34 @@ static void await_parts(struct call *call, struct split_state *s, int32_t *faile
     os_mutex_destroy(&lock);
 }
 
+/* Part i, a slab of the reduction: its call given its carry and its group's partial sums, a
+ * buffer like the group's home output (made at the group's first slab), which the operator
+ * indexes as it does the output. Its output must lie in that home buffer. */
+static int32_t carry_sums(struct clops_pool *pool, struct split_state *s, int32_t i,
+                          const struct clops_op *desc)
+{
+    const int32_t g = s->group[i];
+    int32_t out = -1;
+    for (int32_t p = 0; p < desc->param_count && out < 0; p++)
+        if (desc->params[p].kind != CLOPS_PARAM_TENSOR_IN &&
+            op_kind_is_tensor(desc->params[p].kind))
+            out = p;
+    if (out < 0 || s->home[g][out] == NULL || s->moves[i].moved[out] != s->home[g][out])
+        return err_set(CLOPS_ERR_INTERNAL,
+                       "%s: a slab of the reduction whose output is not in its part's home buffer",
+                       desc->name);
+    int32_t status = CLOPS_OK;
+    if (s->sums[g] == NULL)
+        status = buffer_create_kept(pool, s->device_index[i], s->home[g][out]->bytes, &s->sums[g],
+                                    desc->name);
+    if (status != CLOPS_OK)
+        return status;
+    struct op_call *op = call_op(s->calls[i]);
+    op->carry = s->parts[i].carry;
+    op->sums = s->sums[g]->mem;
+    return CLOPS_OK;
+}
+
 /* Prepares and starts part i on its device: 0, or the failure (the part's message in the
  * thread's error). */
 static int32_t start_part(struct clops_pool *pool, int32_t index, const struct clops_op *desc,
@@ -465,12 +503,19 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, const struct c
     s->moved_ns[i] = now_ns() - s->start_ns;
     if (status == CLOPS_OK)
         status = call_prepare(pool, index, s->devs[i], s->parts[i].values, &s->calls[i]);
+    if (status == CLOPS_OK && s->parts[i].carry != 0)
+        status = carry_sums(pool, s, i, desc);
     if (status != CLOPS_OK)
         return status;
     call_mark_part(s->calls[i]);
     call_set_control(s->calls[i], control);
     cl_command_queue queue =
         s->devs[i] == s->stream_dev ? s->stream_queue : pool_acquire_queue(s->devs[i]);
+    if (s->parts[i].carry != 0) { /* a group's slabs in their order, on one queue */
+        const int32_t g = s->group[i];
+        s->slab_queue[g] = s->slab_queue[g] != NULL ? s->slab_queue[g] : queue;
+        queue = s->slab_queue[g];
+    }
     status = call_start(s->calls[i], queue);
     /* Submitted to the device now: its end marker is only polled (await_parts), and a driver
      * may hold unflushed commands back until a wait (NVIDIA's does). */
@@ -729,6 +774,25 @@ static int reads_other_device(const struct op_call *op, const struct op_part *pa
     return 0;
 }
 
+/* Whether every output of the part is a buffer of another device than `dev` (moved into a home
+ * buffer on `dev` and home again after the part: where its pieces may compute slabs of the
+ * reduction into partial sums laid out as that buffer). */
+static int outputs_move_home(const struct op_call *op, const struct op_part *part,
+                             const struct pool_device *dev)
+{
+    int any = 0;
+    for (int32_t p = 0; p < op->impl->desc->param_count; p++) {
+        const struct clops_tensor *t = part->values[p].tensor;
+        if (!op_kind_is_tensor(op->impl->desc->params[p].kind) ||
+            op->impl->desc->params[p].kind == CLOPS_PARAM_TENSOR_IN || t == NULL)
+            continue;
+        if (t->buffer == NULL || t->buffer->dev == dev)
+            return 0;
+        any = 1;
+    }
+    return any;
+}
+
 /* The split's parts from the cut's `cut` (one per device, in cfg's order, those with no work
  * left out): a part whose operands move from another device cut into pieces of about
  * SPLIT_PIECE_BYTES moved (op_impl's pieces), and the order they start in, a piece of each
@@ -755,9 +819,10 @@ static void cut_pieces(const struct op_call *op, const struct config_op *cfg,
                             ? moved / split_piece_bytes
                             : 0;
         moves = moves > SPLIT_MAX_MOVES ? SPLIT_MAX_MOVES : moves;
+        const int grid = reads_other_device(op, part, devs[i]);
+        const int32_t slabs = grid && outputs_move_home(op, part, devs[i]) ? split_k_slabs : 0;
         int32_t made = moves >= 2 ? op->impl->pieces(op, part, (int32_t)moves, SPLIT_MAX_PIECES,
-                                                     reads_other_device(op, part, devs[i]),
-                                                     &s->parts[s->count])
+                                                     grid, slabs, &s->parts[s->count])
                                   : 0;
         if (made < 2) {
             part_copy(&s->parts[s->count], part, params);

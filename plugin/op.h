@@ -76,7 +76,16 @@ struct op_call {
     int64_t device_ns;            /* device time, when profiling: enqueue adds its kernels' */
     struct pool_work work;        /* enqueued and not yet waited for: launches, scratch (pool.h) */
     struct call_control *control; /* never NULL once the call runs */
+    /* A piece of a split call that computes a slab of the reduction (op_part.carry): its carry,
+     * and its part's partial sums on its device, laid out as its output (the same offsets and
+     * strides, in a buffer of the output's). 0 and NULL for any other call. */
+    int32_t carry;
+    cl_mem sums;
 };
+
+/* op_part.carry: the piece starts from the sums the slab before left (IN), leaves its sums for
+ * the slab after instead of writing its output (OUT). */
+enum { OP_CARRY_IN = 1, OP_CARRY_OUT = 2 };
 
 /* One part of a call split across devices (op_impl's cut): the parameter values of a call of
  * the same operator on a piece of the work, its tensors pointing into `tensors`, and its share
@@ -86,6 +95,9 @@ struct op_part {
     struct clops_tensor tensors[CALL_MAX_PARAMS];
     double flops;
     uint32_t unread; /* bit p: the part reads nothing of parameter p (GEMM's C when beta is 0) */
+    /* A piece that computes one slab of the reduction (a GEMM's K) of its block of the output:
+     * OP_CARRY_* bits (its output is written by the last slab only); 0: the whole reduction. */
+    int32_t carry;
 };
 
 struct op_impl {
@@ -122,9 +134,11 @@ struct op_impl {
      * blocks, each read by the pieces that need it, so that a part whose operands move from
      * another device computes each piece while the next one's blocks move. `grid` 1: the
      * pieces may cut every operand (the first piece then waits for few blocks); 0: each piece
-     * reads all of one operand of the part and a block of another (call_split.c). */
+     * reads all of one operand of the part and a block of another (call_split.c). `slabs` > 1:
+     * each piece may be cut further into that many slabs of the reduction, in order (carry),
+     * which the part's device computes one after another into its partial sums. */
     int32_t (*pieces)(const struct op_call *call, const struct op_part *part, int32_t moves,
-                      int32_t room, int grid, struct op_part *pieces);
+                      int32_t room, int grid, int32_t slabs, struct op_part *pieces);
     /* 1: its calls go across devices some other way than cut (lu and solve: getrf_multi.c).
      * An operator with neither refuses operators.<name>.devices (config.c). */
     int32_t across_devices;

@@ -672,6 +672,75 @@ START_TEST(test_split_gemm_on_device_buffers)
 }
 END_TEST
 
+/* A part whose operands and C move (device buffers of the other device) in pieces that each
+ * compute their block of C in slabs of K (split_k_slabs), one after another on one queue, into
+ * partial sums on the part's device (op_call.carry): C has the one device's bits, by columns in
+ * f32 and by rows in f64 (column-major, transposed), beta 0 (C neither moved in nor read) and
+ * not (moved in once, for each block's last slab); every band and block of every slab moves
+ * once, so the bytes uploaded are those of the pieces without slabs; the part ran as the grid's
+ * pieces times the slabs; C's blocks move home only after their last slab. */
+START_TEST(test_split_gemm_in_slabs_of_k)
+{
+    struct gemm_case cut = cases[_i % 2 == 0 ? 0 : 3];
+    const struct gemm_case *g = &cut;
+    const int32_t home = _i % 2;
+    cut.beta_zero = _i >= 2;
+    if (g->dtype == CLOPS_F64 && !tu_has_fp64())
+        return;
+    split_piece_bytes = 1024;
+    split_k_slabs = 3;
+    struct clops_pool *split = split_pool(shares(0.5, 0.5), 0), *whole = whole_pool();
+    ck_assert(split != NULL && whole != NULL);
+    struct gemm_data one, two, on;
+    data_make(g, &one, 9700 + (uint64_t)_i);
+    data_make(g, &two, 9700 + (uint64_t)_i);
+    struct clops_buffer *bufs[3];
+    data_on_device(split, home, g, &two, &on, bufs);
+    const int32_t other = 1 - home;
+    const int64_t before = tasks(split, other);
+    ck_assert_msg(run_gemm(whole, g, &one) == CLOPS_OK, "%s", api->last_error());
+    const int64_t bytes = uploaded(split);
+    ck_assert_msg(run_gemm(split, g, &on) == CLOPS_OK, "%s", api->last_error());
+    const int64_t moved = uploaded(split) - bytes;
+    const int64_t es = tu_dtype_size(g->dtype), devices = tu_split_devices();
+    const int by_columns = g->n >= g->m;
+    const int64_t side = by_columns ? g->n : g->m, shared = by_columns ? g->m : g->n;
+    const int64_t units = (side + 127) / 128;
+    int64_t want = 0, own_other = 0;
+    for (int64_t d = 0, begin = 0; d < devices; d++) {
+        const int64_t end =
+            d == devices - 1 ? units
+                             : (int64_t)((double)(d + 1) / (double)devices * (double)units + 0.5);
+        const int64_t stop = end * 128 < side ? end * 128 : side;
+        const int64_t own = stop > begin * 128 ? stop - begin * 128 : 0;
+        begin = end;
+        own_other = d == other ? own : own_other;
+        if (d != home && own > 0)
+            want += es * (g->k * (shared + own) + (g->beta_zero ? 1 : 2) * own * shared);
+    }
+    ck_assert_msg(moved == want, "the split uploaded %lld bytes; expected %lld", (long long)moved,
+                  (long long)want);
+    /* Pieces of a grid (at most SPLIT_MAX_PIECES / 3 of them here), each in 3 slabs. */
+    const int64_t ran = tasks(split, other) - before;
+    ck_assert_msg(ran % 3 == 0 && ran / 3 >= 2 && ran / 3 <= 10,
+                  "the part on device %d ran as %lld pieces: not 2 to 10 blocks in 3 slabs each",
+                  (int)other, (long long)ran);
+    (void)own_other;
+    split_piece_bytes = SPLIT_PIECE_BYTES;
+    split_k_slabs = 0;
+    ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, two.c, g->m * g->n * es), CLOPS_OK);
+    check_reference(g, &two, "split into pieces in slabs of K, device buffers");
+    ck_assert_msg(memcmp(one.c, two.c, (size_t)(g->m * g->n * es)) == 0,
+                  "the split C in slabs of K differs from the one device's");
+    for (int i = 0; i < 3; i++)
+        api->buffer_release(bufs[i]);
+    data_free(&one);
+    data_free(&two);
+    api->pool_release(split);
+    api->pool_release(whole);
+}
+END_TEST
+
 /* The buffers a split call's moved operands live in on the other device are the pool's kept
  * ones: a second call of the same shape makes no new device buffer there (on NVIDIA's OpenCL,
  * a release waits for the device to go idle and a new buffer of a GiB takes milliseconds to
@@ -715,12 +784,14 @@ START_TEST(test_moved_operands_reuse_kept_buffers)
 END_TEST
 
 /* Any OpenCL call or allocation failing in a split call on device buffers of device 0: an
- * error, never a crash, and the next call right; runs 2 and 3 with device 1's part in pieces. */
+ * error, never a crash, and the next call right; runs 2 and 3 with device 1's part in pieces,
+ * 4 and 5 in pieces in slabs of K (partial sums made, carried, and released on failure). */
 START_TEST(test_a_failure_moving_device_operands_is_reported)
 {
     const enum fault_kind kind = _i % 2 == 0 ? FAULT_OPENCL : FAULT_ALLOC;
     split_piece_bytes = _i >= 2 ? 1024 : SPLIT_PIECE_BYTES;
-    const struct gemm_case g = {CLOPS_F32, 131, 389, 97, 0, 0, 0, 0};
+    split_k_slabs = _i >= 4 ? 3 : 0; /* runs 4 and 5: pieces in slabs of K, partial sums */
+    const struct gemm_case g = {CLOPS_F32, 131, 389, _i >= 4 ? 397 : 97, 0, 0, 0, 0};
     struct clops_pool *pool = split_pool(shares(0.5, 0.5), 0);
     ck_assert(pool != NULL);
     struct gemm_data d, on;
@@ -745,6 +816,7 @@ START_TEST(test_a_failure_moving_device_operands_is_reported)
     ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, d.c, g.m * g.n * es), CLOPS_OK);
     check_reference(&g, &d, "after the sweep");
     split_piece_bytes = SPLIT_PIECE_BYTES;
+    split_k_slabs = 0;
     for (int i = 0; i < 3; i++)
         api->buffer_release(bufs[i]);
     data_free(&d);
@@ -1027,8 +1099,9 @@ int main(void)
         TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 4),
         TU_LOOP(test_split_gemm_host_operands_in_pieces, 4),
         TU_LOOP(test_split_gemm_on_device_buffers, 4),
+        TU_LOOP(test_split_gemm_in_slabs_of_k, 4),
         TU_TEST(test_moved_operands_reuse_kept_buffers),
-        TU_LOOP(test_a_failure_moving_device_operands_is_reported, 4),
+        TU_LOOP(test_a_failure_moving_device_operands_is_reported, 6),
         TU_LOOP(test_a_failure_in_a_split_mandelbrot_call_is_reported, 2 * MANDEL_SWEEPS),
         TU_LOOP(test_a_failure_in_a_pools_first_split_call_is_reported, 4),
         TU_TEST(test_a_second_gpu_sits_out_a_short_run),

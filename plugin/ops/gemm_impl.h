@@ -49,7 +49,7 @@ struct gemm_plan {
     int64_t w_offset, ldw;
 };
 
-enum { GEMM_CARRY_IN = 1, GEMM_CARRY_OUT = 2 };
+enum { GEMM_CARRY_IN = OP_CARRY_IN, GEMM_CARRY_OUT = OP_CARRY_OUT };
 
 /* Tests: the slabs of K that gemm_run cuts a call into where its kernel carries sums from one to
  * the next (0 or 1: none; gemm_launch.c), the slabs launched so, and the calls not so cut as
@@ -71,7 +71,7 @@ void gemm_commit(struct op_call *call);
 int32_t gemm_cut(const struct op_call *call, int32_t count, const double *shares,
                  struct op_part *parts);
 int32_t gemm_pieces(const struct op_call *call, const struct op_part *part, int32_t moves,
-                    int32_t room, int grid, struct op_part *pieces);
+                    int32_t room, int grid, int32_t slabs, struct op_part *pieces);
 /* gemm_tune.c: the tiles as settings (operators.gemm.tile_m, ...). */
 extern const struct op_settings gemm_settings;
 

@@ -155,12 +155,18 @@ static int32_t launch_slabs(struct op_call *call, struct gemm_engine *engine,
  * else the kernel of gemm_get_launch over the whole of C, in slabs of K where tests ask. */
 int32_t gemm_run(struct op_call *call)
 {
-    const struct gemm_plan *p = call->plan;
+    struct gemm_plan *p = call->plan;
     /* The kernel's Ak and Bk are A and B, or B and A for a column-major C (gemm_plan). */
     const int a_first = p->ka == call->values[P_A].tensor;
     const struct staged_tensor *sa = &call->staged[a_first ? P_A : P_B];
     const struct staged_tensor *sb = &call->staged[a_first ? P_B : P_A];
-    if (gemm_takes_tf32_packed(call->dev, p)) {
+    if (call->carry != 0) {
+        /* A slab of K of a split's piece (op_call.carry): its part's sums, laid out as C. */
+        p->carry = call->carry;
+        p->w = call->sums;
+        p->w_offset = call->staged[P_C].offset;
+        p->ldw = p->ldc;
+    } else if (gemm_takes_tf32_packed(call->dev, p)) {
         int taken = 0;
         const int32_t status = gemm_run_tf32_packed(call, sa, sb, &taken);
         if (status != CLOPS_OK || taken)
@@ -171,7 +177,7 @@ int32_t gemm_run(struct op_call *call)
     struct gemm_launch launch;
     int32_t status = gemm_engine_launch(&engine, p, &launch);
     int slabbed = 0;
-    if (status == CLOPS_OK)
+    if (status == CLOPS_OK && p->carry == 0)
         status = launch_slabs(call, &engine, &launch, sa, sb, &slabbed);
     if (status == CLOPS_OK && !slabbed)
         status = launch_all(call, &launch, sa, sb);
