@@ -517,7 +517,7 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, const struct c
         queue = s->slab_queue[g];
     }
     status = call_start(s->calls[i], queue);
-    /* Submitted to the device now: its end marker is only polled (await_parts), and a driver
+    /* Submitted to the device now: its end marker is waited for later (await_parts), and a driver
      * may hold unflushed commands back until a wait (NVIDIA's does). */
     clFlush(queue);
     s->started_ns[i] = now_ns() - s->start_ns;
