@@ -594,6 +594,35 @@ static void data_on_device(struct clops_pool *pool, int32_t home, const struct g
     on->tc.offset = 3;
 }
 
+/* The bytes a split on device buffers of device `home` uploads, by equal shares (gemm_cut.c):
+ * the cut side in blocks of 128; each device's part but the home one's moves all of the operand
+ * every part reads and its own block of the other one once, and its block of C out, and in too
+ * where C is read. *own_other: the cut side's extent of device `other`'s part; *shared: the
+ * other side. */
+static int64_t bytes_moved(const struct gemm_case *g, int32_t home, int32_t other,
+                           int64_t *own_other, int64_t *shared)
+{
+    const int64_t es = tu_dtype_size(g->dtype), devices = tu_split_devices();
+    const int by_columns = g->n >= g->m;
+    const int64_t side = by_columns ? g->n : g->m;
+    const int64_t units = (side + 127) / 128;
+    *shared = by_columns ? g->m : g->n;
+    int64_t want = 0;
+    *own_other = 0;
+    for (int64_t d = 0, begin = 0; d < devices; d++) {
+        const int64_t end =
+            d == devices - 1 ? units
+                             : (int64_t)((double)(d + 1) / (double)devices * (double)units + 0.5);
+        const int64_t stop = end * 128 < side ? end * 128 : side;
+        const int64_t own = stop > begin * 128 ? stop - begin * 128 : 0;
+        begin = end;
+        *own_other = d == other ? own : *own_other;
+        if (d != home && own > 0)
+            want += es * (g->k * (*shared + own) + (g->beta_zero ? 1 : 2) * own * *shared);
+    }
+    return want;
+}
+
 /* A split call on device buffers, all on device 0 (f32, cut by columns) or all on device 1
  * (f64, column-major, transposed, cut by rows): the parts on the other
  * device get their operands through bridges and C's blocks come back; the same bits as the
@@ -628,26 +657,11 @@ START_TEST(test_split_gemm_on_device_buffers)
     ck_assert_msg(tasks(split, 0) > before[0] && tasks(split, 1) > before[1],
                   "both devices should have had a part");
     const int32_t other = 1 - home;
-    /* The cut (gemm_cut.c): the cut side in blocks of 128 by the devices' equal shares. Each
-     * device's part but the home one's moves all of the operand every part reads and its own
-     * block of the other one once, and its block of C out, and in too where C is read; in
-     * pieces, one band of 128 of the shared side by one block of 128 of its own each. */
-    const int64_t es = tu_dtype_size(g->dtype), devices = tu_split_devices();
+    /* In pieces, one band of 128 of the shared side by one block of 128 of its own each. */
+    int64_t own_other = 0, shared = 0;
+    const int64_t want = bytes_moved(g, home, other, &own_other, &shared);
+    const int64_t es = tu_dtype_size(g->dtype);
     const int by_columns = g->n >= g->m;
-    const int64_t side = by_columns ? g->n : g->m, shared = by_columns ? g->m : g->n;
-    const int64_t units = (side + 127) / 128;
-    int64_t want = 0, own_other = 0;
-    for (int64_t d = 0, begin = 0; d < devices; d++) {
-        const int64_t end =
-            d == devices - 1 ? units
-                             : (int64_t)((double)(d + 1) / (double)devices * (double)units + 0.5);
-        const int64_t stop = end * 128 < side ? end * 128 : side;
-        const int64_t own = stop > begin * 128 ? stop - begin * 128 : 0;
-        begin = end;
-        own_other = d == other ? own : own_other;
-        if (d != home && own > 0)
-            want += es * (g->k * (shared + own) + (g->beta_zero ? 1 : 2) * own * shared);
-    }
     ck_assert_msg(moved == want,
                   "the split uploaded %lld bytes; expected %lld (op(%s), each part's block of "
                   "op(%s) and of C)",
@@ -702,22 +716,9 @@ START_TEST(test_split_gemm_in_slabs_of_k)
     const int64_t bytes = uploaded(split);
     ck_assert_msg(run_gemm(split, g, &on) == CLOPS_OK, "%s", api->last_error());
     const int64_t moved = uploaded(split) - bytes;
-    const int64_t es = tu_dtype_size(g->dtype), devices = tu_split_devices();
-    const int by_columns = g->n >= g->m;
-    const int64_t side = by_columns ? g->n : g->m, shared = by_columns ? g->m : g->n;
-    const int64_t units = (side + 127) / 128;
-    int64_t want = 0, own_other = 0;
-    for (int64_t d = 0, begin = 0; d < devices; d++) {
-        const int64_t end =
-            d == devices - 1 ? units
-                             : (int64_t)((double)(d + 1) / (double)devices * (double)units + 0.5);
-        const int64_t stop = end * 128 < side ? end * 128 : side;
-        const int64_t own = stop > begin * 128 ? stop - begin * 128 : 0;
-        begin = end;
-        own_other = d == other ? own : own_other;
-        if (d != home && own > 0)
-            want += es * (g->k * (shared + own) + (g->beta_zero ? 1 : 2) * own * shared);
-    }
+    int64_t own_other = 0, shared = 0;
+    const int64_t want = bytes_moved(g, home, other, &own_other, &shared);
+    const int64_t es = tu_dtype_size(g->dtype);
     ck_assert_msg(moved == want, "the split uploaded %lld bytes; expected %lld", (long long)moved,
                   (long long)want);
     /* Pieces of a grid (at most SPLIT_MAX_PIECES / 3 of them here), each in 3 slabs. */
@@ -725,7 +726,6 @@ START_TEST(test_split_gemm_in_slabs_of_k)
     ck_assert_msg(ran % 3 == 0 && ran / 3 >= 2 && ran / 3 <= 10,
                   "the part on device %d ran as %lld pieces: not 2 to 10 blocks in 3 slabs each",
                   (int)other, (long long)ran);
-    (void)own_other;
     split_piece_bytes = SPLIT_PIECE_BYTES;
     split_k_slabs = 0;
     ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, two.c, g->m * g->n * es), CLOPS_OK);
