@@ -179,12 +179,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 gemm_mma(const int M, const int N, const int K, const real alpha, const real beta,
          const __global real *restrict A, const long offA, const long sAi, const long sAk,
          const __global real *restrict B, const long offB, const long sBk, const long sBj,
-         __global real *C, const long offC, const long ldc
-#ifdef CARRY
-         ,
-         __global real *W, const long offW, const long ldw, const int carry
-#endif
-)
+         __global real *C, const long offC, const long ldc CARRY_PARAMS(real))
 {
     /* Declared as real2 for the alignment of the fragment loads. */
     __local real2 tiles[STAGES * (STAGE_A + STAGE_B) / 2];

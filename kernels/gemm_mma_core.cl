@@ -31,7 +31,7 @@ typedef double2 real2;
 
 #if !defined(TILE_M) || !defined(TILE_N) || !defined(TILE_K) || !defined(WARP_M) ||                \
     !defined(WARP_N) || !defined(MMA_SHAPE) || !defined(STAGES)
-#error "the tensor-core kernels need -DTILE_M, -DTILE_N, -DTILE_K, -DWARP_M, -DWARP_N, -DMMA_SHAPE, -DSTAGES"
+#error "tensor-core kernels need -DTILE_M -DTILE_N -DTILE_K -DWARP_M -DWARP_N -DMMA_SHAPE -DSTAGES"
 #endif
 
 /* The instruction (f64): MMA_SHAPE 884 is m8n8k4 (sm_80; two of them make a 16x8x4 step, at half
@@ -150,40 +150,12 @@ static inline uint tf32_round(float x)
     } while (0)
 #endif
 
-/* With -DCARRY (gemm_pipeline.cl): this lane's accumulators loaded from W (TO_W 0) or stored
- * there (1), at the elements WRITE_C writes. */
-#define CARRY_SUMS(TO_W)                                                                           \
+/* Runs the statements for each of this lane's accumulators acc[u][v][2 * h + e] within M x N,
+ * i and j its row and column of C (the 16x8 units of its warp's block at wm0, wn0 of the group's
+ * block at i0, j0; the mma layout: rows g and g + 8, columns 2t and 2t + 1). A macro, as
+ * MULTIPLY_STAGE, for the accumulators' sake. */
+#define EACH_ACC(...)                                                                              \
     do {                                                                                           \
-        _Pragma("unroll") for (int u = 0; u < MU; u++)                                             \
-        {                                                                                          \
-            _Pragma("unroll") for (int h = 0; h < 2; h++)                                          \
-            {                                                                                      \
-                const int i = i0 + wm0 + 16 * u + 8 * h + g;                                       \
-                _Pragma("unroll") for (int v = 0; v < NU; v++)                                     \
-                {                                                                                  \
-                    _Pragma("unroll") for (int e = 0; e < 2; e++)                                  \
-                    {                                                                              \
-                        const int j = j0 + wn0 + 8 * v + 2 * t + e;                                \
-                        const long at = offW + (long)i * ldw + j;                                  \
-                        if (i < M && j < N) {                                                      \
-                            if (TO_W)                                                              \
-                                W[at] = acc[u][v][2 * h + e];                                      \
-                            else                                                                   \
-                                acc[u][v][2 * h + e] = W[at];                                      \
-                        }                                                                          \
-                    }                                                                              \
-                }                                                                                  \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-
-/* Writes this lane's accumulators acc[MU][NU][4] (the 16x8 units of its warp's block at wm0,
- * wn0 of the group's block at i0, j0) to C as alpha * acc + beta * C, within M x N. beta == 0
- * takes a branch of its own that never loads C, so that NaN or garbage there cannot reach the
- * result. A macro, as MULTIPLY_STAGE, for the accumulators' sake. */
-#define WRITE_C()                                                                                  \
-    do {                                                                                           \
-        const int read_c = beta != (real)0;                                                        \
         _Pragma("unroll") for (int u = 0; u < MU; u++)                                             \
         {                                                                                          \
             _Pragma("unroll") for (int h = 0; h < 2; h++)                                          \
@@ -198,13 +170,25 @@ static inline uint tf32_round(float x)
                         const int j = j0 + wn0 + 8 * v + 2 * t + e;                                \
                         if (j >= N)                                                                \
                             continue;                                                              \
-                        const long at = offC + (long)i * ldc + j;                                  \
-                        if (read_c)                                                                \
-                            C[at] = alpha * acc[u][v][2 * h + e] + beta * C[at];                   \
-                        else                                                                       \
-                            C[at] = alpha * acc[u][v][2 * h + e];                                  \
+                        __VA_ARGS__                                                                \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
+    } while (0)
+
+/* With -DCARRY (gemm_pipeline.cl): this lane's accumulators loaded from W (TO_W 0) or stored
+ * there (1), at the elements WRITE_C writes. */
+#define CARRY_SUMS(TO_W)                                                                           \
+    EACH_ACC(const long at = offW + (long)i * ldw + j; if (TO_W) W[at] = acc[u][v][2 * h + e];     \
+             else acc[u][v][2 * h + e] = W[at];)
+
+/* Writes this lane's accumulators to C as alpha * acc + beta * C. beta == 0 takes a branch of
+ * its own that never loads C, so that NaN or garbage there cannot reach the result. */
+#define WRITE_C()                                                                                  \
+    do {                                                                                           \
+        const int read_c = beta != (real)0;                                                        \
+        EACH_ACC(const long at = offC + (long)i * ldc + j;                                         \
+                 if (read_c) C[at] = alpha * acc[u][v][2 * h + e] + beta * C[at];                  \
+                 else C[at] = alpha * acc[u][v][2 * h + e];);                                      \
     } while (0)

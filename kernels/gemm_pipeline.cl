@@ -17,6 +17,11 @@
  * untouched. The slabs are whole TILE_K steps, in order: C is the one launch's, bit for bit. */
 #define CARRY_IN 1
 #define CARRY_OUT 2
+#ifdef CARRY
+#define CARRY_PARAMS(type) , __global type *W, const long offW, const long ldw, const int carry
+#else
+#define CARRY_PARAMS(type)
+#endif
 
 /* ---- The copies' groups and the order of the blocks ----------------------------------------- */
 

@@ -143,12 +143,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void
 gemm_simt(const int M, const int N, const int K, const float alpha, const float beta,
           const __global float *restrict A, const long offA, const long sAi, const long sAk,
           const __global float *restrict B, const long offB, const long sBk, const long sBj,
-          __global float *C, const long offC, const long ldc
-#ifdef CARRY
-          ,
-          __global float *W, const long offW, const long ldw, const int carry
-#endif
-)
+          __global float *C, const long offC, const long ldc CARRY_PARAMS(float))
 {
     /* Declared as float4 for the alignment of the 16-byte loads and copies. */
     __local float4 tiles[STAGES * (STAGE_A + STAGE_B) / 4];
