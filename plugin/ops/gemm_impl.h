@@ -51,11 +51,10 @@ struct gemm_plan {
 
 enum { GEMM_CARRY_IN = OP_CARRY_IN, GEMM_CARRY_OUT = OP_CARRY_OUT };
 
-/* Tests: the slabs of K that gemm_run cuts a call into where its kernel carries sums from one to
- * the next (0 or 1: none; gemm_launch.c), the slabs launched so, and the calls not so cut as
- * their kernel does not carry. */
+/* Tests: the slabs of K that gemm_run cuts a call into, its kernel carrying sums from one to the
+ * next (0 or 1: none; gemm_launch.c), and the slabs launched so. */
 extern int gemm_k_slabs;
-extern atomic_llong gemm_slab_launches, gemm_slabs_refused;
+extern atomic_llong gemm_slab_launches;
 
 /* ---- The operator's steps -------------------------------------------------------------------- */
 
@@ -148,16 +147,13 @@ struct gemm_launch {
     size_t local, global;
     int32_t tile_m, tile_n; /* the block of C a work-group computes */
     int32_t tile_k;         /* its step along K */
-    int carries;            /* the kernel has a -DCARRY build (gemm_plan.carry) */
     int borrowed;           /* the engine keeps the kernel (gemm_launch_release) */
 };
 
 /* The kernel for the plan on the engine's device: the first variant of the table that applies
  * and fits (the tensor-core one, gemm_simt, the portable one). All take the same arguments
  * (gemm_bind_plan). gemm_launch_release: lets go of it once enqueued. A plan with a carry gets the
- * -DCARRY build of the first variant that has one and fits (every variant has one;
- * CLOPS_ERR_UNSUPPORTED where none would): ask only where the whole product's variant carries
- * (gemm_launch.carries), and it is the same one. */
+ * same variant's -DCARRY build (every variant has one). */
 int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
                            struct gemm_launch *out);
 void gemm_launch_release(struct gemm_engine *e, struct gemm_launch *l);

@@ -72,7 +72,6 @@ struct gemm_choice {
     size_t group;
     int64_t local_bytes;
     int32_t tile_m, tile_n, tile_k;
-    int carries; /* has a -DCARRY build (gemm_pipeline.cl says what it does) */
     int last_resort;
 };
 
@@ -120,8 +119,7 @@ static int32_t mma_choices(const struct clops_pool *pool, const struct pool_devi
                                  .local_bytes = gemm_mma_local_bytes(t, dtype_size(p->dtype)),
                                  .tile_m = t->tile_m,
                                  .tile_n = t->tile_n,
-                                 .tile_k = t->tile_k,
-                                 .carries = 1};
+                                 .tile_k = t->tile_k};
         int32_t status =
             gemm_mma_build_options(t, passes, 0, choice[c].options, sizeof choice[c].options);
         if (status != CLOPS_OK)
@@ -151,8 +149,7 @@ static int32_t simt_choices(const struct clops_pool *pool, const struct pool_dev
                                          .local_bytes = gemm_simt_local_bytes(t),
                                          .tile_m = t->tile_m,
                                          .tile_n = t->tile_n,
-                                         .tile_k = t->tile_k,
-                                         .carries = 1};
+                                         .tile_k = t->tile_k};
         int n = snprintf(choice[c].options, sizeof choice[c].options,
                          "-DTILE_M=%d -DTILE_N=%d -DTILE_K=%d -DTHREAD_M=%d -DTHREAD_N=%d "
                          "-DWARP_TM=%d -DSTAGES=%d",
@@ -174,8 +171,7 @@ static int32_t portable_choice(const struct gemm_tiles *t, int32_t dtype, struct
                                 .local_bytes = gemm_tiles_local_bytes(t, dtype_size(dtype)),
                                 .tile_m = t->tile_m,
                                 .tile_n = t->tile_n,
-                                .tile_k = t->tile_k,
-                                .carries = 1};
+                                .tile_k = t->tile_k};
     return build_options(t, dtype, out->options, sizeof out->options);
 }
 
@@ -258,7 +254,6 @@ static int32_t take_choice(struct gemm_engine *e, const struct gemm_choice *c, i
                                 .tile_m = c->tile_m,
                                 .tile_n = c->tile_n,
                                 .tile_k = c->tile_k,
-                                .carries = c->carries,
                                 .borrowed = kept};
     *taken = 1;
     return CLOPS_OK;
@@ -280,10 +275,6 @@ int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
         struct gemm_choice choice[2];
         int count = 0, taken = 0;
         int32_t status = gemm_variants[v](e->pool, e->dev, p, choice, &count);
-        /* A slab of K: the variants that carry, so that where the whole product's variant does
-         * (the caller asks only then), the slabs' is the same one. */
-        if (status == CLOPS_OK && p->carry != 0 && count > 0 && !choice[0].carries)
-            continue;
         for (int c = 0; c < count && status == CLOPS_OK && p->carry != 0; c++)
             status = carry_build(&choice[c]);
         for (int c = 0; c < count && status == CLOPS_OK && !taken; c++)
@@ -296,10 +287,6 @@ int32_t gemm_engine_launch(struct gemm_engine *e, const struct gemm_plan *p,
             return CLOPS_OK;
         }
     }
-    if (p->carry != 0)
-        return err_set(CLOPS_ERR_UNSUPPORTED,
-                       "%s: no kernel carries sums across slabs of K on '%s'", gemm_op_name,
-                       pool_device_info(e->dev)->name);
     return err_set(CLOPS_ERR_INTERNAL, "%s: no kernel for the call", gemm_op_name);
 }
 

@@ -93,7 +93,7 @@ static int32_t launch_all(struct op_call *call, const struct gemm_launch *launch
 }
 
 int gemm_k_slabs = 0;
-atomic_llong gemm_slab_launches, gemm_slabs_refused;
+atomic_llong gemm_slab_launches;
 
 /* The product cut along K into `gemm_k_slabs` slabs of whole TILE_K steps (tests; a cut along K
  * across devices will take it), launched in order on the call's queue, each carrying its sums to
@@ -109,10 +109,6 @@ static int32_t launch_slabs(struct op_call *call, struct gemm_engine *engine,
     const int64_t steps = whole->tile_k > 0 ? (p->k + whole->tile_k - 1) / whole->tile_k : 0;
     if (gemm_k_slabs < 2 || steps < 2)
         return CLOPS_OK;
-    if (!whole->carries) {
-        atomic_fetch_add(&gemm_slabs_refused, 1);
-        return CLOPS_OK;
-    }
     const int64_t wanted = gemm_k_slabs < steps ? gemm_k_slabs : steps;
     const int64_t extent = (steps + wanted - 1) / wanted * whole->tile_k;
     const int64_t slabs = (p->k + extent - 1) / extent;
