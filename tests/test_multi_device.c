@@ -594,6 +594,22 @@ static void data_on_device(struct clops_pool *pool, int32_t home, const struct g
     on->tc.offset = 3;
 }
 
+/* The split's C (buffer bufs[2], offset 3) fetched into `two`: right against the reference
+ * and the same bits as the one device's (`one`); the buffers and data freed. */
+static void split_c_matches(const struct gemm_case *g, struct clops_buffer *bufs[3],
+                            struct gemm_data *one, struct gemm_data *two, const char *what)
+{
+    const int64_t es = tu_dtype_size(g->dtype);
+    ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, two->c, g->m * g->n * es), CLOPS_OK);
+    check_reference(g, two, what);
+    ck_assert_msg(memcmp(one->c, two->c, (size_t)(g->m * g->n * es)) == 0,
+                  "%s: C differs from the one device's", what);
+    for (int i = 0; i < 3; i++)
+        api->buffer_release(bufs[i]);
+    data_free(one);
+    data_free(two);
+}
+
 /* The bytes a split on device buffers of device `home` uploads, by equal shares (gemm_cut.c):
  * the cut side in blocks of 128; each device's part but the home one's moves all of the operand
  * every part reads and its own block of the other one once, and its block of C out, and in too
@@ -660,7 +676,6 @@ START_TEST(test_split_gemm_on_device_buffers)
     /* In pieces, one band of 128 of the shared side by one block of 128 of its own each. */
     int64_t own_other = 0, shared = 0;
     const int64_t want = bytes_moved(g, home, other, &own_other, &shared);
-    const int64_t es = tu_dtype_size(g->dtype);
     const int by_columns = g->n >= g->m;
     ck_assert_msg(moved == want,
                   "the split uploaded %lld bytes; expected %lld (op(%s), each part's block of "
@@ -672,15 +687,8 @@ START_TEST(test_split_gemm_on_device_buffers)
                   "the part on device %d ran as %lld pieces, expected %lld", (int)other,
                   (long long)(tasks(split, other) - before[other]), (long long)(pieces ? grid : 1));
     split_piece_bytes = SPLIT_PIECE_BYTES;
-    ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, two.c, g->m * g->n * es), CLOPS_OK);
-    check_reference(g, &two,
+    split_c_matches(g, bufs, &one, &two,
                     pieces ? "split into pieces, device buffers" : "split, device buffers");
-    ck_assert_msg(memcmp(one.c, two.c, (size_t)(g->m * g->n * es)) == 0,
-                  "the split C on device buffers differs from the one device's");
-    for (int i = 0; i < 3; i++)
-        api->buffer_release(bufs[i]);
-    data_free(&one);
-    data_free(&two);
     api->pool_release(split);
     api->pool_release(whole);
 }
@@ -718,7 +726,6 @@ START_TEST(test_split_gemm_in_slabs_of_k)
     const int64_t moved = uploaded(split) - bytes;
     int64_t own_other = 0, shared = 0;
     const int64_t want = bytes_moved(g, home, other, &own_other, &shared);
-    const int64_t es = tu_dtype_size(g->dtype);
     ck_assert_msg(moved == want, "the split uploaded %lld bytes; expected %lld", (long long)moved,
                   (long long)want);
     /* Pieces of a grid (at most SPLIT_MAX_PIECES / 3 of them here), each in 3 slabs. */
@@ -728,14 +735,7 @@ START_TEST(test_split_gemm_in_slabs_of_k)
                   (int)other, (long long)ran);
     split_piece_bytes = SPLIT_PIECE_BYTES;
     split_k_slabs = 0;
-    ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, two.c, g->m * g->n * es), CLOPS_OK);
-    check_reference(g, &two, "split into pieces in slabs of K, device buffers");
-    ck_assert_msg(memcmp(one.c, two.c, (size_t)(g->m * g->n * es)) == 0,
-                  "the split C in slabs of K differs from the one device's");
-    for (int i = 0; i < 3; i++)
-        api->buffer_release(bufs[i]);
-    data_free(&one);
-    data_free(&two);
+    split_c_matches(g, bufs, &one, &two, "split into pieces in slabs of K, device buffers");
     api->pool_release(split);
     api->pool_release(whole);
 }
