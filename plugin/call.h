@@ -115,6 +115,11 @@ extern int64_t split_piece_bytes;
 /* Tests: the slabs of the reduction the pieces of a part whose operands and outputs move are
  * cut into (op_impl's pieces; 0: none), each piece's computed in turn into partial sums. */
 extern int32_t split_k_slabs;
+/* Tests: called on the thread that starts a synchronous split's parts, before it starts the
+ * part at position k of the order of `count` (NULL: nothing); and the outputs split calls moved
+ * home from another device so far (move_out). */
+extern void (*split_part_starting)(int32_t k, int32_t count);
+int64_t split_moves_home(void);
 /* call_split.c: a split call's end, from call_complete: its parts awaited, and committed only
  * when all succeeded. */
 void call_split_finish(struct call *call);

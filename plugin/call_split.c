@@ -1,23 +1,25 @@
 /* call_split.c — a call split across the pool's devices (operators.<op>.devices,
  * call.h's call_split_run). The operator cuts the checked call into parts (op_impl's cut), one
  * per device, in shares by the devices' measured rates for it (or the configured shares); each
- * part is a call of its own on its device, whose host operands are staged to that device. Every
- * part's work is enqueued before any is waited for, so the devices run at once, and the parts'
- * outputs are committed only once every part succeeded: a failed call leaves its host outputs
- * untouched, as a whole call does. Host operands are staged to each part's device from host
- * memory, every device's by a thread of its own (start_parts_at_once); device operands of another
- * device than a part's move to buffers of its own through bridges (pinned host memory, bridge.h),
- * and its device outputs move back once every part succeeded: never through OpenCL's own paths
- * between devices (NVIDIA's run at ~1 GB/s, a pinned transfer at ~55). A device output's blocks
- * computed where it lives are written in place, so a failed call may leave some of them written (a
+ * part is a call of its own on its device, whose host operands are staged to that device. The
+ * devices run at once, and the parts' host outputs are committed only once every part
+ * succeeded: a failed call leaves its host outputs untouched, as a whole call does. Host
+ * operands are staged to each part's device from host memory, every device's by a thread of its
+ * own (start_parts_at_once); device operands of another device than a part's move to buffers of
+ * its own through bridges (pinned host memory, bridge.h), and its device outputs move back as
+ * the part ends, unless a part failed before: never through OpenCL's own paths between devices
+ * (NVIDIA's run at ~1 GB/s, a pinned transfer at ~55). A device output's blocks are written in
+ * place or moved home as their parts end, so a failed call may leave some of them written (a
  * host output is never).
  *
- * A synchronous call runs it all on the caller's thread (call_split_run). A submitted call
- * (call_split_submit) is started by its stream's starter thread, once the stream's earlier work
- * has ended, its part on the stream's device on the stream's queue; its completer thread
- * finishes it (call_complete, call_split_finish), in the stream's order. A device output's
- * blocks computed elsewhere go home there, after the parts, so the stream's later jobs wait
- * for such a call on the host before they start (call_writes_back). */
+ * A synchronous call starts its parts on the caller's thread (call_split_run); where they move
+ * device operands, a thread a device of the pool's crew awaits them meanwhile, each as it ends,
+ * and moves its outputs home while later parts' operands still move in (start_and_await). A
+ * submitted call (call_split_submit) is started by its stream's starter thread, once the
+ * stream's earlier work has ended, its part on the stream's device on the stream's queue; its
+ * completer thread finishes it (call_complete, call_split_finish), in the stream's order. A
+ * device output's blocks computed elsewhere go home there, after every part started, so the
+ * stream's later jobs wait for such a call on the host before they start (call_writes_back). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +75,13 @@ enum {
 };
 int64_t split_piece_bytes = SPLIT_PIECE_BYTES;
 int32_t split_k_slabs = 0;
+void (*split_part_starting)(int32_t k, int32_t count) = NULL;
+static atomic_llong moves_home;
+
+int64_t split_moves_home(void)
+{
+    return atomic_load(&moves_home);
+}
 
 /* A part's operands that live on another device than the part's, or host inputs other parts
  * on its device read too: the buffer of its device that it reads or writes them in (`moved`;
@@ -111,6 +120,9 @@ struct split_state {
     struct clops_tensor home_view[CONFIG_MAX_DEVICES][CALL_MAX_PARAMS];
     struct clops_buffer *home[CONFIG_MAX_DEVICES][CALL_MAX_PARAMS];
     cl_command_queue transfer[CONFIG_MAX_DEVICES]; /* by pool device index */
+    /* The queues outputs move home on (move_out), by pool device index: apart from the moves
+     * in, which may still be under way (start_and_await). */
+    cl_command_queue back[CONFIG_MAX_DEVICES];
     /* A group whose pieces compute slabs of the reduction (op_part.carry): its partial sums,
      * a buffer of its home output's size and layout, and the one queue its pieces run on, in
      * their order. */
@@ -123,7 +135,9 @@ struct split_state {
     int on_buffers; /* whether any operand is a device buffer (pool_op_split_floor) */
     /* pool_programs_made and pool_memory_made as it started: one made since is in its time */
     int64_t programs, memory;
-    int32_t failed; /* the first part that failed, or -1 */
+    int32_t failed; /* the first part that failed, or -1 (under the sync's lock while parts
+                     * start and are awaited side by side) */
+    int awaited;    /* whether the parts were awaited as they started (start_and_await) */
     /* A submitted call's: its stream's queue, which runs the part on the stream's device. */
     cl_command_queue stream_queue;
     struct pool_device *stream_dev;
@@ -159,18 +173,26 @@ static int operands_movable(const struct op_call *op)
     return 1;
 }
 
-/* The split's queue for moving data on pool device `d`, opened at its first use. */
-static int32_t transfer_queue(struct clops_pool *pool, struct split_state *s,
-                              struct pool_device *dev, const char *op, cl_command_queue *out)
+/* The split's queue of `queues` (its transfer or back queues) for moving data on `dev`,
+ * opened at its first use. */
+static int32_t queue_on(struct clops_pool *pool, cl_command_queue *queues, struct pool_device *dev,
+                        const char *op, cl_command_queue *out)
 {
     int32_t d = 0;
     while (pool_device_at(pool, d) != dev)
         d++;
     int32_t status = CLOPS_OK;
-    if (s->transfer[d] == NULL)
-        status = pool_open_queue(pool, dev, op, &s->transfer[d]);
-    *out = s->transfer[d];
+    if (queues[d] == NULL)
+        status = pool_open_queue(pool, dev, op, &queues[d]);
+    *out = queues[d];
     return status;
+}
+
+/* The split's queue for moving data in on `dev` (move_in: the thread that starts the parts). */
+static int32_t transfer_queue(struct clops_pool *pool, struct split_state *s,
+                              struct pool_device *dev, const char *op, cl_command_queue *out)
+{
+    return queue_on(pool, s->transfer, dev, op, out);
 }
 
 /* Tensor t's rectangle as bridge_copy takes it, on `queue`. */
@@ -341,7 +363,8 @@ static int32_t move_in(struct clops_pool *pool, struct split_state *s, int32_t i
     return status;
 }
 
-/* Writes part i's moved outputs back into the device buffers they came from. */
+/* Writes part i's moved outputs back into the device buffers they came from, on the split's
+ * back queues (one thread at a time: await_group's home lock). */
 static int32_t move_out(struct clops_pool *pool, struct split_state *s, int32_t i,
                         const struct clops_op *desc)
 {
@@ -356,14 +379,15 @@ static int32_t move_out(struct clops_pool *pool, struct split_state *s, int32_t 
         int64_t outer = 0, inner = 0, pitch = 0;
         view_rect(origin, &outer, &inner, &pitch);
         cl_command_queue from = NULL, to = NULL;
-        status = transfer_queue(pool, s, s->devs[i], desc->name, &from);
+        status = queue_on(pool, s->back, s->devs[i], desc->name, &from);
         if (status == CLOPS_OK)
-            status = transfer_queue(pool, s, origin->buffer->dev, desc->name, &to);
+            status = queue_on(pool, s->back, origin->buffer->dev, desc->name, &to);
         if (status == CLOPS_OK) {
             const struct bridge_rect src = rect_of(here, from), dst = rect_of(origin, to);
             status = bridge_copy(pool, &src, &dst, (size_t)outer,
                                  (size_t)(inner * dtype_size(origin->dtype)), desc->name);
         }
+        atomic_fetch_add(&moves_home, status == CLOPS_OK);
     }
     return status;
 }
@@ -380,9 +404,12 @@ static void moves_release(struct split_state *s)
             buffer_release(s->home[g][p]);
         buffer_release(s->sums[g]);
     }
-    for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++)
+    for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++) {
         if (s->transfer[d] != NULL)
             clReleaseCommandQueue(s->transfer[d]);
+        if (s->back[d] != NULL)
+            clReleaseCommandQueue(s->back[d]);
+    }
 }
 
 /* "<op>: part i of n, on device d ('name'): <message>" into the parent's error. */
@@ -396,13 +423,48 @@ static void fail_parent(struct call *call, const struct split_state *s, int32_t 
     call_fail(call, status, text);
 }
 
+/* The parts' start and their awaiting, side by side or one after the other: `lock` guards
+ * s->failed (and the parent's error) and `upto`, the positions of the order the starter is
+ * done with (each part there started, or never to be); `progress` tells of its growth. Where
+ * the parts are awaited only once all started, upto is s->count from the first. */
+struct split_sync {
+    os_mutex lock;
+    os_cond progress;
+    int32_t upto;
+    os_mutex home; /* held for a move home (move_out): the back queues are shared */
+};
+
+/* A sync of locks of no resources (nothing to fail), nothing started yet. */
+#define SPLIT_SYNC_INIT                                                                            \
+    {                                                                                              \
+        .lock = OS_MUTEX_INIT, .progress = OS_COND_INIT, .home = OS_MUTEX_INIT                     \
+    }
+
+static void sync_destroy(struct split_sync *sync)
+{
+    os_mutex_destroy(&sync->home);
+    os_cond_destroy(&sync->progress);
+    os_mutex_destroy(&sync->lock);
+}
+
+/* Notes part i's failure as the call's, unless one was noted before; under the sync's lock. */
+static void note_failure(struct call *call, struct split_state *s, struct split_sync *sync,
+                         int32_t i, int32_t status, const char *message)
+{
+    os_mutex_lock(&sync->lock);
+    if (s->failed < 0) {
+        s->failed = i;
+        fail_parent(call, s, i, status, message);
+    }
+    os_mutex_unlock(&sync->lock);
+}
+
 /* One device's parts awaited in their order by one thread (await_parts). */
 struct await_group {
     struct call *call;
     struct split_state *s;
     struct pool_device *dev;
-    os_mutex *lock;  /* held to note the first failure, and for moves home (move_out) */
-    int32_t *failed; /* the first part that failed, or -1: under `lock` */
+    struct split_sync *sync;
 };
 
 static void await_group(void *arg)
@@ -412,22 +474,49 @@ static void await_group(void *arg)
     struct op_call *op = call_op(g->call);
     for (int32_t k = 0; k < s->count; k++) {
         const int32_t i = s->order[k];
-        if (s->devs[i] != g->dev || s->calls[i] == NULL)
+        if (s->devs[i] != g->dev)
+            continue;
+        os_mutex_lock(&g->sync->lock);
+        while (g->sync->upto <= k) /* part i not started yet */
+            os_cond_wait(&g->sync->progress, &g->sync->lock);
+        os_mutex_unlock(&g->sync->lock);
+        if (s->calls[i] == NULL)
             continue;
         int32_t status = call_await(s->calls[i]); /* the part's own wait for its end marker */
         const char *message = call_error_of(s->calls[i])->message;
-        os_mutex_lock(g->lock);
-        if (status == CLOPS_OK && *g->failed < 0 && !call_cancel_requested(op)) {
+        os_mutex_lock(&g->sync->lock);
+        const int go_on = s->failed < 0;
+        os_mutex_unlock(&g->sync->lock);
+        if (status == CLOPS_OK && go_on && !call_cancel_requested(op)) {
+            os_mutex_lock(&g->sync->home);
             status = move_out(op->pool, s, i, op->impl->desc);
+            os_mutex_unlock(&g->sync->home);
             message = err_last();
         }
-        if (status != CLOPS_OK && *g->failed < 0) {
-            *g->failed = i;
-            fail_parent(g->call, s, i, status, message);
-        }
-        os_mutex_unlock(g->lock);
+        if (status != CLOPS_OK)
+            note_failure(g->call, s, g->sync, i, status, message);
         s->done_ns[i] = now_ns();
     }
+}
+
+/* The await groups of the split's devices, one a device with parts, into groups and args
+ * (CONFIG_MAX_DEVICES places each); returns their count. */
+static int32_t await_groups(struct call *call, struct split_state *s, struct split_sync *sync,
+                            struct await_group *groups, void **args)
+{
+    int32_t count = 0;
+    for (int32_t k = 0; k < s->count; k++) {
+        const int32_t i = s->order[k];
+        int32_t g = 0;
+        while (g < count && groups[g].dev != s->devs[i])
+            g++;
+        if (g < count)
+            continue;
+        groups[count] = (struct await_group){.call = call, .s = s, .dev = s->devs[i], .sync = sync};
+        args[count] = &groups[count];
+        count++;
+    }
+    return count;
 }
 
 /* Waits until every started part's device work is over, and moves each one's outputs computed
@@ -436,28 +525,17 @@ static void await_group(void *arg)
  * devices' rates. A thread a device (the pool's crew) waits for that device's parts in their
  * order, each the moment it ends: the loop that polled every part's end marker, sleeping a
  * hundredth of the time waited so far (at most 1 ms), saw a 100 ms GEMM's last part up to 1 ms
- * late, and its move home with it. Moves home are made one at a time (the split's transfer
- * queues are shared). `failed`: the first part that failed, or -1. */
-static void await_parts(struct call *call, struct split_state *s, int32_t *failed)
+ * late, and its move home with it. Moves home are made one at a time (the split's back queues
+ * are shared). */
+static void await_parts(struct call *call, struct split_state *s)
 {
-    os_mutex lock = OS_MUTEX_INIT; /* a lock of no resources: nothing to fail */
+    struct split_sync sync = SPLIT_SYNC_INIT;
+    sync.upto = s->count; /* every part started, or never to be */
     struct await_group groups[CONFIG_MAX_DEVICES];
     void *args[CONFIG_MAX_DEVICES];
-    int32_t count = 0;
-    for (int32_t k = 0; k < s->count; k++) {
-        const int32_t i = s->order[k];
-        int32_t g = 0;
-        while (g < count && groups[g].dev != s->devs[i])
-            g++;
-        if (g < count || s->calls[i] == NULL)
-            continue;
-        groups[count] = (struct await_group){
-            .call = call, .s = s, .dev = s->devs[i], .lock = &lock, .failed = failed};
-        args[count] = &groups[count];
-        count++;
-    }
+    const int32_t count = await_groups(call, s, &sync, groups, args);
     split_crew_run(pool_split_crew(call_op(call)->pool), await_group, args, count);
-    os_mutex_destroy(&lock);
+    sync_destroy(&sync);
 }
 
 /* Part i, a slab of the reduction: its call given its carry and its group's partial sums, a
@@ -618,23 +696,103 @@ static int start_parts_at_once(struct call *call, struct split_state *s)
     return 1;
 }
 
-/* Starts the parts made, each on its device; the parent's error holds the first failure. */
-static void start_parts(struct call *call, struct split_state *s)
+/* Starts the parts made, each on its device, in their order, telling `sync` of each (for the
+ * groups awaiting them, start_and_await); s->failed and the parent's error hold the first
+ * failure, after which nothing more starts. */
+static void start_in_turn(struct call *call, struct split_state *s, struct split_sync *sync)
 {
     struct op_call *op = call_op(call);
+    for (int32_t k = 0; k < s->count; k++) {
+        os_mutex_lock(&sync->lock);
+        const int stop = s->failed >= 0; /* a move home failed, or an earlier start */
+        os_mutex_unlock(&sync->lock);
+        if (stop)
+            break;
+        const int32_t i = s->order[k];
+        if (split_part_starting != NULL)
+            split_part_starting(k, s->count);
+        const int32_t status = start_part(op->pool, call_index(call), op->impl->desc, s, i);
+        if (status != CLOPS_OK)
+            note_failure(call, s, sync, i, status,
+                         s->calls[i] != NULL ? call_error_of(s->calls[i])->message : err_last());
+        os_mutex_lock(&sync->lock);
+        sync->upto = k + 1;
+        os_cond_broadcast(&sync->progress);
+        os_mutex_unlock(&sync->lock);
+    }
+    os_mutex_lock(&sync->lock); /* the parts not started never will be */
+    sync->upto = s->count;
+    os_cond_broadcast(&sync->progress);
+    os_mutex_unlock(&sync->lock);
+}
+
+/* Starts the parts made, each on its device; the parent's error holds the first failure. Their
+ * awaiting comes later (await_parts). */
+static void start_parts(struct call *call, struct split_state *s)
+{
     s->start_ns = now_ns();
     s->failed = -1;
     if (start_parts_at_once(call, s))
         return;
-    for (int32_t k = 0; k < s->count && s->failed < 0; k++) {
-        const int32_t i = s->order[k];
-        const int32_t status = start_part(op->pool, call_index(call), op->impl->desc, s, i);
-        if (status != CLOPS_OK) {
-            s->failed = i;
-            fail_parent(call, s, i, status,
-                        s->calls[i] != NULL ? call_error_of(s->calls[i])->message : err_last());
-        }
+    struct split_sync sync = SPLIT_SYNC_INIT;
+    start_in_turn(call, s, &sync);
+    sync_destroy(&sync);
+}
+
+/* A task of a crew run of tasks of two kinds (a crew runs one function: each says its own). */
+struct crew_task {
+    void (*fn)(void *);
+    void *arg;
+};
+
+static void run_crew_task(void *arg)
+{
+    const struct crew_task *t = arg;
+    t->fn(t->arg);
+}
+
+/* The starter's task beside the await groups' (start_and_await). */
+struct start_task {
+    struct call *call;
+    struct split_state *s;
+    struct split_sync *sync;
+};
+
+static void start_task(void *arg)
+{
+    const struct start_task *t = arg;
+    start_in_turn(t->call, t->s, t->sync);
+}
+
+/* Starts the parts made, in turn on the calling thread, while a thread a device (the pool's
+ * crew) awaits each as it ends and moves its outputs home on the back queues: a part's moves
+ * home need not wait until every part's operands moved in. Starting every part before awaiting
+ * any left a split whose operands crossed late ending on its moves home, one after the other
+ * (two H200s, GEMM f64 16384^2 on GPU 0's buffers, pieces in shells: the last operands in at
+ * 77 ms, the 32 blocks of C home, 1.2 ms each, by 116.6). For a call whose parts move device
+ * operands between devices; the others start at once (start_parts_at_once) or have nothing to
+ * move home. */
+static void start_and_await(struct call *call, struct split_state *s)
+{
+    s->start_ns = now_ns();
+    s->failed = -1;
+    if (start_parts_at_once(call, s))
+        return;
+    struct split_sync sync = SPLIT_SYNC_INIT;
+    struct await_group groups[CONFIG_MAX_DEVICES];
+    void *args[CONFIG_MAX_DEVICES + 1];
+    struct start_task starter = {.call = call, .s = s, .sync = &sync};
+    args[0] = &starter; /* the caller's own: the crew may run the groups after it, never before */
+    const int32_t count = await_groups(call, s, &sync, groups, args + 1);
+    struct crew_task tasks[CONFIG_MAX_DEVICES + 1];
+    void *targs[CONFIG_MAX_DEVICES + 1];
+    for (int32_t t = 0; t <= count; t++) {
+        tasks[t] = (struct crew_task){t == 0 ? start_task : await_group, args[t]};
+        targs[t] = &tasks[t];
     }
+    split_crew_run(pool_split_crew(call_op(call)->pool), run_crew_task, targs, count + 1);
+    sync_destroy(&sync);
+    s->awaited = 1;
 }
 
 /* The parts awaited, their outputs of other devices moved home, then completed, committing
@@ -645,8 +803,9 @@ static void finish_parts(struct call *call, struct split_state *s)
 {
     struct op_call *op = call_op(call);
     const int32_t index = call_index(call);
+    if (!s->awaited)
+        await_parts(call, s);
     int32_t failed = s->failed;
-    await_parts(call, s, &failed);
     if (failed < 0 && call_cancel_requested(op)) {
         call_fail(call, CLOPS_ERR_CANCELLED,
                   "cancelled before its outputs were written (its parts ran on every device)");
@@ -946,7 +1105,7 @@ int call_split_run(struct call *call)
     if (s == NULL)
         return 0;
     call_set_split_state(call, s);
-    start_parts(call, s);
+    start_and_await(call, s);
     call_complete(call); /* the parts' end (call_split_finish), the statistics, the release */
     return 1;
 }

@@ -24,6 +24,7 @@
 #include "error.h"
 #include "fault_inject.h"
 #include "ops/mandelbrot_land.h"
+#include "platform.h"
 #include "pool.h"
 #include "registry.h"
 #include "split.h"
@@ -741,6 +742,57 @@ START_TEST(test_split_gemm_in_slabs_of_k)
 }
 END_TEST
 
+/* split_part_starting's hook for test_a_block_moves_home_while_parts_still_start: before the
+ * last part starts, waits (10 s at most) for an output to have moved home, and notes how many
+ * had. */
+static int64_t homes_before, homes_at_last_start;
+static void await_a_move_home(int32_t k, int32_t count)
+{
+    if (k != count - 1)
+        return;
+    const int64_t deadline = os_monotonic_ns() + (int64_t)10e9;
+    while (split_moves_home() == homes_before && os_monotonic_ns() < deadline)
+        os_sleep_ns(1000000);
+    homes_at_last_start = split_moves_home() - homes_before;
+}
+
+/* A split on device buffers of device 0, device 1's part in pieces: each piece's block of C
+ * moves home once it is computed, while the later pieces are still being started (their
+ * operands moved in): a block moved home before the last piece started, and C is right. When
+ * the pieces were awaited only once all had started, a split whose operands crossed late ended
+ * on its moves home, one after another. */
+START_TEST(test_a_block_moves_home_while_parts_still_start)
+{
+    struct gemm_case cut = cases[0];
+    const struct gemm_case *g = &cut;
+    split_piece_bytes = 1024;
+    struct clops_pool *split = split_pool(shares(0.5, 0.5), 0), *whole = whole_pool();
+    ck_assert(split != NULL && whole != NULL);
+    struct gemm_data one, two, on;
+    data_make(g, &one, 9750);
+    data_make(g, &two, 9750);
+    struct clops_buffer *bufs[3];
+    data_on_device(split, 0, g, &two, &on, bufs);
+    ck_assert_msg(run_gemm(whole, g, &one) == CLOPS_OK, "%s", api->last_error());
+    const int64_t before = tasks(split, 1);
+    homes_before = split_moves_home();
+    homes_at_last_start = -1;
+    split_part_starting = await_a_move_home;
+    const int32_t status = run_gemm(split, g, &on);
+    split_part_starting = NULL;
+    split_piece_bytes = SPLIT_PIECE_BYTES;
+    ck_assert_msg(status == CLOPS_OK, "%s", api->last_error());
+    ck_assert_int_ge(tasks(split, 1) - before, 4);
+    ck_assert_msg(homes_at_last_start >= 1,
+                  "no block of C had moved home before the last piece started (%lld)",
+                  (long long)homes_at_last_start);
+    ck_assert_int_eq(split_moves_home() - homes_before, tasks(split, 1) - before);
+    split_c_matches(g, bufs, &one, &two, "blocks home while pieces start");
+    api->pool_release(split);
+    api->pool_release(whole);
+}
+END_TEST
+
 /* The buffers a split call's moved operands live in on the other device are the pool's kept
  * ones: a second call of the same shape makes no new device buffer there (on NVIDIA's OpenCL,
  * a release waits for the device to go idle and a new buffer of a GiB takes milliseconds to
@@ -1100,6 +1152,7 @@ int main(void)
         TU_LOOP(test_split_gemm_host_operands_in_pieces, 4),
         TU_LOOP(test_split_gemm_on_device_buffers, 4),
         TU_LOOP(test_split_gemm_in_slabs_of_k, 4),
+        TU_TEST(test_a_block_moves_home_while_parts_still_start),
         TU_TEST(test_moved_operands_reuse_kept_buffers),
         TU_LOOP(test_a_failure_moving_device_operands_is_reported, 6),
         TU_LOOP(test_a_failure_in_a_split_mandelbrot_call_is_reported, 2 * MANDEL_SWEEPS),
