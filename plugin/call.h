@@ -112,9 +112,6 @@ int call_split_submit(struct call *call, cl_command_queue queue);
  * 16384). Tests lower it, to cut small calls. */
 #define SPLIT_PIECE_BYTES ((int64_t)128 << 20)
 extern int64_t split_piece_bytes;
-/* Tests: the slabs of the reduction the pieces of a part whose operands and outputs move are
- * cut into (op_impl's pieces; 0: none), each piece's computed in turn into partial sums. */
-extern int32_t split_k_slabs;
 /* Tests: called on the thread that starts a synchronous split's parts, before it starts the
  * part at position k of the order of `count` (NULL: nothing); and the outputs split calls moved
  * home from another device so far (move_out). */

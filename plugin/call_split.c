@@ -74,7 +74,6 @@ enum {
     SPLIT_MAX_PARTS = CONFIG_MAX_DEVICES * SPLIT_MAX_PIECES
 };
 int64_t split_piece_bytes = SPLIT_PIECE_BYTES;
-int32_t split_k_slabs = 0;
 void (*split_part_starting)(int32_t k, int32_t count) = NULL;
 static atomic_llong moves_home;
 
@@ -979,7 +978,7 @@ static void cut_pieces(const struct op_call *op, const struct config_op *cfg,
                             : 0;
         moves = moves > SPLIT_MAX_MOVES ? SPLIT_MAX_MOVES : moves;
         const int grid = reads_other_device(op, part, devs[i]);
-        const int32_t slabs = grid && outputs_move_home(op, part, devs[i]) ? split_k_slabs : 0;
+        const int32_t slabs = grid && outputs_move_home(op, part, devs[i]) ? cfg->split_slabs : 0;
         int32_t made = moves >= 2 ? op->impl->pieces(op, part, (int32_t)moves, SPLIT_MAX_PIECES,
                                                      grid, slabs, &s->parts[s->count])
                                   : 0;

@@ -416,11 +416,26 @@ static int32_t parse_op_split_min(const struct parser *p, const struct field *f,
     return CLOPS_OK;
 }
 
+/* operators.<op>.split_slabs: an integer, 0 to CONFIG_SPLIT_SLABS_MAX. */
+static int32_t parse_op_split_slabs(const struct parser *p, const struct field *f,
+                                    const config_setting_t *s, const char *path, void *base)
+{
+    (void)f;
+    if (config_setting_type(s) != CONFIG_TYPE_INT)
+        return fail_type(p, s, path, "an integer number of slabs, 0 to 8");
+    const int v = config_setting_get_int(s);
+    if (v < 0 || v > CONFIG_SPLIT_SLABS_MAX)
+        return fail(p, s, path, "%d slabs: expected 0 to %d", v, (int)CONFIG_SPLIT_SLABS_MAX);
+    ((struct config_op *)base)->split_slabs = v;
+    return CLOPS_OK;
+}
+
 static const struct field op_fields[] = {
     {"device", parse_op_device, offsetof(struct config_op, device), 0, 0, 0},
     {"devices", parse_op_devices, 0, 0, 0, 0},
     {"split", parse_op_split, 0, 0, 0, 0},
     {"split_min_ms", parse_op_split_min, 0, 0, 0, 0},
+    {"split_slabs", parse_op_split_slabs, 0, 0, 0, 0},
     {"build_options", parse_string, offsetof(struct config_op, build_options),
      MEMBER_SIZE(struct config_op, build_options), 0, 0},
 };
@@ -430,6 +445,7 @@ static void op_defaults(struct config_op *op)
     memset(op, 0, sizeof *op);
     op->device = -1;
     op->split_min_ms = CONFIG_SPLIT_MIN_MS;
+    op->split_slabs = CONFIG_SPLIT_SLABS;
 }
 
 /* ---- Operator settings ----------------------------------------------------------------------- */
@@ -474,12 +490,12 @@ static int32_t fail_unknown_op_key(const struct parser *p, const config_setting_
     if (decl->count == 0)
         return fail(p, member, path,
                     "unknown key '%s' (expected one of device, devices, split, split_min_ms, "
-                    "build_options); %s has no "
+                    "split_slabs, build_options); %s has no "
                     "settings",
                     config_setting_name(member), op_name);
     return fail(p, member, path,
                 "unknown key '%s' (expected one of device, devices, split, split_min_ms, "
-                "build_options) or a "
+                "split_slabs, build_options) or a "
                 "setting of %s (%s)",
                 config_setting_name(member), op_name, names);
 }
@@ -560,29 +576,40 @@ static int op_splits(int32_t index)
     return impl != NULL && (impl->cut != NULL || impl->across_devices);
 }
 
+/* Whether the operator's parts can be computed in slabs of their reduction (op_impl's pieces). */
+static int op_slabs(int32_t index)
+{
+    const struct op_impl *impl = registry_impl(index);
+    return impl != NULL && impl->cut != NULL && impl->pieces != NULL;
+}
+
 /* operators.<name>.devices, split and split_min_ms only for an operator that splits its calls
- * across devices: elsewhere they would be silently ignored. */
+ * across devices, and split_slabs only for one whose parts' pieces compute slabs of their
+ * reduction: elsewhere they would be silently ignored. */
 static int32_t check_splits(const struct parser *p, const config_setting_t *group, const char *path,
                             const char *op_name)
 {
-    static const char *const keys[] = {"devices", "split", "split_min_ms"};
-    if (op_splits(registry_index_by_name(op_name)))
-        return CLOPS_OK;
+    static const char *const keys[] = {"devices", "split", "split_min_ms", "split_slabs"};
+    const int32_t index = registry_index_by_name(op_name);
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const int slabs = k == 3;
+        int (*const can)(int32_t) = slabs ? op_slabs : op_splits;
         const config_setting_t *member = config_setting_get_member(group, keys[k]);
-        if (member == NULL)
+        if (member == NULL || can(index))
             continue;
         char names[256] = "";
         size_t used = 0;
         for (int32_t i = 0; i < registry_count() && used < sizeof names; i++)
-            if (op_splits(i))
+            if (can(i))
                 used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
                                          used > 0 ? ", " : "", registry_at(i)->name);
         char member_path[KEY_PATH_MAX];
         child_path(member_path, path, keys[k]);
         return fail(p, member, member_path,
-                    "%s does not split its calls across devices (operators that do: %s)", op_name,
-                    names);
+                    slabs ? "%s does not compute a split call's pieces in slabs (operators that "
+                            "do: %s)"
+                          : "%s does not split its calls across devices (operators that do: %s)",
+                    op_name, names);
     }
     return CLOPS_OK;
 }

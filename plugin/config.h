@@ -12,6 +12,8 @@ enum { CONFIG_MAX_DEVICES = 8, CONFIG_MAX_OPS = 32, CONFIG_PATH_MAX = 1024 };
 enum { CONFIG_DEVICE_MEMORY_PERCENT = 90 };
 /* The default operators.<op>.split_min_ms. */
 #define CONFIG_SPLIT_MIN_MS 2.0
+/* The default operators.<op>.split_slabs, and the most: 0, no slabs. */
+enum { CONFIG_SPLIT_SLABS = 0, CONFIG_SPLIT_SLABS_MAX = 8 };
 
 /* One entry of `devices`: which OpenCL device to open. */
 struct config_device {
@@ -71,6 +73,10 @@ struct config_op {
     /* The operator's declared settings, in its declaration's order. */
     int32_t values[CONFIG_MAX_SETTINGS];
     int8_t origin[CONFIG_MAX_SETTINGS]; /* enum setting_origin */
+    /* operators.<op>.split_slabs: the slabs of its reduction a piece of a part is computed in,
+     * where the part's operands and outputs move from another device (op_impl's pieces); 0 or
+     * 1: none. Default CONFIG_SPLIT_SLABS. */
+    int32_t split_slabs;
 };
 
 struct pool_config {

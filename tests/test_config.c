@@ -365,7 +365,7 @@ START_TEST(test_unknown_key_inside_an_operator)
                         "  };\n};\n",
                         4,
                         "operators.gemm: unknown key 'options' (expected one of device, "
-                        "devices, split, split_min_ms, build_options)");
+                        "devices, split, split_min_ms, split_slabs, build_options)");
 }
 END_TEST
 
@@ -407,6 +407,27 @@ START_TEST(test_split_devices_and_shares_are_checked)
     expect_config_error("operators = { reduce = { split_min_ms = 5; }; };", 1,
                         "operators.reduce.split_min_ms: reduce does not split its calls across "
                         "devices (operators that do: gemm, lu, solve)");
+    /* Slabs of the reduction: gemm's pieces only, 0 to 8 of them. */
+    expect_config_error("operators = { lu = { split_slabs = 2; }; };", 1,
+                        "operators.lu.split_slabs: lu does not compute a split call's pieces in "
+                        "slabs (operators that do: gemm)");
+    expect_config_error("operators = { gemm = { split_slabs = 9; }; };", 1,
+                        "operators.gemm.split_slabs: 9 slabs: expected 0 to 8");
+    expect_config_error("operators = { gemm = { split_slabs = -1; }; };", 1,
+                        "operators.gemm.split_slabs: -1 slabs: expected 0 to 8");
+    expect_config_error("operators = { gemm = {\n split_slabs = 2.5; }; };", 2,
+                        "operators.gemm.split_slabs: expected an integer number of slabs, 0 to 8");
+    {
+        struct pool_config slabs;
+        ck_assert_msg(config_parse_string("operators = { gemm = { split_slabs = 4; }; };",
+                                          &slabs) == CLOPS_OK,
+                      "%s", err_last());
+        ck_assert_int_eq(slabs.ops[0].split_slabs, 4);
+        ck_assert_msg(config_parse_string("operators = { gemm = { device = 0; }; };", &slabs) ==
+                          CLOPS_OK,
+                      "%s", err_last());
+        ck_assert_int_eq(slabs.ops[0].split_slabs, CONFIG_SPLIT_SLABS);
+    }
     snprintf(text, sizeof text,
              "%soperators = {\n  lu = { devices = [0, 1]; };\n  solve = { devices = [1, 0]; "
              "split_min_ms = 0; };\n};\n",
@@ -672,19 +693,22 @@ END_TEST
 
 START_TEST(test_unknown_operator_setting_is_named_with_the_declared_ones)
 {
-    expect_config_error("operators = {\n  transpose = { tiles = 8; };\n};\n", 2,
-                        "operators.transpose: unknown key 'tiles' (expected one of device, "
-                        "devices, split, split_min_ms, build_options) or a setting of transpose "
-                        "(tile, rows, vec_bytes, "
-                        "vec_tile, vec_rows)");
-    expect_config_error("operators = { lu = { nb = 8; tile_m = 4; }; };", 1,
-                        "operators.lu: unknown key 'tile_m' (expected one of device, "
-                        "devices, split, split_min_ms, build_options) or a setting of lu (nb, "
-                        "panel_nb, panel_rows, "
-                        "panel_resident, panel_groups, lookahead)");
-    expect_config_error("operators = { mandelbrot = { tile = 8; }; };", 1,
-                        "operators.mandelbrot: unknown key 'tile' (expected one of device, "
-                        "devices, split, split_min_ms, build_options); mandelbrot has no settings");
+    expect_config_error(
+        "operators = {\n  transpose = { tiles = 8; };\n};\n", 2,
+        "operators.transpose: unknown key 'tiles' (expected one of device, "
+        "devices, split, split_min_ms, split_slabs, build_options) or a setting of transpose "
+        "(tile, rows, vec_bytes, "
+        "vec_tile, vec_rows)");
+    expect_config_error(
+        "operators = { lu = { nb = 8; tile_m = 4; }; };", 1,
+        "operators.lu: unknown key 'tile_m' (expected one of device, "
+        "devices, split, split_min_ms, split_slabs, build_options) or a setting of lu (nb, "
+        "panel_nb, panel_rows, "
+        "panel_resident, panel_groups, lookahead)");
+    expect_config_error(
+        "operators = { mandelbrot = { tile = 8; }; };", 1,
+        "operators.mandelbrot: unknown key 'tile' (expected one of device, "
+        "devices, split, split_min_ms, split_slabs, build_options); mandelbrot has no settings");
 }
 END_TEST
 

@@ -65,7 +65,7 @@ static const char *shares(double d0, double d1)
  * (2, the default, with small_threshold). */
 static struct clops_pool *split_pool(const char *split, int small_threshold)
 {
-    char operators[256];
+    char operators[320];
     snprintf(operators, sizeof operators, "gemm = { devices = [0, 1]; split_min_ms = %s; %s };",
              small_threshold ? "2" : "0", split);
     return two_devices(operators);
@@ -696,12 +696,12 @@ START_TEST(test_split_gemm_on_device_buffers)
 END_TEST
 
 /* A part whose operands and C move (device buffers of the other device) in pieces that each
- * compute their block of C in slabs of K (split_k_slabs), one after another on one queue, into
- * partial sums on the part's device (op_call.carry): C has the one device's bits, by columns in
- * f32 and by rows in f64 (column-major, transposed), beta 0 (C neither moved in nor read) and
- * not (moved in once, for each block's last slab); every band and block of every slab moves
- * once, so the bytes uploaded are those of the pieces without slabs; the part ran as the grid's
- * pieces times the slabs; C's blocks move home only after their last slab. */
+ * compute their block of C in slabs of K (operators.gemm.split_slabs = 3), one after another on one
+ * queue, into partial sums on the part's device (op_call.carry): C has the one device's bits, by
+ * columns in f32 and by rows in f64 (column-major, transposed), beta 0 (C neither moved in nor
+ * read) and not (moved in once, for each block's last slab); every band and block of every slab
+ * moves once, so the bytes uploaded are those of the pieces without slabs; the part ran as the
+ * grid's pieces times the slabs; C's blocks move home only after their last slab. */
 START_TEST(test_split_gemm_in_slabs_of_k)
 {
     struct gemm_case cut = cases[_i % 2 == 0 ? 0 : 3];
@@ -711,8 +711,9 @@ START_TEST(test_split_gemm_in_slabs_of_k)
     if (g->dtype == CLOPS_F64 && !tu_has_fp64())
         return;
     split_piece_bytes = 1024;
-    split_k_slabs = 3;
-    struct clops_pool *split = split_pool(shares(0.5, 0.5), 0), *whole = whole_pool();
+    char keys[200];
+    snprintf(keys, sizeof keys, "%s split_slabs = 3;", shares(0.5, 0.5));
+    struct clops_pool *split = split_pool(keys, 0), *whole = whole_pool();
     ck_assert(split != NULL && whole != NULL);
     struct gemm_data one, two, on;
     data_make(g, &one, 9700 + (uint64_t)_i);
@@ -735,7 +736,6 @@ START_TEST(test_split_gemm_in_slabs_of_k)
                   "the part on device %d ran as %lld pieces: not 2 to 10 blocks in 3 slabs each",
                   (int)other, (long long)ran);
     split_piece_bytes = SPLIT_PIECE_BYTES;
-    split_k_slabs = 0;
     split_c_matches(g, bufs, &one, &two, "split into pieces in slabs of K, device buffers");
     api->pool_release(split);
     api->pool_release(whole);
@@ -842,9 +842,10 @@ START_TEST(test_a_failure_moving_device_operands_is_reported)
 {
     const enum fault_kind kind = _i % 2 == 0 ? FAULT_OPENCL : FAULT_ALLOC;
     split_piece_bytes = _i >= 2 ? 1024 : SPLIT_PIECE_BYTES;
-    split_k_slabs = _i >= 4 ? 3 : 0; /* runs 4 and 5: pieces in slabs of K, partial sums */
+    char keys[200]; /* runs 4 and 5: pieces in slabs of K, partial sums */
+    snprintf(keys, sizeof keys, "%s split_slabs = %d;", shares(0.5, 0.5), _i >= 4 ? 3 : 0);
     const struct gemm_case g = {CLOPS_F32, 131, 389, _i >= 4 ? 397 : 97, 0, 0, 0, 0};
-    struct clops_pool *pool = split_pool(shares(0.5, 0.5), 0);
+    struct clops_pool *pool = split_pool(keys, 0);
     ck_assert(pool != NULL);
     struct gemm_data d, on;
     data_make(&g, &d, 9700);
@@ -868,7 +869,6 @@ START_TEST(test_a_failure_moving_device_operands_is_reported)
     ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, d.c, g.m * g.n * es), CLOPS_OK);
     check_reference(&g, &d, "after the sweep");
     split_piece_bytes = SPLIT_PIECE_BYTES;
-    split_k_slabs = 0;
     for (int i = 0; i < 3; i++)
         api->buffer_release(bufs[i]);
     data_free(&d);

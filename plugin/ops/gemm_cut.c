@@ -5,8 +5,8 @@
  * is cut again into a grid of pieces (op_impl's pieces): bands of the shared operand, each cut
  * into blocks of the part's own one, every band and block moved once and read by the pieces
  * that need it; the next ones move while the pieces before compute. Where the part's C moves too,
- * each piece can be cut further into slabs of K (split_k_slabs, call.h; for now a test hook, not
- * yet measured on GPUs), computed in turn on the part's device into partial sums that the kernel
+ * each piece can be cut further into slabs of K (operators.gemm.split_slabs, clops-pool(5)),
+ * computed in turn on the part's device into partial sums that the kernel
  * carries from slab to slab (gemm_plan.carry), so that a piece starts once its first slab of the
  * band and of the block has moved. Block edges, and slab edges along K, fall on multiples of
  * GEMM_CUT_ALIGN, a multiple of every tile the kernel uses, so that each block's tiles are the
