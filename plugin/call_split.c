@@ -123,8 +123,8 @@ struct split_state {
      * in, which may still be under way (start_and_await). */
     cl_command_queue back[CONFIG_MAX_DEVICES];
     /* A group whose pieces compute slabs of the reduction (op_part.carry): its partial sums,
-     * a buffer of its home output's size and layout, and the one queue its pieces run on, in
-     * their order. */
+     * a buffer of its home output's size and layout, and the queue its block's slabs run on,
+     * in their order (each block's own, so that one block's launches overlap the next's). */
     struct clops_buffer *sums[CONFIG_MAX_DEVICES];
     cl_command_queue slab_queue[CONFIG_MAX_DEVICES];
     double plan_ns, start_ns; /* when the split was planned, when its parts began to start */
@@ -588,9 +588,10 @@ static int32_t start_part(struct clops_pool *pool, int32_t index, const struct c
     call_set_control(s->calls[i], control);
     cl_command_queue queue =
         s->devs[i] == s->stream_dev ? s->stream_queue : pool_acquire_queue(s->devs[i]);
-    if (s->parts[i].carry != 0) { /* a group's slabs in their order, on one queue */
+    if (s->parts[i].carry != 0) { /* a block's slabs in their order, on one queue */
         const int32_t g = s->group[i];
-        s->slab_queue[g] = s->slab_queue[g] != NULL ? s->slab_queue[g] : queue;
+        if (!(s->parts[i].carry & OP_CARRY_IN)) /* its first: the queue taken */
+            s->slab_queue[g] = queue;
         queue = s->slab_queue[g];
     }
     status = call_start(s->calls[i], queue);
@@ -852,9 +853,13 @@ static void finish_parts(struct call *call, struct split_state *s)
      * noted: the first split of a 16384^2 GEMM on two H200s, device operands, took 139-147 ms
      * on the device whose operands moved (its buffers made) against ~102 after, and the shares
      * of the next five calls drifted back from 43% to 47.7% of the work, every one of them
-     * slower than the balanced split. */
-    const int usual =
-        pool_programs_made(op->pool) == s->programs && pool_memory_made(op->pool) == s->memory;
+     * slower than the balanced split. Unless the split before it, of the same work, made memory
+     * too: then every call of its shape does (more than the pool keeps), and that is its usual
+     * time (a 32768^2 f64 GEMM on two H200s made a buffer in every call, none was noted, and
+     * the shares stayed at the first call's 50%: GPU 1 ended 130 ms after GPU 0). */
+    const int made = pool_memory_made(op->pool) != s->memory;
+    const int again = pool_op_split_made_again(op->pool, index, made && failed < 0, s->flops);
+    const int usual = pool_programs_made(op->pool) == s->programs && (!made || again);
     if (failed < 0 && s->alone_ns > 0 && took > s->alone_ns && usual) {
         pool_op_split_lost(op->pool, index, s->on_buffers, s->flops);
         log_msg(CLOPS_LOG_DEBUG,
@@ -872,9 +877,12 @@ static void finish_parts(struct call *call, struct split_state *s)
     const double released = now_ns();
     moves_release(s);
     log_msg(CLOPS_LOG_DEBUG,
-            "%s: planned in %.3f ms, its parts over at %.3f, completed by %.3f, released by %.3f",
+            "%s: planned in %.3f ms, its parts over at %.3f, completed by %.3f, released by %.3f; "
+            "%lld blocks of memory made, %s",
             op->impl->desc->name, (s->start_ns - s->plan_ns) / 1e6, took / 1e6,
-            (released - s->start_ns) / 1e6, (now_ns() - s->start_ns) / 1e6);
+            (released - s->start_ns) / 1e6, (now_ns() - s->start_ns) / 1e6,
+            (long long)(pool_memory_made(op->pool) - s->memory),
+            usual ? "its rates noted" : "its rates not noted");
 }
 
 /* `to` made a copy of part `from`, its values naming its own tensors where `from`'s named its. */

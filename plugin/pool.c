@@ -148,6 +148,15 @@ int64_t pool_programs_made(const struct clops_pool *pool)
     return atomic_load(&pool->programs_built) + atomic_load(&pool->programs_loaded);
 }
 
+int pool_op_split_made_again(struct clops_pool *pool, int32_t op_index, int made, double flops)
+{
+    if (op_index < 0 || op_index >= registry_count())
+        return 0;
+    const long long work = made && flops >= 1 && flops < 9e18 ? (long long)flops : 0;
+    const long long last = atomic_exchange(&pool->op_counters[op_index].split_made_flops, work);
+    return work > 0 && last == work;
+}
+
 int64_t pool_memory_made(struct clops_pool *pool)
 {
     int64_t made = atomic_load(&pool->bridges_made) + atomic_load(&pool->host_blocks_made);

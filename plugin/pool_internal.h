@@ -53,6 +53,9 @@ struct pool_op_counters {
      * than its fastest device would have alone: calls of no more work run whole (0: none); one
      * for calls on host operands [0], one for calls on device buffers [1]. */
     atomic_llong split_floor[2];
+    /* The work (flops) of the operator's last split call, where it made memory; 0 where it
+     * made none (pool_op_split_made_again). */
+    atomic_llong split_made_flops;
 };
 
 /* How many host blocks a pool keeps for later calls (pool_host_give): room for the staging
@@ -76,7 +79,7 @@ struct host_block; /* pool_memory.c: a block and where its memory comes from */
 
 /* How many bridges (bridge.h) a pool keeps for later calls: two per device of a pool of two
  * working on one call (double buffering), and a call of another thread. */
-enum { POOL_BRIDGES = 6 };
+enum { POOL_BRIDGES = 8 };
 struct bridge_block;
 
 /* Device scratch calls gave back (pool_scratch_give): a few small buffers per pool. */
@@ -90,8 +93,10 @@ struct scratch_slot {
 /* Device buffers of staged host operands calls gave back (pool_staged_give): on NVIDIA's OpenCL,
  * clReleaseMemObject of a device buffer waits until the whole device is idle (8.9 ms while a
  * 9 ms kernel ran on another queue, on an H200), so a call that released its operands' buffers
- * stalled every other stream's calls behind it. Kept up to POOL_STAGED_CACHE buffers and an
- * eighth of the device's memory limit; counted against that limit while kept. */
+ * stalled every other stream's calls behind it. Kept up to POOL_STAGED_CACHE buffers and a
+ * quarter of the device's memory limit (an eighth did not hold a 32768^2 f64 GEMM's moved
+ * operands on an H200: 17.2 GB of 15.7, one of them made again in every call); counted against
+ * that limit while kept, and let go for any allocation that would not fit otherwise. */
 enum { POOL_STAGED_CACHE = 96 }; /* a split GEMM's pieces hold two each (POOL_HOST_CACHE) */
 struct staged_slot {
     struct pool_device *dev;

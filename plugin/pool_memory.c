@@ -250,7 +250,7 @@ void pool_staged_give(struct clops_pool *pool, struct pool_device *dev, cl_mem m
             else if (pool->staged[i].dev == dev)
                 kept += pool->staged[i].bytes;
         }
-        if (slot >= 0 && kept + (int64_t)bytes <= dev->memory_limit_bytes / 8) {
+        if (slot >= 0 && kept + (int64_t)bytes <= dev->memory_limit_bytes / 4) {
             pool->staged[slot] = (struct staged_slot){dev, mem, (int64_t)bytes};
             mem = NULL;
         }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge.h"
 #include "call.h"
 #include "clops.h"
 #include "entry.h"
@@ -756,8 +757,17 @@ static void await_a_move_home(int32_t k, int32_t count)
     homes_at_last_start = split_moves_home() - homes_before;
 }
 
-/* A split on device buffers of device 0, device 1's part in pieces: each piece's block of C
- * moves home once it is computed, while the later pieces are still being started (their
+/* A tally of the parts devices 1 and up (all but device 0, C's home) ran. */
+static int64_t tasks_away(struct clops_pool *pool)
+{
+    int64_t n = 0;
+    for (int32_t d = 1; d < tu_split_devices(); d++)
+        n += tasks(pool, d);
+    return n;
+}
+
+/* A split on device buffers of device 0, the other devices' parts in pieces: each piece's block
+ * of C moves home once it is computed, while the later pieces are still being started (their
  * operands moved in): a block moved home before the last piece started, and C is right. When
  * the pieces were awaited only once all had started, a split whose operands crossed late ended
  * on its moves home, one after another. */
@@ -774,7 +784,7 @@ START_TEST(test_a_block_moves_home_while_parts_still_start)
     struct clops_buffer *bufs[3];
     data_on_device(split, 0, g, &two, &on, bufs);
     ck_assert_msg(run_gemm(whole, g, &one) == CLOPS_OK, "%s", api->last_error());
-    const int64_t before = tasks(split, 1);
+    const int64_t before = tasks(split, 1), away = tasks_away(split);
     homes_before = split_moves_home();
     homes_at_last_start = -1;
     split_part_starting = await_a_move_home;
@@ -786,7 +796,7 @@ START_TEST(test_a_block_moves_home_while_parts_still_start)
     ck_assert_msg(homes_at_last_start >= 1,
                   "no block of C had moved home before the last piece started (%lld)",
                   (long long)homes_at_last_start);
-    ck_assert_int_eq(split_moves_home() - homes_before, tasks(split, 1) - before);
+    ck_assert_int_eq(split_moves_home() - homes_before, tasks_away(split) - away);
     split_c_matches(g, bufs, &one, &two, "blocks home while pieces start");
     api->pool_release(split);
     api->pool_release(whole);
@@ -832,6 +842,57 @@ START_TEST(test_moved_operands_reuse_kept_buffers)
         api->buffer_release(bufs[i]);
     data_free(&d);
     api->pool_release(split);
+}
+END_TEST
+
+/* A split whose shape makes memory in every call (more than the pool keeps: here no bridge is
+ * kept, bridge_keep_bytes made 1) is not judged in its first call, as above, and is judged and
+ * its rates noted in the next, as making that memory is part of its usual time. Device buffers
+ * of device 0, so that device 1's operands cross through bridges; every rate made huge. */
+START_TEST(test_a_split_that_makes_memory_every_call_is_judged)
+{
+    const struct gemm_case small = {CLOPS_F32, 67, 1031, 61, 0, 0, 0, 0}; /* every device a part */
+    const struct gemm_case g = {CLOPS_F32, 389, 1031, 601, 0, 0, 0, 1};   /* beta 0: C not read */
+    const int32_t gemm = registry_index_by_name("gemm");
+    struct clops_pool *pool = split_pool("", 0);
+    ck_assert(pool != NULL);
+    const size_t saved = bridge_keep_bytes;
+    bridge_keep_bytes = 1;
+    struct gemm_data s, d, on_s, on;
+    data_make(&small, &s, 9270);
+    data_make(&g, &d, 9271);
+    struct clops_buffer *bufs_s[3], *bufs[3];
+    data_on_device(pool, 0, &small, &s, &on_s, bufs_s);
+    data_on_device(pool, 0, &g, &d, &on, bufs);
+    ck_assert_int_eq(run_gemm(pool, &small, &on_s), CLOPS_OK); /* its kernels built */
+    for (int32_t dev = 0; dev < tu_split_devices(); dev++)
+        rate_made(pool, dev, 1e18);
+    const int64_t programs = pool_programs_made(pool);
+    for (int call = 0; call < 2; call++) {
+        const int64_t bridges = bridge_made(pool);
+        ck_assert_int_eq(run_gemm(pool, &g, &on), CLOPS_OK);
+        ck_assert_int_gt(bridge_made(pool), bridges);
+        ck_assert_int_eq(pool_programs_made(pool), programs);
+        const double floor = pool_op_split_floor(pool, gemm, 1);
+        ck_assert_msg(floor == (call == 0 ? 0 : 2.0 * 389 * 1031 * 601),
+                      "floor %g after call %d of a shape that makes memory every time", floor,
+                      call + 1);
+        for (int32_t dev = 0; dev < tu_split_devices(); dev++)
+            ck_assert_msg((pool_op_rate(pool, gemm, dev) == 1e18) == (call == 0),
+                          "device %d's rate %g after call %d", (int)dev,
+                          pool_op_rate(pool, gemm, dev), call + 1);
+    }
+    bridge_keep_bytes = saved;
+    const int64_t es = 4;
+    ck_assert_int_eq(api->buffer_download(bufs[2], 3 * es, d.c, g.m * g.n * es), CLOPS_OK);
+    check_reference(&g, &d, "calls that make memory every time");
+    for (int i = 0; i < 3; i++) {
+        api->buffer_release(bufs[i]);
+        api->buffer_release(bufs_s[i]);
+    }
+    data_free(&s);
+    data_free(&d);
+    api->pool_release(pool);
 }
 END_TEST
 
@@ -1147,6 +1208,7 @@ int main(void)
         TU_TEST(test_a_small_gemm_is_not_split),
         TU_TEST(test_a_split_slower_than_one_device_is_not_made_again),
         TU_TEST(test_a_split_that_made_memory_is_not_judged),
+        TU_TEST(test_a_split_that_makes_memory_every_call_is_judged),
         TU_TEST(test_a_call_runs_where_its_buffers_live),
         TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 4),
         TU_LOOP(test_split_gemm_host_operands_in_pieces, 4),

@@ -356,7 +356,7 @@ START_TEST(test_the_bridges_a_pool_keeps_stay_within_its_bound)
     ck_assert_int_eq(bridge_take(pool, 600 << 10, "test", &b), CLOPS_OK);
     ck_assert_int_eq(bridge_take(pool, 600 << 10, "test", &c), CLOPS_OK);
     bridge_give(pool, &b); /* kept: 600 KiB */
-    bridge_give(pool, &c); /* kept, and b's let go: 1.2 MiB would be over the bound */
+    bridge_give(pool, &c); /* kept, and b's let go: 1.25 MiB would be over the bound */
     made = bridge_made(pool);
     ck_assert_int_eq(bridge_take(pool, 600 << 10, "test", &b), CLOPS_OK);
     ck_assert_int_eq(bridge_made(pool), made); /* c's, kept */
@@ -365,6 +365,36 @@ START_TEST(test_the_bridges_a_pool_keeps_stay_within_its_bound)
     bridge_give(pool, &b);
     bridge_give(pool, &c);
     bridge_keep_bytes = saved;
+}
+END_TEST
+
+/* Bridges asked for a few rows apart are one kept block (bridge.c's size classes: an eighth of
+ * the power of two below): a split's copies ask for 32 MiB less part of a row, and a block
+ * kept for one did not serve the next, so every call pinned a new one. Beyond the class, a new
+ * block is made. */
+START_TEST(test_bridges_a_few_rows_apart_are_one_block)
+{
+    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
+    struct clops_pool *pool = NULL; /* its own: no bridge kept by another test */
+    ck_assert_int_eq(api->pool_create_from_string(
+                         "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } ); "
+                         "cpu_fallback = false;",
+                         &pool),
+                     CLOPS_OK);
+    struct bridge a;
+    ck_assert_int_eq(bridge_take(pool, (1 << 20) - 3 * 4096, "test", &a), CLOPS_OK);
+    ck_assert_uint_ge(a.bytes, (size_t)1 << 20);
+    bridge_give(pool, &a);
+    const int64_t made = bridge_made(pool);
+    ck_assert_int_eq(bridge_take(pool, 1 << 20, "test", &a), CLOPS_OK);
+    ck_assert_int_eq(bridge_made(pool), made); /* the kept one */
+    bridge_give(pool, &a);
+    ck_assert_int_eq(bridge_take(pool, (1 << 20) + 1, "test", &a), CLOPS_OK);
+    ck_assert_int_eq(bridge_made(pool), made + 1); /* the next class, 1.125 MiB */
+    ck_assert_uint_ge(a.bytes, (size_t)(1 << 20) + 1);
+    ck_assert_uint_le(a.bytes, (size_t)(1 << 20) + (1 << 17));
+    bridge_give(pool, &a);
+    api->pool_release(pool);
 }
 END_TEST
 
@@ -601,6 +631,7 @@ int main(void)
         TU_TEST(test_uncontested_tiles_go_straight_into_host_memory),
         TU_LOOP(test_a_one_row_image_splits_in_place, 2),
         TU_TEST(test_the_bridges_a_pool_keeps_stay_within_its_bound),
+        TU_TEST(test_bridges_a_few_rows_apart_are_one_block),
         TU_TEST(test_gpus_render_ahead_of_their_downloads),
         TU_TEST(test_tiles_land_in_host_outputs_with_gaps),
         TU_TEST(test_split_calls_from_two_threads_at_once),
