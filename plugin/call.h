@@ -98,11 +98,12 @@ void call_mark_part(struct call *call);
 int call_split_run(struct call *call);
 /* call_split.c: the same for a checked submitted call, on the stream's thread that starts
  * calls: once the stream's earlier work on `queue` has ended (waited for there), its parts are
- * started and not waited for, the one on the stream's device on `queue`, the others on their
- * devices' queues. The call then has no end marker of its own: its event's waiters wait on the
- * host, the stream's later calls reading its host outputs wait for it anyway, and with device
- * outputs every later job of the stream waits for it (call_writes_back). 1 when split, 0 when
- * not (nothing done); call_complete finishes it. */
+ * started, the one on the stream's device on `queue`, the others on their devices' queues, and
+ * not waited for, unless it has device outputs: every later job of the stream waits for such a
+ * call (call_writes_back), so they are awaited there as they start, their outputs moved home
+ * (call_split_run's way). The call has no end marker of its own: its event's waiters wait on
+ * the host, and the stream's later calls reading its host outputs wait for it anyway. 1 when
+ * split, 0 when not (nothing done); call_complete finishes it. */
 int call_split_submit(struct call *call, cl_command_queue queue);
 /* call_split.c: a part of a split call whose operands move from another device is cut into
  * pieces whose operands move in blocks of about this many bytes (at most 16 blocks, 32
@@ -112,8 +113,8 @@ int call_split_submit(struct call *call, cl_command_queue queue);
  * 16384). Tests lower it, to cut small calls. */
 #define SPLIT_PIECE_BYTES ((int64_t)128 << 20)
 extern int64_t split_piece_bytes;
-/* Tests: called on the thread that starts a synchronous split's parts, before it starts the
- * part at position k of the order of `count` (NULL: nothing); and the outputs split calls moved
+/* Tests: called on the thread that starts a split's parts, before it starts the part at
+ * position k of the order of `count` (NULL: nothing); and the outputs split calls moved
  * home from another device so far (move_out). */
 extern void (*split_part_starting)(int32_t k, int32_t count);
 int64_t split_moves_home(void);

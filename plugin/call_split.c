@@ -17,9 +17,10 @@
  * and moves its outputs home while later parts' operands still move in (start_and_await). A
  * submitted call (call_split_submit) is started by its stream's starter thread, once the
  * stream's earlier work has ended, its part on the stream's device on the stream's queue; its
- * completer thread finishes it (call_complete, call_split_finish), in the stream's order. A
- * device output's blocks computed elsewhere go home there, after every part started, so the
- * stream's later jobs wait for such a call on the host before they start (call_writes_back). */
+ * completer thread finishes it (call_complete, call_split_finish), in the stream's order. With
+ * device outputs, the stream's later jobs wait for such a call on the host before they start
+ * (call_writes_back), so its starter thread awaits its parts as they start and moves their
+ * outputs home, as a synchronous call does. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1150,6 +1151,12 @@ int call_split_submit(struct call *call, cl_command_queue queue)
             op->values[p].tensor->buffer != NULL)
             call_set_writes_back(call);
     call_set_split_state(call, s);
-    start_parts(call, s);
+    /* With device outputs, the stream's later jobs wait for this call's end on the host anyway
+     * (call_writes_back): its starter thread awaits the parts as they start, and moves their
+     * outputs home beside the later parts' moves in, as a synchronous call does. */
+    if (call_writes_back(call))
+        start_and_await(call, s);
+    else
+        start_parts(call, s);
     return 1;
 }

@@ -757,6 +757,42 @@ static void await_a_move_home(int32_t k, int32_t count)
     homes_at_last_start = split_moves_home() - homes_before;
 }
 
+/* run_gemm's call submitted on a new stream of the pool, and waited for: its status. */
+static int32_t submit_gemm(struct clops_pool *pool, const struct gemm_case *g, struct gemm_data *d)
+{
+    struct clops_stream_create_args sc = {.struct_size = sizeof sc, .pool = pool};
+    ck_assert_msg(api->stream_create(&sc) == CLOPS_OK, "%s", api->last_error());
+    const struct clops_arg args[] = {
+        {.name = "a", .kind = CLOPS_PARAM_TENSOR_IN, .tensor = &d->ta},
+        {.name = "b", .kind = CLOPS_PARAM_TENSOR_IN, .tensor = &d->tb},
+        {.name = "c", .kind = CLOPS_PARAM_TENSOR_INOUT, .tensor = &d->tc},
+        {.name = "trans_a", .kind = CLOPS_PARAM_ENUM, .s = g->trans_a ? "transpose" : "none"},
+        {.name = "trans_b", .kind = CLOPS_PARAM_ENUM, .s = g->trans_b ? "transpose" : "none"},
+        {.name = "alpha", .kind = CLOPS_PARAM_DOUBLE, .d = 1.25},
+        {.name = "beta", .kind = CLOPS_PARAM_DOUBLE, .d = g->beta_zero ? 0.0 : -0.5}};
+    struct clops_submit_args x = {.struct_size = sizeof x,
+                                  .op_index = api->op_index(api->op_find("gemm")),
+                                  .stream = sc.stream,
+                                  .args = args,
+                                  .nargs = 7,
+                                  .arg_size = sizeof(struct clops_arg)};
+    ck_assert_msg(api->submit(&x) == CLOPS_OK, "%s", api->last_error());
+    struct clops_event_wait_args w = {.struct_size = sizeof w,
+                                      .count = 1,
+                                      .events = &x.event,
+                                      .timeout_ns = (int64_t)60e9,
+                                      .wait_all = 1};
+    int32_t status = api->event_wait(&w);
+    struct clops_event_query_args q = {.struct_size = sizeof q, .event = x.event};
+    if (status == CLOPS_OK && api->event_query(&q) == CLOPS_OK)
+        status = q.status;
+    struct clops_event_release_args er = {.struct_size = sizeof er, .event = x.event};
+    ck_assert_int_eq(api->event_release(&er), CLOPS_OK);
+    struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sc.stream};
+    ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
+    return status;
+}
+
 /* A tally of the parts devices 1 and up (all but device 0, C's home) ran. */
 static int64_t tasks_away(struct clops_pool *pool)
 {
@@ -766,11 +802,11 @@ static int64_t tasks_away(struct clops_pool *pool)
     return n;
 }
 
-/* A split on device buffers of device 0, the other devices' parts in pieces: each piece's block
- * of C moves home once it is computed, while the later pieces are still being started (their
- * operands moved in): a block moved home before the last piece started, and C is right. When
- * the pieces were awaited only once all had started, a split whose operands crossed late ended
- * on its moves home, one after another. */
+/* A split on device buffers of device 0, called (run 0) or submitted on a stream (run 1), the
+ * other devices' parts in pieces: each piece's block of C moves home once it is computed, while the
+ * later pieces are still being started (their operands moved in): a block moved home before the
+ * last piece started, and C is right. When the pieces were awaited only once all had started, a
+ * split whose operands crossed late ended on its moves home, one after another. */
 START_TEST(test_a_block_moves_home_while_parts_still_start)
 {
     struct gemm_case cut = cases[0];
@@ -788,7 +824,7 @@ START_TEST(test_a_block_moves_home_while_parts_still_start)
     homes_before = split_moves_home();
     homes_at_last_start = -1;
     split_part_starting = await_a_move_home;
-    const int32_t status = run_gemm(split, g, &on);
+    const int32_t status = _i == 0 ? run_gemm(split, g, &on) : submit_gemm(split, g, &on);
     split_part_starting = NULL;
     split_piece_bytes = SPLIT_PIECE_BYTES;
     ck_assert_msg(status == CLOPS_OK, "%s", api->last_error());
@@ -1214,7 +1250,7 @@ int main(void)
         TU_LOOP(test_split_gemm_host_operands_in_pieces, 4),
         TU_LOOP(test_split_gemm_on_device_buffers, 4),
         TU_LOOP(test_split_gemm_in_slabs_of_k, 4),
-        TU_TEST(test_a_block_moves_home_while_parts_still_start),
+        TU_LOOP(test_a_block_moves_home_while_parts_still_start, 2),
         TU_TEST(test_moved_operands_reuse_kept_buffers),
         TU_LOOP(test_a_failure_moving_device_operands_is_reported, 6),
         TU_LOOP(test_a_failure_in_a_split_mandelbrot_call_is_reported, 2 * MANDEL_SWEEPS),
