@@ -268,7 +268,7 @@ void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem 
 int32_t pool_staged_take(struct clops_pool *pool, struct pool_device *dev, int64_t bytes,
                          const char *op, const char *what, cl_mem *out);
 /* Gives back a buffer of pool_staged_take once nothing queued uses it any more: kept for later
- * calls (POOL_STAGED_CACHE, up to an eighth of the device's limit), else released. */
+ * calls (POOL_STAGED_CACHE, up to a quarter of the device's limit), else released. */
 void pool_staged_give(struct clops_pool *pool, struct pool_device *dev, cl_mem mem);
 
 /* Host memory for a call's temporaries (outputs downloaded before their commit, packed
