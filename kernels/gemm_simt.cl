@@ -166,7 +166,9 @@ gemm_simt(const int M, const int N, const int K, const float alpha, const float 
             acc[r][c] = 0.0f;
 #ifdef CARRY
     if (carry & CARRY_IN)
+#pragma unroll
         for (int r = 0; r < THREAD_M; r++)
+#pragma unroll
             for (int c = 0; c < THREAD_N; c++) {
                 const int i = i0 + RUN_AT(tm, r, THREADS_M), j = j0 + RUN_AT(tn, c, THREADS_N);
                 if (i < M && j < N)
@@ -188,7 +190,9 @@ gemm_simt(const int M, const int N, const int K, const float alpha, const float 
 
 #ifdef CARRY
     if (carry & CARRY_OUT) {
+#pragma unroll
         for (int r = 0; r < THREAD_M; r++)
+#pragma unroll
             for (int c = 0; c < THREAD_N; c++) {
                 const int i = i0 + RUN_AT(tm, r, THREADS_M), j = j0 + RUN_AT(tn, c, THREADS_N);
                 if (i < M && j < N)

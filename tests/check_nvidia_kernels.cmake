@@ -4,7 +4,11 @@
 # tables, in every precision, and with -DCARRY (a slab of K) where the kernel takes it. Only
 # NVIDIA's driver builds them in use, and no machine of CI has one: this is where a change to
 # them first meets a compiler. clang passes the inline PTX through unchecked (-Dasm=__asm__:
-# OpenCL C knows no asm keyword; NVIDIA's compiler takes it); ptxas is not run.
+# OpenCL C knows no asm keyword; NVIDIA's compiler takes it); ptxas is not run. A -DCARRY
+# build must keep its accumulators in registers as the default build does: at -O3 its PTX may
+# store to thread-local memory (st.local) no more often. gemm_simt's carry loops without
+# #pragma unroll put the accumulators in local memory (1160 st.local against 0), and its slabs
+# ran at ~37 TFLOP/s against ~45 on an H200 (hosts/bench/RESULTS.md, 2026-11-30 20:00).
 #   cmake -DCLANG=<clang> -DKERNELS=<kernels/> -DOUT=<a scratch directory> -P this
 file(MAKE_DIRECTORY ${OUT})
 function(join name)
@@ -38,14 +42,24 @@ foreach(config IN LISTS configs)
   if(NOT program STREQUAL "tf32")
     set(carries "-DCARRY")
   endif()
+  set(spills_default "")
   foreach(carry "" ${carries})
     execute_process(
       COMMAND ${CLANG} -x cl -cl-std=CL1.2 -target nvptx64-nvidia-cuda -Xclang
-              -finclude-default-header -Dasm=__asm__ -Werror -S -o ${OUT}/${program}.ptx
+              -finclude-default-header -Dasm=__asm__ -Werror -O3 -S -o ${OUT}/${program}.ptx
               ${OUT}/${program}.cl ${options} ${carry}
       RESULT_VARIABLE rc ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "${program} (${options} ${carry}) does not compile for PTX:\n${err}")
+    endif()
+    file(STRINGS ${OUT}/${program}.ptx stores REGEX "st\\.local")
+    list(LENGTH stores spills)
+    if(carry STREQUAL "")
+      set(spills_default ${spills})
+    elseif(spills GREATER spills_default)
+      message(FATAL_ERROR "${program} (${options} -DCARRY) stores to thread-local memory "
+                          "${spills} times, the default build ${spills_default}: its "
+                          "accumulators left registers (a loop over them not unrolled?)")
     endif()
     math(EXPR built "${built} + 1")
   endforeach()
