@@ -158,6 +158,19 @@ static void store_tile(__local REAL *dst, const REAL *regs, long sk, const int t
  * same multiply-adds in the same order as in one launch: the result is the same, bit for bit. */
 #define CARRY_IN 1
 #define CARRY_OUT 2
+/* With -DCARRY: runs the statements for each of this work-item's sums acc[r][c] within M x N, i
+ * and j its row and column of C (its load from W, its store there). */
+#define EACH_SUM(...)                                                                              \
+    do {                                                                                           \
+        for (int r = 0; r < WPT_M; r++)                                                            \
+            for (int c = 0; c < WPT_N; c++) {                                                      \
+                const int i = i0 + BLOCK_ROW(tm, r), j = j0 + BLOCK_COL(tn, c);                    \
+                if (i < M && j < N) {                                                              \
+                    __VA_ARGS__                                                                    \
+                }                                                                                  \
+            }                                                                                      \
+    } while (0)
+
 __kernel REQD_WG(WG_SIZE, 1, 1) void
 gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
      const __global REAL *restrict A, const long offA, const long sAi, const long sAk,
@@ -195,12 +208,7 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
 #ifdef CARRY
     /* A slab of K after the first: the sums so far, as the slab before left them. */
     if (carry & CARRY_IN)
-        for (int r = 0; r < WPT_M; r++)
-            for (int c = 0; c < WPT_N; c++) {
-                const int i = i0 + BLOCK_ROW(tm, r), j = j0 + BLOCK_COL(tn, c);
-                if (i < M && j < N)
-                    acc[r][c] = W[offW + i * ldw + j];
-            }
+        EACH_SUM(acc[r][c] = W[offW + i * ldw + j];);
 #endif
 
     /* Register double-buffering: the next tiles' global loads are issued before the current
@@ -243,12 +251,7 @@ gemm(const int M, const int N, const int K, const REAL alpha, const REAL beta,
 #ifdef CARRY
     /* A slab of K before the last: the sums as they stand, for the next slab; C untouched. */
     if (carry & CARRY_OUT) {
-        for (int r = 0; r < WPT_M; r++)
-            for (int c = 0; c < WPT_N; c++) {
-                const int i = i0 + BLOCK_ROW(tm, r), j = j0 + BLOCK_COL(tn, c);
-                if (i < M && j < N)
-                    W[offW + i * ldw + j] = acc[r][c];
-            }
+        EACH_SUM(W[offW + i * ldw + j] = acc[r][c];);
         return;
     }
 #endif

@@ -127,6 +127,27 @@ static void simt_copy(__local float *tile, const int ld, const int tile_x, struc
         }                                                                                          \
     } while (0)
 
+/* Runs the statements for each of this thread's accumulators acc[r][c] within M x N, i and j its
+ * row and column of C (the runs of THREADS_M and THREADS_N apart from tm, tn of the group's
+ * block at i0, j0): the write of C and, with -DCARRY, the load and store of the sums. A macro,
+ * unrolled, so that the accumulators stay in registers. */
+#define EACH_THREAD_ACC(...)                                                                       \
+    do {                                                                                           \
+        _Pragma("unroll") for (int r = 0; r < THREAD_M; r++)                                       \
+        {                                                                                          \
+            const int i = i0 + RUN_AT(tm, r, THREADS_M);                                           \
+            if (i >= M)                                                                            \
+                continue;                                                                          \
+            _Pragma("unroll") for (int c = 0; c < THREAD_N; c++)                                   \
+            {                                                                                      \
+                const int j = j0 + RUN_AT(tn, c, THREADS_N);                                       \
+                if (j >= N)                                                                        \
+                    continue;                                                                      \
+                __VA_ARGS__                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 /* Work decomposition: a 1-D range of work-groups of WG_SIZE; group g computes the block of C
  * that block_of_group gives (bands of GROUP_M block rows, for L2). Work-item (tm, tn) of warp w,
  * lane l: tm = (w / WARPS_TN) * WARP_TM + l / WARP_TN, tn = (w % WARPS_TN) * WARP_TN +
@@ -166,14 +187,7 @@ gemm_simt(const int M, const int N, const int K, const float alpha, const float 
             acc[r][c] = 0.0f;
 #ifdef CARRY
     if (carry & CARRY_IN)
-#pragma unroll
-        for (int r = 0; r < THREAD_M; r++)
-#pragma unroll
-            for (int c = 0; c < THREAD_N; c++) {
-                const int i = i0 + RUN_AT(tm, r, THREADS_M), j = j0 + RUN_AT(tn, c, THREADS_N);
-                if (i < M && j < N)
-                    acc[r][c] = W[offW + (long)i * ldw + j];
-            }
+        EACH_THREAD_ACC(acc[r][c] = W[offW + (long)i * ldw + j];);
 #endif
 
     const int vec_a = sAi == 1 && (offA & 3) == 0 && (sAk & 3) == 0;
@@ -190,35 +204,14 @@ gemm_simt(const int M, const int N, const int K, const float alpha, const float 
 
 #ifdef CARRY
     if (carry & CARRY_OUT) {
-#pragma unroll
-        for (int r = 0; r < THREAD_M; r++)
-#pragma unroll
-            for (int c = 0; c < THREAD_N; c++) {
-                const int i = i0 + RUN_AT(tm, r, THREADS_M), j = j0 + RUN_AT(tn, c, THREADS_N);
-                if (i < M && j < N)
-                    W[offW + (long)i * ldw + j] = acc[r][c];
-            }
+        EACH_THREAD_ACC(W[offW + (long)i * ldw + j] = acc[r][c];);
         return;
     }
 #endif
     /* beta == 0 takes a branch of its own that never loads C (NaN or garbage there cannot reach
      * the result). */
     const int read_c = beta != 0.0f;
-#pragma unroll
-    for (int r = 0; r < THREAD_M; r++) {
-        const int i = i0 + RUN_AT(tm, r, THREADS_M);
-        if (i >= M)
-            continue;
-#pragma unroll
-        for (int c = 0; c < THREAD_N; c++) {
-            const int j = j0 + RUN_AT(tn, c, THREADS_N);
-            if (j >= N)
-                continue;
-            const long at = offC + (long)i * ldc + j;
-            if (read_c)
-                C[at] = alpha * acc[r][c] + beta * C[at];
-            else
-                C[at] = alpha * acc[r][c];
-        }
-    }
+    EACH_THREAD_ACC(const long at = offC + (long)i * ldc + j;
+                    if (read_c) C[at] = alpha * acc[r][c] + beta * C[at];
+                    else C[at] = alpha * acc[r][c];);
 }
