@@ -14,7 +14,7 @@
  *
  * A synchronous call starts its parts on the caller's thread (call_split_run); where they move
  * device operands, a thread a device of the pool's crew awaits them meanwhile, each as it ends,
- * and moves its outputs home while later parts' operands still move in (start_and_await). A
+ * and moves its outputs home while later parts' operands still move in (start_parts). A
  * submitted call (call_split_submit) is started by its stream's starter thread, once the
  * stream's earlier work has ended, its part on the stream's device on the stream's queue; its
  * completer thread finishes it (call_complete, call_split_finish), in the stream's order. With
@@ -121,7 +121,7 @@ struct split_state {
     struct clops_buffer *home[CONFIG_MAX_DEVICES][CALL_MAX_PARAMS];
     cl_command_queue transfer[CONFIG_MAX_DEVICES]; /* by pool device index */
     /* The queues outputs move home on (move_out), by pool device index: apart from the moves
-     * in, which may still be under way (start_and_await). */
+     * in, which may still be under way (start_parts). */
     cl_command_queue back[CONFIG_MAX_DEVICES];
     /* A group whose pieces compute slabs of the reduction (op_part.carry): its partial sums,
      * a buffer of its home output's size and layout, and the queue its block's slabs run on,
@@ -137,7 +137,7 @@ struct split_state {
     int64_t programs, memory;
     int32_t failed; /* the first part that failed, or -1 (under the sync's lock while parts
                      * start and are awaited side by side) */
-    int awaited;    /* whether the parts were awaited as they started (start_and_await) */
+    int awaited;    /* whether the parts were awaited as they started (start_parts) */
     /* A submitted call's: its stream's queue, which runs the part on the stream's device. */
     cl_command_queue stream_queue;
     struct pool_device *stream_dev;
@@ -698,7 +698,7 @@ static int start_parts_at_once(struct call *call, struct split_state *s)
 }
 
 /* Starts the parts made, each on its device, in their order, telling `sync` of each (for the
- * groups awaiting them, start_and_await); s->failed and the parent's error hold the first
+ * groups awaiting them, start_parts); s->failed and the parent's error hold the first
  * failure, after which nothing more starts. */
 static void start_in_turn(struct call *call, struct split_state *s, struct split_sync *sync)
 {
@@ -727,19 +727,6 @@ static void start_in_turn(struct call *call, struct split_state *s, struct split
     os_mutex_unlock(&sync->lock);
 }
 
-/* Starts the parts made, each on its device; the parent's error holds the first failure. Their
- * awaiting comes later (await_parts). */
-static void start_parts(struct call *call, struct split_state *s)
-{
-    s->start_ns = now_ns();
-    s->failed = -1;
-    if (start_parts_at_once(call, s))
-        return;
-    struct split_sync sync = SPLIT_SYNC_INIT;
-    start_in_turn(call, s, &sync);
-    sync_destroy(&sync);
-}
-
 /* A task of a crew run of tasks of two kinds (a crew runs one function: each says its own). */
 struct crew_task {
     void (*fn)(void *);
@@ -752,7 +739,7 @@ static void run_crew_task(void *arg)
     t->fn(t->arg);
 }
 
-/* The starter's task beside the await groups' (start_and_await). */
+/* The starter's task (start_parts). */
 struct start_task {
     struct call *call;
     struct split_state *s;
@@ -765,35 +752,35 @@ static void start_task(void *arg)
     start_in_turn(t->call, t->s, t->sync);
 }
 
-/* Starts the parts made, in turn on the calling thread, while a thread a device (the pool's
- * crew) awaits each as it ends and moves its outputs home on the back queues: a part's moves
- * home need not wait until every part's operands moved in. Starting every part before awaiting
- * any left a split whose operands crossed late ending on its moves home, one after the other
- * (two H200s, GEMM f64 16384^2 on GPU 0's buffers, pieces in shells: the last operands in at
- * 77 ms, the 32 blocks of C home, 1.2 ms each, by 116.6). For a call whose parts move device
- * operands between devices; the others start at once (start_parts_at_once) or have nothing to
- * move home. */
-static void start_and_await(struct call *call, struct split_state *s)
+/* Starts the parts made, each on its device; the parent's error holds the first failure. Parts
+ * that move no device operand start at once (start_parts_at_once), and are awaited later
+ * (await_parts); the others in turn on the calling thread, and, with `await`, a thread a device
+ * (the pool's crew) meanwhile awaits each as it ends and moves its outputs home on the back
+ * queues (s->awaited), else they are awaited later too. Starting every part before awaiting any
+ * left a split whose operands crossed late ending on its moves home, one after the other (two
+ * H200s, GEMM f64 16384^2 on GPU 0's buffers, pieces in shells: the last operands in at 77 ms,
+ * the 32 blocks of C home, 1.2 ms each, by 116.6). */
+static void start_parts(struct call *call, struct split_state *s, int await)
 {
     s->start_ns = now_ns();
     s->failed = -1;
     if (start_parts_at_once(call, s))
         return;
     struct split_sync sync = SPLIT_SYNC_INIT;
+    struct start_task starter = {.call = call, .s = s, .sync = &sync};
     struct await_group groups[CONFIG_MAX_DEVICES];
     void *args[CONFIG_MAX_DEVICES + 1];
-    struct start_task starter = {.call = call, .s = s, .sync = &sync};
-    args[0] = &starter; /* the caller's own: the crew may run the groups after it, never before */
-    const int32_t count = await_groups(call, s, &sync, groups, args + 1);
+    const int32_t count = await ? await_groups(call, s, &sync, groups, args + 1) : 0;
+    /* The starter first, the caller's own: the crew may run the groups after it, never before. */
     struct crew_task tasks[CONFIG_MAX_DEVICES + 1];
-    void *targs[CONFIG_MAX_DEVICES + 1];
     for (int32_t t = 0; t <= count; t++) {
-        tasks[t] = (struct crew_task){t == 0 ? start_task : await_group, args[t]};
-        targs[t] = &tasks[t];
+        tasks[t] = t == 0 ? (struct crew_task){start_task, &starter}
+                          : (struct crew_task){await_group, args[t]};
+        args[t] = &tasks[t];
     }
-    split_crew_run(pool_split_crew(call_op(call)->pool), run_crew_task, targs, count + 1);
+    split_crew_run(pool_split_crew(call_op(call)->pool), run_crew_task, args, count + 1);
     sync_destroy(&sync);
-    s->awaited = 1;
+    s->awaited = await;
 }
 
 /* The parts awaited, their outputs of other devices moved home, then completed, committing
@@ -1113,7 +1100,7 @@ int call_split_run(struct call *call)
     if (s == NULL)
         return 0;
     call_set_split_state(call, s);
-    start_and_await(call, s);
+    start_parts(call, s, 1);
     call_complete(call); /* the parts' end (call_split_finish), the statistics, the release */
     return 1;
 }
@@ -1154,9 +1141,6 @@ int call_split_submit(struct call *call, cl_command_queue queue)
     /* With device outputs, the stream's later jobs wait for this call's end on the host anyway
      * (call_writes_back): its starter thread awaits the parts as they start, and moves their
      * outputs home beside the later parts' moves in, as a synchronous call does. */
-    if (call_writes_back(call))
-        start_and_await(call, s);
-    else
-        start_parts(call, s);
+    start_parts(call, s, call_writes_back(call));
     return 1;
 }
