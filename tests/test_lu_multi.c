@@ -213,6 +213,43 @@ START_TEST(test_a_panel_waits_for_the_updates_that_read_its_place)
 }
 END_TEST
 
+/* The other device's block columns leave the call's device during the steps, and the call's
+ * device updates those still with it meanwhile; each is updated on its owner for the step it
+ * left at as it arrives, a step later. Dealt one at a time over two devices (all gone within
+ * LU_MULTI_LEAVE_STEPS = 4 steps), a square matrix of 8 block columns sends device 1's columns
+ * 5 and 7 at steps 2 and 3 (column 1 crosses before the first step, column 3 at once: three
+ * steps before its panel at the latest), and a wide one of 4 panels and 10 block columns, two
+ * a step, its columns 5 and 7 at step 1 and 9 at step 2 (two steps before the last at the
+ * latest). The factors and pivots are one device's, bit for bit. */
+START_TEST(test_block_columns_leave_during_the_steps)
+{
+    static const struct {
+        int64_t rows, cols, left;
+    } shapes[] = {{256, 256, 2}, {128, 320, 3}};
+    lu_multi_run = 1;
+    struct clops_pool *one = one_device(), *both = exactly_two("");
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const struct lu_case c = {CLOPS_F64, shapes[i].rows, shapes[i].cols, 0, KIND_RANDOM, 0, -1};
+        const struct tmat a = case_matrix(&c, 2760 + i);
+        const int64_t mn = c.rows < c.cols ? c.rows : c.cols;
+        struct factored x = factor_on(one, &a, 0);
+        lu_multi_left_in_steps = -1;
+        struct factored y = factor_on(both, &a, 0);
+        ck_assert_msg(x.status == CLOPS_OK && y.status == CLOPS_OK, "%s", api->last_error());
+        ck_assert_int_eq(lu_multi_left_in_steps, shapes[i].left);
+        ck_assert_int_eq(y.info, x.info);
+        ck_assert(memcmp(x.ipiv, y.ipiv, (size_t)mn * sizeof(int32_t)) == 0);
+        ck_assert_msg(tmat_equal(&x.f, &y.f), "shape %zu: factors differ from one device's", i);
+        factored_free(&x);
+        factored_free(&y);
+        free(a.data);
+    }
+    lu_multi_run = 0;
+    api->pool_release(one);
+    api->pool_release(both);
+}
+END_TEST
+
 /* Below two block columns a device, a call runs whole on its device. */
 START_TEST(test_a_small_lu_stays_on_one_device)
 {
@@ -584,6 +621,7 @@ int main(void)
         TU_LOOP(test_lu_across_devices_matches_one_device, (int)(sizeof cases / sizeof cases[0])),
         TU_TEST(test_a_small_lu_stays_on_one_device),
         TU_TEST(test_a_panel_waits_for_the_updates_that_read_its_place),
+        TU_TEST(test_block_columns_leave_during_the_steps),
         TU_TEST(test_solve_across_devices_matches_one_device),
         TU_TEST(test_other_devices_hold_only_their_block_columns),
         TU_TEST(test_a_submitted_lu_across_devices_matches_one_device),

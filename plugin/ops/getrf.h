@@ -255,6 +255,13 @@ extern int64_t lu_panel_piece_bytes;
  * run_for); lu_multi_run > 0 sets the run (tests: runs at sizes where it would be 1). */
 enum { LU_MULTI_RUN_MAX = 8 };
 extern int64_t lu_multi_run;
+/* The other devices' block columns leave the call's matrix during the steps, all of them
+ * within LU_MULTI_LEAVE_STEPS steps, through bridges of at most LU_MULTI_LEAVE_BYTES
+ * (getrf_multi.c's plan_leaving); LU_MULTI_SENT_TEXT bounds the debug line that says when each
+ * panel reached the host. lu_multi_left_in_steps: how many of the last call's block columns
+ * left after its first step (tests). */
+enum { LU_MULTI_LEAVE_BYTES = 1 << 30, LU_MULTI_LEAVE_STEPS = 4, LU_MULTI_SENT_TEXT = 1024 };
+extern int64_t lu_multi_left_in_steps;
 /* Test hook: with lu_multi_hold = h >= 0, device 1's updates of step h wait on the host until
  * panel h + 2 has been sent (and 20 ms more), so that where both panels go into the same place
  * of device 1, one that did not wait for those updates would overwrite what they read. With

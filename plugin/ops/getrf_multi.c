@@ -32,6 +32,7 @@
  * panels the call's pace (pace.h) stops a cancelled call and counts its progress. */
 #include "getrf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -98,6 +99,20 @@ struct lu_multi {
     const char *op;
     int64_t start_ns; /* when the call went across: each device's busy time runs from it */
     cl_event hold;    /* lu_multi_hold's user event, while device 1 waits on it */
+    /* The other devices' block columns leave the call's matrix during the steps (depart,
+     * arrive): leave[b], the step from which b's owner holds it (the call's device updates it
+     * until then; -1: it crosses before the steps); per_step of them leave at each step, on
+     * the call's device's queue `out`, through two bridges taken in turn. */
+    int64_t *leave;
+    int64_t per_step, most; /* most: the most that leave at one step */
+    int64_t arrived;        /* the steps whose block columns have been uploaded */
+    cl_command_queue out;
+    struct bridge leave_slot[2];
+    cl_event *left;                                /* each block column's download */
+    cl_event leave_readers[2][CONFIG_MAX_DEVICES]; /* the uploads from each bridge */
+    /* Where the host's time went (factor_steps' debug line): when the steps began, and its
+     * waits for the leaving block columns' downloads. */
+    int64_t steps_ns, arrive_wait_ns;
 };
 
 static int32_t owner(const struct lu_multi *m, int64_t block)
@@ -113,6 +128,7 @@ static int64_t local_index(const struct lu_multi *m, int64_t b)
 
 int64_t lu_multi_run = 0;
 int64_t lu_multi_hold = -1;
+int64_t lu_multi_left_in_steps = 0;
 
 /* How many block columns go to a device at a time, `blocks` over `count` devices: the next
  * panel then lies on the device that factored this one `run - 1` times in `run`, and it is
@@ -160,6 +176,14 @@ static int64_t owned_blocks(const struct lu_multi *m, int32_t d, int64_t blocks)
     for (int64_t b = 0; b < blocks; b++)
         owned += owner(m, b) == d;
     return owned;
+}
+
+/* The device that holds block column b at step k: its owner from the step it left the call's
+ * matrix on (leave), the call's device before. */
+static int32_t holder(const struct lu_multi *m, int64_t b, int64_t k)
+{
+    const int32_t o = owner(m, b);
+    return o != 0 && k >= m->leave[b] ? o : 0;
 }
 
 /* ---- Which calls go across devices ----------------------------------------------------------- */
@@ -274,11 +298,12 @@ static int32_t download(struct lu_multi *m, int32_t d, cl_command_queue queue, s
 }
 
 /* Enqueues an upload of `b` from byte `at` on into the same rectangle of device d's matrix,
- * inside block column `block`, on `queue` (NULL: d's queue) after `*after` (when not NULL),
- * recorded as a reader of its slot. */
-static int32_t upload(struct lu_multi *m, int32_t d, cl_command_queue queue, const cl_event *after,
-                      struct bridge *b, size_t at, int64_t block, int64_t r0, int64_t rows,
-                      int64_t c0, int64_t cols)
+ * inside block column `block`, on `queue` (NULL: d's queue) after `*after` (when not NULL);
+ * *reader marks it (the event it held let go: the same bridge's upload before, on the same
+ * in-order queue). */
+static int32_t upload_marked(struct lu_multi *m, int32_t d, cl_command_queue queue,
+                             const cl_event *after, struct bridge *b, size_t at, int64_t block,
+                             int64_t r0, int64_t rows, int64_t c0, int64_t cols, cl_event *reader)
 {
     struct bridge_rect r = rect_of(m, d, block, r0, c0);
     r.queue = queue != NULL ? queue : r.queue;
@@ -286,7 +311,6 @@ static int32_t upload(struct lu_multi *m, int32_t d, cl_command_queue queue, con
     const size_t width = (size_t)(cols * m->es), host_origin[3] = {0, 0, 0};
     size_t origin[3], region[3];
     bridge_rect_terms(&r, 0, (size_t)rows, width, origin, region);
-    cl_event *reader = &m->slot_readers[slot_index(m, b)][d];
     if (*reader != NULL) { /* an earlier piece's, on the same in-order queue: done before */
         clReleaseEvent(*reader);
         *reader = NULL;
@@ -301,6 +325,15 @@ static int32_t upload(struct lu_multi *m, int32_t d, cl_command_queue queue, con
                       (long long)rows, (long long)cols, pool_device_info(m->ctx[d]->dev)->name);
     pool_record_upload(m->ctx[0]->pool, rows * cols * m->es);
     return CLOPS_OK;
+}
+
+/* upload_marked from one of the slots (take_slot), recorded as a reader of it. */
+static int32_t upload(struct lu_multi *m, int32_t d, cl_command_queue queue, const cl_event *after,
+                      struct bridge *b, size_t at, int64_t block, int64_t r0, int64_t rows,
+                      int64_t c0, int64_t cols)
+{
+    return upload_marked(m, d, queue, after, b, at, block, r0, rows, c0, cols,
+                         &m->slot_readers[slot_index(m, b)][d]);
 }
 
 /* *kept = a marker of what `queue` holds so far, submitted (the event it held let go). */
@@ -483,17 +516,159 @@ static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct panel_trans
     return status;
 }
 
-/* The last of the block columns d owns from b on (b owned, before b1) that lie side by side
- * with b in d's matrix, and how many they are: on another device than the call's, every one it
- * owns (it keeps them side by side, block_view); on the call's, those of b's run. */
-static int64_t side_by_side(const struct lu_multi *m, int32_t d, int64_t b, int64_t b1,
-                            int64_t *count)
+/* ---- The block columns leaving the call's matrix ----------------------------------------------
+ */
+
+/* When each other device's block column leaves the call's matrix (m->leave): in the order of
+ * the columns, per_step of them a step, so that they have all left after LU_MULTI_LEAVE_STEPS
+ * steps (a run for each other device at least; bridges of LU_MULTI_LEAVE_BYTES at most), the
+ * first before the steps begin: they cross while the call's device factors and updates, and
+ * it updates those still with it meanwhile. All of them before the first step took 82 ms at
+ * N = 32768 f64 on two H200s, both GPUs idle; a run a step (4) left the call's device with
+ * most of the early updates (733.7 ms against 727.1), 8 a step gained 2% (718.0 against
+ * 733.5), 16 lost 3% (758.6): hosts/bench/RESULTS.md, 2026-11-30 (23:45).
+ * One that leaves at step k is downloaded once the call's device has updated it for the steps
+ * before k, and its owner updates it for step k a step later, as it arrives (catch_up): its
+ * crossing then waits for no update of its owner, and holds none up. So it leaves three steps
+ * before its own panel at the latest (its owner updates it for that panel at the step before,
+ * ahead of the others: factor_steps' look-ahead), and two before the last step; -1 where that
+ * is before the first: it crosses before the steps (move_block). */
+static void plan_leaving(struct lu_multi *m)
+{
+    const int64_t blocks = (m->cols + m->nb - 1) / m->nb, panels = (m->mn + m->nb - 1) / m->nb;
+    const int64_t cap = LU_MULTI_LEAVE_BYTES / (m->rows * m->nb * m->es);
+    const int64_t others = blocks - owned_blocks(m, 0, blocks);
+    int64_t per = (others + LU_MULTI_LEAVE_STEPS - 1) / LU_MULTI_LEAVE_STEPS;
+    per = per < m->run * (m->count - 1) ? m->run * (m->count - 1) : per;
+    per = per > cap ? cap : per;
+    m->per_step = per < 1 ? 1 : per;
+    m->arrived = 0;
+    m->most = 0;
+    for (int64_t b = 0, i = 0; b < blocks; b++) {
+        if (owner(m, b) == 0) {
+            m->leave[b] = 0;
+            continue;
+        }
+        int64_t step = i++ / m->per_step;
+        step = step > b - 3 ? b - 3 : step;
+        step = step > panels - 2 ? panels - 2 : step;
+        m->leave[b] = step < 0 ? -1 : step;
+    }
+    /* The caps leave more than per_step at some steps: each bridge holds the most of any. */
+    for (int64_t step = 0; step < panels; step++) {
+        int64_t n = 0;
+        for (int64_t b = 0; b < blocks; b++)
+            n += owner(m, b) != 0 && m->leave[b] == step;
+        m->most = n > m->most ? n : m->most;
+    }
+}
+
+/* The block columns leaving at step k (plan_leaving) downloaded from the call's matrix into
+ * bridge k % 2 on the queue `out`, after all the call's device's queue holds so far (the
+ * updates of the steps before k), each marked by m->left[b] for arrive. The bridge is free once
+ * the uploads from it two steps before are done (host waits: they ran on other devices'
+ * contexts, long since as a rule). */
+static int32_t depart(struct lu_multi *m, int64_t k)
+{
+    const int64_t blocks = (m->cols + m->nb - 1) / m->nb, bytes = m->rows * m->nb * m->es;
+    int64_t leaving = 0;
+    for (int64_t b = 0; b < blocks; b++)
+        leaving += owner(m, b) != 0 && m->leave[b] == k;
+    if (leaving == 0)
+        return CLOPS_OK;
+    struct bridge *slot = &m->leave_slot[k & 1];
+    int32_t status = CLOPS_OK;
+    for (int32_t d = 0; d < m->count; d++) {
+        cl_event *e = &m->leave_readers[k & 1][d];
+        if (*e == NULL)
+            continue;
+        const cl_int rc = pool_wait_event(*e);
+        clReleaseEvent(*e);
+        *e = NULL;
+        if (rc != CL_SUCCESS && status == CLOPS_OK)
+            status = err_cl(rc, "%s: waiting for an upload between devices failed", m->op);
+    }
+    if (status == CLOPS_OK && slot->data == NULL)
+        status = bridge_take(m->ctx[0]->pool, (size_t)(m->most * bytes), m->op, slot);
+    cl_event updated = NULL;
+    if (status == CLOPS_OK)
+        status = lu_queue_mark(m->ctx[0], m->ctx[0]->queue, &updated);
+    if (status == CLOPS_OK)
+        status = lu_queue_wait_for(m->ctx[0], m->out, &updated);
+    if (updated != NULL)
+        clReleaseEvent(updated); /* marked, but its flush failed */
+    for (int64_t b = 0, at = 0; b < blocks && status == CLOPS_OK; b++)
+        if (owner(m, b) != 0 && m->leave[b] == k) {
+            status = download(m, 0, m->out, slot, (size_t)at, b, 0, m->rows, b * m->nb,
+                              block_width(m, b), &m->left[b]);
+            at += bytes;
+        }
+    return status;
+}
+
+/* The block columns that left the call's matrix at the steps up to k not uploaded yet (depart)
+ * uploaded into their owners' matrices on their upload queues, each once its download is done
+ * (the host waits), and each owner's queue made to wait for them. */
+static int32_t arrive(struct lu_multi *m, int64_t k)
+{
+    const int64_t blocks = (m->cols + m->nb - 1) / m->nb, bytes = m->rows * m->nb * m->es;
+    int32_t status = CLOPS_OK;
+    for (; m->arrived <= k && status == CLOPS_OK; m->arrived++) {
+        const int64_t step = m->arrived;
+        int got[CONFIG_MAX_DEVICES] = {0};
+        for (int64_t b = 0, at = 0; b < blocks && status == CLOPS_OK; b++) {
+            const int32_t d = owner(m, b);
+            if (d == 0 || m->leave[b] != step)
+                continue;
+            if (m->left[b] == NULL) /* its download was never enqueued */
+                return err_set(CLOPS_ERR_DEVICE, "%s: a block column did not leave", m->op);
+            const int64_t t0 = os_monotonic_ns();
+            status = wait_event(m, &m->left[b]);
+            m->arrive_wait_ns += os_monotonic_ns() - t0;
+            if (status == CLOPS_OK)
+                status = upload_marked(m, d, m->inq[d], NULL, &m->leave_slot[step & 1], (size_t)at,
+                                       b, 0, m->rows, b * m->nb, block_width(m, b),
+                                       &m->leave_readers[step & 1][d]);
+            at += bytes;
+            got[d] = 1;
+            lu_multi_left_in_steps += step > 0;
+        }
+        for (int32_t d = 1; d < m->count && status == CLOPS_OK; d++) {
+            if (!got[d])
+                continue;
+            cl_event uploaded = NULL;
+            status = lu_queue_mark(m->ctx[d], m->inq[d], &uploaded);
+            if (status == CLOPS_OK)
+                status = lu_queue_wait_for(m->ctx[d], m->ctx[d]->queue, &uploaded);
+            if (uploaded != NULL)
+                clReleaseEvent(uploaded); /* marked, but its flush failed */
+        }
+    }
+    return status;
+}
+
+/* Whether device d updates block column b at step k: where d holds it (holder), but on
+ * another device than the call's, one that left the call's matrix at step k is updated for it
+ * only as it arrives, a step later (catch_up: `late`), and only then. */
+static int updates(const struct lu_multi *m, int32_t d, int64_t b, int64_t k, int late)
+{
+    if (holder(m, b, k) != d)
+        return 0;
+    return d == 0 || late == (m->leave[b] == k);
+}
+
+/* The last of the block columns d holds at step k from b on (b held, before b1) that lie side
+ * by side with b in d's matrix, and how many they are: on another device than the call's,
+ * every one it holds (it keeps those it owns side by side, block_view, and they arrive in
+ * order: one it owns but does not hold yet ends them); on the call's, those next to b. */
+static int64_t side_by_side(const struct lu_multi *m, int32_t d, int64_t k, int late, int64_t b,
+                            int64_t b1, int64_t *count)
 {
     int64_t last = b;
     *count = 1;
     for (int64_t next = b + 1; next < b1; next++) {
-        if (owner(m, next) != d) {
-            if (d == 0)
+        if (!updates(m, d, next, k, late)) {
+            if (d == 0 || owner(m, next) == d)
                 break;
             continue;
         }
@@ -503,7 +678,7 @@ static int64_t side_by_side(const struct lu_multi *m, int32_t d, int64_t b, int6
     return last;
 }
 
-/* On device d, the update right of panel (j, jb) of block columns [b0, b1) it owns (step
+/* On device d, the update right of panel (j, jb) of block columns [b0, b1) it holds (step
  * `from` columns into block b0 when the panel ends inside it): the panel's interchanges, U12
  * with L11's inverse (inverted once for them all) and A22 -= L21 U12, once for each range of
  * them that lies side by side in d's matrix (side_by_side), addressed through the view of the
@@ -511,19 +686,20 @@ static int64_t side_by_side(const struct lu_multi *m, int32_t d, int64_t b, int6
  * one device updates its whole trailing matrix (one GEMM a block column took a launch of each
  * kernel per block column and step). Each element meets the same kernels as a block column's
  * update would give it. */
-static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t jb, int64_t b0,
-                             int64_t b1, int64_t from)
+static int32_t update_late(struct lu_multi *m, int32_t d, int64_t j, int64_t jb, int64_t b0,
+                           int64_t b1, int64_t from, int late)
 {
     struct lu_ctx *ctx = m->ctx[d];
-    const struct lu_matrix panel = block_view(m, d, j / m->nb); /* L11 and L21 */
+    const int64_t k = j / m->nb;
+    const struct lu_matrix panel = block_view(m, d, k); /* L11 and L21 */
     int32_t status = CLOPS_OK;
     int inverted = 0;
     for (int64_t b = b0; b < b1 && status == CLOPS_OK; b++) {
-        if (owner(m, b) != d)
+        if (!updates(m, d, b, k, late))
             continue;
         const int64_t first = b;
         int64_t blocks = 0;
-        b = side_by_side(m, d, first, b1, &blocks); /* the range's last */
+        b = side_by_side(m, d, k, late, first, b1, &blocks); /* the range's last */
         const int64_t c0 = first * m->nb > from ? first * m->nb : from;
         const int64_t c1 = first * m->nb + (blocks - 1) * m->nb + block_width(m, b);
         if (c1 <= c0)
@@ -546,6 +722,33 @@ static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t j
     const cl_int rc = status == CLOPS_OK ? clFlush(ctx->queue) : CL_SUCCESS;
     if (rc != CL_SUCCESS)
         status = err_cl(rc, "%s: submitting an update failed", m->op);
+    return status;
+}
+
+static int32_t update_blocks(struct lu_multi *m, int32_t d, int64_t j, int64_t jb, int64_t b0,
+                             int64_t b1, int64_t from)
+{
+    return update_late(m, d, j, jb, b0, b1, from, 0);
+}
+
+/* On device d (not the call's), the block columns of its own that left the call's matrix at
+ * step k (plan_leaving), uploaded (arrive) and updated for that step: at step k + 1, before
+ * its other updates of it. Panel k is still in its place there (the panel two steps on comes
+ * into it after this step's updates: its reader's marker is set again after these). */
+static int32_t catch_up(struct lu_multi *m, int32_t d, int64_t k)
+{
+    const int64_t blocks = (m->cols + m->nb - 1) / m->nb, j = k * m->nb;
+    const int64_t jb = m->mn - j < m->nb ? m->mn - j : m->nb;
+    int any = 0;
+    for (int64_t b = 0; b < blocks && !any; b++)
+        any = owner(m, b) == d && m->leave[b] == k;
+    if (!any)
+        return CLOPS_OK;
+    int32_t status = arrive(m, k);
+    if (status == CLOPS_OK)
+        status = update_late(m, d, j, jb, k + 2, blocks, 0, 1);
+    if (status == CLOPS_OK && owner(m, k) != d)
+        status = mark(m, m->ctx[d]->queue, &m->place_read[k % LU_MULTI_PLACES][d]);
     return status;
 }
 
@@ -586,6 +789,11 @@ static int32_t factor_steps(struct lu_multi *m)
     const int64_t panels = (m->mn + m->nb - 1) / m->nb, blocks = (m->cols + m->nb - 1) / m->nb;
     struct panel_transfer t[2] = {{0}, {0}}; /* panel k's, and the next one's */
     struct home_part home = {0};
+    /* When each panel had reached the host (debug line below), in ms from the steps' start. */
+    char sent[LU_MULTI_SENT_TEXT];
+    size_t used = 0;
+    sent[0] = 0;
+    m->steps_ns = os_monotonic_ns();
     int32_t status = factor_panel(m, 0, &t[0]);
     for (int64_t k = 0; k < panels && status == CLOPS_OK; k++) {
         const int64_t j = k * m->nb, jb = m->mn - j < m->nb ? m->mn - j : m->nb;
@@ -599,6 +807,9 @@ static int32_t factor_steps(struct lu_multi *m)
             status = factor_panel(m, k + 1, next);
         if (status == CLOPS_OK)
             status = broadcast_panel(m, k, now);
+        if (used + 16 < sizeof sent)
+            used += (size_t)snprintf(sent + used, sizeof sent - used, " %.0f",
+                                     (double)(os_monotonic_ns() - m->steps_ns) / 1e6);
         if (k == lu_multi_hold + 2)
             release_hold(m); /* panel k went into the place the held updates read */
         /* The rows above the last panel go home now, those above this one next step: waiting
@@ -632,14 +843,25 @@ static int32_t factor_steps(struct lu_multi *m)
                 status = queue_after(m, d, m->ready[k % LU_MULTI_PLACES][d]);
             if (status == CLOPS_OK && d == 1)
                 status = hold_device(m, k);
+            if (status == CLOPS_OK && d > 0 && k > 0)
+                status = catch_up(m, d, k - 1);
             if (status == CLOPS_OK)
                 status = update_blocks(m, d, j, jb, k + 2, blocks, 0);
             if (status == CLOPS_OK && received && d > 0)
                 status = mark(m, m->ctx[d]->queue, &m->place_read[k % LU_MULTI_PLACES][d]);
         }
+        /* The block columns that leave at the next step, once the call's device has updated
+         * them for this one. */
+        if (status == CLOPS_OK && k + 1 < panels)
+            status = depart(m, k + 1);
     }
     if (status == CLOPS_OK)
         status = send_home(m, &home);
+    log_msg(CLOPS_LOG_DEBUG,
+            "%s: the steps began %.1f ms into the call and were enqueued in %.1f ms, %.1f ms of "
+            "them waiting for block columns leaving; each panel on the host at (ms):%s",
+            m->op, (double)(m->steps_ns - m->start_ns) / 1e6,
+            (double)(os_monotonic_ns() - m->steps_ns) / 1e6, (double)m->arrive_wait_ns / 1e6, sent);
     if (home.done != NULL)
         clReleaseEvent(home.done);
     panel_release(&t[0]);
@@ -719,10 +941,16 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
         if (status == CLOPS_OK)
             status = lu_clear_info(ctx, m->mn);
     }
+    /* The block columns that must cross before the steps (plan_leaving); the others leave
+     * during them, the first at once, on a queue of their own. */
     const int64_t blocks = (m->cols + m->nb - 1) / m->nb;
     for (int64_t b = 0; b < blocks && status == CLOPS_OK; b++)
-        if (owner(m, b) != 0)
+        if (owner(m, b) != 0 && m->leave[b] < 0)
             status = move_block(m, 0, owner(m, b), b);
+    if (status == CLOPS_OK)
+        status = pool_open_queue(call->pool, devs[0], m->op, &m->out);
+    if (status == CLOPS_OK)
+        status = depart(m, 0);
     /* The upload queues start after what each device's queue holds: the cleared pivots (and on
      * the call's device, its staging of the matrix, read where block columns come home). */
     for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
@@ -761,9 +989,9 @@ static void join_transfers(struct lu_multi *m)
     for (int32_t d = 0; d < m->count; d++) {
         if (m->ctx[d] == NULL || m->ctx[d]->queue == NULL)
             continue;
-        cl_command_queue *queues[2] = {&m->xfer[d], &m->inq[d]};
-        for (int32_t q = 0; q < 2; q++) {
-            if (*queues[q] == NULL)
+        cl_command_queue *queues[3] = {&m->xfer[d], &m->inq[d], d == 0 ? &m->out : NULL};
+        for (int32_t q = 0; q < 3; q++) {
+            if (queues[q] == NULL || *queues[q] == NULL)
                 continue;
             cl_event done = NULL;
             cl_int rc = clEnqueueMarkerWithWaitList(*queues[q], 0, NULL, &done);
@@ -793,6 +1021,8 @@ static void finish_devices(struct lu_multi *m)
         if (m->inq[d] != NULL)
             clFinish(m->inq[d]);
     }
+    if (m->out != NULL)
+        clFinish(m->out);
     for (int32_t d = 1; d < m->count; d++) {
         struct lu_ctx *ctx = m->ctx[d];
         if (ctx == NULL || m->queue[d] == NULL)
@@ -832,10 +1062,15 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
     struct lu_multi *m = malloc(sizeof *m);
     int32_t *piv = malloc((size_t)(mn + 1) * sizeof *piv);
     int32_t *info = calloc((size_t)((mn + l->ctx.nb - 1) / l->ctx.nb), sizeof *info);
-    if (m == NULL || piv == NULL || info == NULL) {
+    const int64_t blocks = (a->cols + l->ctx.nb - 1) / l->ctx.nb;
+    int64_t *leave = calloc((size_t)blocks, sizeof *leave);
+    cl_event *left = calloc((size_t)blocks, sizeof *left);
+    if (m == NULL || piv == NULL || info == NULL || leave == NULL || left == NULL) {
         free(m);
         free(piv);
         free(info);
+        free(leave);
+        free(left);
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
                        call->impl->desc->name);
     }
@@ -851,14 +1086,19 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
                            .es = l->ctx.elem_size,
                            .pivoting = pivoting,
                            .op = call->impl->desc->name,
-                           .start_ns = os_monotonic_ns()};
+                           .start_ns = os_monotonic_ns(),
+                           .leave = leave,
+                           .left = left};
     m->ctx[0] = &l->ctx;
     m->m[0] = *a;
-    m->run = run_for((a->cols + m->nb - 1) / m->nb, count);
+    m->run = run_for(blocks, count);
+    plan_leaving(m);
+    lu_multi_left_in_steps = 0;
     log_msg(CLOPS_LOG_DEBUG,
-            "%s: %lld x %lld across %d devices, block columns of %lld dealt %lld at a time", m->op,
-            (long long)m->rows, (long long)m->cols, (int)count, (long long)m->nb,
-            (long long)m->run);
+            "%s: %lld x %lld across %d devices, block columns of %lld dealt %lld at a time, "
+            "%lld leaving the call's device at a step",
+            m->op, (long long)m->rows, (long long)m->cols, (int)count, (long long)m->nb,
+            (long long)m->run, (long long)m->per_step);
     if (l->ctx.call != NULL) /* the call's units: the panels */
         pace_begin(&l->ctx.pace, l->ctx.call, l->ctx.queue, (mn + m->nb - 1) / m->nb, "panels");
     int32_t status = lu_clear_info(&l->ctx, mn);
@@ -882,6 +1122,16 @@ void lu_multi_release(struct lu_multi *m)
     if (m == NULL)
         return;
     finish_devices(m);
+    const int64_t blocks = (m->cols + m->nb - 1) / m->nb;
+    for (int64_t b = 0; b < blocks; b++)
+        if (m->left[b] != NULL)
+            clReleaseEvent(m->left[b]);
+    for (int32_t s = 0; s < 2; s++)
+        for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++)
+            if (m->leave_readers[s][d] != NULL)
+                clReleaseEvent(m->leave_readers[s][d]);
+    if (m->out != NULL)
+        clReleaseCommandQueue(m->out);
     for (int32_t s = 0; s < LU_MULTI_SLOTS; s++)
         for (int32_t d = 0; d < CONFIG_MAX_DEVICES; d++)
             if (m->slot_readers[s][d] != NULL)
@@ -909,7 +1159,11 @@ void lu_multi_release(struct lu_multi *m)
     /* The call's device waited for (its release follows the call's wait): the slots are free. */
     for (int32_t s = 0; s < LU_MULTI_SLOTS && m->ctx[0] != NULL; s++)
         bridge_give(m->ctx[0]->pool, &m->slot[s]);
+    for (int32_t s = 0; s < 2 && m->ctx[0] != NULL; s++)
+        bridge_give(m->ctx[0]->pool, &m->leave_slot[s]);
     free(m->piv);
     free(m->info);
+    free(m->leave);
+    free(m->left);
     free(m);
 }
