@@ -7,6 +7,7 @@
 #ifndef CLOPS_OPS_GETRF_H
 #define CLOPS_OPS_GETRF_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "gemm.h"
@@ -261,7 +262,7 @@ extern int64_t lu_multi_run;
  * panel reached the host. lu_multi_left_in_steps: how many of the last call's block columns
  * left after its first step (tests). */
 enum { LU_MULTI_LEAVE_BYTES = 1 << 30, LU_MULTI_LEAVE_STEPS = 4, LU_MULTI_SENT_TEXT = 1024 };
-extern int64_t lu_multi_left_in_steps;
+extern _Atomic int64_t lu_multi_left_in_steps;
 /* Test hook: with lu_multi_hold = h >= 0, device 1's updates of step h wait on the host until
  * panel h + 2 has been sent (and 20 ms more), so that where both panels go into the same place
  * of device 1, one that did not wait for those updates would overwrite what they read. With

@@ -32,6 +32,7 @@
  * panels the call's pace (pace.h) stops a cancelled call and counts its progress. */
 #include "getrf.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,7 @@ static int64_t local_index(const struct lu_multi *m, int64_t b)
 
 int64_t lu_multi_run = 0;
 int64_t lu_multi_hold = -1;
-int64_t lu_multi_left_in_steps = 0;
+_Atomic int64_t lu_multi_left_in_steps = 0;
 
 /* How many block columns go to a device at a time, `blocks` over `count` devices: the next
  * panel then lies on the device that factored this one `run - 1` times in `run`, and it is
@@ -243,6 +244,23 @@ static struct bridge_rect rect_of(const struct lu_multi *m, int32_t d, int64_t b
                                 .pitch = (size_t)(a->ld * m->es)};
 }
 
+/* Each device's last upload from a bridge (readers[d], NULL: none) waited for and let go. */
+static int32_t wait_readers(struct lu_multi *m, cl_event *readers)
+{
+    int32_t status = CLOPS_OK;
+    for (int32_t d = 0; d < m->count; d++) {
+        cl_event *e = &readers[d];
+        if (*e == NULL)
+            continue;
+        const cl_int rc = pool_wait_event(*e);
+        clReleaseEvent(*e);
+        *e = NULL;
+        if (rc != CL_SUCCESS && status == CLOPS_OK)
+            status = err_cl(rc, "%s: waiting for an upload between devices failed", m->op);
+    }
+    return status;
+}
+
 /* A bridge for the next transfer: the one used three transfers back, once the uploads that
  * read it are done (host waits: they run on other contexts, whose events no queue here may
  * wait for). Each holds the largest transfer, a whole block column. */
@@ -251,17 +269,7 @@ static int32_t take_slot(struct lu_multi *m, struct bridge **out)
     const size_t bytes = (size_t)(m->rows * m->nb * m->es);
     const int32_t s = m->next_slot;
     m->next_slot = (s + 1) % LU_MULTI_SLOTS;
-    int32_t status = CLOPS_OK;
-    for (int32_t d = 0; d < m->count; d++) {
-        cl_event *e = &m->slot_readers[s][d];
-        if (*e == NULL)
-            continue;
-        cl_int rc = pool_wait_event(*e);
-        clReleaseEvent(*e);
-        *e = NULL;
-        if (rc != CL_SUCCESS && status == CLOPS_OK)
-            status = err_cl(rc, "%s: waiting for an upload between devices failed", m->op);
-    }
+    int32_t status = wait_readers(m, m->slot_readers[s]);
     if (status == CLOPS_OK && m->slot[s].data == NULL)
         status = bridge_take(m->ctx[0]->pool, bytes, m->op, &m->slot[s]);
     *out = &m->slot[s];
@@ -577,17 +585,7 @@ static int32_t depart(struct lu_multi *m, int64_t k)
     if (leaving == 0)
         return CLOPS_OK;
     struct bridge *slot = &m->leave_slot[k & 1];
-    int32_t status = CLOPS_OK;
-    for (int32_t d = 0; d < m->count; d++) {
-        cl_event *e = &m->leave_readers[k & 1][d];
-        if (*e == NULL)
-            continue;
-        const cl_int rc = pool_wait_event(*e);
-        clReleaseEvent(*e);
-        *e = NULL;
-        if (rc != CL_SUCCESS && status == CLOPS_OK)
-            status = err_cl(rc, "%s: waiting for an upload between devices failed", m->op);
-    }
+    int32_t status = wait_readers(m, m->leave_readers[k & 1]);
     if (status == CLOPS_OK && slot->data == NULL)
         status = bridge_take(m->ctx[0]->pool, (size_t)(m->most * bytes), m->op, slot);
     cl_event updated = NULL;
@@ -631,7 +629,7 @@ static int32_t arrive(struct lu_multi *m, int64_t k)
                                        &m->leave_readers[step & 1][d]);
             at += bytes;
             got[d] = 1;
-            lu_multi_left_in_steps += step > 0;
+            atomic_fetch_add(&lu_multi_left_in_steps, step > 0);
         }
         for (int32_t d = 1; d < m->count && status == CLOPS_OK; d++) {
             if (!got[d])
@@ -1093,7 +1091,7 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
     m->m[0] = *a;
     m->run = run_for(blocks, count);
     plan_leaving(m);
-    lu_multi_left_in_steps = 0;
+    atomic_store(&lu_multi_left_in_steps, 0);
     log_msg(CLOPS_LOG_DEBUG,
             "%s: %lld x %lld across %d devices, block columns of %lld dealt %lld at a time, "
             "%lld leaving the call's device at a step",
