@@ -4,25 +4,25 @@
  * run_for), so that row interchanges stay on each device and only the panels and their pivots
  * cross between them.
  *
- * The call's device works in the call's matrix, where the block columns it does not own are
- * scratch until they come home; every other device holds only its own block columns, side by
- * side, after a panel's place (its columns [0, NB): see block_view). The device that owns a
+ * The call's device works in the call's matrix, where the block columns it does not own are scratch
+ * once they have left it (during the first steps, the call's device updating each until it leaves:
+ * plan_leaving) and until they come home; every other device holds only its own block columns, side
+ * by side, after a panel's place (its columns [0, NB): see block_view). The device that owns a
  * panel's block column factors it and the host sends it, with its pivots, to the others through
- * pinned host memory (a bridge: NVIDIA's OpenCL moves data between two GPUs at ~1 GB/s on any
- * of its own paths, and pinned transfers run at ~55 GB/s), in pieces of rows, each sent on while
- * the next one downloads (the panel's crossing is on the path a step waits for where the next
- * panel lies on another device; the downloads run on a queue of their own, and so do each
- * device's uploads, beside its kernels: another device than the call's keeps two places for
- * the panels it receives, so that the next one arrives while this one is still read); then every
- * device applies the panel's interchanges to its block columns right of it, U12 = L11^-1 A12 and
- * A22 -= L21 U12 there (the engine's kernels, one GEMM a block column). With a look-ahead of one
- * panel, the owner of the next block column updates that one first and factors it at once, while
- * the devices update the rest. A block column of another device comes home to the call's device
- * once its panel is factored (the panel with the broadcast, the rows above it a step later: no
- * later step changes them but for row interchanges), so that little is left to gather at the
- * end; the call's device then applies every panel's interchanges to the columns left of it (the
- * look-ahead's order, factor_lookahead's), and the factors and pivots stand as lu_factor leaves
- * them.
+ * pinned host memory (a bridge: NVIDIA's OpenCL moves data between two GPUs at ~1 GB/s on any of
+ * its own paths, and pinned transfers run at ~55 GB/s), in pieces of rows, each sent on while the
+ * next one downloads (the panel's crossing is on the path a step waits for where the next panel
+ * lies on another device; the downloads run on a queue of their own, and so do each device's
+ * uploads, beside its kernels: another device than the call's keeps two places for the panels it
+ * receives, so that the next one arrives while this one is still read); then every device applies
+ * the panel's interchanges to its block columns right of it, U12 = L11^-1 A12 and A22 -= L21 U12
+ * there (the engine's kernels, one GEMM a block column). With a look-ahead of one panel, the owner
+ * of the next block column updates that one first and factors it at once, while the devices update
+ * the rest. A block column of another device comes home to the call's device once its panel is
+ * factored (the panel with the broadcast, the rows above it a step later: no later step changes
+ * them but for row interchanges), so that little is left to gather at the end; the call's device
+ * then applies every panel's interchanges to the columns left of it (the look-ahead's order,
+ * factor_lookahead's), and the factors and pivots stand as lu_factor leaves them.
  * The same kernels run on the same elements as on one device, so the pivots and info are those
  * of the one-device path.
  *
@@ -524,8 +524,7 @@ static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct panel_trans
     return status;
 }
 
-/* ---- The block columns leaving the call's matrix ----------------------------------------------
- */
+/* ---- The block columns leaving the call's matrix --------------------------------------------- */
 
 /* When each other device's block column leaves the call's matrix (m->leave): in the order of
  * the columns, per_step of them a step, so that they have all left after LU_MULTI_LEAVE_STEPS
