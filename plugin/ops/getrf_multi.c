@@ -357,6 +357,19 @@ static int32_t mark(struct lu_multi *m, cl_command_queue queue, cl_event *kept)
     return status;
 }
 
+/* Nothing enqueued on `to` after this starts before what `from` holds so far (two queues of
+ * ctx's device: a marker there, a barrier here). */
+static int32_t queue_follows(struct lu_ctx *ctx, cl_command_queue from, cl_command_queue to)
+{
+    cl_event e = NULL;
+    int32_t status = lu_queue_mark(ctx, from, &e);
+    if (status == CLOPS_OK)
+        status = lu_queue_wait_for(ctx, to, &e);
+    if (e != NULL)
+        clReleaseEvent(e); /* marked, but its flush failed */
+    return status;
+}
+
 /* Nothing enqueued on device d's queue after this starts before `e` (kept; none when NULL). */
 static int32_t queue_after(struct lu_multi *m, int32_t d, cl_event e)
 {
@@ -449,13 +462,8 @@ static int32_t factor_panel(struct lu_multi *m, int64_t k, struct panel_transfer
     const struct lu_matrix view = block_view(m, o, k);
     int32_t status = lu_factor_block(ctx, &view, j, jb, m->pivoting, m->mn);
     /* The downloads on the owner's transfer queue, after the panel and nothing after it. */
-    cl_event factored = NULL;
     if (status == CLOPS_OK)
-        status = lu_queue_mark(ctx, ctx->queue, &factored);
-    if (status == CLOPS_OK)
-        status = lu_queue_wait_for(ctx, m->xfer[o], &factored);
-    if (factored != NULL)
-        clReleaseEvent(factored); /* marked, but its flush failed */
+        status = queue_follows(ctx, ctx->queue, m->xfer[o]);
     if (status == CLOPS_OK)
         status = take_slot(m, &t->slot);
     cl_int rc = CL_SUCCESS;
@@ -587,13 +595,8 @@ static int32_t depart(struct lu_multi *m, int64_t k)
     int32_t status = wait_readers(m, m->leave_readers[k & 1]);
     if (status == CLOPS_OK && slot->data == NULL)
         status = bridge_take(m->ctx[0]->pool, (size_t)(m->most * bytes), m->op, slot);
-    cl_event updated = NULL;
     if (status == CLOPS_OK)
-        status = lu_queue_mark(m->ctx[0], m->ctx[0]->queue, &updated);
-    if (status == CLOPS_OK)
-        status = lu_queue_wait_for(m->ctx[0], m->out, &updated);
-    if (updated != NULL)
-        clReleaseEvent(updated); /* marked, but its flush failed */
+        status = queue_follows(m->ctx[0], m->ctx[0]->queue, m->out);
     for (int64_t b = 0, at = 0; b < blocks && status == CLOPS_OK; b++)
         if (owner(m, b) != 0 && m->leave[b] == k) {
             status = download(m, 0, m->out, slot, (size_t)at, b, 0, m->rows, b * m->nb,
@@ -630,16 +633,9 @@ static int32_t arrive(struct lu_multi *m, int64_t k)
             got[d] = 1;
             atomic_fetch_add(&lu_multi_left_in_steps, step > 0);
         }
-        for (int32_t d = 1; d < m->count && status == CLOPS_OK; d++) {
-            if (!got[d])
-                continue;
-            cl_event uploaded = NULL;
-            status = lu_queue_mark(m->ctx[d], m->inq[d], &uploaded);
-            if (status == CLOPS_OK)
-                status = lu_queue_wait_for(m->ctx[d], m->ctx[d]->queue, &uploaded);
-            if (uploaded != NULL)
-                clReleaseEvent(uploaded); /* marked, but its flush failed */
-        }
+        for (int32_t d = 1; d < m->count && status == CLOPS_OK; d++)
+            if (got[d])
+                status = queue_follows(m->ctx[d], m->inq[d], m->ctx[d]->queue);
     }
     return status;
 }
@@ -950,14 +946,8 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
         status = depart(m, 0);
     /* The upload queues start after what each device's queue holds: the cleared pivots (and on
      * the call's device, its staging of the matrix, read where block columns come home). */
-    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
-        cl_event opened = NULL;
-        status = lu_queue_mark(m->ctx[d], m->ctx[d]->queue, &opened);
-        if (status == CLOPS_OK)
-            status = lu_queue_wait_for(m->ctx[d], m->inq[d], &opened);
-        if (opened != NULL)
-            clReleaseEvent(opened); /* marked, but its flush failed */
-    }
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
+        status = queue_follows(m->ctx[d], m->ctx[d]->queue, m->inq[d]);
     return status;
 }
 
@@ -965,14 +955,8 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
 static int32_t join_uploads(struct lu_multi *m)
 {
     int32_t status = CLOPS_OK;
-    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++) {
-        cl_event done = NULL;
-        status = lu_queue_mark(m->ctx[d], m->inq[d], &done);
-        if (status == CLOPS_OK)
-            status = lu_queue_wait_for(m->ctx[d], m->ctx[d]->queue, &done);
-        if (done != NULL)
-            clReleaseEvent(done); /* marked, but its flush failed */
-    }
+    for (int32_t d = 0; d < m->count && status == CLOPS_OK; d++)
+        status = queue_follows(m->ctx[d], m->inq[d], m->ctx[d]->queue);
     return status;
 }
 
