@@ -264,7 +264,8 @@ void pool_scratch_give(struct clops_pool *pool, struct pool_device *dev, cl_mem 
  * call uses whose contents it does not keep (a split Mandelbrot's tile buffers): one a call
  * gave back (pool_staged_give) where one fits without wasting more than its size, else a new
  * one (pool_alloc_device_memory, whose messages name `op` and `what`). Any allocation on a
- * device whose limit is reached first releases the buffers its pool keeps there. */
+ * device whose limit is reached first releases the buffers its pool keeps there, then those
+ * the process's other pools keep there. */
 int32_t pool_staged_take(struct clops_pool *pool, struct pool_device *dev, int64_t bytes,
                          const char *op, const char *what, cl_mem *out);
 /* Gives back a buffer of pool_staged_take once nothing queued uses it any more: kept for later

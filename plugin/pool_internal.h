@@ -171,7 +171,8 @@ int32_t pool_create_with(const struct pool_config *cfg,
 int32_t pool_memory_attach(struct pool_device *dev, int32_t percent);
 /* pool_memory.c: frees the host blocks the pool kept (pool_host_give): before the devices
  * close, since pinned ones are unmapped through a queue of theirs; stops its copier, and
- * releases the device scratch it kept (pool_scratch_give). */
+ * releases the device scratch and staged buffers it kept (pool_scratch_give,
+ * pool_staged_give), first leaving the devices' lists of pools that keep buffers. */
 void pool_host_release_all(struct clops_pool *pool);
 
 /* pool_programs.c: releases every program the pool built, and the kernels kept of them. */

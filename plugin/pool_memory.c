@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum { MEMORY_COUNTS_MAX = 256 };
+enum { MEMORY_COUNTS_MAX = 256, MEMORY_KEEPERS_MAX = 32 };
 
 /* What clops holds on each OpenCL device, for the whole process: pools opened on one device
  * share its memory, so they share its count. A device handle lives as long as the process, and
@@ -17,6 +17,11 @@ struct memory_count {
     atomic_llong in_use;  /* bytes */
     atomic_llong peak;    /* the most in_use has been */
     atomic_llong buffers; /* cl_mem objects */
+    /* The pools that keep staged buffers on the device for later calls (pool_staged_give):
+     * they give them back when an allocation of another pool does not fit (others_give_way).
+     * Under memory_counts_lock; a pool leaves the list before it is freed. */
+    struct clops_pool *keepers[MEMORY_KEEPERS_MAX];
+    int32_t keeper_count;
 };
 static struct memory_count memory_counts[MEMORY_COUNTS_MAX];
 static int32_t memory_count_entries;
@@ -35,6 +40,55 @@ static struct memory_count *memory_count_for(cl_device_id device)
     }
     os_mutex_unlock(&memory_counts_lock);
     return found;
+}
+
+/* `pool` among the keepers of dev's device (memory_count); 0 where the list is full: the pool
+ * then keeps nothing there. */
+static int keeper_join(struct pool_device *dev, struct clops_pool *pool)
+{
+    struct memory_count *c = dev->memory;
+    int listed = 0;
+    os_mutex_lock(&memory_counts_lock);
+    for (int32_t i = 0; i < c->keeper_count && !listed; i++)
+        listed = c->keepers[i] == pool;
+    if (!listed && c->keeper_count < MEMORY_KEEPERS_MAX) {
+        c->keepers[c->keeper_count++] = pool;
+        listed = 1;
+    }
+    os_mutex_unlock(&memory_counts_lock);
+    return listed;
+}
+
+/* `pool` off every device's list of keepers (before it is freed). */
+static void keeper_leave(struct clops_pool *pool)
+{
+    os_mutex_lock(&memory_counts_lock);
+    for (int32_t e = 0; e < memory_count_entries; e++) {
+        struct memory_count *c = &memory_counts[e];
+        for (int32_t i = 0; i < c->keeper_count; i++)
+            if (c->keepers[i] == pool) {
+                c->keepers[i] = c->keepers[--c->keeper_count];
+                break;
+            }
+    }
+    os_mutex_unlock(&memory_counts_lock);
+}
+
+static int staged_release(struct clops_pool *pool, const struct pool_device *dev);
+
+/* Every other pool's staged buffers kept on dev's device given back; returns how many. Under
+ * memory_counts_lock, so that none of those pools is freed meanwhile (keeper_leave waits); no
+ * pool's host_lock is held where this is called. */
+static int others_give_way(struct pool_device *dev)
+{
+    struct memory_count *c = dev->memory;
+    int given = 0;
+    os_mutex_lock(&memory_counts_lock);
+    for (int32_t i = 0; i < c->keeper_count; i++)
+        if (c->keepers[i] != dev->owner)
+            given += staged_release(c->keepers[i], dev);
+    os_mutex_unlock(&memory_counts_lock);
+    return given;
 }
 
 /* `percent` of what the device reports, without overflow; no limit when it reports nothing. */
@@ -79,8 +133,6 @@ static void count_device_buffer(struct memory_count *count, int64_t held)
         ;
 }
 
-static int staged_release(struct clops_pool *pool, const struct pool_device *dev);
-
 int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const char *op,
                                  const char *what, cl_mem *out)
 {
@@ -95,10 +147,14 @@ int32_t pool_alloc_device_memory(struct pool_device *dev, int64_t bytes, const c
                        "%s: %s: %lld bytes exceed the largest allocation '%s' allows (%lld bytes)",
                        op, what, (long long)bytes, dev->info.name, (long long)dev->max_alloc_bytes);
     int64_t held = 0;
-    /* Staged operands' buffers the pool keeps for later calls give way to what is asked now. */
-    if (!reserve_device_memory(dev, bytes, &held) &&
-        (dev->owner == NULL || staged_release(dev->owner, dev) == 0 ||
-         !reserve_device_memory(dev, bytes, &held)))
+    /* Staged operands' buffers pools keep for later calls give way to what is asked now: the
+     * pool's own, then those of the other pools on the device. */
+    int fits = reserve_device_memory(dev, bytes, &held);
+    if (!fits && dev->owner != NULL && staged_release(dev->owner, dev) > 0)
+        fits = reserve_device_memory(dev, bytes, &held);
+    if (!fits && others_give_way(dev) > 0)
+        fits = reserve_device_memory(dev, bytes, &held);
+    if (!fits)
         return err_set(CLOPS_ERR_OUT_OF_DEVICE_MEMORY,
                        "%s: %s: %lld bytes do not fit in the memory of '%s': %lld bytes in use, "
                        "limit %lld bytes (device_memory_percent of the %lld bytes it reports)",
@@ -207,7 +263,8 @@ static cl_mem staged_cached(struct clops_pool *pool, struct pool_device *dev, in
     return mem;
 }
 
-/* Releases every kept buffer of `dev` (NULL: of every device); returns how many. */
+/* Releases every kept buffer of pool's on dev's device (whichever of pool's devices opened it;
+ * NULL: of every device); returns how many. */
 static int staged_release(struct clops_pool *pool, const struct pool_device *dev)
 {
     cl_mem drop[POOL_STAGED_CACHE];
@@ -216,7 +273,7 @@ static int staged_release(struct clops_pool *pool, const struct pool_device *dev
     os_mutex_lock(&pool->host_lock);
     for (int i = 0; i < POOL_STAGED_CACHE; i++) {
         struct staged_slot *s = &pool->staged[i];
-        if (s->mem != NULL && (dev == NULL || s->dev == dev)) {
+        if (s->mem != NULL && (dev == NULL || s->dev->memory == dev->memory)) {
             owner[n] = s->dev;
             drop[n++] = s->mem;
             s->mem = NULL;
@@ -240,7 +297,9 @@ void pool_staged_give(struct clops_pool *pool, struct pool_device *dev, cl_mem m
     if (mem == NULL)
         return;
     size_t bytes = 0;
-    if (clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS) {
+    /* Listed among the device's keepers first, so that another pool can make it give way. */
+    if (keeper_join(dev, pool) &&
+        clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS) {
         os_mutex_lock(&pool->host_lock);
         int64_t kept = 0;
         int slot = -1;
@@ -475,6 +534,7 @@ void pool_host_copy(struct clops_pool *pool, host_copy_part_fn fn, void *ctx, si
 
 void pool_host_release_all(struct clops_pool *pool)
 {
+    keeper_leave(pool); /* no other pool may release its kept buffers any more */
     for (int i = 0; i < POOL_COPIERS; i++) {
         host_copier_free(pool->copiers[i]);
         pool->copiers[i] = NULL;

@@ -359,6 +359,134 @@ START_TEST(test_pools_on_one_device_share_its_memory)
 }
 END_TEST
 
+/* Device memory clops holds on the pool's device 0 now, over every pool of the process. */
+static int64_t allocated(struct clops_pool *pool)
+{
+    struct clops_memory_stats_args s = {.struct_size = sizeof s, .pool = pool, .device = 0};
+    ck_assert_msg(tu_api()->memory_stats(&s) == CLOPS_OK, "%s", tu_api()->last_error());
+    return s.allocated_bytes;
+}
+
+/* n x n f32 C = A B on host operands, checked against the host's product. */
+static void gemm_on_host_operands(struct clops_pool *pool, int n, uint64_t seed)
+{
+    const size_t count = (size_t)n * (size_t)n;
+    float *a = tu_malloc(sizeof(float) * count), *b = tu_malloc(sizeof(float) * count),
+          *c = tu_malloc(sizeof(float) * count);
+    double *ref = tu_malloc(sizeof(double) * count);
+    tu_seed(seed);
+    tu_fill_f32(a, (int64_t)count);
+    tu_fill_f32(b, (int64_t)count);
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F32, n, n, n, 0),
+                        tb = clops_matrix(b, CLOPS_F32, n, n, n, 0),
+                        tc = clops_matrix(c, CLOPS_F32, n, n, n, 0);
+    clops_gemm_fn gemm = (clops_gemm_fn)tu_api()->op_find("gemm")->entry;
+    ck_assert_msg(gemm(pool, &ta, &tb, &tc, CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1.0, 0.0) == CLOPS_OK,
+                  "%s", tu_api()->last_error());
+    reference_gemm(a, b, ref, n);
+    for (size_t i = 0; i < count; i++)
+        ck_assert_msg(fabs(c[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])) * n,
+                      "c[%zu] = %g, expected %g", i, (double)c[i], ref[i]);
+    free(a);
+    free(b);
+    free(c);
+    free(ref);
+}
+
+/* The buffers a pool keeps for later calls (its staged host operands) give way to another pool
+ * on the same device as they do to its own calls: with the first pool keeping them, the second
+ * still takes the whole limit, and the first then stages its operands again. */
+START_TEST(test_kept_buffers_give_way_to_another_pool)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *first = tu_new_pool(), *second = tu_new_pool();
+    const struct clops_device_info info = primary_info(first);
+    const int64_t before = allocated(first);
+    gemm_on_host_operands(first, 256, 31);
+    ck_assert_int_gt(allocated(first), before); /* it keeps its operands' buffers */
+    struct held h = {0};
+    fill_to_limit(second, &info, DEFAULT_PERCENT, &h);
+    ck_assert_int_eq(allocated(first), h.total);
+    release_all(&h);
+    gemm_on_host_operands(first, 256, 32);
+    api->pool_release(second);
+    api->pool_release(first);
+}
+END_TEST
+
+/* A thread of test_pools_keeping_and_squeezing_at_once: its own pool's GEMMs on host operands
+ * (which keep their buffers) between buffers of `big` bytes that leave no room for what the
+ * other pool keeps. */
+struct squeezer {
+    struct clops_pool *pool;
+    int64_t big;
+    pthread_barrier_t *start;
+    int wrong, errors; /* results off, and failures other than the limit's */
+};
+
+static void *squeeze(void *arg)
+{
+    struct squeezer *t = arg;
+    enum { N = 48, ROUNDS = 12 };
+    float a[N * N], b[N * N], c[N * N];
+    double ref[N * N];
+    for (int i = 0; i < N * N; i++) {
+        a[i] = (float)((i * 7) % 13) - 6;
+        b[i] = (float)((i * 5) % 11) - 5;
+    }
+    reference_gemm(a, b, ref, N);
+    clops_gemm_fn gemm = (clops_gemm_fn)tu_api()->op_find("gemm")->entry;
+    pthread_barrier_wait(t->start);
+    for (int r = 0; r < ROUNDS; r++) {
+        struct clops_tensor ta = clops_matrix(a, CLOPS_F32, N, N, N, 0),
+                            tb = clops_matrix(b, CLOPS_F32, N, N, N, 0),
+                            tc = clops_matrix(c, CLOPS_F32, N, N, N, 0);
+        const int32_t status = gemm(t->pool, &ta, &tb, &tc, CLOPS_NO_TRANS, CLOPS_NO_TRANS, 1, 0);
+        if (status != CLOPS_OK && status != CLOPS_ERR_OUT_OF_DEVICE_MEMORY)
+            t->errors++;
+        for (int i = 0; status == CLOPS_OK && i < N * N; i++)
+            t->wrong += c[i] != (float)ref[i]; /* small integers: exact */
+        struct clops_buffer *big = NULL;
+        const int32_t made = tu_api()->buffer_create(t->pool, t->big, &big);
+        if (made != CLOPS_OK && made != CLOPS_ERR_OUT_OF_DEVICE_MEMORY)
+            t->errors++;
+        if (big != NULL)
+            tu_api()->buffer_release(big);
+    }
+    return NULL;
+}
+
+/* Two pools on one device, on two threads, each keeping its staged operands while the other's
+ * buffers want the room (others_give_way releases a pool's kept buffers from the other's
+ * thread): every product is right, nothing but the limit refuses, and the whole limit is free
+ * afterwards. Under ThreadSanitizer in CI. */
+START_TEST(test_pools_keeping_and_squeezing_at_once)
+{
+    const struct clops_api *api = tu_api();
+    struct clops_pool *pools[2] = {tu_new_pool(), tu_new_pool()};
+    const struct clops_device_info info = primary_info(pools[0]);
+    const int64_t limit = limit_for(info.global_mem_bytes, DEFAULT_PERCENT);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 2);
+    struct squeezer t[2];
+    pthread_t ids[2];
+    for (int i = 0; i < 2; i++) {
+        t[i] = (struct squeezer){.pool = pools[i], .big = limit / 2 - 4096, .start = &start};
+        ck_assert_int_eq(pthread_create(&ids[i], NULL, squeeze, &t[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(ids[i], NULL);
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(t[i].wrong, 0);
+        ck_assert_int_eq(t[i].errors, 0);
+    }
+    api->pool_release(pools[1]);
+    expect_limit_free(pools[0], &info, DEFAULT_PERCENT);
+    api->pool_release(pools[0]);
+}
+END_TEST
+
 int main(void)
 {
     const struct tu_test tests[] = {
@@ -367,6 +495,8 @@ int main(void)
         TU_TEST(test_operator_staging_past_the_limit_fails_and_changes_nothing),
         TU_TEST(test_threads_allocating_at_once_cannot_pass_the_limit),
         TU_TEST(test_pools_on_one_device_share_its_memory),
+        TU_TEST(test_kept_buffers_give_way_to_another_pool),
+        TU_TEST(test_pools_keeping_and_squeezing_at_once),
     };
     return tu_run_tests("memory", 600, 1, tests, TU_COUNT(tests));
 }
