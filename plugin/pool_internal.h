@@ -35,6 +35,7 @@ struct pool_device {
      * the process that opened the same cl_device_id (shared, never freed). */
     int64_t memory_limit_bytes;
     struct memory_count *memory;
+    atomic_int keeper_listed; /* its pool is among the keepers of its memory count (keeper_join) */
     /* pool_work_poll on a CPU device: whether looking for a synchronous call's end pays (>= 0:
      * it polls; < 0: it sits out that many calls), and how its looks ended. */
     atomic_int poll_score;

@@ -43,9 +43,12 @@ static struct memory_count *memory_count_for(cl_device_id device)
 }
 
 /* `pool` among the keepers of dev's device (memory_count); 0 where the list is full: the pool
- * then keeps nothing there. */
+ * then keeps nothing there. The process-wide lock once a device: a call gives buffers back
+ * every time. */
 static int keeper_join(struct pool_device *dev, struct clops_pool *pool)
 {
+    if (atomic_load(&dev->keeper_listed))
+        return 1;
     struct memory_count *c = dev->memory;
     int listed = 0;
     os_mutex_lock(&memory_counts_lock);
@@ -55,6 +58,7 @@ static int keeper_join(struct pool_device *dev, struct clops_pool *pool)
         c->keepers[c->keeper_count++] = pool;
         listed = 1;
     }
+    atomic_store(&dev->keeper_listed, listed);
     os_mutex_unlock(&memory_counts_lock);
     return listed;
 }
