@@ -846,7 +846,8 @@ static void finish_parts(struct call *call, struct split_state *s)
      * time (a 32768^2 f64 GEMM on two H200s made a buffer in every call, none was noted, and
      * the shares stayed at the first call's 50%: GPU 1 ended 130 ms after GPU 0). */
     const int made = pool_memory_made(op->pool) != s->memory;
-    const int again = pool_op_split_made_again(op->pool, index, made && failed < 0, s->flops);
+    const int again = pool_op_split_made_again(op->pool, index, made && failed < 0, s->flops,
+                                               (int64_t)s->start_ns);
     const int usual = pool_programs_made(op->pool) == s->programs && (!made || again);
     if (failed < 0 && s->alone_ns > 0 && took > s->alone_ns && usual) {
         pool_op_split_lost(op->pool, index, s->on_buffers, s->flops);

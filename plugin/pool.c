@@ -148,13 +148,16 @@ int64_t pool_programs_made(const struct clops_pool *pool)
     return atomic_load(&pool->programs_built) + atomic_load(&pool->programs_loaded);
 }
 
-int pool_op_split_made_again(struct clops_pool *pool, int32_t op_index, int made, double flops)
+int pool_op_split_made_again(struct clops_pool *pool, int32_t op_index, int made, double flops,
+                             int64_t start_ns)
 {
     if (op_index < 0 || op_index >= registry_count())
         return 0;
+    struct pool_op_counters *c = &pool->op_counters[op_index];
     const long long work = made && flops >= 1 && flops < 9e18 ? (long long)flops : 0;
-    const long long last = atomic_exchange(&pool->op_counters[op_index].split_made_flops, work);
-    return work > 0 && last == work;
+    const long long ended = atomic_exchange(&c->split_made_end_ns, os_monotonic_ns());
+    const long long last = atomic_exchange(&c->split_made_flops, work);
+    return work > 0 && last == work && ended <= start_ns;
 }
 
 int64_t pool_memory_made(struct clops_pool *pool)

@@ -341,10 +341,13 @@ int64_t pool_programs_made(const struct clops_pool *pool);
  * its shape takes them from the pool's caches (the first 16384^2 f32 split on host operands of
  * two H200s took 1053 ms, pinning its blocks, where the next ones take about 170). */
 int64_t pool_memory_made(struct clops_pool *pool);
-/* Notes whether a split call of `flops` of work made memory; returns 1 when it did and so did
- * the operator's split call before it, of the same work: its shape makes memory in every call
- * (more than the pool keeps), so that making it is part of its usual time. */
-int pool_op_split_made_again(struct clops_pool *pool, int32_t op_index, int made, double flops);
+/* Notes whether a split call of `flops` of work, begun at start_ns (os_monotonic_ns), made
+ * memory; returns 1 when it did and so did the operator's split call before it, of the same
+ * work, which ended before it began: its shape makes memory in every call (more than the pool
+ * keeps), so that making it is part of its usual time. Not a call that ran beside that one:
+ * the first calls of a shape on two threads at once both make memory. */
+int pool_op_split_made_again(struct clops_pool *pool, int32_t op_index, int made, double flops,
+                             int64_t start_ns);
 
 /* ---- Lifetime ----------------------------------------------------------------------------- */
 

@@ -55,8 +55,8 @@ struct pool_op_counters {
      * for calls on host operands [0], one for calls on device buffers [1]. */
     atomic_llong split_floor[2];
     /* The work (flops) of the operator's last split call, where it made memory; 0 where it
-     * made none (pool_op_split_made_again). */
-    atomic_llong split_made_flops;
+     * made none (pool_op_split_made_again); and when it ended (os_monotonic_ns). */
+    atomic_llong split_made_flops, split_made_end_ns;
 };
 
 /* How many host blocks a pool keeps for later calls (pool_host_give): room for the staging

@@ -932,6 +932,30 @@ START_TEST(test_a_split_that_makes_memory_every_call_is_judged)
 }
 END_TEST
 
+/* A split call that made memory is judged when the call of the same work before it made memory
+ * too and ended before it began (its shape makes memory every time), not when that call ran
+ * beside it (the first calls of a shape on two threads at once both make memory, and both are
+ * first calls). pool_op_split_made_again's rule, on times the test sets. */
+START_TEST(test_a_split_beside_another_that_made_memory_is_not_judged_again)
+{
+    const int32_t gemm = registry_index_by_name("gemm");
+    struct clops_pool *pool = split_pool("", 0);
+    ck_assert(pool != NULL);
+    const double work = 2.0 * 389 * 1031 * 601;
+    const int64_t began_before = os_monotonic_ns() - 1000;
+    ck_assert_int_eq(pool_op_split_made_again(pool, gemm, 1, work, began_before), 0); /* first */
+    /* Began before the first ended: beside it. */
+    ck_assert_int_eq(pool_op_split_made_again(pool, gemm, 1, work, began_before), 0);
+    /* Began after the one before ended: again. */
+    ck_assert_int_eq(pool_op_split_made_again(pool, gemm, 1, work, os_monotonic_ns()), 1);
+    /* Other work, or no memory made: not again, and the next is a first again. */
+    ck_assert_int_eq(pool_op_split_made_again(pool, gemm, 1, work / 2, os_monotonic_ns()), 0);
+    ck_assert_int_eq(pool_op_split_made_again(pool, gemm, 0, work / 2, os_monotonic_ns()), 0);
+    ck_assert_int_eq(pool_op_split_made_again(pool, gemm, 1, work / 2, os_monotonic_ns()), 0);
+    api->pool_release(pool);
+}
+END_TEST
+
 /* Any OpenCL call or allocation failing in a split call on device buffers of device 0: an
  * error, never a crash, and the next call right; runs 2 and 3 with device 1's part in pieces,
  * 4 and 5 in pieces in slabs of K (partial sums made, carried, and released on failure). */
@@ -1245,6 +1269,7 @@ int main(void)
         TU_TEST(test_a_split_slower_than_one_device_is_not_made_again),
         TU_TEST(test_a_split_that_made_memory_is_not_judged),
         TU_TEST(test_a_split_that_makes_memory_every_call_is_judged),
+        TU_TEST(test_a_split_beside_another_that_made_memory_is_not_judged_again),
         TU_TEST(test_a_call_runs_where_its_buffers_live),
         TU_LOOP(test_a_failure_anywhere_leaves_c_untouched, 4),
         TU_LOOP(test_split_gemm_host_operands_in_pieces, 4),
