@@ -534,24 +534,28 @@ static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct panel_trans
 
 /* ---- The block columns leaving the call's matrix --------------------------------------------- */
 
-/* When each other device's block column leaves the call's matrix (m->leave): in the order of
- * the columns, per_step of them a step, so that they have all left after LU_MULTI_LEAVE_STEPS
- * steps (a run for each other device at least; bridges of LU_MULTI_LEAVE_BYTES at most), the
- * first before the steps begin: they cross while the call's device factors and updates, and
- * it updates those still with it meanwhile. All of them before the first step took 82 ms at
- * N = 32768 f64 on two H200s, both GPUs idle; a run a step (4) left the call's device with
- * most of the early updates (733.7 ms against 727.1), 8 a step gained 2% (718.0 against
- * 733.5), 16 lost 3% (758.6): hosts/bench/RESULTS.md, 2026-11-30 (23:45).
+/* When each other device's block column leaves the call's matrix (m->leave): in the order of the
+ * columns, per_step of them a step, so that they have all left after LU_MULTI_LEAVE_STEPS steps (a
+ * run for each other device at least; bridges of LU_MULTI_LEAVE_BYTES and a sixteenth of the host's
+ * memory at most), the first before the steps begin: they cross while the call's device factors and
+ * updates, and it updates those still with it meanwhile. All of them before the first step took 82
+ * ms at N = 32768 f64 on two H200s, both GPUs idle; a run a step (4) left the call's device with
+ * most of the early updates (733.7 ms against 727.1), 8 a step gained 2% (718.0 against 733.5), 16
+ * lost 3% (758.6): hosts/bench/RESULTS.md, 2026-11-30 (23:45).
  * One that leaves at step k is downloaded once the call's device has updated it for the steps
  * before k, and its owner updates it for step k a step later, as it arrives (catch_up): its
  * crossing then waits for no update of its owner, and holds none up. So it leaves three steps
- * before its own panel at the latest (its owner updates it for that panel at the step before,
- * ahead of the others: factor_steps' look-ahead), and two before the last step; -1 where that
- * is before the first: it crosses before the steps (move_block). */
+ * before its own panel at the latest (its owner updates it for that panel at the step before, ahead
+ * of the others: factor_steps' look-ahead), and two before the last step; -1 where that is before
+ * the first: it crosses before the steps (move_block). */
 static void plan_leaving(struct lu_multi *m)
 {
     const int64_t blocks = (m->cols + m->nb - 1) / m->nb, panels = (m->mn + m->nb - 1) / m->nb;
-    const int64_t cap = LU_MULTI_LEAVE_BYTES / (m->rows * m->nb * m->es);
+    /* Two bridges of at most LU_MULTI_LEAVE_BYTES, and of a sixteenth of the host's memory. */
+    const uint64_t host = os_physical_bytes() / 16;
+    const int64_t bound =
+        host > 0 && host < (uint64_t)LU_MULTI_LEAVE_BYTES ? (int64_t)host : LU_MULTI_LEAVE_BYTES;
+    const int64_t cap = bound / (m->rows * m->nb * m->es);
     const int64_t others = blocks - owned_blocks(m, 0, blocks);
     int64_t per = (others + LU_MULTI_LEAVE_STEPS - 1) / LU_MULTI_LEAVE_STEPS;
     per = per < m->run * (m->count - 1) ? m->run * (m->count - 1) : per;
