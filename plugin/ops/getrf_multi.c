@@ -534,6 +534,12 @@ static int32_t broadcast_panel(struct lu_multi *m, int64_t k, struct panel_trans
 
 /* ---- The block columns leaving the call's matrix --------------------------------------------- */
 
+/* Whether block column b is another device's and leaves the call's matrix at step k. */
+static int leaves_at(const struct lu_multi *m, int64_t b, int64_t k)
+{
+    return owner(m, b) != 0 && m->leave[b] == k;
+}
+
 /* When each other device's block column leaves the call's matrix (m->leave): in the order of the
  * columns, per_step of them a step, so that they have all left after LU_MULTI_LEAVE_STEPS steps (a
  * run for each other device at least; bridges of LU_MULTI_LEAVE_BYTES and a sixteenth of the host's
@@ -577,7 +583,7 @@ static void plan_leaving(struct lu_multi *m)
     for (int64_t step = 0; step < panels; step++) {
         int64_t n = 0;
         for (int64_t b = 0; b < blocks; b++)
-            n += owner(m, b) != 0 && m->leave[b] == step;
+            n += leaves_at(m, b, step);
         m->most = n > m->most ? n : m->most;
     }
 }
@@ -592,7 +598,7 @@ static int32_t depart(struct lu_multi *m, int64_t k)
     const int64_t blocks = (m->cols + m->nb - 1) / m->nb, bytes = m->rows * m->nb * m->es;
     int64_t leaving = 0;
     for (int64_t b = 0; b < blocks; b++)
-        leaving += owner(m, b) != 0 && m->leave[b] == k;
+        leaving += leaves_at(m, b, k);
     if (leaving == 0)
         return CLOPS_OK;
     struct bridge *slot = &m->leave_slot[k & 1];
@@ -602,7 +608,7 @@ static int32_t depart(struct lu_multi *m, int64_t k)
     if (status == CLOPS_OK)
         status = queue_follows(m->ctx[0], m->ctx[0]->queue, m->out);
     for (int64_t b = 0, at = 0; b < blocks && status == CLOPS_OK; b++)
-        if (owner(m, b) != 0 && m->leave[b] == k) {
+        if (leaves_at(m, b, k)) {
             status = download(m, 0, m->out, slot, (size_t)at, b, 0, m->rows, b * m->nb,
                               block_width(m, b), &m->left[b]);
             at += bytes;
@@ -621,9 +627,9 @@ static int32_t arrive(struct lu_multi *m, int64_t k)
         const int64_t step = m->arrived;
         int got[CONFIG_MAX_DEVICES] = {0};
         for (int64_t b = 0, at = 0; b < blocks && status == CLOPS_OK; b++) {
-            const int32_t d = owner(m, b);
-            if (d == 0 || m->leave[b] != step)
+            if (!leaves_at(m, b, step))
                 continue;
+            const int32_t d = owner(m, b);
             if (m->left[b] == NULL) /* its download was never enqueued */
                 return err_set(CLOPS_ERR_DEVICE, "%s: a block column did not leave", m->op);
             const int64_t t0 = os_monotonic_ns();
@@ -738,7 +744,7 @@ static int32_t catch_up(struct lu_multi *m, int32_t d, int64_t k)
     const int64_t jb = m->mn - j < m->nb ? m->mn - j : m->nb;
     int any = 0;
     for (int64_t b = 0; b < blocks && !any; b++)
-        any = owner(m, b) == d && m->leave[b] == k;
+        any = owner(m, b) == d && leaves_at(m, b, k);
     if (!any)
         return CLOPS_OK;
     int32_t status = arrive(m, k);
