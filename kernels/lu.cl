@@ -434,17 +434,19 @@ static void grid_sync(volatile __global int *arrived, int target)
 
 /* LAPACK's getf2 on the rows x nb panel (nb <= RESIDENT_NB) at element `off` of the row-major
  * matrix a, whose first row is row `row0` of the matrix, in one launch: the same steps as
- * lu_panel_column, but each work-group keeps its chunk of rows (at most RESIDENT_ROWS) in local
- * memory from start to end, and the groups meet at one grid-wide barrier per column instead of
- * a kernel boundary. Per column k: each group finds its best candidate below row k and posts it
- * with a copy of its row (and the owner of row k a copy of row k) to the exchange buffers;
- * after the barrier every group reads all candidates, so all agree on the pivot and hold the
- * pivot row, and each applies the interchange, the scaling and the rank-1 update to its own
- * rows. The exchange buffers alternate by the parity of k: a group can write column k + 1's
- * while a slower one still reads column k's, and cannot reach column k + 2 before everyone has
- * passed column k + 1's barrier. Only for launches whose every group is resident at once (the
- * host launches at most one group per compute unit, on GPUs): otherwise it would deadlock.
- * Memory traffic: the panel read and written once; per column, a candidate row per group. */
+ * lu_panel_column, but each work-group keeps its chunk of rows in local memory from start to
+ * end (its tile holds RESIDENT_ROWS rows of RESIDENT_NB, or more rows of a narrower panel, whose
+ * rows lie nb apart: the host sees that a chunk fits), and the groups meet at one grid-wide
+ * barrier per column instead of a kernel boundary. Per column k: each group finds its best
+ * candidate below row k and posts it with a copy of its row (and the owner of row k a copy of
+ * row k) to the exchange buffers; after the barrier every group reads all candidates, so all
+ * agree on the pivot and hold the pivot row, and each applies the interchange, the scaling and
+ * the rank-1 update to its own rows. The exchange buffers alternate by the parity of k: a group
+ * can write column k + 1's while a slower one still reads column k's, and cannot reach column
+ * k + 2 before everyone has passed column k + 1's barrier. Only for launches whose every group
+ * is resident at once (the host launches at most one group per compute unit, on GPUs):
+ * otherwise it would deadlock. Memory traffic: the panel read and written once; per column, a
+ * candidate row per group. */
 __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, int nb, int row0,
                                 __global int *ipiv, int info_at, int pivoting, __global REAL *xv,
                                 __global int *xi, volatile __global int *arrived, int arrived_base,
@@ -460,7 +462,7 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
     __global REAL *p = a + off;
 
     for (int e = lid; e < own * nb; e += PANEL_WG)
-        tile[(e / nb) * RESIDENT_NB + e % nb] = p[(long)(g0 + e / nb) * ld + e % nb];
+        tile[e] = p[(long)(g0 + e / nb) * ld + e % nb];
     barrier(CLK_LOCAL_MEM_FENCE);
 
     for (int k = 0; k < nb; k++) {
@@ -470,7 +472,7 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
         REAL v = -1;
         int piv = k;
         for (int r = max(k - g0, 0) + lid; pivoting && r < own; r += PANEL_WG)
-            keep_better(&v, &piv, fabs(tile[r * RESIDENT_NB + k]), g0 + r);
+            keep_better(&v, &piv, fabs(tile[r * nb + k]), g0 + r);
         best_v[lid] = v;
         best_i[lid] = piv;
         group_best(best_v, best_i);
@@ -481,9 +483,9 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
         }
         for (int c = lid; c < nb; c += PANEL_WG) {
             if (best_v[0] >= 0 && mine >= 0 && mine < own)
-                row_slots[group * RESIDENT_NB + c] = tile[mine * RESIDENT_NB + c];
+                row_slots[group * RESIDENT_NB + c] = tile[mine * nb + c];
             if (k >= g0 && k < g0 + own)
-                row_slots[groups * RESIDENT_NB + c] = tile[(k - g0) * RESIDENT_NB + c];
+                row_slots[groups * RESIDENT_NB + c] = tile[(k - g0) * nb + c];
         }
         grid_sync(arrived, arrived_base + (k + 1) * groups);
 
@@ -515,9 +517,9 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
         /* The interchange, in the groups that own row k or the pivot's row. */
         for (int c = lid; piv != k && c < nb; c += PANEL_WG) {
             if (k >= g0 && k < g0 + own)
-                tile[(k - g0) * RESIDENT_NB + c] = urow[c];
+                tile[(k - g0) * nb + c] = urow[c];
             if (piv >= g0 && piv < g0 + own)
-                tile[(piv - g0) * RESIDENT_NB + c] = oldk[c];
+                tile[(piv - g0) * nb + c] = oldk[c];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (d == 0)
@@ -526,8 +528,7 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
         const int recip = fabs(d) >= (REAL)REAL_MIN;
         const REAL rd = 1 / d;
         for (int r = first + lid; r < own; r += PANEL_WG)
-            tile[r * RESIDENT_NB + k] =
-                recip ? tile[r * RESIDENT_NB + k] * rd : tile[r * RESIDENT_NB + k] / d;
+            tile[r * nb + k] = recip ? tile[r * nb + k] * rd : tile[r * nb + k] / d;
         barrier(CLK_LOCAL_MEM_FENCE);
         /* The rank-1 update: each work-item keeps one column and takes rows `lanes` apart,
          * one division per column of the panel where an element each took two (integer
@@ -536,17 +537,17 @@ __kernel void lu_panel_resident(__global REAL *a, long off, long ld, int rows, i
         if (cols > 0 && cols <= PANEL_WG) {
             const int lanes = PANEL_WG / cols, c = k + 1 + lid % cols;
             for (int r = first + lid / cols; lid < lanes * cols && r < own; r += lanes)
-                tile[r * RESIDENT_NB + c] -= tile[r * RESIDENT_NB + k] * urow[c];
+                tile[r * nb + c] -= tile[r * nb + k] * urow[c];
         }
         for (int e = lid; cols > PANEL_WG && e < active * cols; e += PANEL_WG) {
             const int r = first + e / cols, c = k + 1 + e % cols;
-            tile[r * RESIDENT_NB + c] -= tile[r * RESIDENT_NB + k] * urow[c];
+            tile[r * nb + c] -= tile[r * nb + k] * urow[c];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
     for (int e = lid; e < own * nb; e += PANEL_WG)
-        p[(long)(g0 + e / nb) * ld + e % nb] = tile[(e / nb) * RESIDENT_NB + e % nb];
+        p[(long)(g0 + e / nb) * ld + e % nb] = tile[e];
 }
 
 #endif

@@ -78,7 +78,9 @@ END_TEST
 static void lapack_getrf(const struct tmat *a, int32_t *ipiv, int32_t *info, struct tmat *out)
 {
     *out = tmat_as_col_major(a);
-    lapack_int piv[300];
+    const int64_t mn = a->rows < a->cols ? a->rows : a->cols;
+    lapack_int *piv = malloc((size_t)(mn > 0 ? mn : 1) * sizeof *piv);
+    ck_assert(piv != NULL);
     lapack_int rc = a->dtype == CLOPS_F64
                         ? LAPACKE_dgetrf(LAPACK_COL_MAJOR, (lapack_int)a->rows, (lapack_int)a->cols,
                                          out->data, (lapack_int)out->ld, piv)
@@ -86,9 +88,9 @@ static void lapack_getrf(const struct tmat *a, int32_t *ipiv, int32_t *info, str
                                          out->data, (lapack_int)out->ld, piv);
     ck_assert(rc >= 0);
     *info = (int32_t)rc;
-    const int64_t mn = a->rows < a->cols ? a->rows : a->cols;
     for (int64_t k = 0; k < mn; k++)
         ipiv[k] = (int32_t)piv[k];
+    free(piv);
 }
 
 /* Random matrices have no ties: the pivots must be LAPACK's, the factors close to its. f32 at
@@ -231,6 +233,76 @@ START_TEST(test_lu_kernel_times_are_logged_by_kernel)
     ck_assert(with.ms > 0); /* parsed: the kernels took some time */
     ck_assert_int_eq(without.lines, 0);
     free(a.data), free(f.data), free(g.data);
+    api->pool_release(pool);
+}
+END_TEST
+
+/* The rows a work-group of the resident panel kernel holds of a panel `width` wide, with
+ * PANEL_NB `panel_nb`, on a CPU device (one group of 64 work-items; getrf_plan.c): what fits its
+ * local memory beside its other arrays at PANEL_NB, as many more rows of a narrower panel, at
+ * most 1024. */
+static int64_t cpu_rows_held(int64_t local, int64_t es, int64_t panel_nb, int64_t width)
+{
+    int64_t rows = (local - 64 * (es + 4) - 2 * panel_nb * es - 1024) / (panel_nb * es);
+    rows = rows < 1024 ? rows : 1024;
+    rows = rows * panel_nb / width;
+    return rows < 1024 ? rows : 1024;
+}
+
+/* Each outer panel takes the widest inner panels (PANEL_NB, halved down to 16) whose rows the
+ * resident kernel holds, so that a panel too tall at PANEL_NB takes narrower resident panels,
+ * not the per-column kernel, and the shorter panels after it are wide again; where no width
+ * fits, the per-column kernel at PANEL_NB. nb = panel_nb = 256 on 900 x 700 (f64) or 1100 x 700
+ * (f32) rows: on a CPU device of 1 MiB of local memory f64 takes 128, 128 and 256 (5 resident
+ * launches), f32 the per-column kernel (1100 rows: 1024 a group at most), then 256 twice. LAPACK's
+ * pivots and a small ratio in every case. */
+START_TEST(test_lu_inner_panels_narrow_only_where_the_rows_do_not_fit)
+{
+    const struct clops_api *api = tu_api();
+    const int32_t dtype = tu_begin_iteration(_i, 1300);
+    if (dtype == 0)
+        return;
+    const int64_t rows = dtype == CLOPS_F64 ? 900 : 1100, cols = 700, nb = 256;
+    struct clops_pool *pool = tu_pool_from_string(
+        "kernel_times = true; operators = { lu = { nb = 256; panel_nb = 256; }; };");
+    struct tmat a = tmat_new(dtype, rows, cols, 0, 1, 0);
+    tmat_fill_kind(&a, KIND_RANDOM);
+    int32_t ipiv[700], info = -1, ref_ipiv[700], ref_info = -1;
+    struct tu_kernel_log log = {
+        .op = "lu", .names = {"lu_panel_resident", "lu_panel_column"}, .cc = -1};
+    api->set_log_callback(tu_collect_kernel_log, &log, CLOPS_LOG_INFO);
+    struct tmat f = factor_with(pool, &a, ipiv, &info, 0), ref;
+    api->set_log_callback(NULL, NULL, CLOPS_LOG_ERROR);
+    lapack_getrf(&a, ref_ipiv, &ref_info, &ref);
+    ck_assert_int_eq(info, ref_info);
+    ck_assert(memcmp(ipiv, ref_ipiv, (size_t)cols * sizeof ipiv[0]) == 0);
+    ck_assert(lu_ratio(&a, &f, ipiv) < LU_RATIO_MAX);
+    struct clops_device_info dev = {.struct_size = sizeof dev};
+    ck_assert_int_eq(api->pool_device_info(pool, 0, &dev), CLOPS_OK);
+    const int resident = tu_kernel_launches(&log, "lu_panel_resident");
+    const int column = tu_kernel_launches(&log, "lu_panel_column");
+    if (dtype == CLOPS_F64) /* 900 rows fit narrower panels on any device */
+        ck_assert_int_eq(column, 0);
+    if (dev.type == CLOPS_DEVICE_CPU) { /* one group: the launches follow from its local memory */
+        int want_resident = 0, want_column = 0, widths = 0;
+        for (int64_t j = 0; j < cols; j += nb) {
+            const int64_t jb = cols - j < nb ? cols - j : nb, left = rows - j;
+            int64_t width = 256;
+            while (width >= 16 && left > cpu_rows_held(dev.local_mem_bytes,
+                                                        tu_dtype_size(dtype), 256, width))
+                width /= 2;
+            if (width < 16)
+                want_column += (int)jb + 1; /* a launch per column and one to finish */
+            else
+                want_resident += (int)((jb + width - 1) / width);
+            widths |= width < 16 ? 0 : width == 256 ? 1 : 2;
+        }
+        if (dev.local_mem_bytes == 1 << 20) /* the case this test was written for */
+            ck_assert_int_eq(widths, dtype == CLOPS_F64 ? 3 : 1);
+        ck_assert_int_eq(resident, want_resident);
+        ck_assert_int_eq(column, want_column);
+    }
+    free(a.data), free(f.data), free(ref.data);
     api->pool_release(pool);
 }
 END_TEST
@@ -464,6 +536,7 @@ int main(void)
         TU_LOOP(test_lu_configured_block_sizes_keep_lapack_pivots, 8),
         TU_LOOP(test_lu_lookahead_gives_the_same_factors_bit_for_bit, 32),
         TU_TEST(test_lu_kernel_times_are_logged_by_kernel),
+        TU_LOOP(test_lu_inner_panels_narrow_only_where_the_rows_do_not_fit, 2),
         TU_LOOP(test_lu_singular_matrix_gives_lapack_info, 10),
         TU_LOOP(test_lu_exchange_matrix_needs_one_interchange, 2),
         TU_LOOP(test_lu_without_pivoting_factors_diagonally_dominant, 2),

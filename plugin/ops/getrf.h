@@ -44,11 +44,11 @@ struct lu_ctx {
     int64_t elem_size;
     int64_t nb;              /* outer panel width, and the triangular solves' block */
     int64_t nb_forced;       /* set before lu_ctx_init: nb (getrf_multi.c's devices share it) */
-    int64_t panel_nb;        /* inner panel width: the panel kernel's */
+    int64_t panel_nb;        /* widest inner panel (lu_panel_width): the panel kernels' */
     int32_t panel_wg;        /* work-items of a work-group of the panel and inversion kernels */
     int64_t panel_rows;      /* rows of the panel per work-group of a panel step (about) */
     int64_t resident_groups; /* groups of the resident panel kernel; 0: not used */
-    int64_t resident_rows;   /* its most rows per group */
+    int64_t resident_rows;   /* its most rows per group in a panel panel_nb wide */
     int64_t arrivals;        /* what its arrival counter holds */
     int64_t laswp_chunk;     /* the most interchanges one laswp plan takes */
     cl_kernel copy, copy_int, take_pivots, laswp_plan, laswp_apply, panel, invert, getrs_small,
@@ -98,12 +98,11 @@ int32_t lu_check_rhs(const struct pool_device *dev, const struct clops_tensor *a
 
 /* ---- A call's context ------------------------------------------------------------------------ */
 
-/* Takes the call's device and queue, the block sizes (for a matrix of `rows` rows whose
- * factorization or solves take mn columns) and the kernels for `dtype`, once the checks have
- * passed; the context must be zeroed before (the call's plan is). */
+/* Takes the call's device and queue, the block sizes (for a matrix whose factorization or
+ * solves take mn columns) and the kernels for `dtype`, once the checks have passed; the context
+ * must be zeroed before (the call's plan is). */
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
-                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype, int64_t rows,
-                    int64_t mn);
+                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype, int64_t mn);
 /* Waits for the call's kernels, adding their device time: the last device step of a call,
  * before it writes host outputs. */
 int32_t lu_ctx_finish(struct lu_ctx *ctx);
@@ -124,10 +123,8 @@ struct lu_call {
     struct lu_multi *multi; /* getrf across devices (getrf_multi.c); NULL: on ctx's device */
 };
 
-/* The first step of an enqueue: the context for `dtype` and a matrix of `rows` rows, and room
- * for `npiv` pivots. */
-int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t rows,
-                     int64_t npiv);
+/* The first step of an enqueue: the context for `dtype`, and room for `npiv` pivots. */
+int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t npiv);
 /* getrf, the device steps of lu and solve before their own: opens the call (l = call->plan,
  * room for `npiv` pivots), stages `a` (parameter "a") and factors it with `pivoting`, its pivots
  * and info left in l->ctx.ipiv_mem. */
@@ -198,12 +195,17 @@ int32_t lu_solve_tensor(struct lu_ctx *ctx, const struct lu_matrix *lu,
 /* Most work-groups of a panel step: the size of the buffers of their pivot candidates. */
 enum { lu_panel_groups_max = 1024 };
 
-/* getrf_plan.c: the block sizes, the panel kernels' shapes and laswp's pieces for a matrix of
- * `rows` rows whose factorization or solves take mn columns (ctx's device, operator and dtype
- * set); whether the look-ahead lane is wanted; laswp's columns per work-group. */
-void lu_plan(struct lu_ctx *ctx, int64_t rows, int64_t mn);
+/* getrf_plan.c: the block sizes, the panel kernels' shapes and laswp's pieces for a matrix
+ * whose factorization or solves take mn columns (ctx's device, operator and dtype set); whether the look-ahead lane is wanted; laswp's columns per work-group. */
+void lu_plan(struct lu_ctx *ctx, int64_t mn);
 int lu_plan_lookahead(const struct lu_ctx *ctx);
 int64_t lu_laswp_cols(const struct lu_ctx *ctx);
+/* The resident panel kernel's work-groups for a panel of `rows` rows, and whether they hold
+ * all of a panel `width` wide (0 where the kernel is not used); the inner panels' width in an
+ * outer panel of `rows` rows. */
+int64_t lu_resident_groups(const struct lu_ctx *ctx, int64_t rows);
+int lu_resident_holds(const struct lu_ctx *ctx, int64_t rows, int64_t width);
+int64_t lu_panel_width(const struct lu_ctx *ctx, int64_t rows);
 
 /* getrf_ctx.c: a device buffer of at least `bytes`, kept across the steps of one call (*have:
  * its size); a kernel's arguments set and the kernel enqueued; a buffer freed and NULL. */

@@ -4,22 +4,21 @@
 
 #include <stdlib.h>
 
-int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t rows,
-                     int64_t npiv)
+int32_t lu_call_open(struct op_call *call, struct lu_call *l, int32_t dtype, int64_t npiv)
 {
     const char *op = call->impl->desc->name;
     l->piv = malloc((size_t)(npiv + 1) * sizeof *l->piv); /* the pivots, then info */
     if (l->piv == NULL)
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op);
     l->ctx.call = call;
-    return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, call->impl, dtype, rows, npiv);
+    return lu_ctx_init(&l->ctx, call->pool, call->dev, call->queue, call->impl, dtype, npiv);
 }
 
 int32_t lu_call_factor(struct op_call *call, const struct clops_tensor *a, int32_t pivoting,
                        int64_t npiv)
 {
     struct lu_call *l = call->plan;
-    int32_t status = lu_call_open(call, l, a->dtype, a->shape[0], npiv);
+    int32_t status = lu_call_open(call, l, a->dtype, npiv);
     if (status == CLOPS_OK)
         status = lu_stage(&l->ctx, a, "a", -1, &l->a);
     int across = 0;

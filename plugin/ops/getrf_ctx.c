@@ -56,8 +56,7 @@ static void release_kernels(struct lu_ctx *ctx)
 }
 
 int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_device *dev,
-                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype, int64_t rows,
-                    int64_t mn)
+                    cl_command_queue queue, const struct op_impl *impl, int32_t dtype, int64_t mn)
 {
     const char *op = impl->desc->name;
     ctx->pool = pool;
@@ -69,7 +68,7 @@ int32_t lu_ctx_init(struct lu_ctx *ctx, struct clops_pool *pool, struct pool_dev
     ctx->dtype = dtype;
     ctx->elem_size = dtype_size(dtype);
     gemm_engine_init(&ctx->gemm, pool, dev);
-    lu_plan(ctx, rows, mn);
+    lu_plan(ctx, mn);
     /* Every kernel of the call goes on this one in-order queue without a wait in between;
      * lu_ctx_finish closes the chain into the call's work, whose one wait covers it. */
     int32_t status = pool_chain_begin(pool, ctx->queue, &ctx->chain_start, op);

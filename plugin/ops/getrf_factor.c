@@ -7,9 +7,10 @@
 
 /* Right-looking blocked LU of the first `count` columns from c0 of the rows c0 .. M - 1, with
  * its interchanges and updates applied to the columns [c0, c1): c1 = N at the outer level
- * (blocks of NB), the end of the outer panel at the inner one (blocks of PANEL_NB). Each step at
- * column j, width jb: the panel A(j:M, j:j+jb) is factored (inner level, or the panel kernel);
- * its interchanges are applied to the range's other columns; the block row right of the panel
+ * (blocks of NB), the end of the outer panel at the inner one (blocks of at most PANEL_NB, as
+ * wide as lu_panel_width makes them for the outer panel's rows). Each step at column j, width
+ * jb: the panel A(j:M, j:j+jb) is factored (inner level, or the panel kernel); its
+ * interchanges are applied to the range's other columns; the block row right of the panel
  * becomes U12 = L11^-1 A12 (one GEMM with L11's inverse); the rows below get A22 -= L21 U12
  * through gemm.cl. Between the outer steps, the call's pace (pace.h): a cancel stops it there,
  * and a submitted call runs at most its pace's lag of panels ahead of the device (pace.h). */
@@ -21,7 +22,7 @@ static int32_t factor_range(struct lu_ctx *ctx, const struct lu_matrix *a, int64
 {
     if (!inner && ctx->side.queue != NULL)
         return factor_lookahead(ctx, a, count, pivoting, mn);
-    const int64_t nb = inner ? ctx->panel_nb : ctx->nb;
+    const int64_t nb = inner ? lu_panel_width(ctx, a->rows - c0) : ctx->nb;
     const struct lu_matrix range = lu_column_range(a, c0, c1);
     int32_t status = CLOPS_OK;
     for (int64_t j = c0; status == CLOPS_OK && j < c0 + count; j += nb) {
@@ -116,7 +117,7 @@ static int32_t factor_lookahead(struct lu_ctx *ctx, const struct lu_matrix *a, i
 int32_t lu_factor_block(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j, int64_t jb,
                         int32_t pivoting, int64_t mn)
 {
-    if (jb > ctx->panel_nb)
+    if (jb > lu_panel_width(ctx, a->rows - j))
         return factor_range(ctx, a, j, j + jb, jb, 1, pivoting, mn);
     return lu_factor_panel(ctx, a, j, jb, pivoting, mn);
 }

@@ -934,7 +934,7 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
         ctx->nb_forced = m->nb;
         m->ctx[d] = ctx;
         status = lu_ctx_init(ctx, call->pool, devs[d], m->queue[d], call->impl, m->ctx[0]->dtype,
-                             m->rows, m->mn);
+                             m->mn);
         m->m[d].ld = (owned_blocks(m, d, (m->cols + m->nb - 1) / m->nb) + LU_MULTI_PLACES) * m->nb;
         m->m[d].rows = m->rows;
         m->m[d].cols = m->m[d].ld;

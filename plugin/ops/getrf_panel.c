@@ -105,11 +105,8 @@ int32_t lu_factor_panel(struct lu_ctx *ctx, const struct lu_matrix *a, int64_t j
                         int32_t pivoting, int64_t mn)
 {
     const int64_t rows = a->rows - j;
-    int64_t resident = ctx->resident_groups;
-    if (resident > (rows + 31) / 32)
-        resident = (rows + 31) / 32; /* at least 32 rows a group */
-    if (resident > 0 && (rows + resident - 1) / resident <= ctx->resident_rows)
-        return factor_panel_resident(ctx, a, j, jb, pivoting, mn, resident);
+    if (lu_resident_holds(ctx, rows, jb))
+        return factor_panel_resident(ctx, a, j, jb, pivoting, mn, lu_resident_groups(ctx, rows));
     int32_t status = ensure_panel_scratch(ctx);
     if (status == CLOPS_OK)
         status = set_panel_args(ctx, ctx->panel, a, j, jb, pivoting, mn, ctx->count_mem);

@@ -41,10 +41,9 @@ const struct op_settings lu_settings = {
     lu_setting_list, (int32_t)(sizeof lu_setting_list / sizeof lu_setting_list[0])};
 
 /* NB and PANEL_NB for a matrix whose factorization takes mn columns: configured, or the
- * device's from the table (*panel_nb_configured says which). */
+ * device's from the table. */
 static void block_sizes_for(const struct clops_pool *pool, const struct pool_device *dev,
-                            const struct op_impl *op, int64_t mn, int64_t *nb, int64_t *panel_nb,
-                            int *panel_nb_configured)
+                            const struct op_impl *op, int64_t mn, int64_t *nb, int64_t *panel_nb)
 {
     size_t i = 0;
     while (block_sizes[i].type != 0 && block_sizes[i].type != pool_device_info(dev)->type)
@@ -52,10 +51,7 @@ static void block_sizes_for(const struct clops_pool *pool, const struct pool_dev
     const int large = block_sizes[i].large_from > 0 && mn >= block_sizes[i].large_from;
     *nb = pool_op_setting(pool, op, SET_NB,
                           (int32_t)(large ? block_sizes[i].large_nb : block_sizes[i].nb));
-    *panel_nb = pool_op_setting(pool, op, SET_PANEL_NB, SETTING_PER_DEVICE);
-    *panel_nb_configured = *panel_nb != SETTING_PER_DEVICE;
-    if (!*panel_nb_configured)
-        *panel_nb = block_sizes[i].panel_nb;
+    *panel_nb = pool_op_setting(pool, op, SET_PANEL_NB, (int32_t)block_sizes[i].panel_nb);
 }
 
 /* The work-group of the panel and inversion kernels: 256 work-items on a GPU (8 warps per
@@ -96,11 +92,8 @@ static int64_t resident_rows_for(const struct lu_ctx *ctx, int64_t panel_nb)
     return (pool_device_info(ctx->dev)->local_mem_bytes - other) / (panel_nb * es);
 }
 
-/* Also narrows an unconfigured PANEL_NB (down to 16) until the groups hold all `rows` of the
- * first panels: the per-column kernel those would take costs more than the narrower panels
- * (H200, N = 16384 f64, NB 512: PANEL_NB 64, whose 86 rows a group x 132 groups fall short,
- * 191.0 ms; 32 181.4). */
-static void resident_setup(struct lu_ctx *ctx, int64_t rows_total, int panel_nb_configured)
+/* The resident kernel's groups: one per compute unit on GPUs (panel_groups), one elsewhere. */
+static void resident_setup(struct lu_ctx *ctx)
 {
     const struct clops_device_info *info = pool_device_info(ctx->dev);
     const int gpu = info->type == CLOPS_DEVICE_GPU;
@@ -113,16 +106,45 @@ static void resident_setup(struct lu_ctx *ctx, int64_t rows_total, int panel_nb_
         groups = units;
     if (groups > lu_panel_groups_max / 2)
         groups = lu_panel_groups_max / 2;
-    int64_t rows = resident_rows_for(ctx, ctx->panel_nb);
-    while (!panel_nb_configured && ctx->panel_nb > 16 && groups > 0 &&
-           (rows_total + groups - 1) / groups > (rows < 1024 ? rows : 1024)) {
-        ctx->panel_nb /= 2;
-        rows = resident_rows_for(ctx, ctx->panel_nb);
-    }
+    const int64_t rows = resident_rows_for(ctx, ctx->panel_nb);
     if (rows < 1 || groups < 1)
         return;
     ctx->resident_rows = rows < 1024 ? rows : 1024;
     ctx->resident_groups = groups;
+}
+
+int64_t lu_resident_groups(const struct lu_ctx *ctx, int64_t rows)
+{
+    const int64_t groups = ctx->resident_groups;
+    return groups > (rows + 31) / 32 ? (rows + 31) / 32 : groups; /* 32 rows a group at least */
+}
+
+/* A group's tile holds resident_rows rows of panel_nb, and as many more rows of a narrower
+ * panel as fit in it (kernels/lu.cl), at most 1024. */
+int lu_resident_holds(const struct lu_ctx *ctx, int64_t rows, int64_t width)
+{
+    const int64_t groups = lu_resident_groups(ctx, rows);
+    if (groups < 1 || width < 1)
+        return 0;
+    int64_t held = ctx->resident_rows * ctx->panel_nb / width;
+    held = held < 1024 ? held : 1024;
+    return (rows + groups - 1) / groups <= held;
+}
+
+/* PANEL_NB, halved (down to 16, or to PANEL_NB where that is less) while the resident kernel's
+ * groups cannot hold all `rows` rows in local memory: the per-column kernel such a panel would
+ * take costs more than narrower panels (H200, N = 16384 f64, NB 512: PANEL_NB 64, whose 86
+ * rows a group x 132 groups fall short, 191.0 ms; 32 181.4), and the narrowest panels cost
+ * more launches than wider ones that fit (N = 8192, NB 256, PANEL_NB 64 against 32: f32 46.3
+ * ms against 48.8, f64 51.4 against 53.7). Each outer panel takes its own width, so the later,
+ * shorter ones are wider again. PANEL_NB where no width fits: the per-column kernel takes it. */
+int64_t lu_panel_width(const struct lu_ctx *ctx, int64_t rows)
+{
+    const int64_t least = ctx->panel_nb < 16 ? ctx->panel_nb : 16;
+    for (int64_t width = ctx->panel_nb; width >= least && width > 0; width /= 2)
+        if (lu_resident_holds(ctx, rows, width))
+            return width;
+    return ctx->panel_nb;
 }
 
 /* The most interchanges one plan takes: up to 256, as many as lu_laswp_apply's rows (two per
@@ -145,17 +167,15 @@ int lu_plan_lookahead(const struct lu_ctx *ctx)
     return pool_op_setting(ctx->pool, ctx->impl, SET_LOOKAHEAD, 0) != 0;
 }
 
-void lu_plan(struct lu_ctx *ctx, int64_t rows, int64_t mn)
+void lu_plan(struct lu_ctx *ctx, int64_t mn)
 {
-    int panel_nb_configured = 0;
-    block_sizes_for(ctx->pool, ctx->dev, ctx->impl, mn, &ctx->nb, &ctx->panel_nb,
-                    &panel_nb_configured);
+    block_sizes_for(ctx->pool, ctx->dev, ctx->impl, mn, &ctx->nb, &ctx->panel_nb);
     if (ctx->nb_forced > 0) {
         ctx->nb = ctx->nb_forced;
         ctx->panel_nb = ctx->panel_nb < ctx->nb ? ctx->panel_nb : ctx->nb;
     }
     ctx->panel_wg = panel_group_size(ctx->dev);
     ctx->panel_rows = pool_op_setting(ctx->pool, ctx->impl, SET_PANEL_ROWS, 64);
-    resident_setup(ctx, rows, panel_nb_configured);
+    resident_setup(ctx);
     ctx->laswp_chunk = laswp_chunk_for(ctx);
 }

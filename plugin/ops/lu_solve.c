@@ -110,7 +110,7 @@ static int32_t lu_solve_enqueue(struct op_call *call)
     const union op_value *v = call->values;
     const struct clops_tensor *lu = v[P_LU].tensor, *ipiv = v[P_IPIV].tensor;
     const int64_t n = lu->shape[0], guard_at = ipiv->buffer != NULL ? n : -1;
-    int32_t status = lu_call_open(call, l, lu->dtype, n, n);
+    int32_t status = lu_call_open(call, l, lu->dtype, n);
     if (status == CLOPS_OK)
         status = pivots_in(l, ipiv, n);
     if (status == CLOPS_OK)
