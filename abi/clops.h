@@ -748,9 +748,11 @@ struct clops_api {
     int32_t (*stream_create)(struct clops_stream_create_args *args);
     /* Gives back the host's stream: waits until every call submitted to it has its outcome
      * and its callback has returned (not in a callback: see above), then lets go of it; its
-     * threads stop once the stream's events are released too. Events of its calls stay valid,
-     * and a callback registered on one later is still delivered. Submitting to a released
-     * stream is a host error (refused while the stream lives). */
+     * threads stop once the stream's events are released too (released before, and not in a
+     * callback: they have ended when stream_release returns, and the stream no longer holds its
+     * pool). Events of its calls stay valid, and a callback registered on one later is still
+     * delivered. Submitting to a released stream is a host error (refused while the stream
+     * lives). */
     int32_t (*stream_release)(struct clops_stream_release_args *args);
     int32_t (*stream_wait)(struct clops_stream_wait_args *args);
     int32_t (*submit)(struct clops_submit_args *args);

@@ -50,7 +50,7 @@ struct clops_stream {
     struct stream_job *started, *started_tail; /* started, not finished */
     int32_t started_count;
     int32_t starting;   /* the starter holds a job it took off `queued` */
-    int32_t delivering; /* jobs retired whose callback has not returned yet */
+    int32_t delivering; /* jobs retired whose callback has not returned or holds not gone yet */
     int32_t released, stopping, starter_done, free_on_exit;
     os_thread starter, completer;
 };
@@ -362,11 +362,16 @@ static void complete_job(struct clops_stream *s, struct stream_job *job)
         event_settle(job->event, status, message, &fn, &user);
     }
     event_deliver(job->event, fn, user);
+    /* The job's holds go before stream_release, which waits for `delivering`, may return: were
+     * the last of them dropped here after it returned, this thread would free the stream (and
+     * its pool) while the host goes on, unloads the library or ends the process. It may still
+     * drop the last hold here when no host thread waits (a release in a callback): then this
+     * thread frees the stream as it exits (completer_main). */
+    free_job(job);
     os_mutex_lock(&s->lock);
     s->delivering--;
     os_cond_broadcast(&s->changed);
     os_mutex_unlock(&s->lock);
-    free_job(job); /* may drop the stream's last hold: then this thread frees it, below */
 }
 
 static void *completer_main(void *arg)

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -120,7 +121,23 @@ static cl_int release_status(cl_int released, const char *function)
     return should_fail(FAULT_OPENCL, function, "CL_OUT_OF_RESOURCES") ? CL_OUT_OF_RESOURCES
                                                                       : released;
 }
-#define RELEASED(function, object) release_status(__real_##function(object), #function)
+static atomic_int slow_release_ms;
+
+void fault_slow_releases(int ms)
+{
+    atomic_store(&slow_release_ms, ms);
+}
+
+static void release_pause(void)
+{
+    const int ms = atomic_load(&slow_release_ms);
+    if (ms > 0) {
+        struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+    }
+}
+#define RELEASED(function, object)                                                            \
+    (release_pause(), release_status(__real_##function(object), #function))
 
 /* ---- Allocation ------------------------------------------------------------------------------ */
 

@@ -26,6 +26,9 @@ void fault_resume(void);
 /* While on, clWaitForEvents returns CL_SUCCESS at once without waiting, as PoCL 3.1's basic
  * driver does when the queue waits for a user event not yet set. */
 void fault_waits_return_at_once(int on);
+/* While ms > 0, every clRelease* call sleeps that long before it releases: a window a test
+ * holds open for what must not happen meanwhile. */
+void fault_slow_releases(int ms);
 /* Calls of `kind` counted since the last fault_arm() (the failed one included). */
 int64_t fault_count(enum fault_kind kind);
 /* The wrapped function that was made to fail since the last fault_arm(), or NULL. */

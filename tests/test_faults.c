@@ -1235,6 +1235,90 @@ START_TEST(test_a_wait_the_driver_ends_early_is_not_believed)
 }
 END_TEST
 
+/* The threads of this process now: the entries of /proc/self/task. */
+static int process_threads(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    ck_assert(dir != NULL);
+    int count = 0;
+    for (struct dirent *e = readdir(dir); e != NULL; e = readdir(dir))
+        count += e->d_name[0] != '.';
+    closedir(dir);
+    return count;
+}
+
+/* A callback that holds the stream's completer until the test lets it go. */
+struct held_callback {
+    atomic_int in, go;
+};
+
+static void hold_until_go(struct clops_event *event, int32_t status, void *user)
+{
+    struct held_callback *h = user;
+    (void)event, (void)status;
+    atomic_store(&h->in, 1);
+    while (!atomic_load(&h->go))
+        usleep(1000);
+}
+
+/* The host releases its event, then the stream (ABI: "its threads stop once the stream's
+ * events are released too"): when stream_release returns, the stream's threads have ended
+ * and it no longer holds the pool, so the host can release the pool and unload the library or
+ * end the process (under Wine a thread still running at the end of the process ended it with
+ * SIGQUIT). The completer is held in the call's callback until the host has released its event
+ * and is in stream_release, and every clRelease* then takes 200 ms: the completer lets go of
+ * the call's event (its CL event) within that window. Before the fix stream_release returned
+ * as soon as the callback had, two threads more than before the stream. */
+START_TEST(test_stream_release_returns_once_the_stream_threads_have_ended)
+{
+    struct clops_pool *pool = NULL;
+    ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
+    float a[4 * 4], b[4 * 4], c[4 * 4];
+    for (int i = 0; i < 16; i++)
+        a[i] = 1.0f, b[i] = 2.0f, c[i] = 0.0f;
+    struct clops_tensor ta = clops_matrix(a, CLOPS_F32, 4, 4, 4, 0),
+                        tb = clops_matrix(b, CLOPS_F32, 4, 4, 4, 0),
+                        tc = clops_matrix(c, CLOPS_F32, 4, 4, 4, 0);
+    const struct clops_arg args[] = {tensor_arg("a", &ta),
+                                     tensor_arg("b", &tb),
+                                     {.name = "c", .kind = CLOPS_PARAM_TENSOR_INOUT, .tensor = &tc},
+                                     {.name = "beta", .kind = CLOPS_PARAM_DOUBLE, .d = 0.0}};
+    const struct clops_op *gemm = api->op_find("gemm");
+    ck_assert_int_eq(api->invoke(pool, gemm, args, 4), CLOPS_OK); /* the driver's threads */
+    const int before = process_threads();
+    struct clops_stream_create_args sc = {.struct_size = sizeof sc, .pool = pool};
+    ck_assert_int_eq(api->stream_create(&sc), CLOPS_OK);
+    ck_assert_int_gt(process_threads(), before); /* the stream's own threads */
+    struct held_callback held;
+    atomic_init(&held.in, 0);
+    atomic_init(&held.go, 0);
+    struct clops_submit_args s = {.struct_size = sizeof s,
+                                  .op_index = api->op_index(gemm),
+                                  .stream = sc.stream,
+                                  .args = args,
+                                  .nargs = 4,
+                                  .arg_size = sizeof args[0],
+                                  .on_complete = hold_until_go,
+                                  .user = &held};
+    ck_assert_int_eq(api->submit(&s), CLOPS_OK);
+    while (!atomic_load(&held.in))
+        usleep(1000);
+    struct clops_event_release_args er = {.struct_size = sizeof er, .event = s.event};
+    api->event_release(&er);
+    fault_slow_releases(200);
+    atomic_store(&held.go, 1);
+    struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sc.stream};
+    ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
+    const int after = process_threads();
+    fault_slow_releases(0);
+    ck_assert_msg(after == before, "%d threads after stream_release, %d before the stream", after,
+                  before);
+    for (int i = 0; i < 16; i++)
+        ck_assert_msg(c[i] == 8.0f, "c[%d] = %g, not A B", i, (double)c[i]);
+    api->pool_release(pool);
+}
+END_TEST
+
 static atomic_long log_lines;
 
 int main(void)
@@ -1249,6 +1333,7 @@ int main(void)
         TU_LOOP(test_faults_in_pool_creation_give_an_error_or_a_working_pool, 2),
         TU_LOOP(test_faults_in_any_call_of_an_operator_leave_outputs_and_pool_intact, CASE_COUNT),
         TU_TEST(test_a_wait_the_driver_ends_early_is_not_believed),
+        TU_TEST(test_stream_release_returns_once_the_stream_threads_have_ended),
     };
     int rc = tu_run_tests("faults", 1200, 0, tests, TU_COUNT(tests));
     api->set_log_callback(NULL, NULL, 0);
