@@ -14,7 +14,12 @@
  *      (a splitter worker's chunks). Ideal: the slowest device's time alone;
  *   3. pinned host memory (CL_MEM_ALLOC_HOST_PTR, mapped) to and from each device's buffer,
  *      alone and all devices at once (one thread each), and one device reading while the next
- *      writes: GB/s.
+ *      writes: GB/s;
+ *   4. on device 0, a block of columns of a row-major matrix (rows of 64 KiB, the block 1/2,
+ *      1/11 or 1/64 of a row wide) to and from packed pinned memory: as a rectangle
+ *      (clEnqueue{Read,Write}BufferRect, as clops' bridges move GEMM operands), and packed on
+ *      the device first (clEnqueueCopyBufferRect into a packed buffer, then one contiguous
+ *      transfer): GB/s of the block's bytes.
  * Exit status: 0, or 1 when a kernel's result is wrong or an OpenCL call failed, 2 usage. */
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
@@ -263,6 +268,44 @@ static double copies(unsigned which, unsigned to_device)
     return median(v, reps);
 }
 
+/* Section 4: the block `width` bytes wide of every 64 KiB row of device 0's `big`, to the host
+ * (`to_device` 0) or from it, as a rectangle or packed on the device (`packed`, through `tmp`):
+ * GB/s of the block's bytes, median of the rounds. */
+static double rect_copies(size_t width, int to_device, int packed, cl_mem tmp)
+{
+    struct device *d = &devs[0];
+    const size_t pitch = 64 << 10, rows = transfer_bytes / pitch, zero[3] = {0, 0, 0};
+    const size_t region[3] = {width, rows, 1};
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_ms();
+        cl_int rc;
+        if (!packed)
+            rc = to_device ? clEnqueueWriteBufferRect(d->queue, d->big, CL_TRUE, zero, zero, region,
+                                                      pitch, 0, width, 0, d->host, 0, NULL, NULL)
+                           : clEnqueueReadBufferRect(d->queue, d->big, CL_TRUE, zero, zero, region,
+                                                     pitch, 0, width, 0, d->host, 0, NULL, NULL);
+        else if (to_device) {
+            rc = clEnqueueWriteBuffer(d->queue, tmp, CL_FALSE, 0, width * rows, d->host, 0, NULL,
+                                      NULL);
+            if (rc == CL_SUCCESS)
+                rc = clEnqueueCopyBufferRect(d->queue, tmp, d->big, zero, zero, region, width, 0,
+                                             pitch, 0, 0, NULL, NULL);
+            if (rc == CL_SUCCESS)
+                rc = clFinish(d->queue);
+        } else {
+            rc = clEnqueueCopyBufferRect(d->queue, d->big, tmp, zero, zero, region, pitch, 0,
+                                         width, 0, 0, NULL, NULL);
+            if (rc == CL_SUCCESS)
+                rc = clEnqueueReadBuffer(d->queue, tmp, CL_TRUE, 0, width * rows, d->host, 0, NULL,
+                                         NULL);
+        }
+        check(rc, "a rectangle's copy");
+        v[r] = (double)(width * rows) / ((now_ms() - t0) * 1e6);
+    }
+    return median(v, reps);
+}
+
 int main(int argc, char **argv)
 {
     cl_device_type type = CL_DEVICE_TYPE_GPU;
@@ -365,6 +408,22 @@ int main(int argc, char **argv)
         printf("all at once:    to devices %6.1f  from devices %6.1f\n", copies(all, all),
                copies(all, 0));
         printf("device 0 from, device 1 to, at once: %6.1f\n", copies(3, 2));
+    }
+    if (transfer_bytes >= (size_t)1 << 20) {
+        cl_int rc;
+        cl_mem tmp = clCreateBuffer(devs[0].context, CL_MEM_READ_WRITE, transfer_bytes / 2, NULL,
+                                    &rc);
+        check(rc, "clCreateBuffer");
+        printf("\ndevice 0: a block of columns of %zu rows of 64 KiB <-> packed pinned memory, "
+               "GB/s of the block:\n",
+               transfer_bytes / (64 << 10));
+        static const size_t widths[] = {32 << 10, 5940, 1 << 10};
+        for (int w = 0; w < 3; w++)
+            printf("%6zu bytes a row: rectangle from %6.1f to %6.1f   packed on the device "
+                   "from %6.1f to %6.1f\n",
+                   widths[w], rect_copies(widths[w], 0, 0, tmp), rect_copies(widths[w], 1, 0, tmp),
+                   rect_copies(widths[w], 0, 1, tmp), rect_copies(widths[w], 1, 1, tmp));
+        clReleaseMemObject(tmp);
     }
     return failures > 0;
 }
