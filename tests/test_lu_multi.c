@@ -133,9 +133,12 @@ START_TEST(test_lu_across_devices_matches_one_device)
     /* Odd cases: every panel crosses in LU_PANEL_PIECES_MAX pieces of rows (one row each where
      * it has fewer), as a large one does. The block columns go to the devices one, two or three
      * at a time (lu_multi_run; at most a device's share), as a large matrix's go in runs: the
-     * next panel then lies on the same device, factored before this one is sent. */
+     * next panel then lies on the same device, factored before this one is sent. In runs of
+     * three, the first three go one at a time (lu_multi_short), as a large matrix's early ones
+     * may. */
     lu_panel_piece_bytes = _i % 2 ? 64 : LU_PANEL_PIECE_BYTES;
     lu_multi_run = 1 + _i % 3;
+    lu_multi_short = _i % 3 == 2 ? 3 : -1;
     struct clops_pool *one = one_device(), *both = across();
     const struct tmat a = case_matrix(c, 2400 + (uint64_t)_i);
     const int64_t mn = c->rows < c->cols ? c->rows : c->cols;
@@ -144,6 +147,7 @@ START_TEST(test_lu_across_devices_matches_one_device)
     ck_assert_msg(x.status == CLOPS_OK && y.status == CLOPS_OK, "case %d: %s", _i,
                   api->last_error());
     lu_multi_run = 0;
+    lu_multi_short = -1;
     lu_panel_piece_bytes = LU_PANEL_PIECE_BYTES;
     ck_assert_int_gt(tasks(both, 1), before); /* device 1 factored its block columns */
     ck_assert_int_eq(y.info, x.info);

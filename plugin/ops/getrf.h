@@ -254,10 +254,13 @@ struct lu_multi;
  * variable so that tests can make small panels cross in pieces. */
 enum { LU_PANEL_PIECE_BYTES = 16 << 20, LU_PANEL_PIECES_MAX = 8 };
 extern int64_t lu_panel_piece_bytes;
-/* Block columns are dealt to the devices in runs of up to LU_MULTI_RUN_MAX (getrf_multi.c's
- * run_for); lu_multi_run > 0 sets the run (tests: runs at sizes where it would be 1). */
-enum { LU_MULTI_RUN_MAX = 8 };
+/* Block columns are dealt to the devices one at a time up to the first LU_MULTI_SHORT_EIGHTHS
+ * eighths of them, then in runs of up to LU_MULTI_RUN_MAX (getrf_multi.c's deal and run_for);
+ * lu_multi_run > 0 sets the run (tests: runs at sizes where it would be 1; no block columns
+ * dealt one at a time then), lu_multi_short >= 0 how many are dealt one at a time. */
+enum { LU_MULTI_RUN_MAX = 8, LU_MULTI_SHORT_EIGHTHS = 0 };
 extern int64_t lu_multi_run;
+extern int64_t lu_multi_short;
 /* The other devices' block columns leave the call's matrix during the steps, all of them
  * within LU_MULTI_LEAVE_STEPS steps, through bridges of at most LU_MULTI_LEAVE_BYTES
  * (getrf_multi.c's plan_leaving); LU_MULTI_SENT_TEXT bounds the debug line that says when each

@@ -69,9 +69,17 @@ struct home_part {
     cl_event done;
 };
 
+/* Where block column b went (deal): its device, and its place among that device's own. */
+struct dealt {
+    int32_t owner;
+    int64_t local;
+};
+
 struct lu_multi {
     int32_t count; /* devices; [0] is the call's: its context and matrix are the call's own */
-    int64_t run;   /* block columns dealt to a device at a time (run_for) */
+    int64_t run;   /* block columns dealt to a device at a time (run_for), once past `short` */
+    int64_t short_until; /* the block columns before it are dealt one at a time (deal) */
+    struct dealt *dealt; /* each block column's device and place (deal) */
     struct lu_ctx *ctx[CONFIG_MAX_DEVICES];
     struct lu_matrix m[CONFIG_MAX_DEVICES];
     struct lu_ctx own[CONFIG_MAX_DEVICES];      /* the other devices' contexts ([0] unused) */
@@ -118,16 +126,17 @@ struct lu_multi {
 
 static int32_t owner(const struct lu_multi *m, int64_t block)
 {
-    return (int32_t)(block / m->run % m->count);
+    return m->dealt[block].owner;
 }
 
 /* Block column b's place among those its owner keeps (other devices than the call's). */
 static int64_t local_index(const struct lu_multi *m, int64_t b)
 {
-    return b / (m->run * m->count) * m->run + b % m->run;
+    return m->dealt[b].local;
 }
 
 int64_t lu_multi_run = 0;
+int64_t lu_multi_short = -1;
 int64_t lu_multi_hold = -1;
 _Atomic int64_t lu_multi_left_in_steps = 0;
 
@@ -142,6 +151,28 @@ static int64_t run_for(int64_t blocks, int32_t count)
     run = run > LU_MULTI_RUN_MAX ? LU_MULTI_RUN_MAX : run;
     run = run > blocks / count ? blocks / count : run;
     return run < 1 ? 1 : run;
+}
+
+/* The block columns dealt one at a time before the runs begin: lu_multi_short where set,
+ * else the first LU_MULTI_SHORT_EIGHTHS eighths of them (none where a test sets the run). */
+static int64_t short_for(int64_t blocks)
+{
+    if (lu_multi_short >= 0)
+        return lu_multi_short < blocks ? lu_multi_short : blocks;
+    return lu_multi_run > 0 ? 0 : blocks * LU_MULTI_SHORT_EIGHTHS / 8;
+}
+
+/* Deals the `blocks` block columns to the devices in turn: one at a time before short_until,
+ * `run` at a time after; each device keeps its own in the order dealt (local). */
+static void deal(struct lu_multi *m, int64_t blocks)
+{
+    int64_t kept[CONFIG_MAX_DEVICES] = {0};
+    int32_t d = 0;
+    for (int64_t b = 0; b < blocks; d = (d + 1) % m->count) {
+        const int64_t run = b < m->short_until ? 1 : m->run;
+        for (int64_t i = 0; i < run && b < blocks; i++, b++)
+            m->dealt[b] = (struct dealt){.owner = d, .local = kept[d]++};
+    }
 }
 
 static int64_t block_width(const struct lu_multi *m, int64_t block)
@@ -1056,12 +1087,15 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
     const int64_t blocks = (a->cols + l->ctx.nb - 1) / l->ctx.nb;
     int64_t *leave = calloc((size_t)blocks, sizeof *leave);
     cl_event *left = calloc((size_t)blocks, sizeof *left);
-    if (m == NULL || piv == NULL || info == NULL || leave == NULL || left == NULL) {
+    struct dealt *dealt = calloc((size_t)blocks, sizeof *dealt);
+    if (m == NULL || piv == NULL || info == NULL || leave == NULL || left == NULL ||
+        dealt == NULL) {
         free(m);
         free(piv);
         free(info);
         free(leave);
         free(left);
+        free(dealt);
         return err_set(CLOPS_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
                        call->impl->desc->name);
     }
@@ -1079,17 +1113,20 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
                            .op = call->impl->desc->name,
                            .start_ns = os_monotonic_ns(),
                            .leave = leave,
-                           .left = left};
+                           .left = left,
+                           .dealt = dealt};
     m->ctx[0] = &l->ctx;
     m->m[0] = *a;
     m->run = run_for(blocks, count);
+    m->short_until = short_for(blocks);
+    deal(m, blocks);
     plan_leaving(m);
     atomic_store(&lu_multi_left_in_steps, 0);
     log_msg(CLOPS_LOG_DEBUG,
-            "%s: %lld x %lld across %d devices, block columns of %lld dealt %lld at a time, "
-            "%lld leaving the call's device at a step",
+            "%s: %lld x %lld across %d devices, block columns of %lld dealt one at a time to "
+            "block column %lld, then %lld at a time, %lld leaving the call's device at a step",
             m->op, (long long)m->rows, (long long)m->cols, (int)count, (long long)m->nb,
-            (long long)m->run, (long long)m->per_step);
+            (long long)m->short_until, (long long)m->run, (long long)m->per_step);
     if (l->ctx.call != NULL) /* the call's units: the panels */
         pace_begin(&l->ctx.pace, l->ctx.call, l->ctx.queue, (mn + m->nb - 1) / m->nb, "panels");
     int32_t status = lu_clear_info(&l->ctx, mn);
@@ -1156,5 +1193,6 @@ void lu_multi_release(struct lu_multi *m)
     free(m->info);
     free(m->leave);
     free(m->left);
+    free(m->dealt);
     free(m);
 }
