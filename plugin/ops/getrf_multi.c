@@ -77,7 +77,7 @@ struct dealt {
 
 struct lu_multi {
     int32_t count; /* devices; [0] is the call's: its context and matrix are the call's own */
-    int64_t run;   /* block columns dealt to a device at a time (run_for), once past `short` */
+    int64_t run;   /* block columns dealt to a device at a time (run_for) from short_until on */
     int64_t short_until; /* the block columns before it are dealt one at a time (deal) */
     struct dealt *dealt; /* each block column's device and place (deal) */
     struct lu_ctx *ctx[CONFIG_MAX_DEVICES];
@@ -873,7 +873,7 @@ static int32_t factor_steps(struct lu_multi *m)
             /* Panel k arrived (its owner factored it on this queue), and after these updates,
              * its place on another device than the call's may take the panel two steps on. */
             const int received = d != owner(m, k);
-            if (received && !(d == owner(m, k + 1) && !ahead && k + 1 < blocks))
+            if (received && !(k + 1 < blocks && d == owner(m, k + 1) && !ahead))
                 status = queue_after(m, d, m->ready[k % LU_MULTI_PLACES][d]);
             if (status == CLOPS_OK && d == 1)
                 status = hold_device(m, k);
