@@ -252,11 +252,10 @@ static int64_t cpu_rows_held(int64_t local, int64_t es, int64_t panel_nb, int64_
 /* Each outer panel takes the widest inner panels (PANEL_NB, halved down to 16) whose rows the
  * resident kernel holds, so that a panel too tall at PANEL_NB takes narrower resident panels,
  * not the per-column kernel, and the shorter panels after it are wide again; where no width
- * fits, 16, each inner panel then taking the per-column kernel until it is short enough for the
- * resident one. nb = panel_nb = 256 on 900 x 700 (f64) or 1100 x 700 (f32) rows: on a CPU
- * device of 1 MiB of local memory f64 takes 128, 128 and 256 (5 resident launches), f32 16 (1100
- * rows: 1024 a group at most; the first 5 inner panels per column, the next 11 resident), then
- * 256 twice. LAPACK's pivots and a small ratio in every case. */
+ * fits, the per-column kernel at PANEL_NB. nb = panel_nb = 256 on 900 x 700 (f64) or 1100 x 700
+ * (f32) rows: on a CPU device of 1 MiB of local memory f64 takes 128, 128 and 256 (5 resident
+ * launches), f32 the per-column kernel (1100 rows: 1024 a group at most), then 256 twice. LAPACK's
+ * pivots and a small ratio in every case. */
 START_TEST(test_lu_inner_panels_narrow_only_where_the_rows_do_not_fit)
 {
     const struct clops_api *api = tu_api();
@@ -285,26 +284,21 @@ START_TEST(test_lu_inner_panels_narrow_only_where_the_rows_do_not_fit)
     if (dtype == CLOPS_F64) /* 900 rows fit narrower panels on any device */
         ck_assert_int_eq(column, 0);
     if (dev.type == CLOPS_DEVICE_CPU) { /* one group: the launches follow from its local memory */
-        const int64_t local = dev.local_mem_bytes, es = tu_dtype_size(dtype);
         int want_resident = 0, want_column = 0, widths = 0;
         for (int64_t j = 0; j < cols; j += nb) {
             const int64_t jb = cols - j < nb ? cols - j : nb, left = rows - j;
             int64_t width = 256;
-            while (width / 2 >= 16 && left > cpu_rows_held(local, es, 256, width))
+            while (width >= 16 && left > cpu_rows_held(dev.local_mem_bytes,
+                                                        tu_dtype_size(dtype), 256, width))
                 width /= 2;
-            /* The inner panels, each resident where its rows fit, else a launch per column
-             * and one to finish. */
-            for (int64_t i = 0; i < jb; i += width) {
-                const int64_t ib = jb - i < width ? jb - i : width;
-                if (left - i <= cpu_rows_held(local, es, 256, ib))
-                    want_resident++;
-                else
-                    want_column += (int)ib + 1;
-            }
-            widths |= width == 256 ? 1 : 2;
+            if (width < 16)
+                want_column += (int)jb + 1; /* a launch per column and one to finish */
+            else
+                want_resident += (int)((jb + width - 1) / width);
+            widths |= width < 16 ? 0 : width == 256 ? 1 : 2;
         }
-        if (local == 1 << 20) /* the case this test was written for: both kinds of width */
-            ck_assert_int_eq(widths, 3);
+        if (dev.local_mem_bytes == 1 << 20) /* the case this test was written for */
+            ck_assert_int_eq(widths, dtype == CLOPS_F64 ? 3 : 1);
         ck_assert_int_eq(resident, want_resident);
         ck_assert_int_eq(column, want_column);
     }

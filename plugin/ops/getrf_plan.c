@@ -137,16 +137,14 @@ int lu_resident_holds(const struct lu_ctx *ctx, int64_t rows, int64_t width)
  * rows a group x 132 groups fall short, 191.0 ms; 32 181.4), and the narrowest panels cost
  * more launches than wider ones that fit (N = 8192, NB 256, PANEL_NB 64 against 32: f32 46.3
  * ms against 48.8, f64 51.4 against 53.7). Each outer panel takes its own width, so the later,
- * shorter ones are wider again. Where no width fits, the narrowest, which the per-column kernel
- * takes (as before each panel had its own width: the per-column kernel's rank-1 updates span the
- * inner panel, across all the rows, once a column). */
+ * shorter ones are wider again. PANEL_NB where no width fits: the per-column kernel takes it. */
 int64_t lu_panel_width(const struct lu_ctx *ctx, int64_t rows)
 {
     const int64_t least = ctx->panel_nb < 16 ? ctx->panel_nb : 16;
-    int64_t width = ctx->panel_nb;
-    while (width / 2 >= least && !lu_resident_holds(ctx, rows, width))
-        width /= 2;
-    return width;
+    for (int64_t width = ctx->panel_nb; width >= least && width > 0; width /= 2)
+        if (lu_resident_holds(ctx, rows, width))
+            return width;
+    return ctx->panel_nb;
 }
 
 /* The most interchanges one plan takes: up to 256, as many as lu_laswp_apply's rows (two per
