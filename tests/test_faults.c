@@ -1264,8 +1264,8 @@ static void hold_until_go(struct clops_event *event, int32_t status, void *user)
 /* The host releases its event, then the stream (ABI: "its threads stop once the stream's
  * events are released too"): when stream_release returns, the stream's threads have ended
  * and it no longer holds the pool, so the host can release the pool and unload the library or
- * end the process (under Wine a thread still running at the end of the process ended it with
- * SIGQUIT). The completer is held in the call's callback until the host has released its event
+ * end the process (under Wine a thread still running at the end of the process likely ended
+ * it with SIGQUIT, in test_split_stream). The completer is held in the call's callback until the host has released its event
  * and is in stream_release, and every clRelease* then takes 200 ms: the completer lets go of
  * the call's event (its CL event) within that window. Before the fix stream_release returned
  * as soon as the callback had, two threads more than before the stream. */
