@@ -136,7 +136,7 @@ static void release_pause(void)
         nanosleep(&t, NULL);
     }
 }
-#define RELEASED(function, object)                                                            \
+#define RELEASED(function, object)                                                                 \
     (release_pause(), release_status(__real_##function(object), #function))
 
 /* ---- Allocation ------------------------------------------------------------------------------ */

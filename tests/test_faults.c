@@ -1170,6 +1170,31 @@ static void count_log(int32_t level, const char *message, void *user)
     atomic_fetch_add((atomic_long *)user, 1);
 }
 
+/* C = A B on 4 x 4 host matrices, A all 1 and B all 2 (C becomes all 8), C all `c0` before,
+ * beta 0: a call's arguments, the arrays in the struct. */
+struct small_gemm {
+    float a[16], b[16], c[16];
+    struct clops_tensor ta, tb, tc;
+    struct clops_arg args[4];
+};
+
+static void small_gemm_init(struct small_gemm *g, float c0)
+{
+    for (int i = 0; i < 16; i++) {
+        g->a[i] = 1.0f;
+        g->b[i] = 2.0f;
+        g->c[i] = c0;
+    }
+    g->ta = clops_matrix(g->a, CLOPS_F32, 4, 4, 4, 0);
+    g->tb = clops_matrix(g->b, CLOPS_F32, 4, 4, 4, 0);
+    g->tc = clops_matrix(g->c, CLOPS_F32, 4, 4, 4, 0);
+    g->args[0] = tensor_arg("a", &g->ta);
+    g->args[1] = tensor_arg("b", &g->tb);
+    g->args[2] =
+        (struct clops_arg){.name = "c", .kind = CLOPS_PARAM_TENSOR_INOUT, .tensor = &g->tc};
+    g->args[3] = (struct clops_arg){.name = "beta", .kind = CLOPS_PARAM_DOUBLE, .d = 0.0};
+}
+
 /* A driver's wait that returns before the work ran (PoCL 3.1's basic driver, behind a user event
  * not yet set, returns from clWaitForEvents at once, the end marker still queued): the call
  * neither commits what was never computed nor gives back what its queued work uses; it ends once
@@ -1188,19 +1213,10 @@ START_TEST(test_a_wait_the_driver_ends_early_is_not_believed)
     cl_event gate = clCreateUserEvent(cl.cl_context, &rc);
     ck_assert_int_eq(rc, CL_SUCCESS);
     api->buffer_release(probe);
-    float a[4 * 4], b[4 * 4], c[4 * 4];
-    for (int i = 0; i < 16; i++) {
-        a[i] = 1.0f;
-        b[i] = 2.0f;
-        c[i] = -7.0f;
-    }
-    struct clops_tensor ta = clops_matrix(a, CLOPS_F32, 4, 4, 4, 0),
-                        tb = clops_matrix(b, CLOPS_F32, 4, 4, 4, 0),
-                        tc = clops_matrix(c, CLOPS_F32, 4, 4, 4, 0);
-    const struct clops_arg args[] = {tensor_arg("a", &ta),
-                                     tensor_arg("b", &tb),
-                                     {.name = "c", .kind = CLOPS_PARAM_TENSOR_INOUT, .tensor = &tc},
-                                     {.name = "beta", .kind = CLOPS_PARAM_DOUBLE, .d = 0.0}};
+    struct small_gemm g;
+    small_gemm_init(&g, -7.0f);
+    const struct clops_arg *args = g.args;
+    const float *c = g.c;
     void *gates[] = {gate};
     struct clops_submit_args s = {.struct_size = sizeof s,
                                   .op_index = api->op_index(api->op_find("gemm")),
@@ -1265,24 +1281,18 @@ static void hold_until_go(struct clops_event *event, int32_t status, void *user)
  * events are released too"): when stream_release returns, the stream's threads have ended
  * and it no longer holds the pool, so the host can release the pool and unload the library or
  * end the process (under Wine a thread still running at the end of the process likely ended
- * it with SIGQUIT, in test_split_stream). The completer is held in the call's callback until the host has released its event
- * and is in stream_release, and every clRelease* then takes 200 ms: the completer lets go of
- * the call's event (its CL event) within that window. Before the fix stream_release returned
- * as soon as the callback had, two threads more than before the stream. */
+ * it with SIGQUIT, in test_split_stream). The completer is held in the call's callback until the
+ * host has released its event and is in stream_release, and every clRelease* then takes 200 ms: the
+ * completer lets go of the call's event (its CL event) within that window. Before the fix
+ * stream_release returned as soon as the callback had, two threads more than before the stream. */
 START_TEST(test_stream_release_returns_once_the_stream_threads_have_ended)
 {
     struct clops_pool *pool = NULL;
     ck_assert_int_eq(api->pool_create_default(&pool), CLOPS_OK);
-    float a[4 * 4], b[4 * 4], c[4 * 4];
-    for (int i = 0; i < 16; i++)
-        a[i] = 1.0f, b[i] = 2.0f, c[i] = 0.0f;
-    struct clops_tensor ta = clops_matrix(a, CLOPS_F32, 4, 4, 4, 0),
-                        tb = clops_matrix(b, CLOPS_F32, 4, 4, 4, 0),
-                        tc = clops_matrix(c, CLOPS_F32, 4, 4, 4, 0);
-    const struct clops_arg args[] = {tensor_arg("a", &ta),
-                                     tensor_arg("b", &tb),
-                                     {.name = "c", .kind = CLOPS_PARAM_TENSOR_INOUT, .tensor = &tc},
-                                     {.name = "beta", .kind = CLOPS_PARAM_DOUBLE, .d = 0.0}};
+    struct small_gemm g;
+    small_gemm_init(&g, 0.0f);
+    const struct clops_arg *args = g.args;
+    const float *c = g.c;
     const struct clops_op *gemm = api->op_find("gemm");
     ck_assert_int_eq(api->invoke(pool, gemm, args, 4), CLOPS_OK); /* the driver's threads */
     const int before = process_threads();

@@ -288,8 +288,8 @@ START_TEST(test_lu_inner_panels_narrow_only_where_the_rows_do_not_fit)
         for (int64_t j = 0; j < cols; j += nb) {
             const int64_t jb = cols - j < nb ? cols - j : nb, left = rows - j;
             int64_t width = 256;
-            while (width >= 16 && left > cpu_rows_held(dev.local_mem_bytes,
-                                                        tu_dtype_size(dtype), 256, width))
+            while (width >= 16 &&
+                   left > cpu_rows_held(dev.local_mem_bytes, tu_dtype_size(dtype), 256, width))
                 width /= 2;
             if (width < 16)
                 want_column += (int)jb + 1; /* a launch per column and one to finish */

@@ -294,8 +294,8 @@ static double rect_copies(size_t width, int to_device, int packed, cl_mem tmp)
             if (rc == CL_SUCCESS)
                 rc = clFinish(d->queue);
         } else {
-            rc = clEnqueueCopyBufferRect(d->queue, d->big, tmp, zero, zero, region, pitch, 0,
-                                         width, 0, 0, NULL, NULL);
+            rc = clEnqueueCopyBufferRect(d->queue, d->big, tmp, zero, zero, region, pitch, 0, width,
+                                         0, 0, NULL, NULL);
             if (rc == CL_SUCCESS)
                 rc = clEnqueueReadBuffer(d->queue, tmp, CL_TRUE, 0, width * rows, d->host, 0, NULL,
                                          NULL);
@@ -411,8 +411,8 @@ int main(int argc, char **argv)
     }
     if (transfer_bytes >= (size_t)1 << 20) {
         cl_int rc;
-        cl_mem tmp = clCreateBuffer(devs[0].context, CL_MEM_READ_WRITE, transfer_bytes / 2, NULL,
-                                    &rc);
+        cl_mem tmp =
+            clCreateBuffer(devs[0].context, CL_MEM_READ_WRITE, transfer_bytes / 2, NULL, &rc);
         check(rc, "clCreateBuffer");
         printf("\ndevice 0: a block of columns of %zu rows of 64 KiB <-> packed pinned memory, "
                "GB/s of the block:\n",

@@ -196,7 +196,8 @@ int32_t lu_solve_tensor(struct lu_ctx *ctx, const struct lu_matrix *lu,
 enum { lu_panel_groups_max = 1024 };
 
 /* getrf_plan.c: the block sizes, the panel kernels' shapes and laswp's pieces for a matrix
- * whose factorization or solves take mn columns (ctx's device, operator and dtype set); whether the look-ahead lane is wanted; laswp's columns per work-group. */
+ * whose factorization or solves take mn columns (ctx's device, operator and dtype set); whether the
+ * look-ahead lane is wanted; laswp's columns per work-group. */
 void lu_plan(struct lu_ctx *ctx, int64_t mn);
 int lu_plan_lookahead(const struct lu_ctx *ctx);
 int64_t lu_laswp_cols(const struct lu_ctx *ctx);

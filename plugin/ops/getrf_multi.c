@@ -77,8 +77,7 @@ struct dealt {
 
 struct lu_multi {
     int32_t count; /* devices; [0] is the call's: its context and matrix are the call's own */
-    int64_t run;   /* block columns dealt to a device at a time (run_for) from short_until on */
-    int64_t short_until; /* the block columns before it are dealt one at a time (deal) */
+    int64_t run;   /* block columns dealt to a device at a time (run_for), once past short_for */
     struct dealt *dealt; /* each block column's device and place (deal) */
     struct lu_ctx *ctx[CONFIG_MAX_DEVICES];
     struct lu_matrix m[CONFIG_MAX_DEVICES];
@@ -164,12 +163,12 @@ static int64_t short_for(int64_t blocks)
 
 /* Deals the `blocks` block columns to the devices in turn: one at a time before short_until,
  * `run` at a time after; each device keeps its own in the order dealt (local). */
-static void deal(struct lu_multi *m, int64_t blocks)
+static void deal(struct lu_multi *m, int64_t blocks, int64_t short_until)
 {
     int64_t kept[CONFIG_MAX_DEVICES] = {0};
     int32_t d = 0;
     for (int64_t b = 0; b < blocks; d = (d + 1) % m->count) {
-        const int64_t run = b < m->short_until ? 1 : m->run;
+        const int64_t run = b < short_until ? 1 : m->run;
         for (int64_t i = 0; i < run && b < blocks; i++, b++)
             m->dealt[b] = (struct dealt){.owner = d, .local = kept[d]++};
     }
@@ -964,8 +963,8 @@ static int32_t open_devices(struct lu_multi *m, struct op_call *call, struct poo
         ctx->call = NULL;
         ctx->nb_forced = m->nb;
         m->ctx[d] = ctx;
-        status = lu_ctx_init(ctx, call->pool, devs[d], m->queue[d], call->impl, m->ctx[0]->dtype,
-                             m->mn);
+        status =
+            lu_ctx_init(ctx, call->pool, devs[d], m->queue[d], call->impl, m->ctx[0]->dtype, m->mn);
         m->m[d].ld = (owned_blocks(m, d, (m->cols + m->nb - 1) / m->nb) + LU_MULTI_PLACES) * m->nb;
         m->m[d].rows = m->rows;
         m->m[d].cols = m->m[d].ld;
@@ -1118,15 +1117,15 @@ int32_t lu_multi_factor(struct op_call *call, struct lu_call *l, int32_t pivotin
     m->ctx[0] = &l->ctx;
     m->m[0] = *a;
     m->run = run_for(blocks, count);
-    m->short_until = short_for(blocks);
-    deal(m, blocks);
+    const int64_t short_until = short_for(blocks);
+    deal(m, blocks, short_until);
     plan_leaving(m);
     atomic_store(&lu_multi_left_in_steps, 0);
     log_msg(CLOPS_LOG_DEBUG,
             "%s: %lld x %lld across %d devices, block columns of %lld dealt one at a time to "
             "block column %lld, then %lld at a time, %lld leaving the call's device at a step",
             m->op, (long long)m->rows, (long long)m->cols, (int)count, (long long)m->nb,
-            (long long)m->short_until, (long long)m->run, (long long)m->per_step);
+            (long long)short_until, (long long)m->run, (long long)m->per_step);
     if (l->ctx.call != NULL) /* the call's units: the panels */
         pace_begin(&l->ctx.pace, l->ctx.call, l->ctx.queue, (mn + m->nb - 1) / m->nb, "panels");
     int32_t status = lu_clear_info(&l->ctx, mn);
