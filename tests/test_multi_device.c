@@ -1094,6 +1094,7 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
     const int on_device = which >= MANDEL_DEVICE;
     struct tu_mandel_out want = mandel_out_new(pool, 0), got = mandel_out_new(pool, on_device);
     ck_assert_int_eq(mandel_call(pool, "1", &want), CLOPS_OK); /* device 0 alone */
+    const long long ahead_chunks = atomic_load(&mandel_ahead_chunks);
     /* Kernels built; bridges, buffers and kernels kept for the calls that follow. */
     ck_assert_msg(mandel_sweep_call(pool, sa.stream, which, &got) == CLOPS_OK, "%s",
                   api->last_error());
@@ -1131,11 +1132,12 @@ START_TEST(test_a_failure_in_a_split_mandelbrot_call_is_reported)
                       failures);
     tu_mandel_out_reset(&got);
     const long long landed = atomic_load(&mandel_landed_tiles);
-    const long long ahead_chunks = atomic_load(&mandel_ahead_chunks);
     ck_assert_msg(mandel_sweep_call(pool, sa.stream, which, &got) == CLOPS_OK, "%s",
                   api->last_error());
+    /* The path was taken: chunks rendered ahead over the sweep's calls (how many a call has
+     * goes by the devices' rates: 0 to 8 in one call on unequal devices, CI 2026-12-01). */
     const long long rendered_ahead = atomic_load(&mandel_ahead_chunks) - ahead_chunks;
-    if (ahead) /* both sets of device 1's (and, into host memory, device 0's) reused */
+    if (ahead)
         ck_assert_msg(rendered_ahead >= 3, "%lld chunks rendered ahead", rendered_ahead);
     if (which == MANDEL_HOST_AHEAD) /* every tile landed: both devices' chunks rendered ahead */
         ck_assert_int_eq(atomic_load(&mandel_landed_tiles) - landed,
