@@ -111,10 +111,6 @@ extern int split_devices_as_gpus;
 /* mandelbrot.c's: 2 makes a CPU device's worker place its chunks on the primary device from two
  * sets, as a GPU's does (tests); 0 (default): GPUs only. */
 extern int mandel_place_sets;
-/* mandelbrot.c's: 1 (default): a worker that places its chunks on the primary device from two
- * sets renders each chunk ahead of its downloads, as one into host memory does (render_ahead);
- * 0: it waits for each chunk's downloads (tests; a build measured against the other). */
-extern int mandel_place_ahead;
 /* mandelbrot.c's: the chunks its workers rendered ahead, their downloads beside the next chunk's
  * render (tests). */
 extern atomic_llong mandel_ahead_chunks;

@@ -619,75 +619,6 @@ START_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls)
 }
 END_TEST
 
-/* Into buffers on the primary device, with device 1 counted as a GPU (split_devices_as_gpus)
- * that places its chunks from two sets (mandel_place_sets): its chunks render ahead, each one's
- * tiles downloading into its set's host slots while the next one renders, and the primary device
- * places them once those downloads are done (place_beside in mandelbrot.c). Split 0.5, submitted
- * (a submitted call's launches cover at most a sixteenth of the image, so device 1's tiles go
- * in chunks of at most 4). The bits are device 0 alone's; three or more chunks render ahead
- * within five calls, so that a set is reused (device 0 writes its own straight into the
- * buffers; how many tiles device 1 takes goes by the devices' rates); the bytes downloaded are
- * whole tiles' of both outputs. With mandel_place_ahead 0 none renders ahead, to the same
- * bits. Kept, as kept_pool says why. */
-START_TEST(test_gpus_render_ahead_of_the_tiles_the_primary_places)
-{
-    const struct clops_api *api = entry_table(CLOPS_ABI_MAJOR);
-    static struct clops_pool *pool; /* a worker a device: device 1's chunks are one worker's */
-    if (pool == NULL)
-        ck_assert_int_eq(api->pool_create_from_string(
-                             "devices = ( { type = \"cpu\"; }, { type = \"cpu\"; index = 1; } ); "
-                             "cpu_fallback = false;",
-                             &pool),
-                         CLOPS_OK);
-    struct tu_mandel_out want = mandel_out_new(pool, 1), got = mandel_out_new(pool, 1);
-    render_ok(pool, "1", &want); /* device 0 alone */
-    struct clops_stream_create_args sa = {.struct_size = sizeof sa, .pool = pool};
-    ck_assert_msg(api->stream_create(&sa) == CLOPS_OK, "%s", api->last_error());
-    split_devices_as_gpus = 1;
-    mandel_place_sets = 2;
-    long long chunks = 0; /* rendered ahead, over the calls with mandel_place_ahead 1 */
-    for (int call = 0, ahead = 1; call < 6; call++) {
-        if (ahead && (chunks >= 3 || call == 5)) { /* then one call with it off */
-            ck_assert_msg(chunks >= 3, "%lld chunks rendered ahead in 5 calls, expected 3 or more",
-                          chunks);
-            ahead = 0;
-        }
-        mandel_place_ahead = ahead;
-        tu_mandel_out_reset(&got);
-        const int64_t before = bytes_downloaded(pool);
-        const long long chunks_before = atomic_load(&mandel_ahead_chunks);
-        struct clops_event *e = submit_render(sa.stream, "0.5", 300, MANDEL_TILE, &got);
-        struct clops_event_wait_args w = {
-            .struct_size = sizeof w, .count = 1, .events = &e, .timeout_ns = -1, .wait_all = 1};
-        ck_assert_int_eq(api->event_wait(&w), CLOPS_OK);
-        struct clops_event_query_args q = {.struct_size = sizeof q, .event = e};
-        ck_assert_int_eq(api->event_query(&q), CLOPS_OK);
-        ck_assert_msg(q.status == CLOPS_OK, "%s", q.message);
-        struct clops_event_release_args r = {.struct_size = sizeof r, .event = e};
-        ck_assert_int_eq(api->event_release(&r), CLOPS_OK);
-        const long long now = atomic_load(&mandel_ahead_chunks) - chunks_before;
-        const int64_t downloaded = bytes_downloaded(pool) - before;
-        tu_mandel_out_fetch(&got);
-        expect_same_bits(&got, &want, ahead ? "placed ahead" : "placed after each download");
-        const int64_t tile_bytes = 2 * 4 * MANDEL_TILE * MANDEL_TILE; /* both outputs */
-        ck_assert_msg(downloaded % tile_bytes == 0 && downloaded / tile_bytes < MANDEL_TILES,
-                      "%lld bytes downloaded", (long long)downloaded);
-        if (!ahead) {
-            ck_assert_int_eq(now, 0);
-            break;
-        }
-        chunks += now;
-    }
-    mandel_place_ahead = 1;
-    mandel_place_sets = 0;
-    split_devices_as_gpus = 0;
-    struct clops_stream_release_args sr = {.struct_size = sizeof sr, .stream = sa.stream};
-    ck_assert_int_eq(api->stream_release(&sr), CLOPS_OK);
-    tu_mandel_out_free(&want);
-    tu_mandel_out_free(&got);
-}
-END_TEST
-
 int main(void)
 {
     setenv("POCL_DEVICES", "pthread pthread", 0);
@@ -702,7 +633,6 @@ int main(void)
         TU_TEST(test_the_bridges_a_pool_keeps_stay_within_its_bound),
         TU_TEST(test_bridges_a_few_rows_apart_are_one_block),
         TU_TEST(test_gpus_render_ahead_of_their_downloads),
-        TU_TEST(test_gpus_render_ahead_of_the_tiles_the_primary_places),
         TU_TEST(test_tiles_land_in_host_outputs_with_gaps),
         TU_TEST(test_split_calls_from_two_threads_at_once),
         TU_TEST(test_a_submitted_split_call_writes_after_the_streams_earlier_calls),

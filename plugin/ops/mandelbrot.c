@@ -240,7 +240,6 @@ enum delivery { DELIVER_NONE = 0, DELIVER_DIRECT, DELIVER_HOST, DELIVER_PLACE };
 enum { PLACE_SETS = 2 };
 int mandel_place_sets = 0;
 int mandel_land_mode = MANDEL_LAND_ADAPTIVE;
-int mandel_place_ahead = 1;
 atomic_llong mandel_ahead_chunks;
 struct worker {
     struct mandel_call *call;
@@ -283,10 +282,6 @@ struct worker {
      * downloads are done (land_set; 0: none), and the worker's landed tiles and time. */
     int32_t landing[PLACE_SETS], landed;
     int64_t land_ns;
-    /* PLACE outputs, ahead: the tiles of set s's chunk (place_ids_host[s]) that the primary
-     * device places once the chunk's downloads into set s's host slots are done (place_beside;
-     * 0: none). */
-    int32_t to_place[PLACE_SETS];
     cl_event after; /* the call's `after` where `queue` is in its context, else NULL */
 };
 
@@ -545,20 +540,17 @@ static int32_t setup_host_slots(struct worker *w, int contested)
 
 /* Whether the worker renders ahead (render_ahead), and its second set and download queue if
  * so: a device with DMA beside its compute units (a GPU; split_devices_as_gpus in tests) none
- * of whose chunks another worker renders, with an output downloaded in place, or placed by the
- * primary device from two sets (w->sets). On two H200s the in-place downloads of a deep zoom's
- * tiles otherwise ran between its chunks' renders on the one queue; so did device 1's
- * downloads of the tiles the primary places (113 MiB, ~2.3 ms of its 19.5 ms at 8192^2,
- * hosts/bench/RESULTS.md, 2026-11-30 17:00). */
+ * of whose chunks another worker renders, with an output downloaded in place and none placed
+ * by the primary device. On two H200s the in-place downloads of a deep zoom's tiles otherwise
+ * ran between its chunks' renders on the one queue. */
 static int32_t setup_ahead(struct worker *w, int contested, int gpu)
 {
     int any = 0;
     for (int o = 0; o < 2; o++) {
         const enum delivery d = delivery_for(w, o, 0);
-        if ((d == DELIVER_PLACE && (w->sets != PLACE_SETS || !mandel_place_ahead)) ||
-            (d == DELIVER_HOST && !in_place(w, o, 0)))
+        if (d == DELIVER_PLACE || (d == DELIVER_HOST && !in_place(w, o, 0)))
             return CLOPS_OK;
-        any |= d == DELIVER_HOST || d == DELIVER_PLACE;
+        any |= d == DELIVER_HOST;
     }
     if (!any || contested || !(gpu || split_devices_as_gpus))
         return CLOPS_OK;
@@ -779,28 +771,17 @@ static int32_t settle(struct worker *w, int32_t s, int32_t status)
     return finish_pending(w, &w->rendering[s], &w->ahead_work[s], w->queue, status);
 }
 
-/* Set s's chunk rendered ahead (to_place), placed by the primary device once its downloads
- * into the host slots are done: the worker's thread waits for those (they ran beside the chunk
- * after it, whose render it enqueued first), then enqueues the placement (enqueue_place); set
- * s is reused once that is done (render_ahead, drain). `status` is the worker's so far: after a
- * failure nothing more is placed. */
-static int32_t enqueue_place(struct worker *w, int32_t s, int32_t n);
-static int32_t place_beside(struct worker *w, int32_t s, int32_t status)
-{
-    const int32_t n = w->to_place[s];
-    w->to_place[s] = 0;
-    if (n == 0)
-        return status;
-    status = finish_pending(w, &w->downloading[s], &w->dl_work[s], w->dl_queue, status);
-    return status == CLOPS_OK ? enqueue_place(w, s, n) : status;
-}
-
-/* Set s's n tiles (place_ids_host[s], -1 for one not to place), downloaded into its host
- * slots, going to buffers on the primary device: upload, then place, on the primary device's
- * queue, marked by place_work[s] and not waited for here. */
-static int32_t enqueue_place(struct worker *w, int32_t s, int32_t n)
+/* Tiles downloaded from compact slots, going to buffers on the primary device: upload, then
+ * place the claimed ones (the others' numbers become -1), on the primary device's queue. Not
+ * waited for here: the next chunk renders and downloads into the other set meanwhile, and a set
+ * is reused once its placement is done (render_chunk), the last ones at the worker's end
+ * (drain). */
+static int32_t deliver_place(struct worker *w, const struct split_chunk *chunk, const int *claimed)
 {
     struct clops_pool *pool = w->call->pool;
+    const int32_t n = chunk->count, s = w->set;
+    for (int32_t k = 0; k < n; k++)
+        w->place_ids_host[s][k] = claimed[k] ? chunk->units[k] : -1;
     /* The first command of the chunk on the primary device's queue: the placing after it
      * writes the device outputs, once the stream's earlier calls are done with them. */
     int32_t status = enqueue_write(w->place_queue, w->place_ids[s], (size_t)n * sizeof(cl_int),
@@ -825,19 +806,6 @@ static int32_t enqueue_place(struct worker *w, int32_t s, int32_t n)
     status = status == CLOPS_OK ? marked : status;
     if (status == CLOPS_OK && clFlush(w->place_queue) != CL_SUCCESS)
         status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a placement failed", op_name);
-    return status;
-}
-
-/* Tiles downloaded from compact slots, going to buffers on the primary device: the claimed
- * ones placed (the others' numbers become -1; enqueue_place). Not waited for here: the next
- * chunk renders and downloads into the other set meanwhile, and a set is reused once its
- * placement is done (render_chunk), the last ones at the worker's end (drain). */
-static int32_t deliver_place(struct worker *w, const struct split_chunk *chunk, const int *claimed)
-{
-    const int32_t n = chunk->count, s = w->set;
-    for (int32_t k = 0; k < n; k++)
-        w->place_ids_host[s][k] = claimed[k] ? chunk->units[k] : -1;
-    const int32_t status = enqueue_place(w, s, n);
     if (status != CLOPS_OK || w->sets == 1)
         return placed(w, s, status);
     w->set = (s + 1) % w->sets;
@@ -851,8 +819,6 @@ static int32_t drain(void *state)
 {
     struct worker *w = state;
     int32_t status = CLOPS_OK;
-    for (int32_t i = 0; i < PLACE_SETS; i++) /* the older chunk's set first */
-        status = place_beside(w, (w->set + i) % PLACE_SETS, status);
     for (int32_t s = 0; s < PLACE_SETS; s++)
         status = settle(w, s, placed(w, s, status));
     /* The last chunk's tiles: nothing renders beside them any more, and the commit's copy moves
@@ -881,8 +847,7 @@ static int32_t deliver(void *state, const struct split_chunk *chunk, const int *
             if (claimed[k])
                 scatter_tile(p, o, w->host[o], k, chunk->units[k]);
     }
-    /* A chunk rendered ahead is placed once its downloads are done (place_beside). */
-    const int32_t status = any_place && !w->ahead ? deliver_place(w, chunk, claimed) : CLOPS_OK;
+    const int32_t status = any_place ? deliver_place(w, chunk, claimed) : CLOPS_OK;
     w->deliver_ns += split_clock_ns() - began;
     return status;
 }
@@ -978,9 +943,7 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
 {
     struct clops_pool *pool = w->call->pool;
     const int32_t s = w->set, n = chunk->count, T = w->call->plan->tile;
-    /* Its chunk landed or was placed beside the last one's: its buffers and host slots are
-     * free once those are done. */
-    int32_t status = placed(w, s, settle(w, s, CLOPS_OK));
+    int32_t status = settle(w, s, CLOPS_OK); /* its chunk landed beside the last one's */
     if (status != CLOPS_OK)
         return status;
     w->rendering[s] = w->downloading[s] = 1; /* from here on drain waits, on every path */
@@ -1003,36 +966,18 @@ static int32_t render_ahead(struct worker *w, const struct split_chunk *chunk)
     /* Submitted: the downloads on another queue wait for its end. */
     if (status == CLOPS_OK && clFlush(w->queue) != CL_SUCCESS)
         status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a chunk failed", op_name);
-    int any_place = 0;
-    for (int o = 0; o < 2 && status == CLOPS_OK; o++) {
-        if (in_place(w, o, 0)) {
+    for (int o = 0; o < 2 && status == CLOPS_OK; o++)
+        if (in_place(w, o, 0))
             status = download_in_place(w, chunk, o, w->dl_queue, w->ahead_staged[s][o],
                                        w->ahead_work[s].done);
-        } else if (delivery_for(w, o, 0) == DELIVER_PLACE) {
-            const size_t bytes = staged_bytes(w->call->plan, n);
-            const cl_int rc =
-                clEnqueueReadBuffer(w->dl_queue, w->ahead_staged[s][o], CL_FALSE, 0, bytes,
-                                    w->slots[s][o], 1, &w->ahead_work[s].done, NULL);
-            if (rc != CL_SUCCESS)
-                status = err_cl(rc, "%s: downloading %zu bytes of tiles failed", op_name, bytes);
-            else
-                pool_record_download(pool, (int64_t)bytes);
-            any_place = 1;
-        }
-    }
     const int32_t marked = pool_work_end(&w->dl_work[s], w->dl_queue, op_name);
     if (status == CLOPS_OK)
         status = marked;
     if (status == CLOPS_OK && clFlush(w->dl_queue) != CL_SUCCESS)
         status = err_set(CLOPS_ERR_DEVICE, "%s: submitting a chunk's downloads failed", op_name);
     w->landing[s] = status == CLOPS_OK && w->call->land != NULL ? n : 0;
-    if (status == CLOPS_OK && any_place) {
-        memcpy(w->place_ids_host[s], chunk->units, (size_t)n * sizeof(int32_t));
-        w->to_place[s] = n;
-    }
-    /* The chunk before, its downloads done by now or soon: the primary device places its
-     * tiles, and they land, while this one renders (land_beside: where that hides them). */
-    status = place_beside(w, 1 - s, status);
+    /* The chunk before, its downloads done by now or soon: its tiles land while this one
+     * renders, where that hides them (land_beside). */
     status = land_beside(w, 1 - s, s, status);
     /* This chunk's render waited for (not its downloads), as a worker that does not render
      * ahead waits for its chunk: one that returned at once took its next chunks early and, at
